@@ -1,0 +1,124 @@
+# ddpsim — build, test, run, install.
+#
+#   make            library (static + shared), the ddpsim command, the tests
+#   make run        the main job: run ddpsim's demo and print its outcome
+#   make test       every CUnit suite (SANITIZE=address,undefined | thread)
+#   make bench      benchmarks (figures only, no assertions)
+#   make install    PREFIX=/usr/local (lib, headers, pkg-config, command)
+#   make deps       install missing Debian packages (apt-get, as root)
+#
+# Each SANITIZE / COVERAGE variant builds in its own directory under build/.
+
+VERSION   := 0.1.0
+PREFIX    ?= /usr/local
+CC        ?= cc
+SANITIZE  ?=
+COVERAGE  ?=
+OPT       ?= -O2
+
+VARIANT   := $(if $(SANITIZE),$(subst $(comma),-,$(SANITIZE)),default)$(if $(COVERAGE),-cov,)
+comma     := ,
+B         := build/$(VARIANT)
+
+CPPFLAGS  += -Iinclude -D_GNU_SOURCE -DFIU_ENABLE
+CFLAGS    += -std=c11 $(OPT) -g -fPIC -pthread -Wall -Wextra -Werror \
+             -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+             -Wno-format-truncation
+LDLIBS    += -lfiu -ldl -lpthread -lm
+ifneq ($(SANITIZE),)
+CFLAGS    += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -O1
+LDFLAGS   += -fsanitize=$(SANITIZE)
+endif
+ifneq ($(COVERAGE),)
+# -pthread at compile time gives atomic counters (toolchain-pitfalls.md).
+CFLAGS    += --coverage -O0 -fprofile-update=atomic
+LDFLAGS   += --coverage
+endif
+
+LIB_SRC   := $(sort $(wildcard core/*.c backends/*.c plugins/*.c \
+                                accelerators/*.c sim/*.c))
+TOOL_SRC  := $(sort $(wildcard tools/*.c))
+TEST_SRC  := $(sort $(wildcard tests/*.c))
+BENCH_SRC := $(sort $(wildcard bench/*.c))
+
+LIB_OBJ   := $(LIB_SRC:%.c=$(B)/%.o)
+TOOL_OBJ  := $(TOOL_SRC:%.c=$(B)/%.o)
+TEST_OBJ  := $(TEST_SRC:%.c=$(B)/%.o)
+BENCH_BIN := $(BENCH_SRC:bench/%.c=$(B)/bench/%)
+
+STATIC    := $(B)/libddpsim.a
+SHARED    := $(B)/libddpsim.so.$(VERSION)
+DDPSIM    := $(B)/ddpsim
+TESTBIN   := $(B)/ddpsim-test
+DEPS_OK   := build/.deps-ok
+
+.PHONY: all lib run test bench install deps clean check-deps
+all: $(STATIC) $(SHARED) $(DDPSIM) $(TESTBIN) ddpsim
+
+lib: $(STATIC) $(SHARED)
+
+# Dependencies: checked once per clone (the stamp), installed when missing.
+$(DEPS_OK): scripts/deps.sh
+	@sh scripts/deps.sh
+	@mkdir -p build && touch $@
+deps:
+	sh scripts/deps.sh
+
+$(B)/%.o: %.c $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(STATIC): $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(SHARED): $(LIB_OBJ)
+	$(CC) -shared -Wl,-soname,libddpsim.so.0 $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(DDPSIM): $(TOOL_OBJ) $(STATIC)
+	$(CC) $(LDFLAGS) -o $@ $(TOOL_OBJ) $(STATIC) $(LDLIBS)
+
+# ./ddpsim at the top always points at the default build's command.
+ddpsim: $(DDPSIM)
+	@if [ "$(VARIANT)" = default ]; then ln -sf $(DDPSIM) ddpsim; fi
+
+$(TESTBIN): $(TEST_OBJ) $(STATIC)
+	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJ) $(STATIC) $(LDLIBS) -lcunit
+
+$(B)/bench/%: bench/%.c $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(STATIC) $(LDFLAGS) $(LDLIBS)
+
+# TSan on kernels with high mmap entropy needs ASLR off for its own process.
+ifneq ($(findstring thread,$(SANITIZE)),)
+RUNPREFIX := setarch $(shell uname -m) -R
+endif
+
+# TESTS="suite ..." runs only those suites; JUNIT=file writes JUnit XML.
+test: $(TESTBIN) $(DDPSIM)
+	DDPSIM=$(abspath $(DDPSIM)) $(RUNPREFIX) $(TESTBIN) $(if $(JUNIT),--junit $(JUNIT)) $(TESTS)
+
+run: $(DDPSIM)
+	$(DDPSIM) demo
+
+bench: $(BENCH_BIN) $(DDPSIM)
+	@sh scripts/deps.sh --bench
+	@for b in $(BENCH_BIN); do echo "== $$b"; $$b || exit 1; done
+	@if [ -f bench/store.sh ]; then B=$(B) sh bench/store.sh; fi
+
+install: $(STATIC) $(SHARED) $(DDPSIM)
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/ddp \
+	    $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 644 $(STATIC) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(SHARED) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libddpsim.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libddpsim.so.0
+	ln -sf libddpsim.so.0 $(DESTDIR)$(PREFIX)/lib/libddpsim.so
+	install -m 644 include/ddp/*.h $(DESTDIR)$(PREFIX)/include/ddp/
+	install -m 755 $(DDPSIM) $(DESTDIR)$(PREFIX)/bin/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
+	    ddpsim.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ddpsim.pc
+
+clean:
+	rm -rf build ddpsim
+
+-include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(TEST_OBJ:.o=.d)

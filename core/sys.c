@@ -1,0 +1,198 @@
+/* core/sys.c — what every sys implementation shares: addresses, the
+ * all-or-nothing send/recv helpers, host connect, free port, and the PRNG.
+ * Everything here is written against the ops table only. */
+#include "ddp/sys.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ddp/err.h"
+
+int ddp_addr_parse(const char *text, uint16_t port, ddp_addr_t *out)
+{
+    memset(out, 0, sizeof *out);
+    out->port = port;
+    if (text && inet_pton(AF_INET, text, out->ip) == 1) {
+        out->family = 4;
+        return 0;
+    }
+    char tmp[INET6_ADDRSTRLEN + 2];
+    if (text && text[0] == '[') { /* "[::1]" */
+        size_t l = strlen(text);
+        if (l >= 3 && l < sizeof tmp && text[l - 1] == ']') {
+            memcpy(tmp, text + 1, l - 2);
+            tmp[l - 2] = '\0';
+            text = tmp;
+        }
+    }
+    if (text && inet_pton(AF_INET6, text, out->ip) == 1) {
+        out->family = 6;
+        return 0;
+    }
+    return ddp_err_set(DDP_ECONFIG,
+                       "\"%s\" is not a numeric IPv4 or IPv6 address",
+                       text ? text : "");
+}
+
+char *ddp_addr_format_host(const ddp_addr_t *a, char *buf, size_t n)
+{
+    if (!inet_ntop(a->family == 6 ? AF_INET6 : AF_INET, a->ip, buf,
+                   (socklen_t)n))
+        snprintf(buf, n, "?");
+    return buf;
+}
+
+char *ddp_addr_format(const ddp_addr_t *a, char *buf, size_t n)
+{
+    char host[INET6_ADDRSTRLEN];
+    ddp_addr_format_host(a, host, sizeof host);
+    snprintf(buf, n, a->family == 6 ? "[%s]:%u" : "%s:%u", host,
+             (unsigned)a->port);
+    return buf;
+}
+
+int ddp_addr_equal(const ddp_addr_t *a, const ddp_addr_t *b)
+{
+    size_t len = a->family == 6 ? 16 : 4;
+    return a->family == b->family && a->port == b->port &&
+           memcmp(a->ip, b->ip, len) == 0;
+}
+
+int ddp_addr_is_any(const ddp_addr_t *a)
+{
+    static const uint8_t zero[16];
+    return memcmp(a->ip, zero, a->family == 6 ? 16 : 4) == 0;
+}
+
+int64_t ddp_sys_deadline_in(ddp_sys_t *s, int64_t ns)
+{
+    int64_t now = ddp_sys_now(s);
+    if (ns >= DDP_DEADLINE_NEVER - now)
+        return DDP_DEADLINE_NEVER;
+    return now + ns;
+}
+
+int ddp_sys_send_all(ddp_sys_t *s, int fd, const void *buf, size_t n,
+                     int64_t deadline)
+{
+    const uint8_t *p = buf;
+    while (n > 0) {
+        ssize_t w = ddp_sys_send(s, fd, p, n, deadline);
+        if (w < 0)
+            return (int)w;
+        if (w == 0)
+            return ddp_err_set(DDP_EPEER_LOST, "peer closed while sending");
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int ddp_sys_recv_all(ddp_sys_t *s, int fd, void *buf, size_t n,
+                     int64_t deadline)
+{
+    uint8_t *p = buf;
+    while (n > 0) {
+        ssize_t r = ddp_sys_recv(s, fd, p, n, deadline);
+        if (r < 0)
+            return (int)r;
+        if (r == 0)
+            return ddp_err_set(DDP_EPEER_LOST,
+                               "connection closed by peer with %zu bytes "
+                               "still expected",
+                               n);
+        p += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+int ddp_sys_connect_host(ddp_sys_t *s, const char *host, uint16_t port,
+                         int64_t deadline)
+{
+    ddp_addr_t addrs[8];
+    int n = ddp_sys_resolve(s, host, port, addrs, 8);
+    if (n < 0)
+        return n;
+    int rc = -EHOSTUNREACH;
+    for (int i = 0; i < n; i++) {
+        rc = ddp_sys_connect(s, &addrs[i], deadline);
+        if (rc >= 0)
+            return rc;
+    }
+    return rc;
+}
+
+int ddp_sys_free_port(ddp_sys_t *s, uint16_t *port)
+{
+    ddp_addr_t any;
+    ddp_addr_parse("0.0.0.0", 0, &any);
+    int fd = ddp_sys_listen(s, &any, 1);
+    if (fd < 0)
+        return fd;
+    ddp_addr_t bound;
+    int rc = ddp_sys_local_addr(s, fd, &bound);
+    ddp_sys_close(s, fd);
+    if (rc < 0)
+        return rc;
+    *port = bound.port;
+    return 0;
+}
+
+void ddp_sys_free(ddp_sys_t *sys)
+{
+    if (sys && sys->ops->destroy)
+        sys->ops->destroy(sys);
+}
+
+/* ---- PRNG: xoshiro256** seeded through splitmix64 ---- */
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+void ddp_rng_seed(ddp_rng_t *rng, uint64_t seed)
+{
+    for (int i = 0; i < 4; i++)
+        rng->s[i] = splitmix64(&seed);
+}
+
+static inline uint64_t rotl(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
+
+uint64_t ddp_rng_next(ddp_rng_t *r)
+{
+    uint64_t *s = r->s;
+    uint64_t result = rotl(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+double ddp_rng_double(ddp_rng_t *rng)
+{
+    return (double)(ddp_rng_next(rng) >> 11) * 0x1.0p-53;
+}
+
+uint64_t ddp_rng_below(ddp_rng_t *rng, uint64_t n)
+{
+    /* Rejection keeps it unbiased; the loop ends with probability 1. */
+    uint64_t lim = UINT64_MAX - UINT64_MAX % n;
+    uint64_t x;
+    do
+        x = ddp_rng_next(rng);
+    while (x >= lim);
+    return x % n;
+}

@@ -1,0 +1,544 @@
+/* core/sys_posix.c — the real OS seam: the only file in the library that
+ * calls the clock, socket, process and environment functions of the OS.
+ * Sockets are non-blocking; every wait is a poll(2) bounded by the deadline.
+ * Each op is a libfiu fault point (docs/fault-points.md): when enabled it
+ * fails with the errno given as failinfo (or the op's usual failure). */
+#include "ddp/sys.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fiu.h>
+#include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ddp/env.h"
+#include "ddp/err.h"
+
+extern char **environ;
+
+/* Fail with -failinfo (or -deferr) when the fault point is enabled. */
+#define SYS_FAULT(name, deferr)                                                \
+    do {                                                                       \
+        if (fiu_fail(name)) {                                                  \
+            intptr_t fi_ = (intptr_t)fiu_failinfo();                           \
+            int e_ = fi_ > 0 ? (int)fi_ : (deferr);                            \
+            return ddp_err_set(-e_, "fault point %s fired (%s)", name,         \
+                               strerror(e_));                                  \
+        }                                                                      \
+    } while (0)
+
+static int64_t px_now(ddp_sys_t *s)
+{
+    (void)s;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * DDP_NS_PER_S + ts.tv_nsec;
+}
+
+/* poll(2) timeout in ms for a deadline: -1 never, 0 passed, else rounded up
+ * so that we never wake before the deadline and spin. */
+static int timeout_ms(ddp_sys_t *s, int64_t deadline)
+{
+    if (deadline == DDP_DEADLINE_NEVER)
+        return -1;
+    int64_t left = deadline - px_now(s);
+    if (left <= 0)
+        return 0;
+    int64_t ms = (left + DDP_NS_PER_MS - 1) / DDP_NS_PER_MS;
+    return ms > INT_MAX ? INT_MAX : (int)ms;
+}
+
+static int px_sleep_until(ddp_sys_t *s, int64_t deadline)
+{
+    (void)s;
+    SYS_FAULT("sys/time/sleep", EINTR);
+    if (deadline == DDP_DEADLINE_NEVER)
+        return ddp_err_set(-EINVAL, "sleep without a deadline");
+    struct timespec ts = {.tv_sec = deadline / DDP_NS_PER_S,
+                          .tv_nsec = deadline % DDP_NS_PER_S};
+    int rc;
+    while ((rc = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL)) ==
+           EINTR)
+        ;
+    return rc ? -rc : 0;
+}
+
+static void to_addr(const struct sockaddr *sa, ddp_addr_t *out)
+{
+    memset(out, 0, sizeof *out);
+    if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *s6 = (const void *)sa;
+        /* Report IPv4 peers of a dual-stack socket as IPv4. */
+        if (IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr)) {
+            out->family = 4;
+            memcpy(out->ip, &s6->sin6_addr.s6_addr[12], 4);
+        } else {
+            out->family = 6;
+            memcpy(out->ip, &s6->sin6_addr, 16);
+        }
+        out->port = ntohs(s6->sin6_port);
+    } else {
+        const struct sockaddr_in *s4 = (const void *)sa;
+        out->family = 4;
+        memcpy(out->ip, &s4->sin_addr, 4);
+        out->port = ntohs(s4->sin_port);
+    }
+}
+
+static socklen_t to_sockaddr(const ddp_addr_t *a, struct sockaddr_storage *ss)
+{
+    memset(ss, 0, sizeof *ss);
+    if (a->family == 6) {
+        struct sockaddr_in6 *s6 = (void *)ss;
+        s6->sin6_family = AF_INET6;
+        memcpy(&s6->sin6_addr, a->ip, 16);
+        s6->sin6_port = htons(a->port);
+        return sizeof *s6;
+    }
+    struct sockaddr_in *s4 = (void *)ss;
+    s4->sin_family = AF_INET;
+    memcpy(&s4->sin_addr, a->ip, 4);
+    s4->sin_port = htons(a->port);
+    return sizeof *s4;
+}
+
+static int px_resolve(ddp_sys_t *s, const char *host, uint16_t port,
+                      ddp_addr_t *out, int max)
+{
+    (void)s;
+    SYS_FAULT("sys/net/resolve", EHOSTUNREACH);
+    if (max <= 0)
+        return ddp_err_set(-EINVAL, "resolve: no room for addresses");
+    if (ddp_addr_parse(host, port, &out[0]) == 0)
+        return 1;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM}, *res = NULL;
+    int rc = getaddrinfo(host, NULL, &hints, &res);
+    if (rc != 0)
+        return ddp_err_set(DDP_ENOT_FOUND, "cannot resolve host \"%s\": %s",
+                           host, gai_strerror(rc));
+    int n = 0;
+    /* IPv4 first: a name that resolves to ::1 and 127.0.0.1 should reach an
+     * IPv4-only listener at once (pytorch#121807 looped here). */
+    for (int pass = 0; pass < 2; pass++)
+        for (struct addrinfo *ai = res; ai && n < max; ai = ai->ai_next) {
+            if ((pass == 0) != (ai->ai_family == AF_INET))
+                continue;
+            to_addr(ai->ai_addr, &out[n]);
+            out[n].port = port;
+            int dup = 0;
+            for (int j = 0; j < n; j++)
+                dup |= ddp_addr_equal(&out[j], &out[n]);
+            if (!dup)
+                n++;
+        }
+    freeaddrinfo(res);
+    if (n == 0)
+        return ddp_err_set(DDP_ENOT_FOUND, "host \"%s\" has no address", host);
+    return n;
+}
+
+static int px_hostname(ddp_sys_t *s, char *buf, size_t n)
+{
+    (void)s;
+    SYS_FAULT("sys/net/hostname", EFAULT);
+    if (gethostname(buf, n) != 0)
+        return ddp_err_set(-errno, "gethostname: %s", strerror(errno));
+    buf[n - 1] = '\0';
+    return 0;
+}
+
+static int px_listen(ddp_sys_t *s, const ddp_addr_t *a, int backlog)
+{
+    (void)s;
+    char as[DDP_ADDR_STRLEN];
+    ddp_addr_format(a, as, sizeof as);
+    SYS_FAULT("sys/net/listen", EADDRINUSE);
+    int fd = socket(a->family == 6 ? AF_INET6 : AF_INET,
+                    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return ddp_err_set(-errno, "socket for %s: %s", as, strerror(errno));
+    int one = 1, zero = 0;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (a->family == 6)
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+    struct sockaddr_storage ss;
+    socklen_t sl = to_sockaddr(a, &ss);
+    if (bind(fd, (struct sockaddr *)&ss, sl) != 0 ||
+        listen(fd, backlog > 0 ? backlog : SOMAXCONN) != 0) {
+        int e = errno;
+        close(fd);
+        ddp_err_set(-e, "could not bind %s: %s", as, strerror(e));
+        ddp_err_addr("%s", as);
+        return -e;
+    }
+    return fd;
+}
+
+static int wait_fd(ddp_sys_t *s, int fd, short ev, int64_t deadline)
+{
+    struct pollfd p = {.fd = fd, .events = ev};
+    for (;;) {
+        int ms = timeout_ms(s, deadline);
+        int rc = poll(&p, 1, ms);
+        if (rc > 0)
+            return 0;
+        if (rc == 0)
+            return DDP_ETIMEOUT;
+        if (errno != EINTR)
+            return -errno;
+    }
+}
+
+static int px_accept(ddp_sys_t *s, int fd, ddp_addr_t *peer, int64_t deadline)
+{
+    SYS_FAULT("sys/net/accept", ECONNABORTED);
+    int64_t start = px_now(s);
+    for (;;) {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        int c = accept4(fd, (struct sockaddr *)&ss, &sl,
+                        SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (c >= 0) {
+            int one = 1;
+            setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+            if (peer)
+                to_addr((struct sockaddr *)&ss, peer);
+            return c;
+        }
+        if (errno == EINTR || errno == ECONNABORTED)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            return ddp_err_set(-errno, "accept: %s", strerror(errno));
+        if (deadline <= px_now(s))
+            return deadline <= start ? -EAGAIN : DDP_ETIMEOUT;
+        int rc = wait_fd(s, fd, POLLIN, deadline);
+        if (rc == DDP_ETIMEOUT) {
+            ddp_err_set(DDP_ETIMEOUT, "no connection arrived in time");
+            return ddp_err_waited(px_now(s) - start);
+        }
+        if (rc < 0)
+            return rc;
+    }
+}
+
+static int px_connect(ddp_sys_t *s, const ddp_addr_t *a, int64_t deadline)
+{
+    char as[DDP_ADDR_STRLEN];
+    ddp_addr_format(a, as, sizeof as);
+    SYS_FAULT("sys/net/connect", ECONNREFUSED);
+    int64_t start = px_now(s);
+    int fd = socket(a->family == 6 ? AF_INET6 : AF_INET,
+                    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return ddp_err_set(-errno, "socket for %s: %s", as, strerror(errno));
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    struct sockaddr_storage ss;
+    socklen_t sl = to_sockaddr(a, &ss);
+    int e = 0;
+    if (connect(fd, (struct sockaddr *)&ss, sl) != 0) {
+        e = errno;
+        if (e == EINPROGRESS || e == EINTR) {
+            int rc = wait_fd(s, fd, POLLOUT, deadline);
+            if (rc < 0) {
+                close(fd);
+                ddp_err_set(rc, "connect to %s did not complete in time", as);
+                ddp_err_addr("%s", as);
+                return ddp_err_waited(px_now(s) - start);
+            }
+            socklen_t el = sizeof e;
+            if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) != 0)
+                e = errno;
+        }
+    }
+    if (e != 0) {
+        close(fd);
+        ddp_err_set(-e, "connect to %s failed: %s", as, strerror(e));
+        return ddp_err_addr("%s", as);
+    }
+    return fd;
+}
+
+static ssize_t px_send(ddp_sys_t *s, int fd, const void *buf, size_t n,
+                       int64_t deadline)
+{
+    SYS_FAULT("sys/net/send", ECONNRESET);
+    int64_t start = px_now(s);
+    for (;;) {
+        ssize_t w = send(fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w >= 0)
+            return w;
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            return ddp_err_set(-errno, "send: %s", strerror(errno));
+        if (deadline <= px_now(s))
+            return deadline <= start ? -EAGAIN : DDP_ETIMEOUT;
+        int rc = wait_fd(s, fd, POLLOUT, deadline);
+        if (rc == DDP_ETIMEOUT) {
+            ddp_err_set(DDP_ETIMEOUT, "send blocked until the deadline");
+            return ddp_err_waited(px_now(s) - start);
+        }
+        if (rc < 0)
+            return rc;
+    }
+}
+
+static ssize_t px_recv(ddp_sys_t *s, int fd, void *buf, size_t n,
+                       int64_t deadline)
+{
+    SYS_FAULT("sys/net/recv", ECONNRESET);
+    int64_t start = px_now(s);
+    for (;;) {
+        ssize_t r = recv(fd, buf, n, MSG_DONTWAIT);
+        if (r >= 0)
+            return r;
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            return ddp_err_set(-errno, "recv: %s", strerror(errno));
+        if (deadline <= px_now(s))
+            return deadline <= start ? -EAGAIN : DDP_ETIMEOUT;
+        int rc = wait_fd(s, fd, POLLIN, deadline);
+        if (rc == DDP_ETIMEOUT) {
+            ddp_err_set(DDP_ETIMEOUT, "nothing received before the deadline");
+            return ddp_err_waited(px_now(s) - start);
+        }
+        if (rc < 0)
+            return rc;
+    }
+}
+
+static int px_poll(ddp_sys_t *s, ddp_pollfd_t *fds, int nfds, int64_t deadline)
+{
+    SYS_FAULT("sys/net/poll", EINTR);
+    struct pollfd stackp[64], *p = stackp;
+    if (nfds > 64 && !(p = malloc(sizeof *p * (size_t)nfds)))
+        return -ENOMEM;
+    for (int i = 0; i < nfds; i++) {
+        p[i].fd = fds[i].fd;
+        p[i].events = (short)(((fds[i].events & DDP_POLLIN) ? POLLIN : 0) |
+                              ((fds[i].events & DDP_POLLOUT) ? POLLOUT : 0));
+        p[i].revents = 0;
+    }
+    int rc;
+    do
+        rc = poll(p, (nfds_t)nfds, timeout_ms(s, deadline));
+    while (rc < 0 && errno == EINTR);
+    if (rc < 0)
+        rc = ddp_err_set(-errno, "poll: %s", strerror(errno));
+    for (int i = 0; rc >= 0 && i < nfds; i++) {
+        short r = p[i].revents;
+        fds[i].revents =
+            (short)(((r & POLLIN) ? DDP_POLLIN : 0) |
+                    ((r & POLLOUT) ? DDP_POLLOUT : 0) |
+                    ((r & (POLLERR | POLLNVAL)) ? DDP_POLLERR : 0) |
+                    ((r & POLLHUP) ? DDP_POLLHUP : 0));
+    }
+    if (p != stackp)
+        free(p);
+    return rc;
+}
+
+static int px_close(ddp_sys_t *s, int fd)
+{
+    (void)s;
+    return close(fd) == 0 ? 0 : -errno;
+}
+
+static int px_local_addr(ddp_sys_t *s, int fd, ddp_addr_t *out)
+{
+    (void)s;
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0)
+        return ddp_err_set(-errno, "getsockname: %s", strerror(errno));
+    to_addr((struct sockaddr *)&ss, out);
+    return 0;
+}
+
+static int px_read_file(ddp_sys_t *s, const char *path, char **data,
+                        size_t *len)
+{
+    (void)s;
+    SYS_FAULT("sys/fs/read", EIO);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return ddp_err_set(-errno, "cannot open \"%s\": %s", path,
+                           strerror(errno));
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    size_t r;
+    while (buf && (r = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+        n += r;
+        if (cap - n - 1 == 0) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    int err = ferror(f);
+    fclose(f);
+    if (!buf)
+        return -ENOMEM;
+    if (err) {
+        free(buf);
+        return ddp_err_set(-EIO, "error reading \"%s\"", path);
+    }
+    buf[n] = '\0';
+    *data = buf;
+    if (len)
+        *len = n;
+    return 0;
+}
+
+static int px_somaxconn(ddp_sys_t *s)
+{
+    char *txt = NULL;
+    int v = 4096; /* Linux >= 5.4 default */
+    if (px_read_file(s, "/proc/sys/net/core/somaxconn", &txt, NULL) == 0) {
+        int x = atoi(txt);
+        if (x > 0)
+            v = x;
+        free(txt);
+    }
+    return v;
+}
+
+static int px_spawn(ddp_sys_t *s, const ddp_spawn_t *w, ddp_pid_t *pid)
+{
+    SYS_FAULT("sys/proc/spawn", EAGAIN);
+    char **envp = ddp_env_to_array(w->env ? w->env : s->env);
+    if (!envp)
+        return -ENOMEM;
+    pid_t p;
+    if (w->argv) {
+        int rc = strchr(w->argv[0], '/')
+                     ? posix_spawn(&p, w->argv[0], NULL, NULL, w->argv, envp)
+                     : posix_spawnp(&p, w->argv[0], NULL, NULL, w->argv, envp);
+        ddp_env_free_array(envp);
+        if (rc != 0)
+            return ddp_err_set(-rc, "could not start \"%s\": %s", w->argv[0],
+                               strerror(rc));
+    } else if (w->entry) {
+        ddp_env_free_array(envp);
+        fflush(NULL);
+        p = fork();
+        if (p < 0)
+            return ddp_err_set(-errno, "fork: %s", strerror(errno));
+        if (p == 0) {
+            ddp_sys_t *child = ddp_sys_posix_new(
+                ddp_env_clone(w->env ? w->env : s->env));
+            int rc = child ? w->entry(child, w->arg) : 1;
+            ddp_sys_free(child);
+            fflush(NULL);
+            /* exit(), not _exit(): gcov must write the child's counters. */
+            exit(rc < 0 ? 1 : rc > 255 ? 255 : rc);
+        }
+    } else {
+        ddp_env_free_array(envp);
+        return ddp_err_set(-EINVAL, "spawn: neither argv nor entry given");
+    }
+    *pid = p;
+    return 0;
+}
+
+static int px_wait(ddp_sys_t *s, ddp_pid_t pid, int *status, int64_t deadline)
+{
+    SYS_FAULT("sys/proc/wait", ECHILD);
+    int64_t start = px_now(s);
+    for (;;) {
+        int st;
+        pid_t r = waitpid((pid_t)pid, &st, WNOHANG);
+        if (r == (pid_t)pid) {
+            if (status)
+                *status = WIFEXITED(st)     ? WEXITSTATUS(st)
+                          : WIFSIGNALED(st) ? 128 + WTERMSIG(st)
+                                            : 255;
+            return 0;
+        }
+        if (r < 0 && errno != EINTR)
+            return ddp_err_set(-errno, "waitpid %ld: %s", pid, strerror(errno));
+        int64_t now = px_now(s);
+        if (now >= deadline) {
+            ddp_err_set(DDP_ETIMEOUT, "process %ld still running at deadline",
+                        pid);
+            return ddp_err_waited(now - start);
+        }
+        /* Child exit has no pollable fd here; 2 ms steps bound the latency. */
+        int64_t next = now + 2 * DDP_NS_PER_MS;
+        px_sleep_until(s, next < deadline ? next : deadline);
+    }
+}
+
+static int px_kill(ddp_sys_t *s, ddp_pid_t pid, int sig)
+{
+    (void)s;
+    SYS_FAULT("sys/proc/kill", ESRCH);
+    return kill((pid_t)pid, sig) == 0 ? 0
+                                      : ddp_err_set(-errno, "kill %ld: %s", pid,
+                                                    strerror(errno));
+}
+
+static void px_destroy(ddp_sys_t *s)
+{
+    ddp_env_free(s->env);
+    free(s);
+}
+
+static const ddp_sys_ops_t posix_ops = {
+    .name = "posix",
+    .now = px_now,
+    .sleep_until = px_sleep_until,
+    .resolve = px_resolve,
+    .hostname = px_hostname,
+    .listen = px_listen,
+    .accept = px_accept,
+    .connect = px_connect,
+    .send = px_send,
+    .recv = px_recv,
+    .poll = px_poll,
+    .close = px_close,
+    .local_addr = px_local_addr,
+    .somaxconn = px_somaxconn,
+    .spawn = px_spawn,
+    .wait = px_wait,
+    .kill = px_kill,
+    .read_file = px_read_file,
+    .destroy = px_destroy,
+};
+
+ddp_sys_t *ddp_sys_posix_new(ddp_env_t *env)
+{
+    ddp_sys_t *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->ops = &posix_ops;
+    s->env = env ? env : ddp_env_from_array(environ);
+    if (!s->env) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}

@@ -1,0 +1,103 @@
+/* ddp/cluster.h — cluster environments and SLURM hostlists.
+ *
+ * A cluster environment reads a rank's environment map and answers where the
+ * main (master) process is, how many ranks there are and which one this is.
+ * Contracts: ../shared/reference/lightning-connection-setup.md (Lightning 2.x),
+ * documented in docs/cluster-environments.md.
+ *
+ * Every getter returns 0 or a negative code; a bad or missing variable gives
+ * DDP_ECONFIG with an error context naming the variable, its value and the
+ * expected form.
+ */
+#ifndef DDP_CLUSTER_H
+#define DDP_CLUSTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ddp/env.h"
+#include "ddp/sys.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ddp_cluster ddp_cluster_t;
+
+typedef struct ddp_cluster_ops {
+    const char *name; /* "lightning", "slurm", "torchelastic", "lsf",
+                         "kubeflow", "mpi" */
+    /* 1 if this environment's variables are present, else 0. */
+    int (*detect)(const ddp_env_t *env);
+    int (*main_address)(ddp_cluster_t *c, char *buf, size_t n);
+    int (*main_port)(ddp_cluster_t *c, uint16_t *port);
+    int (*world_size)(ddp_cluster_t *c, int *out);
+    int (*global_rank)(ddp_cluster_t *c, int *out);
+    int (*local_rank)(ddp_cluster_t *c, int *out);
+    int (*node_rank)(ddp_cluster_t *c, int *out);
+    /* 1 if an external launcher started the processes (srun, torchrun...). */
+    int (*creates_processes_externally)(ddp_cluster_t *c);
+    /* Checks the environment against the requested devices per node and
+     * number of nodes (0 = not requested). */
+    int (*validate)(ddp_cluster_t *c, int devices, int num_nodes);
+} ddp_cluster_ops_t;
+
+struct ddp_cluster {
+    const ddp_cluster_ops_t *ops;
+    ddp_sys_t *sys;       /* env map, free-port, file reading (LSF) */
+    const ddp_env_t *env; /* = ddp_sys_env(sys) unless overridden */
+    /* Settable values (Lightning environment; others ignore). */
+    int world_size_set, global_rank_set;
+    int world_size_val, global_rank_val;
+    /* Cached main port (Lightning picks a free port once). */
+    int port_cached;
+    uint16_t port_val;
+    void *impl;
+};
+
+/* Registry, in detection priority order: torchelastic, slurm, lsf, mpi,
+ * lightning (always detects). kubeflow is only used when chosen by name. */
+size_t ddp_cluster_count(void);
+const ddp_cluster_ops_t *ddp_cluster_at(size_t i);
+const ddp_cluster_ops_t *ddp_cluster_find(const char *name);
+
+/* name == NULL/""/"auto": detect in priority order; else by name
+ * (DDP_ENOT_FOUND with the list of valid names). */
+int ddp_cluster_open(ddp_sys_t *sys, const char *name, ddp_cluster_t **out);
+void ddp_cluster_close(ddp_cluster_t *c);
+
+int ddp_cluster_main_address(ddp_cluster_t *c, char *buf, size_t n);
+int ddp_cluster_main_port(ddp_cluster_t *c, uint16_t *port);
+int ddp_cluster_world_size(ddp_cluster_t *c, int *out);
+int ddp_cluster_global_rank(ddp_cluster_t *c, int *out);
+int ddp_cluster_local_rank(ddp_cluster_t *c, int *out);
+int ddp_cluster_node_rank(ddp_cluster_t *c, int *out);
+int ddp_cluster_creates_processes_externally(ddp_cluster_t *c);
+int ddp_cluster_validate(ddp_cluster_t *c, int devices, int num_nodes);
+/* Lightning: settable world size / global rank. */
+void ddp_cluster_set_world_size(ddp_cluster_t *c, int n);
+void ddp_cluster_set_global_rank(ddp_cluster_t *c, int r);
+
+/* Everything derived, for `ddpsim env`: one "name: value" or
+ * "name: error: ..." line per value, written with fn. */
+void ddp_cluster_describe(ddp_cluster_t *c,
+                          void (*fn)(void *arg, const char *line), void *arg);
+
+/* ---- SLURM hostlists ---- */
+
+/* Expands a SLURM hostlist ("node[001-004,007],gpu[1-2]x") into a
+ * malloc'd array of malloc'd host names, in SLURM's order (as
+ * `scontrol show hostnames`). DDP_ECONFIG on an invalid expression, with an
+ * error naming the position and what was expected. max_hosts bounds the
+ * expansion (0 -> 1,000,000; more -> DDP_ELIMIT). */
+int ddp_hostlist_expand(const char *expr, size_t max_hosts, char ***hosts,
+                        size_t *n);
+void ddp_hostlist_free(char **hosts, size_t n);
+/* Compresses hosts into the shortest SLURM hostlist expression SLURM would
+ * print (malloc'd). Expanding the result gives the same hosts in order. */
+int ddp_hostlist_compress(const char *const *hosts, size_t n, char **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,90 @@
+/* ddp/err.h — error codes and the error context.
+ *
+ * Every ddpsim function returns 0 (or a non-negative count) on success and a
+ * negative code on failure: -errno for OS failures, or one of the DDP_E* codes
+ * below, which live in a reserved band far away from any errno value.
+ *
+ * A failing call also fills the calling thread's error context with a sentence
+ * a user can act on: which rank, which phase, which peer and address, how long
+ * it waited, and what to change. The context is thread-local, so each rank of
+ * the simulator (a thread) keeps its own.
+ */
+#ifndef DDP_ERR_H
+#define DDP_ERR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The one list of ddpsim's own codes: X(NAME, value, description). */
+#define DDP_ERR_LIST(X)                                                        \
+    X(TIMEOUT, -10001, "deadline expired")                                     \
+    X(PEER_LOST, -10002, "peer lost")                                          \
+    X(PROTOCOL, -10003, "protocol error")                                      \
+    X(CONFIG, -10004, "invalid configuration")                                 \
+    X(UNSUPPORTED, -10005, "not supported")                                    \
+    X(NOT_FOUND, -10006, "not found")                                          \
+    X(LIMIT, -10007, "limit exceeded")                                         \
+    X(CANCELED, -10008, "canceled")                                            \
+    X(NOT_BUILT, -10009, "not built into this binary")                         \
+    X(INTERNAL, -10010, "internal error")
+
+enum ddp_err_code {
+    DDP_OK = 0,
+#define DDP__ERR_ENUM(name, value, desc) DDP_E##name = (value),
+    DDP_ERR_LIST(DDP__ERR_ENUM)
+#undef DDP__ERR_ENUM
+};
+
+/* Human description of a code: ddpsim's own, else strerror(-code). Never NULL. */
+const char *ddp_strerror(int code);
+/* Symbolic name: "DDP_ETIMEOUT", "ECONNREFUSED", ... ("E?" + number if unknown). */
+const char *ddp_err_name(int code);
+
+/* The error context: what the last failing call of this thread said. */
+typedef struct ddp_errctx {
+    int code;          /* the negative code returned */
+    int rank;          /* -1: unknown */
+    char phase[48];    /* "store connect", "barrier", ... ("" unknown) */
+    int peer;          /* -1: unknown */
+    char addr[96];     /* "host:port" ("" unknown) */
+    int64_t waited_ns; /* -1: unknown */
+    char what[512];    /* the main sentence, without rank/phase prefix */
+    char hint[256];    /* what to change ("" none) */
+} ddp_errctx_t;
+
+/* The calling thread's context (never NULL). */
+ddp_errctx_t *ddp_err_ctx(void);
+/* Reset the context, set code and the main sentence (printf format); rank and
+ * phase are taken from the thread's identity (ddp_ident_*). Returns code, so a
+ * caller writes `return ddp_err_set(-ECONNREFUSED, "...", ...);`. */
+int ddp_err_set(int code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Add details to the current context (each returns the current code). */
+int ddp_err_addr(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int ddp_err_hint(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int ddp_err_waited(int64_t waited_ns);
+int ddp_err_peer(int peer);
+/* Prefix the main sentence with more context ("while X: " + old sentence),
+ * keep the code. Returns the code. */
+int ddp_err_wrap(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Format the whole context as one actionable line into buf; returns buf.
+ * "rank 3, store connect: could not connect to 10.0.0.1:29500 after 30.0 s
+ *  (ECONNREFUSED: Connection refused); hint: start the master first" */
+char *ddp_err_format(const ddp_errctx_t *ctx, char *buf, size_t n);
+/* Shortcut: format this thread's context into a thread-local buffer. */
+const char *ddp_err_message(void);
+
+/* Thread identity used by errors and logging (thread-local). */
+void ddp_ident_set_rank(int rank);
+int ddp_ident_rank(void);
+void ddp_ident_set_phase(const char *phase); /* copied; NULL clears */
+const char *ddp_ident_phase(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,266 @@
+/* ddp/store.h — the rendezvous store.
+ *
+ * A key-value store with the operations of PyTorch's c10d::Store. Three
+ * implementations share one ops table:
+ *  - tcp:    a client speaking PyTorch's TCPStore wire protocol (libuv server,
+ *            PyTorch >= 2.4 opcode table; docs/store-protocol.md) to any
+ *            TCPStore-protocol server, including ours (ddp_store_server_*);
+ *  - memory: in-process (thread-safe);
+ *  - prefix: wraps another store and joins `prefix + "/" + key`.
+ *
+ * Every operation takes an absolute deadline (ddp_sys_now-based). A timeout
+ * returns DDP_ETIMEOUT and the error context names the keys, the server
+ * address and the time waited.
+ */
+#ifndef DDP_STORE_H
+#define DDP_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ddp/sys.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Wire constants (PyTorch >= 2.4, libuv backend). One table, here. */
+#define DDP_STORE_MAGIC 0x3C85F7CEu
+#define DDP_STORE_DEFAULT_PORT 29500
+#define DDP_STORE_DEFAULT_TIMEOUT_S 300
+#define DDP_STORE_MAX_KEY (8 * 1024)
+#define DDP_STORE_MAX_VALUE (8 * 1024 * 1024)
+#define DDP_STORE_MAX_KEYS (128 * 1024)
+
+#define DDP_STORE_OPCODES(X)                                                   \
+    X(VALIDATE, 0)                                                             \
+    X(SET, 1)                                                                  \
+    X(COMPARE_SET, 2)                                                          \
+    X(GET, 3)                                                                  \
+    X(ADD, 4)                                                                  \
+    X(CHECK, 5)                                                                \
+    X(WAIT, 6)                                                                 \
+    X(GETNUMKEYS, 7)                                                           \
+    X(DELETE_KEY, 8)                                                           \
+    X(APPEND, 9)                                                               \
+    X(MULTI_GET, 10)                                                           \
+    X(MULTI_SET, 11)                                                           \
+    X(CANCEL_WAIT, 12)                                                         \
+    X(PING, 13)                                                                \
+    X(QUEUE_PUSH, 14)                                                          \
+    X(QUEUE_POP, 15)                                                           \
+    X(QUEUE_LEN, 16)                                                           \
+    X(LIST_KEYS, 17)
+
+enum ddp_store_op {
+#define DDP__STORE_OP(name, v) DDP_STORE_OP_##name = (v),
+    DDP_STORE_OPCODES(DDP__STORE_OP)
+#undef DDP__STORE_OP
+    DDP_STORE_OP_COUNT
+};
+const char *ddp_store_op_name(int op); /* "SET", ... or "UNKNOWN" */
+
+/* Reply codes. */
+enum {
+    DDP_STORE_READY = 0,         /* CHECK */
+    DDP_STORE_NOT_READY = 1,     /* CHECK */
+    DDP_STORE_STOP_WAITING = 0,  /* WAIT */
+    DDP_STORE_WAIT_CANCELED = 1, /* CANCEL_WAIT */
+};
+
+/* A value returned by the store: malloc'd bytes, freed with ddp_buf_free. */
+typedef struct ddp_buf {
+    uint8_t *data;
+    size_t len;
+} ddp_buf_t;
+void ddp_buf_free(ddp_buf_t *b);
+
+typedef struct ddp_store ddp_store_t;
+
+typedef struct ddp_store_ops {
+    const char *name;
+    int (*set)(ddp_store_t *st, const char *key, const void *val, size_t n,
+               int64_t deadline);
+    /* Sets key to desired if its current value equals expected (missing key +
+     * empty expected -> created); *out = the value after the operation. */
+    int (*compare_set)(ddp_store_t *st, const char *key, const void *expected,
+                       size_t en, const void *desired, size_t dn,
+                       ddp_buf_t *out, int64_t deadline);
+    /* Waits for the key to exist (until deadline), then returns its value. */
+    int (*get)(ddp_store_t *st, const char *key, ddp_buf_t *out,
+               int64_t deadline);
+    /* Adds delta to a decimal-ASCII counter (missing = 0); *out = new value. */
+    int (*add)(ddp_store_t *st, const char *key, int64_t delta, int64_t *out,
+               int64_t deadline);
+    /* 1 if every key exists, 0 if not (does not wait). */
+    int (*check)(ddp_store_t *st, const char *const *keys, size_t n,
+                 int64_t deadline);
+    /* Waits until every key exists. */
+    int (*wait)(ddp_store_t *st, const char *const *keys, size_t n,
+                int64_t deadline);
+    /* Number of keys. */
+    int (*num_keys)(ddp_store_t *st, int64_t *out, int64_t deadline);
+    /* 1 if it existed, 0 if not. */
+    int (*delete_key)(ddp_store_t *st, const char *key, int64_t deadline);
+    int (*append)(ddp_store_t *st, const char *key, const void *val, size_t n,
+                  int64_t deadline);
+    /* Waits for all keys, then returns their values in order (out[n]). */
+    int (*multi_get)(ddp_store_t *st, const char *const *keys, size_t n,
+                     ddp_buf_t *out, int64_t deadline);
+    int (*multi_set)(ddp_store_t *st, const char *const *keys,
+                     const ddp_buf_t *vals, size_t n, int64_t deadline);
+    int (*queue_push)(ddp_store_t *st, const char *key, const void *val,
+                      size_t n, int64_t deadline);
+    /* Waits until the queue is non-empty, then pops the oldest element. */
+    int (*queue_pop)(ddp_store_t *st, const char *key, ddp_buf_t *out,
+                     int64_t deadline);
+    int (*queue_len)(ddp_store_t *st, const char *key, int64_t *out,
+                     int64_t deadline);
+    /* All keys (malloc'd array of malloc'd strings; free with
+     * ddp_store_free_keys). */
+    int (*list_keys)(ddp_store_t *st, char ***keys, size_t *n,
+                     int64_t deadline);
+    /* Round trip; 0 when the server answered. */
+    int (*ping)(ddp_store_t *st, int64_t deadline);
+    void (*free)(ddp_store_t *st);
+} ddp_store_ops_t;
+
+struct ddp_store {
+    const ddp_store_ops_t *ops;
+    ddp_sys_t *sys; /* clock for deadlines and sockets */
+    void *impl;
+};
+
+void ddp_store_free_keys(char **keys, size_t n);
+/* Frees the store and what it owns (a prefix store frees only itself). */
+void ddp_store_free(ddp_store_t *st);
+
+/* Thin wrappers, one per op (contracts above). */
+int ddp_store_set(ddp_store_t *st, const char *key, const void *val, size_t n,
+                  int64_t deadline);
+int ddp_store_set_str(ddp_store_t *st, const char *key, const char *val,
+                      int64_t deadline);
+int ddp_store_compare_set(ddp_store_t *st, const char *key,
+                          const void *expected, size_t en, const void *desired,
+                          size_t dn, ddp_buf_t *out, int64_t deadline);
+int ddp_store_get(ddp_store_t *st, const char *key, ddp_buf_t *out,
+                  int64_t deadline);
+int ddp_store_add(ddp_store_t *st, const char *key, int64_t delta,
+                  int64_t *out, int64_t deadline);
+int ddp_store_check(ddp_store_t *st, const char *const *keys, size_t n,
+                    int64_t deadline);
+int ddp_store_wait(ddp_store_t *st, const char *const *keys, size_t n,
+                   int64_t deadline);
+int ddp_store_num_keys(ddp_store_t *st, int64_t *out, int64_t deadline);
+int ddp_store_delete_key(ddp_store_t *st, const char *key, int64_t deadline);
+int ddp_store_append(ddp_store_t *st, const char *key, const void *val,
+                     size_t n, int64_t deadline);
+int ddp_store_multi_get(ddp_store_t *st, const char *const *keys, size_t n,
+                        ddp_buf_t *out, int64_t deadline);
+int ddp_store_multi_set(ddp_store_t *st, const char *const *keys,
+                        const ddp_buf_t *vals, size_t n, int64_t deadline);
+int ddp_store_queue_push(ddp_store_t *st, const char *key, const void *val,
+                         size_t n, int64_t deadline);
+int ddp_store_queue_pop(ddp_store_t *st, const char *key, ddp_buf_t *out,
+                        int64_t deadline);
+int ddp_store_queue_len(ddp_store_t *st, const char *key, int64_t *out,
+                        int64_t deadline);
+int ddp_store_list_keys(ddp_store_t *st, char ***keys, size_t *n,
+                        int64_t deadline);
+int ddp_store_ping(ddp_store_t *st, int64_t deadline);
+
+/* ---- implementations ---- */
+
+/* In-memory store; waits use the sys clock (sleep-polling on sim-safe steps
+ * is not needed: waiters block on a condition variable with the deadline). */
+ddp_store_t *ddp_store_memory_new(ddp_sys_t *sys);
+
+/* Prefix store over `base` (not owned). Keys become prefix + "/" + key. */
+ddp_store_t *ddp_store_prefix_new(ddp_store_t *base, const char *prefix);
+
+/* TCP client options. */
+typedef struct ddp_store_client_opts {
+    const char *host;      /* master address (name or numeric) */
+    uint16_t port;         /* default 29500 when 0 */
+    int64_t connect_deadline; /* absolute; connect + VALIDATE + PING retried
+                                 until then */
+    uint64_t seed;         /* backoff jitter RNG seed */
+    int64_t backoff_initial_ns; /* 0 -> 500 ms */
+    double backoff_factor;      /* 0 -> 1.5 */
+    int64_t backoff_max_ns;     /* 0 -> 60 s */
+    double jitter;              /* 0 -> 0.5 (fraction of the delay) */
+} ddp_store_client_opts_t;
+
+/* Connect (retrying with jittered exponential backoff on refused/reset/
+ * timeout/resolution failure, VALIDATE and PING retried too). On failure NULL
+ * and *err holds the code; the error context names the address, the number
+ * of attempts and the time waited. */
+ddp_store_t *ddp_store_client_connect(ddp_sys_t *sys,
+                                      const ddp_store_client_opts_t *opts,
+                                      int *err);
+/* Connection attempts the last connect needed (1 = first try). */
+int ddp_store_client_attempts(const ddp_store_t *st);
+
+/* ---- server ---- */
+typedef struct ddp_store_server ddp_store_server_t;
+
+typedef struct ddp_store_server_opts {
+    const char *host;   /* NULL or "" -> bind "::" then fall back to 0.0.0.0 */
+    uint16_t port;      /* 0 -> a free port */
+    int backlog;        /* 0 -> somaxconn */
+    size_t max_clients; /* 0 -> 65536 */
+    size_t max_keys;    /* 0 -> DDP_STORE_MAX_KEYS */
+    size_t max_key_len; /* 0 -> DDP_STORE_MAX_KEY */
+    size_t max_value_len; /* 0 -> DDP_STORE_MAX_VALUE */
+    int64_t validate_timeout_ns; /* drop connections that do not VALIDATE in
+                                    time; 0 -> 30 s */
+} ddp_store_server_opts_t;
+
+/* Binds and listens (-EADDRINUSE etc. with an error naming host:port). */
+int ddp_store_server_new(ddp_sys_t *sys, const ddp_store_server_opts_t *opts,
+                         ddp_store_server_t **out);
+/* The bound address (port filled in). */
+ddp_addr_t ddp_store_server_addr(const ddp_store_server_t *srv);
+/* One pass of the event loop: waits until deadline for events, serves them.
+ * Returns 0 or a negative code for a fatal server error. */
+int ddp_store_server_step(ddp_store_server_t *srv, int64_t deadline);
+/* Runs steps until ddp_store_server_stop() or the deadline. */
+int ddp_store_server_run(ddp_store_server_t *srv, int64_t deadline);
+/* Asks run() to return (safe from another thread or a signal handler). */
+void ddp_store_server_stop(ddp_store_server_t *srv);
+/* Closes every socket and frees everything. */
+void ddp_store_server_free(ddp_store_server_t *srv);
+
+typedef struct ddp_store_server_stats {
+    size_t clients;       /* connected now */
+    size_t keys;
+    uint64_t requests;
+    uint64_t protocol_errors; /* clients dropped for a protocol violation */
+    uint64_t unvalidated_dropped;
+} ddp_store_server_stats_t;
+void ddp_store_server_stats(const ddp_store_server_t *srv,
+                            ddp_store_server_stats_t *out);
+
+/* Runs a server on its own thread (for real processes and tests). The sys
+ * must be thread-safe (the POSIX one is). */
+int ddp_store_server_start_thread(ddp_store_server_t *srv);
+/* Stops and joins the thread (does not free the server). */
+void ddp_store_server_join_thread(ddp_store_server_t *srv);
+
+/* ---- rendezvous helpers the DDP plugin uses ---- */
+
+/* Every rank ADDs 1 to "init/"; rank 0 waits until the count reaches world.
+ * Timeout error: "Timed out after N seconds waiting for clients. k/N clients
+ * joined." */
+int ddp_store_wait_for_workers(ddp_store_t *st, int rank, int world,
+                               int64_t deadline);
+/* Store-based barrier: ADD 1 to "store_based_barrier_key:<group>"; the rank
+ * that sees world sets "...:last_worker"; all wait for it. Timeout error
+ * reports world size, joined count and time waited. */
+int ddp_store_barrier(ddp_store_t *st, const char *group, int world,
+                      int64_t deadline);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,248 @@
+/* ddp/sys.h — the OS seam.
+ *
+ * Everything in ddpsim that touches the world goes through a ddp_sys_t: the
+ * clock, sockets, name resolution, process launch and the rank's environment.
+ * Two implementations exist: `posix` (real, core/sys_posix.c) and `sim`
+ * (virtual, sim/). Code above the seam never knows which one it runs on.
+ *
+ * Conventions for every member:
+ * - Times are monotonic nanoseconds (ddp_sys_now). A `deadline` is an absolute
+ *   time; DDP_DEADLINE_NEVER waits without limit (only for tests that plant a
+ *   hang); a deadline at or before now means "try once, do not wait".
+ * - Return 0 / a non-negative count on success, a negative code on failure
+ *   (-errno such as -ECONNREFUSED, or DDP_ETIMEOUT when the deadline passed),
+ *   and fill the thread's error context.
+ * - Socket handles are small non-negative ints owned by the implementation.
+ * - Every call is a named libfiu fault point (see docs/fault-points.md), e.g.
+ *   "sys/net/connect": when enabled it fails with the errno given as failinfo.
+ */
+#ifndef DDP_SYS_H
+#define DDP_SYS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct ddp_env;
+struct ddp_sys;
+
+#define DDP_DEADLINE_NEVER INT64_MAX
+#define DDP_NS_PER_MS INT64_C(1000000)
+#define DDP_NS_PER_S INT64_C(1000000000)
+
+/* An IPv4 or IPv6 address with port. */
+typedef struct ddp_addr {
+    int family;     /* 4 or 6 */
+    uint8_t ip[16]; /* network order; IPv4 uses ip[0..3] */
+    uint16_t port;  /* host order */
+} ddp_addr_t;
+
+/* Parse a numeric address "10.0.0.1" or "::1" (no port) -> 0 or DDP_ECONFIG. */
+int ddp_addr_parse(const char *text, uint16_t port, ddp_addr_t *out);
+/* "10.0.0.1:29500" or "[::1]:29500"; returns buf. */
+char *ddp_addr_format(const ddp_addr_t *addr, char *buf, size_t n);
+/* Only the host part: "10.0.0.1" / "::1". */
+char *ddp_addr_format_host(const ddp_addr_t *addr, char *buf, size_t n);
+int ddp_addr_equal(const ddp_addr_t *a, const ddp_addr_t *b);
+int ddp_addr_is_any(const ddp_addr_t *addr);
+
+#define DDP_ADDR_STRLEN 64
+
+/* poll() events. */
+enum { DDP_POLLIN = 1, DDP_POLLOUT = 2, DDP_POLLERR = 4, DDP_POLLHUP = 8 };
+
+typedef struct ddp_pollfd {
+    int fd;
+    short events;  /* requested */
+    short revents; /* returned */
+} ddp_pollfd_t;
+
+typedef long ddp_pid_t;
+
+/* What to launch. Real processes run argv (execve; argv[0] searched in PATH
+ * when it has no '/'); when argv is NULL the POSIX sys forks and calls entry
+ * in the child; the simulator always runs entry as a new task on the same
+ * node. The child's environment is exactly `env` (the parent's map when NULL). */
+typedef struct ddp_spawn {
+    char *const *argv;
+    const struct ddp_env *env;
+    int (*entry)(struct ddp_sys *child_sys, void *arg);
+    void *arg;
+    const char *name; /* for traces/logs, optional */
+} ddp_spawn_t;
+
+typedef struct ddp_sys ddp_sys_t;
+
+/* The ops table. Use the inline wrappers below, which carry the contracts. */
+typedef struct ddp_sys_ops {
+    const char *name;
+    int64_t (*now)(ddp_sys_t *sys);
+    int (*sleep_until)(ddp_sys_t *sys, int64_t deadline);
+    /* Up to max addresses for host (numeric or a name). */
+    int (*resolve)(ddp_sys_t *sys, const char *host, uint16_t port,
+                   ddp_addr_t *out, int max);
+    int (*hostname)(ddp_sys_t *sys, char *buf, size_t n);
+    int (*listen)(ddp_sys_t *sys, const ddp_addr_t *addr, int backlog);
+    int (*accept)(ddp_sys_t *sys, int fd, ddp_addr_t *peer, int64_t deadline);
+    int (*connect)(ddp_sys_t *sys, const ddp_addr_t *addr, int64_t deadline);
+    ssize_t (*send)(ddp_sys_t *sys, int fd, const void *buf, size_t n,
+                    int64_t deadline);
+    ssize_t (*recv)(ddp_sys_t *sys, int fd, void *buf, size_t n,
+                    int64_t deadline);
+    int (*poll)(ddp_sys_t *sys, ddp_pollfd_t *fds, int nfds, int64_t deadline);
+    int (*close)(ddp_sys_t *sys, int fd);
+    int (*local_addr)(ddp_sys_t *sys, int fd, ddp_addr_t *out);
+    int (*somaxconn)(ddp_sys_t *sys);
+    int (*spawn)(ddp_sys_t *sys, const ddp_spawn_t *what, ddp_pid_t *pid);
+    /* Waits for the child to exit; *status = its exit code, or 128 + signal. */
+    int (*wait)(ddp_sys_t *sys, ddp_pid_t pid, int *status, int64_t deadline);
+    int (*kill)(ddp_sys_t *sys, ddp_pid_t pid, int sig);
+    /* Whole file into a malloc'd, NUL-terminated buffer (*len excludes it). */
+    int (*read_file)(ddp_sys_t *sys, const char *path, char **data,
+                     size_t *len);
+    void (*destroy)(ddp_sys_t *sys);
+} ddp_sys_ops_t;
+
+/* An instance: ops + the rank's environment + implementation state. */
+struct ddp_sys {
+    const ddp_sys_ops_t *ops;
+    struct ddp_env *env; /* owned by the instance */
+    void *impl;
+};
+
+/* The real implementation. env: taken over (NULL: built from environ). */
+ddp_sys_t *ddp_sys_posix_new(struct ddp_env *env);
+void ddp_sys_free(ddp_sys_t *sys);
+
+/* Monotonic now in ns. */
+static inline int64_t ddp_sys_now(ddp_sys_t *s) { return s->ops->now(s); }
+/* Sleep until deadline; 0 or a negative code (interrupted, killed task). */
+static inline int ddp_sys_sleep_until(ddp_sys_t *s, int64_t deadline)
+{
+    return s->ops->sleep_until(s, deadline);
+}
+/* Number of addresses written (>= 1) or -EHOSTUNREACH / DDP_ENOT_FOUND. */
+static inline int ddp_sys_resolve(ddp_sys_t *s, const char *host, uint16_t port,
+                                  ddp_addr_t *out, int max)
+{
+    return s->ops->resolve(s, host, port, out, max);
+}
+static inline int ddp_sys_hostname(ddp_sys_t *s, char *buf, size_t n)
+{
+    return s->ops->hostname(s, buf, n);
+}
+/* A listening socket bound to addr (port 0 picks a free one; read it back with
+ * local_addr). SO_REUSEADDR; an IPv6 "::" listener also accepts IPv4.
+ * -EADDRINUSE when the port is taken. */
+static inline int ddp_sys_listen(ddp_sys_t *s, const ddp_addr_t *addr,
+                                 int backlog)
+{
+    return s->ops->listen(s, addr, backlog);
+}
+/* A connected socket, or DDP_ETIMEOUT / -EAGAIN (nothing pending, deadline
+ * passed immediately) / ... */
+static inline int ddp_sys_accept(ddp_sys_t *s, int fd, ddp_addr_t *peer,
+                                 int64_t deadline)
+{
+    return s->ops->accept(s, fd, peer, deadline);
+}
+/* A connected socket (TCP_NODELAY), or -ECONNREFUSED, -ECONNRESET,
+ * DDP_ETIMEOUT (connect still in flight at the deadline), -EHOSTUNREACH... */
+static inline int ddp_sys_connect(ddp_sys_t *s, const ddp_addr_t *addr,
+                                  int64_t deadline)
+{
+    return s->ops->connect(s, addr, deadline);
+}
+/* Sends at least one byte, possibly fewer than n (short write); waits for
+ * buffer space until the deadline. -EPIPE / -ECONNRESET when the peer is gone;
+ * DDP_ETIMEOUT; -EAGAIN when the deadline is already past and nothing fits. */
+static inline ssize_t ddp_sys_send(ddp_sys_t *s, int fd, const void *buf,
+                                   size_t n, int64_t deadline)
+{
+    return s->ops->send(s, fd, buf, n, deadline);
+}
+/* Receives at least one byte, possibly fewer than n (short read); 0 = EOF.
+ * DDP_ETIMEOUT; -EAGAIN when the deadline is already past and nothing is
+ * buffered; -ECONNRESET when the peer reset. */
+static inline ssize_t ddp_sys_recv(ddp_sys_t *s, int fd, void *buf, size_t n,
+                                   int64_t deadline)
+{
+    return s->ops->recv(s, fd, buf, n, deadline);
+}
+/* Number of fds with revents != 0; 0 when the deadline passed with none. */
+static inline int ddp_sys_poll(ddp_sys_t *s, ddp_pollfd_t *fds, int nfds,
+                               int64_t deadline)
+{
+    return s->ops->poll(s, fds, nfds, deadline);
+}
+static inline int ddp_sys_close(ddp_sys_t *s, int fd)
+{
+    return s->ops->close(s, fd);
+}
+static inline int ddp_sys_local_addr(ddp_sys_t *s, int fd, ddp_addr_t *out)
+{
+    return s->ops->local_addr(s, fd, out);
+}
+/* The listen backlog to use for a server (Linux: net.core.somaxconn). */
+static inline int ddp_sys_somaxconn(ddp_sys_t *s)
+{
+    return s->ops->somaxconn(s);
+}
+static inline int ddp_sys_spawn(ddp_sys_t *s, const ddp_spawn_t *what,
+                                ddp_pid_t *pid)
+{
+    return s->ops->spawn(s, what, pid);
+}
+static inline int ddp_sys_wait(ddp_sys_t *s, ddp_pid_t pid, int *status,
+                               int64_t deadline)
+{
+    return s->ops->wait(s, pid, status, deadline);
+}
+static inline int ddp_sys_kill(ddp_sys_t *s, ddp_pid_t pid, int sig)
+{
+    return s->ops->kill(s, pid, sig);
+}
+/* -ENOENT etc. with an error naming the path. */
+static inline int ddp_sys_read_file(ddp_sys_t *s, const char *path,
+                                    char **data, size_t *len)
+{
+    return s->ops->read_file(s, path, data, len);
+}
+/* The rank's environment map (never NULL). */
+static inline struct ddp_env *ddp_sys_env(ddp_sys_t *s) { return s->env; }
+
+/* Helpers built on the ops (core/sys.c), shared by every implementation. */
+/* Send all n bytes or fail (DDP_ETIMEOUT, -EPIPE, ...). */
+int ddp_sys_send_all(ddp_sys_t *s, int fd, const void *buf, size_t n,
+                     int64_t deadline);
+/* Receive exactly n bytes or fail; EOF before n -> DDP_EPEER_LOST. */
+int ddp_sys_recv_all(ddp_sys_t *s, int fd, void *buf, size_t n,
+                     int64_t deadline);
+/* Resolve host and connect to the first address that accepts. */
+int ddp_sys_connect_host(ddp_sys_t *s, const char *host, uint16_t port,
+                         int64_t deadline);
+/* Bind port 0 on host ("" = any), read the port back, close. */
+int ddp_sys_free_port(ddp_sys_t *s, uint16_t *port);
+/* Deadline `ns` from now, saturating. */
+int64_t ddp_sys_deadline_in(ddp_sys_t *s, int64_t ns);
+
+/* A seedable PRNG (splitmix64 seeding xoshiro256**): all randomness that can
+ * change a decision comes from one of these, so runs are reproducible. */
+typedef struct ddp_rng {
+    uint64_t s[4];
+} ddp_rng_t;
+void ddp_rng_seed(ddp_rng_t *rng, uint64_t seed);
+uint64_t ddp_rng_next(ddp_rng_t *rng);
+/* Uniform in [0, 1). */
+double ddp_rng_double(ddp_rng_t *rng);
+/* Uniform in [0, n). n > 0. */
+uint64_t ddp_rng_below(ddp_rng_t *rng, uint64_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

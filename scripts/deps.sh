@@ -1,0 +1,21 @@
+#!/bin/sh
+# scripts/deps.sh — install ddpsim's Debian build and test dependencies when
+# any is missing. Called by `make deps` (and by the other targets through it).
+# Needs root (apt-get) only when something is missing.
+set -eu
+PKGS="build-essential pkg-config libfiu-dev fiu-utils libcunit1-dev lcov gcovr"
+[ "${1:-}" = "--bench" ] && PKGS="$PKGS redis-server redis-tools openmpi-bin libopenmpi-dev"
+missing=""
+for p in $PKGS; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+        missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+echo "ddpsim: installing missing packages:$missing"
+if [ "$(id -u)" -ne 0 ]; then
+    echo "ddpsim: need root to install:$missing (run: sudo apt-get install$missing)" >&2
+    exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends $missing

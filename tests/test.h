@@ -1,0 +1,46 @@
+/* tests/test.h — self-registering CUnit suites.
+ *
+ * Each tests/test_*.c file declares its suite with DDP_SUITE(name, init,
+ * cleanup, {"test name", fn}, ...): a constructor adds it to the list that
+ * tests/main.c registers, so no central list has to be edited.
+ */
+#ifndef DDP_TEST_H
+#define DDP_TEST_H
+
+#include <CUnit/CUnit.h>
+#include <stddef.h>
+
+typedef struct ddp_test_case {
+    const char *name;
+    void (*fn)(void);
+} ddp_test_case_t;
+
+typedef struct ddp_test_suite {
+    const char *name;
+    int (*init)(void);
+    int (*cleanup)(void);
+    const ddp_test_case_t *cases;
+    size_t ncases;
+    struct ddp_test_suite *next;
+} ddp_test_suite_t;
+
+void ddp_test_add_suite(ddp_test_suite_t *s);
+
+#define DDP_SUITE(sname, sinit, scleanup, ...)                                 \
+    static const ddp_test_case_t ddp__cases_[] = {__VA_ARGS__};               \
+    static ddp_test_suite_t ddp__suite_ = {                                    \
+        sname, sinit, scleanup, ddp__cases_,                                   \
+        sizeof(ddp__cases_) / sizeof(ddp__cases_[0]), NULL};                   \
+    __attribute__((constructor)) static void ddp__register_suite_(void)        \
+    {                                                                          \
+        ddp_test_add_suite(&ddp__suite_);                                      \
+    }
+
+/* Helpers shared by the suites (tests/util.c). */
+struct ddp_sys;
+/* A POSIX sys with an empty environment (tests must not depend on the CI's). */
+struct ddp_sys *ddp_test_sys(void);
+/* now + ms on that sys. */
+long long ddp_test_deadline_ms(struct ddp_sys *sys, long long ms);
+
+#endif

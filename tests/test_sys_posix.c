@@ -1,0 +1,266 @@
+/* tests/test_sys_posix.c — the POSIX OS seam over loopback: sockets with
+ * deadlines, errors that name the address, processes, fault points. */
+#include <errno.h>
+#include <fiu-control.h>
+#include <fiu.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ddp/env.h"
+#include "ddp/err.h"
+#include "ddp/sys.h"
+#include "test.h"
+
+static ddp_sys_t *S;
+
+static int suite_init(void)
+{
+    fiu_init(0);
+    S = ddp_test_sys();
+    return S ? 0 : 1;
+}
+static int suite_cleanup(void)
+{
+    ddp_sys_free(S);
+    return 0;
+}
+
+static int listen_loopback(uint16_t *port)
+{
+    ddp_addr_t a;
+    ddp_addr_parse("127.0.0.1", 0, &a);
+    int lfd = ddp_sys_listen(S, &a, 16);
+    ddp_addr_t bound;
+    if (lfd >= 0 && ddp_sys_local_addr(S, lfd, &bound) == 0)
+        *port = bound.port;
+    return lfd;
+}
+
+static void test_stream_roundtrip(void)
+{
+    uint16_t port = 0;
+    int lfd = listen_loopback(&port);
+    CU_ASSERT_FATAL(lfd >= 0);
+    CU_ASSERT(port > 0);
+    int64_t dl = ddp_test_deadline_ms(S, 2000);
+    int c = ddp_sys_connect_host(S, "127.0.0.1", port, dl);
+    CU_ASSERT_FATAL(c >= 0);
+    ddp_addr_t peer;
+    int a = ddp_sys_accept(S, lfd, &peer, dl);
+    CU_ASSERT_FATAL(a >= 0);
+    CU_ASSERT_EQUAL(peer.family, 4);
+    char big[100000];
+    for (size_t i = 0; i < sizeof big; i++)
+        big[i] = (char)(i * 7);
+    /* Nothing buffered: a past deadline means "try once". */
+    char tmp[16];
+    CU_ASSERT_EQUAL(ddp_sys_recv(S, a, tmp, sizeof tmp, 0), -EAGAIN);
+    CU_ASSERT_EQUAL(ddp_sys_send_all(S, c, big, sizeof big, dl), 0);
+    char got[sizeof big];
+    CU_ASSERT_EQUAL(ddp_sys_recv_all(S, a, got, sizeof got, dl), 0);
+    CU_ASSERT_EQUAL(memcmp(big, got, sizeof big), 0);
+    /* poll reports readability only after data arrives. */
+    ddp_pollfd_t p = {.fd = a, .events = DDP_POLLIN};
+    CU_ASSERT_EQUAL(ddp_sys_poll(S, &p, 1, 0), 0);
+    CU_ASSERT_EQUAL(ddp_sys_send_all(S, c, "x", 1, dl), 0);
+    CU_ASSERT_EQUAL(ddp_sys_poll(S, &p, 1, dl), 1);
+    CU_ASSERT(p.revents & DDP_POLLIN);
+    /* EOF after close, and recv_all reports the peer lost. */
+    ddp_sys_close(S, c);
+    char one[2];
+    CU_ASSERT_EQUAL(ddp_sys_recv_all(S, a, one, 2, dl), DDP_EPEER_LOST);
+    ddp_sys_close(S, a);
+    ddp_sys_close(S, lfd);
+}
+
+static void test_recv_deadline(void)
+{
+    uint16_t port = 0;
+    int lfd = listen_loopback(&port);
+    int c = ddp_sys_connect_host(S, "127.0.0.1", port, ddp_test_deadline_ms(S, 2000));
+    int a = ddp_sys_accept(S, lfd, NULL, ddp_test_deadline_ms(S, 2000));
+    CU_ASSERT_FATAL(c >= 0 && a >= 0);
+    char b[4];
+    int64_t t0 = ddp_sys_now(S);
+    int64_t dl = ddp_test_deadline_ms(S, 50);
+    CU_ASSERT_EQUAL(ddp_sys_recv(S, a, b, sizeof b, dl), DDP_ETIMEOUT);
+    CU_ASSERT(ddp_sys_now(S) >= dl);      /* never wakes early */
+    CU_ASSERT(ddp_err_ctx()->waited_ns >= ddp_sys_now(S) - t0 - 5 * DDP_NS_PER_MS);
+    CU_ASSERT_EQUAL(ddp_sys_accept(S, lfd, NULL, ddp_test_deadline_ms(S, 20)),
+                    DDP_ETIMEOUT);
+    ddp_sys_close(S, c);
+    ddp_sys_close(S, a);
+    ddp_sys_close(S, lfd);
+}
+
+static void test_refused_names_address(void)
+{
+    uint16_t port = 0;
+    CU_ASSERT_EQUAL_FATAL(ddp_sys_free_port(S, &port), 0);
+    ddp_addr_t a;
+    ddp_addr_parse("127.0.0.1", port, &a);
+    int rc = ddp_sys_connect(S, &a, ddp_test_deadline_ms(S, 1000));
+    CU_ASSERT_EQUAL(rc, -ECONNREFUSED);
+    char want[64];
+    snprintf(want, sizeof want, "127.0.0.1:%u", port);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_message(), want));
+}
+
+static void test_addr_in_use(void)
+{
+    uint16_t port = 0;
+    int lfd = listen_loopback(&port);
+    CU_ASSERT_FATAL(lfd >= 0);
+    ddp_addr_t a;
+    ddp_addr_parse("127.0.0.1", port, &a);
+    CU_ASSERT_EQUAL(ddp_sys_listen(S, &a, 4), -EADDRINUSE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_message(), "could not bind"));
+    ddp_sys_close(S, lfd);
+}
+
+static void test_dual_stack_listener(void)
+{
+    ddp_addr_t any6;
+    ddp_addr_parse("::", 0, &any6);
+    int lfd = ddp_sys_listen(S, &any6, 8);
+    if (lfd < 0) /* no IPv6 on this machine: nothing to test */
+        return;
+    ddp_addr_t bound;
+    ddp_sys_local_addr(S, lfd, &bound);
+    int c = ddp_sys_connect_host(S, "127.0.0.1", bound.port,
+                                 ddp_test_deadline_ms(S, 1000));
+    CU_ASSERT(c >= 0);
+    ddp_addr_t peer;
+    int a = ddp_sys_accept(S, lfd, &peer, ddp_test_deadline_ms(S, 1000));
+    CU_ASSERT(a >= 0);
+    CU_ASSERT_EQUAL(peer.family, 4); /* v4-mapped reported as IPv4 */
+    ddp_sys_close(S, a);
+    ddp_sys_close(S, c);
+    ddp_sys_close(S, lfd);
+}
+
+static void test_resolve(void)
+{
+    ddp_addr_t out[4];
+    int n = ddp_sys_resolve(S, "localhost", 80, out, 4);
+    CU_ASSERT(n >= 1);
+    if (n >= 1) {
+        CU_ASSERT_EQUAL(out[0].port, 80);
+        CU_ASSERT_EQUAL(out[0].family, 4); /* IPv4 first */
+    }
+    CU_ASSERT_EQUAL(ddp_sys_resolve(S, "10.1.2.3", 5, out, 4), 1);
+    CU_ASSERT_EQUAL(ddp_sys_resolve(S, "no-such-host.invalid", 5, out, 4),
+                    DDP_ENOT_FOUND);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_message(), "no-such-host.invalid"));
+    char h[256];
+    CU_ASSERT_EQUAL(ddp_sys_hostname(S, h, sizeof h), 0);
+    CU_ASSERT(strlen(h) > 0);
+}
+
+static int child_entry(ddp_sys_t *child, void *arg)
+{
+    (void)arg;
+    const char *v = ddp_env_get(ddp_sys_env(child), "DDP_TEST_CHILD");
+    return v && strcmp(v, "seven") == 0 ? 7 : 1;
+}
+
+static void test_spawn_wait_kill(void)
+{
+    ddp_env_t *env = ddp_env_new();
+    ddp_env_set(env, "DDP_TEST_CHILD", "seven");
+    ddp_spawn_t sp = {.entry = child_entry, .env = env};
+    ddp_pid_t pid;
+    int status = -1;
+    CU_ASSERT_EQUAL_FATAL(ddp_sys_spawn(S, &sp, &pid), 0);
+    CU_ASSERT_EQUAL(ddp_sys_wait(S, pid, &status, ddp_test_deadline_ms(S, 5000)), 0);
+    CU_ASSERT_EQUAL(status, 7);
+    /* argv form: the child's environment is exactly the map. */
+    char *argv[] = {"/bin/sh", "-c", "test \"$DDP_TEST_CHILD\" = seven && exit 3", NULL};
+    ddp_spawn_t sp2 = {.argv = argv, .env = env};
+    CU_ASSERT_EQUAL_FATAL(ddp_sys_spawn(S, &sp2, &pid), 0);
+    CU_ASSERT_EQUAL(ddp_sys_wait(S, pid, &status, ddp_test_deadline_ms(S, 5000)), 0);
+    CU_ASSERT_EQUAL(status, 3);
+    char *argv3[] = {"sleep", "10", NULL};
+    ddp_spawn_t sp3 = {.argv = argv3, .env = env};
+    CU_ASSERT_EQUAL_FATAL(ddp_sys_spawn(S, &sp3, &pid), 0);
+    CU_ASSERT_EQUAL(ddp_sys_wait(S, pid, &status, ddp_test_deadline_ms(S, 30)),
+                    DDP_ETIMEOUT);
+    CU_ASSERT_EQUAL(ddp_sys_kill(S, pid, SIGKILL), 0);
+    CU_ASSERT_EQUAL(ddp_sys_wait(S, pid, &status, ddp_test_deadline_ms(S, 5000)), 0);
+    CU_ASSERT_EQUAL(status, 128 + SIGKILL);
+    char *bad[] = {"/nonexistent/prog", NULL};
+    ddp_spawn_t sp4 = {.argv = bad, .env = env};
+    int rc = ddp_sys_spawn(S, &sp4, &pid);
+    if (rc == 0) { /* glibc may report exec failure as exit 127 */
+        ddp_sys_wait(S, pid, &status, ddp_test_deadline_ms(S, 5000));
+        CU_ASSERT_EQUAL(status, 127);
+    } else {
+        CU_ASSERT_EQUAL(rc, -ENOENT);
+    }
+    ddp_env_free(env);
+}
+
+static void test_read_file(void)
+{
+    char path[] = "/tmp/ddpsim-test-XXXXXX";
+    int fd = mkstemp(path);
+    CU_ASSERT_FATAL(fd >= 0);
+    CU_ASSERT_EQUAL(write(fd, "host0\nhost1\n", 12), 12);
+    close(fd);
+    char *data = NULL;
+    size_t len = 0;
+    CU_ASSERT_EQUAL(ddp_sys_read_file(S, path, &data, &len), 0);
+    CU_ASSERT_EQUAL(len, 12);
+    CU_ASSERT_STRING_EQUAL(data, "host0\nhost1\n");
+    free(data);
+    unlink(path);
+    CU_ASSERT_EQUAL(ddp_sys_read_file(S, path, &data, &len), -ENOENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_message(), path));
+}
+
+static void test_fault_points(void)
+{
+    uint16_t port = 0;
+    int lfd = listen_loopback(&port);
+    CU_ASSERT_FATAL(lfd >= 0);
+    /* failinfo carries the errno to fail with. */
+    CU_ASSERT_EQUAL(fiu_enable("sys/net/connect", 1, (void *)(intptr_t)ETIMEDOUT, 0), 0);
+    ddp_addr_t a;
+    ddp_addr_parse("127.0.0.1", port, &a);
+    CU_ASSERT_EQUAL(ddp_sys_connect(S, &a, ddp_test_deadline_ms(S, 500)), -ETIMEDOUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_message(), "sys/net/connect"));
+    fiu_disable("sys/net/connect");
+    int c = ddp_sys_connect(S, &a, ddp_test_deadline_ms(S, 500));
+    CU_ASSERT(c >= 0);
+    /* Only once: the point fires on the first call, then is off. */
+    CU_ASSERT_EQUAL(fiu_enable("sys/net/send", 1, NULL, FIU_ONETIME), 0);
+    CU_ASSERT_EQUAL(ddp_sys_send(S, c, "x", 1, ddp_test_deadline_ms(S, 500)), -ECONNRESET);
+    CU_ASSERT_EQUAL(ddp_sys_send(S, c, "x", 1, ddp_test_deadline_ms(S, 500)), 1);
+    fiu_disable("sys/net/send");
+    ddp_sys_close(S, c);
+    ddp_sys_close(S, lfd);
+}
+
+static void test_sleep_until(void)
+{
+    int64_t dl = ddp_test_deadline_ms(S, 10);
+    CU_ASSERT_EQUAL(ddp_sys_sleep_until(S, dl), 0);
+    CU_ASSERT(ddp_sys_now(S) >= dl);
+    CU_ASSERT(ddp_sys_somaxconn(S) > 0);
+    CU_ASSERT_EQUAL(ddp_sys_deadline_in(S, DDP_DEADLINE_NEVER), DDP_DEADLINE_NEVER);
+}
+
+DDP_SUITE("sys_posix", suite_init, suite_cleanup,
+          {"loopback stream round trip", test_stream_roundtrip},
+          {"recv and accept honour deadlines", test_recv_deadline},
+          {"refused connect names the address", test_refused_names_address},
+          {"taken port gives EADDRINUSE", test_addr_in_use},
+          {"dual-stack :: listener accepts IPv4", test_dual_stack_listener},
+          {"name resolution", test_resolve},
+          {"spawn, wait, kill", test_spawn_wait_kill},
+          {"read file", test_read_file},
+          {"libfiu fault points", test_fault_points},
+          {"clock and sleep", test_sleep_until})

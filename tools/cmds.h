@@ -1,0 +1,14 @@
+/* tools/cmds.h — the ddpsim subcommands. Each lives in tools/cmd_<name>.c and
+ * returns the process exit status (0 ok, 1 failure, 2 bad input). */
+#ifndef DDP_TOOLS_CMDS_H
+#define DDP_TOOLS_CMDS_H
+
+struct ddp_sys;
+
+/* argv[0] is the subcommand name ("hostlist", ...). */
+__attribute__((weak)) int ddp_cmd_hostlist(struct ddp_sys *sys, int argc, char **argv);
+__attribute__((weak)) int ddp_cmd_env(struct ddp_sys *sys, int argc, char **argv);
+__attribute__((weak)) int ddp_cmd_store(struct ddp_sys *sys, int argc, char **argv);
+int ddp_cmd_demo(struct ddp_sys *sys, int argc, char **argv);
+
+#endif

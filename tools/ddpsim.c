@@ -1,0 +1,82 @@
+/* tools/ddpsim.c — the ddpsim command: dispatch to subcommands. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cmds.h"
+#include "ddp/err.h"
+#include "ddp/log.h"
+#include "ddp/sys.h"
+
+#define DDPSIM_VERSION "0.1.0"
+
+typedef struct {
+    const char *name;
+    int (*fn)(struct ddp_sys *sys, int argc, char **argv);
+    const char *summary;
+} command_t;
+
+static const command_t commands[] = {
+    {"demo", ddp_cmd_demo,
+     "rendezvous N local ranks through a real store (the default demo)"},
+    {"store", ddp_cmd_store,
+     "run a TCPStore-protocol server, or talk to one (get/set/add/wait ...)"},
+    {"hostlist", ddp_cmd_hostlist,
+     "expand (or --compress) a SLURM hostlist expression"},
+    {"env", ddp_cmd_env,
+     "show the detected cluster environment and every value it derives"},
+};
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: ddpsim [--version] [--help] COMMAND [ARGS]\n\n"
+               "ddpsim: the DDP connection stack of PyTorch Lightning in C, "
+               "and a harness\nthat tests it.\n\ncommands:\n");
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\n'ddpsim COMMAND --help' describes a command; docs/ddpsim.1.md "
+               "is the manual.\nEnvironment: DDP_LOG=error|warn|info|debug|trace "
+               "(default warn).\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+        !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("ddpsim %s\n", DDPSIM_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < NCOMMANDS; i++) {
+        if (strcmp(argv[1], commands[i].name) != 0)
+            continue;
+        if (!commands[i].fn) {
+            fprintf(stderr, "ddpsim: command \"%s\" is not built yet\n",
+                    argv[1]);
+            return 1;
+        }
+        ddp_sys_t *sys = ddp_sys_posix_new(NULL);
+        if (!sys) {
+            fprintf(stderr, "ddpsim: out of memory\n");
+            return 1;
+        }
+        if (ddp_log_init_from_env(ddp_sys_env(sys)) != 0) {
+            fprintf(stderr, "ddpsim: %s\n", ddp_err_message());
+            ddp_sys_free(sys);
+            return 2;
+        }
+        int rc = commands[i].fn(sys, argc - 1, argv + 1);
+        ddp_sys_free(sys);
+        return rc;
+    }
+    fprintf(stderr, "ddpsim: unknown command \"%s\"\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}
