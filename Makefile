@@ -89,14 +89,9 @@ $(B)/bench/%: bench/%.c $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(STATIC) $(LDFLAGS) $(LDLIBS)
 
-# TSan on kernels with high mmap entropy needs ASLR off for its own process.
-ifneq ($(findstring thread,$(SANITIZE)),)
-RUNPREFIX := setarch $(shell uname -m) -R
-endif
-
 # TESTS="suite ..." runs only those suites; JUNIT=file writes JUnit XML.
 test: $(TESTBIN) $(DDPSIM)
-	DDPSIM=$(abspath $(DDPSIM)) $(RUNPREFIX) $(TESTBIN) $(if $(JUNIT),--junit $(JUNIT)) $(TESTS)
+	DDPSIM=$(abspath $(DDPSIM)) $(TESTBIN) $(if $(JUNIT),--junit $(JUNIT)) $(TESTS)
 
 run: $(DDPSIM)
 	$(DDPSIM) demo
