@@ -16,8 +16,8 @@ SANITIZE  ?=
 COVERAGE  ?=
 OPT       ?= -O2
 
-VARIANT   := $(if $(SANITIZE),$(subst $(comma),-,$(SANITIZE)),default)$(if $(COVERAGE),-cov,)
 comma     := ,
+VARIANT   := $(if $(SANITIZE),$(subst $(comma),-,$(SANITIZE)),default)$(if $(COVERAGE),-cov,)
 B         := build/$(VARIANT)
 
 CPPFLAGS  += -Iinclude -D_GNU_SOURCE -DFIU_ENABLE

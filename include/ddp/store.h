@@ -237,6 +237,7 @@ typedef struct ddp_store_server_stats {
     uint64_t requests;
     uint64_t protocol_errors; /* clients dropped for a protocol violation */
     uint64_t unvalidated_dropped;
+    uint64_t rejected_clients; /* refused at accept: max_clients reached */
 } ddp_store_server_stats_t;
 void ddp_store_server_stats(const ddp_store_server_t *srv,
                             ddp_store_server_stats_t *out);

@@ -1,0 +1,197 @@
+/* core/cluster.c — the cluster environment registry, the instance, the
+ * contract-checking wrappers and `describe`. The environments themselves live
+ * in core/cluster_envs.c. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster_priv.h"
+#include "ddp/err.h"
+#include "ddp/log.h"
+
+/* Detection priority, Lightning 2.x: the launchers that leave the most
+ * specific traces first; lightning always detects, so kubeflow, placed after
+ * it, is reached only by name (its variables are also what a plain manual
+ * launch sets, so detecting it would misfire). */
+static const ddp_cluster_ops_t *const registry[] = {
+    &ddp__cluster_torchelastic, &ddp__cluster_slurm,     &ddp__cluster_lsf,
+    &ddp__cluster_mpi,          &ddp__cluster_lightning, &ddp__cluster_kubeflow,
+};
+#define NREGISTRY (sizeof registry / sizeof registry[0])
+
+size_t ddp_cluster_count(void) { return NREGISTRY; }
+
+const ddp_cluster_ops_t *ddp_cluster_at(size_t i)
+{
+    return i < NREGISTRY ? registry[i] : NULL;
+}
+
+const ddp_cluster_ops_t *ddp_cluster_find(const char *name)
+{
+    for (size_t i = 0; name && i < NREGISTRY; i++)
+        if (strcmp(registry[i]->name, name) == 0)
+            return registry[i];
+    return NULL;
+}
+
+int ddp_cluster_open(ddp_sys_t *sys, const char *name, ddp_cluster_t **out)
+{
+    if (!sys || !out)
+        return ddp_err_set(-EINVAL, "ddp_cluster_open: NULL sys or out");
+    *out = NULL;
+    const ddp_cluster_ops_t *ops = NULL;
+    const ddp_env_t *env = ddp_sys_env(sys);
+    if (!name || !*name || strcmp(name, "auto") == 0) {
+        for (size_t i = 0; i < NREGISTRY && !ops; i++)
+            if (registry[i]->detect(env))
+                ops = registry[i];
+    } else if (!(ops = ddp_cluster_find(name))) {
+        char names[128] = "";
+        for (size_t i = 0; i < NREGISTRY; i++) {
+            strncat(names, ", ", sizeof names - strlen(names) - 1);
+            strncat(names, registry[i]->name, sizeof names - strlen(names) - 1);
+        }
+        return ddp_err_set(DDP_ENOT_FOUND,
+                           "unknown cluster environment \"%.64s\"; expected "
+                           "one of auto%s",
+                           name, names);
+    }
+    ddp_cluster_t *c = calloc(1, sizeof *c);
+    if (!c)
+        return ddp_err_set(-ENOMEM, "out of memory");
+    c->ops = ops;
+    c->sys = sys;
+    c->env = env;
+    *out = c;
+    ddp_debug("cluster environment: %s", ops->name);
+    return 0;
+}
+
+void ddp_cluster_close(ddp_cluster_t *c)
+{
+    if (!c)
+        return;
+    free(c->impl);
+    free(c);
+}
+
+int ddp_cluster_main_address(ddp_cluster_t *c, char *buf, size_t n)
+{
+    if (!c || !buf || n == 0)
+        return ddp_err_set(-EINVAL, "ddp_cluster_main_address: NULL argument");
+    return c->ops->main_address(c, buf, n);
+}
+
+int ddp_cluster_main_port(ddp_cluster_t *c, uint16_t *port)
+{
+    if (!c || !port)
+        return ddp_err_set(-EINVAL, "ddp_cluster_main_port: NULL argument");
+    return c->ops->main_port(c, port);
+}
+
+/* The integer getters share one shape: check arguments, call the op. */
+#define DDP__CLUSTER_INT_GETTER(member)                                        \
+    int ddp_cluster_##member(ddp_cluster_t *c, int *out)                       \
+    {                                                                          \
+        if (!c || !out)                                                        \
+            return ddp_err_set(-EINVAL,                                        \
+                               "ddp_cluster_" #member ": NULL argument");      \
+        return c->ops->member(c, out);                                         \
+    }
+DDP__CLUSTER_INT_GETTER(world_size)
+DDP__CLUSTER_INT_GETTER(global_rank)
+DDP__CLUSTER_INT_GETTER(local_rank)
+DDP__CLUSTER_INT_GETTER(node_rank)
+#undef DDP__CLUSTER_INT_GETTER
+
+int ddp_cluster_creates_processes_externally(ddp_cluster_t *c)
+{
+    return c ? c->ops->creates_processes_externally(c) : 0;
+}
+
+int ddp_cluster_validate(ddp_cluster_t *c, int devices, int num_nodes)
+{
+    if (!c)
+        return ddp_err_set(-EINVAL, "ddp_cluster_validate: NULL cluster");
+    if (devices < 0 || num_nodes < 0)
+        return ddp_err_set(DDP_ECONFIG,
+                           "devices=%d, num_nodes=%d: expected counts >= 1 "
+                           "(0 = not requested)",
+                           devices, num_nodes);
+    return c->ops->validate(c, devices, num_nodes);
+}
+
+/* Only Lightning's environment honours these (its launcher, not the
+ * environment, knows the totals); the others take their values from the
+ * launcher's variables, so a set is ignored there, as in Lightning. */
+void ddp_cluster_set_world_size(ddp_cluster_t *c, int n)
+{
+    if (!c)
+        return;
+    if (c->ops != &ddp__cluster_lightning)
+        ddp_debug("%s: set_world_size(%d) ignored; the launcher sets it",
+                  c->ops->name, n);
+    c->world_size_set = 1;
+    c->world_size_val = n;
+}
+
+void ddp_cluster_set_global_rank(ddp_cluster_t *c, int r)
+{
+    if (!c)
+        return;
+    if (c->ops != &ddp__cluster_lightning)
+        ddp_debug("%s: set_global_rank(%d) ignored; the launcher sets it",
+                  c->ops->name, r);
+    c->global_rank_set = 1;
+    c->global_rank_val = r;
+}
+
+static void emit(void (*fn)(void *, const char *), void *arg,
+                 const char *name, int rc, const char *value)
+{
+    char line[1200];
+    if (rc < 0)
+        snprintf(line, sizeof line, "%s: error: %s", name, ddp_err_message());
+    else
+        snprintf(line, sizeof line, "%s: %s", name, value);
+    fn(arg, line);
+}
+
+void ddp_cluster_describe(ddp_cluster_t *c,
+                          void (*fn)(void *arg, const char *line), void *arg)
+{
+    if (!c || !fn)
+        return;
+    char v[256];
+    emit(fn, arg, "cluster", 0, c->ops->name);
+    emit(fn, arg, "detected", 0, c->ops->detect(c->env) ? "yes" : "no");
+
+    int rc = ddp_cluster_main_address(c, v, sizeof v);
+    emit(fn, arg, "main_address", rc, v);
+
+    uint16_t port = 0;
+    rc = ddp_cluster_main_port(c, &port);
+    snprintf(v, sizeof v, "%u", (unsigned)port);
+    emit(fn, arg, "main_port", rc, v);
+
+    static const struct {
+        const char *name;
+        int (*get)(ddp_cluster_t *, int *);
+    } ints[] = {
+        {"world_size", ddp_cluster_world_size},
+        {"global_rank", ddp_cluster_global_rank},
+        {"local_rank", ddp_cluster_local_rank},
+        {"node_rank", ddp_cluster_node_rank},
+    };
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        int x = 0;
+        rc = ints[i].get(c, &x);
+        snprintf(v, sizeof v, "%d", x);
+        emit(fn, arg, ints[i].name, rc, v);
+    }
+    emit(fn, arg, "creates_processes_externally", 0,
+         ddp_cluster_creates_processes_externally(c) ? "yes" : "no");
+    rc = ddp_cluster_validate(c, 0, 0);
+    emit(fn, arg, "validate", rc, "ok");
+}

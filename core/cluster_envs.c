@@ -1,0 +1,890 @@
+/* core/cluster_envs.c — the six cluster environments.
+ *
+ * Each environment is a table of small functions that read the rank's
+ * environment map (c->env, never getenv) and say where the main process is and
+ * which rank this is. The contracts are Lightning 2.x's (see
+ * shared/reference/lightning-connection-setup.md and
+ * docs/cluster-environments.md); where Lightning silently guessed, we report an
+ * error instead, because a wrong guess here means ranks that hang at
+ * rendezvous instead of failing with a sentence.
+ *
+ * All parsing goes through the few helpers at the top, so every environment
+ * produces the same shape of error: the variable, its value and the form
+ * expected.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster_priv.h"
+#include "ddp/err.h"
+#include "ddp/log.h"
+
+/* Lightning's fixed fallback port (torchelastic, SLURM without a job id). */
+#define DEFAULT_PORT 12910
+#define LOCALHOST "127.0.0.1"
+
+static const char JSRUN_TAIL[] = ". Make sure you run your executable with "
+                                 "jsrun";
+static const char KUBEFLOW_TAIL[] = " (the Kubeflow PyTorchJob operator sets "
+                                    "it in every pod)";
+
+/* ---- shared helpers ---- */
+
+/* "an integer 0..3", or "an integer >= 0" when the top is open. */
+static void int_form(char *buf, size_t n, long min, long max)
+{
+    if (max >= INT_MAX - 1 || max == LONG_MAX)
+        snprintf(buf, n, "an integer >= %ld", min);
+    else
+        snprintf(buf, n, "an integer %ld..%ld", min, max);
+}
+
+/* Reads key as an integer in [min, max]. what names the value ("rank"),
+ * note and tail are appended to the sentence (note: where max came from).
+ * A missing variable is DDP_ECONFIG too: for a cluster environment it is as
+ * fatal as a bad one. */
+static int env_long(const ddp_cluster_t *c, const char *key, long min,
+                    long max, const char *what, const char *note,
+                    const char *tail, long *out)
+{
+    long v;
+    if (ddp_env_get_long(c->env, key, min, max, &v) == 0) {
+        *out = v;
+        return 0;
+    }
+    char form[64];
+    int_form(form, sizeof form, min, max);
+    const char *val = ddp_env_get(c->env, key);
+    if (!val)
+        return ddp_err_set(DDP_ECONFIG,
+                           "%s is not set; expected the %s as %s%s%s", key,
+                           what, form, note ? note : "", tail ? tail : "");
+    return ddp_err_set(DDP_ECONFIG,
+                       "%s=\"%.120s\" is not a valid %s; expected %s%s%s", key,
+                       val, what, form, note ? note : "", tail ? tail : "");
+}
+
+/* A count (world size, tasks per node): an integer >= 1. */
+static int env_count(const ddp_cluster_t *c, const char *key, const char *what,
+                     const char *tail, int *out)
+{
+    long v;
+    int rc = env_long(c, key, 1, INT_MAX, what, NULL, tail, &v);
+    if (rc == 0)
+        *out = (int)v;
+    return rc;
+}
+
+/* A rank below the first of count1/count2 that holds a valid count, e.g.
+ * SLURM_LOCALID below SLURM_NTASKS_PER_NODE, else below SLURM_NTASKS. When no
+ * count is readable the rank is only checked to be >= 0: the count's own
+ * getter reports what is wrong with it, and each line of `ddpsim env` then
+ * names its own variable. */
+static int env_rank(const ddp_cluster_t *c, const char *key,
+                    const char *count1, const char *count2, const char *what,
+                    const char *tail, int *out)
+{
+    const char *counts[2] = {count1, count2};
+    long max = INT_MAX - 1, v;
+    char note[96] = "";
+    for (int i = 0; i < 2; i++) {
+        long n;
+        if (counts[i] &&
+            ddp_env_get_long(c->env, counts[i], 1, INT_MAX, &n) == 0) {
+            max = n - 1;
+            snprintf(note, sizeof note, " (%s=%ld)", counts[i], n);
+            break;
+        }
+    }
+    int rc = env_long(c, key, 0, max, what, note, tail, &v);
+    if (rc == 0)
+        *out = (int)v;
+    return rc;
+}
+
+/* Like env_rank, but an unset variable yields *out = 0. */
+static int env_opt_rank(const ddp_cluster_t *c, const char *key,
+                        const char *count1, const char *count2,
+                        const char *what, int *found, int *out)
+{
+    *found = ddp_env_has(c->env, key);
+    if (!*found)
+        return 0;
+    return env_rank(c, key, count1, count2, what, NULL, out);
+}
+
+/* A port variable: unset -> *found = 0 (unless required), else 1..65535. */
+static int env_port(const ddp_cluster_t *c, const char *key, int required,
+                    const char *tail, int *found, uint16_t *port)
+{
+    *found = ddp_env_has(c->env, key);
+    if (!*found && !required)
+        return 0;
+    long v;
+    int rc = env_long(c, key, 1, 65535, "port", NULL, tail, &v);
+    if (rc == 0)
+        *port = (uint16_t)v;
+    return rc;
+}
+
+static int copy_out(const char *src, const char *value, char *buf, size_t n)
+{
+    size_t len = strlen(value);
+    if (!buf || len >= n)
+        return ddp_err_set(DDP_ELIMIT,
+                           "%s \"%.120s\" does not fit the %zu-byte address "
+                           "buffer",
+                           src, value, n);
+    memcpy(buf, value, len + 1);
+    return 0;
+}
+
+/* An address variable such as MASTER_ADDR. Unset: def (logging a warning
+ * when warn is set, as torchelastic does), or an error when def is NULL. */
+static int env_addr(const ddp_cluster_t *c, const char *key, const char *def,
+                    int warn, const char *tail, char *buf, size_t n)
+{
+    const char *v = ddp_env_get(c->env, key);
+    if (!v) {
+        if (!def)
+            return ddp_err_set(DDP_ECONFIG,
+                               "%s is not set; expected the host name or IP "
+                               "address of the main (rank 0) node%s",
+                               key, tail ? tail : "");
+        if (warn)
+            ddp_warn("%s is not set; using %s for the main address", key,
+                     def);
+        return copy_out("default address", def, buf, n);
+    }
+    if (!*v)
+        return ddp_err_set(DDP_ECONFIG,
+                           "%s is set but empty; expected the host name or IP "
+                           "address of the main (rank 0) node%s",
+                           key, tail ? tail : "");
+    return copy_out(key, v, buf, n);
+}
+
+static int env_all_set(const ddp_env_t *env, const char *const *keys)
+{
+    for (; *keys; keys++)
+        if (!ddp_env_has(env, *keys))
+            return 0;
+    return 1;
+}
+
+/* MASTER_PORT when set, else *found = 0: every environment but kubeflow
+ * lets the user override its port this way. */
+static int master_port(const ddp_cluster_t *c, int *found, uint16_t *port)
+{
+    return env_port(c, "MASTER_PORT", 0, NULL, found, port);
+}
+
+static int always_external(ddp_cluster_t *c)
+{
+    (void)c;
+    return 1;
+}
+
+static int no_validation(ddp_cluster_t *c, int devices, int num_nodes)
+{
+    (void)c;
+    (void)devices;
+    (void)num_nodes;
+    return 0;
+}
+
+/* ---- lightning: manual launch, and the default ---- */
+
+static int lightning_detect(const ddp_env_t *env)
+{
+    (void)env;
+    return 1; /* the fallback: whatever the environment holds */
+}
+
+static int lightning_main_address(ddp_cluster_t *c, char *buf, size_t n)
+{
+    return env_addr(c, "MASTER_ADDR", LOCALHOST, 0, NULL, buf, n);
+}
+
+static int lightning_main_port(ddp_cluster_t *c, uint16_t *port)
+{
+    /* Cached because every local rank must agree on one port: picking a
+     * fresh free port on each call would hand out different ones. */
+    if (c->port_cached) {
+        *port = c->port_val;
+        return 0;
+    }
+    int found;
+    uint16_t p = 0;
+    int rc = master_port(c, &found, &p);
+    if (rc < 0)
+        return rc;
+    if (!found) {
+        rc = ddp_sys_free_port(c->sys, &p);
+        if (rc < 0) {
+            if (ddp_err_ctx()->code != rc)
+                ddp_err_set(rc, "binding port 0 failed");
+            return ddp_err_wrap("MASTER_PORT is not set and no free port "
+                                "could be picked");
+        }
+    }
+    c->port_cached = 1;
+    c->port_val = p;
+    *port = p;
+    return 0;
+}
+
+static int lightning_world_size(ddp_cluster_t *c, int *out)
+{
+    *out = c->world_size_set ? c->world_size_val : 1;
+    return 0;
+}
+
+static int lightning_global_rank(ddp_cluster_t *c, int *out)
+{
+    *out = c->global_rank_set ? c->global_rank_val : 0;
+    return 0;
+}
+
+static int lightning_local_rank(ddp_cluster_t *c, int *out)
+{
+    int found;
+    int rc = env_opt_rank(c, "LOCAL_RANK", "LOCAL_WORLD_SIZE", NULL,
+                          "local rank", &found, out);
+    if (rc == 0 && !found)
+        *out = 0;
+    return rc;
+}
+
+static int lightning_node_rank(ddp_cluster_t *c, int *out)
+{
+    /* NODE_RANK wins over GROUP_RANK, as in Lightning 2.x. */
+    static const char *const keys[] = {"NODE_RANK", "GROUP_RANK"};
+    for (size_t i = 0; i < 2; i++) {
+        int found;
+        int rc = env_opt_rank(c, keys[i], NULL, NULL, "node rank", &found,
+                              out);
+        if (rc < 0 || found)
+            return rc;
+    }
+    *out = 0;
+    return 0;
+}
+
+static int lightning_external(ddp_cluster_t *c)
+{
+    return ddp_env_has(c->env, "LOCAL_RANK");
+}
+
+const ddp_cluster_ops_t ddp__cluster_lightning = {
+    .name = "lightning",
+    .detect = lightning_detect,
+    .main_address = lightning_main_address,
+    .main_port = lightning_main_port,
+    .world_size = lightning_world_size,
+    .global_rank = lightning_global_rank,
+    .local_rank = lightning_local_rank,
+    .node_rank = lightning_node_rank,
+    .creates_processes_externally = lightning_external,
+    .validate = no_validation,
+};
+
+/* ---- slurm ---- */
+
+static int slurm_interactive(const ddp_env_t *env)
+{
+    const char *name = ddp_env_get(env, "SLURM_JOB_NAME");
+    return name && (!strcmp(name, "bash") || !strcmp(name, "interactive"));
+}
+
+static int slurm_detect(const ddp_env_t *env)
+{
+    return ddp_env_has(env, "SLURM_NTASKS") && !slurm_interactive(env);
+}
+
+static int slurm_main_address(ddp_cluster_t *c, char *buf, size_t n)
+{
+    /* MASTER_ADDR first (Lightning 2.1+): concurrent job steps on a shared
+     * allocation must be able to point at different roots (#17550). */
+    if (ddp_env_has(c->env, "MASTER_ADDR"))
+        return env_addr(c, "MASTER_ADDR", NULL, 0, NULL, buf, n);
+    const char *key = "SLURM_NODELIST";
+    const char *list = ddp_env_get(c->env, key);
+    if (!list) {
+        key = "SLURM_JOB_NODELIST";
+        list = ddp_env_get(c->env, key);
+    }
+    if (!list)
+        return ddp_err_set(DDP_ECONFIG,
+                           "neither MASTER_ADDR nor SLURM_NODELIST (or "
+                           "SLURM_JOB_NODELIST) is set; expected a SLURM "
+                           "hostlist such as node[1-4] whose first host is the "
+                           "main node");
+    char **hosts;
+    size_t nh;
+    int rc = ddp_hostlist_expand(list, 0, &hosts, &nh);
+    if (rc < 0)
+        return ddp_err_wrap("%s", key);
+    rc = copy_out(key, hosts[0], buf, n);
+    ddp_hostlist_free(hosts, nh);
+    return rc;
+}
+
+static int slurm_main_port(ddp_cluster_t *c, uint16_t *port)
+{
+    int found;
+    int rc = master_port(c, &found, port);
+    if (rc < 0 || found)
+        return rc;
+    /* In interactive mode the job id belongs to the salloc shell, not to a
+     * job Lightning should derive anything from (Lightning 2.x). */
+    if (slurm_interactive(c->env) || !ddp_env_has(c->env, "SLURM_JOB_ID")) {
+        *port = DEFAULT_PORT;
+        return 0;
+    }
+    long id;
+    rc = env_long(c, "SLURM_JOB_ID", 0, LONG_MAX, "job id", NULL, NULL, &id);
+    if (rc < 0)
+        return rc;
+    /* The last four digits: two jobs sharing a node get different ports. */
+    *port = (uint16_t)(15000 + id % 10000);
+    return 0;
+}
+
+static int slurm_world_size(ddp_cluster_t *c, int *out)
+{
+    return env_count(c, "SLURM_NTASKS", "number of tasks (srun --ntasks)",
+                     NULL, out);
+}
+
+static int slurm_global_rank(ddp_cluster_t *c, int *out)
+{
+    return env_rank(c, "SLURM_PROCID", "SLURM_NTASKS", NULL, "rank", NULL,
+                    out);
+}
+
+static int slurm_local_rank(ddp_cluster_t *c, int *out)
+{
+    return env_rank(c, "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE",
+                    "SLURM_NTASKS", "local rank", NULL, out);
+}
+
+static int slurm_node_rank(ddp_cluster_t *c, int *out)
+{
+    return env_rank(c, "SLURM_NODEID", "SLURM_NNODES", "SLURM_NTASKS",
+                    "node rank", NULL, out);
+}
+
+static int slurm_validate(ddp_cluster_t *c, int devices, int num_nodes)
+{
+    int ntasks = 0, per_node = 0, nnodes = 0, rc;
+    /* srun --ntasks=N alone lets SLURM place tasks anywhere, and Lightning's
+     * rank math then gives duplicated ranks and a hang (#4389). */
+    if (ddp_env_has(c->env, "SLURM_NTASKS")) {
+        if ((rc = slurm_world_size(c, &ntasks)) < 0)
+            return rc;
+        if (ntasks > 1 && !ddp_env_has(c->env, "SLURM_NTASKS_PER_NODE")) {
+            ddp_err_set(DDP_ECONFIG,
+                        "SLURM_NTASKS=%d is set but SLURM_NTASKS_PER_NODE is "
+                        "not: the job was started with --ntasks=%d, which "
+                        "does not say how many tasks run on each node",
+                        ntasks, ntasks);
+            return ddp_err_hint("use --ntasks-per-node=%d (with --nodes) "
+                                "instead of --ntasks=%d",
+                                ntasks, ntasks);
+        }
+    }
+    if (slurm_interactive(c->env))
+        return 0;
+    if (devices > 0 && ddp_env_has(c->env, "SLURM_NTASKS_PER_NODE")) {
+        if ((rc = env_count(c, "SLURM_NTASKS_PER_NODE",
+                            "number of tasks per node", NULL, &per_node)) < 0)
+            return rc;
+        if (per_node != devices) {
+            ddp_err_set(DDP_ECONFIG,
+                        "devices=%d was requested but SLURM runs %d tasks per "
+                        "node (SLURM_NTASKS_PER_NODE=%d, --ntasks-per-node=%d)",
+                        devices, per_node, per_node, per_node);
+            return ddp_err_hint("set devices=%d, or --ntasks-per-node=%d",
+                                per_node, devices);
+        }
+    }
+    if (num_nodes > 0 && ddp_env_has(c->env, "SLURM_NNODES")) {
+        if ((rc = env_count(c, "SLURM_NNODES", "number of nodes", NULL,
+                            &nnodes)) < 0)
+            return rc;
+        if (nnodes != num_nodes) {
+            ddp_err_set(DDP_ECONFIG,
+                        "num_nodes=%d was requested but the SLURM job has %d "
+                        "nodes (SLURM_NNODES=%d, --nodes=%d)",
+                        num_nodes, nnodes, nnodes, nnodes);
+            return ddp_err_hint("set num_nodes=%d, or --nodes=%d", nnodes,
+                                num_nodes);
+        }
+    }
+    return 0;
+}
+
+const ddp_cluster_ops_t ddp__cluster_slurm = {
+    .name = "slurm",
+    .detect = slurm_detect,
+    .main_address = slurm_main_address,
+    .main_port = slurm_main_port,
+    .world_size = slurm_world_size,
+    .global_rank = slurm_global_rank,
+    .local_rank = slurm_local_rank,
+    .node_rank = slurm_node_rank,
+    .creates_processes_externally = always_external,
+    .validate = slurm_validate,
+};
+
+/* ---- torchelastic (torchrun) ---- */
+
+static int torchelastic_detect(const ddp_env_t *env)
+{
+    /* The 1.3-1.5 rule: it needs no torch import to decide. */
+    static const char *const keys[] = {"RANK", "GROUP_RANK", "LOCAL_RANK",
+                                       "LOCAL_WORLD_SIZE", NULL};
+    return env_all_set(env, keys);
+}
+
+static int torchelastic_main_address(ddp_cluster_t *c, char *buf, size_t n)
+{
+    return env_addr(c, "MASTER_ADDR", LOCALHOST, 1, NULL, buf, n);
+}
+
+static int torchelastic_main_port(ddp_cluster_t *c, uint16_t *port)
+{
+    int found;
+    int rc = master_port(c, &found, port);
+    if (rc < 0 || found)
+        return rc;
+    ddp_warn("MASTER_PORT is not set; using %d for the main port",
+             DEFAULT_PORT);
+    *port = DEFAULT_PORT;
+    return 0;
+}
+
+static int torchelastic_world_size(ddp_cluster_t *c, int *out)
+{
+    return env_count(c, "WORLD_SIZE", "world size", NULL, out);
+}
+
+static int torchelastic_global_rank(ddp_cluster_t *c, int *out)
+{
+    return env_rank(c, "RANK", "WORLD_SIZE", NULL, "rank", NULL, out);
+}
+
+static int torchelastic_local_rank(ddp_cluster_t *c, int *out)
+{
+    return env_rank(c, "LOCAL_RANK", "LOCAL_WORLD_SIZE", "WORLD_SIZE",
+                    "local rank", NULL, out);
+}
+
+static int torchelastic_node_rank(ddp_cluster_t *c, int *out)
+{
+    int found;
+    int rc = env_opt_rank(c, "GROUP_RANK", "GROUP_WORLD_SIZE", "WORLD_SIZE",
+                          "node rank", &found, out);
+    if (rc == 0 && !found)
+        *out = 0;
+    return rc;
+}
+
+static int torchelastic_validate(ddp_cluster_t *c, int devices, int num_nodes)
+{
+    /* Only when both were requested: a missing one is unknown, not 1. */
+    if (devices <= 0 || num_nodes <= 0)
+        return 0;
+    int world = 0;
+    int rc = torchelastic_world_size(c, &world);
+    if (rc < 0)
+        return rc;
+    if ((long)devices * num_nodes != world) {
+        ddp_err_set(DDP_ECONFIG,
+                    "devices=%d and num_nodes=%d were requested, but their "
+                    "product %ld does not match the world size "
+                    "WORLD_SIZE=%d set by torchrun",
+                    devices, num_nodes, (long)devices * num_nodes, world);
+        return ddp_err_hint("run torchrun with --nproc-per-node=%d --nnodes=%d, "
+                            "or request devices*num_nodes = %d",
+                            devices, num_nodes, world);
+    }
+    return 0;
+}
+
+const ddp_cluster_ops_t ddp__cluster_torchelastic = {
+    .name = "torchelastic",
+    .detect = torchelastic_detect,
+    .main_address = torchelastic_main_address,
+    .main_port = torchelastic_main_port,
+    .world_size = torchelastic_world_size,
+    .global_rank = torchelastic_global_rank,
+    .local_rank = torchelastic_local_rank,
+    .node_rank = torchelastic_node_rank,
+    .creates_processes_externally = always_external,
+    .validate = torchelastic_validate,
+};
+
+/* ---- lsf (jsrun) ---- */
+
+typedef struct lsf_hosts {
+    char *data;     /* the file, cut into host names in place */
+    char **uniq;    /* distinct hosts, in order of first appearance */
+    size_t n;
+} lsf_hosts_t;
+
+static void lsf_hosts_free(lsf_hosts_t *h)
+{
+    free(h->uniq);
+    free(h->data);
+}
+
+static char *trim(char *s)
+{
+    while (*s == ' ' || *s == '\t' || *s == '\r')
+        s++;
+    char *e = s + strlen(s);
+    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
+        *--e = '\0';
+    return s;
+}
+
+/* The compute hosts of LSB_DJOB_RANKFILE: one line per rank slot, the first
+ * line being the launch node, which runs no rank. */
+static int lsf_read_hosts(ddp_cluster_t *c, lsf_hosts_t *h)
+{
+    memset(h, 0, sizeof *h);
+    const char *key = "LSB_DJOB_RANKFILE";
+    const char *path = ddp_env_get(c->env, key);
+    if (!path || !*path)
+        return ddp_err_set(DDP_ECONFIG,
+                           "%s is %s; expected the path of the LSF rank file%s",
+                           key, path ? "empty" : "not set", JSRUN_TAIL);
+    size_t len;
+    int rc = ddp_sys_read_file(c->sys, path, &h->data, &len);
+    if (rc < 0) {
+        if (ddp_err_ctx()->code != rc)
+            ddp_err_set(rc, "cannot read \"%s\": %s", path, ddp_strerror(rc));
+        return ddp_err_wrap("%s=\"%.120s\"", key, path);
+    }
+    size_t cap = 0;
+    char *line = h->data;
+    for (size_t idx = 0; line; idx++) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        char *host = trim(line);
+        line = nl ? nl + 1 : NULL;
+        if (idx == 0 || !*host)
+            continue;
+        size_t k = 0;
+        while (k < h->n && strcmp(h->uniq[k], host) != 0)
+            k++;
+        if (k < h->n)
+            continue;
+        if (h->n == cap) {
+            size_t ncap = cap ? cap * 2 : 8;
+            char **nu = realloc(h->uniq, ncap * sizeof *nu);
+            if (!nu) {
+                lsf_hosts_free(h);
+                return ddp_err_set(-ENOMEM, "out of memory");
+            }
+            h->uniq = nu;
+            cap = ncap;
+        }
+        h->uniq[h->n++] = host;
+    }
+    if (h->n == 0) {
+        lsf_hosts_free(h);
+        return ddp_err_set(DDP_ECONFIG,
+                           "%s=\"%.120s\" lists no compute hosts (the first "
+                           "line, the launch node, is skipped); expected one "
+                           "host name per line%s",
+                           key, path, JSRUN_TAIL);
+    }
+    return 0;
+}
+
+static int lsf_detect(const ddp_env_t *env)
+{
+    static const char *const keys[] = {"LSB_JOBID", "LSB_DJOB_RANKFILE",
+                                       "JSM_NAMESPACE_LOCAL_RANK",
+                                       "JSM_NAMESPACE_SIZE", NULL};
+    return env_all_set(env, keys);
+}
+
+static int lsf_main_address(ddp_cluster_t *c, char *buf, size_t n)
+{
+    lsf_hosts_t h;
+    int rc = lsf_read_hosts(c, &h);
+    if (rc < 0)
+        return rc;
+    rc = copy_out("LSB_DJOB_RANKFILE host", h.uniq[0], buf, n);
+    lsf_hosts_free(&h);
+    return rc;
+}
+
+static int lsf_node_rank(ddp_cluster_t *c, int *out)
+{
+    char self[256];
+    int rc = ddp_sys_hostname(c->sys, self, sizeof self);
+    if (rc < 0)
+        return rc;
+    lsf_hosts_t h;
+    if ((rc = lsf_read_hosts(c, &h)) < 0)
+        return rc;
+    size_t k = 0;
+    while (k < h.n && strcmp(h.uniq[k], self) != 0)
+        k++;
+    if (k < h.n)
+        *out = (int)k;
+    else
+        rc = ddp_err_set(DDP_ECONFIG,
+                         "this host \"%s\" is not among the compute hosts of "
+                         "LSB_DJOB_RANKFILE=\"%.120s\" (%zu hosts, first "
+                         "\"%s\"); expected this rank to run on one of "
+                         "them%s",
+                         self, ddp_env_get(c->env, "LSB_DJOB_RANKFILE"), h.n,
+                         h.uniq[0], JSRUN_TAIL);
+    lsf_hosts_free(&h);
+    return rc;
+}
+
+static int lsf_main_port(ddp_cluster_t *c, uint16_t *port)
+{
+    int found;
+    int rc = master_port(c, &found, port);
+    if (rc < 0 || found)
+        return rc;
+    long id;
+    rc = env_long(c, "LSB_JOBID", 0, LONG_MAX, "job id", NULL, JSRUN_TAIL,
+                  &id);
+    if (rc < 0)
+        return rc;
+    *port = (uint16_t)(id % 1000 + 10000);
+    return 0;
+}
+
+static int lsf_world_size(ddp_cluster_t *c, int *out)
+{
+    return env_count(c, "JSM_NAMESPACE_SIZE", "world size", JSRUN_TAIL, out);
+}
+
+static int lsf_global_rank(ddp_cluster_t *c, int *out)
+{
+    return env_rank(c, "JSM_NAMESPACE_RANK", "JSM_NAMESPACE_SIZE", NULL,
+                    "rank", JSRUN_TAIL, out);
+}
+
+static int lsf_local_rank(ddp_cluster_t *c, int *out)
+{
+    return env_rank(c, "JSM_NAMESPACE_LOCAL_RANK", "JSM_NAMESPACE_LOCAL_SIZE",
+                    "JSM_NAMESPACE_SIZE", "local rank", JSRUN_TAIL, out);
+}
+
+const ddp_cluster_ops_t ddp__cluster_lsf = {
+    .name = "lsf",
+    .detect = lsf_detect,
+    .main_address = lsf_main_address,
+    .main_port = lsf_main_port,
+    .world_size = lsf_world_size,
+    .global_rank = lsf_global_rank,
+    .local_rank = lsf_local_rank,
+    .node_rank = lsf_node_rank,
+    .creates_processes_externally = always_external,
+    .validate = no_validation,
+};
+
+/* ---- mpi (OpenMPI's mpirun) ----
+ *
+ * Lightning asks mpi4py, which lets rank 0 broadcast its host name and a free
+ * port. Without a side channel every rank has to reach the same answer from
+ * its own environment alone, so:
+ * - node rank = rank / OMPI_COMM_WORLD_LOCAL_SIZE, valid for mpirun's default
+ *   block placement; OMPI_COMM_WORLD_NODE_RANK is not used because OpenMPI
+ *   defines it as a node-local rank, not the index of the node;
+ * - main address = MASTER_ADDR, else 127.0.0.1 when all ranks share a node;
+ *   on several nodes no rank can know rank 0's host, so it is an error;
+ * - main port = MASTER_PORT, else a hash of the job's identity (identical in
+ *   every rank of one job, different between jobs) into 10000..19999.
+ */
+
+static int mpi_detect(const ddp_env_t *env)
+{
+    static const char *const keys[] = {"OMPI_COMM_WORLD_SIZE",
+                                       "OMPI_COMM_WORLD_RANK", NULL};
+    return env_all_set(env, keys);
+}
+
+static int mpi_world_size(ddp_cluster_t *c, int *out)
+{
+    return env_count(c, "OMPI_COMM_WORLD_SIZE", "world size", NULL, out);
+}
+
+static int mpi_local_size(ddp_cluster_t *c, int *out)
+{
+    return env_count(c, "OMPI_COMM_WORLD_LOCAL_SIZE",
+                     "number of ranks on this node", NULL, out);
+}
+
+static int mpi_global_rank(ddp_cluster_t *c, int *out)
+{
+    return env_rank(c, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", NULL,
+                    "rank", NULL, out);
+}
+
+static int mpi_local_rank(ddp_cluster_t *c, int *out)
+{
+    return env_rank(c, "OMPI_COMM_WORLD_LOCAL_RANK",
+                    "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_COMM_WORLD_SIZE",
+                    "local rank", NULL, out);
+}
+
+static int mpi_node_rank(ddp_cluster_t *c, int *out)
+{
+    int world = 0, local_size = 1, rank = 0, local_rank = 0, rc;
+    if ((rc = mpi_world_size(c, &world)) < 0 ||
+        (rc = mpi_local_size(c, &local_size)) < 0 ||
+        (rc = mpi_global_rank(c, &rank)) < 0 ||
+        (rc = mpi_local_rank(c, &local_rank)) < 0)
+        return rc;
+    /* Block placement puts ranks k*L .. k*L+L-1 on node k, so the local rank
+     * is rank mod L; anything else (--map-by node, uneven nodes) would make
+     * rank / L a wrong node index, so say so instead of guessing. */
+    if (world % local_size != 0 || rank % local_size != local_rank) {
+        ddp_err_set(DDP_ECONFIG,
+                    "cannot derive the node rank: OMPI_COMM_WORLD_RANK=%d, "
+                    "OMPI_COMM_WORLD_LOCAL_RANK=%d, "
+                    "OMPI_COMM_WORLD_LOCAL_SIZE=%d, OMPI_COMM_WORLD_SIZE=%d "
+                    "are not a block placement of equal-sized nodes",
+                    rank, local_rank, local_size, world);
+        return ddp_err_hint("start with the same number of ranks on every "
+                            "node, placed in blocks (mpirun --map-by slot, "
+                            "or -npernode N)");
+    }
+    *out = rank / local_size;
+    return 0;
+}
+
+static int mpi_main_address(ddp_cluster_t *c, char *buf, size_t n)
+{
+    if (ddp_env_has(c->env, "MASTER_ADDR"))
+        return env_addr(c, "MASTER_ADDR", NULL, 0, NULL, buf, n);
+    int world = 0, local_size = 1, rc;
+    if ((rc = mpi_world_size(c, &world)) < 0 ||
+        (rc = mpi_local_size(c, &local_size)) < 0)
+        return rc;
+    if (local_size < world) {
+        ddp_err_set(DDP_ECONFIG,
+                    "MASTER_ADDR is not set and the %d ranks span several "
+                    "nodes (OMPI_COMM_WORLD_LOCAL_SIZE=%d); expected "
+                    "MASTER_ADDR to name rank 0's host",
+                    world, local_size);
+        return ddp_err_hint("mpirun -x MASTER_ADDR=<host of rank 0> ...");
+    }
+    return copy_out("default address", LOCALHOST, buf, n);
+}
+
+/* FNV-1a: small, stable across platforms and runs. */
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+static int mpi_main_port(ddp_cluster_t *c, uint16_t *port)
+{
+    int found;
+    int rc = master_port(c, &found, port);
+    if (rc < 0 || found)
+        return rc;
+    /* One value per job, the same in every rank: PMIx's namespace (OpenMPI
+     * 4+), ORTE's job id, or mpirun's contact URI (OpenMPI <= 4). */
+    static const char *const ids[] = {"PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid",
+                                      "OMPI_MCA_orte_hnp_uri"};
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+        const char *v = ddp_env_get(c->env, ids[i]);
+        if (v && *v) {
+            *port = (uint16_t)(10000 + fnv1a(v) % 10000);
+            return 0;
+        }
+    }
+    ddp_warn("MASTER_PORT is not set and no job id (PMIX_NAMESPACE, "
+             "OMPI_MCA_ess_base_jobid, OMPI_MCA_orte_hnp_uri) is set; using %d "
+             "for the main port",
+             DEFAULT_PORT);
+    *port = DEFAULT_PORT;
+    return 0;
+}
+
+const ddp_cluster_ops_t ddp__cluster_mpi = {
+    .name = "mpi",
+    .detect = mpi_detect,
+    .main_address = mpi_main_address,
+    .main_port = mpi_main_port,
+    .world_size = mpi_world_size,
+    .global_rank = mpi_global_rank,
+    .local_rank = mpi_local_rank,
+    .node_rank = mpi_node_rank,
+    .creates_processes_externally = always_external,
+    .validate = no_validation,
+};
+
+/* ---- kubeflow (PyTorchJob): one process per pod ---- */
+
+static int kubeflow_detect(const ddp_env_t *env)
+{
+    static const char *const keys[] = {"MASTER_ADDR", "MASTER_PORT",
+                                       "WORLD_SIZE", "RANK", NULL};
+    return env_all_set(env, keys);
+}
+
+static int kubeflow_main_address(ddp_cluster_t *c, char *buf, size_t n)
+{
+    return env_addr(c, "MASTER_ADDR", NULL, 0, KUBEFLOW_TAIL, buf, n);
+}
+
+static int kubeflow_main_port(ddp_cluster_t *c, uint16_t *port)
+{
+    int found;
+    return env_port(c, "MASTER_PORT", 1, KUBEFLOW_TAIL, &found, port);
+}
+
+static int kubeflow_world_size(ddp_cluster_t *c, int *out)
+{
+    return env_count(c, "WORLD_SIZE", "world size", KUBEFLOW_TAIL, out);
+}
+
+static int kubeflow_global_rank(ddp_cluster_t *c, int *out)
+{
+    return env_rank(c, "RANK", "WORLD_SIZE", NULL, "rank", KUBEFLOW_TAIL,
+                    out);
+}
+
+static int kubeflow_local_rank(ddp_cluster_t *c, int *out)
+{
+    (void)c;
+    *out = 0;
+    return 0;
+}
+
+const ddp_cluster_ops_t ddp__cluster_kubeflow = {
+    .name = "kubeflow",
+    .detect = kubeflow_detect,
+    .main_address = kubeflow_main_address,
+    .main_port = kubeflow_main_port,
+    .world_size = kubeflow_world_size,
+    .global_rank = kubeflow_global_rank,
+    .local_rank = kubeflow_local_rank,
+    .node_rank = kubeflow_global_rank, /* a pod is a node */
+    .creates_processes_externally = always_external,
+    .validate = no_validation,
+};
