@@ -1,0 +1,164 @@
+/* ddp/sim.h — the fake cluster.
+ *
+ * A simulation holds nodes (hostname, address, clock skew) and tasks. Every
+ * task — a rank, the store server, a launcher — is a pthread, but exactly one
+ * runs at a time: the running task holds a baton and passes it when it blocks
+ * in a sim call. The next task is drawn by the run's seeded PRNG among the
+ * runnable ones. Virtual time moves only when every task is parked: it jumps
+ * to the next timer or network delivery. Each task sees the world through its
+ * own ddp_sys_t (the "sim sys"), so code above the seam runs unchanged.
+ *
+ * Same cluster + faults + seed => byte-identical trace.
+ */
+#ifndef DDP_SIM_H
+#define DDP_SIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ddp/env.h"
+#include "ddp/sys.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ddp_sim ddp_sim_t;
+typedef struct ddp_sim_task ddp_sim_task_t;
+
+typedef struct ddp_sim_opts {
+    uint64_t seed;
+    int64_t latency_ns;   /* one-way link latency; 0 -> 100 us */
+    int64_t jitter_ns;    /* uniform extra latency per message; default 0 */
+    double bandwidth_Bps; /* bytes/s per stream; 0 -> 10 GB/s */
+    size_t stack_size;    /* per task; 0 -> 64 KiB (+ sanitizer headroom) */
+    int64_t time_limit_ns; /* stop the run at this virtual time; 0 -> 4 h */
+    int short_io;          /* split deliveries into random pieces */
+    FILE *trace;           /* JSON lines written here as they happen (or NULL) */
+    int keep_trace;        /* also keep the trace in memory (ddp_sim_trace) */
+    int somaxconn;         /* listen backlog cap; 0 -> 4096 */
+} ddp_sim_opts_t;
+
+ddp_sim_t *ddp_sim_new(const ddp_sim_opts_t *opts);
+void ddp_sim_free(ddp_sim_t *sim);
+
+/* Adds a node; returns its index. addr is numeric IPv4 ("10.0.0.1"). */
+int ddp_sim_add_node(ddp_sim_t *sim, const char *hostname, const char *addr,
+                     int64_t clock_skew_ns);
+int ddp_sim_node_count(const ddp_sim_t *sim);
+/* Extra host-table names resolving to a node ("master" -> node 0). */
+int ddp_sim_add_alias(ddp_sim_t *sim, const char *name, int node);
+/* A virtual file readable with ddp_sys_read_file on every node. */
+int ddp_sim_add_file(ddp_sim_t *sim, const char *path, const char *content);
+
+typedef int (*ddp_sim_main_fn)(ddp_sys_t *sys, void *arg);
+
+typedef struct ddp_sim_task_opts {
+    int node;
+    const char *name;     /* "rank3", "store" ... (copied) */
+    int rank;             /* -1: not a rank; else used in errors/outcomes */
+    const ddp_env_t *env; /* copied; NULL = empty */
+    int64_t start_ns;     /* virtual start time (late start) */
+} ddp_sim_task_opts_t;
+
+/* Adds a task that runs fn(sys, arg) from start_ns on. Returns its id. */
+int ddp_sim_add_task(ddp_sim_t *sim, const ddp_sim_task_opts_t *o,
+                     ddp_sim_main_fn fn, void *arg);
+
+typedef enum ddp_sim_result {
+    DDP_SIM_DONE = 0,     /* every task finished */
+    DDP_SIM_DEADLOCK = 1, /* every task parked, nothing pending */
+    DDP_SIM_TIME_LIMIT = 2,
+} ddp_sim_result_t;
+
+/* Runs to completion. Tasks still parked at a deadlock or limit are
+ * cancelled (their sim calls return DDP_ECANCELED) and unwound. */
+ddp_sim_result_t ddp_sim_run(ddp_sim_t *sim);
+
+/* Per-task outcome after the run. */
+typedef enum ddp_sim_state {
+    DDP_SIM_TASK_NEW,
+    DDP_SIM_TASK_RUNNING,
+    DDP_SIM_TASK_EXITED,
+    DDP_SIM_TASK_CRASHED,  /* killed by a fault */
+    DDP_SIM_TASK_CANCELED, /* still waiting at a deadlock / time limit */
+} ddp_sim_state_t;
+
+typedef struct ddp_sim_outcome {
+    const char *name;
+    int node, rank;
+    ddp_sim_state_t state;
+    int rc;                 /* fn's return value */
+    char message[512];      /* the task's error message when rc != 0 */
+    int64_t end_ns;         /* virtual time it ended */
+    int64_t connect_ns;     /* set by ddp_sim_mark_connected (-1 never) */
+    int retries;            /* connect attempts beyond the first */
+} ddp_sim_outcome_t;
+
+int ddp_sim_task_count(const ddp_sim_t *sim);
+const ddp_sim_outcome_t *ddp_sim_outcome(const ddp_sim_t *sim, int task);
+
+/* Called by a task (through its sys) to record when it finished connecting. */
+void ddp_sim_mark_connected(ddp_sys_t *sys);
+/* The sim behind a sim sys (NULL for any other sys). */
+ddp_sim_t *ddp_sim_of(ddp_sys_t *sys);
+/* The task id behind a sim sys (-1 for any other sys). */
+int ddp_sim_task_of(ddp_sys_t *sys);
+
+/* Figures of the run. */
+typedef struct ddp_sim_stats {
+    int64_t virtual_ns;  /* virtual time at the end */
+    uint64_t handoffs;   /* baton passes between tasks */
+    uint64_t events;     /* timers + deliveries processed */
+    uint64_t trace_hash; /* FNV-1a 64 over the trace bytes */
+    uint64_t trace_lines;
+} ddp_sim_stats_t;
+void ddp_sim_stats(const ddp_sim_t *sim, ddp_sim_stats_t *out);
+
+/* The deadlock report (empty when none): one line per parked task. */
+const char *ddp_sim_deadlock_report(const ddp_sim_t *sim);
+/* The in-memory trace (opts.keep_trace), NUL-terminated. */
+const char *ddp_sim_trace(const ddp_sim_t *sim, size_t *len);
+/* Adds a line to the trace from inside a task ("kind" + JSON fields). */
+void ddp_sim_trace_event(ddp_sys_t *sys, const char *kind, const char *fmt,
+                         ...) __attribute__((format(printf, 3, 4)));
+
+/* ---- faults ---- */
+typedef enum ddp_sim_fault_kind {
+    DDP_FAULT_REFUSE,     /* connects to the target are refused */
+    DDP_FAULT_RESET,      /* connects reset (after_bytes: after N bytes) */
+    DDP_FAULT_BLACKHOLE,  /* connects hang until the caller's deadline */
+    DDP_FAULT_DELAY,      /* extra latency (+ jitter) on matching links */
+    DDP_FAULT_PARTITION,  /* nodes in set A cannot reach nodes outside it */
+    DDP_FAULT_CRASH,      /* a rank (task) or node dies */
+    DDP_FAULT_PAUSE,      /* a task is alive but silent for a window */
+    DDP_FAULT_RESOLVE,    /* name resolution fails */
+    DDP_FAULT_KIND_COUNT
+} ddp_sim_fault_kind_t;
+
+typedef struct ddp_sim_fault {
+    ddp_sim_fault_kind_t kind;
+    int node;          /* target node (-1 any); CRASH: whole node */
+    int task;          /* target task (-1 any) */
+    int peer_node;     /* link's other end (-1 any) */
+    uint16_t port;     /* target port (0 any) */
+    uint64_t node_set; /* PARTITION: bit i = node i on side A */
+    int64_t start_ns;  /* active from (virtual) */
+    int64_t end_ns;    /* active until (0 = forever); PARTITION heals here */
+    int count;         /* fire at most this many times (0 = unlimited) */
+    double probability; /* 0 -> 1.0; drawn from the run's PRNG */
+    int64_t delay_ns;  /* DELAY */
+    int64_t after_bytes; /* RESET after N bytes on the connection */
+    const char *phase; /* CRASH: fire when the task enters this phase */
+} ddp_sim_fault_t;
+
+/* Adds a fault; returns its index. */
+int ddp_sim_add_fault(ddp_sim_t *sim, const ddp_sim_fault_t *f);
+const char *ddp_sim_fault_kind_name(ddp_sim_fault_kind_t k);
+int ddp_sim_fault_kind_parse(const char *name, ddp_sim_fault_kind_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

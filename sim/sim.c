@@ -1,0 +1,644 @@
+/* sim/sim.c — the deterministic scheduler and virtual clock.
+ *
+ * Each task is a pthread that runs only while it holds the baton (its
+ * semaphore). A task that blocks parks itself and hands the baton to a
+ * runnable task drawn from the run's PRNG; when none is runnable, the parking
+ * task advances virtual time to the next event and processes it. So exactly
+ * one thread touches the simulation at any moment, and the order of
+ * everything is a function of the seed alone.
+ */
+#include <errno.h>
+#include <fiu-control.h>
+#include <fiu.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ddp/env.h"
+#include "ddp/err.h"
+#include "ddp/log.h"
+#include "sim_priv.h"
+
+static _Thread_local ddp_sim_task_t *tls_task;
+
+ddp_sim_task_t *ddp__sim_current(void) { return tls_task; }
+
+/* Sanitizers need far bigger stacks than the code itself. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define MIN_STACK (512 * 1024)
+#else
+#define MIN_STACK (64 * 1024)
+#endif
+
+static void *xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n);
+    if (!q) {
+        fprintf(stderr, "ddpsim sim: out of memory\n");
+        abort();
+    }
+    return q;
+}
+
+/* ---- wait queues ---- */
+void ddp__waitq_add(waitq_t *q, int id)
+{
+    for (int i = 0; i < q->n; i++)
+        if (q->ids[i] == id)
+            return;
+    if (q->n == q->cap) {
+        q->cap = q->cap ? q->cap * 2 : 4;
+        q->ids = xrealloc(q->ids, sizeof *q->ids * (size_t)q->cap);
+    }
+    q->ids[q->n++] = id;
+}
+
+void ddp__waitq_wake_all(ddp_sim_t *sim, waitq_t *q)
+{
+    for (int i = 0; i < q->n; i++)
+        ddp__sim_wake(sim, q->ids[i]);
+    q->n = 0;
+}
+
+void ddp__waitq_free(waitq_t *q)
+{
+    free(q->ids);
+    q->ids = NULL;
+    q->n = q->cap = 0;
+}
+
+/* ---- event heap: ordered by (time, sequence) so ties are deterministic ---- */
+static int ev_less(const sim_event_t *a, const sim_event_t *b)
+{
+    return a->t < b->t || (a->t == b->t && a->seq < b->seq);
+}
+
+void ddp__sim_push_event(ddp_sim_t *sim, sim_event_t ev)
+{
+    if (ev.t < sim->vt)
+        ev.t = sim->vt;
+    ev.seq = sim->seq++;
+    if (sim->nheap == sim->heap_cap) {
+        sim->heap_cap = sim->heap_cap ? sim->heap_cap * 2 : 1024;
+        sim->heap = xrealloc(sim->heap, sizeof *sim->heap * sim->heap_cap);
+    }
+    size_t i = sim->nheap++;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!ev_less(&ev, &sim->heap[p]))
+            break;
+        sim->heap[i] = sim->heap[p];
+        i = p;
+    }
+    sim->heap[i] = ev;
+}
+
+static sim_event_t pop_event(ddp_sim_t *sim)
+{
+    sim_event_t top = sim->heap[0], last = sim->heap[--sim->nheap];
+    size_t i = 0, n = sim->nheap;
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        const sim_event_t *best = &last;
+        if (l < n && ev_less(&sim->heap[l], best)) {
+            m = l;
+            best = &sim->heap[l];
+        }
+        if (r < n && ev_less(&sim->heap[r], best))
+            m = r;
+        if (m == i)
+            break;
+        sim->heap[i] = sim->heap[m];
+        i = m;
+    }
+    if (n)
+        sim->heap[i] = last;
+    return top;
+}
+
+/* ---- runnable set ---- */
+void ddp__sim_wake(ddp_sim_t *sim, int id)
+{
+    ddp_sim_task_t *t = sim->tasks[id];
+    if (!t->parked || t->runnable_idx >= 0)
+        return;
+    t->runnable_idx = sim->nrunnable;
+    sim->runnable[sim->nrunnable++] = id;
+}
+
+static void make_runnable(ddp_sim_t *sim, ddp_sim_task_t *t)
+{
+    if (t->runnable_idx >= 0)
+        return;
+    t->runnable_idx = sim->nrunnable;
+    sim->runnable[sim->nrunnable++] = t->id;
+}
+
+static ddp_sim_task_t *pick_runnable(ddp_sim_t *sim)
+{
+    int i = (int)ddp_rng_below(&sim->rng, (uint64_t)sim->nrunnable);
+    ddp_sim_task_t *t = sim->tasks[sim->runnable[i]];
+    int last = sim->runnable[--sim->nrunnable];
+    if (i < sim->nrunnable) {
+        sim->runnable[i] = last;
+        sim->tasks[last]->runnable_idx = i;
+    }
+    t->runnable_idx = -1;
+    return t;
+}
+
+int64_t ddp__sim_task_now(ddp_sim_task_t *t)
+{
+    return t->sim->vt + t->sim->nodes[t->out.node].skew;
+}
+
+static void process_event(ddp_sim_t *sim, sim_event_t *ev)
+{
+    sim->events++;
+    switch (ev->type) {
+    case EV_START: {
+        ddp_sim_task_t *t = sim->tasks[ev->a];
+        if (t->out.state == DDP_SIM_TASK_NEW && !sim->nodes[t->out.node].crashed)
+            make_runnable(sim, t);
+        break;
+    }
+    case EV_TIMER: {
+        ddp_sim_task_t *t = sim->tasks[ev->a];
+        if (t->parked && t->timer_gen == ev->x)
+            ddp__sim_wake(sim, t->id);
+        break;
+    }
+    case EV_CRASH:
+        if (ev->b >= 0) {
+            sim->nodes[ev->b].crashed = 1;
+            ddp__sim_trace(sim, -1, "fault", "\"fault\":\"crash\",\"node\":\"%s\"",
+                           sim->nodes[ev->b].host);
+            for (int i = 0; i < sim->ntasks; i++)
+                if (sim->tasks[i]->out.node == ev->b)
+                    ddp__sim_kill_task(sim, sim->tasks[i], 1);
+        } else if (ev->a >= 0) {
+            ddp__sim_trace(sim, ev->a, "fault", "\"fault\":\"crash\"");
+            ddp__sim_kill_task(sim, sim->tasks[ev->a], 1);
+        }
+        break;
+    default:
+        ddp__sim_net_event(sim, ev);
+    }
+    free(ev->data);
+}
+
+/* Advances virtual time until some task is runnable. 0: nothing left to do
+ * (or the time limit). */
+static int advance_time(ddp_sim_t *sim)
+{
+    if (sim->cancelling)
+        return 0;
+    while (sim->nrunnable == 0) {
+        if (sim->nheap == 0)
+            return 0;
+        int64_t t = sim->heap[0].t;
+        if (t > sim->o.time_limit_ns + VT0) {
+            sim->time_limited = 1;
+            return 0;
+        }
+        sim->vt = t;
+        while (sim->nheap && sim->heap[0].t == t) {
+            sim_event_t ev = pop_event(sim);
+            process_event(sim, &ev);
+        }
+    }
+    return 1;
+}
+
+static void *task_thread(void *arg);
+
+/* Gives the baton to t (starting its thread the first time). */
+static void transfer(ddp_sim_t *sim, ddp_sim_task_t *t)
+{
+    sim->handoffs++;
+    if (!t->started) {
+        t->started = 1;
+        pthread_attr_t at;
+        pthread_attr_init(&at);
+        size_t ss = sim->o.stack_size < MIN_STACK ? MIN_STACK : sim->o.stack_size;
+        pthread_attr_setstacksize(&at, ss);
+        int rc = pthread_create(&t->th, &at, task_thread, t);
+        pthread_attr_destroy(&at);
+        if (rc != 0) {
+            fprintf(stderr, "ddpsim sim: cannot start task %s: %s\n", t->name,
+                    strerror(rc));
+            abort();
+        }
+        return;
+    }
+    sem_post(&t->sem);
+}
+
+/* Called by the running task (self, or NULL for the main thread / an exiting
+ * task) to hand the baton on. Returns when self holds it again. */
+static void dispatch(ddp_sim_t *sim, ddp_sim_task_t *self, int self_waits)
+{
+    for (;;) {
+        if (sim->nrunnable == 0 && !advance_time(sim)) {
+            sem_post(&sim->main_sem); /* the run is over (or cancelling) */
+            break;
+        }
+        if (sim->nrunnable == 0)
+            continue;
+        ddp_sim_task_t *next = pick_runnable(sim);
+        if (next == self)
+            return;
+        transfer(sim, next);
+        break;
+    }
+    if (self_waits && self)
+        sem_wait(&self->sem);
+}
+
+int ddp__sim_park(ddp_sim_task_t *t, int64_t deadline, waitq_t **qs, int nq,
+                  const char *what)
+{
+    ddp_sim_t *sim = t->sim;
+    if (t->killed)
+        return DDP_ECANCELED;
+    for (int i = 0; i < nq; i++)
+        ddp__waitq_add(qs[i], t->id);
+    t->timer_gen++;
+    if (deadline != DDP_DEADLINE_NEVER) {
+        int64_t vt = deadline - sim->nodes[t->out.node].skew;
+        sim_event_t ev = {.t = vt, .type = EV_TIMER, .a = t->id, .x = t->timer_gen};
+        ddp__sim_push_event(sim, ev);
+    }
+    t->parked = 1;
+    t->parked_since = sim->vt;
+    snprintf(t->wait_desc, sizeof t->wait_desc, "%s", what);
+    dispatch(sim, t, 1);
+    t->parked = 0;
+    return t->killed ? DDP_ECANCELED : 0;
+}
+
+int ddp__sim_check_killed(ddp_sim_task_t *t)
+{
+    if (!t->killed)
+        return 0;
+    /* A task that ignores DDP_ECANCELED forever would never unwind. */
+    if (++t->kill_calls > 100000) {
+        fprintf(stderr, "ddpsim sim: task %s ignores cancellation; stopping "
+                        "its thread\n", t->name);
+        t->out.state = t->out.state == DDP_SIM_TASK_CRASHED
+                           ? DDP_SIM_TASK_CRASHED
+                           : DDP_SIM_TASK_CANCELED;
+        dispatch(t->sim, NULL, 0);
+        pthread_exit(NULL);
+    }
+    ddp_err_set(DDP_ECANCELED, "task %s was %s", t->name,
+                t->out.state == DDP_SIM_TASK_CRASHED ? "crashed by a fault"
+                                                      : "cancelled");
+    return 1;
+}
+
+void ddp__sim_kill_task(ddp_sim_t *sim, ddp_sim_task_t *t, int crashed)
+{
+    if (t->killed || t->out.state == DDP_SIM_TASK_EXITED)
+        return;
+    t->killed = 1;
+    if (crashed) {
+        t->out.state = DDP_SIM_TASK_CRASHED;
+        t->out.end_ns = sim->vt - VT0;
+        snprintf(t->out.message, sizeof t->out.message, "crashed by a fault");
+        /* A dead process's sockets close; a dead node says nothing. */
+        ddp__sim_close_task_socks(sim, t->id, !sim->nodes[t->out.node].crashed);
+    }
+    if (t->out.state == DDP_SIM_TASK_NEW) {
+        t->out.state = crashed ? DDP_SIM_TASK_CRASHED : DDP_SIM_TASK_CANCELED;
+        return; /* never started: nothing to unwind */
+    }
+    if (t->parked)
+        make_runnable(sim, t);
+}
+
+static void *task_thread(void *arg)
+{
+    ddp_sim_task_t *t = arg;
+    ddp_sim_t *sim = t->sim;
+    tls_task = t;
+    ddp_ident_set_rank(t->out.rank);
+    t->out.state = DDP_SIM_TASK_RUNNING;
+    ddp__sim_trace(sim, t->id, "start", "\"node\":\"%s\"",
+                   sim->nodes[t->out.node].host);
+    int rc = t->killed ? DDP_ECANCELED : t->fn(&t->sys, t->arg);
+    t->out.rc = rc;
+    if (rc != 0 && !t->out.message[0])
+        snprintf(t->out.message, sizeof t->out.message, "%s", ddp_err_message());
+    if (t->out.state == DDP_SIM_TASK_RUNNING) {
+        t->out.state = t->killed ? DDP_SIM_TASK_CANCELED : DDP_SIM_TASK_EXITED;
+        t->out.end_ns = sim->vt - VT0;
+    }
+    t->exit_status = rc < 0 ? 1 : rc > 255 ? 255 : rc;
+    ddp__sim_trace(sim, t->id, "exit", "\"rc\":%d,\"state\":%d", rc,
+                   (int)t->out.state);
+    ddp__sim_close_task_socks(sim, t->id, 1);
+    ddp__waitq_wake_all(sim, &t->exitq);
+    t->killed = 1; /* no more calls from this task */
+    dispatch(sim, NULL, 0);
+    return NULL;
+}
+
+/* ---- public API ---- */
+ddp_sim_t *ddp_sim_new(const ddp_sim_opts_t *opts)
+{
+    ddp_sim_t *sim = calloc(1, sizeof *sim);
+    if (!sim)
+        return NULL;
+    if (opts)
+        sim->o = *opts;
+    if (sim->o.latency_ns <= 0)
+        sim->o.latency_ns = 100 * 1000;
+    if (sim->o.bandwidth_Bps <= 0)
+        sim->o.bandwidth_Bps = 10e9;
+    if (sim->o.time_limit_ns <= 0)
+        sim->o.time_limit_ns = 4 * 3600 * DDP_NS_PER_S;
+    if (sim->o.somaxconn <= 0)
+        sim->o.somaxconn = 4096;
+    ddp_rng_seed(&sim->rng, sim->o.seed);
+    sim->vt = VT0;
+    sim->trace_hash = 0xcbf29ce484222325ull;
+    sem_init(&sim->main_sem, 0, 0);
+    fiu_init(0);
+    return sim;
+}
+
+int ddp_sim_add_node(ddp_sim_t *sim, const char *hostname, const char *addr,
+                     int64_t skew)
+{
+    ddp_addr_t a;
+    if (ddp_addr_parse(addr, 0, &a) != 0 || a.family != 4)
+        return ddp_err_set(DDP_ECONFIG, "node %s: \"%s\" is not an IPv4 address",
+                           hostname, addr);
+    for (int i = 0; i < sim->nnodes; i++)
+        if (!strcmp(sim->nodes[i].host, hostname) ||
+            ddp_addr_equal(&sim->nodes[i].addr, &a))
+            return ddp_err_set(DDP_ECONFIG,
+                               "node %s (%s): name or address already used",
+                               hostname, addr);
+    if (sim->nnodes == sim->nodes_cap) {
+        sim->nodes_cap = sim->nodes_cap ? sim->nodes_cap * 2 : 8;
+        sim->nodes = xrealloc(sim->nodes, sizeof *sim->nodes * (size_t)sim->nodes_cap);
+    }
+    sim_node_t *n = &sim->nodes[sim->nnodes];
+    memset(n, 0, sizeof *n);
+    snprintf(n->host, sizeof n->host, "%s", hostname);
+    n->addr = a;
+    n->skew = skew;
+    return sim->nnodes++;
+}
+
+int ddp_sim_node_count(const ddp_sim_t *sim) { return sim->nnodes; }
+
+int ddp_sim_add_alias(ddp_sim_t *sim, const char *name, int node)
+{
+    if (node < 0 || node >= sim->nnodes)
+        return ddp_err_set(DDP_ECONFIG, "alias %s: no node %d", name, node);
+    sim->aliases = xrealloc(sim->aliases, sizeof *sim->aliases * (size_t)(sim->naliases + 1));
+    sim->aliases[sim->naliases].name = strdup(name);
+    sim->aliases[sim->naliases].node = node;
+    sim->naliases++;
+    return 0;
+}
+
+int ddp_sim_add_file(ddp_sim_t *sim, const char *path, const char *content)
+{
+    sim->files = xrealloc(sim->files, sizeof *sim->files * (size_t)(sim->nfiles + 1));
+    sim->files[sim->nfiles].path = strdup(path);
+    sim->files[sim->nfiles].content = strdup(content);
+    sim->nfiles++;
+    return 0;
+}
+
+static ddp_sim_task_t *new_task(ddp_sim_t *sim, int node, const char *name,
+                                int rank, const ddp_env_t *env,
+                                ddp_sim_main_fn fn, void *arg)
+{
+    if (sim->ntasks == sim->tasks_cap) {
+        sim->tasks_cap = sim->tasks_cap ? sim->tasks_cap * 2 : 64;
+        sim->tasks = xrealloc(sim->tasks, sizeof *sim->tasks * (size_t)sim->tasks_cap);
+        sim->runnable = xrealloc(sim->runnable, sizeof *sim->runnable * (size_t)sim->tasks_cap);
+    }
+    ddp_sim_task_t *t = calloc(1, sizeof *t);
+    if (!t)
+        abort();
+    t->id = sim->ntasks;
+    t->sim = sim;
+    t->fn = fn;
+    t->arg = arg;
+    t->runnable_idx = -1;
+    t->parent = -1;
+    snprintf(t->name, sizeof t->name, "%s", name && *name ? name : "task");
+    t->sys.ops = &ddp__sim_sys_ops;
+    t->sys.env = env ? ddp_env_clone(env) : ddp_env_new();
+    t->sys.impl = t;
+    sem_init(&t->sem, 0, 0);
+    t->out.name = t->name;
+    t->out.node = node;
+    t->out.rank = rank;
+    t->out.state = DDP_SIM_TASK_NEW;
+    t->out.connect_ns = -1;
+    sim->tasks[sim->ntasks++] = t;
+    return t;
+}
+
+int ddp_sim_add_task(ddp_sim_t *sim, const ddp_sim_task_opts_t *o,
+                     ddp_sim_main_fn fn, void *arg)
+{
+    if (o->node < 0 || o->node >= sim->nnodes)
+        return ddp_err_set(DDP_ECONFIG, "task %s: no node %d", o->name, o->node);
+    ddp_sim_task_t *t = new_task(sim, o->node, o->name, o->rank, o->env, fn, arg);
+    sim_event_t ev = {.t = VT0 + (o->start_ns > 0 ? o->start_ns : 0),
+                      .type = EV_START, .a = t->id};
+    ddp__sim_push_event(sim, ev);
+    return t->id;
+}
+
+int ddp__sim_spawn_child(ddp_sim_task_t *parent, const ddp_spawn_t *w,
+                         ddp_pid_t *pid)
+{
+    ddp_sim_t *sim = parent->sim;
+    if (!w->entry)
+        return ddp_err_set(DDP_EUNSUPPORTED,
+                           "the simulator runs tasks, not programs: spawn "
+                           "needs an entry function (argv \"%s\")",
+                           w->argv && w->argv[0] ? w->argv[0] : "");
+    int rank = -1;
+    const ddp_env_t *env = w->env ? w->env : parent->sys.env;
+    long r;
+    if (ddp_env_get_long(env, "RANK", 0, 1 << 30, &r) == 0)
+        rank = (int)r;
+    char name[48];
+    snprintf(name, sizeof name, "%s", w->name ? w->name : "child");
+    ddp_sim_task_t *t = new_task(sim, parent->out.node, name, rank, env,
+                                 w->entry, w->arg);
+    t->parent = parent->id;
+    sim_event_t ev = {.t = sim->vt, .type = EV_START, .a = t->id};
+    ddp__sim_push_event(sim, ev);
+    ddp__sim_trace(sim, parent->id, "spawn", "\"child\":\"%s\"", t->name);
+    *pid = t->id + 1; /* pids are > 0 */
+    return 0;
+}
+
+ddp_sim_result_t ddp_sim_run(ddp_sim_t *sim)
+{
+    ddp_log_set_sink(ddp__sim_log_sink, sim);
+    ddp__sim_faults_arm(sim);
+    dispatch(sim, NULL, 0);
+    sem_wait(&sim->main_sem);
+
+    ddp_sim_result_t res = DDP_SIM_DONE;
+    int stuck = 0;
+    for (int i = 0; i < sim->ntasks; i++) {
+        ddp_sim_task_t *t = sim->tasks[i];
+        if (t->started && t->out.state == DDP_SIM_TASK_RUNNING)
+            stuck++;
+    }
+    if (stuck) {
+        res = sim->time_limited ? DDP_SIM_TIME_LIMIT : DDP_SIM_DEADLOCK;
+        /* Report who waits on what, then unwind every parked task. */
+        size_t cap = 256 + (size_t)stuck * 256, len = 0;
+        sim->deadlock = xrealloc(NULL, cap);
+        len += (size_t)snprintf(sim->deadlock, cap, "%s at virtual %.6f s: %d task(s) waiting\n",
+                        res == DDP_SIM_DEADLOCK ? "deadlock" : "time limit",
+                        (double)(sim->vt - VT0) / 1e9, stuck);
+        for (int i = 0; i < sim->ntasks && len < cap; i++) {
+            ddp_sim_task_t *t = sim->tasks[i];
+            if (!t->started || t->out.state != DDP_SIM_TASK_RUNNING)
+                continue;
+            len += (size_t)snprintf(sim->deadlock + len, cap - len,
+                            "  task %s (node %s): %s, since %.6f s\n", t->name,
+                            sim->nodes[t->out.node].host, t->wait_desc,
+                            (double)(t->parked_since - VT0) / 1e9);
+        }
+        ddp__sim_trace(sim, -1, res == DDP_SIM_DEADLOCK ? "deadlock" : "time_limit",
+                       "\"waiting\":%d", stuck);
+        sim->cancelling = 1;
+        for (int i = 0; i < sim->ntasks; i++) {
+            ddp_sim_task_t *t = sim->tasks[i];
+            if (t->out.state == DDP_SIM_TASK_NEW) {
+                t->out.state = DDP_SIM_TASK_CANCELED;
+                continue;
+            }
+            if (t->started && t->out.state == DDP_SIM_TASK_RUNNING) {
+                snprintf(t->out.message, sizeof t->out.message,
+                         "%s: still waiting (%s)",
+                         res == DDP_SIM_DEADLOCK ? "deadlock" : "time limit",
+                         t->wait_desc);
+                t->killed = 1;
+                if (t->parked)
+                    make_runnable(sim, t);
+            }
+        }
+        dispatch(sim, NULL, 0);
+        sem_wait(&sim->main_sem);
+    }
+    for (int i = 0; i < sim->ntasks; i++) {
+        ddp_sim_task_t *t = sim->tasks[i];
+        if (t->out.state == DDP_SIM_TASK_NEW)
+            t->out.state = DDP_SIM_TASK_CANCELED;
+        if (t->started && !t->joined) {
+            pthread_join(t->th, NULL);
+            t->joined = 1;
+        }
+    }
+    ddp__sim_faults_disarm(sim);
+    ddp_log_set_sink(NULL, NULL);
+    ddp__sim_trace(sim, -1, "end", "\"result\":%d,\"handoffs\":%llu", (int)res,
+                   (unsigned long long)sim->handoffs);
+    return res;
+}
+
+void ddp_sim_free(ddp_sim_t *sim)
+{
+    if (!sim)
+        return;
+    for (int i = 0; i < sim->ntasks; i++) {
+        ddp_sim_task_t *t = sim->tasks[i];
+        if (t->started && !t->joined)
+            pthread_join(t->th, NULL);
+        sem_destroy(&t->sem);
+        ddp_env_free(t->sys.env);
+        ddp__waitq_free(&t->exitq);
+        free(t->fds);
+        free(t);
+    }
+    ddp__sim_net_free(sim);
+    for (size_t i = 0; i < sim->nheap; i++)
+        free(sim->heap[i].data);
+    free(sim->heap);
+    free(sim->tasks);
+    free(sim->runnable);
+    free(sim->nodes);
+    for (int i = 0; i < sim->naliases; i++)
+        free(sim->aliases[i].name);
+    free(sim->aliases);
+    for (int i = 0; i < sim->nfiles; i++) {
+        free(sim->files[i].path);
+        free(sim->files[i].content);
+    }
+    free(sim->files);
+    free(sim->faults);
+    free(sim->fault_fired);
+    free(sim->trace);
+    free(sim->deadlock);
+    sem_destroy(&sim->main_sem);
+    free(sim);
+}
+
+int ddp_sim_task_count(const ddp_sim_t *sim) { return sim->ntasks; }
+
+const ddp_sim_outcome_t *ddp_sim_outcome(const ddp_sim_t *sim, int task)
+{
+    return task >= 0 && task < sim->ntasks ? &sim->tasks[task]->out : NULL;
+}
+
+ddp_sim_t *ddp_sim_of(ddp_sys_t *sys)
+{
+    return sys && sys->ops == &ddp__sim_sys_ops
+               ? ((ddp_sim_task_t *)sys->impl)->sim
+               : NULL;
+}
+
+int ddp_sim_task_of(ddp_sys_t *sys)
+{
+    return sys && sys->ops == &ddp__sim_sys_ops
+               ? ((ddp_sim_task_t *)sys->impl)->id
+               : -1;
+}
+
+void ddp_sim_mark_connected(ddp_sys_t *sys)
+{
+    if (ddp_sim_of(sys)) {
+        ddp_sim_task_t *t = sys->impl;
+        t->out.connect_ns = t->sim->vt - VT0;
+        ddp__sim_trace(t->sim, t->id, "connected", "\"rank\":%d", t->out.rank);
+    }
+}
+
+void ddp_sim_stats(const ddp_sim_t *sim, ddp_sim_stats_t *out)
+{
+    out->virtual_ns = sim->vt - VT0;
+    out->handoffs = sim->handoffs;
+    out->events = sim->events;
+    out->trace_hash = sim->trace_hash;
+    out->trace_lines = sim->trace_lines;
+}
+
+const char *ddp_sim_deadlock_report(const ddp_sim_t *sim)
+{
+    return sim->deadlock ? sim->deadlock : "";
+}
+
+const char *ddp_sim_trace(const ddp_sim_t *sim, size_t *len)
+{
+    if (len)
+        *len = sim->trace_len;
+    return sim->trace ? sim->trace : "";
+}

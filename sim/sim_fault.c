@@ -1,0 +1,288 @@
+/* sim/sim_fault.c — the fault engine.
+ *
+ * Per-call faults (refuse / reset / black-hole a connect, fail a name
+ * resolution, crash a rank entering a phase) are realised through libfiu:
+ * the engine enables the same named points the POSIX sys checks
+ * ("sys/net/connect", "sys/net/resolve", "ddp/phase/enter") with
+ * fiu_enable_external callbacks. A callback runs in the calling task's thread,
+ * looks at that task and the schedule, and draws any randomness from the
+ * run's seeded PRNG, never libfiu's. Link faults (partition, delay) and
+ * timed crashes act on the virtual network and the event queue.
+ */
+#include <errno.h>
+#include <fiu-control.h>
+#include <fiu.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "ddp/err.h"
+#include "sim_priv.h"
+
+static const char *const kind_names[DDP_FAULT_KIND_COUNT] = {
+    "refuse", "reset", "blackhole", "delay", "partition", "crash", "pause",
+    "resolve"};
+
+const char *ddp_sim_fault_kind_name(ddp_sim_fault_kind_t k)
+{
+    return k >= 0 && k < DDP_FAULT_KIND_COUNT ? kind_names[k] : "?";
+}
+
+int ddp_sim_fault_kind_parse(const char *name, ddp_sim_fault_kind_t *out)
+{
+    for (int i = 0; i < DDP_FAULT_KIND_COUNT; i++)
+        if (!strcasecmp(name, kind_names[i])) {
+            *out = (ddp_sim_fault_kind_t)i;
+            return 0;
+        }
+    return ddp_err_set(DDP_ECONFIG,
+                       "unknown fault kind \"%s\"; expected one of refuse, "
+                       "reset, blackhole, delay, partition, crash, pause, "
+                       "resolve",
+                       name);
+}
+
+int ddp_sim_add_fault(ddp_sim_t *sim, const ddp_sim_fault_t *f)
+{
+    if (f->kind < 0 || f->kind >= DDP_FAULT_KIND_COUNT)
+        return ddp_err_set(DDP_ECONFIG, "fault kind %d is not valid", f->kind);
+    ddp_sim_fault_t *nf = realloc(sim->faults, sizeof *nf * (size_t)(sim->nfaults + 1));
+    int *nc = realloc(sim->fault_fired, sizeof *nc * (size_t)(sim->nfaults + 1));
+    if (!nf || !nc) {
+        free(nf ? nf : sim->faults);
+        abort();
+    }
+    sim->faults = nf;
+    sim->fault_fired = nc;
+    sim->faults[sim->nfaults] = *f;
+    sim->fault_fired[sim->nfaults] = 0;
+    return sim->nfaults++;
+}
+
+static int active(const ddp_sim_t *sim, const ddp_sim_fault_t *f)
+{
+    int64_t now = sim->vt - VT0;
+    return now >= f->start_ns && (f->end_ns == 0 || now < f->end_ns);
+}
+
+/* Count and probability: may this fault fire once more? */
+static int draw(ddp_sim_t *sim, int i)
+{
+    const ddp_sim_fault_t *f = &sim->faults[i];
+    if (f->count > 0 && sim->fault_fired[i] >= f->count)
+        return 0;
+    if (f->probability > 0 && f->probability < 1 &&
+        ddp_rng_double(&sim->rng) >= f->probability)
+        return 0;
+    sim->fault_fired[i]++;
+    return 1;
+}
+
+static int aims_at(const ddp_sim_fault_t *f, const ddp_sim_task_t *t)
+{
+    return (f->task < 0 || f->task == t->id) && (f->node < 0 || f->node == t->out.node);
+}
+
+int ddp__sim_link(ddp_sim_t *sim, int from, int to, int64_t *extra,
+                  int64_t *heal_at)
+{
+    int dropped = 0;
+    for (int i = 0; i < sim->nfaults; i++) {
+        const ddp_sim_fault_t *f = &sim->faults[i];
+        if (!active(sim, f))
+            continue;
+        if (f->kind == DDP_FAULT_PARTITION) {
+            int a = from < 64 && (f->node_set >> from & 1);
+            int b = to < 64 && (f->node_set >> to & 1);
+            if (a != b) {
+                dropped = 1;
+                if (f->end_ns && VT0 + f->end_ns > *heal_at)
+                    *heal_at = VT0 + f->end_ns;
+                if (!f->end_ns) {
+                    *heal_at = 0;
+                    return 1;
+                }
+            }
+        } else if (f->kind == DDP_FAULT_DELAY) {
+            int match = (f->node < 0 || f->node == from || f->node == to) &&
+                        (f->peer_node < 0 || f->peer_node == from ||
+                         f->peer_node == to);
+            if (match)
+                *extra += f->delay_ns;
+        }
+    }
+    return dropped;
+}
+
+int64_t ddp__sim_reset_after(ddp_sim_t *sim, int src, int dst, uint16_t port)
+{
+    for (int i = 0; i < sim->nfaults; i++) {
+        const ddp_sim_fault_t *f = &sim->faults[i];
+        if (f->kind == DDP_FAULT_RESET && f->after_bytes > 0 && active(sim, f) &&
+            (f->node < 0 || f->node == src) &&
+            (f->peer_node < 0 || f->peer_node == dst) &&
+            (f->port == 0 || f->port == port) && draw(sim, i))
+            return f->after_bytes;
+    }
+    return -1;
+}
+
+/* What the current call looks like, for the callbacks. */
+static _Thread_local struct {
+    int dst_node;
+    uint16_t port;
+    int err;
+} call;
+
+static int connect_cb(const char *name, int *failnum, void **failinfo,
+                      unsigned int *flags)
+{
+    (void)name, (void)failnum, (void)failinfo, (void)flags;
+    ddp_sim_task_t *t = ddp__sim_current();
+    if (!t)
+        return 0;
+    ddp_sim_t *sim = t->sim;
+    for (int i = 0; i < sim->nfaults; i++) {
+        const ddp_sim_fault_t *f = &sim->faults[i];
+        int e = f->kind == DDP_FAULT_REFUSE      ? ECONNREFUSED
+                : f->kind == DDP_FAULT_BLACKHOLE ? ETIMEDOUT
+                : f->kind == DDP_FAULT_RESET && f->after_bytes <= 0 ? ECONNRESET
+                                                                   : 0;
+        if (!e || !active(sim, f) || !aims_at(f, t))
+            continue;
+        if ((f->peer_node >= 0 && f->peer_node != call.dst_node) ||
+            (f->port && f->port != call.port))
+            continue;
+        if (draw(sim, i)) {
+            call.err = e;
+            ddp__sim_trace(sim, t->id, "fault", "\"fault\":\"%s\",\"port\":%u",
+                           kind_names[f->kind], (unsigned)call.port);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int resolve_cb(const char *name, int *failnum, void **failinfo,
+                      unsigned int *flags)
+{
+    (void)name, (void)failnum, (void)failinfo, (void)flags;
+    ddp_sim_task_t *t = ddp__sim_current();
+    if (!t)
+        return 0;
+    ddp_sim_t *sim = t->sim;
+    for (int i = 0; i < sim->nfaults; i++) {
+        const ddp_sim_fault_t *f = &sim->faults[i];
+        if (f->kind == DDP_FAULT_RESOLVE && active(sim, f) && aims_at(f, t) &&
+            draw(sim, i)) {
+            call.err = EHOSTUNREACH;
+            ddp__sim_trace(sim, t->id, "fault", "\"fault\":\"resolve\"");
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int phase_cb(const char *name, int *failnum, void **failinfo,
+                    unsigned int *flags)
+{
+    (void)name, (void)failnum, (void)failinfo, (void)flags;
+    ddp_sim_task_t *t = ddp__sim_current();
+    if (!t || t->killed)
+        return 0;
+    ddp_sim_t *sim = t->sim;
+    const char *phase = ddp_ident_phase();
+    for (int i = 0; i < sim->nfaults; i++) {
+        const ddp_sim_fault_t *f = &sim->faults[i];
+        if (f->kind == DDP_FAULT_CRASH && f->phase && f->phase[0] &&
+            !strcmp(f->phase, phase) && active(sim, f) && aims_at(f, t) &&
+            draw(sim, i)) {
+            ddp__sim_trace(sim, t->id, "fault", "\"fault\":\"crash\",\"phase\":\"%s\"",
+                           phase);
+            ddp__sim_kill_task(sim, t, 1);
+            return 0; /* the task's next sim call fails: it is dead */
+        }
+    }
+    return 0;
+}
+
+int ddp__sim_call_fault(ddp_sim_task_t *t, const char *point, int dst_node,
+                        uint16_t port)
+{
+    (void)t;
+    call.dst_node = dst_node;
+    call.port = port;
+    call.err = 0;
+    if (!fiu_fail(point))
+        return 0;
+    /* A point enabled by hand (fiu_enable with failinfo = errno) also works. */
+    if (!call.err) {
+        intptr_t fi = (intptr_t)fiu_failinfo();
+        call.err = fi > 0 ? (int)fi : ECONNREFUSED;
+    }
+    return call.err;
+}
+
+int ddp__sim_pause_point(ddp_sim_task_t *t)
+{
+    ddp_sim_t *sim = t->sim;
+    for (int i = 0; i < sim->nfaults; i++) {
+        const ddp_sim_fault_t *f = &sim->faults[i];
+        if (f->kind != DDP_FAULT_PAUSE || !active(sim, f) || !aims_at(f, t) ||
+            f->end_ns == 0)
+            continue;
+        ddp__sim_trace(sim, t->id, "fault", "\"fault\":\"pause\",\"until\":%lld",
+                       (long long)f->end_ns);
+        int64_t until = VT0 + f->end_ns + sim->nodes[t->out.node].skew;
+        while (ddp__sim_task_now(t) < until)
+            if (ddp__sim_park(t, until, NULL, 0, "paused by a fault"))
+                return 1;
+    }
+    return 0;
+}
+
+void ddp__sim_faults_arm(ddp_sim_t *sim)
+{
+    int need_connect = 0, need_resolve = 0, need_phase = 0;
+    for (int i = 0; i < sim->nfaults; i++) {
+        const ddp_sim_fault_t *f = &sim->faults[i];
+        switch (f->kind) {
+        case DDP_FAULT_REFUSE:
+        case DDP_FAULT_BLACKHOLE:
+            need_connect = 1;
+            break;
+        case DDP_FAULT_RESET:
+            need_connect |= f->after_bytes <= 0;
+            break;
+        case DDP_FAULT_RESOLVE:
+            need_resolve = 1;
+            break;
+        case DDP_FAULT_CRASH:
+            if (f->phase && f->phase[0]) {
+                need_phase = 1;
+            } else {
+                sim_event_t ev = {.t = VT0 + f->start_ns, .type = EV_CRASH,
+                                  .a = f->task, .b = f->task < 0 ? f->node : -1};
+                ddp__sim_push_event(sim, ev);
+            }
+            break;
+        default:
+            break;
+        }
+    }
+    if (need_connect)
+        fiu_enable_external("sys/net/connect", 1, NULL, 0, connect_cb);
+    if (need_resolve)
+        fiu_enable_external("sys/net/resolve", 1, NULL, 0, resolve_cb);
+    if (need_phase)
+        fiu_enable_external("ddp/phase/enter", 1, NULL, 0, phase_cb);
+}
+
+void ddp__sim_faults_disarm(ddp_sim_t *sim)
+{
+    (void)sim;
+    fiu_disable("sys/net/connect");
+    fiu_disable("sys/net/resolve");
+    fiu_disable("ddp/phase/enter");
+}

@@ -1,0 +1,897 @@
+/* sim/sim_net.c — the virtual network and the sim sys ops table.
+ *
+ * Sockets live in one table per simulation; fd numbers are never reused in a
+ * run, so a stale reference can never reach a new socket. A connect sends a
+ * SYN event to the target node after the link latency; the listener's accept
+ * queue (bounded by the backlog) takes it, or a missing listener answers
+ * ECONNREFUSED; a dropped SYN (partition, full backlog, dead node) is
+ * retransmitted at 1, 2, 4 ... s like Linux until the caller's deadline.
+ * Data is delivered as events in FIFO order per direction, after latency +
+ * size/bandwidth. The calls keep the POSIX sys's semantics: short reads, EOF,
+ * ECONNRESET, EADDRINUSE, deadlines, -EAGAIN for "try once".
+ */
+#include <errno.h>
+#include <fiu.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ddp/env.h"
+#include "ddp/err.h"
+#include "sim_priv.h"
+
+enum { SK_LISTEN = 1, SK_STREAM };
+enum { ST_CONNECTING = 1, ST_ESTABLISHED, ST_CLOSED };
+
+typedef struct sock {
+    int fd, type, owner, node;
+    int closed; /* by its owner */
+    ddp_addr_t local, remote;
+    waitq_t waiters;
+    /* listener */
+    int backlog;
+    int *acceptq;
+    int nacc, acc_cap;
+    /* stream */
+    int state, peer, connect_err, syn_tries;
+    uint8_t *rx;
+    size_t rx_len, rx_off, rx_cap;
+    int rx_eof, rx_reset, tx_shut;
+    int64_t tx_last; /* arrival time of the last byte sent (FIFO) */
+    int64_t sent, reset_after;
+    int lnext; /* next listener in the same hash chain */
+} sock_t;
+
+static void *xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n);
+    if (!q)
+        abort();
+    return q;
+}
+
+static sock_t *sock_get(ddp_sim_t *sim, int fd)
+{
+    return fd >= 0 && fd < sim->nsocks ? sim->socks[fd] : NULL;
+}
+
+static void own_add(ddp_sim_t *sim, int task, int fd)
+{
+    ddp_sim_task_t *t = sim->tasks[task];
+    if (t->nfds == t->fds_cap) {
+        t->fds_cap = t->fds_cap ? t->fds_cap * 2 : 8;
+        t->fds = xrealloc(t->fds, sizeof *t->fds * (size_t)t->fds_cap);
+    }
+    t->fds[t->nfds++] = fd;
+}
+
+static sock_t *sock_new(ddp_sim_t *sim, int type, int owner, int node)
+{
+    if (sim->nsocks == sim->socks_cap) {
+        sim->socks_cap = sim->socks_cap ? sim->socks_cap * 2 : 256;
+        sim->socks = xrealloc(sim->socks, sizeof *sim->socks * (size_t)sim->socks_cap);
+    }
+    sock_t *s = calloc(1, sizeof *s);
+    if (!s)
+        abort();
+    s->fd = sim->nsocks;
+    s->type = type;
+    s->owner = owner;
+    s->node = node;
+    s->peer = -1;
+    s->reset_after = -1;
+    s->lnext = -1;
+    sim->socks[sim->nsocks++] = s;
+    own_add(sim, owner, s->fd);
+    return s;
+}
+
+int ddp__sim_node_by_ip(ddp_sim_t *sim, const ddp_addr_t *a)
+{
+    for (int i = 0; i < sim->nnodes; i++)
+        if (a->family == 4 && !memcmp(sim->nodes[i].addr.ip, a->ip, 4))
+            return i;
+    if (a->family == 4 && a->ip[0] == 127)
+        return -2; /* loopback: the caller's own node */
+    return -1;
+}
+
+static ddp_sim_task_t *me(ddp_sys_t *s) { return s->impl; }
+
+/* Latency from node a to node b (0 on the same node's loopback... still a
+ * small cost so that ordering is by events, not by call order). */
+static int64_t link_delay(ddp_sim_t *sim, int a, int b, int64_t *extra_out,
+                          int *dropped, int64_t *heal_at)
+{
+    int64_t lat = a == b ? sim->o.latency_ns / 10 + 1 : sim->o.latency_ns;
+    if (sim->o.jitter_ns > 0)
+        lat += (int64_t)ddp_rng_below(&sim->rng, (uint64_t)sim->o.jitter_ns);
+    int64_t extra = 0;
+    *heal_at = 0;
+    *dropped = a != b && ddp__sim_link(sim, a, b, &extra, heal_at);
+    if (extra_out)
+        *extra_out = extra;
+    return lat + extra;
+}
+
+static void schedule(ddp_sim_t *sim, int64_t t, int type, int a, int b,
+                     int64_t x, void *data, size_t len)
+{
+    sim_event_t ev = {.t = t, .type = type, .a = a, .b = b, .x = x,
+                      .data = data, .len = len};
+    ddp__sim_push_event(sim, ev);
+}
+
+/* Queues bytes (or FIN/RST when data == NULL) from s to its peer, in order. */
+static void send_segment(ddp_sim_t *sim, sock_t *s, int type, void *data,
+                         size_t len)
+{
+    sock_t *p = sock_get(sim, s->peer);
+    if (!p) {
+        free(data);
+        return;
+    }
+    int dropped;
+    int64_t heal;
+    int64_t d = link_delay(sim, s->node, p->node, NULL, &dropped, &heal);
+    int64_t t = sim->vt + d + (int64_t)((double)len * 1e9 / sim->o.bandwidth_Bps);
+    if (dropped) {
+        /* TCP retransmits until the link heals; forever means never. */
+        if (!heal) {
+            free(data);
+            return;
+        }
+        t = heal + d;
+    }
+    if (t < s->tx_last)
+        t = s->tx_last;
+    s->tx_last = t;
+    schedule(sim, t, type, p->fd, s->fd, 0, data, len);
+}
+
+static void sock_wake(ddp_sim_t *sim, sock_t *s)
+{
+    ddp__waitq_wake_all(sim, &s->waiters);
+}
+
+static void send_syn(ddp_sim_t *sim, sock_t *c)
+{
+    int dst = ddp__sim_node_by_ip(sim, &c->remote);
+    if (dst == -2)
+        dst = c->node;
+    int dropped;
+    int64_t heal;
+    int64_t d = link_delay(sim, c->node, dst < 0 ? c->node : dst, NULL,
+                           &dropped, &heal);
+    if (dst < 0 || dropped || sim->nodes[dst].crashed) {
+        /* No answer: retransmit later (Linux: 1, 2, 4, ... s). */
+        int64_t back = DDP_NS_PER_S << (c->syn_tries < 6 ? c->syn_tries : 6);
+        c->syn_tries++;
+        schedule(sim, sim->vt + back, EV_SYN, c->fd, -1, 1, NULL, 0);
+        return;
+    }
+    schedule(sim, sim->vt + d, EV_SYN, c->fd, dst, 0, NULL, 0);
+}
+
+static size_t lbucket(ddp_sim_t *sim, int node, uint16_t port)
+{
+    uint64_t k = ((uint64_t)node << 16 | port) * 0x9E3779B97F4A7C15ull;
+    return (size_t)(k >> 20) & (sim->ltab_cap - 1);
+}
+
+static sock_t *find_listener(ddp_sim_t *sim, int node, uint16_t port)
+{
+    if (!sim->ltab_cap)
+        return NULL;
+    for (int fd = sim->ltab[lbucket(sim, node, port)]; fd >= 0;) {
+        sock_t *s = sim->socks[fd];
+        if (s->node == node && s->local.port == port)
+            return s;
+        fd = s->lnext;
+    }
+    return NULL;
+}
+
+static void listener_add(ddp_sim_t *sim, sock_t *l)
+{
+    if (!sim->ltab_cap) {
+        sim->ltab_cap = 1 << 16;
+        sim->ltab = xrealloc(NULL, sizeof *sim->ltab * sim->ltab_cap);
+        for (size_t i = 0; i < sim->ltab_cap; i++)
+            sim->ltab[i] = -1;
+    }
+    size_t b = lbucket(sim, l->node, l->local.port);
+    l->lnext = sim->ltab[b];
+    sim->ltab[b] = l->fd;
+}
+
+static void listener_remove(ddp_sim_t *sim, sock_t *l)
+{
+    int *p = &sim->ltab[lbucket(sim, l->node, l->local.port)];
+    while (*p >= 0 && *p != l->fd)
+        p = &sim->socks[*p]->lnext;
+    if (*p == l->fd)
+        *p = l->lnext;
+}
+
+static void on_syn(ddp_sim_t *sim, sim_event_t *ev)
+{
+    sock_t *c = sock_get(sim, ev->a);
+    if (!c || c->closed || c->state != ST_CONNECTING)
+        return;
+    if (ev->x == 1) { /* a retransmission timer */
+        send_syn(sim, c);
+        return;
+    }
+    int dst = ev->b;
+    int dropped;
+    int64_t heal;
+    int64_t d = link_delay(sim, dst, c->node, NULL, &dropped, &heal);
+    if (sim->nodes[dst].crashed) {
+        send_syn(sim, c);
+        return;
+    }
+    sock_t *l = find_listener(sim, dst, c->remote.port);
+    if (!l) {
+        if (!dropped)
+            schedule(sim, sim->vt + d, EV_SYNACK, c->fd, -1, -ECONNREFUSED, NULL, 0);
+        else
+            send_syn(sim, c);
+        return;
+    }
+    if (l->nacc >= l->backlog || dropped) {
+        send_syn(sim, c); /* a full backlog drops the SYN */
+        return;
+    }
+    sock_t *s = sock_new(sim, SK_STREAM, l->owner, dst);
+    s->state = ST_ESTABLISHED;
+    s->local = l->local;
+    s->local.ip[0] = sim->nodes[dst].addr.ip[0];
+    memcpy(s->local.ip, sim->nodes[dst].addr.ip, 4);
+    s->local.family = 4;
+    s->remote = c->local;
+    s->peer = c->fd;
+    s->reset_after = ddp__sim_reset_after(sim, c->node, dst, c->remote.port);
+    c->reset_after = s->reset_after;
+    if (l->nacc == l->acc_cap) {
+        l->acc_cap = l->acc_cap ? l->acc_cap * 2 : 16;
+        l->acceptq = xrealloc(l->acceptq, sizeof *l->acceptq * (size_t)l->acc_cap);
+    }
+    l->acceptq[l->nacc++] = s->fd;
+    sock_wake(sim, l);
+    schedule(sim, sim->vt + d, EV_SYNACK, c->fd, s->fd, 0, NULL, 0);
+}
+
+static void on_synack(ddp_sim_t *sim, sim_event_t *ev)
+{
+    sock_t *c = sock_get(sim, ev->a);
+    sock_t *s = sock_get(sim, ev->b);
+    if (!c || c->closed || c->state != ST_CONNECTING) {
+        if (s && !s->closed) { /* the client gave up: reset the server side */
+            s->rx_reset = 1;
+            sock_wake(sim, s);
+        }
+        return;
+    }
+    if (ev->x) {
+        c->state = ST_CLOSED;
+        c->connect_err = (int)ev->x;
+    } else {
+        c->state = ST_ESTABLISHED;
+        c->peer = s->fd;
+    }
+    sock_wake(sim, c);
+}
+
+static void rx_append(sock_t *s, const uint8_t *d, size_t n)
+{
+    if (s->rx_off > 0 && s->rx_off == s->rx_len)
+        s->rx_off = s->rx_len = 0;
+    if (s->rx_len + n > s->rx_cap) {
+        if (s->rx_off) {
+            memmove(s->rx, s->rx + s->rx_off, s->rx_len - s->rx_off);
+            s->rx_len -= s->rx_off;
+            s->rx_off = 0;
+        }
+        while (s->rx_len + n > s->rx_cap)
+            s->rx_cap = s->rx_cap ? s->rx_cap * 2 : 4096;
+        s->rx = xrealloc(s->rx, s->rx_cap);
+    }
+    memcpy(s->rx + s->rx_len, d, n);
+    s->rx_len += n;
+}
+
+void ddp__sim_net_event(ddp_sim_t *sim, sim_event_t *ev)
+{
+    sock_t *s;
+    switch (ev->type) {
+    case EV_SYN:
+        on_syn(sim, ev);
+        break;
+    case EV_SYNACK:
+        on_synack(sim, ev);
+        break;
+    case EV_DATA:
+        s = sock_get(sim, ev->a);
+        if (!s || s->closed) {
+            /* Data for a closed socket: the kernel answers with a reset. */
+            sock_t *from = sock_get(sim, ev->b);
+            if (from && !from->closed && s && s->node >= 0 &&
+                !sim->nodes[s->node].crashed) {
+                from->rx_reset = 1;
+                sock_wake(sim, from);
+            }
+            break;
+        }
+        rx_append(s, ev->data, ev->len);
+        sock_wake(sim, s);
+        break;
+    case EV_FIN:
+    case EV_RST:
+        s = sock_get(sim, ev->a);
+        if (!s || s->closed)
+            break;
+        if (ev->type == EV_FIN)
+            s->rx_eof = 1;
+        else
+            s->rx_reset = 1;
+        sock_wake(sim, s);
+        break;
+    }
+}
+
+static void sock_close(ddp_sim_t *sim, sock_t *s, int graceful)
+{
+    if (s->closed)
+        return;
+    s->closed = 1;
+    if (s->type == SK_LISTEN) {
+        listener_remove(sim, s);
+        for (int i = 0; i < s->nacc; i++) { /* never accepted: reset them */
+            sock_t *a = sock_get(sim, s->acceptq[i]);
+            if (a) {
+                a->closed = 1;
+                if (graceful)
+                    send_segment(sim, a, EV_RST, NULL, 0);
+            }
+        }
+        s->nacc = 0;
+    } else if (s->state == ST_ESTABLISHED && graceful) {
+        /* Unread data makes Linux send RST instead of FIN. */
+        int unread = s->rx_len > s->rx_off;
+        send_segment(sim, s, unread ? EV_RST : EV_FIN, NULL, 0);
+    }
+    sock_wake(sim, s);
+}
+
+void ddp__sim_close_task_socks(ddp_sim_t *sim, int task, int graceful)
+{
+    ddp_sim_task_t *t = sim->tasks[task];
+    for (int i = 0; i < t->nfds; i++) {
+        sock_t *s = sim->socks[t->fds[i]];
+        if (s->owner == task && !s->closed)
+            sock_close(sim, s, graceful);
+    }
+    t->nfds = 0;
+}
+
+void ddp__sim_net_free(ddp_sim_t *sim)
+{
+    for (int i = 0; i < sim->nsocks; i++) {
+        sock_t *s = sim->socks[i];
+        if (!s)
+            continue;
+        free(s->rx);
+        free(s->acceptq);
+        ddp__waitq_free(&s->waiters);
+        free(s);
+    }
+    free(sim->socks);
+    free(sim->ltab);
+}
+
+/* ---- the sim sys ops ---- */
+
+/* Every op: a killed task fails at once; a named fault point may fire. */
+#define SIM_ENTER(t)                                                           \
+    do {                                                                       \
+        if (ddp__sim_check_killed(t) || ddp__sim_pause_point(t))               \
+            return DDP_ECANCELED;                                              \
+    } while (0)
+
+#define SIM_POINT(t, name, deferr)                                             \
+    do {                                                                       \
+        if (fiu_fail(name)) {                                                  \
+            intptr_t fi_ = (intptr_t)fiu_failinfo();                           \
+            int e_ = fi_ > 0 ? (int)fi_ : (deferr);                            \
+            ddp__sim_trace((t)->sim, (t)->id, "fault",                         \
+                           "\"point\":\"%s\",\"errno\":\"%s\"", name,          \
+                           strerrorname_np(e_));                               \
+            return ddp_err_set(-e_, "fault point %s fired (%s)", name,         \
+                               strerror(e_));                                  \
+        }                                                                      \
+    } while (0)
+
+static int64_t sm_now(ddp_sys_t *s) { return ddp__sim_task_now(me(s)); }
+
+static int timed_out(ddp_sim_task_t *t, int64_t deadline, int64_t start)
+{
+    (void)start;
+    return deadline != DDP_DEADLINE_NEVER && ddp__sim_task_now(t) >= deadline;
+}
+
+static int sm_sleep_until(ddp_sys_t *s, int64_t deadline)
+{
+    ddp_sim_task_t *t = me(s);
+    SIM_ENTER(t);
+    if (deadline == DDP_DEADLINE_NEVER)
+        return ddp_err_set(-EINVAL, "sleep without a deadline");
+    while (ddp__sim_task_now(t) < deadline) {
+        int rc = ddp__sim_park(t, deadline, NULL, 0, "sleep");
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int lookup_host(ddp_sim_t *sim, const char *host)
+{
+    for (int i = 0; i < sim->nnodes; i++)
+        if (!strcmp(sim->nodes[i].host, host))
+            return i;
+    for (int i = 0; i < sim->naliases; i++)
+        if (!strcmp(sim->aliases[i].name, host))
+            return sim->aliases[i].node;
+    return -1;
+}
+
+static int sm_resolve(ddp_sys_t *s, const char *host, uint16_t port,
+                      ddp_addr_t *out, int max)
+{
+    ddp_sim_task_t *t = me(s);
+    SIM_ENTER(t);
+    int fe = ddp__sim_call_fault(t, "sys/net/resolve", -1, port);
+    if (fe)
+        return ddp_err_set(DDP_ENOT_FOUND, "cannot resolve host \"%s\": %s "
+                                           "(injected)", host, strerror(fe));
+    if (max <= 0)
+        return ddp_err_set(-EINVAL, "resolve: no room for addresses");
+    if (ddp_addr_parse(host, port, &out[0]) == 0)
+        return 1;
+    if (!strcmp(host, "localhost")) {
+        ddp_addr_parse("127.0.0.1", port, &out[0]);
+        return 1;
+    }
+    int n = lookup_host(t->sim, host);
+    if (n < 0)
+        return ddp_err_set(DDP_ENOT_FOUND,
+                           "cannot resolve host \"%s\": not in the cluster's "
+                           "host table",
+                           host);
+    out[0] = t->sim->nodes[n].addr;
+    out[0].port = port;
+    return 1;
+}
+
+static int sm_hostname(ddp_sys_t *s, char *buf, size_t n)
+{
+    ddp_sim_task_t *t = me(s);
+    snprintf(buf, n, "%s", t->sim->nodes[t->out.node].host);
+    return 0;
+}
+
+static int local_node_of(ddp_sim_task_t *t, const ddp_addr_t *a, int *ok)
+{
+    int n = ddp__sim_node_by_ip(t->sim, a);
+    *ok = ddp_addr_is_any(a) || n == -2 || n == t->out.node;
+    return t->out.node;
+}
+
+static int sm_listen(ddp_sys_t *s, const ddp_addr_t *a, int backlog)
+{
+    ddp_sim_task_t *t = me(s);
+    ddp_sim_t *sim = t->sim;
+    char as[DDP_ADDR_STRLEN];
+    ddp_addr_format(a, as, sizeof as);
+    SIM_ENTER(t);
+    SIM_POINT(t, "sys/net/listen", EADDRINUSE);
+    int ok;
+    int node = local_node_of(t, a, &ok);
+    if (!ok)
+        return ddp_err_set(-EADDRNOTAVAIL, "could not bind %s: not an address "
+                                           "of node %s", as, sim->nodes[node].host);
+    uint16_t port = a->port;
+    if (port == 0) { /* ephemeral range, deterministic */
+        for (port = 32768; port < 61000 && find_listener(sim, node, port); port++)
+            ;
+    }
+    if (find_listener(sim, node, port)) {
+        ddp_err_set(-EADDRINUSE, "could not bind %s: %s", as,
+                    strerror(EADDRINUSE));
+        return ddp_err_addr("%s", as);
+    }
+    sock_t *l = sock_new(sim, SK_LISTEN, t->id, node);
+    l->local = sim->nodes[node].addr;
+    l->local.port = port;
+    l->backlog = backlog > 0 && backlog < sim->o.somaxconn ? backlog : sim->o.somaxconn;
+    listener_add(sim, l);
+    ddp__sim_trace(sim, t->id, "listen", "\"port\":%u,\"backlog\":%d",
+                   (unsigned)port, l->backlog);
+    return l->fd;
+}
+
+static sock_t *own_sock(ddp_sim_task_t *t, int fd, int type)
+{
+    sock_t *s = sock_get(t->sim, fd);
+    if (!s || s->closed || s->owner != t->id || (type && s->type != type)) {
+        ddp_err_set(-EBADF, "socket %d is not open in task %s", fd, t->name);
+        return NULL;
+    }
+    return s;
+}
+
+static int sm_accept(ddp_sys_t *sy, int fd, ddp_addr_t *peer, int64_t deadline)
+{
+    ddp_sim_task_t *t = me(sy);
+    SIM_ENTER(t);
+    SIM_POINT(t, "sys/net/accept", ECONNABORTED);
+    int64_t start = ddp__sim_task_now(t);
+    for (;;) {
+        sock_t *l = own_sock(t, fd, SK_LISTEN);
+        if (!l)
+            return -EBADF;
+        if (l->nacc > 0) {
+            int c = l->acceptq[0];
+            memmove(l->acceptq, l->acceptq + 1, sizeof *l->acceptq * (size_t)--l->nacc);
+            sock_t *s = sock_get(t->sim, c);
+            if (s->owner != t->id) {
+                s->owner = t->id;
+                own_add(t->sim, t->id, c);
+            }
+            if (peer)
+                *peer = s->remote;
+            return c;
+        }
+        if (timed_out(t, deadline, start)) {
+            if (deadline <= start)
+                return -EAGAIN;
+            ddp_err_set(DDP_ETIMEOUT, "no connection arrived in time");
+            return ddp_err_waited(ddp__sim_task_now(t) - start);
+        }
+        char what[96];
+        snprintf(what, sizeof what, "accept on port %u", (unsigned)l->local.port);
+        waitq_t *q = &l->waiters;
+        int rc = ddp__sim_park(t, deadline, &q, 1, what);
+        if (rc)
+            return rc;
+    }
+}
+
+static int sm_connect(ddp_sys_t *sy, const ddp_addr_t *a, int64_t deadline)
+{
+    ddp_sim_task_t *t = me(sy);
+    ddp_sim_t *sim = t->sim;
+    char as[DDP_ADDR_STRLEN];
+    ddp_addr_format(a, as, sizeof as);
+    SIM_ENTER(t);
+    int dst = ddp__sim_node_by_ip(sim, a);
+    if (dst == -2)
+        dst = t->out.node;
+    int fe = ddp__sim_call_fault(t, "sys/net/connect", dst, a->port);
+    int64_t start = ddp__sim_task_now(t);
+    ddp__sim_trace(sim, t->id, "connect", "\"to\":\"%s\"", as);
+    if (fe && fe != ETIMEDOUT) {
+        ddp_err_set(-fe, "connect to %s failed: %s (injected)", as, strerror(fe));
+        return ddp_err_addr("%s", as);
+    }
+    sock_t *c = sock_new(sim, SK_STREAM, t->id, t->out.node);
+    c->state = ST_CONNECTING;
+    c->remote = *a;
+    c->local = sim->nodes[t->out.node].addr;
+    c->local.port = (uint16_t)(40000 + c->fd % 20000);
+    if (fe != ETIMEDOUT) /* a black hole never answers */
+        send_syn(sim, c);
+    for (;;) {
+        if (c->state == ST_ESTABLISHED) {
+            ddp__sim_trace(sim, t->id, "connected_to", "\"to\":\"%s\",\"fd\":%d", as, c->fd);
+            return c->fd;
+        }
+        if (c->state == ST_CLOSED) {
+            int e = -c->connect_err;
+            c->closed = 1;
+            ddp__sim_trace(sim, t->id, "connect_failed", "\"to\":\"%s\",\"errno\":\"%s\"",
+                           as, strerrorname_np(e));
+            ddp_err_set(-e, "connect to %s failed: %s", as, strerror(e));
+            return ddp_err_addr("%s", as);
+        }
+        if (timed_out(t, deadline, start)) {
+            c->closed = 1;
+            ddp__sim_trace(sim, t->id, "connect_timeout", "\"to\":\"%s\"", as);
+            ddp_err_set(DDP_ETIMEOUT, "connect to %s did not complete in time", as);
+            ddp_err_addr("%s", as);
+            return ddp_err_waited(ddp__sim_task_now(t) - start);
+        }
+        char what[96];
+        snprintf(what, sizeof what, "connect to %s", as);
+        waitq_t *q = &c->waiters;
+        int rc = ddp__sim_park(t, deadline, &q, 1, what);
+        if (rc) {
+            c->closed = 1;
+            return rc;
+        }
+    }
+}
+
+static ssize_t sm_send(ddp_sys_t *sy, int fd, const void *buf, size_t n,
+                       int64_t deadline)
+{
+    ddp_sim_task_t *t = me(sy);
+    (void)deadline;
+    SIM_ENTER(t);
+    SIM_POINT(t, "sys/net/send", ECONNRESET);
+    sock_t *s = own_sock(t, fd, SK_STREAM);
+    if (!s)
+        return -EBADF;
+    if (s->rx_reset)
+        return ddp_err_set(-ECONNRESET, "send: connection reset by peer");
+    if (s->tx_shut || s->state != ST_ESTABLISHED)
+        return ddp_err_set(-EPIPE, "send: connection is not open");
+    if (n == 0)
+        return 0;
+    /* Reset after N bytes (a fault on this connection). */
+    if (s->reset_after >= 0 && s->sent + (int64_t)n > s->reset_after) {
+        ddp__sim_trace(t->sim, t->id, "fault", "\"fault\":\"reset\",\"after_bytes\":%lld",
+                       (long long)s->reset_after);
+        s->rx_reset = 1;
+        sock_t *p = sock_get(t->sim, s->peer);
+        if (p) {
+            p->reset_after = -1;
+            send_segment(t->sim, s, EV_RST, NULL, 0);
+        }
+        s->reset_after = -1;
+        return ddp_err_set(-ECONNRESET, "send: connection reset by peer");
+    }
+    size_t w = n;
+    if (t->sim->o.short_io && n > 1)
+        w = 1 + (size_t)ddp_rng_below(&t->sim->rng, n);
+    uint8_t *copy = malloc(w);
+    if (!copy)
+        return -ENOMEM;
+    memcpy(copy, buf, w);
+    s->sent += (int64_t)w;
+    send_segment(t->sim, s, EV_DATA, copy, w);
+    return (ssize_t)w;
+}
+
+static ssize_t sm_recv(ddp_sys_t *sy, int fd, void *buf, size_t n,
+                       int64_t deadline)
+{
+    ddp_sim_task_t *t = me(sy);
+    SIM_ENTER(t);
+    SIM_POINT(t, "sys/net/recv", ECONNRESET);
+    int64_t start = ddp__sim_task_now(t);
+    for (;;) {
+        sock_t *s = own_sock(t, fd, SK_STREAM);
+        if (!s)
+            return -EBADF;
+        size_t avail = s->rx_len - s->rx_off;
+        if (avail > 0 && n > 0) {
+            size_t r = avail < n ? avail : n;
+            if (t->sim->o.short_io && r > 1)
+                r = 1 + (size_t)ddp_rng_below(&t->sim->rng, r);
+            memcpy(buf, s->rx + s->rx_off, r);
+            s->rx_off += r;
+            return (ssize_t)r;
+        }
+        if (s->rx_reset)
+            return ddp_err_set(-ECONNRESET, "recv: connection reset by peer");
+        if (s->rx_eof || n == 0)
+            return 0;
+        if (timed_out(t, deadline, start)) {
+            if (deadline <= start)
+                return -EAGAIN;
+            ddp_err_set(DDP_ETIMEOUT, "nothing received before the deadline");
+            return ddp_err_waited(ddp__sim_task_now(t) - start);
+        }
+        char what[96], peer[DDP_ADDR_STRLEN];
+        snprintf(what, sizeof what, "recv from %s",
+                 ddp_addr_format(&s->remote, peer, sizeof peer));
+        waitq_t *q = &s->waiters;
+        int rc = ddp__sim_park(t, deadline, &q, 1, what);
+        if (rc)
+            return rc;
+    }
+}
+
+static short readiness(ddp_sim_task_t *t, int fd, short want)
+{
+    sock_t *s = sock_get(t->sim, fd);
+    if (!s || s->closed || s->owner != t->id)
+        return DDP_POLLERR;
+    short r = 0;
+    if (s->type == SK_LISTEN) {
+        if (s->nacc > 0)
+            r |= DDP_POLLIN;
+    } else {
+        if (s->rx_len > s->rx_off || s->rx_eof || s->rx_reset)
+            r |= DDP_POLLIN;
+        if (s->rx_reset)
+            r |= DDP_POLLERR | DDP_POLLHUP;
+        else if (s->rx_eof)
+            r |= DDP_POLLHUP;
+        if (s->state == ST_ESTABLISHED && !s->tx_shut)
+            r |= DDP_POLLOUT;
+    }
+    return (short)(r & (want | DDP_POLLERR | DDP_POLLHUP));
+}
+
+static int sm_poll(ddp_sys_t *sy, ddp_pollfd_t *fds, int nfds, int64_t deadline)
+{
+    ddp_sim_task_t *t = me(sy);
+    SIM_ENTER(t);
+    SIM_POINT(t, "sys/net/poll", EINTR);
+    int64_t start = ddp__sim_task_now(t);
+    waitq_t *stackq[64], **qs = stackq;
+    if (nfds > 64)
+        qs = malloc(sizeof *qs * (size_t)nfds);
+    if (!qs)
+        return -ENOMEM;
+    int rc;
+    for (;;) {
+        int ready = 0, nq = 0;
+        for (int i = 0; i < nfds; i++) {
+            fds[i].revents = fds[i].fd < 0 ? 0 : readiness(t, fds[i].fd, fds[i].events);
+            if (fds[i].revents)
+                ready++;
+            sock_t *s = sock_get(t->sim, fds[i].fd);
+            if (s && !s->closed)
+                qs[nq++] = &s->waiters;
+        }
+        if (ready || timed_out(t, deadline, start)) {
+            rc = ready;
+            break;
+        }
+        char what[64];
+        snprintf(what, sizeof what, "poll on %d socket(s)", nfds);
+        rc = ddp__sim_park(t, deadline, qs, nq, what);
+        if (rc)
+            break;
+    }
+    if (qs != stackq)
+        free(qs);
+    return rc;
+}
+
+static int sm_close(ddp_sys_t *sy, int fd)
+{
+    ddp_sim_task_t *t = me(sy);
+    sock_t *s = sock_get(t->sim, fd);
+    if (!s || s->closed || s->owner != t->id)
+        return -EBADF;
+    sock_close(t->sim, s, 1);
+    return 0;
+}
+
+static int sm_local_addr(ddp_sys_t *sy, int fd, ddp_addr_t *out)
+{
+    ddp_sim_task_t *t = me(sy);
+    sock_t *s = own_sock(t, fd, 0);
+    if (!s)
+        return -EBADF;
+    *out = s->local;
+    return 0;
+}
+
+static int sm_somaxconn(ddp_sys_t *sy) { return me(sy)->sim->o.somaxconn; }
+
+static int sm_spawn(ddp_sys_t *sy, const ddp_spawn_t *w, ddp_pid_t *pid)
+{
+    ddp_sim_task_t *t = me(sy);
+    SIM_ENTER(t);
+    SIM_POINT(t, "sys/proc/spawn", EAGAIN);
+    return ddp__sim_spawn_child(t, w, pid);
+}
+
+static ddp_sim_task_t *child_of(ddp_sim_task_t *t, ddp_pid_t pid)
+{
+    long id = (long)pid - 1;
+    if (id < 0 || id >= t->sim->ntasks || t->sim->tasks[id]->parent != t->id) {
+        ddp_err_set(-ECHILD, "no child process %ld", (long)pid);
+        return NULL;
+    }
+    return t->sim->tasks[id];
+}
+
+static int child_done(const ddp_sim_task_t *c)
+{
+    return c->out.state == DDP_SIM_TASK_EXITED ||
+           c->out.state == DDP_SIM_TASK_CRASHED ||
+           c->out.state == DDP_SIM_TASK_CANCELED;
+}
+
+static int sm_wait(ddp_sys_t *sy, ddp_pid_t pid, int *status, int64_t deadline)
+{
+    ddp_sim_task_t *t = me(sy);
+    SIM_ENTER(t);
+    int64_t start = ddp__sim_task_now(t);
+    for (;;) {
+        ddp_sim_task_t *c = child_of(t, pid);
+        if (!c)
+            return -ECHILD;
+        if (child_done(c)) {
+            if (status)
+                *status = c->out.state == DDP_SIM_TASK_CRASHED ? 128 + SIGKILL
+                                                                : c->exit_status;
+            return 0;
+        }
+        if (timed_out(t, deadline, start)) {
+            ddp_err_set(DDP_ETIMEOUT, "process %ld still running at deadline",
+                        (long)pid);
+            return ddp_err_waited(ddp__sim_task_now(t) - start);
+        }
+        char what[80];
+        snprintf(what, sizeof what, "wait for child %s", c->name);
+        waitq_t *q = &c->exitq;
+        int rc = ddp__sim_park(t, deadline, &q, 1, what);
+        if (rc)
+            return rc;
+    }
+}
+
+static int sm_kill(ddp_sys_t *sy, ddp_pid_t pid, int sig)
+{
+    ddp_sim_task_t *t = me(sy);
+    SIM_ENTER(t);
+    ddp_sim_task_t *c = child_of(t, pid);
+    if (!c)
+        return -ESRCH;
+    if (sig == 0)
+        return 0;
+    ddp__sim_trace(t->sim, t->id, "kill", "\"task\":\"%s\",\"sig\":%d", c->name, sig);
+    ddp__sim_kill_task(t->sim, c, 1);
+    ddp__waitq_wake_all(t->sim, &c->exitq);
+    return 0;
+}
+
+static int sm_read_file(ddp_sys_t *sy, const char *path, char **data,
+                        size_t *len)
+{
+    ddp_sim_task_t *t = me(sy);
+    SIM_ENTER(t);
+    SIM_POINT(t, "sys/fs/read", EIO);
+    for (int i = 0; i < t->sim->nfiles; i++)
+        if (!strcmp(t->sim->files[i].path, path)) {
+            *data = strdup(t->sim->files[i].content);
+            if (!*data)
+                return -ENOMEM;
+            if (len)
+                *len = strlen(*data);
+            return 0;
+        }
+    return ddp_err_set(-ENOENT, "cannot open \"%s\": %s", path, strerror(ENOENT));
+}
+
+static void sm_destroy(ddp_sys_t *sy) { (void)sy; /* owned by the sim */ }
+
+const ddp_sys_ops_t ddp__sim_sys_ops = {
+    .name = "sim",
+    .now = sm_now,
+    .sleep_until = sm_sleep_until,
+    .resolve = sm_resolve,
+    .hostname = sm_hostname,
+    .listen = sm_listen,
+    .accept = sm_accept,
+    .connect = sm_connect,
+    .send = sm_send,
+    .recv = sm_recv,
+    .poll = sm_poll,
+    .close = sm_close,
+    .local_addr = sm_local_addr,
+    .somaxconn = sm_somaxconn,
+    .spawn = sm_spawn,
+    .wait = sm_wait,
+    .kill = sm_kill,
+    .read_file = sm_read_file,
+    .destroy = sm_destroy,
+};

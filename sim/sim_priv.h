@@ -1,0 +1,168 @@
+/* sim/sim_priv.h — internals shared by the simulator's files: the scheduler
+ * (sim.c), the virtual network and sim sys (sim_net.c), faults (sim_fault.c)
+ * and the trace (sim_trace.c). Not installed. */
+#ifndef DDP_SIM_PRIV_H
+#define DDP_SIM_PRIV_H
+
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdint.h>
+
+#include "ddp/log.h"
+#include "ddp/sim.h"
+#include "ddp/sys.h"
+
+#define VT0 DDP_NS_PER_S /* virtual time starts at 1 s: deadline 0 is past */
+
+/* Tasks parked on an object (socket, child exit). Spurious wake-ups are
+ * allowed: every waiter rechecks its condition. */
+typedef struct waitq {
+    int *ids; /* task ids */
+    int n, cap;
+} waitq_t;
+
+typedef struct sim_node {
+    char host[64];
+    ddp_addr_t addr;
+    int64_t skew;
+    int crashed;
+} sim_node_t;
+
+struct ddp_sim_task {
+    int id;
+    ddp_sim_t *sim;
+    ddp_sys_t sys; /* this task's view of the world; impl = task */
+    ddp_sim_main_fn fn;
+    void *arg;
+    pthread_t th;
+    int started, joined;
+    sem_t sem;        /* the baton: posted when it is this task's turn */
+    int runnable_idx; /* index in sim->runnable, -1 if not there */
+    int parked;
+    int64_t timer_gen; /* invalidates stale timer events */
+    char wait_desc[160];
+    int64_t parked_since;
+    int killed;      /* cancelled or crashed: every sim call fails */
+    long kill_calls; /* sim calls made after being killed */
+    int64_t paused_until;
+    int parent;      /* spawning task, -1 none */
+    int exit_status;
+    waitq_t exitq;   /* tasks waiting for this one to exit */
+    int *fds;        /* sockets this task owns (closed at exit) */
+    int nfds, fds_cap;
+    ddp_sim_outcome_t out;
+    char name[48];
+};
+
+typedef struct sim_event {
+    int64_t t;
+    uint64_t seq;
+    int type;
+    int a, b;   /* task id / socket fd ... */
+    int64_t x;  /* generation, error code ... */
+    void *data; /* payload (owned by the event) */
+    size_t len;
+} sim_event_t;
+
+enum {
+    EV_START = 1,
+    EV_TIMER,
+    EV_SYN,    /* a = client fd, x = attempt */
+    EV_SYNACK, /* a = client fd, b = server fd or -1, x = error */
+    EV_DATA,   /* a = dest fd, data/len */
+    EV_FIN,    /* a = dest fd */
+    EV_RST,    /* a = dest fd */
+    EV_CRASH,  /* a = task (-1), b = node (-1) */
+};
+
+typedef struct sim_file {
+    char *path, *content;
+} sim_file_t;
+
+struct sock;
+
+struct ddp_sim {
+    ddp_sim_opts_t o;
+    ddp_rng_t rng;
+    int64_t vt;
+    uint64_t seq;
+    sim_node_t *nodes;
+    int nnodes, nodes_cap;
+    struct {
+        char *name;
+        int node;
+    } *aliases;
+    int naliases;
+    sim_file_t *files;
+    int nfiles;
+    ddp_sim_task_t **tasks;
+    int ntasks, tasks_cap;
+    int *runnable;
+    int nrunnable;
+    sim_event_t *heap;
+    size_t nheap, heap_cap;
+    struct sock **socks; /* fd -> socket; fds are never reused in a run */
+    int nsocks, socks_cap;
+    int *ltab; /* listeners by (node, port): chained hash of fds */
+    size_t ltab_cap;
+    sem_t main_sem;
+    int cancelling;
+    int time_limited;
+    uint64_t handoffs, events;
+    ddp_sim_fault_t *faults;
+    int *fault_fired;
+    int nfaults;
+    /* trace */
+    char *trace;
+    size_t trace_len, trace_cap;
+    uint64_t trace_hash, trace_lines;
+    char *deadlock;
+};
+
+/* scheduler (sim.c) */
+ddp_sim_task_t *ddp__sim_current(void);
+void ddp__sim_push_event(ddp_sim_t *sim, sim_event_t ev);
+/* Parks the task until woken (or until deadline, in its node's clock).
+ * Returns 0 when woken or timed out (caller rechecks), DDP_ECANCELED when the
+ * task is killed. */
+int ddp__sim_park(ddp_sim_task_t *t, int64_t deadline, waitq_t **qs, int nq,
+                  const char *what);
+void ddp__sim_wake(ddp_sim_t *sim, int task_id);
+void ddp__waitq_add(waitq_t *q, int id);
+void ddp__waitq_wake_all(ddp_sim_t *sim, waitq_t *q);
+void ddp__waitq_free(waitq_t *q);
+int64_t ddp__sim_task_now(ddp_sim_task_t *t);
+void ddp__sim_kill_task(ddp_sim_t *sim, ddp_sim_task_t *t, int crashed);
+/* 1 if a killed task may not go on (counts its calls). */
+int ddp__sim_check_killed(ddp_sim_task_t *t);
+int ddp__sim_spawn_child(ddp_sim_task_t *parent, const ddp_spawn_t *w,
+                         ddp_pid_t *pid);
+
+/* network (sim_net.c) */
+extern const ddp_sys_ops_t ddp__sim_sys_ops;
+void ddp__sim_net_event(ddp_sim_t *sim, sim_event_t *ev);
+void ddp__sim_close_task_socks(ddp_sim_t *sim, int task, int graceful);
+void ddp__sim_net_free(ddp_sim_t *sim);
+int ddp__sim_node_by_ip(ddp_sim_t *sim, const ddp_addr_t *a);
+
+/* faults (sim_fault.c) */
+/* Link state between two nodes at the current time: 0 up, 1 dropped;
+ * *extra = added latency. */
+int ddp__sim_link(ddp_sim_t *sim, int from, int to, int64_t *extra,
+                  int64_t *heal_at);
+/* Per-call decision for a connect / resolve: 0 none, else the errno to fail
+ * with (ETIMEDOUT = black hole: hang to the deadline). */
+int ddp__sim_call_fault(ddp_sim_task_t *t, const char *point, int dst_node,
+                        uint16_t port);
+void ddp__sim_faults_arm(ddp_sim_t *sim);
+/* A paused task sleeps out its pause here; DDP_ECANCELED if killed meanwhile. */
+int ddp__sim_pause_point(ddp_sim_task_t *t);
+void ddp__sim_faults_disarm(ddp_sim_t *sim);
+int64_t ddp__sim_reset_after(ddp_sim_t *sim, int src, int dst, uint16_t port);
+
+/* trace (sim_trace.c) */
+void ddp__sim_trace(ddp_sim_t *sim, int task, const char *kind,
+                    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void ddp__sim_log_sink(void *arg, ddp_log_level_t level, const char *line);
+
+#endif

@@ -1,0 +1,418 @@
+/* tests/test_sim.c — the simulator: scheduler, virtual clock, network,
+ * faults, determinism, deadlock reports. Uses raw sys calls; the store-level
+ * scenarios are in tests/test_sim_store.c. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ddp/err.h"
+#include "ddp/sim.h"
+#include "ddp/sys.h"
+#include "test.h"
+
+#define PORT 29500
+
+/* An echo server: accepts `clients` connections, echoes one message each. */
+typedef struct {
+    int clients;
+    int64_t timeout_ns;
+} echo_srv_t;
+
+static int echo_server(ddp_sys_t *sys, void *arg)
+{
+    echo_srv_t *e = arg;
+    ddp_addr_t any;
+    ddp_addr_parse("0.0.0.0", PORT, &any);
+    int l = ddp_sys_listen(sys, &any, 128);
+    if (l < 0)
+        return 1;
+    int64_t dl = ddp_sys_deadline_in(sys, e->timeout_ns);
+    for (int i = 0; i < e->clients; i++) {
+        int c = ddp_sys_accept(sys, l, NULL, dl);
+        if (c < 0)
+            return 2;
+        char buf[64];
+        ssize_t n = ddp_sys_recv(sys, c, buf, sizeof buf, dl);
+        if (n <= 0 || ddp_sys_send_all(sys, c, buf, (size_t)n, dl) != 0)
+            return 3;
+        ddp_sys_close(sys, c);
+    }
+    ddp_sys_close(sys, l);
+    return 0;
+}
+
+typedef struct {
+    const char *host;
+    int64_t timeout_ns;
+    int retry; /* retry refused connects until the deadline */
+} echo_cli_t;
+
+static int echo_client(ddp_sys_t *sys, void *arg)
+{
+    echo_cli_t *e = arg;
+    int64_t dl = ddp_sys_deadline_in(sys, e->timeout_ns);
+    int c;
+    for (;;) {
+        c = ddp_sys_connect_host(sys, e->host, PORT, dl);
+        if (c >= 0 || !e->retry || ddp_sys_now(sys) >= dl)
+            break;
+        ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 100 * DDP_NS_PER_MS));
+    }
+    if (c < 0)
+        return 1;
+    ddp_sim_mark_connected(sys);
+    if (ddp_sys_send_all(sys, c, "hello", 5, dl) != 0)
+        return 2;
+    char buf[5];
+    if (ddp_sys_recv_all(sys, c, buf, 5, dl) != 0 || memcmp(buf, "hello", 5))
+        return 3;
+    char x;
+    ssize_t eof = ddp_sys_recv(sys, c, &x, 1, dl); /* server closed */
+    ddp_sys_close(sys, c);
+    return eof == 0 ? 0 : 4;
+}
+
+static ddp_sim_t *two_nodes(uint64_t seed, int keep)
+{
+    ddp_sim_opts_t o = {.seed = seed, .keep_trace = keep};
+    ddp_sim_t *sim = ddp_sim_new(&o);
+    ddp_sim_add_node(sim, "node0", "10.0.0.1", 0);
+    ddp_sim_add_node(sim, "node1", "10.0.0.2", 0);
+    return sim;
+}
+
+static void test_echo(void)
+{
+    ddp_sim_t *sim = two_nodes(1, 0);
+    echo_srv_t srv = {3, 10 * DDP_NS_PER_S};
+    echo_cli_t cli = {"node0", 10 * DDP_NS_PER_S, 1};
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "server", .rank = -1},
+                     echo_server, &srv);
+    for (int i = 0; i < 3; i++)
+        ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = "client", .rank = i},
+                         echo_client, &cli);
+    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+    for (int i = 0; i < ddp_sim_task_count(sim); i++) {
+        const ddp_sim_outcome_t *o = ddp_sim_outcome(sim, i);
+        CU_ASSERT_EQUAL(o->state, DDP_SIM_TASK_EXITED);
+        CU_ASSERT_EQUAL(o->rc, 0);
+    }
+    ddp_sim_stats_t st;
+    ddp_sim_stats(sim, &st);
+    /* At least SYN + SYN-ACK + data + echo, each one link latency (100 us). */
+    CU_ASSERT(ddp_sim_outcome(sim, 1)->connect_ns >= 200 * 1000);
+    CU_ASSERT(st.handoffs > 0);
+    ddp_sim_free(sim);
+}
+
+static void test_refused_and_late_start(void)
+{
+    /* No server at all: a single connect is refused at once. */
+    ddp_sim_t *sim = two_nodes(2, 0);
+    echo_cli_t once = {"10.0.0.1", DDP_NS_PER_S, 0};
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = "c", .rank = 0},
+                     echo_client, &once);
+    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+    CU_ASSERT_EQUAL(ddp_sim_outcome(sim, 0)->rc, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_sim_outcome(sim, 0)->message, "10.0.0.1:29500"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_sim_outcome(sim, 0)->message, "ECONNREFUSED"));
+    ddp_sim_free(sim);
+
+    /* Server starts 5 s late: the retrying client connects after that. */
+    sim = two_nodes(3, 0);
+    echo_srv_t srv = {1, 60 * DDP_NS_PER_S};
+    echo_cli_t retry = {"node0", 60 * DDP_NS_PER_S, 1};
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "server", .rank = -1,
+                                                 .start_ns = 5 * DDP_NS_PER_S},
+                     echo_server, &srv);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = "c", .rank = 0},
+                     echo_client, &retry);
+    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+    CU_ASSERT_EQUAL(ddp_sim_outcome(sim, 1)->rc, 0);
+    CU_ASSERT(ddp_sim_outcome(sim, 1)->connect_ns >= 5 * DDP_NS_PER_S);
+    ddp_sim_free(sim);
+}
+
+static int hang_forever(ddp_sys_t *sys, void *arg)
+{
+    (void)arg;
+    ddp_addr_t any;
+    ddp_addr_parse("0.0.0.0", 7777, &any);
+    int l = ddp_sys_listen(sys, &any, 8);
+    /* A planted bug: waits without a deadline for a peer that never comes. */
+    int c = ddp_sys_accept(sys, l, NULL, DDP_DEADLINE_NEVER);
+    return c >= 0 ? 0 : 1;
+}
+
+static void test_deadlock_report(void)
+{
+    ddp_sim_t *sim = two_nodes(4, 0);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "rank0", .rank = 0},
+                     hang_forever, NULL);
+    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DEADLOCK);
+    const char *r = ddp_sim_deadlock_report(sim);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r, "task rank0"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r, "accept on port 7777"));
+    CU_ASSERT_EQUAL(ddp_sim_outcome(sim, 0)->state, DDP_SIM_TASK_CANCELED);
+    ddp_sim_free(sim);
+}
+
+static int long_sleep(ddp_sys_t *sys, void *arg)
+{
+    (void)arg;
+    ddp_addr_t a;
+    ddp_addr_parse("10.0.0.1", PORT, &a);
+    /* A black-holed connect with a 30-minute deadline. */
+    int c = ddp_sys_connect(sys, &a, ddp_sys_deadline_in(sys, 1800 * DDP_NS_PER_S));
+    return c == DDP_ETIMEOUT ? 0 : 1;
+}
+
+static void test_thirty_minutes_virtual(void)
+{
+    ddp_sim_t *sim = two_nodes(5, 0);
+    ddp_sim_add_fault(sim, &(ddp_sim_fault_t){.kind = DDP_FAULT_BLACKHOLE, .node = -1,
+                                              .task = -1, .peer_node = 0});
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = "c", .rank = 0},
+                     long_sleep, NULL);
+    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+    CU_ASSERT_EQUAL(ddp_sim_outcome(sim, 0)->rc, 0);
+    ddp_sim_stats_t st;
+    ddp_sim_stats(sim, &st);
+    CU_ASSERT(st.virtual_ns >= 1800 * DDP_NS_PER_S);
+    CU_ASSERT(st.virtual_ns < 1801 * DDP_NS_PER_S);
+    ddp_sim_free(sim);
+}
+
+static uint64_t echo_run_hash(uint64_t seed, int clients)
+{
+    ddp_sim_t *sim = two_nodes(seed, 1);
+    echo_srv_t srv = {clients, 10 * DDP_NS_PER_S};
+    echo_cli_t cli = {"node0", 10 * DDP_NS_PER_S, 1};
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "server", .rank = -1},
+                     echo_server, &srv);
+    for (int i = 0; i < clients; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "client%d", i);
+        ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = name, .rank = i},
+                         echo_client, &cli);
+    }
+    ddp_sim_run(sim);
+    ddp_sim_stats_t st;
+    ddp_sim_stats(sim, &st);
+    size_t len;
+    ddp_sim_trace(sim, &len);
+    CU_ASSERT(len > 0);
+    ddp_sim_free(sim);
+    return st.trace_hash;
+}
+
+static void test_determinism(void)
+{
+    uint64_t h = echo_run_hash(42, 8);
+    for (int i = 0; i < 20; i++)
+        CU_ASSERT_EQUAL(echo_run_hash(42, 8), h);
+    int differ = 0;
+    for (uint64_t s = 1; s <= 5; s++)
+        differ += echo_run_hash(s, 8) != h;
+    CU_ASSERT(differ > 0);
+}
+
+static void test_partition(void)
+{
+    /* Partition node1 away for 3 s: a connect with a 10 s deadline succeeds
+     * after the heal (SYN retransmits), one with a 2 s deadline times out. */
+    for (int pass = 0; pass < 2; pass++) {
+        ddp_sim_t *sim = two_nodes(6, 0);
+        ddp_sim_add_fault(sim, &(ddp_sim_fault_t){.kind = DDP_FAULT_PARTITION,
+                                                  .node_set = 1u << 1,
+                                                  .end_ns = 3 * DDP_NS_PER_S});
+        echo_srv_t srv = {1, 20 * DDP_NS_PER_S};
+        echo_cli_t cli = {"node0", (pass ? 2 : 10) * DDP_NS_PER_S, 0};
+        ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "server", .rank = -1},
+                         echo_server, &srv);
+        ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = "c", .rank = 0},
+                         echo_client, &cli);
+        ddp_sim_run(sim);
+        const ddp_sim_outcome_t *o = ddp_sim_outcome(sim, 1);
+        if (pass == 0) {
+            CU_ASSERT_EQUAL(o->rc, 0);
+            CU_ASSERT(o->connect_ns >= 3 * DDP_NS_PER_S);
+        } else {
+            CU_ASSERT_EQUAL(o->rc, 1);
+            CU_ASSERT_PTR_NOT_NULL(strstr(o->message, "DDP_ETIMEOUT"));
+        }
+        ddp_sim_free(sim);
+    }
+}
+
+static int crash_victim(ddp_sys_t *sys, void *arg)
+{
+    (void)arg;
+    ddp_ident_set_phase("rendezvous");
+    /* Never reached past the crash: every sim call fails. */
+    return ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, DDP_NS_PER_S)) ? 5 : 0;
+}
+
+static int peer_reader(ddp_sys_t *sys, void *arg)
+{
+    (void)arg;
+    ddp_addr_t any;
+    ddp_addr_parse("0.0.0.0", PORT, &any);
+    int l = ddp_sys_listen(sys, &any, 8);
+    int64_t dl = ddp_sys_deadline_in(sys, 5 * DDP_NS_PER_S);
+    int c = ddp_sys_accept(sys, l, NULL, dl);
+    if (c < 0)
+        return 1;
+    char b;
+    ssize_t r = ddp_sys_recv(sys, c, &b, 1, dl);
+    return r == 0 ? 0 : 2; /* EOF: the peer's process died */
+}
+
+static int connect_then_crash(ddp_sys_t *sys, void *arg)
+{
+    (void)arg;
+    int c = ddp_sys_connect_host(sys, "node0", PORT,
+                                 ddp_sys_deadline_in(sys, DDP_NS_PER_S));
+    if (c < 0)
+        return 1;
+    ddp_ident_set_phase("barrier"); /* the fault kills us here */
+    char b;
+    return ddp_sys_recv(sys, c, &b, 1, DDP_DEADLINE_NEVER) == DDP_ECANCELED ? 7 : 8;
+}
+
+static void test_crash_faults(void)
+{
+    ddp_sim_t *sim = two_nodes(7, 0);
+    ddp_sim_add_fault(sim, &(ddp_sim_fault_t){.kind = DDP_FAULT_CRASH, .node = -1,
+                                              .task = 1, .phase = "barrier"});
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "reader", .rank = 0},
+                     peer_reader, NULL);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = "victim", .rank = 1,
+                                                 .start_ns = DDP_NS_PER_MS},
+                     connect_then_crash, NULL);
+    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+    CU_ASSERT_EQUAL(ddp_sim_outcome(sim, 0)->rc, 0);
+    CU_ASSERT_EQUAL(ddp_sim_outcome(sim, 1)->state, DDP_SIM_TASK_CRASHED);
+    ddp_sim_free(sim);
+
+    /* A timed crash of a node: its task dies at 0.5 s. */
+    sim = two_nodes(8, 0);
+    ddp_sim_add_fault(sim, &(ddp_sim_fault_t){.kind = DDP_FAULT_CRASH, .node = 1,
+                                              .task = -1, .start_ns = DDP_NS_PER_S / 2});
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = "v", .rank = 0},
+                     crash_victim, NULL);
+    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+    CU_ASSERT_EQUAL(ddp_sim_outcome(sim, 0)->state, DDP_SIM_TASK_CRASHED);
+    CU_ASSERT_EQUAL(ddp_sim_outcome(sim, 0)->end_ns, DDP_NS_PER_S / 2);
+    ddp_sim_free(sim);
+}
+
+static int refused_client(ddp_sys_t *sys, void *arg)
+{
+    (void)arg;
+    int c = ddp_sys_connect_host(sys, "node0", PORT, ddp_sys_deadline_in(sys, DDP_NS_PER_S));
+    return c == -ECONNREFUSED ? 0 : c >= 0 ? 1 : 2;
+}
+
+static void test_refuse_fault_and_resolve(void)
+{
+    ddp_sim_t *sim = two_nodes(9, 0);
+    echo_srv_t srv = {1, 3 * DDP_NS_PER_S};
+    ddp_sim_add_fault(sim, &(ddp_sim_fault_t){.kind = DDP_FAULT_REFUSE, .node = 1,
+                                              .task = -1, .peer_node = -1, .count = 1});
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "server", .rank = -1},
+                     echo_server, &srv);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = "c1", .rank = 0,
+                                                 .start_ns = 1000},
+                     refused_client, NULL);
+    echo_cli_t cli = {"node0", 3 * DDP_NS_PER_S, 0};
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = "c2", .rank = 1,
+                                                 .start_ns = DDP_NS_PER_MS},
+                     echo_client, &cli);
+    ddp_sim_run(sim);
+    CU_ASSERT_EQUAL(ddp_sim_outcome(sim, 1)->rc, 0); /* refused by the fault */
+    CU_ASSERT_EQUAL(ddp_sim_outcome(sim, 2)->rc, 0); /* count = 1: only once */
+    ddp_sim_free(sim);
+
+    sim = two_nodes(10, 0);
+    ddp_sim_add_fault(sim, &(ddp_sim_fault_t){.kind = DDP_FAULT_RESOLVE, .node = -1, .task = -1});
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = "c", .rank = 0},
+                     echo_client, &cli);
+    ddp_sim_run(sim);
+    CU_ASSERT_EQUAL(ddp_sim_outcome(sim, 0)->rc, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_sim_outcome(sim, 0)->message, "cannot resolve"));
+    ddp_sim_free(sim);
+}
+
+static int child_main(ddp_sys_t *sys, void *arg)
+{
+    (void)arg;
+    const char *v = ddp_env_get(ddp_sys_env(sys), "LOCAL_RANK");
+    return v ? atoi(v) + 10 : 99;
+}
+
+static int parent_main(ddp_sys_t *sys, void *arg)
+{
+    (void)arg;
+    int sum = 0;
+    for (int i = 1; i <= 3; i++) {
+        ddp_env_t *env = ddp_env_clone(ddp_sys_env(sys));
+        ddp_env_setf(env, "LOCAL_RANK", "%d", i);
+        ddp_spawn_t sp = {.env = env, .entry = child_main, .name = "child"};
+        ddp_pid_t pid;
+        int rc = ddp_sys_spawn(sys, &sp, &pid);
+        ddp_env_free(env);
+        if (rc)
+            return 1;
+        int st = -1;
+        if (ddp_sys_wait(sys, pid, &st, ddp_sys_deadline_in(sys, DDP_NS_PER_S)))
+            return 2;
+        sum += st;
+    }
+    return sum == 11 + 12 + 13 ? 0 : 3;
+}
+
+static void test_spawn_in_sim(void)
+{
+    ddp_sim_t *sim = two_nodes(11, 0);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "parent", .rank = 0},
+                     parent_main, NULL);
+    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+    CU_ASSERT_EQUAL(ddp_sim_outcome(sim, 0)->rc, 0);
+    CU_ASSERT_EQUAL(ddp_sim_task_count(sim), 4);
+    ddp_sim_free(sim);
+}
+
+static int skew_reader(ddp_sys_t *sys, void *arg)
+{
+    int64_t *out = arg;
+    *out = ddp_sys_now(sys);
+    return 0;
+}
+
+static void test_clock_skew(void)
+{
+    ddp_sim_opts_t o = {.seed = 1};
+    ddp_sim_t *sim = ddp_sim_new(&o);
+    ddp_sim_add_node(sim, "a", "10.0.0.1", 0);
+    ddp_sim_add_node(sim, "b", "10.0.0.2", 7 * DDP_NS_PER_S);
+    int64_t ta = 0, tb = 0;
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "a", .rank = 0}, skew_reader, &ta);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = "b", .rank = 1}, skew_reader, &tb);
+    ddp_sim_run(sim);
+    CU_ASSERT_EQUAL(tb - ta, 7 * DDP_NS_PER_S);
+    ddp_sim_free(sim);
+}
+
+DDP_SUITE("sim", NULL, NULL,
+          {"echo over the virtual network", test_echo},
+          {"refused connect, late-starting server", test_refused_and_late_start},
+          {"deadlock report names task and wait", test_deadlock_report},
+          {"30-minute timeout in virtual time", test_thirty_minutes_virtual},
+          {"same seed same trace, 20 runs", test_determinism},
+          {"partition healing before/after deadline", test_partition},
+          {"crash at phase and node crash at time", test_crash_faults},
+          {"refuse (count) and resolve faults", test_refuse_fault_and_resolve},
+          {"spawn and wait for child tasks", test_spawn_in_sim},
+          {"node clock skew", test_clock_skew})
