@@ -195,8 +195,16 @@ static int advance_time(ddp_sim_t *sim)
     if (sim->cancelling)
         return 0;
     while (sim->nrunnable == 0) {
-        if (sim->nheap == 0)
+        if (sim->nheap == 0 || sim->unfinished == 0)
             return 0;
+        /* A stale timer (its task woke or left) must not move the clock. */
+        const sim_event_t *top = &sim->heap[0];
+        if (top->type == EV_TIMER && (!sim->tasks[top->a]->parked ||
+                                      sim->tasks[top->a]->timer_gen != top->x)) {
+            sim_event_t ev = pop_event(sim);
+            free(ev.data);
+            continue;
+        }
         int64_t t = sim->heap[0].t;
         if (t > sim->o.time_limit_ns + VT0) {
             sim->time_limited = 1;
@@ -310,8 +318,11 @@ void ddp__sim_kill_task(ddp_sim_t *sim, ddp_sim_task_t *t, int crashed)
         /* A dead process's sockets close; a dead node says nothing. */
         ddp__sim_close_task_socks(sim, t->id, !sim->nodes[t->out.node].crashed);
     }
-    if (t->out.state == DDP_SIM_TASK_NEW) {
+    if (!t->started) {
+        if (t->runnable_idx >= 0)
+            return; /* starts, sees it is killed, exits at once */
         t->out.state = crashed ? DDP_SIM_TASK_CRASHED : DDP_SIM_TASK_CANCELED;
+        sim->unfinished--;
         return; /* never started: nothing to unwind */
     }
     if (t->parked)
@@ -324,7 +335,8 @@ static void *task_thread(void *arg)
     ddp_sim_t *sim = t->sim;
     tls_task = t;
     ddp_ident_set_rank(t->out.rank);
-    t->out.state = DDP_SIM_TASK_RUNNING;
+    if (t->out.state == DDP_SIM_TASK_NEW)
+        t->out.state = DDP_SIM_TASK_RUNNING;
     ddp__sim_trace(sim, t->id, "start", "\"node\":\"%s\"",
                    sim->nodes[t->out.node].host);
     int rc = t->killed ? DDP_ECANCELED : t->fn(&t->sys, t->arg);
@@ -336,6 +348,7 @@ static void *task_thread(void *arg)
         t->out.end_ns = sim->vt - VT0;
     }
     t->exit_status = rc < 0 ? 1 : rc > 255 ? 255 : rc;
+    sim->unfinished--;
     ddp__sim_trace(sim, t->id, "exit", "\"rc\":%d,\"state\":%d", rc,
                    (int)t->out.state);
     ddp__sim_close_task_socks(sim, t->id, 1);
@@ -445,6 +458,7 @@ static ddp_sim_task_t *new_task(ddp_sim_t *sim, int node, const char *name,
     t->out.state = DDP_SIM_TASK_NEW;
     t->out.connect_ns = -1;
     sim->tasks[sim->ntasks++] = t;
+    sim->unfinished++;
     return t;
 }
 
@@ -524,6 +538,7 @@ ddp_sim_result_t ddp_sim_run(ddp_sim_t *sim)
             ddp_sim_task_t *t = sim->tasks[i];
             if (t->out.state == DDP_SIM_TASK_NEW) {
                 t->out.state = DDP_SIM_TASK_CANCELED;
+                sim->unfinished--;
                 continue;
             }
             if (t->started && t->out.state == DDP_SIM_TASK_RUNNING) {
@@ -584,12 +599,21 @@ void ddp_sim_free(ddp_sim_t *sim)
         free(sim->files[i].content);
     }
     free(sim->files);
+    for (int i = 0; i < sim->nowned; i++)
+        free(sim->owned[i]);
+    free(sim->owned);
     free(sim->faults);
     free(sim->fault_fired);
     free(sim->trace);
     free(sim->deadlock);
     sem_destroy(&sim->main_sem);
     free(sim);
+}
+
+void ddp_sim_own(ddp_sim_t *sim, void *ptr)
+{
+    sim->owned = xrealloc(sim->owned, sizeof *sim->owned * (size_t)(sim->nowned + 1));
+    sim->owned[sim->nowned++] = ptr;
 }
 
 int ddp_sim_task_count(const ddp_sim_t *sim) { return sim->ntasks; }

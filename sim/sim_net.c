@@ -582,6 +582,7 @@ static int sm_connect(ddp_sys_t *sy, const ddp_addr_t *a, int64_t deadline)
     int64_t start = ddp__sim_task_now(t);
     ddp__sim_trace(sim, t->id, "connect", "\"to\":\"%s\"", as);
     if (fe && fe != ETIMEDOUT) {
+        t->out.retries++;
         ddp_err_set(-fe, "connect to %s failed: %s (injected)", as, strerror(fe));
         return ddp_err_addr("%s", as);
     }
@@ -600,6 +601,7 @@ static int sm_connect(ddp_sys_t *sy, const ddp_addr_t *a, int64_t deadline)
         if (c->state == ST_CLOSED) {
             int e = -c->connect_err;
             c->closed = 1;
+            t->out.retries++;
             ddp__sim_trace(sim, t->id, "connect_failed", "\"to\":\"%s\",\"errno\":\"%s\"",
                            as, strerrorname_np(e));
             ddp_err_set(-e, "connect to %s failed: %s", as, strerror(e));
@@ -607,6 +609,7 @@ static int sm_connect(ddp_sys_t *sy, const ddp_addr_t *a, int64_t deadline)
         }
         if (timed_out(t, deadline, start)) {
             c->closed = 1;
+            t->out.retries++;
             ddp__sim_trace(sim, t->id, "connect_timeout", "\"to\":\"%s\"", as);
             ddp_err_set(DDP_ETIMEOUT, "connect to %s did not complete in time", as);
             ddp_err_addr("%s", as);

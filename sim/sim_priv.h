@@ -107,6 +107,7 @@ struct ddp_sim {
     size_t ltab_cap;
     sem_t main_sem;
     int cancelling;
+    int unfinished; /* tasks not yet exited, crashed or cancelled */
     int time_limited;
     uint64_t handoffs, events;
     ddp_sim_fault_t *faults;
@@ -117,6 +118,8 @@ struct ddp_sim {
     size_t trace_len, trace_cap;
     uint64_t trace_hash, trace_lines;
     char *deadlock;
+    void **owned;
+    int nowned;
 };
 
 /* scheduler (sim.c) */

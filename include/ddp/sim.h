@@ -76,6 +76,9 @@ typedef enum ddp_sim_result {
  * cancelled (their sim calls return DDP_ECANCELED) and unwound. */
 ddp_sim_result_t ddp_sim_run(ddp_sim_t *sim);
 
+/* Frees ptr (malloc'd) with the sim: for task arguments. */
+void ddp_sim_own(ddp_sim_t *sim, void *ptr);
+
 /* Per-task outcome after the run. */
 typedef enum ddp_sim_state {
     DDP_SIM_TASK_NEW,
@@ -93,7 +96,7 @@ typedef struct ddp_sim_outcome {
     char message[512];      /* the task's error message when rc != 0 */
     int64_t end_ns;         /* virtual time it ended */
     int64_t connect_ns;     /* set by ddp_sim_mark_connected (-1 never) */
-    int retries;            /* connect attempts beyond the first */
+    int retries;            /* failed connect attempts */
 } ddp_sim_outcome_t;
 
 int ddp_sim_task_count(const ddp_sim_t *sim);
@@ -157,6 +160,27 @@ typedef struct ddp_sim_fault {
 int ddp_sim_add_fault(ddp_sim_t *sim, const ddp_sim_fault_t *f);
 const char *ddp_sim_fault_kind_name(ddp_sim_fault_kind_t k);
 int ddp_sim_fault_kind_parse(const char *name, ddp_sim_fault_kind_t *out);
+
+/* ---- a store rendezvous workload (tests, benchmarks) ----
+ * Adds a store-server task on node 0 (started at server_start_ns, or never
+ * when server_start_ns < 0) and `ranks` rank tasks in equal blocks over the
+ * nodes (rank r on node r * nodes / ranks); each rank connects to the store through the sim
+ * sys (the real TCPStore client), runs wait-for-workers and the store
+ * barrier, and records its outcome (rc, message, connect time). */
+typedef struct ddp_sim_rendezvous {
+    int ranks;
+    const char *master; /* host name or address of the store; "node0"... */
+    uint16_t port;      /* 0 -> 29500 */
+    int64_t timeout_ns; /* each rank's deadline; 0 -> 300 s */
+    int64_t server_start_ns; /* < 0: the server never starts */
+    int64_t rank_start_ns;   /* every rank starts then */
+    /* filled by the run */
+    int done;                /* ranks that finished (ok or not) */
+    int server_task;
+    int first_rank_task;
+} ddp_sim_rendezvous_t;
+
+int ddp_sim_rendezvous_build(ddp_sim_t *sim, ddp_sim_rendezvous_t *rv);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,176 @@
+/* tests/test_sim_store.c — the real store (server + client, unmodified) in
+ * the simulator: N ranks do wait-for-workers + store barrier under faults. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ddp/err.h"
+#include "ddp/sim.h"
+#include "test.h"
+
+typedef struct {
+    ddp_sim_t *sim;
+    ddp_sim_rendezvous_t rv;
+    ddp_sim_result_t res;
+} rdv_t;
+
+static ddp_sim_t *cluster(uint64_t seed, int nodes, int keep)
+{
+    ddp_sim_opts_t o = {.seed = seed, .keep_trace = keep};
+    ddp_sim_t *sim = ddp_sim_new(&o);
+    for (int i = 0; i < nodes; i++) {
+        char host[16], addr[16];
+        snprintf(host, sizeof host, "node%d", i);
+        snprintf(addr, sizeof addr, "10.0.%d.%d", i / 250, i % 250 + 1);
+        ddp_sim_add_node(sim, host, addr, 0);
+    }
+    return sim;
+}
+
+static int count_ok(rdv_t *r)
+{
+    int ok = 0;
+    for (int i = 0; i < r->rv.ranks; i++) {
+        const ddp_sim_outcome_t *o = ddp_sim_outcome(r->sim, r->rv.first_rank_task + i);
+        ok += o->state == DDP_SIM_TASK_EXITED && o->rc == 0;
+    }
+    return ok;
+}
+
+static const ddp_sim_outcome_t *rank_out(rdv_t *r, int rank)
+{
+    return ddp_sim_outcome(r->sim, r->rv.first_rank_task + rank);
+}
+
+static void run(rdv_t *r) { r->res = ddp_sim_run(r->sim); }
+
+static void test_rendezvous_ok(void)
+{
+    rdv_t r = {.sim = cluster(1, 2, 0), .rv = {.ranks = 8, .timeout_ns = 60 * DDP_NS_PER_S}};
+    CU_ASSERT_EQUAL_FATAL(ddp_sim_rendezvous_build(r.sim, &r.rv), 0);
+    run(&r);
+    CU_ASSERT_EQUAL(r.res, DDP_SIM_DONE);
+    CU_ASSERT_EQUAL(count_ok(&r), 8);
+    CU_ASSERT(rank_out(&r, 7)->connect_ns > 0);
+    ddp_sim_free(r.sim);
+}
+
+static uint64_t rdv_hash(uint64_t seed)
+{
+    rdv_t r = {.sim = cluster(seed, 2, 1), .rv = {.ranks = 8, .timeout_ns = 60 * DDP_NS_PER_S,
+                                                 .server_start_ns = DDP_NS_PER_S}};
+    ddp_sim_rendezvous_build(r.sim, &r.rv);
+    run(&r);
+    ddp_sim_stats_t st;
+    ddp_sim_stats(r.sim, &st);
+    CU_ASSERT_EQUAL(count_ok(&r), 8);
+    ddp_sim_free(r.sim);
+    return st.trace_hash;
+}
+
+static void test_rendezvous_deterministic(void)
+{
+    uint64_t h = rdv_hash(99);
+    int same = 0;
+    for (int i = 0; i < 20; i++)
+        same += rdv_hash(99) == h;
+    CU_ASSERT_EQUAL(same, 20);
+    CU_ASSERT_NOT_EQUAL(rdv_hash(100), h);
+}
+
+static void test_master_late(void)
+{
+    rdv_t r = {.sim = cluster(2, 2, 0),
+               .rv = {.ranks = 8, .timeout_ns = 120 * DDP_NS_PER_S,
+                      .server_start_ns = 20 * DDP_NS_PER_S}};
+    ddp_sim_rendezvous_build(r.sim, &r.rv);
+    run(&r);
+    CU_ASSERT_EQUAL(count_ok(&r), 8);
+    CU_ASSERT(rank_out(&r, 3)->retries > 0);
+    CU_ASSERT(rank_out(&r, 3)->connect_ns >= 20 * DDP_NS_PER_S);
+    ddp_sim_free(r.sim);
+}
+
+static void test_master_never(void)
+{
+    /* The 30-minute default init timeout: costs virtual time only. */
+    rdv_t r = {.sim = cluster(3, 2, 0),
+               .rv = {.ranks = 8, .timeout_ns = 1800 * DDP_NS_PER_S, .server_start_ns = -1}};
+    ddp_sim_rendezvous_build(r.sim, &r.rv);
+    run(&r);
+    CU_ASSERT_EQUAL(r.res, DDP_SIM_DONE);
+    CU_ASSERT_EQUAL(count_ok(&r), 0);
+    for (int i = 0; i < 8; i++) {
+        const ddp_sim_outcome_t *o = rank_out(&r, i);
+        CU_ASSERT_PTR_NOT_NULL(strstr(o->message, "node0"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(o->message, "29500"));
+        CU_ASSERT(o->end_ns >= 1800 * DDP_NS_PER_S);
+        CU_ASSERT(o->end_ns <= 1801 * DDP_NS_PER_S);
+    }
+    ddp_sim_free(r.sim);
+}
+
+static void test_reset_during_wait(void)
+{
+    /* Connections from node1 reset once 60 bytes went out: after VALIDATE,
+     * PING and the init ADD, inside the barrier's WAIT. */
+    rdv_t r = {.sim = cluster(4, 2, 0), .rv = {.ranks = 8, .timeout_ns = 30 * DDP_NS_PER_S}};
+    ddp_sim_add_fault(r.sim, &(ddp_sim_fault_t){.kind = DDP_FAULT_RESET, .node = 1, .task = -1,
+                                                .peer_node = 0, .after_bytes = 60});
+    ddp_sim_rendezvous_build(r.sim, &r.rv);
+    run(&r);
+    CU_ASSERT_EQUAL(r.res, DDP_SIM_DONE); /* nobody hangs */
+    for (int i = 4; i < 8; i++) {
+        const ddp_sim_outcome_t *o = rank_out(&r, i);
+        CU_ASSERT_NOT_EQUAL(o->rc, 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(o->message, "29500"));
+    }
+    ddp_sim_free(r.sim);
+}
+
+static void test_partition_heal(void)
+{
+    for (int late = 0; late < 2; late++) {
+        rdv_t r = {.sim = cluster(5, 2, 0),
+                   .rv = {.ranks = 8, .timeout_ns = 60 * DDP_NS_PER_S}};
+        ddp_sim_add_fault(r.sim, &(ddp_sim_fault_t){.kind = DDP_FAULT_PARTITION,
+                                                    .node_set = 1u << 1,
+                                                    .end_ns = (late ? 90 : 20) * DDP_NS_PER_S});
+        ddp_sim_rendezvous_build(r.sim, &r.rv);
+        run(&r);
+        CU_ASSERT_EQUAL(r.res, DDP_SIM_DONE);
+        if (!late) {
+            CU_ASSERT_EQUAL(count_ok(&r), 8);
+        } else {
+            CU_ASSERT_EQUAL(count_ok(&r), 0);
+            CU_ASSERT(rank_out(&r, 5)->end_ns <= 61 * DDP_NS_PER_S);
+            CU_ASSERT_PTR_NOT_NULL(strstr(rank_out(&r, 0)->message, "4/8"));
+        }
+        ddp_sim_free(r.sim);
+    }
+}
+
+static void test_crashed_client(void)
+{
+    rdv_t r = {.sim = cluster(6, 2, 0), .rv = {.ranks = 8, .timeout_ns = 60 * DDP_NS_PER_S}};
+    ddp_sim_rendezvous_build(r.sim, &r.rv);
+    ddp_sim_add_fault(r.sim, &(ddp_sim_fault_t){.kind = DDP_FAULT_CRASH, .node = -1,
+                                                .task = r.rv.first_rank_task + 5,
+                                                .phase = "barrier"});
+    run(&r);
+    CU_ASSERT_EQUAL(r.res, DDP_SIM_DONE);
+    CU_ASSERT_EQUAL(rank_out(&r, 5)->state, DDP_SIM_TASK_CRASHED);
+    CU_ASSERT_EQUAL(count_ok(&r), 0);
+    const char *m = rank_out(&r, 2)->message;
+    CU_ASSERT_PTR_NOT_NULL(strstr(m, "num_workers_joined=7"));
+    CU_ASSERT(rank_out(&r, 2)->end_ns <= 61 * DDP_NS_PER_S);
+    ddp_sim_free(r.sim);
+}
+
+DDP_SUITE("sim_store", NULL, NULL,
+          {"8 ranks rendezvous on 2 nodes", test_rendezvous_ok},
+          {"store rendezvous trace identical over 20 runs", test_rendezvous_deterministic},
+          {"master starting late: retries then success", test_master_late},
+          {"master never starting: fail by the 30 min deadline", test_master_never},
+          {"connection reset during WAIT", test_reset_during_wait},
+          {"partition healing before vs after the deadline", test_partition_heal},
+          {"crashed client: barrier times out", test_crashed_client})
