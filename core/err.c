@@ -153,7 +153,9 @@ char *ddp_err_format(const ddp_errctx_t *c, char *buf, size_t n)
         PUT(" (peer rank %d)", c->peer);
     if (c->addr[0] && !strstr(c->what, c->addr))
         PUT(" [%s]", c->addr);
-    if (c->waited_ns >= 0)
+    /* Sentences that already say how long ("Timed out after 30.0 s") do
+     * not get the figure twice. */
+    if (c->waited_ns >= 0 && !strstr(c->what, " after "))
         PUT(" after %.1f s", (double)c->waited_ns / 1e9);
     if (c->code)
         PUT(" (%s: %s)", ddp_err_name(c->code), ddp_strerror(c->code));

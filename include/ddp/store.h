@@ -171,8 +171,8 @@ int ddp_store_ping(ddp_store_t *st, int64_t deadline);
 
 /* ---- implementations ---- */
 
-/* In-memory store; waits use the sys clock (sleep-polling on sim-safe steps
- * is not needed: waiters block on a condition variable with the deadline). */
+/* In-memory store (thread-safe). Blocking ops re-check every 1 ms on the sys
+ * clock, so they also work on the simulator's virtual clock. */
 ddp_store_t *ddp_store_memory_new(ddp_sys_t *sys);
 
 /* Prefix store over `base` (not owned). Keys become prefix + "/" + key. */

@@ -1,0 +1,825 @@
+/* core/store_client.c — the TCPStore client (PyTorch >= 2.4 wire protocol,
+ * libuv server; byte layouts in docs/store-protocol.md).
+ *
+ * What it does the way PyTorch's TCPStore client does, and why:
+ *  - every user key goes out as "/" + key (TCPStore's keyPrefix_), so our
+ *    ranks and PyTorch's see the same keys on either side's server; LIST_KEYS
+ *    keeps only "/"-keys and strips the "/" again;
+ *  - get and multi_get are WAIT then GET, so a get blocks until the key
+ *    exists instead of reading "" from the server;
+ *  - a WAIT that outlives the deadline is cancelled with CANCEL_WAIT and the
+ *    reply stream resynchronised (a STOP_WAITING may have crossed the cancel
+ *    on the wire; the WAIT_CANCELED follows it), so the connection stays
+ *    usable after a timeout;
+ *  - connect + VALIDATE + PING are retried together until the connect
+ *    deadline with jittered exponential backoff: a listen-backlog overflow at
+ *    a few thousand ranks shows up as a reset *after* connect succeeded.
+ * Where we go further: every op has a deadline (TCPStore's non-wait ops block
+ * without one), and an op that fails half-way closes the connection — its
+ * reply stream is no longer in step — so later ops fail at once, naming what
+ * broke it, instead of reading someone else's reply.
+ *
+ * One request is in flight per connection: each op sends its request and
+ * reads its whole reply before returning. A client is used by one thread at a
+ * time (a rank owns its client); there is no lock, because in the simulator
+ * a thread parked in a sys call while holding a mutex would stall every rank
+ * that touches it.
+ *
+ * libfiu fault points (docs/fault-points.md):
+ *   store/client/connect   a connect attempt fails with -failinfo
+ *                          (default ECONNREFUSED), then is retried
+ *   store/client/validate  the VALIDATE/PING handshake fails with -failinfo
+ *                          (default ECONNRESET), then is retried
+ *   store/client/wait      a WAIT behaves as if its deadline had passed at
+ *                          once (exercises CANCEL_WAIT and its race)
+ *   store/client/send      sending a request fails with -failinfo (default
+ *                          ECONNRESET): the connection is lost
+ *   store/client/recv      reading a reply fails with -failinfo (default
+ *                          ECONNRESET): the connection is lost
+ */
+#include "ddp/store.h"
+
+#include <errno.h>
+#include <fiu.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ddp/err.h"
+#include "ddp/log.h"
+#include "store_priv.h"
+
+/* After a WAIT timed out, how long the server gets to answer CANCEL_WAIT. */
+#define CANCEL_GRACE_NS (5 * DDP_NS_PER_S)
+/* Largest single bytes value we accept in a reply (the server's own reply
+ * cap): a corrupt length must not become a huge malloc. */
+#define MAX_REPLY_BYTES ((uint64_t)256 << 20)
+/* Largest LIST_KEYS count we accept. */
+#define MAX_LIST_KEYS ((int64_t)16 << 20)
+/* Pause between a QUEUE_POP that lost the race and the next WAIT. */
+#define POP_RETRY_NS DDP_NS_PER_MS
+
+typedef struct client {
+    ddp_store_t st; /* first: the store handle is the client */
+    char host[256];
+    uint16_t port;
+    char addr[300]; /* "host:port" / "[v6]:port", for every message */
+    int fd;         /* -1 once the connection is lost */
+    char lost[320]; /* why it was lost, for the ops that come after */
+    int attempts;
+    ddp_rng_t rng;
+    uint8_t *req; /* the request being built */
+    size_t len, cap;
+    int oom;
+} client_t;
+
+static const ddp_store_ops_t client_ops;
+
+static client_t *C(ddp_store_t *st) { return (client_t *)st; }
+
+/* Fails with -failinfo (or deferr) when the fault point is enabled. */
+static int fault(const char *name, int deferr)
+{
+    if (!fiu_fail(name))
+        return 0;
+    intptr_t fi = (intptr_t)fiu_failinfo();
+    int e = fi > 0 ? (int)fi : deferr;
+    return ddp_err_set(-e, "fault point %s fired (%s)", name, strerror(e));
+}
+
+/* ------------------------------------------------------ request encoding */
+
+static void put(client_t *c, const void *p, size_t n)
+{
+    if (c->oom)
+        return;
+    if (c->len + n > c->cap) {
+        size_t nc = c->cap ? c->cap : 256;
+        while (nc < c->len + n)
+            nc *= 2;
+        uint8_t *r = realloc(c->req, nc);
+        if (!r) {
+            c->oom = 1;
+            return;
+        }
+        c->req = r;
+        c->cap = nc;
+    }
+    if (n)
+        memcpy(c->req + c->len, p, n);
+    c->len += n;
+}
+
+/* Integers go out raw in host order: the protocol is little-endian hosts. */
+static void put_u64(client_t *c, uint64_t v) { put(c, &v, 8); }
+static void put_u32(client_t *c, uint32_t v) { put(c, &v, 4); }
+
+static void put_bytes(client_t *c, const void *p, size_t n)
+{
+    put_u64(c, n);
+    put(c, p, n);
+}
+
+/* A user key: "/" + key, as TCPStore's keyPrefix_. */
+static void put_key(client_t *c, const char *key)
+{
+    size_t n = strlen(key);
+    put_u64(c, n + 1);
+    put(c, "/", 1);
+    put(c, key, n);
+}
+
+static void put_raw_key(client_t *c, const char *key)
+{
+    put_bytes(c, key, strlen(key));
+}
+
+static void put_keys(client_t *c, const char *const *keys, size_t n, int raw)
+{
+    put_u64(c, n);
+    for (size_t i = 0; i < n; i++)
+        raw ? put_raw_key(c, keys[i]) : put_key(c, keys[i]);
+}
+
+static void begin(client_t *c, int op)
+{
+    c->len = 0;
+    c->oom = 0;
+    uint8_t b = (uint8_t)op;
+    put(c, &b, 1);
+}
+
+/* ------------------------------------------------------- failure paths */
+
+/* The stream is out of step (or gone): close it and remember why. */
+static void poison(client_t *c, const char *why)
+{
+    if (c->fd >= 0) {
+        ddp_sys_close(c->st.sys, c->fd);
+        c->fd = -1;
+    }
+    snprintf(c->lost, sizeof c->lost, "%s", why);
+}
+
+/* An I/O failure during op: timeout or lost connection, connection closed. */
+static int io_fail(client_t *c, int rc, int op, const char *doing)
+{
+    char cause[200];
+    snprintf(cause, sizeof cause, "%s", ddp_err_ctx()->what);
+    if (rc == DDP_ETIMEOUT || rc == -EAGAIN) {
+        ddp_err_set(DDP_ETIMEOUT, "timed out %s %s (store at %s)", doing,
+                    ddp_store_op_name(op), c->addr);
+    } else {
+        ddp_err_set(DDP_EPEER_LOST,
+                    "lost the connection to the store at %s while %s %s (%s: "
+                    "%s)",
+                    c->addr, doing, ddp_store_op_name(op), ddp_err_name(rc),
+                    cause[0] ? cause : ddp_strerror(rc));
+        ddp_err_hint("is the master (rank 0) still alive?");
+    }
+    poison(c, ddp_err_ctx()->what);
+    return ddp_err_addr("%s", c->addr);
+}
+
+static int proto_fail(client_t *c, int op, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int proto_fail(client_t *c, int op, const char *fmt, ...)
+{
+    char what[200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    ddp_err_set(DDP_EPROTOCOL,
+                "the store at %s sent a bad reply to %s: %s", c->addr,
+                ddp_store_op_name(op), what);
+    ddp_err_hint("is a TCPStore-protocol server (PyTorch >= 2.4) listening "
+                 "there?");
+    poison(c, ddp_err_ctx()->what);
+    return ddp_err_addr("%s", c->addr);
+}
+
+static int check_alive(client_t *c)
+{
+    if (c->fd >= 0)
+        return 0;
+    ddp_err_set(DDP_EPEER_LOST, "the connection to the store at %s is gone "
+                                "(earlier: %s)",
+                c->addr, c->lost);
+    return ddp_err_addr("%s", c->addr);
+}
+
+/* ----------------------------------------------------------- transport */
+
+static int send_req(client_t *c, int op, int64_t deadline)
+{
+    int rc = check_alive(c);
+    if (rc)
+        return rc;
+    if (c->oom)
+        return ddp_err_set(-ENOMEM, "out of memory building a %zu-byte %s "
+                                    "request",
+                           c->len, ddp_store_op_name(op));
+    if ((rc = fault("store/client/send", ECONNRESET)) == 0)
+        rc = ddp_sys_send_all(c->st.sys, c->fd, c->req, c->len, deadline);
+    return rc ? io_fail(c, rc, op, "sending") : 0;
+}
+
+static int recv_exact(client_t *c, void *buf, size_t n, int op,
+                      int64_t deadline)
+{
+    int rc = check_alive(c);
+    if (rc)
+        return rc;
+    if ((rc = fault("store/client/recv", ECONNRESET)) == 0)
+        rc = ddp_sys_recv_all(c->st.sys, c->fd, buf, n, deadline);
+    return rc ? io_fail(c, rc, op, "reading the reply to") : 0;
+}
+
+static int rd_u8(client_t *c, uint8_t *v, int op, int64_t deadline)
+{
+    return recv_exact(c, v, 1, op, deadline);
+}
+
+static int rd_i64(client_t *c, int64_t *v, int op, int64_t deadline)
+{
+    return recv_exact(c, v, 8, op, deadline);
+}
+
+static int rd_bytes(client_t *c, ddp_buf_t *out, int op, int64_t deadline)
+{
+    uint64_t n = 0;
+    int rc = recv_exact(c, &n, 8, op, deadline);
+    if (rc)
+        return rc;
+    if (n > MAX_REPLY_BYTES)
+        return proto_fail(c, op, "a value of %" PRIu64 " bytes (more than "
+                                 "%" PRIu64 ")",
+                          n, MAX_REPLY_BYTES);
+    /* One spare byte so a value can always be read as a C string. */
+    uint8_t *p = malloc((size_t)n + 1);
+    if (!p) {
+        poison(c, "out of memory for a reply");
+        return ddp_err_set(-ENOMEM, "out of memory for a %" PRIu64
+                                    "-byte %s reply",
+                           n, ddp_store_op_name(op));
+    }
+    if ((rc = recv_exact(c, p, (size_t)n, op, deadline)) != 0) {
+        free(p);
+        return rc;
+    }
+    p[n] = '\0';
+    out->data = p;
+    out->len = (size_t)n;
+    return 0;
+}
+
+/* -------------------------------------------------------------- WAIT */
+
+/* Why a wait ended without STOP_WAITING: the error to return. */
+static int wait_timeout(client_t *c, const char *const *keys, size_t n,
+                        int64_t start, const char *cancel_err)
+{
+    char ks[320];
+    int64_t now = ddp_sys_now(c->st.sys);
+    ddp_err_set(DDP_ETIMEOUT, "Timed out after %.1f s waiting for keys %s on "
+                              "%s%s%s",
+                ddp__store_secs(start, now),
+                ddp__store_fmt_keys(keys, n, ks, sizeof ks), c->addr,
+                cancel_err ? "; then lost the connection cancelling the "
+                             "wait: "
+                           : "",
+                cancel_err ? cancel_err : "");
+    ddp_err_hint("the rank that sets these keys may have failed, not "
+                 "started, or use another MASTER_ADDR/MASTER_PORT");
+    ddp_err_waited(now - start);
+    return ddp_err_addr("%s", c->addr);
+}
+
+/* CANCEL_WAIT, then read up to the WAIT_CANCELED: 0 resynchronised. */
+static int cancel_wait(client_t *c)
+{
+    int64_t dl = ddp_sys_deadline_in(c->st.sys, CANCEL_GRACE_NS);
+    begin(c, DDP_STORE_OP_CANCEL_WAIT);
+    int rc = send_req(c, DDP_STORE_OP_CANCEL_WAIT, dl);
+    uint8_t r = 0;
+    if (rc == 0)
+        rc = rd_u8(c, &r, DDP_STORE_OP_CANCEL_WAIT, dl);
+    /* The server answered the WAIT before it saw the cancel: drop that
+     * STOP_WAITING, the WAIT_CANCELED comes next. */
+    if (rc == 0 && r == DDP_STORE_STOP_WAITING)
+        rc = rd_u8(c, &r, DDP_STORE_OP_CANCEL_WAIT, dl);
+    if (rc == 0 && r != DDP_STORE_WAIT_CANCELED)
+        rc = proto_fail(c, DDP_STORE_OP_CANCEL_WAIT,
+                        "reply code %u instead of WAIT_CANCELED", r);
+    return rc;
+}
+
+static int do_wait(client_t *c, const char *const *keys, size_t n, int raw,
+                   int64_t deadline)
+{
+    int64_t start = ddp_sys_now(c->st.sys);
+    begin(c, DDP_STORE_OP_WAIT);
+    put_keys(c, keys, n, raw);
+    int rc = send_req(c, DDP_STORE_OP_WAIT, deadline);
+    if (rc)
+        return rc;
+    ssize_t r = DDP_ETIMEOUT;
+    uint8_t b = 0;
+    if (!fiu_fail("store/client/wait")) {
+        if ((rc = fault("store/client/recv", ECONNRESET)) != 0)
+            return io_fail(c, rc, DDP_STORE_OP_WAIT, "waiting for");
+        /* One byte with the caller's deadline: this is the only read that
+         * may legitimately outlive it, and then we cancel. */
+        r = ddp_sys_recv(c->st.sys, c->fd, &b, 1, deadline);
+    }
+    if (r == 1) {
+        if (b != DDP_STORE_STOP_WAITING)
+            return proto_fail(c, DDP_STORE_OP_WAIT,
+                              "reply code %u instead of STOP_WAITING", b);
+        return 0;
+    }
+    if (r == 0) {
+        ddp_err_set(DDP_EPEER_LOST, "connection closed by the server");
+        return io_fail(c, DDP_EPEER_LOST, DDP_STORE_OP_WAIT, "waiting for");
+    }
+    if (r != DDP_ETIMEOUT && r != -EAGAIN)
+        return io_fail(c, (int)r, DDP_STORE_OP_WAIT, "waiting for");
+    char cerr[200] = "";
+    if (cancel_wait(c) != 0)
+        snprintf(cerr, sizeof cerr, "%s", ddp_err_ctx()->what);
+    return wait_timeout(c, keys, n, start, cerr[0] ? cerr : NULL);
+}
+
+/* ------------------------------------------------------------- the ops */
+
+/* SET, APPEND, QUEUE_PUSH: key + value, no reply. */
+static int key_value_req(ddp_store_t *st, int op, const char *key,
+                         const void *val, size_t n, int64_t deadline)
+{
+    client_t *c = C(st);
+    begin(c, op);
+    put_key(c, key);
+    put_bytes(c, val, n);
+    return send_req(c, op, deadline);
+}
+
+/* GETNUMKEYS, DELETE_KEY, QUEUE_LEN, ADD: optional key (+ delta) -> i64. */
+static int i64_req(client_t *c, int op, const char *key, int raw,
+                   const int64_t *delta, int64_t *out, int64_t deadline)
+{
+    begin(c, op);
+    if (key)
+        raw ? put_raw_key(c, key) : put_key(c, key);
+    if (delta)
+        put_u64(c, (uint64_t)*delta);
+    int rc = send_req(c, op, deadline);
+    return rc ? rc : rd_i64(c, out, op, deadline);
+}
+
+/* GET, COMPARE_SET: request already built -> bytes. */
+static int bytes_req(client_t *c, int op, ddp_buf_t *out, int64_t deadline)
+{
+    int rc = send_req(c, op, deadline);
+    return rc ? rc : rd_bytes(c, out, op, deadline);
+}
+
+static int c_set(ddp_store_t *st, const char *key, const void *val, size_t n,
+                 int64_t deadline)
+{
+    return key_value_req(st, DDP_STORE_OP_SET, key, val, n, deadline);
+}
+
+static int c_append(ddp_store_t *st, const char *key, const void *val,
+                    size_t n, int64_t deadline)
+{
+    return key_value_req(st, DDP_STORE_OP_APPEND, key, val, n, deadline);
+}
+
+static int c_queue_push(ddp_store_t *st, const char *key, const void *val,
+                        size_t n, int64_t deadline)
+{
+    return key_value_req(st, DDP_STORE_OP_QUEUE_PUSH, key, val, n, deadline);
+}
+
+static int c_compare_set(ddp_store_t *st, const char *key,
+                         const void *expected, size_t en, const void *desired,
+                         size_t dn, ddp_buf_t *out, int64_t deadline)
+{
+    client_t *c = C(st);
+    begin(c, DDP_STORE_OP_COMPARE_SET);
+    put_key(c, key);
+    put_bytes(c, expected, en);
+    put_bytes(c, desired, dn);
+    return bytes_req(c, DDP_STORE_OP_COMPARE_SET, out, deadline);
+}
+
+static int c_get(ddp_store_t *st, const char *key, ddp_buf_t *out,
+                 int64_t deadline)
+{
+    client_t *c = C(st);
+    int rc = do_wait(c, &key, 1, 0, deadline);
+    if (rc)
+        return rc;
+    begin(c, DDP_STORE_OP_GET);
+    put_key(c, key);
+    return bytes_req(c, DDP_STORE_OP_GET, out, deadline);
+}
+
+static int c_add(ddp_store_t *st, const char *key, int64_t delta, int64_t *out,
+                 int64_t deadline)
+{
+    return i64_req(C(st), DDP_STORE_OP_ADD, key, 0, &delta, out, deadline);
+}
+
+int ddp__store_client_add_raw(ddp_store_t *st, const char *key, int64_t delta,
+                              int64_t *out, int64_t deadline)
+{
+    return i64_req(C(st), DDP_STORE_OP_ADD, key, 1, &delta, out, deadline);
+}
+
+static int c_check(ddp_store_t *st, const char *const *keys, size_t n,
+                   int64_t deadline)
+{
+    client_t *c = C(st);
+    begin(c, DDP_STORE_OP_CHECK);
+    put_keys(c, keys, n, 0);
+    uint8_t r = 0;
+    int rc = send_req(c, DDP_STORE_OP_CHECK, deadline);
+    if (rc == 0)
+        rc = rd_u8(c, &r, DDP_STORE_OP_CHECK, deadline);
+    if (rc)
+        return rc;
+    if (r != DDP_STORE_READY && r != DDP_STORE_NOT_READY)
+        return proto_fail(c, DDP_STORE_OP_CHECK,
+                          "reply code %u instead of READY/NOT_READY", r);
+    return r == DDP_STORE_READY;
+}
+
+static int c_wait(ddp_store_t *st, const char *const *keys, size_t n,
+                  int64_t deadline)
+{
+    return do_wait(C(st), keys, n, 0, deadline);
+}
+
+static int c_num_keys(ddp_store_t *st, int64_t *out, int64_t deadline)
+{
+    return i64_req(C(st), DDP_STORE_OP_GETNUMKEYS, NULL, 0, NULL, out,
+                   deadline);
+}
+
+static int c_delete_key(ddp_store_t *st, const char *key, int64_t deadline)
+{
+    int64_t n = 0;
+    int rc = i64_req(C(st), DDP_STORE_OP_DELETE_KEY, key, 0, NULL, &n,
+                     deadline);
+    if (rc)
+        return rc;
+    if (n != 0 && n != 1)
+        return proto_fail(C(st), DDP_STORE_OP_DELETE_KEY,
+                          "%" PRId64 " keys deleted", n);
+    return (int)n;
+}
+
+static int c_multi_get(ddp_store_t *st, const char *const *keys, size_t n,
+                       ddp_buf_t *out, int64_t deadline)
+{
+    client_t *c = C(st);
+    int rc = do_wait(c, keys, n, 0, deadline);
+    if (rc)
+        return rc;
+    begin(c, DDP_STORE_OP_MULTI_GET);
+    put_keys(c, keys, n, 0);
+    if ((rc = send_req(c, DDP_STORE_OP_MULTI_GET, deadline)) != 0)
+        return rc;
+    for (size_t i = 0; i < n; i++) {
+        if ((rc = rd_bytes(c, &out[i], DDP_STORE_OP_MULTI_GET, deadline))) {
+            for (size_t j = 0; j < i; j++)
+                ddp_buf_free(&out[j]);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+static int c_multi_set(ddp_store_t *st, const char *const *keys,
+                       const ddp_buf_t *vals, size_t n, int64_t deadline)
+{
+    client_t *c = C(st);
+    begin(c, DDP_STORE_OP_MULTI_SET);
+    put_u64(c, n);
+    for (size_t i = 0; i < n; i++) {
+        put_key(c, keys[i]);
+        put_bytes(c, vals[i].data, vals[i].len);
+    }
+    return send_req(c, DDP_STORE_OP_MULTI_SET, deadline);
+}
+
+static int c_queue_pop(ddp_store_t *st, const char *key, ddp_buf_t *out,
+                       int64_t deadline)
+{
+    client_t *c = C(st);
+    int64_t start = ddp_sys_now(c->st.sys);
+    for (;;) {
+        /* Blocking pop as TCPStore does it: WAIT for the key, then pop. */
+        int rc = do_wait(c, &key, 1, 0, deadline);
+        if (rc)
+            return rc;
+        int64_t len = 0;
+        begin(c, DDP_STORE_OP_QUEUE_POP);
+        put_key(c, key);
+        if ((rc = send_req(c, DDP_STORE_OP_QUEUE_POP, deadline)) != 0 ||
+            (rc = rd_i64(c, &len, DDP_STORE_OP_QUEUE_POP, deadline)) != 0)
+            return rc;
+        if (len < 0)
+            return proto_fail(c, DDP_STORE_OP_QUEUE_POP,
+                              "queue length %" PRId64, len);
+        if (len > 0)
+            return rd_bytes(c, out, DDP_STORE_OP_QUEUE_POP, deadline);
+        /* Another popper won the element, or the key holds a plain value
+         * (WAIT counts it as present): try again until the deadline. */
+        int64_t now = ddp_sys_now(c->st.sys);
+        if (now >= deadline) {
+            ddp_err_set(DDP_ETIMEOUT, "Timed out after %.1f s popping from "
+                                      "queue \"%.64s\" on %s: it stayed "
+                                      "empty",
+                        ddp__store_secs(start, now), key, c->addr);
+            ddp_err_waited(now - start);
+            return ddp_err_addr("%s", c->addr);
+        }
+        int64_t wake = now + POP_RETRY_NS;
+        if ((rc = ddp_sys_sleep_until(c->st.sys,
+                                      wake < deadline ? wake : deadline)))
+            return rc;
+    }
+}
+
+static int c_queue_len(ddp_store_t *st, const char *key, int64_t *out,
+                       int64_t deadline)
+{
+    return i64_req(C(st), DDP_STORE_OP_QUEUE_LEN, key, 0, NULL, out,
+                   deadline);
+}
+
+static int c_list_keys(ddp_store_t *st, char ***keys, size_t *nkeys,
+                       int64_t deadline)
+{
+    client_t *c = C(st);
+    int64_t n = 0;
+    int rc = i64_req(c, DDP_STORE_OP_LIST_KEYS, NULL, 0, NULL, &n, deadline);
+    if (rc)
+        return rc;
+    if (n < 0 || n > MAX_LIST_KEYS)
+        return proto_fail(c, DDP_STORE_OP_LIST_KEYS, "a count of %" PRId64,
+                          n);
+    char **out = calloc((size_t)n + 1, sizeof *out);
+    if (!out) {
+        poison(c, "out of memory for LIST_KEYS");
+        return ddp_err_set(-ENOMEM, "out of memory listing %" PRId64 " keys",
+                           n);
+    }
+    size_t kept = 0;
+    for (int64_t i = 0; i < n; i++) {
+        ddp_buf_t b = {0};
+        if ((rc = rd_bytes(c, &b, DDP_STORE_OP_LIST_KEYS, deadline)) != 0) {
+            ddp_store_free_keys(out, kept);
+            return rc;
+        }
+        /* Only "/"-keys are user keys (others: "init/" and the like). */
+        if (b.len >= 1 && b.data[0] == '/') {
+            memmove(b.data, b.data + 1, b.len); /* with the NUL */
+            out[kept++] = (char *)b.data;
+        } else {
+            ddp_buf_free(&b);
+        }
+    }
+    *keys = out;
+    *nkeys = kept;
+    return 0;
+}
+
+/* PING round trip on fd (also the handshake's second half). */
+static int ping_req(client_t *c, int64_t deadline)
+{
+    uint32_t nonce = (uint32_t)ddp_rng_next(&c->rng), echo = 0;
+    begin(c, DDP_STORE_OP_PING);
+    put_u32(c, nonce);
+    int rc = send_req(c, DDP_STORE_OP_PING, deadline);
+    if (rc == 0)
+        rc = recv_exact(c, &echo, 4, DDP_STORE_OP_PING, deadline);
+    if (rc == 0 && echo != nonce)
+        rc = proto_fail(c, DDP_STORE_OP_PING,
+                        "nonce 0x%08" PRIx32 " echoed as 0x%08" PRIx32, nonce,
+                        echo);
+    return rc;
+}
+
+static int c_ping(ddp_store_t *st, int64_t deadline)
+{
+    return ping_req(C(st), deadline);
+}
+
+static void c_free(ddp_store_t *st)
+{
+    client_t *c = C(st);
+    if (c->fd >= 0)
+        ddp_sys_close(c->st.sys, c->fd);
+    free(c->req);
+    free(c);
+}
+
+static const ddp_store_ops_t client_ops = {
+    .name = "tcp",
+    .set = c_set,
+    .compare_set = c_compare_set,
+    .get = c_get,
+    .add = c_add,
+    .check = c_check,
+    .wait = c_wait,
+    .num_keys = c_num_keys,
+    .delete_key = c_delete_key,
+    .append = c_append,
+    .multi_get = c_multi_get,
+    .multi_set = c_multi_set,
+    .queue_push = c_queue_push,
+    .queue_pop = c_queue_pop,
+    .queue_len = c_queue_len,
+    .list_keys = c_list_keys,
+    .ping = c_ping,
+    .free = c_free,
+};
+
+int ddp__store_is_client(const ddp_store_t *st)
+{
+    return st && st->ops == &client_ops;
+}
+
+const char *ddp__store_client_addr(const ddp_store_t *st)
+{
+    return ddp__store_is_client(st) ? ((const client_t *)st)->addr : "";
+}
+
+int ddp_store_client_attempts(const ddp_store_t *st)
+{
+    return ddp__store_is_client(st) ? ((const client_t *)st)->attempts : 0;
+}
+
+/* ------------------------------------------------------------- connect */
+
+/* Failures worth another attempt: the master is not up yet, is overloaded
+ * (backlog overflow resets), or the network/name service is flaky. */
+static int retryable(int rc)
+{
+    switch (rc) {
+    case -ECONNREFUSED:
+    case -ECONNRESET:
+    case -ECONNABORTED:
+    case -EPIPE:
+    case -ETIMEDOUT:
+    case -EHOSTUNREACH:
+    case -ENETUNREACH:
+    case -EHOSTDOWN:
+    case -ENETDOWN:
+    case -EAGAIN:
+    case -EINTR:
+    case -EADDRNOTAVAIL: /* ephemeral ports briefly exhausted */
+    case DDP_ETIMEOUT:
+    case DDP_ENOT_FOUND: /* name resolution */
+    case DDP_EPEER_LOST:
+    case DDP_EPROTOCOL: /* garbage from a half-started or foreign server */
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* One attempt: resolve, connect to the first address that accepts, then
+ * VALIDATE + PING. 0 with c->fd set, or the failure. */
+static int attempt(client_t *c, int64_t deadline)
+{
+    ddp_sys_t *sys = c->st.sys;
+    ddp_addr_t addrs[8];
+    int n = ddp_sys_resolve(sys, c->host, c->port, addrs, 8);
+    if (n < 0)
+        return n;
+    int rc = fault("store/client/connect", ECONNREFUSED);
+    int fd = rc;
+    for (int i = 0; rc == 0 && i < n; i++) {
+        fd = ddp_sys_connect(sys, &addrs[i], deadline);
+        if (fd >= 0 || !retryable(fd))
+            break;
+    }
+    if (fd < 0)
+        return fd;
+    c->fd = fd;
+    c->lost[0] = '\0';
+    /* VALIDATE has no reply: send it with the PING in one segment. */
+    begin(c, DDP_STORE_OP_VALIDATE);
+    put_u32(c, DDP_STORE_MAGIC);
+    if ((rc = fault("store/client/validate", ECONNRESET)) != 0) {
+        poison(c, "handshake fault");
+        return rc;
+    }
+    if ((rc = send_req(c, DDP_STORE_OP_VALIDATE, deadline)) != 0)
+        return rc;
+    return ping_req(c, deadline);
+}
+
+/* The next backoff delay, PyTorch's ExponentialBackoffWithJitter shape:
+ * uniform in cur * [1 - jitter, 1 + jitter], then cur grows by factor up to
+ * the cap. */
+static int64_t next_backoff(ddp_rng_t *rng, double *cur, double factor,
+                            double cap, double jitter)
+{
+    double lo = *cur * (1.0 - jitter), hi = *cur * (1.0 + jitter);
+    double d = lo + (hi - lo) * ddp_rng_double(rng);
+    *cur = *cur * factor < cap ? *cur * factor : cap;
+    return d < 0 ? 0 : (int64_t)d;
+}
+
+ddp_store_t *ddp_store_client_connect(ddp_sys_t *sys,
+                                      const ddp_store_client_opts_t *opts,
+                                      int *err)
+{
+    int dummy;
+    if (!err)
+        err = &dummy;
+    if (!sys || !opts || !opts->host || !opts->host[0] ||
+        strlen(opts->host) >= sizeof ((client_t *)0)->host) {
+        *err = ddp_err_set(DDP_ECONFIG, "store client: no master address "
+                                        "given (MASTER_ADDR)");
+        return NULL;
+    }
+    client_t *c = calloc(1, sizeof *c);
+    if (!c) {
+        *err = ddp_err_set(-ENOMEM, "out of memory for a store client");
+        return NULL;
+    }
+    c->st.ops = &client_ops;
+    c->st.sys = sys;
+    c->st.impl = c;
+    c->fd = -1;
+    snprintf(c->host, sizeof c->host, "%s", opts->host);
+    c->port = opts->port ? opts->port : DDP_STORE_DEFAULT_PORT;
+    snprintf(c->addr, sizeof c->addr,
+             strchr(c->host, ':') ? "[%s]:%u" : "%s:%u", c->host,
+             (unsigned)c->port);
+    ddp_rng_seed(&c->rng, opts->seed);
+
+    double cur = opts->backoff_initial_ns > 0 ? (double)opts->backoff_initial_ns
+                                              : 500.0 * DDP_NS_PER_MS;
+    double factor = opts->backoff_factor > 0 ? opts->backoff_factor : 1.5;
+    double cap = opts->backoff_max_ns > 0 ? (double)opts->backoff_max_ns
+                                          : 60.0 * DDP_NS_PER_S;
+    double jitter = opts->jitter > 0 ? opts->jitter : 0.5;
+    if (jitter > 1.0)
+        jitter = 1.0;
+    int64_t deadline = opts->connect_deadline;
+    int64_t start = ddp_sys_now(sys);
+    int rc;
+    char last[320] = "";
+    for (;;) {
+        c->attempts++;
+        rc = attempt(c, deadline);
+        if (rc == 0) {
+            if (c->attempts > 1)
+                ddp_debug("store: connected to %s after %d attempts in %.1f "
+                          "s",
+                          c->addr, c->attempts,
+                          ddp__store_secs(start, ddp_sys_now(sys)));
+            return &c->st;
+        }
+        snprintf(last, sizeof last, "%s", ddp_err_ctx()->what);
+        poison(c, last);
+        int64_t now = ddp_sys_now(sys);
+        if (!retryable(rc) || now >= deadline)
+            break;
+        int64_t delay = next_backoff(&c->rng, &cur, factor, cap, jitter);
+        ddp_debug("store: connect attempt %d to %s failed (%s: %s); retrying "
+                  "in %.0f ms",
+                  c->attempts, c->addr, ddp_err_name(rc), last,
+                  (double)delay / 1e6);
+        int64_t wake = delay >= deadline - now ? deadline : now + delay;
+        int src = ddp_sys_sleep_until(sys, wake);
+        if (src != 0) { /* interrupted, or the simulator killed us */
+            rc = src;
+            snprintf(last, sizeof last, "%s", ddp_err_ctx()->what);
+            break;
+        }
+        if (ddp_sys_now(sys) >= deadline)
+            break;
+    }
+    int64_t waited = ddp_sys_now(sys) - start;
+    ddp_err_set(rc, "could not connect to the store at %s (%d attempt%s; "
+                    "last error: %s)",
+                c->addr, c->attempts, c->attempts == 1 ? "" : "s", last);
+    ddp_err_addr("%s", c->addr);
+    ddp_err_waited(waited);
+    ddp_err_hint("is the master (rank 0) running and reachable? check "
+                 "MASTER_ADDR/MASTER_PORT");
+    *err = rc;
+    c_free(&c->st);
+    return NULL;
+}

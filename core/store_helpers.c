@@ -1,0 +1,160 @@
+/* core/store_helpers.c — the two store rendezvous steps PyTorch runs during
+ * init, on any store (tcp, memory, prefix):
+ *  - wait_for_workers: TCPStore(wait_for_workers=True). Every rank ADDs 1
+ *    to "init/"; only rank 0 waits, polling the count every 10 ms as
+ *    TCPStore's master does. On a tcp client the key goes out raw (no "/"),
+ *    as TCPStore sends its own init key, so a PyTorch master counts us.
+ *  - barrier: distributed_c10d._store_based_barrier. ADD 1 to
+ *    "store_based_barrier_key:<group>"; the rank whose ADD returns the world
+ *    size sets "<key>:last_worker"; everyone WAITs for that key.
+ * Both cost O(1) round trips per rank (plus rank 0's polls), so 1,000 ranks
+ * on one server take a few thousand requests. */
+#include "ddp/store.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ddp/err.h"
+#include "ddp/log.h"
+#include "store_priv.h"
+
+#define INIT_KEY "init/"
+#define BARRIER_PREFIX "store_based_barrier_key"
+/* Rank 0's poll interval for the init count (TCPStore: 10 ms). */
+#define WORKERS_POLL_NS (10 * DDP_NS_PER_MS)
+/* How long the count may take to read back once a wait has timed out. */
+#define REPORT_GRACE_NS DDP_NS_PER_S
+/* The barrier logs progress this often (PyTorch: 10 s + 1 s per 1,000). */
+#define BARRIER_LOG_NS (10 * DDP_NS_PER_S)
+
+static int init_add(ddp_store_t *st, int64_t delta, int64_t *out,
+                    int64_t deadline)
+{
+    if (ddp__store_is_client(st))
+        return ddp__store_client_add_raw(st, INIT_KEY, delta, out, deadline);
+    return ddp_store_add(st, INIT_KEY, delta, out, deadline);
+}
+
+static int bad_args(const char *what, int rank, int world)
+{
+    return ddp_err_set(DDP_ECONFIG, "%s: rank %d / world size %d is not a "
+                                    "valid rank assignment",
+                       what, rank, world);
+}
+
+int ddp_store_wait_for_workers(ddp_store_t *st, int rank, int world,
+                               int64_t deadline)
+{
+    if (!st || world < 1 || rank < 0 || rank >= world)
+        return bad_args("wait_for_workers", rank, world);
+    ddp_sys_t *sys = st->sys;
+    int64_t start = ddp_sys_now(sys), joined = 0;
+    int rc = init_add(st, 1, &joined, deadline);
+    if (rc || rank != 0)
+        return rc;
+    for (;;) {
+        if (joined >= world)
+            return 0;
+        int64_t now = ddp_sys_now(sys);
+        if (now >= deadline)
+            break;
+        int64_t wake = deadline - now > WORKERS_POLL_NS
+                           ? now + WORKERS_POLL_NS
+                           : deadline;
+        if ((rc = ddp_sys_sleep_until(sys, wake)) != 0)
+            return rc;
+        /* ADD 0 reads the count in one round trip (GET would need WAIT +
+         * GET and a parse). */
+        if ((rc = init_add(st, 0, &joined, deadline)) != 0) {
+            if (rc != DDP_ETIMEOUT)
+                return rc;
+            break; /* the deadline fell inside the poll: report the count */
+        }
+    }
+    int64_t now = ddp_sys_now(sys);
+    ddp_err_set(DDP_ETIMEOUT, "Timed out after %.1f seconds waiting for "
+                              "clients. %" PRId64 "/%d clients joined.",
+                ddp__store_secs(start, now), joined, world);
+    ddp_err_hint("%" PRId64 " rank(s) never connected to the store: check "
+                 "that every rank was started and uses the same "
+                 "MASTER_ADDR/MASTER_PORT and WORLD_SIZE",
+                 (int64_t)world - joined);
+    ddp_err_waited(now - start);
+    const char *addr = ddp__store_client_addr(st);
+    if (addr[0])
+        ddp_err_addr("%s", addr);
+    return DDP_ETIMEOUT;
+}
+
+int ddp_store_barrier(ddp_store_t *st, const char *group, int world,
+                      int64_t deadline)
+{
+    if (!st || !group || world < 1)
+        return ddp_err_set(DDP_ECONFIG, "store barrier needs a store, a "
+                                        "group name and world size >= 1 "
+                                        "(got %d)",
+                           world);
+    ddp_sys_t *sys = st->sys;
+    size_t gl = strlen(group);
+    /* One allocation: "<prefix>:<group>:last_worker"; key ends at the
+     * second ':' (cut with a NUL into a copy). */
+    size_t kl = sizeof BARRIER_PREFIX + gl; /* with ':' */
+    char *key = malloc(2 * kl + 1 + sizeof ":last_worker");
+    if (!key)
+        return ddp_err_set(-ENOMEM, "store barrier: out of memory");
+    snprintf(key, kl + 1, BARRIER_PREFIX ":%s", group);
+    char *last = key + kl + 1;
+    memcpy(last, key, kl);
+    memcpy(last + kl, ":last_worker", sizeof ":last_worker");
+
+    int64_t start = ddp_sys_now(sys), joined = 0;
+    int rc = ddp_store_add(st, key, 1, &joined, deadline);
+    /* Exactly one rank sees the world size: it releases everyone. */
+    if (rc == 0 && joined == world)
+        rc = ddp_store_set(st, last, "1", 1, deadline);
+    if (rc == 0 && joined > world)
+        ddp_warn("store barrier %s: %" PRId64 " ranks joined a world of %d "
+                 "(barrier reused, or ranks disagree on the world size)",
+                 key, joined, world);
+    const char *const lk[1] = {last};
+    int64_t slice = BARRIER_LOG_NS + (int64_t)world * DDP_NS_PER_MS;
+    while (rc == 0) {
+        int64_t now = ddp_sys_now(sys);
+        int64_t until = deadline - now > slice ? now + slice : deadline;
+        rc = ddp_store_wait(st, lk, 1, until);
+        if (rc != DDP_ETIMEOUT || ddp_sys_now(sys) >= deadline)
+            break;
+        int64_t n = -1;
+        ddp_store_add(st, key, 0, &n,
+                      ddp_sys_deadline_in(sys, REPORT_GRACE_NS));
+        ddp_info("store barrier %s: %" PRId64 "/%d ranks joined after %.0f s",
+                 key, n, world, ddp__store_secs(start, ddp_sys_now(sys)));
+        rc = 0;
+    }
+    if (rc == DDP_ETIMEOUT) {
+        /* Read who made it, for the message (the wait is cancelled, so
+         * the connection is still in step). */
+        int64_t n = -1;
+        ddp_store_add(st, key, 0, &n,
+                      ddp_sys_deadline_in(sys, REPORT_GRACE_NS));
+        int64_t now = ddp_sys_now(sys);
+        char joined_s[24] = "unknown";
+        if (n >= 0)
+            snprintf(joined_s, sizeof joined_s, "%" PRId64, n);
+        ddp_err_set(DDP_ETIMEOUT, "Timed out after %.1f s in the store-based "
+                                  "barrier for key %s (world_size=%d, "
+                                  "num_workers_joined=%s)",
+                    ddp__store_secs(start, now), key, world, joined_s);
+        ddp_err_hint("a rank never reached the barrier: check that every "
+                     "rank started and agrees on WORLD_SIZE");
+        ddp_err_waited(now - start);
+        const char *addr = ddp__store_client_addr(st);
+        if (addr[0])
+            ddp_err_addr("%s", addr);
+    }
+    free(key);
+    return rc;
+}
