@@ -25,6 +25,12 @@ CFLAGS    += -std=c11 $(OPT) -g -fPIC -pthread -Wall -Wextra -Werror \
              -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
              -Wno-format-truncation
 LDLIBS    += -lfiu -ldl -lpthread -lm
+# The nccl backend compiles against the CUDA toolkit's nccl.h when present;
+# libnccl and the CUDA runtime are loaded with dlopen at run time.
+CUDA_HOME ?= /usr/local/cuda
+ifneq ($(wildcard $(CUDA_HOME)/include/nccl.h),)
+CPPFLAGS  += -DDDP_HAVE_NCCL_H -isystem $(CUDA_HOME)/include
+endif
 ifneq ($(SANITIZE),)
 CFLAGS    += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -O1
 LDFLAGS   += -fsanitize=$(SANITIZE)
@@ -52,7 +58,7 @@ DDPSIM    := $(B)/ddpsim
 TESTBIN   := $(B)/ddpsim-test
 DEPS_OK   := build/.deps-ok
 
-.PHONY: all lib run test bench install deps clean check-deps
+.PHONY: all lib run test bench install deps clean hw-test
 all: $(STATIC) $(SHARED) $(DDPSIM) $(TESTBIN) ddpsim
 
 lib: $(STATIC) $(SHARED)
@@ -100,6 +106,10 @@ bench: $(BENCH_BIN) $(DDPSIM)
 	@sh scripts/deps.sh --bench
 	@for b in $(BENCH_BIN); do echo "== $$b"; $$b || exit 1; done
 	@if [ -f bench/store.sh ]; then B=$(B) sh bench/store.sh; fi
+
+# NCCL on real GPUs; prints "no GPU: skipped" and succeeds without one.
+hw-test: all $(BENCH_BIN)
+	B=$(B) sh scripts/hw-test.sh
 
 install: $(STATIC) $(SHARED) $(DDPSIM)
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/ddp \

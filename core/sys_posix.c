@@ -14,6 +14,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdint.h>
@@ -258,7 +260,11 @@ static int px_connect(ddp_sys_t *s, const ddp_addr_t *a, int64_t deadline)
             int rc = wait_fd(s, fd, POLLOUT, deadline);
             if (rc < 0) {
                 close(fd);
-                ddp_err_set(rc, "connect to %s did not complete in time", as);
+                if (rc == DDP_ETIMEOUT)
+                    ddp_err_set(rc, "connect to %s did not complete in time", as);
+                else
+                    ddp_err_set(rc, "connect to %s: waiting failed: %s", as,
+                                ddp_strerror(rc));
                 ddp_err_addr("%s", as);
                 return ddp_err_waited(px_now(s) - start);
             }
@@ -501,6 +507,62 @@ static int px_kill(ddp_sys_t *s, ddp_pid_t pid, int sig)
                                                     strerror(errno));
 }
 
+typedef struct {
+    pthread_t th;
+    ddp_sys_t *sys;
+    ddp_thread_fn fn;
+    void *arg;
+    int rc;
+    atomic_int done;
+} px_thread_t;
+
+static void *px_thread_main(void *p)
+{
+    px_thread_t *t = p;
+    t->rc = t->fn(t->sys, t->arg);
+    atomic_store(&t->done, 1);
+    return NULL;
+}
+
+static int px_thread_start(ddp_sys_t *s, ddp_thread_fn fn, void *arg,
+                           const char *name, ddp_thread_t *out)
+{
+    SYS_FAULT("sys/proc/thread", EAGAIN);
+    px_thread_t *t = calloc(1, sizeof *t);
+    if (!t)
+        return -ENOMEM;
+    *t = (px_thread_t){.sys = s, .fn = fn, .arg = arg};
+    int rc = pthread_create(&t->th, NULL, px_thread_main, t);
+    if (rc) {
+        free(t);
+        return ddp_err_set(-rc, "could not start thread %s: %s",
+                           name ? name : "", strerror(rc));
+    }
+    *out = (ddp_thread_t)(intptr_t)t;
+    return 0;
+}
+
+static int px_thread_join(ddp_sys_t *s, ddp_thread_t th, int *rc,
+                          int64_t deadline)
+{
+    px_thread_t *t = (px_thread_t *)(intptr_t)th;
+    int64_t start = px_now(s);
+    while (!atomic_load(&t->done)) {
+        int64_t now = px_now(s);
+        if (now >= deadline) {
+            ddp_err_set(DDP_ETIMEOUT, "thread still running at deadline");
+            return ddp_err_waited(now - start);
+        }
+        int64_t next = now + DDP_NS_PER_MS;
+        px_sleep_until(s, next < deadline ? next : deadline);
+    }
+    pthread_join(t->th, NULL);
+    if (rc)
+        *rc = t->rc;
+    free(t);
+    return 0;
+}
+
 static void px_destroy(ddp_sys_t *s)
 {
     ddp_env_free(s->env);
@@ -525,6 +587,8 @@ static const ddp_sys_ops_t posix_ops = {
     .spawn = px_spawn,
     .wait = px_wait,
     .kill = px_kill,
+    .thread_start = px_thread_start,
+    .thread_join = px_thread_join,
     .read_file = px_read_file,
     .destroy = px_destroy,
 };

@@ -306,7 +306,20 @@ int ddp__sim_check_killed(ddp_sim_task_t *t)
     return 1;
 }
 
+static void kill_one(ddp_sim_t *sim, ddp_sim_task_t *t, int crashed);
+
+/* A crash takes the whole process: the task and its threads. */
 void ddp__sim_kill_task(ddp_sim_t *sim, ddp_sim_task_t *t, int crashed)
+{
+    kill_one(sim, t, crashed);
+    if (!crashed)
+        return;
+    for (int i = 0; i < sim->ntasks; i++)
+        if (sim->tasks[i] != t && sim->tasks[i]->proc == t->proc)
+            kill_one(sim, sim->tasks[i], crashed);
+}
+
+static void kill_one(ddp_sim_t *sim, ddp_sim_task_t *t, int crashed)
 {
     if (t->killed || t->out.state == DDP_SIM_TASK_EXITED)
         return;
@@ -447,6 +460,7 @@ static ddp_sim_task_t *new_task(ddp_sim_t *sim, int node, const char *name,
     t->arg = arg;
     t->runnable_idx = -1;
     t->parent = -1;
+    t->proc = t->id;
     snprintf(t->name, sizeof t->name, "%s", name && *name ? name : "task");
     t->sys.ops = &ddp__sim_sys_ops;
     t->sys.env = env ? ddp_env_clone(env) : ddp_env_new();
@@ -497,6 +511,21 @@ int ddp__sim_spawn_child(ddp_sim_task_t *parent, const ddp_spawn_t *w,
     ddp__sim_push_event(sim, ev);
     ddp__sim_trace(sim, parent->id, "spawn", "\"child\":\"%s\"", t->name);
     *pid = t->id + 1; /* pids are > 0 */
+    return 0;
+}
+
+int ddp__sim_thread(ddp_sim_task_t *parent, ddp_thread_fn fn, void *arg,
+                    const char *name, ddp_thread_t *out)
+{
+    ddp_sim_t *sim = parent->sim;
+    ddp_sim_task_t *t = new_task(sim, parent->out.node, name ? name : "thread",
+                                 parent->out.rank, parent->sys.env, fn, arg);
+    t->parent = parent->id;
+    t->proc = parent->proc;
+    sim_event_t ev = {.t = sim->vt, .type = EV_START, .a = t->id};
+    ddp__sim_push_event(sim, ev);
+    ddp__sim_trace(sim, parent->id, "thread", "\"thread\":\"%s\"", t->name);
+    *out = t->id + 1;
     return 0;
 }
 

@@ -857,6 +857,27 @@ static int sm_kill(ddp_sys_t *sy, ddp_pid_t pid, int sig)
     return 0;
 }
 
+static int sm_thread_start(ddp_sys_t *sy, ddp_thread_fn fn, void *arg,
+                           const char *name, ddp_thread_t *out)
+{
+    ddp_sim_task_t *t = me(sy);
+    SIM_ENTER(t);
+    SIM_POINT(t, "sys/proc/thread", EAGAIN);
+    return ddp__sim_thread(t, fn, arg, name, out);
+}
+
+/* Threads are tasks with this task as parent: join = wait for the child. */
+static int sm_thread_join(ddp_sys_t *sy, ddp_thread_t th, int *rc,
+                          int64_t deadline)
+{
+    ddp_sim_task_t *t = me(sy);
+    int st = 0;
+    int r = sm_wait(sy, (ddp_pid_t)th, &st, deadline);
+    if (r == 0 && rc)
+        *rc = t->sim->tasks[th - 1]->out.rc;
+    return r;
+}
+
 static int sm_read_file(ddp_sys_t *sy, const char *path, char **data,
                         size_t *len)
 {
@@ -895,6 +916,8 @@ const ddp_sys_ops_t ddp__sim_sys_ops = {
     .spawn = sm_spawn,
     .wait = sm_wait,
     .kill = sm_kill,
+    .thread_start = sm_thread_start,
+    .thread_join = sm_thread_join,
     .read_file = sm_read_file,
     .destroy = sm_destroy,
 };

@@ -46,6 +46,7 @@ struct ddp_sim_task {
     long kill_calls; /* sim calls made after being killed */
     int64_t paused_until;
     int parent;      /* spawning task, -1 none */
+    int proc;        /* the process: own id, or the creator's for a thread */
     int exit_status;
     waitq_t exitq;   /* tasks waiting for this one to exit */
     int *fds;        /* sockets this task owns (closed at exit) */
@@ -140,6 +141,8 @@ void ddp__sim_kill_task(ddp_sim_t *sim, ddp_sim_task_t *t, int crashed);
 int ddp__sim_check_killed(ddp_sim_task_t *t);
 int ddp__sim_spawn_child(ddp_sim_task_t *parent, const ddp_spawn_t *w,
                          ddp_pid_t *pid);
+int ddp__sim_thread(ddp_sim_task_t *parent, ddp_thread_fn fn, void *arg,
+                    const char *name, ddp_thread_t *out);
 
 /* network (sim_net.c) */
 extern const ddp_sys_ops_t ddp__sim_sys_ops;

@@ -77,6 +77,11 @@ typedef struct ddp_spawn {
 
 typedef struct ddp_sys ddp_sys_t;
 
+/* A thread of the calling process (POSIX: a pthread sharing the sys; sim: a
+ * task on the same node that dies with its process). */
+typedef long ddp_thread_t;
+typedef int (*ddp_thread_fn)(ddp_sys_t *sys, void *arg);
+
 /* The ops table. Use the inline wrappers below, which carry the contracts. */
 typedef struct ddp_sys_ops {
     const char *name;
@@ -101,6 +106,11 @@ typedef struct ddp_sys_ops {
     /* Waits for the child to exit; *status = its exit code, or 128 + signal. */
     int (*wait)(ddp_sys_t *sys, ddp_pid_t pid, int *status, int64_t deadline);
     int (*kill)(ddp_sys_t *sys, ddp_pid_t pid, int sig);
+    int (*thread_start)(ddp_sys_t *sys, ddp_thread_fn fn, void *arg,
+                        const char *name, ddp_thread_t *out);
+    /* Waits for the thread to return; *rc = its return value. */
+    int (*thread_join)(ddp_sys_t *sys, ddp_thread_t th, int *rc,
+                       int64_t deadline);
     /* Whole file into a malloc'd, NUL-terminated buffer (*len excludes it). */
     int (*read_file)(ddp_sys_t *sys, const char *path, char **data,
                      size_t *len);
@@ -205,6 +215,19 @@ static inline int ddp_sys_wait(ddp_sys_t *s, ddp_pid_t pid, int *status,
 static inline int ddp_sys_kill(ddp_sys_t *s, ddp_pid_t pid, int sig)
 {
     return s->ops->kill(s, pid, sig);
+}
+/* Runs fn(sys', arg) concurrently in this process (a server loop, say). */
+static inline int ddp_sys_thread_start(ddp_sys_t *s, ddp_thread_fn fn,
+                                       void *arg, const char *name,
+                                       ddp_thread_t *out)
+{
+    return s->ops->thread_start(s, fn, arg, name, out);
+}
+/* DDP_ETIMEOUT if it has not returned by the deadline (it keeps running). */
+static inline int ddp_sys_thread_join(ddp_sys_t *s, ddp_thread_t th, int *rc,
+                                      int64_t deadline)
+{
+    return s->ops->thread_join(s, th, rc, deadline);
 }
 /* -ENOENT etc. with an error naming the path. */
 static inline int ddp_sys_read_file(ddp_sys_t *s, const char *path,
