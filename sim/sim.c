@@ -522,6 +522,7 @@ int ddp__sim_thread(ddp_sim_task_t *parent, ddp_thread_fn fn, void *arg,
                                  parent->out.rank, parent->sys.env, fn, arg);
     t->parent = parent->id;
     t->proc = parent->proc;
+    t->out.thread = 1;
     sim_event_t ev = {.t = sim->vt, .type = EV_START, .a = t->id};
     ddp__sim_push_event(sim, ev);
     ddp__sim_trace(sim, parent->id, "thread", "\"thread\":\"%s\"", t->name);
@@ -664,6 +665,14 @@ int ddp_sim_task_of(ddp_sys_t *sys)
     return sys && sys->ops == &ddp__sim_sys_ops
                ? ((ddp_sim_task_t *)sys->impl)->id
                : -1;
+}
+
+void ddp_sim_report(ddp_sys_t *sys, const char *message)
+{
+    if (ddp_sim_of(sys)) {
+        ddp_sim_task_t *t = ddp__sim_current() ? ddp__sim_current() : sys->impl;
+        snprintf(t->out.message, sizeof t->out.message, "%s", message);
+    }
 }
 
 void ddp_sim_mark_connected(ddp_sys_t *sys)

@@ -79,9 +79,30 @@ static int draw(ddp_sim_t *sim, int i)
     return 1;
 }
 
+/* "5,9" contains rank? (NULL: any rank) */
+static int rank_listed(const char *list, int rank)
+{
+    if (!list || !*list)
+        return 1;
+    for (const char *p = list; *p;) {
+        char *end;
+        long r = strtol(p, &end, 10);
+        if (end == p)
+            return 0;
+        if (r == rank)
+            return 1;
+        p = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',')
+            return 0;
+    }
+    return 0;
+}
+
 static int aims_at(const ddp_sim_fault_t *f, const ddp_sim_task_t *t)
 {
-    return (f->task < 0 || f->task == t->id) && (f->node < 0 || f->node == t->out.node);
+    int rank = ddp_ident_rank() >= 0 ? ddp_ident_rank() : t->out.rank;
+    return (f->task < 0 || f->task == t->id) &&
+           (f->node < 0 || f->node == t->out.node) && rank_listed(f->ranks, rank);
 }
 
 int ddp__sim_link(ddp_sim_t *sim, int from, int to, int64_t *extra,
@@ -193,6 +214,14 @@ static int phase_cb(const char *name, int *failnum, void **failinfo,
         return 0;
     ddp_sim_t *sim = t->sim;
     const char *phase = ddp_ident_phase();
+    /* Every phase change is traced; the rank identity and the moment the
+     * plugin reports "connected" become the task's outcome. */
+    if (ddp_ident_rank() >= 0)
+        t->out.rank = ddp_ident_rank();
+    ddp__sim_trace(sim, t->id, "phase", "\"phase\":\"%s\",\"rank\":%d", phase,
+                   t->out.rank);
+    if (!strcmp(phase, "connected"))
+        t->out.connect_ns = sim->vt - VT0;
     for (int i = 0; i < sim->nfaults; i++) {
         const ddp_sim_fault_t *f = &sim->faults[i];
         if (f->kind == DDP_FAULT_CRASH && f->phase && f->phase[0] &&
@@ -275,8 +304,8 @@ void ddp__sim_faults_arm(ddp_sim_t *sim)
         fiu_enable_external("sys/net/connect", 1, NULL, 0, connect_cb);
     if (need_resolve)
         fiu_enable_external("sys/net/resolve", 1, NULL, 0, resolve_cb);
-    if (need_phase)
-        fiu_enable_external("ddp/phase/enter", 1, NULL, 0, phase_cb);
+    (void)need_phase; /* phases are always watched: trace + outcomes */
+    fiu_enable_external("ddp/phase/enter", 1, NULL, 0, phase_cb);
 }
 
 void ddp__sim_faults_disarm(ddp_sim_t *sim)

@@ -97,7 +97,18 @@ int ddp__sim_node_by_ip(ddp_sim_t *sim, const ddp_addr_t *a)
     return -1;
 }
 
-static ddp_sim_task_t *me(ddp_sys_t *s) { return s->impl; }
+/* The calling task: a sys is shared by a process's threads, as in POSIX. */
+static ddp_sim_task_t *me(ddp_sys_t *s)
+{
+    ddp_sim_task_t *t = ddp__sim_current();
+    return t ? t : s->impl;
+}
+
+/* Sockets belong to processes: any thread of the owner may use them. */
+static int same_proc(ddp_sim_t *sim, int owner, const ddp_sim_task_t *t)
+{
+    return owner >= 0 && sim->tasks[owner]->proc == t->proc;
+}
 
 /* Latency from node a to node b (0 on the same node's loopback... still a
  * small cost so that ordering is by events, not by call order). */
@@ -155,6 +166,14 @@ static void sock_wake(ddp_sim_t *sim, sock_t *s)
     ddp__waitq_wake_all(sim, &s->waiters);
 }
 
+/* No answer to a SYN: retransmit later (Linux: 1, 2, 4, ... s). */
+static void syn_retransmit(ddp_sim_t *sim, sock_t *c)
+{
+    int64_t back = DDP_NS_PER_S << (c->syn_tries < 6 ? c->syn_tries : 6);
+    c->syn_tries++;
+    schedule(sim, sim->vt + back, EV_SYN, c->fd, -1, 1, NULL, 0);
+}
+
 static void send_syn(ddp_sim_t *sim, sock_t *c)
 {
     int dst = ddp__sim_node_by_ip(sim, &c->remote);
@@ -165,10 +184,7 @@ static void send_syn(ddp_sim_t *sim, sock_t *c)
     int64_t d = link_delay(sim, c->node, dst < 0 ? c->node : dst, NULL,
                            &dropped, &heal);
     if (dst < 0 || dropped || sim->nodes[dst].crashed) {
-        /* No answer: retransmit later (Linux: 1, 2, 4, ... s). */
-        int64_t back = DDP_NS_PER_S << (c->syn_tries < 6 ? c->syn_tries : 6);
-        c->syn_tries++;
-        schedule(sim, sim->vt + back, EV_SYN, c->fd, -1, 1, NULL, 0);
+        syn_retransmit(sim, c);
         return;
     }
     schedule(sim, sim->vt + d, EV_SYN, c->fd, dst, 0, NULL, 0);
@@ -229,7 +245,7 @@ static void on_syn(ddp_sim_t *sim, sim_event_t *ev)
     int64_t heal;
     int64_t d = link_delay(sim, dst, c->node, NULL, &dropped, &heal);
     if (sim->nodes[dst].crashed) {
-        send_syn(sim, c);
+        syn_retransmit(sim, c);
         return;
     }
     sock_t *l = find_listener(sim, dst, c->remote.port);
@@ -237,11 +253,11 @@ static void on_syn(ddp_sim_t *sim, sim_event_t *ev)
         if (!dropped)
             schedule(sim, sim->vt + d, EV_SYNACK, c->fd, -1, -ECONNREFUSED, NULL, 0);
         else
-            send_syn(sim, c);
+            syn_retransmit(sim, c);
         return;
     }
     if (l->nacc >= l->backlog || dropped) {
-        send_syn(sim, c); /* a full backlog drops the SYN */
+        syn_retransmit(sim, c); /* a full backlog drops the SYN */
         return;
     }
     sock_t *s = sock_new(sim, SK_STREAM, l->owner, dst);
@@ -365,15 +381,24 @@ static void sock_close(ddp_sim_t *sim, sock_t *s, int graceful)
     sock_wake(sim, s);
 }
 
+/* A process's exit (or crash) closes the sockets of all its threads; a
+ * thread's own exit closes nothing, as in POSIX. */
 void ddp__sim_close_task_socks(ddp_sim_t *sim, int task, int graceful)
 {
-    ddp_sim_task_t *t = sim->tasks[task];
-    for (int i = 0; i < t->nfds; i++) {
-        sock_t *s = sim->socks[t->fds[i]];
-        if (s->owner == task && !s->closed)
-            sock_close(sim, s, graceful);
+    int proc = sim->tasks[task]->proc;
+    if (proc != task)
+        return;
+    for (int j = 0; j < sim->ntasks; j++) {
+        ddp_sim_task_t *t = sim->tasks[j];
+        if (t->proc != proc)
+            continue;
+        for (int i = 0; i < t->nfds; i++) {
+            sock_t *s = sim->socks[t->fds[i]];
+            if (s->owner == j && !s->closed)
+                sock_close(sim, s, graceful);
+        }
+        t->nfds = 0;
     }
-    t->nfds = 0;
 }
 
 void ddp__sim_net_free(ddp_sim_t *sim)
@@ -524,7 +549,8 @@ static int sm_listen(ddp_sys_t *s, const ddp_addr_t *a, int backlog)
 static sock_t *own_sock(ddp_sim_task_t *t, int fd, int type)
 {
     sock_t *s = sock_get(t->sim, fd);
-    if (!s || s->closed || s->owner != t->id || (type && s->type != type)) {
+    if (!s || s->closed || !same_proc(t->sim, s->owner, t) ||
+        (type && s->type != type)) {
         ddp_err_set(-EBADF, "socket %d is not open in task %s", fd, t->name);
         return NULL;
     }
@@ -710,7 +736,7 @@ static ssize_t sm_recv(ddp_sys_t *sy, int fd, void *buf, size_t n,
 static short readiness(ddp_sim_task_t *t, int fd, short want)
 {
     sock_t *s = sock_get(t->sim, fd);
-    if (!s || s->closed || s->owner != t->id)
+    if (!s || s->closed || !same_proc(t->sim, s->owner, t))
         return DDP_POLLERR;
     short r = 0;
     if (s->type == SK_LISTEN) {
@@ -770,7 +796,7 @@ static int sm_close(ddp_sys_t *sy, int fd)
 {
     ddp_sim_task_t *t = me(sy);
     sock_t *s = sock_get(t->sim, fd);
-    if (!s || s->closed || s->owner != t->id)
+    if (!s || s->closed || !same_proc(t->sim, s->owner, t))
         return -EBADF;
     sock_close(t->sim, s, 1);
     return 0;

@@ -18,6 +18,7 @@
 #include <stdio.h>
 
 #include "ddp/env.h"
+#include "ddp/plugin.h"
 #include "ddp/sys.h"
 
 #ifdef __cplusplus
@@ -97,11 +98,14 @@ typedef struct ddp_sim_outcome {
     int64_t end_ns;         /* virtual time it ended */
     int64_t connect_ns;     /* set by ddp_sim_mark_connected (-1 never) */
     int retries;            /* failed connect attempts */
+    int thread;             /* a thread of another task's process */
 } ddp_sim_outcome_t;
 
 int ddp_sim_task_count(const ddp_sim_t *sim);
 const ddp_sim_outcome_t *ddp_sim_outcome(const ddp_sim_t *sim, int task);
 
+/* Sets the task's outcome message (else the error context at exit is used). */
+void ddp_sim_report(ddp_sys_t *sys, const char *message);
 /* Called by a task (through its sys) to record when it finished connecting. */
 void ddp_sim_mark_connected(ddp_sys_t *sys);
 /* The sim behind a sim sys (NULL for any other sys). */
@@ -154,12 +158,36 @@ typedef struct ddp_sim_fault {
     int64_t delay_ns;  /* DELAY */
     int64_t after_bytes; /* RESET after N bytes on the connection */
     const char *phase; /* CRASH: fire when the task enters this phase */
+    const char *ranks; /* also aim at these global ranks ("5" or "5,9";
+                          NULL = any): matched against the task's identity */
 } ddp_sim_fault_t;
 
 /* Adds a fault; returns its index. */
 int ddp_sim_add_fault(ddp_sim_t *sim, const ddp_sim_fault_t *f);
 const char *ddp_sim_fault_kind_name(ddp_sim_fault_kind_t k);
 int ddp_sim_fault_kind_parse(const char *name, ddp_sim_fault_kind_t *out);
+
+/* ---- accelerators on a simulated cluster ----
+ * Starts the processes the way the accelerator's launcher would: for ddp,
+ * ddp_spawn, ddp_cpu and ddp2 one script process per node (NODE_RANK set;
+ * ddp and the spawners launch the rest themselves); for ddp_hpc a SLURM job
+ * (one task per rank with SLURM_* set, as srun would) and for ddp_cpu_hpc a
+ * torchrun job (RANK, LOCAL_RANK, GROUP_RANK, LOCAL_WORLD_SIZE, WORLD_SIZE).
+ * Node i is "node<i>" at 10.<i/250>.<i%250>.1 ... as added by the caller;
+ * MASTER_ADDR is node 0's address. Every process runs ddp_accel_run. */
+typedef struct ddp_sim_launch {
+    const char *accelerator;
+    int nodes, procs;        /* procs = processes (devices) per node */
+    ddp_trainer_cfg_t cfg;   /* accelerator/num_nodes/num_processes are set
+                                from the fields above */
+    uint16_t port;           /* MASTER_PORT; 0 -> 29500 */
+    int64_t master_start_ns; /* node 0's processes start late by this */
+    int squat_port;          /* another process already listens on it */
+    const ddp_env_t *extra_env; /* added to every process (may be NULL) */
+    int first_task;          /* filled: first task id it added */
+} ddp_sim_launch_t;
+
+int ddp_sim_launch_build(ddp_sim_t *sim, ddp_sim_launch_t *l);
 
 /* ---- a store rendezvous workload (tests, benchmarks) ----
  * Adds a store-server task on node 0 (started at server_start_ns, or never

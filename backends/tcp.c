@@ -1,0 +1,1201 @@
+/* backends/tcp.c — the `tcp` process-group backend.
+ *
+ * Written only against the sys seam, so the same code runs over real sockets
+ * and inside the simulator's virtual network.
+ *
+ * Bootstrap (NCCL's shape, docs/architecture.md):
+ *  1. every rank listens on a free port of the address its hostname resolves
+ *     to (DDP_TCP_ADDR in the rank's environment overrides the name) and
+ *     publishes "host:port" under "<prefix>/tcp/addr/<rank>";
+ *  2. rank 0 gathers every address (multi_get, batches of 128) and publishes
+ *     the ring table under "<prefix>/tcp/ring": "<rank> <successor> <addr>"
+ *     per line, so every other rank needs one store read, not world reads;
+ *  3. every rank connects to its successor and sends a hello (u64 magic,
+ *     u32 rank, u32 world, u64 group hash), accepts from its predecessor
+ *     (checking the hello; strays are closed and the accept goes on until
+ *     the deadline), replies with its own hello, and finally reads the
+ *     successor's reply. Sending the hello before accepting, and reading the
+ *     reply after, is what keeps the all-ranks-at-once handshake free of a
+ *     circular wait.
+ *
+ * Collectives run over the ring only (no connections beyond it):
+ *  - every collective starts with a 32-byte header exchanged with both ring
+ *    neighbours (kind, sequence number, size, dtype/op/root), so ranks that
+ *    call different collectives or sizes fail with DDP_EPROTOCOL naming the
+ *    neighbour's call instead of hanging or returning garbage;
+ *  - barrier: a ring allgather of one-byte tokens (world-1 token hops; after
+ *    it every rank has heard, through the ring, from every rank);
+ *  - broadcast: a pipeline from the root; every rank forwards what it has
+ *    received so far, in chunks of TCP_CHUNK bytes;
+ *  - allgather: world-1 ring steps of one block each;
+ *  - allreduce, >= TCP_SMALL_BYTES: ring reduce-scatter then ring allgather
+ *    (2(world-1) steps of bytes/world each);
+ *  - allreduce, small: a ring allgather of the whole buffers, then every rank
+ *    reduces all of them locally in rank order. That is world-1 hops, fewer
+ *    than reduce-to-root + broadcast (2(world-1)), needs no extra
+ *    connections (recursive doubling would), and gives bit-identical float
+ *    results on every rank.
+ * Every ring step sends to the successor while receiving from the
+ * predecessor (poll on both, non-blocking partial send/recv), so no rank
+ * blocks in a send that waits for a receive on the next rank.
+ *
+ * Failure: any error inside a collective closes both ring sockets at once.
+ * The ring then unravels: each neighbour sees EOF within a hop and fails the
+ * same way, so every rank reports DDP_EPEER_LOST promptly instead of waiting
+ * for its deadline. A group that failed or was aborted stays unusable.
+ *
+ * Limitations: abort must come from the thread that runs the group (the
+ * deadline bounds every wait); a prefix must not be reused for two groups
+ * that live at once in one store (stale addresses would be read), as in
+ * PyTorch, whose prefixes carry a group counter.
+ */
+#include <errno.h>
+#include <fiu.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends_priv.h"
+#include "ddp/env.h"
+#include "ddp/err.h"
+#include "ddp/log.h"
+#include "ddp/pg.h"
+
+#define TCP_MAGIC UINT64_C(0x6464707467727031) /* "ddptgrp1" */
+#define TCP_HDR_TAG UINT32_C(0x43504444)       /* "DDPC" */
+#define TCP_HELLO_LEN 24
+#define TCP_HDR_LEN 32
+#define TCP_SMALL_BYTES 4096
+#define TCP_CHUNK (64 * 1024)
+/* A connection that does not say hello in this time is dropped, so a silent
+ * stray in the accept queue delays the real predecessor by at most this. */
+#define TCP_HELLO_TIMEOUT_NS (5 * DDP_NS_PER_S)
+#define TCP_BACKOFF_INITIAL_NS (50 * DDP_NS_PER_MS)
+#define TCP_BACKOFF_MAX_NS (2 * DDP_NS_PER_S)
+#define TCP_GATHER_BATCH 128
+#define TCP_RING_HEADER "ddp-tcp-ring 1"
+
+typedef enum coll_kind {
+    COLL_BARRIER = 1,
+    COLL_BROADCAST,
+    COLL_ALLREDUCE,
+    COLL_ALLGATHER,
+    COLL_SPLIT,
+} coll_kind_t;
+
+static const char *coll_name(uint32_t k)
+{
+    static const char *const names[] = {"?",         "barrier",   "broadcast",
+                                        "allreduce", "allgather", "split"};
+    return k < sizeof names / sizeof names[0] ? names[k] : "?";
+}
+
+typedef struct tcp_pg {
+    ddp_pg_t base;
+    int next_fd, prev_fd; /* ring sockets; -1 when closed */
+    int next_rank, prev_rank;
+    char next_addr[DDP_ADDR_STRLEN], prev_addr[DDP_ADDR_STRLEN];
+    uint64_t hash; /* of the prefix: tells groups apart in the hello */
+    uint64_t seq;  /* collectives started */
+    int failed;    /* the code that broke the group, or 0 */
+    int aborted;
+    /* Connect retries to the successor, across reconnects. */
+    ddp_rng_t rng;
+    int64_t backoff;
+    int attempts;
+    char cause[512]; /* another rank's published bootstrap error */
+    /* The collective running now, for errors. */
+    const char *what;
+    int64_t op_start;
+} tcp_pg_t;
+
+static tcp_pg_t *T(ddp_pg_t *pg) { return (tcp_pg_t *)pg; }
+
+/* ------------------------------------------------------------ helpers */
+
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * UINT64_C(0x100000001b3);
+    return h;
+}
+
+/* Wire integers are little-endian whatever the host. */
+static void put_u32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+static void put_u64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+static uint32_t get_u32(const uint8_t *p)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++)
+        v |= (uint32_t)p[i] << (8 * i);
+    return v;
+}
+static uint64_t get_u64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+static int64_t now(tcp_pg_t *pg) { return ddp_sys_now(pg->base.sys); }
+
+/* Sets the error context in one go: sentence, peer, address, time waited.
+ * Every error of this file that concerns a peer goes through it. */
+static int peer_err(int code, int peer, const char *addr, int64_t waited,
+                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static int peer_err(int code, int peer, const char *addr, int64_t waited,
+                    const char *fmt, ...)
+{
+    char what[sizeof ddp_err_ctx()->what];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    ddp_err_set(code, "%s", what);
+    if (peer >= 0)
+        ddp_err_peer(peer);
+    if (addr && addr[0])
+        ddp_err_addr("%s", addr);
+    if (waited >= 0)
+        ddp_err_waited(waited);
+    return code;
+}
+
+/* fiu_return_on style: the point fails the step it guards with -failinfo
+ * (deferr when failinfo is not a positive errno). */
+static int tcp_fault(const char *name, int deferr)
+{
+    if (!fiu_fail(name))
+        return 0;
+    intptr_t fi = (intptr_t)fiu_failinfo();
+    int e = fi > 0 ? (int)fi : deferr;
+    return ddp_err_set(-e, "fault point %s fired (%s)", name, strerror(e));
+}
+
+static void close_fd(tcp_pg_t *pg, int *fd)
+{
+    if (*fd >= 0)
+        ddp_sys_close(pg->base.sys, *fd);
+    *fd = -1;
+}
+
+static void close_ring(tcp_pg_t *pg)
+{
+    close_fd(pg, &pg->next_fd);
+    close_fd(pg, &pg->prev_fd);
+}
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* "10.0.0.1:29500" / "[::1]:29500" -> address. */
+static int parse_hostport(const char *s, ddp_addr_t *out)
+{
+    const char *colon = strrchr(s, ':');
+    if (!colon || colon == s)
+        return DDP_EPROTOCOL;
+    char host[DDP_ADDR_STRLEN];
+    size_t hl = (size_t)(colon - s);
+    if (hl >= sizeof host)
+        return DDP_EPROTOCOL;
+    memcpy(host, s, hl);
+    host[hl] = '\0';
+    char *end = NULL;
+    unsigned long port = strtoul(colon + 1, &end, 10);
+    if (!end || *end || end == colon + 1 || port == 0 || port > 65535)
+        return DDP_EPROTOCOL;
+    return ddp_addr_parse(host, (uint16_t)port, out) ? DDP_EPROTOCOL : 0;
+}
+
+/* ------------------------------------------------------------ hello */
+
+static void hello_encode(uint8_t *p, int rank, int world, uint64_t hash)
+{
+    put_u64(p, TCP_MAGIC);
+    put_u32(p + 8, (uint32_t)rank);
+    put_u32(p + 12, (uint32_t)world);
+    put_u64(p + 16, hash);
+}
+
+/* 0 when the hello is from `want_rank` of this group; else a reason. */
+static int hello_check(tcp_pg_t *pg, const uint8_t *p, int want_rank,
+                       char *why, size_t n)
+{
+    uint64_t magic = get_u64(p);
+    int rank = (int)get_u32(p + 8), world = (int)get_u32(p + 12);
+    if (magic != TCP_MAGIC)
+        snprintf(why, n, "wrong magic 0x%016llx (not a ddpsim tcp peer)",
+                 (unsigned long long)magic);
+    else if (get_u64(p + 16) != pg->hash)
+        snprintf(why, n, "rank %d of another group (group hash differs)", rank);
+    else if (world != pg->base.world)
+        snprintf(why, n, "rank %d of a world of %d, this group has %d", rank,
+                 world, pg->base.world);
+    else if (rank != want_rank)
+        snprintf(why, n, "rank %d, expected rank %d", rank, want_rank);
+    else
+        return 0;
+    return DDP_EPROTOCOL;
+}
+
+/* ------------------------------------------------------------ bootstrap */
+
+static void tcp_key(const tcp_pg_t *pg, char *buf, size_t n, const char *what,
+                    int rank)
+{
+    if (rank >= 0)
+        snprintf(buf, n, "%s/tcp/%s/%d", pg->base.prefix, what, rank);
+    else
+        snprintf(buf, n, "%s/tcp/%s", pg->base.prefix, what);
+}
+
+/* Listens on the address this rank's host name resolves to; *pub is what
+ * the others should connect to. */
+static int tcp_listen(tcp_pg_t *pg, ddp_addr_t *pub)
+{
+    ddp_sys_t *sys = pg->base.sys;
+    char name[256];
+    const char *over = ddp_env_get(ddp_sys_env(sys), "DDP_TCP_ADDR");
+    if (over && over[0])
+        snprintf(name, sizeof name, "%s", over);
+    else if (ddp_sys_hostname(sys, name, sizeof name) != 0)
+        name[0] = '\0';
+    ddp_addr_t addrs[8];
+    int n = name[0] ? ddp_sys_resolve(sys, name, 0, addrs, 8) : -1;
+    ddp_addr_t any;
+    ddp_addr_parse("0.0.0.0", 0, &any);
+    int have = 0;
+    if (n >= 1) { /* prefer IPv4: what every peer can reach here */
+        *pub = addrs[0];
+        for (int i = 0; i < n; i++)
+            if (addrs[i].family == 4) {
+                *pub = addrs[i];
+                break;
+            }
+        have = 1;
+    } else if (over && over[0]) {
+        char cause[256];
+        snprintf(cause, sizeof cause, "%s", ddp_err_ctx()->what);
+        return ddp_err_set(DDP_ECONFIG, "tcp bootstrap: DDP_TCP_ADDR=\"%s\" "
+                                        "does not resolve: %s",
+                           over, cause);
+    } else {
+        /* Publishing loopback only works when every rank shares this host;
+         * say so rather than fail a single-host run. */
+        ddp_addr_parse("127.0.0.1", 0, pub);
+        ddp_warn("tcp group \"%s\": host name \"%s\" does not resolve; "
+                 "publishing 127.0.0.1 (set DDP_TCP_ADDR for multi-host runs)",
+                 pg->base.prefix, name);
+    }
+    int backlog = ddp_sys_somaxconn(sys);
+    int fd = have ? ddp_sys_listen(sys, pub, backlog) : -1;
+    if (fd < 0) /* the name's address is not ours to bind (NAT, docker) */
+        fd = ddp_sys_listen(sys, &any, backlog);
+    if (fd < 0) {
+        char as[DDP_ADDR_STRLEN];
+        ddp_err_wrap("tcp bootstrap: could not listen on %s or 0.0.0.0",
+                     ddp_addr_format_host(pub, as, sizeof as));
+        return fd;
+    }
+    ddp_addr_t bound;
+    int rc = ddp_sys_local_addr(sys, fd, &bound);
+    if (rc) {
+        ddp_sys_close(sys, fd);
+        return rc;
+    }
+    pub->port = bound.port;
+    return fd;
+}
+
+/* A rank whose bootstrap fails before the ring exists says so under the key
+ * the others wait on (its address, or rank 0's ring table), so they fail at
+ * once with the real cause instead of timing out without a hint
+ * (pytorch#129367). Best effort, with a short deadline of its own. */
+#define TCP_ERROR_MARK "error "
+
+static void publish_error(tcp_pg_t *pg, const char *key, const char *lead)
+{
+    char msg[768];
+    /* Pass on the first failing rank's own words, not a wrapper of them. */
+    snprintf(msg, sizeof msg, "%s%s%s", lead, TCP_ERROR_MARK,
+             pg->cause[0] ? pg->cause : ddp_err_message());
+    ddp_errctx_t saved = *ddp_err_ctx(); /* keep this rank's own error */
+    ddp_store_set_str(pg->base.store, key, msg,
+                      ddp_sys_deadline_in(pg->base.sys, DDP_NS_PER_S));
+    *ddp_err_ctx() = saved;
+}
+
+/* Names (up to 16 of) the ranks in [base, base+n) whose key is missing. */
+static int list_missing(tcp_pg_t *pg, const char *const *kp, int base, int n,
+                        char *buf, size_t len)
+{
+    int64_t dl = ddp_sys_deadline_in(pg->base.sys, 2 * DDP_NS_PER_S);
+    int nmiss = 0;
+    size_t off = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        if (ddp_store_check(pg->base.store, &kp[i], 1, dl) != 0)
+            continue; /* present, or the store cannot tell: not proven missing */
+        if (nmiss++ < 16 && off < len)
+            off += (size_t)snprintf(buf + off, len - off, "%s%d",
+                                    nmiss > 1 ? ", " : "", base + i);
+        else if (nmiss == 17 && off < len)
+            off += (size_t)snprintf(buf + off, len - off, ", ...");
+    }
+    return nmiss;
+}
+
+/* Rank 0: every rank's address, in rank order. */
+static int gather_addrs(tcp_pg_t *pg, ddp_addr_t *addrs, int64_t deadline)
+{
+    int world = pg->base.world;
+    int64_t start = now(pg);
+    char(*keys)[160] = calloc(TCP_GATHER_BATCH, sizeof *keys);
+    const char *kp[TCP_GATHER_BATCH];
+    ddp_buf_t vals[TCP_GATHER_BATCH];
+    if (!keys)
+        return ddp_err_set(-ENOMEM, "tcp bootstrap: out of memory");
+    int rc = 0;
+    for (int base = 0; rc == 0 && base < world; base += TCP_GATHER_BATCH) {
+        int nb = world - base < TCP_GATHER_BATCH ? world - base : TCP_GATHER_BATCH;
+        for (int i = 0; i < nb; i++) {
+            tcp_key(pg, keys[i], sizeof keys[i], "addr", base + i);
+            kp[i] = keys[i];
+        }
+        memset(vals, 0, sizeof vals);
+        rc = ddp_store_multi_get(pg->base.store, kp, (size_t)nb, vals, deadline);
+        if (rc == DDP_ETIMEOUT) { /* the cause is who never published */
+            char missing[160];
+            int nmiss = list_missing(pg, kp, base, nb, missing, sizeof missing);
+            peer_err(rc, -1, NULL, now(pg) - start,
+                     "tcp bootstrap: rank 0 timed out gathering the listen "
+                     "addresses under \"%s/tcp/addr/\": %d rank(s) of %d never "
+                     "published (%s)",
+                     pg->base.prefix, nmiss, world, nmiss ? missing : "unknown");
+            ddp_err_hint("check that every rank started, with the same prefix "
+                         "and world size");
+            break;
+        }
+        if (rc) {
+            ddp_err_wrap("tcp bootstrap: rank 0 gathering the listen addresses");
+            break;
+        }
+        for (int i = 0; i < nb && rc == 0; i++) {
+            char text[768];
+            size_t l = vals[i].len < sizeof text - 1 ? vals[i].len : sizeof text - 1;
+            memcpy(text, vals[i].data, l);
+            text[l] = '\0';
+            if (!strncmp(text, TCP_ERROR_MARK, strlen(TCP_ERROR_MARK))) {
+                snprintf(pg->cause, sizeof pg->cause, "%s",
+                         text + strlen(TCP_ERROR_MARK));
+                rc = peer_err(DDP_EPEER_LOST, base + i, NULL, now(pg) - start,
+                              "tcp bootstrap: rank %d could not join: %s",
+                              base + i, text + strlen(TCP_ERROR_MARK));
+            } else if (parse_hostport(text, &addrs[base + i]) != 0)
+                rc = peer_err(DDP_EPROTOCOL, base + i, NULL, -1,
+                              "tcp bootstrap: key \"%s\" holds \"%.80s\", not "
+                              "a host:port address",
+                              keys[i], text);
+        }
+        for (int i = 0; i < nb; i++)
+            ddp_buf_free(&vals[i]);
+    }
+    free(keys);
+    return rc;
+}
+
+/* Rank 0 writes the table; everyone reads it back: the ring as rank 0 saw
+ * it, whatever stale keys the store may also hold. */
+static int publish_ring(tcp_pg_t *pg, const ddp_addr_t *addrs, int64_t deadline)
+{
+    int world = pg->base.world;
+    size_t cap = 32 + (size_t)world * (DDP_ADDR_STRLEN + 24);
+    char *t = malloc(cap);
+    if (!t)
+        return ddp_err_set(-ENOMEM, "tcp bootstrap: out of memory");
+    size_t off = (size_t)snprintf(t, cap, "%s %d\n", TCP_RING_HEADER, world);
+    for (int r = 0; r < world; r++) {
+        char as[DDP_ADDR_STRLEN];
+        int s = (r + 1) % world;
+        off += (size_t)snprintf(t + off, cap - off, "%d %d %s\n", r, s,
+                                ddp_addr_format(&addrs[s], as, sizeof as));
+    }
+    char key[160];
+    tcp_key(pg, key, sizeof key, "ring", -1);
+    int rc = ddp_store_set(pg->base.store, key, t, off, deadline);
+    free(t);
+    if (rc)
+        ddp_err_wrap("tcp bootstrap: rank 0 could not publish the ring table "
+                     "\"%s\"",
+                     key);
+    return rc;
+}
+
+/* Reads the table; fills every rank's address (each rank is some rank's
+ * successor) and this rank's neighbours. */
+static int fetch_ring(tcp_pg_t *pg, ddp_addr_t *addrs, int64_t deadline)
+{
+    int world = pg->base.world, me = pg->base.rank;
+    char key[160];
+    tcp_key(pg, key, sizeof key, "ring", -1);
+    int64_t start = now(pg);
+    ddp_buf_t b = {0};
+    int rc = ddp_store_get(pg->base.store, key, &b, deadline);
+    if (rc) {
+        ddp_err_wrap("tcp bootstrap: waiting for the ring table \"%s\" from "
+                     "rank 0",
+                     key);
+        ddp_err_peer(0);
+        ddp_err_waited(now(pg) - start);
+        ddp_err_hint("rank 0 publishes it once every rank has published its "
+                     "address; look for a rank that did not start");
+        return rc;
+    }
+    char *text = malloc(b.len + 1);
+    if (!text) {
+        ddp_buf_free(&b);
+        return ddp_err_set(-ENOMEM, "tcp bootstrap: out of memory");
+    }
+    memcpy(text, b.data, b.len);
+    text[b.len] = '\0';
+    ddp_buf_free(&b);
+    const char *errmark = TCP_RING_HEADER " " TCP_ERROR_MARK;
+    if (!strncmp(text, errmark, strlen(errmark))) {
+        rc = peer_err(DDP_EPEER_LOST, 0, NULL, now(pg) - start,
+                      "tcp bootstrap: rank 0 gave up on the group because: %s",
+                      text + strlen(errmark));
+        free(text);
+        return rc;
+    }
+    int seen = 0, tw = -1;
+    pg->next_rank = pg->prev_rank = -1;
+    char *save = NULL;
+    char *line = strtok_r(text, "\n", &save);
+    if (!line || sscanf(line, TCP_RING_HEADER " %d", &tw) != 1 || tw != world) {
+        rc = ddp_err_set(DDP_EPROTOCOL,
+                         "tcp bootstrap: ring table \"%s\" is for a world of "
+                         "%d, this rank was started with world %d",
+                         key, tw, world);
+        ddp_err_hint("every rank needs the same world size, and each group "
+                     "instance a fresh prefix");
+    }
+    while (rc == 0 && (line = strtok_r(NULL, "\n", &save))) {
+        int r, s;
+        char as[DDP_ADDR_STRLEN + 8];
+        if (sscanf(line, "%d %d %71s", &r, &s, as) != 3 || r < 0 ||
+            r >= world || s < 0 || s >= world || parse_hostport(as, &addrs[s])) {
+            rc = ddp_err_set(DDP_EPROTOCOL, "tcp bootstrap: bad ring table "
+                                            "line \"%.80s\" in \"%s\"",
+                             line, key);
+            break;
+        }
+        seen++;
+        if (r == me)
+            pg->next_rank = s;
+        if (s == me)
+            pg->prev_rank = r;
+    }
+    free(text);
+    if (rc == 0 && (seen != world || pg->next_rank < 0 || pg->prev_rank < 0))
+        rc = ddp_err_set(DDP_EPROTOCOL, "tcp bootstrap: ring table \"%s\" has "
+                                        "%d entries for a world of %d",
+                         key, seen, world);
+    if (rc == 0) {
+        ddp_addr_format(&addrs[pg->next_rank], pg->next_addr, sizeof pg->next_addr);
+        ddp_addr_format(&addrs[pg->prev_rank], pg->prev_addr, sizeof pg->prev_addr);
+    }
+    return rc;
+}
+
+static int connect_retryable(int rc)
+{
+    switch (rc) {
+    case -ECONNREFUSED:
+    case -ECONNRESET:
+    case -ECONNABORTED:
+    case -ETIMEDOUT:
+    case -EHOSTUNREACH:
+    case -ENETUNREACH:
+    case -EAGAIN:
+    case -EINTR:
+    case -EPIPE:
+    case -EPROTO:
+    case DDP_EPEER_LOST:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* One attempt: connect to the successor and send the hello. */
+static int connect_once(tcp_pg_t *pg, const ddp_addr_t *a, int64_t deadline)
+{
+    ddp_sys_t *sys = pg->base.sys;
+    int rc = tcp_fault("pg/tcp/connect", ECONNREFUSED);
+    if (rc)
+        return rc;
+    int fd = ddp_sys_connect(sys, a, deadline);
+    if (fd < 0)
+        return fd;
+    uint8_t h[TCP_HELLO_LEN];
+    hello_encode(h, pg->base.rank, pg->base.world, pg->hash);
+    rc = tcp_fault("pg/tcp/handshake", EPROTO);
+    if (!rc)
+        rc = ddp_sys_send_all(sys, fd, h, sizeof h, deadline);
+    if (rc) {
+        ddp_sys_close(sys, fd);
+        return rc;
+    }
+    return fd;
+}
+
+/* Sleeps the next jittered exponential backoff step (never past the
+ * deadline). The jitter comes from a seeded PRNG: runs replay exactly. */
+static int backoff_sleep(tcp_pg_t *pg, int64_t deadline)
+{
+    int64_t jitter = (int64_t)(ddp_rng_double(&pg->rng) * (double)pg->backoff * 0.5);
+    int64_t until = min64(now(pg) + pg->backoff + jitter, deadline);
+    pg->backoff = min64(pg->backoff * 3 / 2, TCP_BACKOFF_MAX_NS);
+    int rc = ddp_sys_sleep_until(pg->base.sys, until);
+    if (rc)
+        ddp_err_wrap("tcp bootstrap: backoff before reconnecting to rank %d",
+                     pg->next_rank);
+    return rc;
+}
+
+/* Connects to the successor (retrying refused/reset/... with backoff until
+ * the deadline) and sends the hello; the reply is read later (read_reply),
+ * after this rank has accepted its predecessor. */
+static int connect_successor(tcp_pg_t *pg, const ddp_addr_t *a, int64_t start,
+                             int64_t deadline)
+{
+    for (;;) {
+        pg->attempts++;
+        int fd = connect_once(pg, a, deadline);
+        if (fd >= 0) {
+            pg->next_fd = fd;
+            return 0;
+        }
+        char cause[256];
+        snprintf(cause, sizeof cause, "%s", ddp_err_ctx()->what);
+        int64_t t = now(pg);
+        if (!connect_retryable(fd) || t >= deadline) {
+            int code = fd == -ETIMEDOUT || t >= deadline ? DDP_ETIMEOUT : fd;
+            peer_err(code, pg->next_rank, pg->next_addr, t - start,
+                     "tcp bootstrap: connect to ring successor rank %d at %s "
+                     "failed after %d attempt(s): %s",
+                     pg->next_rank, pg->next_addr, pg->attempts, cause);
+            return ddp_err_hint("check that rank %d is alive and that %s is "
+                                "reachable from this host (firewall, "
+                                "DDP_TCP_ADDR)",
+                                pg->next_rank, pg->next_addr);
+        }
+        int rc = backoff_sleep(pg, deadline);
+        if (rc)
+            return rc;
+    }
+}
+
+/* Accepts until the predecessor says a valid hello (closing strays), then
+ * replies with this rank's hello. */
+static int accept_predecessor(tcp_pg_t *pg, int lfd, int64_t start,
+                              int64_t deadline)
+{
+    ddp_sys_t *sys = pg->base.sys;
+    int strays = 0;
+    char last[200] = "";
+    for (;;) {
+        ddp_addr_t peer;
+        int fd = ddp_sys_accept(sys, lfd, &peer, deadline);
+        if (fd == -EINTR || fd == -ECONNABORTED)
+            continue;
+        if (fd < 0) {
+            int code = fd == -EAGAIN || fd == DDP_ETIMEOUT ? DDP_ETIMEOUT : fd;
+            peer_err(code, pg->prev_rank, pg->prev_addr, now(pg) - start,
+                     "tcp bootstrap: no valid connection from ring "
+                     "predecessor rank %d (%s) arrived%s%s%s",
+                     pg->prev_rank, pg->prev_addr,
+                     strays ? "; rejected stray connection(s), last: " : "",
+                     last, code == DDP_ETIMEOUT ? "" : " (accept failed)");
+            return ddp_err_hint("rank %d may have died or may be unable to "
+                                "reach this rank's listen address",
+                                pg->prev_rank);
+        }
+        char pa[DDP_ADDR_STRLEN], why[160] = "";
+        ddp_addr_format(&peer, pa, sizeof pa);
+        uint8_t h[TCP_HELLO_LEN];
+        int64_t hello_dl = min64(deadline, now(pg) + TCP_HELLO_TIMEOUT_NS);
+        int rc = ddp_sys_recv_all(sys, fd, h, sizeof h, hello_dl);
+        if (rc)
+            snprintf(why, sizeof why, "no hello (%s)", ddp_err_name(rc));
+        else if (tcp_fault("pg/tcp/handshake", EPROTO))
+            snprintf(why, sizeof why, "fault point pg/tcp/handshake fired");
+        else if (hello_check(pg, h, pg->prev_rank, why, sizeof why) == 0) {
+            hello_encode(h, pg->base.rank, pg->base.world, pg->hash);
+            rc = ddp_sys_send_all(sys, fd, h, sizeof h, deadline);
+            if (rc == 0) {
+                pg->prev_fd = fd;
+                return 0;
+            }
+            snprintf(why, sizeof why, "reply failed (%s)", ddp_err_name(rc));
+        }
+        strays++;
+        snprintf(last, sizeof last, "%s: %s", pa, why);
+        ddp_debug("tcp group \"%s\": rejected connection from %s", pg->base.prefix,
+                  last);
+        ddp_sys_close(sys, fd);
+    }
+}
+
+/* Reads the successor's reply; a connection it dropped (our hello was late,
+ * a fault) is made again while the deadline allows. */
+static int read_reply(tcp_pg_t *pg, const ddp_addr_t *a, int64_t start,
+                      int64_t deadline)
+{
+    ddp_sys_t *sys = pg->base.sys;
+    for (;;) {
+        uint8_t h[TCP_HELLO_LEN];
+        char why[160];
+        int rc = ddp_sys_recv_all(sys, pg->next_fd, h, sizeof h, deadline);
+        if (rc == 0) {
+            if (hello_check(pg, h, pg->next_rank, why, sizeof why) == 0)
+                return 0;
+            return peer_err(DDP_EPROTOCOL, pg->next_rank, pg->next_addr,
+                            now(pg) - start,
+                            "tcp bootstrap: ring successor rank %d at %s "
+                            "answered as %s",
+                            pg->next_rank, pg->next_addr, why);
+        }
+        close_fd(pg, &pg->next_fd);
+        if (!connect_retryable(rc) || now(pg) >= deadline)
+            return peer_err(rc == DDP_ETIMEOUT || now(pg) >= deadline ? DDP_ETIMEOUT : rc,
+                            pg->next_rank, pg->next_addr, now(pg) - start,
+                            "tcp bootstrap: ring successor rank %d at %s "
+                            "accepted the connection but never completed the "
+                            "handshake (%s)",
+                            pg->next_rank, pg->next_addr, ddp_err_name(rc));
+        ddp_debug("tcp group \"%s\": successor rank %d dropped the handshake "
+                  "(%s); reconnecting", pg->base.prefix, pg->next_rank,
+                  ddp_err_name(rc));
+        rc = backoff_sleep(pg, deadline);
+        if (rc == 0)
+            rc = connect_successor(pg, a, start, deadline);
+        if (rc)
+            return rc;
+    }
+}
+
+static int bootstrap(tcp_pg_t *pg, int64_t deadline)
+{
+    int world = pg->base.world, me = pg->base.rank;
+    int64_t start = now(pg);
+    char akey[160], rkey[160], as[DDP_ADDR_STRLEN] = "";
+    tcp_key(pg, akey, sizeof akey, "addr", me);
+    tcp_key(pg, rkey, sizeof rkey, "ring", -1);
+    ddp_addr_t pub;
+    ddp_addr_t *addrs = calloc((size_t)world, sizeof *addrs);
+    if (!addrs)
+        return ddp_err_set(-ENOMEM, "tcp bootstrap: out of memory");
+    int lfd = tcp_listen(pg, &pub);
+    int rc = lfd < 0 ? lfd : 0;
+    if (rc == 0) {
+        ddp_addr_format(&pub, as, sizeof as);
+        rc = ddp_store_set_str(pg->base.store, akey, as, deadline);
+        if (rc)
+            ddp_err_wrap("tcp bootstrap: could not publish this rank's address "
+                         "under \"%s\"",
+                         akey);
+    } else {
+        publish_error(pg, akey, "");
+    }
+    if (me == 0) {
+        if (rc == 0)
+            rc = gather_addrs(pg, addrs, deadline);
+        if (rc == 0)
+            rc = publish_ring(pg, addrs, deadline);
+        else
+            publish_error(pg, rkey, TCP_RING_HEADER " ");
+    }
+    if (rc == 0)
+        rc = fetch_ring(pg, addrs, deadline);
+    ddp_addr_t succ = rc == 0 ? addrs[pg->next_rank] : pub;
+    free(addrs);
+    if (rc == 0) {
+        ddp_debug("tcp group \"%s\": listening on %s, ring %d -> %d -> %d",
+                  pg->base.prefix, as, pg->prev_rank, me, pg->next_rank);
+        rc = connect_successor(pg, &succ, start, deadline);
+    }
+    if (rc == 0)
+        rc = accept_predecessor(pg, lfd, start, deadline);
+    if (lfd >= 0) /* the ring is all this group needs */
+        ddp_sys_close(pg->base.sys, lfd);
+    if (rc == 0)
+        rc = read_reply(pg, &succ, start, deadline);
+    if (rc)
+        close_ring(pg);
+    return rc;
+}
+
+/* ------------------------------------------------------------ the ring */
+
+/* Marks the group broken and closes the ring, so both neighbours see EOF
+ * at once and fail too instead of waiting for their deadlines. */
+static int break_group(tcp_pg_t *pg, int rc)
+{
+    if (!pg->failed)
+        pg->failed = rc;
+    close_ring(pg);
+    return rc;
+}
+
+static int xfer_recv_err(tcp_pg_t *pg, ssize_t r, size_t got, size_t want)
+{
+    const char *how = r == 0 ? "closed the connection (EOF)"
+                             : ddp_err_name((int)r);
+    peer_err(r == 0 || r == -ECONNRESET || r == -EPIPE ? DDP_EPEER_LOST : (int)r,
+             pg->prev_rank, pg->prev_addr, now(pg) - pg->op_start,
+             "tcp %s: ring predecessor rank %d (%s) %s with %zu of %zu bytes "
+             "of this step still expected",
+             pg->what, pg->prev_rank, pg->prev_addr, how, want - got, want);
+    return ddp_err_hint("rank %d (or a rank before it in the ring) exited or "
+                        "failed; its own error names the cause",
+                        pg->prev_rank);
+}
+
+static int xfer_send_err(tcp_pg_t *pg, ssize_t w)
+{
+    int code = w == 0 || w == -ECONNRESET || w == -EPIPE ? DDP_EPEER_LOST : (int)w;
+    peer_err(code, pg->next_rank, pg->next_addr, now(pg) - pg->op_start,
+             "tcp %s: sending to ring successor rank %d (%s) failed: %s",
+             pg->what, pg->next_rank, pg->next_addr,
+             w == 0 ? "connection closed" : ddp_err_name((int)w));
+    return ddp_err_hint("rank %d exited or failed; its own error names the "
+                        "cause",
+                        pg->next_rank);
+}
+
+static int xfer_timeout(tcp_pg_t *pg, int recv_pending, size_t got, size_t want)
+{
+    if (recv_pending) {
+        peer_err(DDP_ETIMEOUT, pg->prev_rank, pg->prev_addr,
+                 now(pg) - pg->op_start,
+                 "tcp %s: timed out waiting for ring predecessor rank %d "
+                 "(%s): %zu of %zu bytes of this step received",
+                 pg->what, pg->prev_rank, pg->prev_addr, got, want);
+        return ddp_err_hint("rank %d (or a rank before it in the ring) is "
+                            "stuck, paused, or did not enter this collective",
+                            pg->prev_rank);
+    }
+    peer_err(DDP_ETIMEOUT, pg->next_rank, pg->next_addr, now(pg) - pg->op_start,
+             "tcp %s: timed out sending to ring successor rank %d (%s): it "
+             "stopped reading",
+             pg->what, pg->next_rank, pg->next_addr);
+    return ddp_err_hint("rank %d is stuck or did not enter this collective",
+                        pg->next_rank);
+}
+
+/* One ring step: send slen bytes to the successor while receiving rlen from
+ * the predecessor. relay: sbuf == rbuf and only bytes already received are
+ * forwarded (the broadcast pipeline). */
+static int ring_xfer(tcp_pg_t *pg, const void *sbuf, size_t slen, void *rbuf,
+                     size_t rlen, int relay, int64_t deadline)
+{
+    ddp_sys_t *sys = pg->base.sys;
+    const uint8_t *sp = sbuf;
+    uint8_t *rp = rbuf;
+    size_t soff = 0, roff = 0;
+    while (soff < slen || roff < rlen) {
+        size_t slimit = relay && roff < slen ? roff : slen;
+        ddp_pollfd_t p[2];
+        int n = 0, is = -1, ir = -1;
+        if (soff < slimit) {
+            is = n;
+            p[n++] = (ddp_pollfd_t){.fd = pg->next_fd, .events = DDP_POLLOUT};
+        }
+        if (roff < rlen) {
+            ir = n;
+            p[n++] = (ddp_pollfd_t){.fd = pg->prev_fd, .events = DDP_POLLIN};
+        }
+        int rc = ddp_sys_poll(sys, p, n, deadline);
+        if (rc < 0 && rc != -EINTR && rc != -EAGAIN)
+            return rc;
+        if (rc <= 0) {
+            if (now(pg) >= deadline)
+                return xfer_timeout(pg, roff < rlen, roff, rlen);
+            continue;
+        }
+        if (ir >= 0 && p[ir].revents) {
+            ssize_t r = ddp_sys_recv(sys, pg->prev_fd, rp + roff, rlen - roff, 0);
+            if (r > 0)
+                roff += (size_t)r;
+            else if (r != -EAGAIN && r != -EINTR)
+                return xfer_recv_err(pg, r, roff, rlen);
+        }
+        if (is >= 0 && p[is].revents) {
+            slimit = relay && roff < slen ? roff : slen;
+            size_t w = slimit - soff < TCP_CHUNK ? slimit - soff : TCP_CHUNK;
+            ssize_t r = ddp_sys_send(sys, pg->next_fd, sp + soff, w, 0);
+            if (r > 0)
+                soff += (size_t)r;
+            else if (r != -EAGAIN && r != -EINTR)
+                return xfer_send_err(pg, r);
+        }
+    }
+    return 0;
+}
+
+typedef struct coll_hdr {
+    uint32_t kind;
+    uint64_t seq, size;
+    uint32_t a, b;
+} coll_hdr_t;
+
+static void hdr_encode(uint8_t *p, const coll_hdr_t *h)
+{
+    put_u32(p, TCP_HDR_TAG);
+    put_u32(p + 4, h->kind);
+    put_u64(p + 8, h->seq);
+    put_u64(p + 16, h->size);
+    put_u32(p + 24, h->a);
+    put_u32(p + 28, h->b);
+}
+
+static void hdr_describe(const coll_hdr_t *h, char *buf, size_t n)
+{
+    switch (h->kind) {
+    case COLL_BROADCAST:
+        snprintf(buf, n, "broadcast #%llu (%llu bytes, root %u)",
+                 (unsigned long long)h->seq, (unsigned long long)h->size, h->a);
+        break;
+    case COLL_ALLREDUCE:
+        snprintf(buf, n, "allreduce #%llu (%llu x %s, %s)",
+                 (unsigned long long)h->seq, (unsigned long long)h->size,
+                 ddp_dtype_name((ddp_dtype_t)h->a), ddp_redop_name((ddp_redop_t)h->b));
+        break;
+    case COLL_ALLGATHER:
+        snprintf(buf, n, "allgather #%llu (%llu bytes per rank)",
+                 (unsigned long long)h->seq, (unsigned long long)h->size);
+        break;
+    default:
+        snprintf(buf, n, "%s #%llu", coll_name(h->kind), (unsigned long long)h->seq);
+    }
+}
+
+/* Starts a collective: refuses on a dead group, then checks with the ring
+ * neighbours that everyone runs the same call. Returns 1 when there is
+ * nothing to move (world 1). */
+static int coll_begin(tcp_pg_t *pg, coll_kind_t kind, uint64_t size, uint32_t a,
+                      uint32_t b, int64_t deadline)
+{
+    pg->what = coll_name(kind);
+    pg->op_start = now(pg);
+    if (pg->aborted)
+        return ddp_err_set(DDP_ECANCELED, "tcp %s: group \"%s\" was aborted",
+                           pg->what, pg->base.prefix);
+    if (pg->failed) {
+        ddp_err_set(DDP_EPEER_LOST, "tcp %s: group \"%s\" is unusable after "
+                                    "an earlier failure (%s)",
+                    pg->what, pg->base.prefix, ddp_err_name(pg->failed));
+        return ddp_err_hint("destroy the group and create a new one under a "
+                            "fresh prefix");
+    }
+    coll_hdr_t mine = {kind, ++pg->seq, size, a, b};
+    if (pg->base.world == 1)
+        return 1;
+    uint8_t out[TCP_HDR_LEN], in[TCP_HDR_LEN];
+    hdr_encode(out, &mine);
+    int rc = ring_xfer(pg, out, sizeof out, in, sizeof in, 0, deadline);
+    if (rc)
+        return break_group(pg, rc);
+    coll_hdr_t theirs = {get_u32(in + 4), get_u64(in + 8), get_u64(in + 16),
+                         get_u32(in + 24), get_u32(in + 28)};
+    if (get_u32(in) != TCP_HDR_TAG || memcmp(in, out, sizeof in) != 0) {
+        char d1[96], d2[96];
+        hdr_describe(&mine, d1, sizeof d1);
+        hdr_describe(&theirs, d2, sizeof d2);
+        peer_err(DDP_EPROTOCOL, pg->prev_rank, pg->prev_addr, -1,
+                 "tcp %s: ring predecessor rank %d is in %s while this rank "
+                 "is in %s",
+                 pg->what, pg->prev_rank,
+                 get_u32(in) == TCP_HDR_TAG ? d2 : "garbage (no header)", d1);
+        ddp_err_hint("every rank of a group must call the same collectives "
+                     "in the same order with the same sizes");
+        return break_group(pg, DDP_EPROTOCOL);
+    }
+    return 0;
+}
+
+/* Block i of n elements split over w blocks (the first n % w one larger). */
+typedef struct blocks {
+    uint8_t *buf;
+    size_t n, esize;
+    int w;
+} blocks_t;
+
+static size_t blk_off(const blocks_t *b, int i)
+{
+    size_t base = b->n / (size_t)b->w, rem = b->n % (size_t)b->w;
+    size_t ui = (size_t)i;
+    return (ui * base + (ui < rem ? ui : rem)) * b->esize;
+}
+static size_t blk_len(const blocks_t *b, int i)
+{
+    return blk_off(b, i + 1) - blk_off(b, i);
+}
+static int mod(int a, int w) { return ((a % w) + w) % w; }
+
+/* world-1 steps: at step s send block own-s, receive block own-s-1; on entry
+ * this rank holds block `own` complete, on return all of them. */
+static int ring_allgather(tcp_pg_t *pg, const blocks_t *b, int own,
+                          int64_t deadline)
+{
+    int w = pg->base.world;
+    for (int s = 0; s < w - 1; s++) {
+        int sb = mod(own - s, w), rb = mod(own - s - 1, w);
+        int rc = ring_xfer(pg, b->buf + blk_off(b, sb), blk_len(b, sb),
+                           b->buf + blk_off(b, rb), blk_len(b, rb), 0, deadline);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ collectives */
+
+static int tcp_barrier(ddp_pg_t *g, int64_t deadline)
+{
+    tcp_pg_t *pg = T(g);
+    int rc = coll_begin(pg, COLL_BARRIER, 0, 0, 0, deadline);
+    if (rc)
+        return rc > 0 ? 0 : rc;
+    uint8_t stackbuf[256], *tok = stackbuf;
+    size_t w = (size_t)g->world;
+    if (w > sizeof stackbuf && !(tok = malloc(w)))
+        return break_group(pg, ddp_err_set(-ENOMEM, "tcp barrier: out of memory"));
+    memset(tok, 1, w);
+    blocks_t b = {tok, w, 1, g->world};
+    rc = ring_allgather(pg, &b, g->rank, deadline);
+    if (tok != stackbuf)
+        free(tok);
+    return rc ? break_group(pg, rc) : 0;
+}
+
+static int tcp_broadcast(ddp_pg_t *g, void *buf, size_t bytes, int root,
+                         int64_t deadline)
+{
+    tcp_pg_t *pg = T(g);
+    int rc = coll_begin(pg, COLL_BROADCAST, bytes, (uint32_t)root, 0, deadline);
+    if (rc)
+        return rc > 0 ? 0 : rc;
+    int d = mod(g->rank - root, g->world);
+    if (d == 0)
+        rc = ring_xfer(pg, buf, bytes, NULL, 0, 0, deadline);
+    else if (d == g->world - 1)
+        rc = ring_xfer(pg, NULL, 0, buf, bytes, 0, deadline);
+    else
+        rc = ring_xfer(pg, buf, bytes, buf, bytes, 1, deadline);
+    return rc ? break_group(pg, rc) : 0;
+}
+
+static int tcp_allgather(ddp_pg_t *g, const void *in, size_t bytes, void *out,
+                         int64_t deadline)
+{
+    tcp_pg_t *pg = T(g);
+    int rc = coll_begin(pg, COLL_ALLGATHER, bytes, 0, 0, deadline);
+    if (rc < 0)
+        return rc;
+    uint8_t *o = out;
+    /* memmove: an in-place allgather passes in == out + rank * bytes. */
+    if (bytes)
+        memmove(o + (size_t)g->rank * bytes, in, bytes);
+    if (rc > 0)
+        return 0;
+    blocks_t b = {o, (size_t)g->world * bytes, 1, g->world};
+    rc = ring_allgather(pg, &b, g->rank, deadline);
+    return rc ? break_group(pg, rc) : 0;
+}
+
+/* Small buffers: gather everything, reduce locally in rank order. */
+static int allreduce_small(tcp_pg_t *pg, void *buf, size_t count, ddp_dtype_t t,
+                           ddp_redop_t op, int64_t deadline)
+{
+    size_t bytes = count * ddp_dtype_size(t);
+    int w = pg->base.world;
+    uint8_t *all = malloc((size_t)w * bytes);
+    if (!all)
+        return ddp_err_set(-ENOMEM, "tcp allreduce: out of memory");
+    memcpy(all + (size_t)pg->base.rank * bytes, buf, bytes);
+    blocks_t b = {all, (size_t)w * bytes, 1, w};
+    int rc = ring_allgather(pg, &b, pg->base.rank, deadline);
+    if (rc == 0) {
+        for (int r = 1; r < w; r++)
+            ddp_reduce_into(all, all + (size_t)r * bytes, count, t, op);
+        memcpy(buf, all, bytes);
+    }
+    free(all);
+    return rc;
+}
+
+/* Large buffers: reduce-scatter (after it rank r owns block r+1 fully
+ * reduced), then allgather of the reduced blocks. */
+static int allreduce_ring(tcp_pg_t *pg, void *buf, size_t count, ddp_dtype_t t,
+                          ddp_redop_t op, int64_t deadline)
+{
+    int w = pg->base.world, me = pg->base.rank;
+    blocks_t b = {buf, count, ddp_dtype_size(t), w};
+    uint8_t *tmp = malloc(blk_len(&b, 0) ? blk_len(&b, 0) : 1);
+    if (!tmp)
+        return ddp_err_set(-ENOMEM, "tcp allreduce: out of memory");
+    int rc = 0;
+    for (int s = 0; rc == 0 && s < w - 1; s++) {
+        int sb = mod(me - s, w), rb = mod(me - s - 1, w);
+        rc = ring_xfer(pg, b.buf + blk_off(&b, sb), blk_len(&b, sb), tmp,
+                       blk_len(&b, rb), 0, deadline);
+        if (rc == 0)
+            ddp_reduce_into(b.buf + blk_off(&b, rb), tmp, blk_len(&b, rb) / b.esize,
+                            t, op);
+    }
+    free(tmp);
+    if (rc == 0)
+        rc = ring_allgather(pg, &b, mod(me + 1, w), deadline);
+    return rc;
+}
+
+static int tcp_allreduce(ddp_pg_t *g, void *buf, size_t count, ddp_dtype_t t,
+                         ddp_redop_t op, int64_t deadline)
+{
+    tcp_pg_t *pg = T(g);
+    int rc = coll_begin(pg, COLL_ALLREDUCE, count, (uint32_t)t, (uint32_t)op,
+                        deadline);
+    if (rc)
+        return rc > 0 ? 0 : rc;
+    if (count * ddp_dtype_size(t) < TCP_SMALL_BYTES)
+        rc = allreduce_small(pg, buf, count, t, op, deadline);
+    else
+        rc = allreduce_ring(pg, buf, count, t, op, deadline);
+    return rc ? break_group(pg, rc) : 0;
+}
+
+static int tcp_init(const ddp_pg_init_t *in, ddp_pg_t **out);
+
+typedef struct member {
+    int32_t key;
+    int rank;
+} member_t;
+
+static int member_cmp(const void *a, const void *b)
+{
+    const member_t *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+static int tcp_split(ddp_pg_t *g, int color, int key, const char *name,
+                     ddp_pg_t **out, int64_t deadline)
+{
+    tcp_pg_t *pg = T(g);
+    *out = NULL;
+    int w = g->world;
+    int rc = coll_begin(pg, COLL_SPLIT, 0, 0, 0, deadline);
+    if (rc < 0)
+        return rc;
+    uint8_t *ck = malloc((size_t)w * 8);
+    member_t *m = malloc((size_t)w * sizeof *m);
+    if (!ck || !m) {
+        free(ck);
+        free(m);
+        return break_group(pg, ddp_err_set(-ENOMEM, "tcp split: out of memory"));
+    }
+    put_u32(ck + (size_t)g->rank * 8, (uint32_t)color);
+    put_u32(ck + (size_t)g->rank * 8 + 4, (uint32_t)key);
+    blocks_t b = {ck, (size_t)w * 8, 1, w};
+    if (rc == 0 && (rc = ring_allgather(pg, &b, g->rank, deadline)) != 0)
+        break_group(pg, rc);
+    int n = 0, newrank = -1;
+    for (int r = 0; rc >= 0 && r < w; r++)
+        if ((int)get_u32(ck + (size_t)r * 8) == color)
+            m[n++] = (member_t){(int32_t)get_u32(ck + (size_t)r * 8 + 4), r};
+    free(ck);
+    if (rc < 0 || color == DDP_PG_NO_COLOR) {
+        free(m);
+        return rc < 0 ? rc : 0;
+    }
+    qsort(m, (size_t)n, sizeof *m, member_cmp);
+    for (int i = 0; i < n; i++)
+        if (m[i].rank == g->rank)
+            newrank = i;
+    free(m);
+    char prefix[256];
+    snprintf(prefix, sizeof prefix, "%s/split/%s/%d", g->prefix, name, color);
+    ddp_pg_init_t sub = {.sys = g->sys, .store = g->store, .prefix = prefix,
+                         .rank = newrank, .world = n, .deadline = deadline,
+                         .device = -1};
+    rc = tcp_init(&sub, out);
+    if (rc)
+        ddp_err_wrap("tcp split of \"%s\" (color %d, key %d)", g->prefix, color,
+                     key);
+    return rc;
+}
+
+static void tcp_abort(ddp_pg_t *g)
+{
+    tcp_pg_t *pg = T(g);
+    pg->aborted = 1;
+    close_ring(pg);
+}
+
+static void tcp_destroy(ddp_pg_t *g)
+{
+    if (!g)
+        return;
+    close_ring(T(g));
+    free(g);
+}
+
+static int tcp_init(const ddp_pg_init_t *in, ddp_pg_t **out)
+{
+    *out = NULL;
+    int rc = ddp__pg_init_check("tcp", in);
+    if (rc)
+        return rc;
+    tcp_pg_t *pg = calloc(1, sizeof *pg);
+    if (!pg)
+        return ddp_err_set(-ENOMEM, "tcp group: out of memory");
+    ddp__pg_header_init(&pg->base, &ddp__pg_tcp_ops, in);
+    pg->next_fd = pg->prev_fd = -1;
+    pg->next_rank = pg->prev_rank = in->rank;
+    pg->hash = fnv1a(in->prefix);
+    ddp_rng_seed(&pg->rng, pg->hash ^ (uint64_t)in->rank * UINT64_C(0x9e3779b97f4a7c15));
+    pg->backoff = TCP_BACKOFF_INITIAL_NS;
+    pg->what = "bootstrap";
+    if (in->world > 1 && (rc = bootstrap(pg, in->deadline)) != 0) {
+        tcp_destroy(&pg->base);
+        return rc;
+    }
+    *out = &pg->base;
+    return 0;
+}
+
+const ddp_pg_ops_t ddp__pg_tcp_ops = {
+    .name = "tcp",
+    .init = tcp_init,
+    .barrier = tcp_barrier,
+    .broadcast = tcp_broadcast,
+    .allreduce = tcp_allreduce,
+    .allgather = tcp_allgather,
+    .split = tcp_split,
+    .abort = tcp_abort,
+    .destroy = tcp_destroy,
+};

@@ -1,0 +1,113 @@
+/* bench/plugin_init.c — wall time of the full default init (store + tcp
+ * backend + store barrier + configure_ddp) through the shared plugin:
+ *  - simulated: ddp_hpc under SLURM on N/8 nodes x 8 ranks (N = 512, 4096);
+ *  - real: N processes on loopback (torchrun contract, ddp_cpu_hpc), N = 8, 32.
+ * Figures only. bench/plugin_init.sh adds OpenMPI's mpirun for comparison.
+ *   plugin_init [sim N ...] [real N ...] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ddp/accel.h"
+#include "ddp/env.h"
+#include "ddp/sim.h"
+#include "ddp/sys.h"
+
+static double wall(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void bench_sim(int n)
+{
+    int nodes = n / 8 > 0 ? n / 8 : 1;
+    ddp_sim_opts_t o = {.seed = 1};
+    ddp_sim_t *sim = ddp_sim_new(&o);
+    for (int i = 0; i < nodes; i++) {
+        char host[16], addr[20];
+        snprintf(host, sizeof host, "node%d", i);
+        snprintf(addr, sizeof addr, "10.%d.%d.1", i / 250, i % 250);
+        ddp_sim_add_node(sim, host, addr, 0);
+    }
+    ddp_sim_launch_t l = {.accelerator = "ddp_hpc", .nodes = nodes, .procs = n / nodes};
+    ddp_sim_launch_build(sim, &l);
+    double t0 = wall();
+    ddp_sim_run(sim);
+    double dt = wall() - t0;
+    int ok = 0;
+    for (int i = 0; i < ddp_sim_task_count(sim); i++) {
+        const ddp_sim_outcome_t *out = ddp_sim_outcome(sim, i);
+        ok += out->rank >= 0 && !out->thread && out->rc == 0 && out->connect_ns >= 0;
+    }
+    ddp_sim_stats_t st;
+    ddp_sim_stats(sim, &st);
+    printf("sim   %5d ranks: wall %7.3f s, virtual %.3f s, hand-offs %llu, ok %d/%d\n",
+           n, dt, (double)st.virtual_ns / 1e9, (unsigned long long)st.handoffs, ok, n);
+    fflush(stdout);
+    ddp_sim_free(sim);
+}
+
+static int real_rank(ddp_sys_t *sys, void *arg)
+{
+    ddp_run_result_t res;
+    int rc = ddp_accel_run(sys, arg, &res);
+    if (rc)
+        fprintf(stderr, "%s\n", res.message);
+    return rc ? 1 : 0;
+}
+
+static void bench_real(int n)
+{
+    ddp_sys_t *sys = ddp_sys_posix_new(ddp_env_new());
+    uint16_t port = 0;
+    ddp_sys_free_port(sys, &port);
+    static ddp_trainer_cfg_t cfg;
+    cfg = (ddp_trainer_cfg_t){.accelerator = "ddp_cpu", .num_processes = n};
+    double t0 = wall();
+    ddp_pid_t *pids = calloc((size_t)n, sizeof *pids);
+    for (int r = 0; r < n; r++) {
+        ddp_env_t *env = ddp_env_new();
+        ddp_env_setf(env, "RANK", "%d", r);
+        ddp_env_setf(env, "LOCAL_RANK", "%d", r);
+        ddp_env_set(env, "GROUP_RANK", "0");
+        ddp_env_setf(env, "LOCAL_WORLD_SIZE", "%d", n);
+        ddp_env_setf(env, "WORLD_SIZE", "%d", n);
+        ddp_env_set(env, "MASTER_ADDR", "127.0.0.1");
+        ddp_env_setf(env, "MASTER_PORT", "%u", (unsigned)port);
+        ddp_spawn_t sp = {.env = env, .entry = real_rank, .arg = &cfg};
+        ddp_sys_spawn(sys, &sp, &pids[r]);
+        ddp_env_free(env);
+    }
+    int ok = 0;
+    for (int r = 0; r < n; r++) {
+        int st = -1;
+        ddp_sys_wait(sys, pids[r], &st, ddp_sys_deadline_in(sys, 120 * DDP_NS_PER_S));
+        ok += st == 0;
+    }
+    printf("real  %5d processes on loopback: wall %7.3f s (spawn to all exited), ok %d/%d\n",
+           n, wall() - t0, ok, n);
+    fflush(stdout);
+    free(pids);
+    ddp_sys_free(sys);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 1) {
+        bench_sim(512);
+        bench_sim(4096);
+        bench_real(8);
+        bench_real(32);
+        return 0;
+    }
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "sim"))
+            bench_sim(atoi(argv[i + 1]));
+        else
+            bench_real(atoi(argv[i + 1]));
+    }
+    return 0;
+}

@@ -1,0 +1,115 @@
+/* ddp/plugin.h — the shared DDP plugin (Lightning PR #4407).
+ *
+ * Every accelerator reaches the network only through these three members.
+ * A NULL member means the shared default; a custom plugin overrides one
+ * member and may call the default from it (see plugins/subgroups.c and
+ * plugins/rpc.c). Behaviour of the default: docs/plugin.md.
+ */
+#ifndef DDP_PLUGIN_H
+#define DDP_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ddp/cluster.h"
+#include "ddp/pg.h"
+#include "ddp/store.h"
+#include "ddp/sys.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DDP_DEFAULT_PG_TIMEOUT_S 1800 /* init_process_group (Lightning 1.7+) */
+#define DDP_DEFAULT_RPC_PORT 15000    /* RPC_MASTER_PORT */
+
+typedef struct ddp_plugin ddp_plugin_t;
+
+/* What the user's Trainer(...) asked for. */
+typedef struct ddp_trainer_cfg {
+    const char *accelerator; /* ddp, ddp_spawn, ddp_cpu, ddp2, ddp_hpc,
+                                ddp_cpu_hpc; NULL = "ddp" */
+    int num_nodes;           /* 0 -> 1 */
+    int num_processes;       /* devices (or CPU processes) per node; 0 -> 1 */
+    int gpus;                /* > 0: GPU training (nccl by default) */
+    const char *backend;     /* NULL = nccl on GPU, else tcp */
+    const char *cluster;     /* cluster environment name; NULL = detect */
+    const ddp_plugin_t *plugin; /* NULL = the default plugin */
+    int64_t timeout_ns;       /* process-group deadline; 0 -> 1800 s */
+    int64_t store_timeout_ns; /* store ops outside the group's waits; 0 -> 300 s */
+    size_t model_bytes;       /* the "model": a parameter buffer; 0 -> 4096 */
+    uint64_t seed;            /* backoff jitter etc. */
+} ddp_trainer_cfg_t;
+
+/* A parameter buffer standing in for the model DDP wraps. */
+typedef struct ddp_model {
+    uint8_t *params;
+    size_t bytes;
+    uint64_t checksum; /* after configure_ddp: identical on every rank */
+} ddp_model_t;
+
+/* One rank's connection state, shared by accelerator and plugin. */
+typedef struct ddp_ctx {
+    ddp_sys_t *sys;
+    const ddp_trainer_cfg_t *cfg;
+    ddp_cluster_t *cluster;
+    const char *accelerator; /* the one chosen */
+    int global_rank, local_rank, node_rank, world_size;
+    int on_gpu;
+    char backend[16];        /* chosen by init_ddp_connection */
+    int64_t deadline;        /* the group deadline (absolute) */
+    ddp_store_t *store;      /* client of the rendezvous store */
+    ddp_store_t *pg_store;   /* prefix store "default_pg" over it */
+    ddp_store_server_t *server; /* rank 0's server */
+    ddp_thread_t server_thread;
+    int server_running;
+    ddp_pg_t *pg;            /* the default process group */
+    ddp_pg_t *ddp_group;     /* group configure_ddp uses (NULL = pg) */
+    void *plugin_state;      /* owned by a custom plugin (freed in teardown) */
+    int init_calls;          /* how many times init_ddp_connection ran */
+    ddp_pid_t children[64];  /* processes this one launched */
+    int nchildren;
+} ddp_ctx_t;
+
+struct ddp_plugin {
+    const char *name;
+    int (*init_ddp_connection)(const ddp_plugin_t *self, ddp_ctx_t *ctx,
+                               ddp_cluster_t *cluster_env, int global_rank,
+                               int world_size);
+    int (*configure_ddp)(const ddp_plugin_t *self, ddp_ctx_t *ctx,
+                         ddp_model_t *model);
+    void (*teardown)(const ddp_plugin_t *self, ddp_ctx_t *ctx);
+    void *data; /* for the plugin's own use */
+};
+
+/* The shared defaults (callable from custom members). */
+int ddp_plugin_default_init_ddp_connection(const ddp_plugin_t *self,
+                                           ddp_ctx_t *ctx,
+                                           ddp_cluster_t *cluster_env,
+                                           int global_rank, int world_size);
+int ddp_plugin_default_configure_ddp(const ddp_plugin_t *self, ddp_ctx_t *ctx,
+                                     ddp_model_t *model);
+void ddp_plugin_default_teardown(const ddp_plugin_t *self, ddp_ctx_t *ctx);
+
+/* Dispatch: the plugin's member, or the default where it is NULL. */
+int ddp_plugin_init_ddp_connection(const ddp_plugin_t *p, ddp_ctx_t *ctx,
+                                   ddp_cluster_t *cluster_env, int global_rank,
+                                   int world_size);
+int ddp_plugin_configure_ddp(const ddp_plugin_t *p, ddp_ctx_t *ctx,
+                             ddp_model_t *model);
+void ddp_plugin_teardown(const ddp_plugin_t *p, ddp_ctx_t *ctx);
+
+/* Registry: "default", "subgroups", "rpc". */
+size_t ddp_plugin_count(void);
+const ddp_plugin_t *ddp_plugin_at(size_t i);
+const ddp_plugin_t *ddp_plugin_find(const char *name);
+
+/* Model helpers. */
+int ddp_model_init(ddp_model_t *m, size_t bytes, uint64_t seed);
+void ddp_model_free(ddp_model_t *m);
+uint64_t ddp_model_checksum(const ddp_model_t *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

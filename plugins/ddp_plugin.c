@@ -1,0 +1,393 @@
+/* plugins/ddp_plugin.c — the shared DDP plugin: the one place where a rank
+ * connects. Every accelerator calls these members; none has connection code.
+ *
+ * Default init_ddp_connection, in Lightning's order (docs/plugin.md):
+ *  1. MASTER_ADDR / MASTER_PORT / WORLD_SIZE into the rank's environment;
+ *  2. backend: explicit, else nccl on GPU, else tcp;
+ *  3. if no group exists: log "initializing ddp: GLOBAL_RANK: r, MEMBER:
+ *     r+1/N"; rank 0 starts the store server (a bind failure is the root
+ *     cause every rank reports, unlike pytorch#129367); all ranks connect,
+ *     wait for workers, init the backend, pass the store-based barrier;
+ *  4. rank 0 logs "All distributed processes registered. Starting with N
+ *     processes".
+ * Every wait has the group deadline (default 1800 s).
+ */
+#include "ddp/plugin.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ddp/env.h"
+#include "ddp/err.h"
+#include "ddp/log.h"
+
+/* Keys of ddpsim's own in the rendezvous store. */
+#define KEY_ROOT_CAUSE "ddpsim/root_cause"
+#define KEY_JOINED "ddpsim/joined/"
+#define KEY_AT_BARRIER "ddpsim/barrier/"
+
+static int64_t group_timeout(const ddp_ctx_t *ctx)
+{
+    return ctx->cfg && ctx->cfg->timeout_ns > 0
+               ? ctx->cfg->timeout_ns
+               : DDP_DEFAULT_PG_TIMEOUT_S * DDP_NS_PER_S;
+}
+
+/* Step 1: the environment contract every backend reads. */
+static int write_master_env(ddp_ctx_t *ctx, ddp_cluster_t *env, int world,
+                            char *addr, size_t an, uint16_t *port)
+{
+    int rc = ddp_cluster_main_address(env, addr, an);
+    if (rc == 0)
+        rc = ddp_cluster_main_port(env, port);
+    if (rc)
+        return rc;
+    ddp_env_t *e = ddp_sys_env(ctx->sys);
+    ddp_env_set(e, "MASTER_ADDR", addr);
+    ddp_env_setf(e, "MASTER_PORT", "%u", (unsigned)*port);
+    /* Always a number: Lightning 1.x could write "None" here. */
+    return ddp_env_setf(e, "WORLD_SIZE", "%d", world);
+}
+
+/* Step 2. */
+static int choose_backend(ddp_ctx_t *ctx)
+{
+    const char *b = ctx->cfg && ctx->cfg->backend && *ctx->cfg->backend
+                        ? ctx->cfg->backend
+                        : ctx->on_gpu ? "nccl" : "tcp";
+    if (!ddp_pg_backend_find(b))
+        return DDP_ECONFIG; /* the registry's error names the valid ones */
+    snprintf(ctx->backend, sizeof ctx->backend, "%s", b);
+    return 0;
+}
+
+static int server_thread(ddp_sys_t *sys, void *arg)
+{
+    (void)sys;
+    ddp_ident_set_phase("store server");
+    /* Runs until teardown stops it (run() polls its stop flag). */
+    return ddp_store_server_run(arg, DDP_DEADLINE_NEVER);
+}
+
+/* Rank 0 cannot bind: tell whoever holds the port, if it is a TCPStore
+ * (another job's master), so the ranks that reach it read the real cause
+ * instead of timing out blind. Best effort, bounded by one second. */
+static void publish_root_cause(ddp_ctx_t *ctx, const char *addr,
+                               uint16_t port, const char *msg)
+{
+    ddp_errctx_t saved = *ddp_err_ctx();
+    ddp_store_client_opts_t o = {
+        .host = addr, .port = port,
+        .connect_deadline = ddp_sys_deadline_in(ctx->sys, DDP_NS_PER_S),
+        .seed = 1};
+    int err;
+    ddp_store_t *st = ddp_store_client_connect(ctx->sys, &o, &err);
+    if (st) {
+        ddp_store_set_str(st, KEY_ROOT_CAUSE, msg,
+                          ddp_sys_deadline_in(ctx->sys, DDP_NS_PER_S));
+        ddp_store_free(st);
+    }
+    *ddp_err_ctx() = saved;
+}
+
+static int start_store_server(ddp_ctx_t *ctx, const char *addr, uint16_t port)
+{
+    ddp_ident_set_phase("store server");
+    ddp_store_server_opts_t so = {.port = port};
+    int rc = ddp_store_server_new(ctx->sys, &so, &ctx->server);
+    if (rc) {
+        ddp_err_set(rc, "rank 0 could not bind %s:%u: %s", addr, (unsigned)port,
+                    rc == -EADDRINUSE ? "address in use" : ddp_strerror(rc));
+        ddp_err_hint("another job or a stale master holds port %u: pick a "
+                     "free MASTER_PORT (or unset it to get one)",
+                     (unsigned)port);
+        char msg[600];
+        snprintf(msg, sizeof msg, "%s", ddp_err_message());
+        publish_root_cause(ctx, addr, port, msg);
+        ddp_err_set(rc, "rank 0 could not bind %s:%u: %s", addr, (unsigned)port,
+                    rc == -EADDRINUSE ? "address in use" : ddp_strerror(rc));
+        return ddp_err_hint("another job or a stale master holds port %u: "
+                            "pick a free MASTER_PORT (or unset it to get one)",
+                            (unsigned)port);
+    }
+    rc = ddp_sys_thread_start(ctx->sys, server_thread, ctx->server,
+                              "store-server", &ctx->server_thread);
+    if (rc) {
+        ddp_store_server_free(ctx->server);
+        ctx->server = NULL;
+        return rc;
+    }
+    ctx->server_running = 1;
+    return 0;
+}
+
+/* "ranks 5, 9" — the ranks whose key under `prefix` is absent. A wait that
+ * timed out may have left our connection unusable mid-reply, so this asks
+ * over a fresh one (bounded by two seconds). */
+static void missing_ranks(ddp_ctx_t *ctx, const char *prefix, int world,
+                          char *out, size_t n)
+{
+    ddp_errctx_t saved = *ddp_err_ctx();
+    ddp_env_t *e = ddp_sys_env(ctx->sys);
+    long port = 0;
+    ddp_env_get_long(e, "MASTER_PORT", 1, 65535, &port);
+    int64_t dl = ddp_sys_deadline_in(ctx->sys, 2 * DDP_NS_PER_S);
+    ddp_store_client_opts_t o = {.host = ddp_env_get(e, "MASTER_ADDR"),
+                                 .port = (uint16_t)port,
+                                 .connect_deadline = dl, .seed = 7};
+    int err;
+    ddp_store_t *st = o.host && port ? ddp_store_client_connect(ctx->sys, &o, &err)
+                                     : NULL;
+    size_t off = 0;
+    int count = 0;
+    out[0] = '\0';
+    for (int r = 0; st && r < world && off + 16 < n; r++) {
+        char key[64];
+        snprintf(key, sizeof key, "%s%d", prefix, r);
+        const char *k[1] = {key};
+        int rc = ddp_store_check(st, k, 1, dl);
+        if (rc < 0)
+            break; /* store gone: no list */
+        if (rc == 0)
+            off += (size_t)snprintf(out + off, n - off, "%s%d",
+                                    count++ ? ", " : "", r);
+    }
+    if (off + 16 >= n)
+        snprintf(out + off, n - off, ", ...");
+    ddp_store_free(st);
+    *ddp_err_ctx() = saved;
+}
+
+/* On a failed wait: name the ranks that never arrived, or the root cause
+ * another rank published. Keeps the code. */
+static int explain_wait_failure(ddp_ctx_t *ctx, int rc, const char *prefix,
+                                const char *what)
+{
+    if (rc != DDP_ETIMEOUT || !ctx->store)
+        return rc;
+    char ranks[256];
+    missing_ranks(ctx, prefix, ctx->world_size, ranks, sizeof ranks);
+    if (ranks[0])
+        ddp_err_wrap("ranks %s never %s", ranks, what);
+    return rc;
+}
+
+static int check_root_cause(ddp_ctx_t *ctx)
+{
+    const char *k[1] = {KEY_ROOT_CAUSE};
+    int64_t dl = ddp_sys_deadline_in(ctx->sys, 5 * DDP_NS_PER_S);
+    if (ddp_store_check(ctx->store, k, 1, dl) != 1)
+        return 0;
+    ddp_buf_t v = {0};
+    if (ddp_store_get(ctx->store, KEY_ROOT_CAUSE, &v, dl) != 0)
+        return 0;
+    ddp_err_set(-EADDRINUSE, "the master's store is not ours: %.*s",
+                (int)v.len, (const char *)v.data);
+    ddp_buf_free(&v);
+    return -EADDRINUSE;
+}
+
+static int mark(ddp_ctx_t *ctx, const char *prefix)
+{
+    char key[64];
+    snprintf(key, sizeof key, "%s%d", prefix, ctx->global_rank);
+    return ddp_store_set_str(ctx->store, key, "1", ctx->deadline);
+}
+
+int ddp_plugin_default_init_ddp_connection(const ddp_plugin_t *self,
+                                           ddp_ctx_t *ctx,
+                                           ddp_cluster_t *cluster_env,
+                                           int global_rank, int world_size)
+{
+    (void)self;
+    ctx->init_calls++;
+    ctx->global_rank = global_rank;
+    ctx->world_size = world_size;
+    char addr[256];
+    uint16_t port = 0;
+    ddp_ident_set_rank(global_rank);
+    ddp_ident_set_phase("init_ddp_connection");
+    int rc = write_master_env(ctx, cluster_env, world_size, addr, sizeof addr,
+                              &port);
+    if (rc == 0)
+        rc = choose_backend(ctx);
+    if (rc || ctx->pg)
+        return rc; /* a group exists: nothing to connect */
+
+    ddp_info("initializing ddp: GLOBAL_RANK: %d, MEMBER: %d/%d", global_rank,
+             global_rank + 1, world_size);
+    int64_t start = ddp_sys_now(ctx->sys);
+    ctx->deadline = ddp_sys_deadline_in(ctx->sys, group_timeout(ctx));
+
+    if (global_rank == 0 && (rc = start_store_server(ctx, addr, port)) != 0)
+        return rc;
+
+    ddp_ident_set_phase("store connect");
+    ddp_store_client_opts_t o = {
+        .host = addr, .port = port, .connect_deadline = ctx->deadline,
+        .seed = (ctx->cfg ? ctx->cfg->seed : 0) * 1000003u + (uint64_t)global_rank};
+    ctx->store = ddp_store_client_connect(ctx->sys, &o, &rc);
+    if (!ctx->store) {
+        return ddp_err_hint("rank 0 serves the store on MASTER_ADDR:MASTER_PORT "
+                            "(%s:%u): is it running, reachable and did it bind "
+                            "that port?", addr, (unsigned)port);
+    }
+    if ((rc = check_root_cause(ctx)) != 0)
+        return rc;
+
+    ddp_ident_set_phase("wait for workers");
+    if ((rc = mark(ctx, KEY_JOINED)) != 0)
+        return rc;
+    rc = ddp_store_wait_for_workers(ctx->store, global_rank, world_size,
+                                    ctx->deadline);
+    if (rc)
+        return explain_wait_failure(ctx, rc, KEY_JOINED, "joined");
+
+    ddp_ident_set_phase("process group init");
+    ctx->pg_store = ddp_store_prefix_new(ctx->store, "default_pg");
+    if (!ctx->pg_store)
+        return ddp_err_set(-ENOMEM, "out of memory");
+    ddp_pg_init_t pi = {.sys = ctx->sys, .store = ctx->store,
+                        .prefix = "default_pg", .rank = global_rank,
+                        .world = world_size, .deadline = ctx->deadline,
+                        .device = ctx->on_gpu ? ctx->local_rank : -1};
+    if ((rc = ddp_pg_new(ctx->backend, &pi, &ctx->pg)) != 0)
+        return rc;
+
+    ddp_ident_set_phase("barrier");
+    if ((rc = mark(ctx, KEY_AT_BARRIER)) != 0)
+        return rc;
+    rc = ddp_store_barrier(ctx->pg_store, "default_pg", world_size,
+                           ctx->deadline);
+    if (rc)
+        return explain_wait_failure(ctx, rc, KEY_AT_BARRIER,
+                                    "reached the barrier");
+    if (global_rank == 0)
+        ddp_info("All distributed processes registered. Starting with %d "
+                 "processes (%.3f s)",
+                 world_size, (double)(ddp_sys_now(ctx->sys) - start) / 1e9);
+    ddp_ident_set_phase("connected");
+    return 0;
+}
+
+static uint64_t fnv1a(const uint8_t *p, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+uint64_t ddp_model_checksum(const ddp_model_t *m)
+{
+    return fnv1a(m->params, m->bytes);
+}
+
+int ddp_model_init(ddp_model_t *m, size_t bytes, uint64_t seed)
+{
+    m->params = malloc(bytes ? bytes : 1);
+    if (!m->params)
+        return ddp_err_set(-ENOMEM, "model: out of memory");
+    m->bytes = bytes;
+    ddp_rng_t r;
+    ddp_rng_seed(&r, seed);
+    for (size_t i = 0; i < bytes; i++)
+        m->params[i] = (uint8_t)ddp_rng_next(&r);
+    m->checksum = 0;
+    return 0;
+}
+
+void ddp_model_free(ddp_model_t *m)
+{
+    free(m->params);
+    m->params = NULL;
+}
+
+int ddp_plugin_default_configure_ddp(const ddp_plugin_t *self, ddp_ctx_t *ctx,
+                                     ddp_model_t *model)
+{
+    (void)self;
+    ddp_pg_t *g = ctx->ddp_group ? ctx->ddp_group : ctx->pg;
+    if (!g)
+        return ddp_err_set(DDP_ECONFIG, "configure_ddp before "
+                                        "init_ddp_connection: no process group");
+    ddp_ident_set_phase("configure_ddp");
+    /* What DDP does at wrap time: rank 0's parameters win... */
+    int rc = ddp_pg_broadcast(g, model->params, model->bytes, 0, ctx->deadline);
+    if (rc)
+        return rc;
+    /* ...and every rank must now hold the same bytes. */
+    int world = ddp_pg_world(g);
+    uint64_t mine = ddp_model_checksum(model);
+    uint64_t *all = calloc((size_t)world, sizeof *all);
+    if (!all)
+        return ddp_err_set(-ENOMEM, "out of memory");
+    rc = ddp_pg_allgather(g, &mine, sizeof mine, all, ctx->deadline);
+    for (int r = 0; rc == 0 && r < world; r++)
+        if (all[r] != mine)
+            rc = ddp_err_set(DDP_EPROTOCOL,
+                             "parameters differ after broadcast: group rank "
+                             "%d has checksum %016" PRIx64 ", rank %d has "
+                             "%016" PRIx64,
+                             r, all[r], ddp_pg_rank(g), mine);
+    free(all);
+    if (rc == 0)
+        model->checksum = mine;
+    return rc;
+}
+
+void ddp_plugin_default_teardown(const ddp_plugin_t *self, ddp_ctx_t *ctx)
+{
+    (void)self;
+    ddp_ident_set_phase("teardown");
+    /* Everyone is done with the store before rank 0 takes it down. */
+    if (ctx->pg && ctx->server_running)
+        ddp_pg_barrier(ctx->pg, ctx->deadline);
+    if (ctx->pg)
+        ddp_pg_destroy(ctx->pg);
+    ctx->pg = NULL;
+    ddp_store_free(ctx->pg_store);
+    ctx->pg_store = NULL;
+    ddp_store_free(ctx->store);
+    ctx->store = NULL;
+    if (ctx->server_running) {
+        ddp_store_server_stop(ctx->server);
+        ddp_sys_thread_join(ctx->sys, ctx->server_thread, NULL,
+                            ddp_sys_deadline_in(ctx->sys, 10 * DDP_NS_PER_S));
+        ctx->server_running = 0;
+    }
+    if (ctx->server)
+        ddp_store_server_free(ctx->server);
+    ctx->server = NULL;
+}
+
+/* ---- dispatch: the plugin's member or the shared default ---- */
+int ddp_plugin_init_ddp_connection(const ddp_plugin_t *p, ddp_ctx_t *ctx,
+                                   ddp_cluster_t *cluster_env, int global_rank,
+                                   int world_size)
+{
+    if (p && p->init_ddp_connection)
+        return p->init_ddp_connection(p, ctx, cluster_env, global_rank,
+                                      world_size);
+    return ddp_plugin_default_init_ddp_connection(p, ctx, cluster_env,
+                                                  global_rank, world_size);
+}
+
+int ddp_plugin_configure_ddp(const ddp_plugin_t *p, ddp_ctx_t *ctx,
+                             ddp_model_t *model)
+{
+    if (p && p->configure_ddp)
+        return p->configure_ddp(p, ctx, model);
+    return ddp_plugin_default_configure_ddp(p, ctx, model);
+}
+
+void ddp_plugin_teardown(const ddp_plugin_t *p, ddp_ctx_t *ctx)
+{
+    if (p && p->teardown)
+        p->teardown(p, ctx);
+    else
+        ddp_plugin_default_teardown(p, ctx);
+}
