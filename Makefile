@@ -59,7 +59,7 @@ TESTBIN   := $(B)/ddpsim-test
 DEPS_OK   := build/.deps-ok
 
 .PHONY: all lib run test bench install deps clean hw-test
-all: $(STATIC) $(SHARED) $(DDPSIM) $(TESTBIN) ddpsim
+all: $(STATIC) $(SHARED) $(DDPSIM) $(TESTBIN) $(BENCH_BIN) ddpsim
 
 lib: $(STATIC) $(SHARED)
 

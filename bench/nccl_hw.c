@@ -140,7 +140,7 @@ static int expected(const char *scn, int rank, const result_t *r,
 static void put_result(ddp_store_t *st, const char *scn, int rank,
                        const result_t *r, int64_t deadline)
 {
-    char key[64], val[800];
+    char key[64], val[1024];
     snprintf(key, sizeof key, "hw/%s/result/%d", scn, rank);
     snprintf(val, sizeof val, "%d %.3f %.4f %d %s", r->rc, r->took_ms,
              r->ar_ms, r->ok, r->msg);

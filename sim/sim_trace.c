@@ -101,3 +101,132 @@ void ddp__sim_log_sink(void *arg, ddp_log_level_t level, const char *line)
     ddp__sim_trace(sim, t && t->sim == sim ? t->id : -1, "log",
                    "\"level\":%d,\"msg\":\"%s\"", (int)level, esc);
 }
+
+/* ---- exports of a JSON-lines trace ---- */
+
+typedef struct {
+    long long t;
+    char task[64], kind[32];
+    const char *rest; /* the remaining fields, without the closing brace */
+    size_t rest_len;
+} trace_line_t;
+
+static int parse_line(const char *line, size_t len, trace_line_t *out)
+{
+    int pos = 0;
+    if (sscanf(line, "{\"t\":%lld,\"task\":\"%63[^\"]\",\"kind\":\"%31[^\"]\"%n",
+               &out->t, out->task, out->kind, &pos) != 3 || pos <= 0)
+        return -1;
+    out->rest = line + pos;
+    out->rest_len = len > (size_t)pos + 1 ? len - (size_t)pos - 1 : 0;
+    if (out->rest_len && out->rest[0] == ',') {
+        out->rest++;
+        out->rest_len--;
+    }
+    return 0;
+}
+
+/* Calls fn for each parsable line of the trace. */
+static void each_line(const char *trace, void (*fn)(void *, const trace_line_t *),
+                      void *arg)
+{
+    for (const char *p = trace; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        trace_line_t tl;
+        if (parse_line(p, len, &tl) == 0)
+            fn(arg, &tl);
+        p = nl ? nl + 1 : p + len;
+    }
+}
+
+typedef struct {
+    FILE *out;
+    int first;
+    /* open phase per task name, for duration events */
+    struct {
+        char task[64], phase[64];
+        long long since;
+    } open[4096];
+    int nopen;
+} chrome_t;
+
+static void chrome_emit(chrome_t *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void chrome_emit(chrome_t *c, const char *fmt, ...)
+{
+    va_list ap;
+    fputs(c->first ? "\n" : ",\n", c->out);
+    c->first = 0;
+    va_start(ap, fmt);
+    vfprintf(c->out, fmt, ap);
+    va_end(ap);
+}
+
+static void chrome_close_phase(chrome_t *c, int i, long long t)
+{
+    chrome_emit(c, "{\"name\":\"%s\",\"cat\":\"phase\",\"ph\":\"X\",\"ts\":%.3f,"
+                   "\"dur\":%.3f,\"pid\":1,\"tid\":\"%s\"}",
+                c->open[i].phase, (double)c->open[i].since / 1e3,
+                (double)(t - c->open[i].since) / 1e3, c->open[i].task);
+}
+
+static void chrome_line(void *arg, const trace_line_t *l)
+{
+    chrome_t *c = arg;
+    int i;
+    for (i = 0; i < c->nopen && strcmp(c->open[i].task, l->task); i++)
+        ;
+    int is_phase = !strcmp(l->kind, "phase");
+    if (i < c->nopen && (is_phase || !strcmp(l->kind, "exit"))) {
+        chrome_close_phase(c, i, l->t);
+        c->open[i] = c->open[--c->nopen];
+    }
+    if (is_phase && c->nopen < (int)(sizeof c->open / sizeof c->open[0])) {
+        const char *ph = strstr(l->rest, "\"phase\":\"");
+        char name[64] = "?";
+        if (ph)
+            sscanf(ph + 9, "%63[^\"]", name);
+        snprintf(c->open[c->nopen].task, sizeof c->open[0].task, "%s", l->task);
+        snprintf(c->open[c->nopen].phase, sizeof c->open[0].phase, "%s", name);
+        c->open[c->nopen].since = l->t;
+        c->nopen++;
+        return;
+    }
+    /* Everything else is an instant event carrying its fields as args. */
+    chrome_emit(c, "{\"name\":\"%s\",\"cat\":\"event\",\"ph\":\"i\",\"s\":\"t\","
+                   "\"ts\":%.3f,\"pid\":1,\"tid\":\"%s\",\"args\":{%.*s}}",
+                l->kind, (double)l->t / 1e3, l->task, (int)l->rest_len, l->rest);
+}
+
+int ddp_sim_export_chrome(const char *trace, FILE *out)
+{
+    chrome_t *c = calloc(1, sizeof *c);
+    if (!c)
+        return ddp_err_set(-12, "out of memory");
+    c->out = out;
+    c->first = 1;
+    fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[", out);
+    each_line(trace, chrome_line, c);
+    long long end = 0;
+    const char *last = trace ? strrchr(trace, '{') : NULL;
+    if (last)
+        sscanf(last, "{\"t\":%lld", &end);
+    for (int i = 0; i < c->nopen; i++)
+        chrome_close_phase(c, i, end);
+    fputs("\n]}\n", out);
+    free(c);
+    return ferror(out) ? ddp_err_set(-5, "error writing the Chrome trace") : 0;
+}
+
+static void timeline_line(void *arg, const trace_line_t *l)
+{
+    fprintf(arg, "%14.6f s  %-16s %-14s %.*s\n", (double)l->t / 1e9, l->task,
+            l->kind, (int)l->rest_len, l->rest);
+}
+
+int ddp_sim_export_timeline(const char *trace, FILE *out)
+{
+    each_line(trace, timeline_line, out);
+    return ferror(out) ? ddp_err_set(-5, "error writing the timeline") : 0;
+}

@@ -516,6 +516,72 @@ static void test_sim_crash_mid_allreduce(void)
     ddp_sim_free(s.sim);
 }
 
+/* Rank 3 goes silent (paused, alive) before an allreduce with a 5 s
+ * deadline: the others fail by that deadline, some with a timeout. */
+static int body_pause(ddp_pg_t *pg, ddp_sys_t *sys, int64_t dl, why_t *w, void *arg)
+{
+    (void)arg;
+    int rc = ddp_pg_barrier(pg, dl);
+    if (rc)
+        return failf(w, rc, "barrier");
+    /* the pause starts 1 s into the run; be past it */
+    ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 2 * DDP_NS_PER_S));
+    int64_t v = 1;
+    return ddp_pg_allreduce(pg, &v, 1, DDP_INT64, DDP_SUM,
+                            ddp_sys_deadline_in(sys, 5 * DDP_NS_PER_S));
+}
+
+static void test_sim_paused_rank_times_out(void)
+{
+    simrun_t s;
+    sim_setup(&s, 23, 2, WORLD, body_pause, NULL, NULL);
+    ddp_sim_add_fault(s.sim, &(ddp_sim_fault_t){.kind = DDP_FAULT_PAUSE, .node = -1,
+                                                .task = s.first_rank + 3,
+                                                .start_ns = DDP_NS_PER_S,
+                                                .end_ns = 100 * DDP_NS_PER_S});
+    CU_ASSERT_EQUAL(ddp_sim_run(s.sim), DDP_SIM_DONE);
+    int timeouts = 0;
+    for (int r = 0; r < WORLD; r++) {
+        const ddp_sim_outcome_t *o = sim_out(&s, r);
+        CU_ASSERT(o->rc == DDP_EPEER_LOST || o->rc == DDP_ETIMEOUT);
+        if (r != 3)
+            CU_ASSERT(o->end_ns <= 9 * DDP_NS_PER_S);
+        timeouts += o->rc == DDP_ETIMEOUT;
+    }
+    CU_ASSERT(timeouts >= 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(sim_out(&s, 4)->message, "rank 3"));
+    ddp_sim_free(s.sim);
+}
+
+/* Same seed, same run: the backend adds no wall-clock or thread-timing
+ * decision (its retry jitter comes from a seeded PRNG). */
+static uint64_t crash_run_hash(uint64_t seed, char *msg6, size_t n)
+{
+    simrun_t s;
+    sim_setup(&s, seed, 2, WORLD, body_crash, NULL, NULL);
+    s.expect_done = WORLD - 1;
+    ddp_sim_add_fault(s.sim, &(ddp_sim_fault_t){.kind = DDP_FAULT_CRASH, .node = -1,
+                                                .task = s.first_rank + 5,
+                                                .phase = "allreduce"});
+    ddp_sim_run(s.sim);
+    ddp_sim_stats_t st;
+    ddp_sim_stats(s.sim, &st);
+    snprintf(msg6, n, "%s", sim_out(&s, 6)->message);
+    ddp_sim_free(s.sim);
+    return st.trace_hash;
+}
+
+static void test_sim_deterministic(void)
+{
+    char m0[512], m1[512];
+    uint64_t h = crash_run_hash(21, m0, sizeof m0);
+    for (int i = 0; i < 3; i++) {
+        CU_ASSERT_EQUAL(crash_run_hash(21, m1, sizeof m1), h);
+        CU_ASSERT_STRING_EQUAL(m1, m0);
+    }
+    CU_ASSERT_NOT_EQUAL(crash_run_hash(22, m1, sizeof m1), h);
+}
+
 /* Strays queue on rank 5's listen port before its real predecessor
  * (rank 4, started late) connects: one with a wrong magic, one silent. */
 typedef struct stray_arg {
@@ -755,6 +821,8 @@ DDP_SUITE("pg_tcp", suite_init, suite_cleanup,
           {"8 real processes on loopback: every collective", test_real_processes},
           {"simulator, 8 ranks on 2 nodes: every collective", test_sim_collectives},
           {"simulator: rank crashes entering allreduce", test_sim_crash_mid_allreduce},
+          {"simulator: same seed, same trace", test_sim_deterministic},
+          {"simulator: paused rank, others time out", test_sim_paused_rank_times_out},
           {"simulator: stray connections rejected, group forms", test_sim_stray_connections},
           {"simulator: mismatched collective sizes", test_sim_mismatched_calls},
           {"simulator: abort", test_sim_abort},

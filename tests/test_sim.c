@@ -405,7 +405,35 @@ static void test_clock_skew(void)
     ddp_sim_free(sim);
 }
 
+static void test_trace_exports(void)
+{
+    ddp_sim_t *sim = two_nodes(12, 1);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "r0", .rank = 0},
+                     crash_victim, NULL);
+    ddp_sim_run(sim);
+    const char *tr = ddp_sim_trace(sim, NULL);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    CU_ASSERT_EQUAL(ddp_sim_export_chrome(tr, f), 0);
+    fclose(f);
+    /* The phase became a duration slice; exit an instant event. */
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"name\":\"rendezvous\",\"cat\":\"phase\",\"ph\":\"X\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"name\":\"exit\""));
+    CU_ASSERT_EQUAL(strncmp(buf, "{\"displayTimeUnit\"", 18), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\n]}\n"));
+    free(buf);
+    f = open_memstream(&buf, &len);
+    CU_ASSERT_EQUAL(ddp_sim_export_timeline(tr, f), 0);
+    fclose(f);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "r0"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "phase"));
+    free(buf);
+    ddp_sim_free(sim);
+}
+
 DDP_SUITE("sim", NULL, NULL,
+          {"chrome trace and timeline exports", test_trace_exports},
           {"echo over the virtual network", test_echo},
           {"refused connect, late-starting server", test_refused_and_late_start},
           {"deadlock report names task and wait", test_deadlock_report},

@@ -6,9 +6,10 @@
 struct ddp_sys;
 
 /* argv[0] is the subcommand name ("hostlist", ...). */
-__attribute__((weak)) int ddp_cmd_hostlist(struct ddp_sys *sys, int argc, char **argv);
-__attribute__((weak)) int ddp_cmd_env(struct ddp_sys *sys, int argc, char **argv);
-__attribute__((weak)) int ddp_cmd_store(struct ddp_sys *sys, int argc, char **argv);
+int ddp_cmd_hostlist(struct ddp_sys *sys, int argc, char **argv);
+int ddp_cmd_env(struct ddp_sys *sys, int argc, char **argv);
+int ddp_cmd_store(struct ddp_sys *sys, int argc, char **argv);
 int ddp_cmd_demo(struct ddp_sys *sys, int argc, char **argv);
+int ddp_cmd_sim(struct ddp_sys *sys, int argc, char **argv);
 
 #endif

@@ -127,6 +127,12 @@ void ddp_sim_stats(const ddp_sim_t *sim, ddp_sim_stats_t *out);
 const char *ddp_sim_deadlock_report(const ddp_sim_t *sim);
 /* The in-memory trace (opts.keep_trace), NUL-terminated. */
 const char *ddp_sim_trace(const ddp_sim_t *sim, size_t *len);
+/* Converts a JSON-lines trace to Chrome trace format (opens in Perfetto or
+ * chrome://tracing): phases become duration slices per task, every other
+ * event an instant with its fields as args. */
+int ddp_sim_export_chrome(const char *trace, FILE *out);
+/* A readable timeline: one line per event, virtual seconds first. */
+int ddp_sim_export_timeline(const char *trace, FILE *out);
 /* Adds a line to the trace from inside a task ("kind" + JSON fields). */
 void ddp_sim_trace_event(ddp_sys_t *sys, const char *kind, const char *fmt,
                          ...) __attribute__((format(printf, 3, 4)));
