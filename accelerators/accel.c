@@ -55,6 +55,21 @@ void ddp__accel_rank_math(ddp_ctx_t *ctx, int local_rank, int node_rank)
     ctx->world_size = ddp__accel_num_nodes(ctx) * nproc;
 }
 
+int ddp__accel_local_ranks(ddp_ctx_t *ctx, const char *var)
+{
+    ddp_env_t *env = ddp_sys_env(ctx->sys);
+    int node_rank = 0, rc = ddp_cluster_node_rank(ctx->cluster, &node_rank);
+    if (rc)
+        return rc;
+    long idx = 0;
+    int set = ddp_env_has(env, var);
+    if (set && (rc = ddp_env_get_long(env, var, 0,
+                                      ddp__accel_num_processes(ctx) - 1, &idx)))
+        return rc;
+    ddp__accel_rank_math(ctx, (int)idx, node_rank);
+    return set;
+}
+
 /* SLURM "manages tasks" when it started exactly devices * nodes tasks and
  * the job is not an interactive shell. */
 static int slurm_manages_tasks(const ddp_trainer_cfg_t *cfg, ddp_cluster_t *env)
@@ -138,6 +153,35 @@ int ddp_accel_launch(ddp_ctx_t *ctx, const ddp_child_env_t *envs, int n,
         res->children++;
     }
     return 0;
+}
+
+int ddp_accel_launch_local(ddp_ctx_t *ctx, int first, int count,
+                           const char *index_var, ddp_run_result_t *res)
+{
+    char addr[64];
+    uint16_t port;
+    int rc;
+    if ((rc = ddp_cluster_main_address(ctx->cluster, addr, sizeof addr)) ||
+        (rc = ddp_cluster_main_port(ctx->cluster, &port)))
+        return rc;
+    enum { MAX_LOCAL = (int)(sizeof ctx->children / sizeof ctx->children[0]) };
+    if (count > MAX_LOCAL)
+        return ddp_err_set(DDP_ELIMIT, "%s: at most %d processes per node",
+                           ctx->accelerator, MAX_LOCAL);
+    ddp_env_t *env = ddp_sys_env(ctx->sys);
+    ddp_env_set(env, "MASTER_ADDR", addr);
+    ddp_env_setf(env, "MASTER_PORT", "%u", (unsigned)port);
+    ddp_child_env_t kids[MAX_LOCAL];
+    for (int i = 0; i < count; i++) {
+        ddp_child_env_t *k = &kids[i];
+        k->n = 0;
+        ddp_child_env_set(k, "MASTER_ADDR", "%s", addr);
+        ddp_child_env_set(k, "MASTER_PORT", "%u", (unsigned)port);
+        ddp_child_env_set(k, "NODE_RANK", "%d", ctx->node_rank);
+        ddp_child_env_set(k, "WORLD_SIZE", "%d", ctx->world_size);
+        ddp_child_env_set(k, index_var, "%d", first + i);
+    }
+    return ddp_accel_launch(ctx, kids, count, res);
 }
 
 static void wait_children(ddp_ctx_t *ctx, ddp_run_result_t *res,

@@ -15,6 +15,9 @@ extern const ddp_accel_ops_t ddp__accel_ddp_cpu_hpc;
  * world = num_nodes * num_processes (all but ddp2). */
 void ddp__accel_rank_math(ddp_ctx_t *ctx, int local_rank, int node_rank);
 int ddp__accel_num_nodes(const ddp_ctx_t *ctx);
+/* Node rank from the cluster environment, local index from `var` (0 when
+ * unset), then the rank math. 1 if var was set, 0 if not, < 0 on error. */
+int ddp__accel_local_ranks(ddp_ctx_t *ctx, const char *var);
 int ddp__accel_num_processes(const ddp_ctx_t *ctx);
 
 #endif

@@ -618,16 +618,23 @@ static int accept_predecessor(tcp_pg_t *pg, int lfd, int64_t start,
     for (;;) {
         ddp_addr_t peer;
         int fd = ddp_sys_accept(sys, lfd, &peer, deadline);
-        if (fd == -EINTR || fd == -ECONNABORTED)
+        /* A connection aborted before accept is not the predecessor's last
+         * word; but even a storm of them must end at the deadline. */
+        int transient = fd == -EINTR || fd == -ECONNABORTED;
+        if (transient && now(pg) < deadline)
             continue;
         if (fd < 0) {
-            int code = fd == -EAGAIN || fd == DDP_ETIMEOUT ? DDP_ETIMEOUT : fd;
+            int code = transient || fd == -EAGAIN || fd == DDP_ETIMEOUT
+                           ? DDP_ETIMEOUT : fd;
+            char rej[260] = "";
+            if (strays)
+                snprintf(rej, sizeof rej, "; rejected %d stray connection(s), "
+                                          "last %s", strays, last);
             peer_err(code, pg->prev_rank, pg->prev_addr, now(pg) - start,
                      "tcp bootstrap: no valid connection from ring "
-                     "predecessor rank %d (%s) arrived%s%s%s",
-                     pg->prev_rank, pg->prev_addr,
-                     strays ? "; rejected stray connection(s), last: " : "",
-                     last, code == DDP_ETIMEOUT ? "" : " (accept failed)");
+                     "predecessor rank %d (%s) arrived%s%s",
+                     pg->prev_rank, pg->prev_addr, rej,
+                     code == DDP_ETIMEOUT ? "" : " (accept failed)");
             return ddp_err_hint("rank %d may have died or may be unable to "
                                 "reach this rank's listen address",
                                 pg->prev_rank);

@@ -322,7 +322,9 @@ static int child_main(ddp_sys_t *sys, void *arg)
     return rc ? 1 : 0;
 }
 
-static void test_real_processes(void)
+/* Runs `world` child processes, each a rank running body against a store
+ * served by this process; returns how many exited 0. */
+static int run_real(int world, const char *prefix, rank_body_fn body)
 {
     ddp_sys_t *sys = ddp_test_sys();
     CU_ASSERT_PTR_NOT_NULL_FATAL(sys);
@@ -334,9 +336,9 @@ static void test_real_processes(void)
     ddp_addr_t sa = ddp_store_server_addr(srv);
     rank_spec_t specs[WORLD];
     ddp_pid_t pids[WORLD] = {0};
-    for (int r = 0; r < WORLD; r++) {
-        specs[r] = (rank_spec_t){"127.0.0.1", sa.port, "real_pg", r, WORLD,
-                                 60 * DDP_NS_PER_S, body_all, NULL};
+    for (int r = 0; r < world; r++) {
+        specs[r] = (rank_spec_t){"127.0.0.1", sa.port, prefix, r, world,
+                                 60 * DDP_NS_PER_S, body, NULL};
         ddp_spawn_t sp = {.entry = child_main, .arg = &specs[r], .name = "rank"};
         CU_ASSERT_EQUAL(ddp_sys_spawn(sys, &sp, &pids[r]), 0);
     }
@@ -344,10 +346,11 @@ static void test_real_processes(void)
      * (libfiu's, inside every fault point) leaves the child blocked on it
      * forever. The listening socket already queues the children's
      * connections. */
-    CU_ASSERT_EQUAL_FATAL(ddp_store_server_start_thread(srv), 0);
+    int started = ddp_store_server_start_thread(srv) == 0;
+    CU_ASSERT(started);
     int64_t dl = ddp_sys_deadline_in(sys, 90 * DDP_NS_PER_S);
     int ok = 0;
-    for (int r = 0; r < WORLD; r++) {
+    for (int r = 0; r < world; r++) {
         int status = -1;
         if (pids[r] && ddp_sys_wait(sys, pids[r], &status, dl) != 0) {
             ddp_sys_kill(sys, pids[r], 9);
@@ -355,10 +358,39 @@ static void test_real_processes(void)
         }
         ok += status == 0;
     }
-    CU_ASSERT_EQUAL(ok, WORLD);
-    ddp_store_server_join_thread(srv);
+    if (started)
+        ddp_store_server_join_thread(srv);
     ddp_store_server_free(srv);
     ddp_sys_free(sys);
+    return ok;
+}
+
+static void test_real_processes(void)
+{
+    CU_ASSERT_EQUAL(run_real(WORLD, "real_pg", body_all), WORLD);
+}
+
+/* Rank 2 exits instead of joining the allreduce; on real sockets the
+ * others must see it go (EOF / reset), not wait for the deadline. */
+static int body_leave(ddp_pg_t *pg, ddp_sys_t *sys, int64_t dl, why_t *w, void *arg)
+{
+    (void)sys, (void)arg;
+    int rc = ddp_pg_barrier(pg, dl);
+    if (rc)
+        return failf(w, rc, "barrier");
+    if (ddp_pg_rank(pg) == 2)
+        return 0;
+    size_t n = LARGE_BYTES / sizeof(double);
+    double *b = calloc(n, sizeof *b);
+    rc = ddp_pg_allreduce(pg, b, n, DDP_DOUBLE, DDP_SUM, dl);
+    free(b);
+    return rc == DDP_EPEER_LOST ? 0 : failf(w, rc, "allreduce without rank 2 "
+                                                   "returned %d", rc);
+}
+
+static void test_real_peer_exits(void)
+{
+    CU_ASSERT_EQUAL(run_real(4, "real_leave", body_leave), 4);
 }
 
 /* ------------------------------------------------ (b) the simulator */
@@ -819,6 +851,7 @@ DDP_SUITE("pg_tcp", suite_init, suite_cleanup,
           {"reduction kernel and dtype table", test_reduce_kernel},
           {"registry, argument checks, world of 1", test_registry},
           {"8 real processes on loopback: every collective", test_real_processes},
+          {"real processes: a rank exits, the others see it", test_real_peer_exits},
           {"simulator, 8 ranks on 2 nodes: every collective", test_sim_collectives},
           {"simulator: rank crashes entering allreduce", test_sim_crash_mid_allreduce},
           {"simulator: same seed, same trace", test_sim_deterministic},

@@ -63,6 +63,13 @@ void ddp_child_env_set(ddp_child_env_t *e, const char *key, const char *fmt,
                        ...) __attribute__((format(printf, 3, 4)));
 int ddp_accel_launch(ddp_ctx_t *ctx, const ddp_child_env_t *envs, int n,
                      ddp_run_result_t *res);
+/* The common case: local processes first..first+count-1 of this node, each
+ * told the master (the cluster environment's MASTER_ADDR/MASTER_PORT, a free
+ * port if unset, also written into this process's environment so parent and
+ * children agree), NODE_RANK, WORLD_SIZE and index_var = its index
+ * (LOCAL_RANK for ddp, DDP_SPAWN_INDEX for the spawners). */
+int ddp_accel_launch_local(ddp_ctx_t *ctx, int first, int count,
+                           const char *index_var, ddp_run_result_t *res);
 
 #ifdef __cplusplus
 }
