@@ -523,6 +523,7 @@ int ddp__sim_thread(ddp_sim_task_t *parent, ddp_thread_fn fn, void *arg,
     t->parent = parent->id;
     t->proc = parent->proc;
     t->out.thread = 1;
+    sim->tasks[parent->proc]->nthreads++;
     sim_event_t ev = {.t = sim->vt, .type = EV_START, .a = t->id};
     ddp__sim_push_event(sim, ev);
     ddp__sim_trace(sim, parent->id, "thread", "\"thread\":\"%s\"", t->name);

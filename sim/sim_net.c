@@ -388,7 +388,10 @@ void ddp__sim_close_task_socks(ddp_sim_t *sim, int task, int graceful)
     int proc = sim->tasks[task]->proc;
     if (proc != task)
         return;
-    for (int j = 0; j < sim->ntasks; j++) {
+    /* Without threads only the task's own sockets (the common case: O(1)). */
+    int from = sim->tasks[task]->nthreads ? 0 : task;
+    int to = sim->tasks[task]->nthreads ? sim->ntasks : task + 1;
+    for (int j = from; j < to; j++) {
         ddp_sim_task_t *t = sim->tasks[j];
         if (t->proc != proc)
             continue;

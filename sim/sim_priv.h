@@ -47,6 +47,7 @@ struct ddp_sim_task {
     int64_t paused_until;
     int parent;      /* spawning task, -1 none */
     int proc;        /* the process: own id, or the creator's for a thread */
+    int nthreads;    /* threads this process started */
     int exit_status;
     waitq_t exitq;   /* tasks waiting for this one to exit */
     int *fds;        /* sockets this task owns (closed at exit) */

@@ -114,7 +114,10 @@ static double expect(ddp_redop_t op, int world, size_t i)
     return acc;
 }
 
-static uint8_t pattern(int who, size_t i) { return (uint8_t)(i * 31 + (size_t)who * 17 + 5); }
+static uint8_t pattern(int who, size_t i)
+{
+    return (uint8_t)(i * 31 + (size_t)who * 17 + 5);
+}
 
 static int check_broadcast(ddp_pg_t *pg, size_t bytes, int root, int64_t dl, why_t *w)
 {
@@ -665,7 +668,8 @@ static void test_sim_stray_connections(void)
     sim_setup(&s, 13, 2, WORLD, body_all, NULL, starts);
     stray_arg_t strays[2] = {{.silent = 0}, {.silent = 1}};
     for (int i = 0; i < 2; i++)
-        ddp_sim_add_task(s.sim, &(ddp_sim_task_opts_t){.node = 1, .name = "stray", .rank = -1},
+        ddp_sim_add_task(s.sim,
+                         &(ddp_sim_task_opts_t){.node = 1, .name = "stray", .rank = -1},
                          stray_main, &strays[i]);
     CU_ASSERT_EQUAL(ddp_sim_run(s.sim), DDP_SIM_DONE);
     CU_ASSERT_EQUAL(sim_count_ok(&s), WORLD);

@@ -87,8 +87,7 @@ int ddp_cmd_demo(ddp_sys_t *sys, int argc, char **argv)
     }
     ddp_store_server_opts_t so = {.host = "127.0.0.1"};
     ddp_store_server_t *srv = NULL;
-    if (ddp_store_server_new(sys, &so, &srv) != 0 ||
-        ddp_store_server_start_thread(srv) != 0) {
+    if (ddp_store_server_new(sys, &so, &srv) != 0) {
         fprintf(stderr, "ddpsim demo: %s\n", ddp_err_message());
         ddp_store_server_free(srv);
         return 1;
@@ -112,6 +111,13 @@ int ddp_cmd_demo(ddp_sys_t *sys, int argc, char **argv)
             pids[i] = 0;
             failed = 1;
         }
+    }
+    /* The server thread starts only after the forks: a thread inside a
+     * libfiu point while we fork would leave its lock held in the child.
+     * Until then the listening socket queues the ranks' connections. */
+    if (ddp_store_server_start_thread(srv) != 0) {
+        fprintf(stderr, "ddpsim demo: %s\n", ddp_err_message());
+        failed = 1;
     }
     int64_t deadline = ddp_sys_deadline_in(sys, (timeout_s + 5) * DDP_NS_PER_S);
     for (long i = 0; rk && pids && i < ranks; i++) {
