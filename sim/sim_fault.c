@@ -156,49 +156,36 @@ static _Thread_local struct {
     int err;
 } call;
 
-static int connect_cb(const char *name, int *failnum, void **failinfo,
-                      unsigned int *flags)
+/* The per-call points: which fault kinds each answers, and with what errno. */
+static int call_errno(const char *point, const ddp_sim_fault_t *f)
 {
-    (void)name, (void)failnum, (void)failinfo, (void)flags;
+    if (!strcmp(point, "sys/net/resolve"))
+        return f->kind == DDP_FAULT_RESOLVE ? EHOSTUNREACH : 0;
+    if ((f->peer_node >= 0 && f->peer_node != call.dst_node) ||
+        (f->port && f->port != call.port))
+        return 0;
+    return f->kind == DDP_FAULT_REFUSE      ? ECONNREFUSED
+           : f->kind == DDP_FAULT_BLACKHOLE ? ETIMEDOUT
+           : f->kind == DDP_FAULT_RESET && f->after_bytes <= 0 ? ECONNRESET
+                                                              : 0;
+}
+
+/* Callback for sys/net/connect and sys/net/resolve. */
+static int call_cb(const char *name, int *failnum, void **failinfo,
+                   unsigned int *flags)
+{
+    (void)failnum, (void)failinfo, (void)flags;
     ddp_sim_task_t *t = ddp__sim_current();
     if (!t)
         return 0;
     ddp_sim_t *sim = t->sim;
     for (int i = 0; i < sim->nfaults; i++) {
         const ddp_sim_fault_t *f = &sim->faults[i];
-        int e = f->kind == DDP_FAULT_REFUSE      ? ECONNREFUSED
-                : f->kind == DDP_FAULT_BLACKHOLE ? ETIMEDOUT
-                : f->kind == DDP_FAULT_RESET && f->after_bytes <= 0 ? ECONNRESET
-                                                                   : 0;
-        if (!e || !active(sim, f) || !aims_at(f, t))
-            continue;
-        if ((f->peer_node >= 0 && f->peer_node != call.dst_node) ||
-            (f->port && f->port != call.port))
-            continue;
-        if (draw(sim, i)) {
+        int e = call_errno(name, f);
+        if (e && active(sim, f) && aims_at(f, t) && draw(sim, i)) {
             call.err = e;
             ddp__sim_trace(sim, t->id, "fault", "\"fault\":\"%s\",\"port\":%u",
                            kind_names[f->kind], (unsigned)call.port);
-            return 1;
-        }
-    }
-    return 0;
-}
-
-static int resolve_cb(const char *name, int *failnum, void **failinfo,
-                      unsigned int *flags)
-{
-    (void)name, (void)failnum, (void)failinfo, (void)flags;
-    ddp_sim_task_t *t = ddp__sim_current();
-    if (!t)
-        return 0;
-    ddp_sim_t *sim = t->sim;
-    for (int i = 0; i < sim->nfaults; i++) {
-        const ddp_sim_fault_t *f = &sim->faults[i];
-        if (f->kind == DDP_FAULT_RESOLVE && active(sim, f) && aims_at(f, t) &&
-            draw(sim, i)) {
-            call.err = EHOSTUNREACH;
-            ddp__sim_trace(sim, t->id, "fault", "\"fault\":\"resolve\"");
             return 1;
         }
     }
@@ -301,9 +288,9 @@ void ddp__sim_faults_arm(ddp_sim_t *sim)
         }
     }
     if (need_connect)
-        fiu_enable_external("sys/net/connect", 1, NULL, 0, connect_cb);
+        fiu_enable_external("sys/net/connect", 1, NULL, 0, call_cb);
     if (need_resolve)
-        fiu_enable_external("sys/net/resolve", 1, NULL, 0, resolve_cb);
+        fiu_enable_external("sys/net/resolve", 1, NULL, 0, call_cb);
     (void)need_phase; /* phases are always watched: trace + outcomes */
     fiu_enable_external("ddp/phase/enter", 1, NULL, 0, phase_cb);
 }

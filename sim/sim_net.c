@@ -560,6 +560,22 @@ static sock_t *own_sock(ddp_sim_task_t *t, int fd, int type)
     return s;
 }
 
+/* One blocking step of a socket call: give up at the deadline, or park on
+ * the socket. 0: woken (re-check); -EAGAIN: a try-once call found nothing;
+ * DDP_ETIMEOUT; DDP_ECANCELED. */
+static int block_on(ddp_sim_task_t *t, sock_t *s, int64_t deadline,
+                    int64_t start, const char *timeout_msg, const char *what)
+{
+    if (timed_out(t, deadline, start)) {
+        if (deadline <= start)
+            return -EAGAIN;
+        ddp_err_set(DDP_ETIMEOUT, "%s", timeout_msg);
+        return ddp_err_waited(ddp__sim_task_now(t) - start);
+    }
+    waitq_t *q = &s->waiters;
+    return ddp__sim_park(t, deadline, &q, 1, what);
+}
+
 static int sm_accept(ddp_sys_t *sy, int fd, ddp_addr_t *peer, int64_t deadline)
 {
     ddp_sim_task_t *t = me(sy);
@@ -582,16 +598,10 @@ static int sm_accept(ddp_sys_t *sy, int fd, ddp_addr_t *peer, int64_t deadline)
                 *peer = s->remote;
             return c;
         }
-        if (timed_out(t, deadline, start)) {
-            if (deadline <= start)
-                return -EAGAIN;
-            ddp_err_set(DDP_ETIMEOUT, "no connection arrived in time");
-            return ddp_err_waited(ddp__sim_task_now(t) - start);
-        }
         char what[96];
         snprintf(what, sizeof what, "accept on port %u", (unsigned)l->local.port);
-        waitq_t *q = &l->waiters;
-        int rc = ddp__sim_park(t, deadline, &q, 1, what);
+        int rc = block_on(t, l, deadline, start, "no connection arrived in time",
+                          what);
         if (rc)
             return rc;
     }
@@ -720,17 +730,11 @@ static ssize_t sm_recv(ddp_sys_t *sy, int fd, void *buf, size_t n,
             return ddp_err_set(-ECONNRESET, "recv: connection reset by peer");
         if (s->rx_eof || n == 0)
             return 0;
-        if (timed_out(t, deadline, start)) {
-            if (deadline <= start)
-                return -EAGAIN;
-            ddp_err_set(DDP_ETIMEOUT, "nothing received before the deadline");
-            return ddp_err_waited(ddp__sim_task_now(t) - start);
-        }
         char what[96], peer[DDP_ADDR_STRLEN];
         snprintf(what, sizeof what, "recv from %s",
                  ddp_addr_format(&s->remote, peer, sizeof peer));
-        waitq_t *q = &s->waiters;
-        int rc = ddp__sim_park(t, deadline, &q, 1, what);
+        int rc = block_on(t, s, deadline, start,
+                          "nothing received before the deadline", what);
         if (rc)
             return rc;
     }
