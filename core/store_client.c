@@ -49,6 +49,7 @@
 
 #include "ddp/err.h"
 #include "ddp/log.h"
+#include "bytebuf.h"
 #include "store_priv.h"
 
 /* After a WAIT timed out, how long the server gets to answer CANCEL_WAIT. */
@@ -70,8 +71,7 @@ typedef struct client {
     char lost[320]; /* why it was lost, for the ops that come after */
     int attempts;
     ddp_rng_t rng;
-    uint8_t *req; /* the request being built */
-    size_t len, cap;
+    ddp__bb_t req; /* the request being built (off stays 0) */
     int oom;
 } client_t;
 
@@ -95,21 +95,11 @@ static void put(client_t *c, const void *p, size_t n)
 {
     if (c->oom)
         return;
-    if (c->len + n > c->cap) {
-        size_t nc = c->cap ? c->cap : 256;
-        while (nc < c->len + n)
-            nc *= 2;
-        uint8_t *r = realloc(c->req, nc);
-        if (!r) {
-            c->oom = 1;
-            return;
-        }
-        c->req = r;
-        c->cap = nc;
+    if (ddp__bb_reserve(&c->req, n, 256) != 0) {
+        c->oom = 1;
+        return;
     }
-    if (n)
-        memcpy(c->req + c->len, p, n);
-    c->len += n;
+    ddp__bb_put(&c->req, p, n);
 }
 
 /* Integers go out raw in host order: the protocol is little-endian hosts. */
@@ -145,7 +135,7 @@ static void put_keys(client_t *c, const char *const *keys, size_t n, int raw)
 
 static void begin(client_t *c, int op)
 {
-    c->len = 0;
+    c->req.len = 0;
     c->oom = 0;
     uint8_t b = (uint8_t)op;
     put(c, &b, 1);
@@ -221,9 +211,10 @@ static int send_req(client_t *c, int op, int64_t deadline)
     if (c->oom)
         return ddp_err_set(-ENOMEM, "out of memory building a %zu-byte %s "
                                     "request",
-                           c->len, ddp_store_op_name(op));
+                           c->req.len, ddp_store_op_name(op));
     if ((rc = fault("store/client/send", ECONNRESET)) == 0)
-        rc = ddp_sys_send_all(c->st.sys, c->fd, c->req, c->len, deadline);
+        rc = ddp_sys_send_all(c->st.sys, c->fd, c->req.data, c->req.len,
+                              deadline);
     return rc ? io_fail(c, rc, op, "sending") : 0;
 }
 
@@ -626,7 +617,7 @@ static void c_free(ddp_store_t *st)
     client_t *c = C(st);
     if (c->fd >= 0)
         ddp_sys_close(c->st.sys, c->fd);
-    free(c->req);
+    ddp__bb_free(&c->req);
     free(c);
 }
 

@@ -35,6 +35,7 @@
 
 #include "ddp/err.h"
 #include "ddp/log.h"
+#include "bytebuf.h"
 
 /* run() polls in slices this long so a stop() is noticed in bounded time
  * (no self-pipe: every socket goes through the sys seam). */
@@ -93,11 +94,9 @@ struct srv_conn {
     int dirty; /* on the server's dirty list */
     int64_t accepted_at;
     conn_t *uprev, *unext; /* not yet validated, in accept order */
-    uint8_t *in;
-    size_t in_off, in_len, in_cap;
-    size_t need; /* bytes from in_off needed before parsing again */
-    uint8_t *out;
-    size_t out_off, out_len, out_cap;
+    ddp__bb_t in;
+    size_t need; /* bytes from in.off needed before parsing again */
+    ddp__bb_t out;
     waiter_t *whead, *wtail;
     size_t wait_left; /* keys of the pending WAIT still missing */
     int waiting;
@@ -304,41 +303,20 @@ static void mark_dirty(ddp_store_server_t *srv, conn_t *c)
     c->dirty = 1;
 }
 
-static size_t out_pending(const conn_t *c) { return c->out_len - c->out_off; }
+static size_t out_pending(const conn_t *c)
+{
+    return ddp__bb_pending(&c->out);
+}
 
 static int out_reserve(conn_t *c, size_t n)
 {
-    if (c->out_off && c->out_off == c->out_len)
-        c->out_off = c->out_len = 0;
-    if (c->out_cap - c->out_len >= n)
-        return 0;
-    if (c->out_off) { /* reuse the sent prefix before growing */
-        memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
-        c->out_len -= c->out_off;
-        c->out_off = 0;
-        if (c->out_cap - c->out_len >= n)
-            return 0;
-    }
-    size_t nc = c->out_cap ? c->out_cap : 256;
-    while (nc - c->out_len < n) {
-        if (nc > SIZE_MAX / 2)
-            return -ENOMEM;
-        nc *= 2;
-    }
-    uint8_t *b = realloc(c->out, nc);
-    if (!b)
-        return -ENOMEM;
-    c->out = b;
-    c->out_cap = nc;
-    return 0;
+    return ddp__bb_reserve(&c->out, n, 256);
 }
 
 /* Appends to c's output (the caller reserved room). */
 static void out_put(conn_t *c, const void *p, size_t n)
 {
-    if (n)
-        memcpy(c->out + c->out_len, p, n);
-    c->out_len += n;
+    ddp__bb_put(&c->out, p, n);
 }
 
 /* A reply for c: reserve, write, mark for flushing. Returns 0 or -ENOMEM
@@ -841,11 +819,12 @@ static int op_queue_pop(ddp_store_server_t *srv, conn_t *c, slice_t k)
     return H_OK;
 }
 
-/* Parse one request at c->in + c->in_off and run it. H_OK consumed it. */
+/* Parse one request at the start of c->in's pending bytes and run it.
+ * H_OK consumed it. */
 static int handle_one(ddp_store_server_t *srv, conn_t *c)
 {
-    rd_t r = {.p = c->in + c->in_off,
-              .n = c->in_len - c->in_off,
+    rd_t r = {.p = c->in.data + c->in.off,
+              .n = ddp__bb_pending(&c->in),
               .max = srv->max_request,
               .msg = srv->msg,
               .msgn = sizeof srv->msg};
@@ -1061,7 +1040,7 @@ static int handle_one(ddp_store_server_t *srv, conn_t *c)
         break;
     }
     if (rc == H_OK)
-        c->in_off += r.off;
+        ddp__bb_consume(&c->in, r.off);
     return rc;
 }
 
@@ -1099,7 +1078,7 @@ static void conn_violation(ddp_store_server_t *srv, conn_t *c)
 static void conn_process(ddp_store_server_t *srv, conn_t *c)
 {
     while (!c->dead && !c->doom) {
-        size_t avail = c->in_len - c->in_off;
+        size_t avail = ddp__bb_pending(&c->in);
         if (avail == 0 || avail < c->need ||
             out_pending(c) >= SRV_OUT_HIGH)
             break;
@@ -1119,40 +1098,8 @@ static void conn_process(ddp_store_server_t *srv, conn_t *c)
         c->need = 0;
         ST_ADD(srv, st_requests, 1);
     }
-    if (!c->dead && c->in_off == c->in_len) {
-        c->in_off = c->in_len = 0;
-        if (c->in_cap > SRV_KEEP_BUF) {
-            free(c->in);
-            c->in = NULL;
-            c->in_cap = 0;
-        }
-    }
-}
-
-/* Room for at least min_free more input bytes. */
-static int in_reserve(conn_t *c, size_t min_free)
-{
-    if (c->in_cap - c->in_len >= min_free)
-        return 0;
-    if (c->in_off) {
-        memmove(c->in, c->in + c->in_off, c->in_len - c->in_off);
-        c->in_len -= c->in_off;
-        c->in_off = 0;
-        if (c->in_cap - c->in_len >= min_free)
-            return 0;
-    }
-    size_t nc = c->in_cap ? c->in_cap : 4096;
-    while (nc - c->in_len < min_free) {
-        if (nc > SIZE_MAX / 2)
-            return -ENOMEM;
-        nc *= 2;
-    }
-    uint8_t *b = realloc(c->in, nc);
-    if (!b)
-        return -ENOMEM;
-    c->in = b;
-    c->in_cap = nc;
-    return 0;
+    if (!c->dead)
+        ddp__bb_trim(&c->in, SRV_KEEP_BUF);
 }
 
 /* Try-once sends until the kernel takes no more. */
@@ -1166,7 +1113,7 @@ static void conn_flush(ddp_store_server_t *srv, conn_t *c)
             conn_kill(srv, c);
             return;
         }
-        ssize_t w = ddp_sys_send(srv->sys, c->fd, c->out + c->out_off,
+        ssize_t w = ddp_sys_send(srv->sys, c->fd, c->out.data + c->out.off,
                                  out_pending(c), 0);
         if (w == -EAGAIN || w == DDP_ETIMEOUT)
             return;
@@ -1176,16 +1123,10 @@ static void conn_flush(ddp_store_server_t *srv, conn_t *c)
             conn_kill(srv, c);
             return;
         }
-        c->out_off += (size_t)w;
+        ddp__bb_consume(&c->out, (size_t)w);
     }
-    if (!c->dead && c->out_off == c->out_len) {
-        c->out_off = c->out_len = 0;
-        if (c->out_cap > SRV_KEEP_BUF) {
-            free(c->out);
-            c->out = NULL;
-            c->out_cap = 0;
-        }
-    }
+    if (!c->dead)
+        ddp__bb_trim(&c->out, SRV_KEEP_BUF);
 }
 
 /* Flush, and resume parsing requests held back while output was high. */
@@ -1200,7 +1141,7 @@ static void conn_pump(ddp_store_server_t *srv, conn_t *c)
             return;
         }
         conn_flush(srv, c);
-        size_t avail = c->in_len - c->in_off;
+        size_t avail = ddp__bb_pending(&c->in);
         if (c->dead || out_pending(c) >= SRV_OUT_HIGH || avail == 0 ||
             avail < c->need)
             return;
@@ -1220,22 +1161,23 @@ static void conn_read(ddp_store_server_t *srv, conn_t *c)
             conn_kill(srv, c);
             return;
         }
-        size_t avail = c->in_len - c->in_off;
+        size_t avail = ddp__bb_pending(&c->in);
         /* A large request is known to need this much: make room at once. */
         size_t want = c->need > avail ? c->need - avail : 0;
         if (want < 4096)
             want = 4096;
         if (want > SRV_RECV_BUDGET) /* grow as bytes arrive, not on a claim */
             want = SRV_RECV_BUDGET;
-        if (in_reserve(c, want) != 0) {
+        if (ddp__bb_reserve(&c->in, want, 4096) != 0) {
             srv_fail(srv, "out of memory buffering a request");
             conn_violation(srv, c);
             return;
         }
-        size_t room = c->in_cap - c->in_len;
+        size_t room = c->in.cap - c->in.len;
         if (room > budget)
             room = budget;
-        ssize_t got = ddp_sys_recv(srv->sys, c->fd, c->in + c->in_len, room, 0);
+        ssize_t got =
+            ddp_sys_recv(srv->sys, c->fd, c->in.data + c->in.len, room, 0);
         if (got == -EAGAIN || got == DDP_ETIMEOUT)
             break;
         if (got == 0) {
@@ -1248,17 +1190,17 @@ static void conn_read(ddp_store_server_t *srv, conn_t *c)
             conn_kill(srv, c);
             return;
         }
-        c->in_len += (size_t)got;
+        c->in.len += (size_t)got;
         budget -= (size_t)got;
         conn_process(srv, c);
     }
     if (eof && !c->dead) {
         /* Requests before the EOF took effect; a partial one is discarded
          * (a client killed mid-send is not a protocol violation). */
-        if (c->in_len > c->in_off)
+        if (ddp__bb_pending(&c->in) > 0)
             ddp_debug("store server: client %s closed with %zu bytes of an "
                       "incomplete request",
-                      c->name, c->in_len - c->in_off);
+                      c->name, ddp__bb_pending(&c->in));
         conn_flush(srv, c);
         conn_kill(srv, c);
     }
@@ -1266,8 +1208,8 @@ static void conn_read(ddp_store_server_t *srv, conn_t *c)
 
 static void conn_free(conn_t *c)
 {
-    free(c->in);
-    free(c->out);
+    ddp__bb_free(&c->in);
+    ddp__bb_free(&c->out);
     free(c);
 }
 

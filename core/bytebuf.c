@@ -1,0 +1,60 @@
+/* core/bytebuf.c — the store code's growable byte buffer (bytebuf.h). */
+#include "bytebuf.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int ddp__bb_reserve(ddp__bb_t *b, size_t n, size_t first_cap)
+{
+    if (b->off && b->off == b->len)
+        b->off = b->len = 0;
+    if (b->cap - b->len >= n)
+        return 0;
+    if (b->off) { /* reuse the consumed prefix before growing */
+        memmove(b->data, b->data + b->off, b->len - b->off);
+        b->len -= b->off;
+        b->off = 0;
+        if (b->cap - b->len >= n)
+            return 0;
+    }
+    size_t nc = b->cap ? b->cap : first_cap;
+    while (nc - b->len < n) {
+        if (nc > SIZE_MAX / 2)
+            return -ENOMEM;
+        nc *= 2;
+    }
+    uint8_t *d = realloc(b->data, nc);
+    if (!d)
+        return -ENOMEM;
+    b->data = d;
+    b->cap = nc;
+    return 0;
+}
+
+void ddp__bb_put(ddp__bb_t *b, const void *p, size_t n)
+{
+    if (n)
+        memcpy(b->data + b->len, p, n);
+    b->len += n;
+}
+
+void ddp__bb_consume(ddp__bb_t *b, size_t n) { b->off += n; }
+
+void ddp__bb_trim(ddp__bb_t *b, size_t keep)
+{
+    if (b->off != b->len)
+        return;
+    b->off = b->len = 0;
+    if (b->cap > keep) {
+        free(b->data);
+        b->data = NULL;
+        b->cap = 0;
+    }
+}
+
+void ddp__bb_free(ddp__bb_t *b)
+{
+    free(b->data);
+    *b = (ddp__bb_t){0};
+}
