@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "ddp/err.h"
+#include "kvmap.h"
 #include "store_priv.h"
 
 #define POLL_NS DDP_NS_PER_MS
@@ -34,10 +35,7 @@ typedef struct qitem {
 } qitem_t;
 
 typedef struct entry {
-    struct entry *hnext;       /* bucket chain */
-    struct entry *oprev, *onext; /* creation order */
-    uint64_t hash;
-    char *key;
+    ddp__kv_node_t kv; /* first: key, bucket chain, creation order */
     int has_val;
     ddp_buf_t val;
     qitem_t *qhead, *qtail;
@@ -47,69 +45,22 @@ typedef struct entry {
 typedef struct mem {
     ddp_store_t st; /* first */
     pthread_mutex_t mu;
-    entry_t **buckets;
-    size_t nbuckets, nentries, nvals;
-    entry_t *ohead, *otail;
+    ddp__kvmap_t keys;
+    size_t nvals;
 } mem_t;
 
 static mem_t *M(ddp_store_t *st) { return (mem_t *)st; }
 
-static uint64_t hash_key(const char *k)
-{
-    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-    for (; *k; k++)
-        h = (h ^ (uint8_t)*k) * 0x100000001b3ull;
-    return h;
-}
-
 static entry_t *find(mem_t *m, const char *key)
 {
-    uint64_t h = hash_key(key);
-    for (entry_t *e = m->buckets[h & (m->nbuckets - 1)]; e; e = e->hnext)
-        if (e->hash == h && strcmp(e->key, key) == 0)
-            return e;
-    return NULL;
-}
-
-static void grow(mem_t *m)
-{
-    size_t nb = m->nbuckets * 2;
-    entry_t **b = calloc(nb, sizeof *b);
-    if (!b)
-        return; /* longer chains, still correct */
-    for (size_t i = 0; i < m->nbuckets; i++)
-        for (entry_t *e = m->buckets[i], *nx; e; e = nx) {
-            nx = e->hnext;
-            e->hnext = b[e->hash & (nb - 1)];
-            b[e->hash & (nb - 1)] = e;
-        }
-    free(m->buckets);
-    m->buckets = b;
-    m->nbuckets = nb;
+    return (entry_t *)ddp__kv_find(&m->keys, key, strlen(key));
 }
 
 /* The entry for key, created when missing (NULL: out of memory). */
 static entry_t *get_entry(mem_t *m, const char *key)
 {
-    entry_t *e = find(m, key);
-    if (e)
-        return e;
-    if (!(e = calloc(1, sizeof *e)) || !(e->key = strdup(key))) {
-        free(e);
-        return NULL;
-    }
-    e->hash = hash_key(key);
-    e->hnext = m->buckets[e->hash & (m->nbuckets - 1)];
-    m->buckets[e->hash & (m->nbuckets - 1)] = e;
-    e->oprev = m->otail;
-    if (m->otail)
-        m->otail->onext = e;
-    else
-        m->ohead = e;
-    m->otail = e;
-    if (++m->nentries > m->nbuckets)
-        grow(m);
-    return e;
+    return (entry_t *)ddp__kv_get(&m->keys, key, strlen(key),
+                                  sizeof(entry_t));
 }
 
 /* Frees e once it holds neither a value nor queued elements. */
@@ -117,21 +68,7 @@ static void maybe_drop(mem_t *m, entry_t *e)
 {
     if (!e || e->has_val || e->qlen)
         return;
-    entry_t **pp = &m->buckets[e->hash & (m->nbuckets - 1)];
-    while (*pp != e)
-        pp = &(*pp)->hnext;
-    *pp = e->hnext;
-    if (e->oprev)
-        e->oprev->onext = e->onext;
-    else
-        m->ohead = e->onext;
-    if (e->onext)
-        e->onext->oprev = e->oprev;
-    else
-        m->otail = e->oprev;
-    m->nentries--;
-    free(e->key);
-    free(e);
+    ddp__kv_remove(&m->keys, &e->kv);
 }
 
 static int exists(mem_t *m, const char *key)
@@ -536,10 +473,11 @@ static int do_list(mem_t *m, char ***keys, size_t *n)
     if (!out)
         return ddp_err_set(-ENOMEM, "memory store: out of memory");
     size_t k = 0;
-    for (entry_t *e = m->ohead; e; e = e->onext) {
+    for (ddp__kv_node_t *kn = m->keys.ohead; kn; kn = kn->onext) {
+        entry_t *e = (entry_t *)kn;
         if (!e->has_val)
             continue;
-        if (!(out[k] = strdup(e->key))) {
+        if (!(out[k] = strdup(e->kv.key))) {
             ddp_store_free_keys(out, k);
             return ddp_err_set(-ENOMEM, "memory store: out of memory");
         }
@@ -566,21 +504,22 @@ static int m_ping(ddp_store_t *st, int64_t deadline)
     return 0;
 }
 
+/* Frees an entry's value and queue (the map frees the rest). */
+static void ent_fini(ddp__kv_node_t *n)
+{
+    entry_t *e = (entry_t *)n;
+    for (qitem_t *q = e->qhead, *qn; q; q = qn) {
+        qn = q->next;
+        free(q->v.data);
+        free(q);
+    }
+    free(e->val.data);
+}
+
 static void m_free(ddp_store_t *st)
 {
     mem_t *m = M(st);
-    for (entry_t *e = m->ohead, *nx; e; e = nx) {
-        nx = e->onext;
-        for (qitem_t *q = e->qhead, *qn; q; q = qn) {
-            qn = q->next;
-            free(q->v.data);
-            free(q);
-        }
-        free(e->val.data);
-        free(e->key);
-        free(e);
-    }
-    free(m->buckets);
+    ddp__kv_free(&m->keys, ent_fini);
     pthread_mutex_destroy(&m->mu);
     free(m);
 }
@@ -613,12 +552,11 @@ ddp_store_t *ddp_store_memory_new(ddp_sys_t *sys)
         return NULL;
     }
     mem_t *m = calloc(1, sizeof *m);
-    if (!m || !(m->buckets = calloc(INIT_BUCKETS, sizeof *m->buckets))) {
+    if (!m || ddp__kv_init(&m->keys, INIT_BUCKETS) != 0) {
         free(m);
         ddp_err_set(-ENOMEM, "out of memory for a memory store");
         return NULL;
     }
-    m->nbuckets = INIT_BUCKETS;
     pthread_mutex_init(&m->mu, NULL);
     m->st.ops = &memory_ops;
     m->st.sys = sys;

@@ -16,7 +16,7 @@
  * Any protocol violation (bad first message, oversized length, unknown
  * opcode, over a limit) drops that connection only.
  *
- * Key storage: a chained hash table with an insertion-order list (LIST_KEYS
+ * Key storage: the shared key table (kvmap.h: hash + insertion order; LIST_KEYS
  * order is deterministic, whatever the hash). An entry holds a key's value,
  * its queue and the waiters blocked on it; a waiter sits on two doubly
  * linked lists (its key's and its connection's) so that waking a key and
@@ -36,6 +36,7 @@
 #include "ddp/err.h"
 #include "ddp/log.h"
 #include "bytebuf.h"
+#include "kvmap.h"
 
 /* run() polls in slices this long so a stop() is noticed in bounded time
  * (no self-pipe: every socket goes through the sys seam). */
@@ -71,11 +72,7 @@ typedef struct qitem {
 } qitem_t;
 
 struct srv_entry {
-    entry_t *hnext;
-    uint64_t hash;
-    entry_t *oprev, *onext; /* insertion order */
-    uint8_t *key;
-    size_t klen;
+    ddp__kv_node_t kv; /* first: key, hash chain, insertion order */
     uint8_t *val;
     size_t vlen, vcap;
     int has_val;
@@ -122,9 +119,7 @@ struct ddp_store_server {
     conn_t **dirty;
     size_t ndirty, cdirty;
 
-    entry_t **buckets;
-    size_t nbuckets, nentries;
-    entry_t *ohead, *otail;
+    ddp__kvmap_t keys;
     size_t nvals;   /* keys with a value (GETNUMKEYS) */
     size_t nstored; /* entries with a value or a non-empty queue */
 
@@ -170,85 +165,28 @@ static int srv_fail(ddp_store_server_t *srv, const char *fmt, ...)
 
 /* ------------------------------------------------------------------ keys */
 
-static uint64_t key_hash(const uint8_t *p, size_t n)
-{
-    /* FNV-1a: fixed, so table layout is reproducible across runs. */
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
-
 static int ent_stored(const entry_t *e) { return e->has_val || e->qlen > 0; }
 
 static entry_t *ent_find(ddp_store_server_t *srv, slice_t k)
 {
-    uint64_t h = key_hash(k.p, k.n);
-    for (entry_t *e = srv->buckets[h & (srv->nbuckets - 1)]; e; e = e->hnext)
-        if (e->hash == h && e->klen == k.n &&
-            (k.n == 0 || memcmp(e->key, k.p, k.n) == 0))
-            return e;
-    return NULL;
-}
-
-static void ent_rehash(ddp_store_server_t *srv)
-{
-    size_t nb = srv->nbuckets * 2;
-    entry_t **b = calloc(nb, sizeof *b);
-    if (!b)
-        return; /* keep the old table: slower, still correct */
-    for (size_t i = 0; i < srv->nbuckets; i++)
-        for (entry_t *e = srv->buckets[i], *next; e; e = next) {
-            next = e->hnext;
-            e->hnext = b[e->hash & (nb - 1)];
-            b[e->hash & (nb - 1)] = e;
-        }
-    free(srv->buckets);
-    srv->buckets = b;
-    srv->nbuckets = nb;
+    return (entry_t *)ddp__kv_find(&srv->keys, k.p, k.n);
 }
 
 /* Find or create (NULL only on ENOMEM). */
 static entry_t *ent_get(ddp_store_server_t *srv, slice_t k)
 {
-    entry_t *e = ent_find(srv, k);
-    if (e)
-        return e;
-    e = calloc(1, sizeof *e);
-    if (!e || !(e->key = malloc(k.n ? k.n : 1))) {
-        free(e);
-        return NULL;
-    }
-    if (k.n)
-        memcpy(e->key, k.p, k.n);
-    e->klen = k.n;
-    e->hash = key_hash(k.p, k.n);
-    if (srv->nentries >= srv->nbuckets)
-        ent_rehash(srv);
-    size_t b = e->hash & (srv->nbuckets - 1);
-    e->hnext = srv->buckets[b];
-    srv->buckets[b] = e;
-    e->oprev = srv->otail;
-    if (srv->otail)
-        srv->otail->onext = e;
-    else
-        srv->ohead = e;
-    srv->otail = e;
-    srv->nentries++;
-    return e;
+    return (entry_t *)ddp__kv_get(&srv->keys, k.p, k.n, sizeof(entry_t));
 }
 
-static void ent_destroy(entry_t *e)
+/* Frees an entry's value and queue (the map frees the rest). */
+static void ent_fini(ddp__kv_node_t *n)
 {
-    for (qitem_t *q = e->qhead, *n; q; q = n) {
-        n = q->next;
+    entry_t *e = (entry_t *)n;
+    for (qitem_t *q = e->qhead, *next; q; q = next) {
+        next = q->next;
         free(q);
     }
     free(e->val);
-    free(e->key);
-    free(e);
 }
 
 /* An entry lives while it has a value, a queue or waiters. */
@@ -256,20 +194,8 @@ static void ent_maybe_free(ddp_store_server_t *srv, entry_t *e)
 {
     if (!e || e->has_val || e->qlen || e->whead)
         return;
-    entry_t **pp = &srv->buckets[e->hash & (srv->nbuckets - 1)];
-    while (*pp != e)
-        pp = &(*pp)->hnext;
-    *pp = e->hnext;
-    if (e->oprev)
-        e->oprev->onext = e->onext;
-    else
-        srv->ohead = e->onext;
-    if (e->onext)
-        e->onext->oprev = e->oprev;
-    else
-        srv->otail = e->oprev;
-    srv->nentries--;
-    ent_destroy(e);
+    ent_fini(&e->kv);
+    ddp__kv_remove(&srv->keys, &e->kv);
 }
 
 /* Counters follow an entry's transition; call with its state before. */
@@ -351,6 +277,20 @@ static void out_put_bytes(conn_t *c, const void *p, size_t n)
     out_put(c, p, n);
 }
 
+/* Takes c off the list of connections not yet validated. */
+static void uv_unlink(ddp_store_server_t *srv, conn_t *c)
+{
+    if (c->uprev)
+        c->uprev->unext = c->unext;
+    else
+        srv->uv_head = c->unext;
+    if (c->unext)
+        c->unext->uprev = c->uprev;
+    else
+        srv->uv_tail = c->uprev;
+    c->uprev = c->unext = NULL;
+}
+
 /* ---------------------------------------------------------------- waits */
 
 static void waiter_unlink(waiter_t *w)
@@ -408,19 +348,36 @@ static void wake_key(ddp_store_server_t *srv, entry_t *e, int one)
 
 /* ------------------------------------------------------------ store ops */
 
-/* Make e hold exactly v (NULL e: create). 0, or -1 with srv->msg. */
-static int store_set(ddp_store_server_t *srv, slice_t k, slice_t v)
+/* The entry for k, about to be stored into (find or create), with its
+ * state before (for ent_account); NULL with srv->msg when out of memory
+ * or when k would be one key over max_keys (`what`: "one", "queue"...). */
+static entry_t *ent_claim(ddp_store_server_t *srv, slice_t k,
+                          const char *oom, const char *what, int *had,
+                          int *was)
 {
     entry_t *e = ent_get(srv, k);
     if (!e)
-        return srv_fail(srv, "out of memory storing a key");
-    int had = e->has_val, was = ent_stored(e);
-    if (!was && srv->nstored >= srv->o.max_keys) {
+        return srv_fail(srv, "%s", oom), NULL;
+    *had = e->has_val;
+    *was = ent_stored(e);
+    if (!*was && srv->nstored >= srv->o.max_keys) {
         ent_maybe_free(srv, e);
         return srv_fail(srv, "the store holds %zu keys (max_keys); refusing "
-                             "a new one",
-                        srv->nstored);
+                             "a new %s",
+                        srv->nstored, what),
+               NULL;
     }
+    return e;
+}
+
+/* Make k hold exactly v (created when missing). 0, or -1 with srv->msg. */
+static int store_set(ddp_store_server_t *srv, slice_t k, slice_t v)
+{
+    int had, was;
+    entry_t *e = ent_claim(srv, k, "out of memory storing a key", "one",
+                           &had, &was);
+    if (!e)
+        return -1;
     uint8_t *nv = malloc(v.n ? v.n : 1);
     if (!nv) {
         ent_maybe_free(srv, e);
@@ -657,6 +614,18 @@ enum { H_OK = 0, H_MORE, H_BAD, H_DROP };
         }                                                                      \
     } while (0)
 
+/* A u64-length-prefixed reply of n bytes at p to c; out of memory fails
+ * the request (H_BAD). */
+#define REPLY_BYTES(p, n)                                                      \
+    do {                                                                       \
+        if (out_reserve(c, 8 + (n)) != 0) {                                    \
+            srv_fail(srv, "out of memory");                                    \
+            return H_BAD;                                                      \
+        }                                                                      \
+        out_put_bytes(c, (p), (n));                                            \
+        mark_dirty(srv, c);                                                    \
+    } while (0)
+
 static int key_present(ddp_store_server_t *srv, slice_t k)
 {
     entry_t *e = ent_find(srv, k);
@@ -738,9 +707,9 @@ static int op_multi_get(ddp_store_server_t *srv, conn_t *c, slice_t *ks,
 static int op_list_keys(ddp_store_server_t *srv, conn_t *c)
 {
     size_t total = 8;
-    for (entry_t *e = srv->ohead; e; e = e->onext)
-        if (e->has_val)
-            total += 8 + e->klen;
+    for (ddp__kv_node_t *kn = srv->keys.ohead; kn; kn = kn->onext)
+        if (((entry_t *)kn)->has_val)
+            total += 8 + kn->klen;
     if (total > srv->max_reply)
         return srv_fail(srv, "LIST_KEYS reply larger than %zu bytes",
                         srv->max_reply),
@@ -751,25 +720,20 @@ static int op_list_keys(ddp_store_server_t *srv, conn_t *c)
                H_BAD;
     int64_t n = (int64_t)srv->nvals;
     out_put(c, &n, 8);
-    for (entry_t *e = srv->ohead; e; e = e->onext)
-        if (e->has_val)
-            out_put_bytes(c, e->key, e->klen);
+    for (ddp__kv_node_t *kn = srv->keys.ohead; kn; kn = kn->onext)
+        if (((entry_t *)kn)->has_val)
+            out_put_bytes(c, kn->key, kn->klen);
     mark_dirty(srv, c);
     return H_OK;
 }
 
 static int op_queue_push(ddp_store_server_t *srv, slice_t k, slice_t v)
 {
-    entry_t *e = ent_get(srv, k);
+    int had, was;
+    entry_t *e = ent_claim(srv, k, "out of memory for a queue", "queue",
+                           &had, &was);
     if (!e)
-        return srv_fail(srv, "out of memory for a queue");
-    int had = e->has_val, was = ent_stored(e);
-    if (!was && srv->nstored >= srv->o.max_keys) {
-        ent_maybe_free(srv, e);
-        return srv_fail(srv, "the store holds %zu keys (max_keys); refusing "
-                             "a new queue",
-                        srv->nstored);
-    }
+        return -1;
     if (e->qlen >= srv->o.max_keys)
         return srv_fail(srv, "queue \"%.*s\" already holds %zu elements",
                         (int)(k.n > 64 ? 64 : k.n), (const char *)k.p,
@@ -906,16 +870,7 @@ static int handle_one(ddp_store_server_t *srv, conn_t *c)
             return srv_fail(srv, "fault point store/server/validate fired"),
                    H_DROP;
         c->validated = 1;
-        /* Leave the unvalidated list: no timeout for this one. */
-        if (c->uprev)
-            c->uprev->unext = c->unext;
-        else
-            srv->uv_head = c->unext;
-        if (c->unext)
-            c->unext->uprev = c->uprev;
-        else
-            srv->uv_tail = c->uprev;
-        c->uprev = c->unext = NULL;
+        uv_unlink(srv, c); /* no timeout for this one */
         break;
     case DDP_STORE_OP_SET:
         if (store_set(srv, k, v) != 0)
@@ -935,10 +890,7 @@ static int handle_one(ddp_store_server_t *srv, conn_t *c)
             } else {
                 /* libuv replies `expected` and leaves the key missing. */
                 REPLY_FAULT();
-                if (out_reserve(c, 8 + v.n) != 0)
-                    return srv_fail(srv, "out of memory"), H_BAD;
-                out_put_bytes(c, v.p, v.n);
-                mark_dirty(srv, c);
+                REPLY_BYTES(v.p, v.n);
                 break;
             }
         } else if (slice_eq(e->val, e->vlen, v)) {
@@ -947,22 +899,16 @@ static int handle_one(ddp_store_server_t *srv, conn_t *c)
             e = ent_find(srv, k);
         }
         REPLY_FAULT();
-        if (out_reserve(c, 8 + e->vlen) != 0)
-            return srv_fail(srv, "out of memory"), H_BAD;
-        out_put_bytes(c, e->val, e->vlen);
-        mark_dirty(srv, c);
+        REPLY_BYTES(e->val, e->vlen);
         break;
     }
     case DDP_STORE_OP_GET: {
         entry_t *e = ent_find(srv, k);
         size_t vl = e && e->has_val ? e->vlen : 0;
         REPLY_FAULT();
-        if (out_reserve(c, 8 + vl) != 0)
-            return srv_fail(srv, "out of memory"), H_BAD;
         /* Missing key: empty bytes, as the libuv server (the client waits
          * for the key first, so this is only reached by raw users). */
-        out_put_bytes(c, vl ? e->val : NULL, vl);
-        mark_dirty(srv, c);
+        REPLY_BYTES(vl ? e->val : NULL, vl);
         break;
     }
     case DDP_STORE_OP_ADD: {
@@ -1052,17 +998,8 @@ static void conn_kill(ddp_store_server_t *srv, conn_t *c)
         return;
     c->dead = 1;
     conn_clear_waits(srv, c);
-    if (!c->validated) {
-        if (c->uprev)
-            c->uprev->unext = c->unext;
-        else
-            srv->uv_head = c->unext;
-        if (c->unext)
-            c->unext->uprev = c->uprev;
-        else
-            srv->uv_tail = c->uprev;
-        c->uprev = c->unext = NULL;
-    }
+    if (!c->validated)
+        uv_unlink(srv, c);
     ddp_sys_close(srv->sys, c->fd);
     c->fd = -1;
 }
@@ -1488,9 +1425,8 @@ int ddp_store_server_new(ddp_sys_t *sys, const ddp_store_server_opts_t *opts,
     atomic_init(&srv->st_proto, 0);
     atomic_init(&srv->st_unval, 0);
     atomic_init(&srv->st_rejected, 0);
-    srv->nbuckets = SRV_INIT_BUCKETS;
-    srv->buckets = calloc(srv->nbuckets, sizeof *srv->buckets);
-    if (!srv->buckets || grow_conns(srv) != 0) {
+    if (ddp__kv_init(&srv->keys, SRV_INIT_BUCKETS) != 0 ||
+        grow_conns(srv) != 0) {
         ddp_store_server_free(srv);
         return ddp_err_set(-ENOMEM, "out of memory creating the store server");
     }
@@ -1620,15 +1556,9 @@ void ddp_store_server_free(ddp_store_server_t *srv)
         conn_kill(srv, srv->conns[i]);
         conn_free(srv->conns[i]);
     }
-    if (srv->buckets)
-        for (size_t i = 0; i < srv->nbuckets; i++)
-            for (entry_t *e = srv->buckets[i], *n; e; e = n) {
-                n = e->hnext;
-                ent_destroy(e);
-            }
+    ddp__kv_free(&srv->keys, ent_fini);
     if (srv->lfd >= 0)
         ddp_sys_close(srv->sys, srv->lfd);
-    free(srv->buckets);
     free(srv->conns);
     free(srv->pfds);
     free(srv->dirty);

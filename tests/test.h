@@ -43,4 +43,22 @@ struct ddp_sys *ddp_test_sys(void);
 /* now + ms on that sys. */
 long long ddp_test_deadline_ms(struct ddp_sys *sys, long long ms);
 
+/* Suite init/cleanup for suites on one such sys: *sys is made (0, or -1
+ * when it cannot be) and freed again; with quiet, log levels below ERROR
+ * are muted in between (servers warn about clients tests drop on purpose). */
+int ddp_test_suite_sys_init(struct ddp_sys **sys, int quiet);
+int ddp_test_suite_sys_cleanup(struct ddp_sys **sys);
+
+/* A store server on its own thread (o NULL: the defaults), asserted to
+ * start; ddp_test_server_end joins and frees it. */
+struct ddp_store_server;
+struct ddp_store_server_opts;
+struct ddp_store_server *
+ddp_test_server_start(struct ddp_sys *sys,
+                      const struct ddp_store_server_opts *o);
+/* The same on 127.0.0.1 (port 0: any free one). */
+struct ddp_store_server *ddp_test_server_start_loopback(struct ddp_sys *sys,
+                                                        unsigned short port);
+void ddp_test_server_end(struct ddp_store_server *srv);
+
 #endif

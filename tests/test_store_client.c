@@ -21,47 +21,26 @@
 #include "test.h"
 
 static ddp_sys_t *g_sys;
-static ddp_log_level_t g_level;
 
 static int suite_init(void)
 {
     fiu_init(0);
     /* Servers here warn about the clients these tests break on purpose. */
-    g_level = ddp_log_level();
-    ddp_log_set_level(DDP_LOG_ERROR);
-    g_sys = ddp_test_sys();
-    return g_sys ? 0 : -1;
+    return ddp_test_suite_sys_init(&g_sys, 1);
 }
 
-static int suite_cleanup(void)
-{
-    ddp_sys_free(g_sys);
-    g_sys = NULL;
-    ddp_log_set_level(g_level);
-    return 0;
-}
+static int suite_cleanup(void) { return ddp_test_suite_sys_cleanup(&g_sys); }
 
-static int64_t dl(int ms)
-{
-    return ddp_sys_deadline_in(g_sys, ms * DDP_NS_PER_MS);
-}
+static int64_t dl(int ms) { return ddp_test_deadline_ms(g_sys, ms); }
 
 static ddp_store_server_t *srv_start_on(uint16_t port)
 {
-    ddp_store_server_opts_t o = {.host = "127.0.0.1", .port = port};
-    ddp_store_server_t *srv = NULL;
-    CU_ASSERT_EQUAL_FATAL(ddp_store_server_new(g_sys, &o, &srv), 0);
-    CU_ASSERT_EQUAL_FATAL(ddp_store_server_start_thread(srv), 0);
-    return srv;
+    return ddp_test_server_start_loopback(g_sys, port);
 }
 
 static ddp_store_server_t *srv_start(void) { return srv_start_on(0); }
 
-static void srv_end(ddp_store_server_t *srv)
-{
-    ddp_store_server_join_thread(srv);
-    ddp_store_server_free(srv);
-}
+static void srv_end(ddp_store_server_t *srv) { ddp_test_server_end(srv); }
 
 static uint16_t srv_port(ddp_store_server_t *srv)
 {

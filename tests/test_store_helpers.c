@@ -15,28 +15,11 @@
 #include "test.h"
 
 static ddp_sys_t *g_sys;
-static ddp_log_level_t g_level;
 
-static int suite_init(void)
-{
-    g_level = ddp_log_level();
-    ddp_log_set_level(DDP_LOG_ERROR);
-    g_sys = ddp_test_sys();
-    return g_sys ? 0 : -1;
-}
+static int suite_init(void) { return ddp_test_suite_sys_init(&g_sys, 1); }
+static int suite_cleanup(void) { return ddp_test_suite_sys_cleanup(&g_sys); }
 
-static int suite_cleanup(void)
-{
-    ddp_sys_free(g_sys);
-    g_sys = NULL;
-    ddp_log_set_level(g_level);
-    return 0;
-}
-
-static int64_t dl(int ms)
-{
-    return ddp_sys_deadline_in(g_sys, ms * DDP_NS_PER_MS);
-}
+static int64_t dl(int ms) { return ddp_test_deadline_ms(g_sys, ms); }
 
 /* ---- ranks as threads ---- */
 
@@ -201,10 +184,7 @@ static void test_thousand_clients(void)
         fprintf(stderr, "thousand_clients: RLIMIT_NOFILE %lu, running %d\n",
                 (unsigned long)rl.rlim_cur, n);
     }
-    ddp_store_server_opts_t o = {.host = "127.0.0.1"};
-    ddp_store_server_t *srv = NULL;
-    CU_ASSERT_EQUAL_FATAL(ddp_store_server_new(g_sys, &o, &srv), 0);
-    CU_ASSERT_EQUAL_FATAL(ddp_store_server_start_thread(srv), 0);
+    ddp_store_server_t *srv = ddp_test_server_start_loopback(g_sys, 0);
     uint16_t port = ddp_store_server_addr(srv).port;
     rank_t *rs = ranks_start(n, n, NULL, port, 60000);
     CU_ASSERT_EQUAL(ranks_join(rs, n), 0);
@@ -224,8 +204,7 @@ static void test_thousand_clients(void)
     CU_ASSERT_EQUAL(v, n);
     ddp_store_free(st);
     free(rs);
-    ddp_store_server_join_thread(srv);
-    ddp_store_server_free(srv);
+    ddp_test_server_end(srv);
 }
 
 DDP_SUITE("store_helpers", suite_init, suite_cleanup,

@@ -14,23 +14,10 @@
 
 static ddp_sys_t *g_sys;
 
-static int suite_init(void)
-{
-    g_sys = ddp_test_sys();
-    return g_sys ? 0 : -1;
-}
+static int suite_init(void) { return ddp_test_suite_sys_init(&g_sys, 0); }
+static int suite_cleanup(void) { return ddp_test_suite_sys_cleanup(&g_sys); }
 
-static int suite_cleanup(void)
-{
-    ddp_sys_free(g_sys);
-    g_sys = NULL;
-    return 0;
-}
-
-static int64_t dl(int ms)
-{
-    return ddp_sys_deadline_in(g_sys, ms * DDP_NS_PER_MS);
-}
+static int64_t dl(int ms) { return ddp_test_deadline_ms(g_sys, ms); }
 
 static void test_conformance(void)
 {
