@@ -7,8 +7,9 @@
  *    thread and connection, N ops in all for 50 clients (default 200,000,
  *    split evenly, like `redis-benchmark -n 200000 -c 50`), N/10 for one.
  *    A SET has no reply in the TCPStore protocol, so each client ends its
- *    SETs with a PING and the clock stops when every SET was served; a GET is WAIT + GET, two round
- *    trips, as TCPStore's get().
+ *    SETs with a PING and the clock stops when every SET was served. A GET of
+ *    an existing key is CHECK + GET in one write, one round trip (our
+ *    client's fast path; TCPStore's own client does WAIT, then GET).
  *  - R-client rendezvous (default 1,024): each rank connects, runs
  *    wait_for_workers and the store-based barrier; time until all are done.
  * Figures only, no assertions; lines are "NAME: VALUE UNIT" so
@@ -108,7 +109,7 @@ static void bench_ops(int clients, int total)
     double get = run_phase(sts, clients, total, 1);
     printf("SET c=%d: %.0f ops/s (%d ops, no reply: pipelined)\n", clients,
            set, total);
-    printf("GET c=%d: %.0f ops/s (%d ops, WAIT + GET each)\n", clients, get,
+    printf("GET c=%d: %.0f ops/s (%d ops; CHECK + GET in one round trip, the key exists)\n", clients, get,
            total);
 out:
     for (int i = 0; i < clients; i++)

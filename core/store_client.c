@@ -6,6 +6,7 @@
  *    ranks and PyTorch's see the same keys on either side's server; LIST_KEYS
  *    keeps only "/"-keys and strips the "/" again;
  *  - get and multi_get are WAIT then GET, so a get blocks until the key
+ *    (get first tries CHECK + GET in one round trip; see c_get)
  *    exists instead of reading "" from the server;
  *  - a WAIT that outlives the deadline is cancelled with CANCEL_WAIT and the
  *    reply stream resynchronised (a STOP_WAITING may have crossed the cancel
@@ -407,11 +408,40 @@ static int c_compare_set(ddp_store_t *st, const char *key,
     return bytes_req(c, DDP_STORE_OP_COMPARE_SET, out, deadline);
 }
 
+/* get = WAIT + GET, two round trips (TCPStore's client). When the key
+ * already exists one round trip does: CHECK and GET go out in one write —
+ * neither blocks on any TCPStore server, so their replies come back in
+ * order — and a READY means the GET reply holds the value. NOT_READY: the
+ * empty GET reply is dropped and the blocking path follows. */
 static int c_get(ddp_store_t *st, const char *key, ddp_buf_t *out,
                  int64_t deadline)
 {
     client_t *c = C(st);
-    int rc = do_wait(c, &key, 1, 0, deadline);
+    begin(c, DDP_STORE_OP_CHECK);
+    put_keys(c, &key, 1, 0);
+    uint8_t op = DDP_STORE_OP_GET;
+    put(c, &op, 1);
+    put_key(c, key);
+    uint8_t ready = 0;
+    ddp_buf_t v = {0};
+    int rc = send_req(c, DDP_STORE_OP_CHECK, deadline);
+    if (rc == 0)
+        rc = rd_u8(c, &ready, DDP_STORE_OP_CHECK, deadline);
+    if (rc == 0)
+        rc = rd_bytes(c, &v, DDP_STORE_OP_GET, deadline);
+    if (rc)
+        return rc;
+    if (ready != DDP_STORE_READY && ready != DDP_STORE_NOT_READY) {
+        ddp_buf_free(&v);
+        return proto_fail(c, DDP_STORE_OP_CHECK,
+                          "reply code %u instead of READY/NOT_READY", ready);
+    }
+    if (ready == DDP_STORE_READY) {
+        *out = v;
+        return 0;
+    }
+    ddp_buf_free(&v);
+    rc = do_wait(c, &key, 1, 0, deadline);
     if (rc)
         return rc;
     begin(c, DDP_STORE_OP_GET);
