@@ -36,7 +36,8 @@ struct ddp_sim_task {
     void *arg;
     pthread_t th;
     int started, joined;
-    sem_t sem;        /* the baton: posted when it is this task's turn */
+    sem_t sem;        /* the baton when efd < 0 */
+    int efd;          /* the baton: an eventfd, written when it is our turn */
     int runnable_idx; /* index in sim->runnable, -1 if not there */
     int parked;
     int64_t timer_gen; /* invalidates stale timer events */
