@@ -233,7 +233,7 @@ static void baton_init(ddp_sim_task_t *t)
 {
     t->efd = eventfd(0, EFD_CLOEXEC);
     if (t->efd < 0)
-        baton_init(t);
+        sem_init(&t->sem, 0, 0);
 }
 
 static void baton_give(ddp_sim_task_t *t)
@@ -264,7 +264,7 @@ static void baton_free(ddp_sim_task_t *t)
     if (t->efd >= 0)
         close(t->efd);
     else
-        baton_free(t);
+        sem_destroy(&t->sem);
 }
 
 /* Gives the baton to t (starting its thread the first time). */
