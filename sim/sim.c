@@ -184,6 +184,8 @@ static void process_event(ddp_sim_t *sim, sim_event_t *ev)
         } else if (ev->a >= 0) {
             ddp__sim_trace(sim, ev->a, "fault", "\"fault\":\"crash\"");
             ddp__sim_kill_task(sim, sim->tasks[ev->a], 1);
+        } else {
+            ddp__sim_crash_ranks(sim, (int)ev->x);
         }
         break;
     default:

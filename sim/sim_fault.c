@@ -223,6 +223,21 @@ static int phase_cb(const char *name, int *failnum, void **failinfo,
     return 0;
 }
 
+/* A timed crash aimed at ranks: every process whose rank is listed dies. */
+void ddp__sim_crash_ranks(ddp_sim_t *sim, int fault)
+{
+    const ddp_sim_fault_t *f = &sim->faults[fault];
+    if (!f->ranks || !f->ranks[0])
+        return;
+    for (int i = 0; i < sim->ntasks; i++) {
+        ddp_sim_task_t *t = sim->tasks[i];
+        if (!t->out.thread && t->out.rank >= 0 && rank_listed(f->ranks, t->out.rank)) {
+            ddp__sim_trace(sim, t->id, "fault", "\"fault\":\"crash\"");
+            ddp__sim_kill_task(sim, t, 1);
+        }
+    }
+}
+
 int ddp__sim_call_fault(ddp_sim_task_t *t, const char *point, int dst_node,
                         uint16_t port)
 {
@@ -279,7 +294,8 @@ void ddp__sim_faults_arm(ddp_sim_t *sim)
                 need_phase = 1;
             } else {
                 sim_event_t ev = {.t = VT0 + f->start_ns, .type = EV_CRASH,
-                                  .a = f->task, .b = f->task < 0 ? f->node : -1};
+                                  .a = f->task, .b = f->task < 0 ? f->node : -1,
+                                  .x = i};
                 ddp__sim_push_event(sim, ev);
             }
             break;

@@ -163,6 +163,7 @@ int ddp__sim_link(ddp_sim_t *sim, int from, int to, int64_t *extra,
 int ddp__sim_call_fault(ddp_sim_task_t *t, const char *point, int dst_node,
                         uint16_t port);
 void ddp__sim_faults_arm(ddp_sim_t *sim);
+void ddp__sim_crash_ranks(ddp_sim_t *sim, int fault);
 /* A paused task sleeps out its pause here; DDP_ECANCELED if killed meanwhile. */
 int ddp__sim_pause_point(ddp_sim_task_t *t);
 void ddp__sim_faults_disarm(ddp_sim_t *sim);
