@@ -409,15 +409,6 @@ static int cuda_fail(const npg_t *p, const char *what, cudaError_t e)
 
 static double secs(int64_t from, int64_t to) { return (double)(to - from) / 1e9; }
 
-/* Fails with -failinfo (or deferr) when the fault point is enabled. */
-static int fault(const char *name, int deferr)
-{
-    if (!fiu_fail(name))
-        return 0;
-    intptr_t fi = (intptr_t)fiu_failinfo();
-    int e = fi > 0 ? (int)fi : deferr;
-    return ddp_err_set(-e, "fault point %s fired (%s)", name, strerror(e));
-}
 
 /* ------------------------------------------------------------ polling */
 
@@ -569,7 +560,7 @@ static int exchange_uid(npg_t *p, int64_t deadline, ncclUniqueId *uid)
     char key[sizeof p->pg.prefix + 16];
     snprintf(key, sizeof key, "%s/nccl/uid", p->pg.prefix);
     int64_t start = ddp_sys_now(sys);
-    int rc = fault("pg/nccl/uid", ECONNRESET);
+    int rc = ddp_fault_point("pg/nccl/uid", ECONNRESET);
     if (p->pg.rank == 0) {
         if (!rc) {
             ncclResult_t r = g_api.get_unique_id(uid);

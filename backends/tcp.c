@@ -173,16 +173,6 @@ static int peer_err(int code, int peer, const char *addr, int64_t waited,
     return code;
 }
 
-/* fiu_return_on style: the point fails the step it guards with -failinfo
- * (deferr when failinfo is not a positive errno). */
-static int tcp_fault(const char *name, int deferr)
-{
-    if (!fiu_fail(name))
-        return 0;
-    intptr_t fi = (intptr_t)fiu_failinfo();
-    int e = fi > 0 ? (int)fi : deferr;
-    return ddp_err_set(-e, "fault point %s fired (%s)", name, strerror(e));
-}
 
 static void close_fd(tcp_pg_t *pg, int *fd)
 {
@@ -542,7 +532,7 @@ static int connect_retryable(int rc)
 static int connect_once(tcp_pg_t *pg, const ddp_addr_t *a, int64_t deadline)
 {
     ddp_sys_t *sys = pg->base.sys;
-    int rc = tcp_fault("pg/tcp/connect", ECONNREFUSED);
+    int rc = ddp_fault_point("pg/tcp/connect", ECONNREFUSED);
     if (rc)
         return rc;
     int fd = ddp_sys_connect(sys, a, deadline);
@@ -550,7 +540,7 @@ static int connect_once(tcp_pg_t *pg, const ddp_addr_t *a, int64_t deadline)
         return fd;
     uint8_t h[TCP_HELLO_LEN];
     hello_encode(h, pg->base.rank, pg->base.world, pg->hash);
-    rc = tcp_fault("pg/tcp/handshake", EPROTO);
+    rc = ddp_fault_point("pg/tcp/handshake", EPROTO);
     if (!rc)
         rc = ddp_sys_send_all(sys, fd, h, sizeof h, deadline);
     if (rc) {
@@ -646,7 +636,7 @@ static int accept_predecessor(tcp_pg_t *pg, int lfd, int64_t start,
         int rc = ddp_sys_recv_all(sys, fd, h, sizeof h, hello_dl);
         if (rc)
             snprintf(why, sizeof why, "no hello (%s)", ddp_err_name(rc));
-        else if (tcp_fault("pg/tcp/handshake", EPROTO))
+        else if (ddp_fault_point("pg/tcp/handshake", EPROTO))
             snprintf(why, sizeof why, "fault point pg/tcp/handshake fired");
         else if (hello_check(pg, h, pg->prev_rank, why, sizeof why) == 0) {
             hello_encode(h, pg->base.rank, pg->base.world, pg->hash);

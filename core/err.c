@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fiu.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -169,4 +170,13 @@ const char *ddp_err_message(void)
 {
     static _Thread_local char buf[1024];
     return ddp_err_format(&tls_ctx, buf, sizeof buf);
+}
+
+int ddp_fault_point(const char *name, int deferr)
+{
+    if (!fiu_fail(name))
+        return 0;
+    intptr_t fi = (intptr_t)fiu_failinfo();
+    int e = fi > 0 ? (int)fi : deferr;
+    return ddp_err_set(-e, "fault point %s fired (%s)", name, strerror(e));
 }

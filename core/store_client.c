@@ -80,15 +80,6 @@ static const ddp_store_ops_t client_ops;
 
 static client_t *C(ddp_store_t *st) { return (client_t *)st; }
 
-/* Fails with -failinfo (or deferr) when the fault point is enabled. */
-static int fault(const char *name, int deferr)
-{
-    if (!fiu_fail(name))
-        return 0;
-    intptr_t fi = (intptr_t)fiu_failinfo();
-    int e = fi > 0 ? (int)fi : deferr;
-    return ddp_err_set(-e, "fault point %s fired (%s)", name, strerror(e));
-}
 
 /* ------------------------------------------------------ request encoding */
 
@@ -213,7 +204,7 @@ static int send_req(client_t *c, int op, int64_t deadline)
         return ddp_err_set(-ENOMEM, "out of memory building a %zu-byte %s "
                                     "request",
                            c->req.len, ddp_store_op_name(op));
-    if ((rc = fault("store/client/send", ECONNRESET)) == 0)
+    if ((rc = ddp_fault_point("store/client/send", ECONNRESET)) == 0)
         rc = ddp_sys_send_all(c->st.sys, c->fd, c->req.data, c->req.len,
                               deadline);
     return rc ? io_fail(c, rc, op, "sending") : 0;
@@ -225,7 +216,7 @@ static int recv_exact(client_t *c, void *buf, size_t n, int op,
     int rc = check_alive(c);
     if (rc)
         return rc;
-    if ((rc = fault("store/client/recv", ECONNRESET)) == 0)
+    if ((rc = ddp_fault_point("store/client/recv", ECONNRESET)) == 0)
         rc = ddp_sys_recv_all(c->st.sys, c->fd, buf, n, deadline);
     return rc ? io_fail(c, rc, op, "reading the reply to") : 0;
 }
@@ -321,7 +312,7 @@ static int do_wait(client_t *c, const char *const *keys, size_t n, int raw,
     ssize_t r = DDP_ETIMEOUT;
     uint8_t b = 0;
     if (!fiu_fail("store/client/wait")) {
-        if ((rc = fault("store/client/recv", ECONNRESET)) != 0)
+        if ((rc = ddp_fault_point("store/client/recv", ECONNRESET)) != 0)
             return io_fail(c, rc, DDP_STORE_OP_WAIT, "waiting for");
         /* One byte with the caller's deadline: this is the only read that
          * may legitimately outlive it, and then we cancel. */
@@ -725,7 +716,7 @@ static int attempt(client_t *c, int64_t deadline)
     int n = ddp_sys_resolve(sys, c->host, c->port, addrs, 8);
     if (n < 0)
         return n;
-    int rc = fault("store/client/connect", ECONNREFUSED);
+    int rc = ddp_fault_point("store/client/connect", ECONNREFUSED);
     int fd = rc;
     for (int i = 0; rc == 0 && i < n; i++) {
         fd = ddp_sys_connect(sys, &addrs[i], deadline);
@@ -739,7 +730,7 @@ static int attempt(client_t *c, int64_t deadline)
     /* VALIDATE has no reply: send it with the PING in one segment. */
     begin(c, DDP_STORE_OP_VALIDATE);
     put_u32(c, DDP_STORE_MAGIC);
-    if ((rc = fault("store/client/validate", ECONNRESET)) != 0) {
+    if ((rc = ddp_fault_point("store/client/validate", ECONNRESET)) != 0) {
         poison(c, "handshake fault");
         return rc;
     }

@@ -78,6 +78,11 @@ char *ddp_err_format(const ddp_errctx_t *ctx, char *buf, size_t n);
 /* Shortcut: format this thread's context into a thread-local buffer. */
 const char *ddp_err_message(void);
 
+/* A named libfiu fault point guarding one step: 0 when it is off; when it
+ * fires, -failinfo (or -deferr when failinfo is not a positive errno), with
+ * an error naming the point. See docs/fault-points.md. */
+int ddp_fault_point(const char *name, int deferr);
+
 /* Thread identity used by errors and logging (thread-local). */
 void ddp_ident_set_rank(int rank);
 int ddp_ident_rank(void);
