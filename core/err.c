@@ -58,6 +58,9 @@ ddp_errctx_t *ddp_err_ctx(void) { return &tls_ctx; }
 
 void ddp_ident_set_rank(int rank) { tls_rank = rank; }
 int ddp_ident_rank(void) { return tls_rank; }
+static _Thread_local int tls_world = -1;
+void ddp_ident_set_world(int world) { tls_world = world; }
+int ddp_ident_world(void) { return tls_world; }
 void ddp_ident_set_phase(const char *phase)
 {
     snprintf(tls_phase, sizeof tls_phase, "%s", phase ? phase : "");

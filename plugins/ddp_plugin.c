@@ -209,6 +209,7 @@ int ddp_plugin_default_init_ddp_connection(const ddp_plugin_t *self,
     char addr[256];
     uint16_t port = 0;
     ddp_ident_set_rank(global_rank);
+    ddp_ident_set_world(world_size);
     ddp_ident_set_phase("init_ddp_connection");
     int rc = write_master_env(ctx, cluster_env, world_size, addr, sizeof addr,
                               &port);

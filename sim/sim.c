@@ -476,6 +476,11 @@ int ddp_sim_add_node(ddp_sim_t *sim, const char *hostname, const char *addr,
 
 int ddp_sim_node_count(const ddp_sim_t *sim) { return sim->nnodes; }
 
+const char *ddp_sim_node_hostname(const ddp_sim_t *sim, int node)
+{
+    return node >= 0 && node < sim->nnodes ? sim->nodes[node].host : NULL;
+}
+
 int ddp_sim_add_alias(ddp_sim_t *sim, const char *name, int node)
 {
     if (node < 0 || node >= sim->nnodes)
@@ -525,6 +530,7 @@ static ddp_sim_task_t *new_task(ddp_sim_t *sim, int node, const char *name,
     t->out.rank = rank;
     t->out.state = DDP_SIM_TASK_NEW;
     t->out.connect_ns = -1;
+    t->out.world = -1;
     sim->tasks[sim->ntasks++] = t;
     sim->unfinished++;
     return t;

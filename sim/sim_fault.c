@@ -205,6 +205,8 @@ static int phase_cb(const char *name, int *failnum, void **failinfo,
      * plugin reports "connected" become the task's outcome. */
     if (ddp_ident_rank() >= 0)
         t->out.rank = ddp_ident_rank();
+    if (ddp_ident_world() > 0)
+        t->out.world = ddp_ident_world();
     ddp__sim_trace(sim, t->id, "phase", "\"phase\":\"%s\",\"rank\":%d", phase,
                    t->out.rank);
     if (!strcmp(phase, "connected"))

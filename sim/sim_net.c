@@ -397,8 +397,13 @@ void ddp__sim_close_task_socks(ddp_sim_t *sim, int task, int graceful)
             continue;
         for (int i = 0; i < t->nfds; i++) {
             sock_t *s = sim->socks[t->fds[i]];
-            if (s->owner == j && !s->closed)
+            if (s->owner == j && !s->closed) {
+                /* A normal exit with a socket still open: the code leaked
+                 * it (the OS would close it; the invariant checks this). */
+                if (graceful && sim->tasks[task]->out.state == DDP_SIM_TASK_EXITED)
+                    sim->tasks[task]->out.leaked_socks++;
                 sock_close(sim, s, graceful);
+            }
         }
         t->nfds = 0;
     }

@@ -11,5 +11,9 @@ int ddp_cmd_env(struct ddp_sys *sys, int argc, char **argv);
 int ddp_cmd_store(struct ddp_sys *sys, int argc, char **argv);
 int ddp_cmd_demo(struct ddp_sys *sys, int argc, char **argv);
 int ddp_cmd_sim(struct ddp_sys *sys, int argc, char **argv);
+int ddp_cmd_run(struct ddp_sys *sys, int argc, char **argv);
+int ddp_cmd_replay(struct ddp_sys *sys, int argc, char **argv);
+int ddp_cmd_list(struct ddp_sys *sys, int argc, char **argv);
+int ddp_cmd_explore(struct ddp_sys *sys, int argc, char **argv);
 
 #endif

@@ -16,6 +16,14 @@ typedef struct {
 } command_t;
 
 static const command_t commands[] = {
+    {"run", ddp_cmd_run,
+     "run scenario files x accelerators in the simulator; outcome table, JUnit"},
+    {"replay", ddp_cmd_replay,
+     "replay one scenario exactly (same seed): per-rank outcomes, trace hash"},
+    {"explore", ddp_cmd_explore,
+     "random fault schedules; invariant violations, replay commands, shrinking"},
+    {"list", ddp_cmd_list,
+     "list accelerators, backends, plugins, environments, faults, launchers"},
     {"demo", ddp_cmd_demo,
      "rendezvous N local ranks through a real store (the default demo)"},
     {"sim", ddp_cmd_sim,

@@ -86,6 +86,9 @@ int ddp_fault_point(const char *name, int deferr);
 /* Thread identity used by errors and logging (thread-local). */
 void ddp_ident_set_rank(int rank);
 int ddp_ident_rank(void);
+/* The world size this thread's rank believes in (-1 unknown). */
+void ddp_ident_set_world(int world);
+int ddp_ident_world(void);
 void ddp_ident_set_phase(const char *phase); /* copied; NULL clears */
 const char *ddp_ident_phase(void);
 

@@ -103,6 +103,8 @@ void ddp_plugin_teardown(const ddp_plugin_t *p, ddp_ctx_t *ctx);
 size_t ddp_plugin_count(void);
 const ddp_plugin_t *ddp_plugin_at(size_t i);
 const ddp_plugin_t *ddp_plugin_find(const char *name);
+/* Adds a plugin (static storage; not thread-safe: call before running). */
+int ddp_plugin_register(const ddp_plugin_t *p);
 
 /* Model helpers. */
 int ddp_model_init(ddp_model_t *m, size_t bytes, uint64_t seed);

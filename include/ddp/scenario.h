@@ -1,0 +1,168 @@
+/* ddp/scenario.h — scenario files: a cluster, the accelerators to drive
+ * through the shared plugin, faults and the expected outcome
+ * (docs/scenario-format.md), run in the simulator with the invariants of
+ * DESIGN §5 checked on every run.
+ */
+#ifndef DDP_SCENARIO_H
+#define DDP_SCENARIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ddp/sim.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DDP_SCN_MAX_FAULTS 32
+#define DDP_SCN_MAX_EXPECT 16
+#define DDP_SCN_MAX_MENTIONS 4
+#define DDP_SCN_MAX_ACCELS 8
+#define DDP_SCN_MAX_TAGS 8
+
+typedef enum ddp_scn_expect_kind {
+    DDP_EXPECT_OK,         /* the ranks connected and finished cleanly */
+    DDP_EXPECT_FAIL,       /* the ranks failed (error class, mentions) */
+    DDP_EXPECT_CRASHED,    /* the ranks were killed by a fault */
+    DDP_EXPECT_INVARIANTS, /* nothing beyond the invariants */
+} ddp_scn_expect_kind_t;
+
+typedef struct ddp_scn_expect {
+    ddp_scn_expect_kind_t kind;
+    char ranks[128];  /* "" = every rank (fail: every rank not crashed);
+                         "others" = ranks no other expect line names;
+                         else a list "0,3-5" */
+    char error[32];   /* error class ("timeout", "addrinuse"...); "" any */
+    char mentions[DDP_SCN_MAX_MENTIONS][160];
+    int nmentions;
+    int64_t within_ns; /* the ranks end by this virtual time (0: no bound) */
+    int line;          /* in the file, for reports */
+} ddp_scn_expect_t;
+
+typedef struct ddp_scn_env {
+    int node;       /* -1: every process */
+    char key[64];
+    char *value;    /* NULL: unset */
+} ddp_scn_env_t;
+
+typedef struct ddp_scenario {
+    char file[256];   /* where it was loaded from ("" when built in code) */
+    char name[160];
+    char tags[DDP_SCN_MAX_TAGS][24];
+    int ntags;
+    /* cluster */
+    int nodes;          /* simulated nodes (default 2) */
+    int devices;        /* the Trainer's devices per node (default 2) */
+    int num_nodes;      /* the Trainer's num_nodes (0: = nodes) */
+    int tasks_per_node; /* external launchers' tasks per node (0: devices) */
+    char **hosts;       /* nodes' host names (NULL: node0, node1, ...) */
+    int nhosts;
+    ddp_sim_launcher_t launcher;
+    int gpus;
+    /* what runs */
+    char accels[DDP_SCN_MAX_ACCELS][16];
+    int naccels;        /* 0: all */
+    char backend[16];   /* "" default */
+    char plugin[32];    /* "" default */
+    char cluster[16];   /* "" detect */
+    int64_t timeout_ns, store_timeout_ns;
+    uint64_t seed;
+    uint16_t port;      /* exported MASTER_PORT (0: 29500) */
+    int no_port;        /* `port none` */
+    char master_addr[64]; /* "" node 0's host; "-" not exported */
+    int64_t master_late_ns;
+    uint16_t port_taken; /* a squatter holds this port (0: none) */
+    int64_t latency_ns;
+    ddp_scn_env_t *env;
+    int nenv;
+    /* faults and expectations */
+    ddp_sim_fault_t faults[DDP_SCN_MAX_FAULTS]; /* .phase, .ranks owned */
+    int fault_line[DDP_SCN_MAX_FAULTS];
+    int nfaults;
+    ddp_scn_expect_t expect[DDP_SCN_MAX_EXPECT];
+    int nexpect;
+} ddp_scenario_t;
+
+/* Loads a scenario file (with its includes). On a parse error returns
+ * DDP_ECONFIG and writes "file:line:col: expected ..., got ..." into err. */
+int ddp_scenario_load(const char *path, ddp_scenario_t **out, char *err,
+                      size_t errlen);
+/* The same from text; `name` is used as the file name in errors and
+ * includes are resolved relative to `dir` (NULL: the current directory). */
+int ddp_scenario_parse(const char *text, const char *name, const char *dir,
+                       ddp_scenario_t **out, char *err, size_t errlen);
+/* A scenario with every default and no expectation (explore builds on it). */
+ddp_scenario_t *ddp_scenario_new(void);
+void ddp_scenario_free(ddp_scenario_t *s);
+/* Writes s in the file format (loadable again). */
+int ddp_scenario_write(const ddp_scenario_t *s, FILE *out);
+/* 1 if the scenario runs this accelerator. */
+int ddp_scenario_has_accel(const ddp_scenario_t *s, const char *accel);
+int ddp_scenario_has_tag(const ddp_scenario_t *s, const char *tag);
+/* The error class of a code: "timeout", "peer_lost", "addrinuse", ... */
+const char *ddp_scn_error_class(int code);
+
+/* One run: the scenario for one accelerator. */
+typedef struct ddp_scn_result {
+    char accelerator[16];
+    int pass;            /* every expectation and invariant held */
+    int expect_ok;       /* the expectations held */
+    int invariants_ok;   /* the invariants held */
+    char why[768];       /* the first expectation or invariant that did not */
+    char first_error[640]; /* the first failing rank's message ("" none) */
+    int ranks, ok, failed, crashed;
+    int retries;         /* connect retries of all ranks */
+    int64_t virtual_ns;  /* when the last task ended */
+    uint64_t trace_hash;
+    ddp_sim_result_t sim_result;
+    double wall_s;
+} ddp_scn_result_t;
+
+typedef struct ddp_scn_run_opts {
+    uint64_t seed;      /* 0: the scenario's */
+    FILE *trace;        /* JSON lines (or NULL) */
+    int keep_trace;     /* keep it in memory for *trace_out */
+    char **trace_out;   /* receives a malloc'd copy of the trace */
+    char *report;       /* per-rank lines of the run (or NULL) */
+    size_t report_len;
+} ddp_scn_run_opts_t;
+
+/* Runs s for accel in a fresh simulation; fills r. Returns 0 when it ran
+ * (whatever the verdict in r), < 0 when it could not be built. */
+int ddp_scenario_run(const ddp_scenario_t *s, const char *accel,
+                     const ddp_scn_run_opts_t *o, ddp_scn_result_t *r);
+
+/* ---- exploration (sim/explore.c) ---- */
+typedef struct ddp_explore_opts {
+    int ranks;          /* world size to explore (split over 1..4 nodes) */
+    int runs;
+    uint64_t seed;
+    unsigned kinds;     /* bit per ddp_sim_fault_kind_t; 0: all */
+    int max_faults;     /* per run (0: 3; < 0: none) */
+    const char *accelerator; /* NULL: drawn per run */
+    const char *plugin;      /* NULL: default */
+    int progress;       /* 1: progress bar on stderr; 0: a line per 10 % */
+    const char *out_dir; /* write each shrunk violation as a .scn here */
+    FILE *log;          /* violations, replay commands (stdout) */
+} ddp_explore_opts_t;
+
+typedef struct ddp_explore_stats {
+    int runs, violations;
+    double wall_s;
+} ddp_explore_stats_t;
+
+/* Draws run i's scenario (deterministic in seed and i). */
+ddp_scenario_t *ddp_explore_draw(const ddp_explore_opts_t *o, int i,
+                                 char *accel, size_t accel_len);
+/* Shrinks a violating scenario: fewest faults, then smallest cluster that
+ * still violates an invariant. Returns a new scenario. */
+ddp_scenario_t *ddp_explore_shrink(const ddp_scenario_t *s, const char *accel,
+                                   int *steps);
+int ddp_explore(const ddp_explore_opts_t *o, ddp_explore_stats_t *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

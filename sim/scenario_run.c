@@ -1,0 +1,396 @@
+/* sim/scenario_run.c — one scenario, one accelerator, one fresh simulation:
+ * build the cluster and the launch, run, then judge the expectations and
+ * the invariants of DESIGN §5 (docs/scenario-format.md, "Verdict"). */
+#include "ddp/scenario.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ddp/accel.h"
+#include "ddp/err.h"
+#include "ddp/plugin.h"
+
+/* Slack past the group timeout before a task counts as overdue: teardown
+ * (10 s server join), the missing-rank probe (2 s), the root-cause probe
+ * (5 s) and a launcher's wait for its workers. */
+#define DEADLINE_SLACK_NS (90 * DDP_NS_PER_S)
+
+typedef struct {
+    const ddp_scenario_t *s;
+} edit_arg_t;
+
+static void apply_env(ddp_env_t *env, int node, void *arg)
+{
+    const ddp_scenario_t *s = ((edit_arg_t *)arg)->s;
+    for (int i = 0; i < s->nenv; i++) {
+        const ddp_scn_env_t *e = &s->env[i];
+        if (e->node >= 0 && e->node != node)
+            continue;
+        if (e->value)
+            ddp_env_set(env, e->key, e->value);
+        else
+            ddp_env_unset(env, e->key);
+    }
+}
+
+/* Is rank r in the list "0,3-5"? */
+static int in_list(const char *list, int r)
+{
+    const char *c = list;
+    while (*c) {
+        char *e;
+        long a = strtol(c, &e, 10), b = a;
+        if (*e == '-')
+            b = strtol(e + 1, &e, 10);
+        if (r >= a && r <= b)
+            return 1;
+        c = *e ? e + 1 : e;
+    }
+    return 0;
+}
+
+static int is_ok(const ddp_sim_outcome_t *o)
+{
+    return o->rc == 0 && o->state == DDP_SIM_TASK_EXITED && o->connect_ns >= 0;
+}
+
+typedef struct judge {
+    const ddp_scenario_t *s;
+    const ddp_sim_t *sim;
+    int n;                       /* tasks */
+    int expected_world;
+    char *why;
+    size_t whylen;
+} judge_t;
+
+static int say(judge_t *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int say(judge_t *j, const char *fmt, ...)
+{
+    if (!j->why[0]) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(j->why, j->whylen, fmt, ap);
+        va_end(ap);
+    }
+    return 0;
+}
+
+/* The processes an expectation can speak of: ranks; if no process got a
+ * rank (a configuration error before rank math), every process. */
+static int counts(const ddp_sim_outcome_t *o, int any_rank)
+{
+    if (o->thread || !strcmp(o->name, "squatter"))
+        return 0;
+    return any_rank ? o->rank >= 0 : 1;
+}
+
+static int named_elsewhere(const ddp_scenario_t *s, int self, int rank)
+{
+    for (int i = 0; i < s->nexpect; i++)
+        if (i != self && s->expect[i].ranks[0] && strcmp(s->expect[i].ranks, "others") &&
+            in_list(s->expect[i].ranks, rank))
+            return 1;
+    return 0;
+}
+
+static int covers(const judge_t *j, int idx, const ddp_sim_outcome_t *o, int any_rank)
+{
+    const ddp_scn_expect_t *e = &j->s->expect[idx];
+    if (!counts(o, any_rank))
+        return 0;
+    if (!e->ranks[0])
+        return e->kind == DDP_EXPECT_FAIL ? o->state != DDP_SIM_TASK_CRASHED : 1;
+    if (!strcmp(e->ranks, "others"))
+        return !named_elsewhere(j->s, idx, o->rank) && o->state != DDP_SIM_TASK_CRASHED;
+    return o->rank >= 0 && in_list(e->ranks, o->rank);
+}
+
+static const char *who(const ddp_sim_outcome_t *o, char *buf, size_t n)
+{
+    if (o->rank >= 0)
+        snprintf(buf, n, "rank %d", o->rank);
+    else
+        snprintf(buf, n, "process %s", o->name);
+    return buf;
+}
+
+static int check_expect(judge_t *j, int idx, int any_rank)
+{
+    const ddp_scn_expect_t *e = &j->s->expect[idx];
+    char w[48];
+    int matched = 0, okc = 0;
+    if (e->kind == DDP_EXPECT_INVARIANTS)
+        return 1;
+    for (int t = 0; t < j->n; t++) {
+        const ddp_sim_outcome_t *o = ddp_sim_outcome(j->sim, t);
+        if (!covers(j, idx, o, any_rank))
+            continue;
+        matched++;
+        switch (e->kind) {
+        case DDP_EXPECT_OK:
+            if (!is_ok(o))
+                return say(j, "line %d: expected %s to connect, but it %s: %s", e->line,
+                           who(o, w, sizeof w),
+                           o->state == DDP_SIM_TASK_CRASHED ? "crashed" : "failed",
+                           o->message[0] ? o->message : ddp_err_name(o->rc));
+            okc++;
+            break;
+        case DDP_EXPECT_CRASHED:
+            if (o->state != DDP_SIM_TASK_CRASHED)
+                return say(j, "line %d: expected %s to be crashed by a fault, but it %s",
+                           e->line, who(o, w, sizeof w), is_ok(o) ? "connected" : "failed");
+            break;
+        case DDP_EXPECT_FAIL:
+            if (o->rank < 0 && any_rank)
+                break;
+            if (is_ok(o) || o->rc == 0)
+                return say(j, "line %d: expected %s to fail, but it connected", e->line,
+                           who(o, w, sizeof w));
+            if (e->error[0] && strcasecmp(e->error, ddp_scn_error_class(o->rc)))
+                return say(j, "line %d: expected %s to fail with error=%s, got %s: %s",
+                           e->line, who(o, w, sizeof w), e->error,
+                           ddp_scn_error_class(o->rc), o->message);
+            for (int m = 0; m < e->nmentions; m++)
+                if (!strcasestr(o->message, e->mentions[m]))
+                    return say(j, "line %d: expected %s's error to mention \"%s\", got: %s",
+                               e->line, who(o, w, sizeof w), e->mentions[m], o->message);
+            break;
+        case DDP_EXPECT_INVARIANTS:
+            break;
+        }
+        if (e->within_ns && o->end_ns > e->within_ns)
+            return say(j, "line %d: expected %s to end within %.3f s, it ended at %.3f s",
+                       e->line, who(o, w, sizeof w), (double)e->within_ns / 1e9,
+                       (double)o->end_ns / 1e9);
+    }
+    if (e->ranks[0] && strcmp(e->ranks, "others")) {
+        /* Every named rank must exist. */
+        const char *c = e->ranks;
+        while (*c) {
+            char *end;
+            long a = strtol(c, &end, 10), b = a;
+            if (*end == '-')
+                b = strtol(end + 1, &end, 10);
+            for (long r = a; r <= b; r++) {
+                int found = 0;
+                for (int t = 0; t < j->n && !found; t++) {
+                    const ddp_sim_outcome_t *o = ddp_sim_outcome(j->sim, t);
+                    found = !o->thread && o->rank == r;
+                }
+                if (!found)
+                    return say(j, "line %d: expected rank %ld, but no process had that rank",
+                               e->line, r);
+            }
+            c = *end ? end + 1 : end;
+        }
+    }
+    if (!matched && e->ranks[0] == '\0')
+        return say(j, "line %d: expected some process to judge, found none", e->line);
+    if (e->kind == DDP_EXPECT_OK && !e->ranks[0] && okc != j->expected_world)
+        return say(j, "line %d: expected all %d ranks to connect, %d did", e->line,
+                   j->expected_world, okc);
+    return 1;
+}
+
+/* DESIGN §5: no deadlock, every task done by its deadline, agreement on
+ * ranks 0..N-1 and world size, no leaked sockets or tasks, errors name a
+ * cause. */
+static int check_invariants(judge_t *j, ddp_sim_result_t res)
+{
+    const ddp_scenario_t *s = j->s;
+    char w[48];
+    if (res == DDP_SIM_DEADLOCK) {
+        const char *rep = ddp_sim_deadlock_report(j->sim);
+        const char *nl = strchr(rep, '\n');
+        return say(j, "invariant: deadlock: every task waits with nothing pending "
+                      "(a wait without a deadline?): %.*s",
+                   nl ? (int)(nl - rep) : (int)strlen(rep), rep);
+    }
+    if (res == DDP_SIM_TIME_LIMIT)
+        return say(j, "invariant: the run hit the simulator's time limit with tasks "
+                      "still waiting (a wait without a deadline?)");
+    int64_t bound = s->master_late_ns + s->timeout_ns + DEADLINE_SLACK_NS;
+    int world = -1, nok = 0;
+    char *seen = calloc((size_t)j->n + 1, 1);
+    for (int t = 0; t < j->n; t++) {
+        const ddp_sim_outcome_t *o = ddp_sim_outcome(j->sim, t);
+        if (!strcmp(o->name, "squatter"))
+            continue;
+        if (o->state == DDP_SIM_TASK_CANCELED || o->state == DDP_SIM_TASK_RUNNING ||
+            o->state == DDP_SIM_TASK_NEW) {
+            free(seen);
+            return say(j, "invariant: task %s never finished", o->name);
+        }
+        if (o->end_ns > bound && o->state != DDP_SIM_TASK_CRASHED) {
+            free(seen);
+            return say(j, "invariant: %s ended at %.3f s, past its deadline (%.3f s = "
+                          "start + timeout + %.0f s slack)",
+                       who(o, w, sizeof w), (double)o->end_ns / 1e9, (double)bound / 1e9,
+                       (double)DEADLINE_SLACK_NS / 1e9);
+        }
+        if (o->leaked_socks) {
+            free(seen);
+            return say(j, "invariant: %s exited with %d socket(s) still open (leaked)",
+                       who(o, w, sizeof w), o->leaked_socks);
+        }
+        if (o->thread)
+            continue;
+        if (o->rc != 0 && o->state == DDP_SIM_TASK_EXITED && strlen(o->message) < 24) {
+            free(seen);
+            return say(j, "invariant: %s failed without naming a cause (\"%s\", %s)",
+                       who(o, w, sizeof w), o->message, ddp_err_name(o->rc));
+        }
+        if (!is_ok(o))
+            continue;
+        nok++;
+        if (world < 0)
+            world = o->world;
+        if (o->world != world || o->world <= 0) {
+            free(seen);
+            return say(j, "invariant: connected ranks disagree on the world size (%d vs %d)",
+                       world, o->world);
+        }
+        if (o->rank < 0 || o->rank >= world || o->rank > j->n) {
+            free(seen);
+            return say(j, "invariant: a connected process has rank %d outside 0..%d",
+                       o->rank, world - 1);
+        }
+        if (seen[o->rank]++) {
+            free(seen);
+            return say(j, "invariant: two connected processes both have rank %d", o->rank);
+        }
+    }
+    free(seen);
+    (void)nok;
+    return 1;
+}
+
+static int proc_count(const ddp_scenario_t *s, const char *accel)
+{
+    return !strcmp(accel, "ddp2") ? 1 : s->devices;
+}
+
+int ddp_scenario_run(const ddp_scenario_t *s, const char *accel,
+                     const ddp_scn_run_opts_t *opts, ddp_scn_result_t *r)
+{
+    static const ddp_scn_run_opts_t none = {0};
+    const ddp_scn_run_opts_t *o = opts ? opts : &none;
+    memset(r, 0, sizeof *r);
+    snprintf(r->accelerator, sizeof r->accelerator, "%s", accel);
+    if (!ddp_accel_find(accel))
+        return DDP_ENOT_FOUND;
+    const ddp_plugin_t *plugin = NULL;
+    if (s->plugin[0] && !(plugin = ddp_plugin_find(s->plugin)))
+        return DDP_ENOT_FOUND;
+    ddp_sim_opts_t so = {.seed = o->seed ? o->seed : s->seed, .trace = o->trace,
+                         .keep_trace = o->keep_trace, .latency_ns = s->latency_ns};
+    ddp_sim_t *sim = ddp_sim_new(&so);
+    if (!sim)
+        return ddp_err_set(-12, "out of memory");
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < s->nodes; i++) {
+        char host[32], addr[20];
+        snprintf(host, sizeof host, "node%d", i);
+        snprintf(addr, sizeof addr, "10.%d.%d.1", i / 250, i % 250);
+        rc = ddp_sim_add_node(sim, i < s->nhosts ? s->hosts[i] : host, addr, 0);
+        rc = rc < 0 ? rc : 0;
+    }
+    for (int i = 0; rc == 0 && i < s->nfaults; i++)
+        rc = ddp_sim_add_fault(sim, &s->faults[i]) < 0 ? DDP_ECONFIG : 0;
+    edit_arg_t ea = {.s = s};
+    int procs = proc_count(s, accel);
+    ddp_sim_launch_t l = {
+        .accelerator = accel, .nodes = s->nodes, .procs = procs,
+        .launcher = s->launcher, .tasks_per_node = s->tasks_per_node,
+        .port = s->port, .no_port = s->no_port,
+        .master_addr = !s->master_addr[0] ? NULL : strcmp(s->master_addr, "-") ? s->master_addr : "",
+        .master_start_ns = s->master_late_ns, .squat_port = s->port_taken,
+        .edit_env = apply_env, .edit_arg = &ea};
+    l.cfg.timeout_ns = s->timeout_ns;
+    l.cfg.store_timeout_ns = s->store_timeout_ns;
+    l.cfg.backend = s->backend[0] ? s->backend : NULL;
+    l.cfg.cluster = s->cluster[0] ? s->cluster : NULL;
+    l.cfg.plugin = plugin;
+    l.cfg.gpus = s->gpus;
+    l.cfg.seed = so.seed;
+    l.cfg.num_nodes = s->num_nodes ? s->num_nodes : s->nodes;
+    if (rc == 0)
+        rc = ddp_sim_launch_build(sim, &l);
+    if (rc) {
+        snprintf(r->why, sizeof r->why, "cannot build the run: %s", ddp_err_message());
+        ddp_sim_free(sim);
+        return rc;
+    }
+    ddp_sim_result_t res = ddp_sim_run(sim);
+    r->sim_result = res;
+    ddp_sim_stats_t st;
+    ddp_sim_stats(sim, &st);
+    r->trace_hash = st.trace_hash;
+    judge_t j = {.s = s, .sim = sim, .n = ddp_sim_task_count(sim),
+                 .expected_world = l.cfg.num_nodes * procs, .why = r->why,
+                 .whylen = sizeof r->why};
+    int any_rank = 0, first_rank = -1;
+    size_t roff = 0;
+    if (o->report && o->report_len)
+        o->report[0] = '\0';
+    for (int t = 0; t < j.n; t++) {
+        const ddp_sim_outcome_t *x = ddp_sim_outcome(sim, t);
+        if (x->end_ns > r->virtual_ns)
+            r->virtual_ns = x->end_ns;
+        if (x->thread || !strcmp(x->name, "squatter"))
+            continue;
+        r->retries += x->retries;
+        any_rank |= x->rank >= 0;
+        if (x->rank >= 0) {
+            r->ranks++;
+            if (x->state == DDP_SIM_TASK_CRASHED)
+                r->crashed++;
+            else if (is_ok(x))
+                r->ok++;
+            else
+                r->failed++;
+        }
+        if (!is_ok(x) && x->state != DDP_SIM_TASK_CRASHED && x->message[0] &&
+            (first_rank < 0 || (x->rank >= 0 && x->rank < first_rank))) {
+            first_rank = x->rank >= 0 ? x->rank : j.n + 1;
+            snprintf(r->first_error, sizeof r->first_error, "%s", x->message);
+        }
+        if (o->report && roff + 1 < o->report_len) {
+            char cn[32] = "-";
+            if (x->connect_ns >= 0)
+                snprintf(cn, sizeof cn, "%.6f s", (double)x->connect_ns / 1e9);
+            int k = snprintf(o->report + roff, o->report_len - roff,
+                             "  %-12s rank %-4d node %-4d %-8s connected %-12s ended "
+                             "%.6f s  %s\n",
+                             x->name, x->rank, x->node,
+                             is_ok(x) ? "ok"
+                             : x->state == DDP_SIM_TASK_CRASHED ? "CRASHED" : "FAIL",
+                             cn, (double)x->end_ns / 1e9,
+                             is_ok(x) ? "" : x->message);
+            roff += k > 0 ? (size_t)k : 0;
+            if (roff >= o->report_len)
+                roff = o->report_len - 1;
+        }
+    }
+    r->invariants_ok = check_invariants(&j, res);
+    char inv_why[sizeof r->why];
+    snprintf(inv_why, sizeof inv_why, "%s", r->why);
+    r->why[0] = '\0';
+    r->expect_ok = 1;
+    for (int i = 0; i < s->nexpect && r->expect_ok; i++)
+        r->expect_ok = check_expect(&j, i, any_rank);
+    if (!r->invariants_ok && !r->why[0])
+        snprintf(r->why, sizeof r->why, "%s", inv_why);
+    else if (!r->invariants_ok)
+        snprintf(r->why + strlen(r->why), sizeof r->why - strlen(r->why), "; %s", inv_why);
+    r->pass = r->expect_ok && r->invariants_ok;
+    if (o->trace_out) {
+        size_t len = 0;
+        const char *tr = ddp_sim_trace(sim, &len);
+        *o->trace_out = tr ? strndup(tr, len) : NULL;
+    }
+    ddp_sim_free(sim);
+    return 0;
+}

@@ -1,0 +1,498 @@
+/* tools/cmd_run.c — `ddpsim run` (scenario files x accelerators in the
+ * simulator, an outcome table, JUnit XML), `ddpsim replay` (one scenario,
+ * exactly, with its per-rank outcomes and trace hash) and `ddpsim list`. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmds.h"
+#include "ddp/accel.h"
+#include "ddp/cluster.h"
+#include "ddp/err.h"
+#include "ddp/pg.h"
+#include "ddp/plugin.h"
+#include "ddp/scenario.h"
+#include "ddp/sim.h"
+#include "ddp/sys.h"
+
+static void run_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: ddpsim run FILE... [--accelerator NAME|all] [--seed N] [--tag TAG]\n"
+            "                  [--trace FILE] [--trace-chrome FILE] [--junit FILE]\n"
+            "                  [--jobs N] [--verbose] [--progress|--no-progress]\n\n"
+            "Runs each scenario file (docs/scenario-format.md) in the simulator for each\n"
+            "selected accelerator it lists (default: all), checks its expectations and the\n"
+            "invariants (no deadlock, deadlines kept, ranks agree, no leaked sockets,\n"
+            "errors name a cause) and prints one row per run: scenario, accelerator,\n"
+            "ok/FAIL, virtual time, connect retries, first error.\n\n"
+            "  --accelerator NAME  only this accelerator (ddp, ddp_spawn, ddp_cpu, ddp2,\n"
+            "                      ddp_hpc, ddp_cpu_hpc) or all (default)\n"
+            "  --seed N            override every scenario's seed\n"
+            "  --tag TAG           only scenarios carrying this tag (e.g. real)\n"
+            "  --trace FILE        append every run's JSON-lines trace to FILE\n"
+            "  --trace-chrome FILE Chrome/Perfetto trace of the run (exactly one run)\n"
+            "  --junit FILE        JUnit XML: one testcase per scenario x accelerator\n"
+            "  --jobs N            run in N worker processes (default 1)\n"
+            "  --verbose           per-rank outcomes under each row\n"
+            "  --progress          progress on stderr (default: when it is a terminal)\n\n"
+            "Exit status: 0 every expectation and invariant held, 1 some did not,\n"
+            "2 bad input (a scenario error is printed as file:line:col: expected ...).\n");
+}
+
+static void replay_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: ddpsim replay FILE [--seed N] [--accelerator NAME] [--trace FILE]\n"
+            "                     [--trace-chrome FILE] [--timeline]\n\n"
+            "Runs one scenario exactly as `ddpsim run` or `ddpsim explore` did (same\n"
+            "seed, same schedule) and prints every rank's outcome, the verdict and the\n"
+            "trace hash: two replays with the same seed print the same hash.\n"
+            "Without --accelerator it replays each accelerator the scenario lists.\n"
+            "Exit status as for ddpsim run.\n");
+}
+
+static int bad(const char *cmd, const char *what, const char *val, const char *form)
+{
+    fprintf(stderr, "ddpsim %s: bad %s \"%s\"; expected %s (see ddpsim %s --help)\n",
+            cmd, what, val ? val : "", form, cmd);
+    return 2;
+}
+
+typedef struct job {
+    const ddp_scenario_t *s;
+    const char *path;
+    const char *accel;
+    ddp_scn_result_t r;
+    int rc; /* ddp_scenario_run's return */
+    char report[8192];
+} job_t;
+
+typedef struct run_opts {
+    uint64_t seed;
+    FILE *trace;
+    const char *chrome;
+    int verbose, timeline;
+} run_opts_t;
+
+static void run_job(ddp_sys_t *sys, job_t *j, const run_opts_t *ro)
+{
+    char *tr = NULL;
+    ddp_scn_run_opts_t o = {.seed = ro->seed, .trace = ro->trace,
+                            .keep_trace = ro->chrome || ro->timeline,
+                            .trace_out = ro->chrome || ro->timeline ? &tr : NULL,
+                            .report = j->report, .report_len = sizeof j->report};
+    int64_t t0 = ddp_sys_now(sys);
+    j->rc = ddp_scenario_run(j->s, j->accel, &o, &j->r);
+    j->r.wall_s = (double)(ddp_sys_now(sys) - t0) / 1e9;
+    if (j->rc && !j->r.why[0])
+        snprintf(j->r.why, sizeof j->r.why, "%s", ddp_err_message());
+    if (tr && ro->timeline)
+        ddp_sim_export_timeline(tr, stdout);
+    if (tr && ro->chrome) {
+        FILE *f = fopen(ro->chrome, "w");
+        if (!f || ddp_sim_export_chrome(tr, f) != 0) {
+            fprintf(stderr, "ddpsim: cannot write %s\n", ro->chrome);
+            j->r.pass = 0;
+        }
+        if (f)
+            fclose(f);
+    }
+    free(tr);
+}
+
+/* --jobs: worker k runs jobs k, k+N, ... and writes them to its tmpfile. */
+typedef struct worker {
+    job_t *jobs;
+    int njobs, k, n;
+    const run_opts_t *ro;
+    FILE *out;
+} worker_t;
+
+static int worker_main(ddp_sys_t *sys, void *arg)
+{
+    worker_t *w = arg;
+    for (int i = w->k; i < w->njobs; i += w->n) {
+        run_job(sys, &w->jobs[i], w->ro);
+        if (fwrite(&w->jobs[i].r, sizeof w->jobs[i].r, 1, w->out) != 1 ||
+            fwrite(&w->jobs[i].rc, sizeof w->jobs[i].rc, 1, w->out) != 1 ||
+            fwrite(w->jobs[i].report, sizeof w->jobs[i].report, 1, w->out) != 1)
+            return 1;
+    }
+    return fflush(w->out) ? 1 : 0;
+}
+
+static int run_parallel(ddp_sys_t *sys, job_t *jobs, int njobs, int n,
+                        const run_opts_t *ro)
+{
+    worker_t *w = calloc((size_t)n, sizeof *w);
+    ddp_pid_t *pids = calloc((size_t)n, sizeof *pids);
+    int rc = 0;
+    if (!w || !pids)
+        rc = -12;
+    for (int k = 0; rc == 0 && k < n; k++) {
+        w[k] = (worker_t){.jobs = jobs, .njobs = njobs, .k = k, .n = n, .ro = ro,
+                          .out = tmpfile()};
+        if (!w[k].out) {
+            rc = ddp_err_set(-5, "cannot create a temporary file for worker %d", k);
+            break;
+        }
+        fflush(NULL);
+        ddp_spawn_t sp = {.env = ddp_sys_env(sys), .entry = worker_main, .arg = &w[k],
+                          .name = "ddpsim-run-worker"};
+        if ((rc = ddp_sys_spawn(sys, &sp, &pids[k])) != 0)
+            break;
+    }
+    for (int k = 0; k < n && w; k++) {
+        if (!w[k].out)
+            continue;
+        int st = -1;
+        if (pids[k])
+            ddp_sys_wait(sys, pids[k], &st, DDP_DEADLINE_NEVER);
+        rewind(w[k].out);
+        for (int i = k; i < njobs; i += n) {
+            if (st != 0 ||
+                fread(&jobs[i].r, sizeof jobs[i].r, 1, w[k].out) != 1 ||
+                fread(&jobs[i].rc, sizeof jobs[i].rc, 1, w[k].out) != 1 ||
+                fread(jobs[i].report, sizeof jobs[i].report, 1, w[k].out) != 1) {
+                snprintf(jobs[i].r.accelerator, sizeof jobs[i].r.accelerator, "%s",
+                         jobs[i].accel);
+                snprintf(jobs[i].r.why, sizeof jobs[i].r.why,
+                         "worker process %d failed (exit status %d)", k, st);
+                jobs[i].r.pass = 0;
+                jobs[i].rc = -1;
+            }
+        }
+        fclose(w[k].out);
+    }
+    free(w);
+    free(pids);
+    return rc;
+}
+
+static const char *base_name(const char *path, char *buf, size_t n)
+{
+    const char *b = strrchr(path, '/');
+    snprintf(buf, n, "%s", b ? b + 1 : path);
+    char *dot = strrchr(buf, '.');
+    if (dot && !strcmp(dot, ".scn"))
+        *dot = '\0';
+    return buf;
+}
+
+static void xml_text(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '&': fputs("&amp;", f); break;
+        case '"': fputs("&quot;", f); break;
+        default:
+            if ((unsigned char)*s >= 0x20 || *s == '\n' || *s == '\t')
+                fputc(*s, f);
+        }
+    }
+}
+
+static int write_junit(const char *path, const job_t *jobs, int n)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    int failures = 0;
+    double total = 0;
+    for (int i = 0; i < n; i++) {
+        failures += !jobs[i].r.pass;
+        total += jobs[i].r.wall_s;
+    }
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+               "<testsuites name=\"ddpsim run\" tests=\"%d\" failures=\"%d\" "
+               "time=\"%.3f\">\n<testsuite name=\"scenarios\" tests=\"%d\" "
+               "failures=\"%d\" errors=\"0\" time=\"%.3f\">\n",
+            n, failures, total, n, failures, total);
+    for (int i = 0; i < n; i++) {
+        char b[256];
+        fprintf(f, "  <testcase classname=\"");
+        xml_text(f, base_name(jobs[i].path, b, sizeof b));
+        fprintf(f, "\" name=\"%s\" time=\"%.3f\"", jobs[i].accel, jobs[i].r.wall_s);
+        if (jobs[i].r.pass) {
+            fprintf(f, "/>\n");
+            continue;
+        }
+        fprintf(f, ">\n    <failure message=\"");
+        xml_text(f, jobs[i].r.why);
+        fprintf(f, "\">");
+        xml_text(f, jobs[i].report);
+        fprintf(f, "</failure>\n  </testcase>\n");
+    }
+    fprintf(f, "</testsuite>\n</testsuites>\n");
+    return fclose(f) ? -1 : 0;
+}
+
+static void print_row(const job_t *j, int name_w)
+{
+    char b[256], err[72];
+    const ddp_scn_result_t *r = &j->r;
+    const char *e = r->pass ? r->first_error : r->why;
+    snprintf(err, sizeof err, "%s", e);
+    if (strlen(e) >= sizeof err)
+        memcpy(err + sizeof err - 4, "...", 4);
+    printf("%-*s %-12s %-5s %10.3f s %7d  %s\n", name_w, base_name(j->path, b, sizeof b),
+           j->accel, r->pass ? "ok" : "FAIL", (double)r->virtual_ns / 1e9, r->retries, err);
+}
+
+static int load_all(char **files, int nfiles, ddp_scenario_t **sc, const char *cmd)
+{
+    int bad_input = 0;
+    for (int i = 0; i < nfiles; i++) {
+        char err[1024];
+        if (ddp_scenario_load(files[i], &sc[i], err, sizeof err) != 0) {
+            fprintf(stderr, "ddpsim %s: %s\n", cmd, err);
+            bad_input = 1;
+        }
+    }
+    return bad_input;
+}
+
+/* Shared option parsing of run and replay. */
+typedef struct cli {
+    const char *accel, *trace_path, *chrome, *junit, *tag;
+    run_opts_t ro;
+    int jobs, progress;
+    char **files;
+    int nfiles;
+} cli_t;
+
+static int parse_cli(const char *cmd, int argc, char **argv, cli_t *c,
+                     void (*usage)(FILE *))
+{
+    c->accel = "all";
+    c->jobs = 1;
+    c->progress = isatty(2);
+    c->files = calloc((size_t)argc, sizeof *c->files);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 1;
+        }
+        if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) {
+            c->ro.verbose = 1;
+            continue;
+        }
+        if (!strcmp(a, "--timeline")) {
+            c->ro.timeline = 1;
+            continue;
+        }
+        if (!strcmp(a, "--progress") || !strcmp(a, "--no-progress")) {
+            c->progress = !strcmp(a, "--progress");
+            continue;
+        }
+        if (strncmp(a, "--", 2) != 0) {
+            c->files[c->nfiles++] = argv[i];
+            continue;
+        }
+        static const char *const with_value[] = {"--accelerator", "--seed", "--trace",
+                                                 "--trace-chrome", "--junit", "--jobs",
+                                                 "--tag"};
+        size_t k = 0;
+        while (k < sizeof with_value / sizeof with_value[0] && strcmp(a, with_value[k]))
+            k++;
+        if (k == sizeof with_value / sizeof with_value[0])
+            return bad(cmd, "option", a, "one of the options of --help");
+        if (!v)
+            return bad(cmd, "option (missing value)", a, "a value after it");
+        i++;
+        char *end;
+        if (!strcmp(a, "--accelerator")) {
+            if (strcmp(v, "all") && !ddp_accel_find(v))
+                return bad(cmd, "--accelerator", v,
+                           "ddp, ddp_spawn, ddp_cpu, ddp2, ddp_hpc, ddp_cpu_hpc or all");
+            c->accel = v;
+        } else if (!strcmp(a, "--seed")) {
+            c->ro.seed = strtoull(v, &end, 10);
+            if (!*v || *end || *v == '-' || c->ro.seed == 0)
+                return bad(cmd, "--seed", v, "a positive integer");
+        } else if (!strcmp(a, "--jobs")) {
+            c->jobs = (int)strtol(v, &end, 10);
+            if (!*v || *end || c->jobs < 1 || c->jobs > 64)
+                return bad(cmd, "--jobs", v, "an integer 1..64");
+        } else if (!strcmp(a, "--trace")) {
+            c->trace_path = v;
+        } else if (!strcmp(a, "--trace-chrome")) {
+            c->chrome = v;
+        } else if (!strcmp(a, "--junit")) {
+            c->junit = v;
+        } else {
+            c->tag = v;
+        }
+    }
+    if (c->nfiles == 0) {
+        usage(stderr);
+        return 2;
+    }
+    return 0;
+}
+
+static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
+{
+    const char *cmd = replay ? "replay" : "run";
+    cli_t c = {0};
+    int prc = parse_cli(cmd, argc, argv, &c, replay ? replay_usage : run_usage);
+    if (prc) {
+        free(c.files);
+        return prc == 1 ? 0 : prc;
+    }
+    if (replay && c.nfiles != 1) {
+        free(c.files);
+        return bad(cmd, "arguments", argv[1], "exactly one scenario FILE");
+    }
+    ddp_scenario_t **sc = calloc((size_t)c.nfiles, sizeof *sc);
+    job_t *jobs = NULL;
+    int njobs = 0, rc = 0;
+    if (load_all(c.files, c.nfiles, sc, cmd)) {
+        rc = 2;
+        goto out;
+    }
+    jobs = calloc((size_t)c.nfiles * ddp_accel_count(), sizeof *jobs);
+    for (int i = 0; i < c.nfiles; i++) {
+        if (c.tag && !ddp_scenario_has_tag(sc[i], c.tag))
+            continue;
+        for (size_t a = 0; a < ddp_accel_count(); a++) {
+            const char *name = ddp_accel_at(a)->name;
+            if ((strcmp(c.accel, "all") && strcmp(c.accel, name)) ||
+                !ddp_scenario_has_accel(sc[i], name))
+                continue;
+            jobs[njobs++] = (job_t){.s = sc[i], .path = c.files[i], .accel = name};
+        }
+    }
+    if (njobs == 0) {
+        fprintf(stderr, "ddpsim %s: nothing to run: no scenario%s lists accelerator "
+                        "%s\n", cmd, c.tag ? " with that tag" : "", c.accel);
+        rc = 2;
+        goto out;
+    }
+    if (c.chrome && njobs != 1) {
+        fprintf(stderr, "ddpsim %s: --trace-chrome needs exactly one run, got %d "
+                        "(choose one file and one --accelerator)\n", cmd, njobs);
+        rc = 2;
+        goto out;
+    }
+    if (c.trace_path && !(c.ro.trace = fopen(c.trace_path, "w"))) {
+        rc = bad(cmd, "--trace file (cannot write)", c.trace_path, "a writable path");
+        goto out;
+    }
+    c.ro.chrome = c.chrome;
+    if (replay)
+        c.ro.verbose = 1;
+    int64_t t0 = ddp_sys_now(sys);
+    if (c.jobs > 1 && njobs > 1 && !c.trace_path && !c.ro.timeline) {
+        if (run_parallel(sys, jobs, njobs, c.jobs < njobs ? c.jobs : njobs, &c.ro) != 0)
+            fprintf(stderr, "ddpsim %s: %s\n", cmd, ddp_err_message());
+    } else {
+        for (int i = 0; i < njobs; i++) {
+            if (c.progress)
+                fprintf(stderr, "\r[%d/%d] %-40.40s %-12s", i + 1, njobs, jobs[i].path,
+                        jobs[i].accel);
+            run_job(sys, &jobs[i], &c.ro);
+        }
+        if (c.progress)
+            fprintf(stderr, "\r%*s\r", 70, "");
+    }
+    double wall = (double)(ddp_sys_now(sys) - t0) / 1e9;
+    int name_w = 8, failed = 0;
+    for (int i = 0; i < njobs; i++) {
+        char b[256];
+        int l = (int)strlen(base_name(jobs[i].path, b, sizeof b));
+        name_w = l > name_w ? l : name_w;
+    }
+    printf("%-*s %-12s %-5s %12s %7s  %s\n", name_w, "scenario", "accelerator", "result",
+           "virtual", "retries", "first error / why it failed");
+    for (int i = 0; i < njobs; i++) {
+        print_row(&jobs[i], name_w);
+        failed += !jobs[i].r.pass;
+        if (c.ro.verbose || (!jobs[i].r.pass && !replay)) {
+            if (!jobs[i].r.pass)
+                printf("    why: %s\n", jobs[i].r.why);
+            if (c.ro.verbose)
+                printf("%s", jobs[i].report);
+        }
+        if (replay)
+            printf("    seed %llu, trace hash %016llx\n",
+                   (unsigned long long)(c.ro.seed ? c.ro.seed : jobs[i].s->seed),
+                   (unsigned long long)jobs[i].r.trace_hash);
+    }
+    printf("%d run(s) of %d scenario file(s): %d ok, %d failed (%.1f s)\n", njobs,
+           c.nfiles, njobs - failed, failed, wall);
+    if (c.junit && write_junit(c.junit, jobs, njobs) != 0) {
+        fprintf(stderr, "ddpsim %s: cannot write %s\n", cmd, c.junit);
+        failed++;
+    }
+    rc = failed ? 1 : 0;
+out:
+    if (c.ro.trace)
+        fclose(c.ro.trace);
+    for (int i = 0; sc && i < c.nfiles; i++)
+        ddp_scenario_free(sc[i]);
+    free(sc);
+    free(jobs);
+    free(c.files);
+    return rc;
+}
+
+int ddp_cmd_run(ddp_sys_t *sys, int argc, char **argv)
+{
+    return run_or_replay(sys, argc, argv, 0);
+}
+
+int ddp_cmd_replay(ddp_sys_t *sys, int argc, char **argv)
+{
+    return run_or_replay(sys, argc, argv, 1);
+}
+
+/* ---- ddpsim list ---- */
+static void list_usage(FILE *f)
+{
+    fprintf(f, "usage: ddpsim list accelerators|backends|plugins|environments|faults|"
+               "launchers\n\nPrints the names ddpsim knows, one per line (what scenario "
+               "files and options accept).\n");
+}
+
+int ddp_cmd_list(ddp_sys_t *sys, int argc, char **argv)
+{
+    (void)sys;
+    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        list_usage(stdout);
+        return 0;
+    }
+    if (argc != 2) {
+        list_usage(stderr);
+        return 2;
+    }
+    const char *w = argv[1];
+    if (!strcmp(w, "accelerators")) {
+        for (size_t i = 0; i < ddp_accel_count(); i++)
+            printf("%s\n", ddp_accel_at(i)->name);
+    } else if (!strcmp(w, "backends")) {
+        for (size_t i = 0; i < ddp_pg_backend_count(); i++)
+            printf("%s\n", ddp_pg_backend_at(i)->name);
+    } else if (!strcmp(w, "plugins")) {
+        for (size_t i = 0; i < ddp_plugin_count(); i++)
+            printf("%s\n", ddp_plugin_at(i)->name);
+    } else if (!strcmp(w, "environments")) {
+        for (size_t i = 0; i < ddp_cluster_count(); i++)
+            printf("%s\n", ddp_cluster_at(i)->name);
+    } else if (!strcmp(w, "faults")) {
+        for (int i = 0; i < DDP_FAULT_KIND_COUNT; i++)
+            printf("%s\n", ddp_sim_fault_kind_name((ddp_sim_fault_kind_t)i));
+    } else if (!strcmp(w, "launchers")) {
+        for (int i = 0; i < DDP_SIM_LAUNCH_COUNT; i++)
+            printf("%s\n", ddp_sim_launcher_name((ddp_sim_launcher_t)i));
+    } else {
+        return bad("list", "what", w,
+                   "accelerators, backends, plugins, environments, faults or launchers");
+    }
+    return 0;
+}
