@@ -74,23 +74,31 @@ static int server_thread(ddp_sys_t *sys, void *arg)
 
 /* Rank 0 cannot bind: tell whoever holds the port, if it is a TCPStore
  * (another job's master), so the ranks that reach it read the real cause
- * instead of timing out blind. Best effort, bounded by one second. */
-static void publish_root_cause(ddp_ctx_t *ctx, const char *addr,
-                               uint16_t port, const char *msg)
+ * instead of timing out blind. Best effort, bounded by one second. If the
+ * holder is a ddpsim store where a rank 0 already joined, this process is
+ * a second rank 0 (duplicated ranks): publishing there would poison the
+ * running job, so it returns 1 and publishes nothing. */
+static int publish_root_cause(ddp_ctx_t *ctx, const char *addr,
+                              uint16_t port, const char *msg)
 {
     ddp_errctx_t saved = *ddp_err_ctx();
-    ddp_store_client_opts_t o = {
-        .host = addr, .port = port,
-        .connect_deadline = ddp_sys_deadline_in(ctx->sys, DDP_NS_PER_S),
-        .seed = 1};
-    int err;
+    int64_t dl = ddp_sys_deadline_in(ctx->sys, DDP_NS_PER_S);
+    ddp_store_client_opts_t o = {.host = addr, .port = port,
+                                 .connect_deadline = dl, .seed = 1};
+    /* Bounded by one second: the wait below must not eat the set's time. */
+    int err, dup = 0;
     ddp_store_t *st = ddp_store_client_connect(ctx->sys, &o, &err);
     if (st) {
-        ddp_store_set_str(st, KEY_ROOT_CAUSE, msg,
-                          ddp_sys_deadline_in(ctx->sys, DDP_NS_PER_S));
+        const char *k[1] = {KEY_JOINED "0"};
+        /* The other rank 0 may have bound a moment ago: give it the
+         * second to join. */
+        dup = ddp_store_wait(st, k, 1, dl) == 0;
+        if (!dup)
+            ddp_store_set_str(st, KEY_ROOT_CAUSE, msg, dl);
         ddp_store_free(st);
     }
     *ddp_err_ctx() = saved;
+    return dup;
 }
 
 static int start_store_server(ddp_ctx_t *ctx, const char *addr, uint16_t port)
@@ -99,16 +107,20 @@ static int start_store_server(ddp_ctx_t *ctx, const char *addr, uint16_t port)
     ddp_store_server_opts_t so = {.port = port};
     int rc = ddp_store_server_new(ctx->sys, &so, &ctx->server);
     if (rc) {
-        ddp_err_set(rc, "rank 0 could not bind %s:%u: %s", addr, (unsigned)port,
-                    rc == -EADDRINUSE ? "address in use" : ddp_strerror(rc));
-        ddp_err_hint("another job or a stale master holds port %u: pick a "
-                     "free MASTER_PORT (or unset it to get one)",
-                     (unsigned)port);
+        const char *why = rc == -EADDRINUSE ? "address in use" : ddp_strerror(rc);
+        ddp_err_set(rc, "rank 0 could not bind %s:%u: %s", addr, (unsigned)port, why);
         char msg[600];
         snprintf(msg, sizeof msg, "%s", ddp_err_message());
-        publish_root_cause(ctx, addr, port, msg);
-        ddp_err_set(rc, "rank 0 could not bind %s:%u: %s", addr, (unsigned)port,
-                    rc == -EADDRINUSE ? "address in use" : ddp_strerror(rc));
+        if (rc == -EADDRINUSE && publish_root_cause(ctx, addr, port, msg)) {
+            ddp_err_set(rc, "rank 0 could not bind %s:%u: %s: another rank 0 "
+                            "already serves a rendezvous store there",
+                        addr, (unsigned)port, why);
+            return ddp_err_hint("ranks are duplicated (tasks per node must "
+                                "equal devices: srun --ntasks-per-node, "
+                                "Lightning #4389; NODE_RANK must differ per "
+                                "node, #5651), or two jobs share MASTER_PORT");
+        }
+        ddp_err_set(rc, "rank 0 could not bind %s:%u: %s", addr, (unsigned)port, why);
         return ddp_err_hint("another job or a stale master holds port %u: "
                             "pick a free MASTER_PORT (or unset it to get one)",
                             (unsigned)port);
@@ -197,6 +209,30 @@ static int mark(ddp_ctx_t *ctx, const char *prefix)
     return ddp_store_set_str(ctx->store, key, "1", ctx->deadline);
 }
 
+/* Joins as global rank r: a counter, so a second process claiming the same
+ * rank (a launcher starting the wrong number of tasks, Lightning #4389, or
+ * NODE_RANK exported on every node, #5651) is named at once instead of
+ * hanging the rendezvous. */
+static int claim_rank(ddp_ctx_t *ctx)
+{
+    char key[64];
+    int64_t n = 0;
+    snprintf(key, sizeof key, "%s%d", KEY_JOINED, ctx->global_rank);
+    int rc = ddp_store_add(ctx->store, key, 1, &n, ctx->deadline);
+    if (rc || n == 1)
+        return rc;
+    ddp_err_set(DDP_ECONFIG, "another process already joined as global rank "
+                             "%d (%s, node rank %d, local rank %d): ranks are "
+                             "duplicated",
+                ctx->global_rank, ctx->accelerator, ctx->node_rank,
+                ctx->local_rank);
+    return ddp_err_hint("the launcher started more processes than the "
+                        "Trainer expects, or every node got the same node "
+                        "rank: check that tasks per node equal devices "
+                        "(srun --ntasks-per-node, Lightning #4389) and that "
+                        "NODE_RANK differs per node (#5651)");
+}
+
 int ddp_plugin_default_init_ddp_connection(const ddp_plugin_t *self,
                                            ddp_ctx_t *ctx,
                                            ddp_cluster_t *cluster_env,
@@ -240,7 +276,7 @@ int ddp_plugin_default_init_ddp_connection(const ddp_plugin_t *self,
         return rc;
 
     ddp_ident_set_phase("wait for workers");
-    if ((rc = mark(ctx, KEY_JOINED)) != 0)
+    if ((rc = claim_rank(ctx)) != 0)
         return rc;
     rc = ddp_store_wait_for_workers(ctx->store, global_rank, world_size,
                                     ctx->deadline);

@@ -433,7 +433,7 @@ static int st_expect(pctx_t *p, token_t *tok, int ntok)
         int rc = 0;
         if (!v)
             return perr(p, t->col, "expected key=value (ranks=, error=, mentions=, "
-                                   "within=), got \"%.60s\"", t->text);
+                                   "within=, match=), got \"%.60s\"", t->text);
         if (e->kind == DDP_EXPECT_INVARIANTS)
             return perr(p, t->col, "expected end of line after \"expect invariants\", got \"%s=\"",
                         t->text);
@@ -466,9 +466,13 @@ static int st_expect(pctx_t *p, token_t *tok, int ntok)
             snprintf(e->mentions[e->nmentions++], sizeof e->mentions[0], "%s", v);
         } else if (!strcmp(t->text, "within")) {
             rc = parse_duration(p, v, t->vcol, &e->within_ns);
+        } else if (!strcmp(t->text, "match")) {
+            if (strcmp(v, "some") && strcmp(v, "every"))
+                return perr(p, t->vcol, "expected match=every or match=some, got \"%.60s\"", v);
+            e->some = !strcmp(v, "some");
         } else {
-            return perr(p, t->col, "expected an expect key (ranks, error, mentions, within), "
-                                   "got \"%.60s\"", t->text);
+            return perr(p, t->col, "expected an expect key (ranks, error, mentions, within, "
+                                   "match), got \"%.60s\"", t->text);
         }
         if (rc)
             return rc;
@@ -1073,6 +1077,8 @@ int ddp_scenario_write(const ddp_scenario_t *s, FILE *o)
         }
         if (e->within_ns)
             put_duration(o, " within=", e->within_ns);
+        if (e->some)
+            fprintf(o, " match=some");
         fputc('\n', o);
     }
     return ferror(o) ? -EIO : 0;

@@ -79,11 +79,21 @@ static int say(judge_t *j, const char *fmt, ...)
 
 /* The processes an expectation can speak of: ranks; if no process got a
  * rank (a configuration error before rank math), every process. */
+static int is_process(const ddp_sim_outcome_t *o)
+{
+    return !o->thread && strcmp(o->name, "squatter") != 0;
+}
+
+/* A rank: a process that entered init_ddp_connection (a pure launcher,
+ * like ddp_spawn's parent, never does). */
+static int is_rank(const ddp_sim_outcome_t *o)
+{
+    return is_process(o) && o->world > 0 && o->rank >= 0;
+}
+
 static int counts(const ddp_sim_outcome_t *o, int any_rank)
 {
-    if (o->thread || !strcmp(o->name, "squatter"))
-        return 0;
-    return any_rank ? o->rank >= 0 : 1;
+    return any_rank ? is_rank(o) : is_process(o);
 }
 
 static int named_elsewhere(const ddp_scenario_t *s, int self, int rank)
@@ -98,13 +108,18 @@ static int named_elsewhere(const ddp_scenario_t *s, int self, int rank)
 static int covers(const judge_t *j, int idx, const ddp_sim_outcome_t *o, int any_rank)
 {
     const ddp_scn_expect_t *e = &j->s->expect[idx];
+    /* A process crashed before it entered the plugin keeps its launcher's
+     * rank (srun, torchrun, mpirun tasks): `expect crashed` may name it. */
+    if (e->kind == DDP_EXPECT_CRASHED && e->ranks[0] && is_process(o) &&
+        o->state == DDP_SIM_TASK_CRASHED && o->rank >= 0)
+        return in_list(e->ranks, o->rank);
     if (!counts(o, any_rank))
         return 0;
     if (!e->ranks[0])
         return e->kind == DDP_EXPECT_FAIL ? o->state != DDP_SIM_TASK_CRASHED : 1;
     if (!strcmp(e->ranks, "others"))
         return !named_elsewhere(j->s, idx, o->rank) && o->state != DDP_SIM_TASK_CRASHED;
-    return o->rank >= 0 && in_list(e->ranks, o->rank);
+    return in_list(e->ranks, o->rank);
 }
 
 static const char *who(const ddp_sim_outcome_t *o, char *buf, size_t n)
@@ -116,11 +131,62 @@ static const char *who(const ddp_sim_outcome_t *o, char *buf, size_t n)
     return buf;
 }
 
+/* Does process o meet expectation e? 1 yes; else 0 with the reason. */
+static int meets(const ddp_scn_expect_t *e, const ddp_sim_outcome_t *o, char *why,
+                 size_t n)
+{
+    char w[48];
+    why[0] = '\0';
+    switch (e->kind) {
+    case DDP_EXPECT_OK:
+        if (!is_ok(o)) {
+            snprintf(why, n, "expected %s to connect, but it %s: %s", who(o, w, sizeof w),
+                     o->state == DDP_SIM_TASK_CRASHED ? "crashed" : "failed",
+                     o->message[0] ? o->message : ddp_err_name(o->code));
+            return 0;
+        }
+        break;
+    case DDP_EXPECT_CRASHED:
+        if (o->state != DDP_SIM_TASK_CRASHED) {
+            snprintf(why, n, "expected %s to be crashed by a fault, but it %s",
+                     who(o, w, sizeof w), is_ok(o) ? "connected" : "failed");
+            return 0;
+        }
+        break;
+    case DDP_EXPECT_FAIL:
+        if (is_ok(o) || o->rc == 0) {
+            snprintf(why, n, "expected %s to fail, but it connected", who(o, w, sizeof w));
+            return 0;
+        }
+        if (e->error[0] && strcasecmp(e->error, ddp_scn_error_class(o->code))) {
+            snprintf(why, n, "expected %s to fail with error=%s, got %s: %s",
+                     who(o, w, sizeof w), e->error, ddp_scn_error_class(o->code),
+                     o->message);
+            return 0;
+        }
+        for (int m = 0; m < e->nmentions; m++)
+            if (!strcasestr(o->message, e->mentions[m])) {
+                snprintf(why, n, "expected %s's error to mention \"%s\", got: %s",
+                         who(o, w, sizeof w), e->mentions[m], o->message);
+                return 0;
+            }
+        break;
+    case DDP_EXPECT_INVARIANTS:
+        break;
+    }
+    if (e->within_ns && o->end_ns > e->within_ns) {
+        snprintf(why, n, "expected %s to end within %.3f s, it ended at %.3f s",
+                 who(o, w, sizeof w), (double)e->within_ns / 1e9, (double)o->end_ns / 1e9);
+        return 0;
+    }
+    return 1;
+}
+
 static int check_expect(judge_t *j, int idx, int any_rank)
 {
     const ddp_scn_expect_t *e = &j->s->expect[idx];
-    char w[48];
-    int matched = 0, okc = 0;
+    int matched = 0, okc = 0, met = 0;
+    char why[700], first_why[700] = "";
     if (e->kind == DDP_EXPECT_INVARIANTS)
         return 1;
     for (int t = 0; t < j->n; t++) {
@@ -128,43 +194,18 @@ static int check_expect(judge_t *j, int idx, int any_rank)
         if (!covers(j, idx, o, any_rank))
             continue;
         matched++;
-        switch (e->kind) {
-        case DDP_EXPECT_OK:
-            if (!is_ok(o))
-                return say(j, "line %d: expected %s to connect, but it %s: %s", e->line,
-                           who(o, w, sizeof w),
-                           o->state == DDP_SIM_TASK_CRASHED ? "crashed" : "failed",
-                           o->message[0] ? o->message : ddp_err_name(o->rc));
-            okc++;
-            break;
-        case DDP_EXPECT_CRASHED:
-            if (o->state != DDP_SIM_TASK_CRASHED)
-                return say(j, "line %d: expected %s to be crashed by a fault, but it %s",
-                           e->line, who(o, w, sizeof w), is_ok(o) ? "connected" : "failed");
-            break;
-        case DDP_EXPECT_FAIL:
-            if (o->rank < 0 && any_rank)
-                break;
-            if (is_ok(o) || o->rc == 0)
-                return say(j, "line %d: expected %s to fail, but it connected", e->line,
-                           who(o, w, sizeof w));
-            if (e->error[0] && strcasecmp(e->error, ddp_scn_error_class(o->rc)))
-                return say(j, "line %d: expected %s to fail with error=%s, got %s: %s",
-                           e->line, who(o, w, sizeof w), e->error,
-                           ddp_scn_error_class(o->rc), o->message);
-            for (int m = 0; m < e->nmentions; m++)
-                if (!strcasestr(o->message, e->mentions[m]))
-                    return say(j, "line %d: expected %s's error to mention \"%s\", got: %s",
-                               e->line, who(o, w, sizeof w), e->mentions[m], o->message);
-            break;
-        case DDP_EXPECT_INVARIANTS:
-            break;
+        okc += is_ok(o);
+        if (meets(e, o, why, sizeof why)) {
+            met++;
+        } else if (!e->some) {
+            return say(j, "line %d: %s", e->line, why);
+        } else if (!first_why[0]) {
+            snprintf(first_why, sizeof first_why, "%s", why);
         }
-        if (e->within_ns && o->end_ns > e->within_ns)
-            return say(j, "line %d: expected %s to end within %.3f s, it ended at %.3f s",
-                       e->line, who(o, w, sizeof w), (double)e->within_ns / 1e9,
-                       (double)o->end_ns / 1e9);
     }
+    if (e->some && matched && !met)
+        return say(j, "line %d: expected some process to match (match=some), none did; "
+                      "first: %s", e->line, first_why);
     if (e->ranks[0] && strcmp(e->ranks, "others")) {
         /* Every named rank must exist. */
         const char *c = e->ranks;
@@ -177,7 +218,8 @@ static int check_expect(judge_t *j, int idx, int any_rank)
                 int found = 0;
                 for (int t = 0; t < j->n && !found; t++) {
                     const ddp_sim_outcome_t *o = ddp_sim_outcome(j->sim, t);
-                    found = !o->thread && o->rank == r;
+                    found = (is_rank(o) || o->state == DDP_SIM_TASK_CRASHED) &&
+                            o->rank == r && !o->thread;
                 }
                 if (!found)
                     return say(j, "line %d: expected rank %ld, but no process had that rank",
@@ -337,13 +379,13 @@ int ddp_scenario_run(const ddp_scenario_t *s, const char *accel,
         o->report[0] = '\0';
     for (int t = 0; t < j.n; t++) {
         const ddp_sim_outcome_t *x = ddp_sim_outcome(sim, t);
+        if (!is_process(x))
+            continue;
         if (x->end_ns > r->virtual_ns)
             r->virtual_ns = x->end_ns;
-        if (x->thread || !strcmp(x->name, "squatter"))
-            continue;
         r->retries += x->retries;
-        any_rank |= x->rank >= 0;
-        if (x->rank >= 0) {
+        any_rank |= is_rank(x);
+        if (is_rank(x)) {
             r->ranks++;
             if (x->state == DDP_SIM_TASK_CRASHED)
                 r->crashed++;

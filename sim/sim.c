@@ -402,6 +402,8 @@ static void *task_thread(void *arg)
                    sim->nodes[t->out.node].host);
     int rc = t->killed ? DDP_ECANCELED : t->fn(&t->sys, t->arg);
     t->out.rc = rc;
+    /* A process's exit status is small; the error context keeps the code. */
+    t->out.code = rc < 0 ? rc : rc && ddp_err_ctx()->code ? ddp_err_ctx()->code : rc;
     if (rc != 0 && !t->out.message[0])
         snprintf(t->out.message, sizeof t->out.message, "%s", ddp_err_message());
     if (t->out.state == DDP_SIM_TASK_RUNNING) {

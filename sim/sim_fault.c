@@ -240,6 +240,23 @@ void ddp__sim_crash_ranks(ddp_sim_t *sim, int fault)
     }
 }
 
+/* A retransmitted SYN of task's connect to (dst, port): still swallowed by
+ * an active black hole? (The first SYN goes through the per-call point.) */
+int ddp__sim_blackholed(ddp_sim_t *sim, int task, int dst_node, uint16_t port)
+{
+    const ddp_sim_task_t *t = sim->tasks[task];
+    for (int i = 0; i < sim->nfaults; i++) {
+        const ddp_sim_fault_t *f = &sim->faults[i];
+        if (f->kind == DDP_FAULT_BLACKHOLE && active(sim, f) &&
+            (f->task < 0 || f->task == task) &&
+            (f->node < 0 || f->node == t->out.node) &&
+            (f->peer_node < 0 || f->peer_node == dst_node) &&
+            (f->port == 0 || f->port == port) && rank_listed(f->ranks, t->out.rank))
+            return 1;
+    }
+    return 0;
+}
+
 int ddp__sim_call_fault(ddp_sim_task_t *t, const char *point, int dst_node,
                         uint16_t port)
 {

@@ -183,7 +183,8 @@ static void send_syn(ddp_sim_t *sim, sock_t *c)
     int64_t heal;
     int64_t d = link_delay(sim, c->node, dst < 0 ? c->node : dst, NULL,
                            &dropped, &heal);
-    if (dst < 0 || dropped || sim->nodes[dst].crashed) {
+    if (dst < 0 || dropped || sim->nodes[dst].crashed ||
+        (c->syn_tries && ddp__sim_blackholed(sim, c->owner, dst, c->remote.port))) {
         syn_retransmit(sim, c);
         return;
     }
@@ -535,9 +536,17 @@ static int sm_listen(ddp_sys_t *s, const ddp_addr_t *a, int backlog)
         return ddp_err_set(-EADDRNOTAVAIL, "could not bind %s: not an address "
                                            "of node %s", as, sim->nodes[node].host);
     uint16_t port = a->port;
-    if (port == 0) { /* ephemeral range, deterministic */
-        for (port = 32768; port < 61000 && find_listener(sim, node, port); port++)
-            ;
+    if (port == 0) {
+        /* Like Linux: a random port of 32768..60999 (drawn from the run's
+         * PRNG, so deterministic per seed), the next free one on a clash.
+         * Two nodes asking for "a free port" do not agree by accident. */
+        uint16_t first = (uint16_t)(32768 + ddp_rng_next(&sim->rng) % 28232);
+        port = first;
+        while (find_listener(sim, node, port)) {
+            port = port == 60999 ? 32768 : (uint16_t)(port + 1);
+            if (port == first)
+                break;
+        }
     }
     if (find_listener(sim, node, port)) {
         ddp_err_set(-EADDRINUSE, "could not bind %s: %s", as,
@@ -635,8 +644,10 @@ static int sm_connect(ddp_sys_t *sy, const ddp_addr_t *a, int64_t deadline)
     c->remote = *a;
     c->local = sim->nodes[t->out.node].addr;
     c->local.port = (uint16_t)(40000 + c->fd % 20000);
-    if (fe != ETIMEDOUT) /* a black hole never answers */
+    if (fe != ETIMEDOUT)
         send_syn(sim, c);
+    else /* a black hole swallows the SYN; TCP retransmits it */
+        syn_retransmit(sim, c);
     for (;;) {
         if (c->state == ST_ESTABLISHED) {
             ddp__sim_trace(sim, t->id, "connected_to", "\"to\":\"%s\",\"fd\":%d", as, c->fd);

@@ -160,6 +160,7 @@ int ddp__sim_link(ddp_sim_t *sim, int from, int to, int64_t *extra,
                   int64_t *heal_at);
 /* Per-call decision for a connect / resolve: 0 none, else the errno to fail
  * with (ETIMEDOUT = black hole: hang to the deadline). */
+int ddp__sim_blackholed(ddp_sim_t *sim, int task, int dst_node, uint16_t port);
 int ddp__sim_call_fault(ddp_sim_task_t *t, const char *point, int dst_node,
                         uint16_t port);
 void ddp__sim_faults_arm(ddp_sim_t *sim);

@@ -38,6 +38,7 @@ typedef struct ddp_scn_expect {
     char mentions[DDP_SCN_MAX_MENTIONS][160];
     int nmentions;
     int64_t within_ns; /* the ranks end by this virtual time (0: no bound) */
+    int some;          /* match=some: one covered process suffices */
     int line;          /* in the file, for reports */
 } ddp_scn_expect_t;
 

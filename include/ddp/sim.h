@@ -95,6 +95,8 @@ typedef struct ddp_sim_outcome {
     int node, rank;
     ddp_sim_state_t state;
     int rc;                 /* fn's return value */
+    int code;               /* the error code (rc, or the error context's
+                               when rc is an exit status) */
     char message[512];      /* the task's error message when rc != 0 */
     int64_t end_ns;         /* virtual time it ended */
     int64_t connect_ns;     /* set by ddp_sim_mark_connected (-1 never) */
