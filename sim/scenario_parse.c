@@ -35,6 +35,7 @@ typedef struct token {
     int quoted;
     char *eq;   /* after '=' in text for key=value words (NULL otherwise) */
     int vcol;   /* column of the value */
+    int len;    /* characters in the source line (quotes included) */
 } token_t;
 
 typedef struct pctx {
@@ -48,6 +49,9 @@ typedef struct pctx {
     int hosts_line;
     int nodes_line;    /* where `nodes` was seen (0: not) */
 } pctx_t;
+
+/* The column just past a token: where "end of line" is reported. */
+#define END_OF(t) ((t).col + (t).len)
 
 static int perr(pctx_t *p, int col, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -124,6 +128,7 @@ static int lex_line(pctx_t *p, const char *line, token_t *tok, int *ntok)
         if (in_quote)
             return perr(p, quote_col, "expected a closing '\"', got end of line");
         t->text[n] = '\0';
+        t->len = (int)(c - line) + 1 - t->col;
         if (t->eq && !t->text[0])
             return perr(p, t->col, "expected key=value, got \"=%s\"", t->eq);
     }
@@ -248,7 +253,7 @@ static int need_args(pctx_t *p, const token_t *tok, int ntok, int want, const ch
 {
     char g[80];
     if (ntok - 1 < want)
-        return perr(p, ntok ? tok[ntok - 1].col + (int)strlen(tok[ntok - 1].text) : 1,
+        return perr(p, ntok ? END_OF(tok[ntok - 1]) : 1,
                     "expected %s after \"%s\", got end of line", what, tok[0].text);
     if (ntok - 1 > want)
         return perr(p, tok[want + 1].col, "expected end of line after %s, got %s", what,
@@ -279,7 +284,7 @@ static int st_env(pctx_t *p, token_t *tok, int ntok, int unset)
         i++;
     }
     if (i >= ntok)
-        return perr(p, tok[ntok - 1].col + (int)strlen(tok[ntok - 1].text),
+        return perr(p, END_OF(tok[ntok - 1]),
                     unset ? "expected a variable name after \"unset\", got end of line"
                           : "expected KEY=VALUE after \"env\", got end of line");
     for (; i < ntok; i++) {
@@ -389,7 +394,7 @@ static int st_fault(pctx_t *p, token_t *tok, int ntok)
         if (rc)
             return rc;
     }
-    int last = tok[ntok - 1].col + (int)strlen(tok[ntok - 1].text);
+    int last = END_OF(tok[ntok - 1]);
     if (f->end_ns && f->end_ns <= f->start_ns)
         return perr(p, tok[1].col, "expected end= after start=, got end <= start");
     if (f->kind == DDP_FAULT_PARTITION && !f->node_set)
