@@ -1,7 +1,7 @@
 # ddpsim — build, test, run, install.
 #
 #   make            library (static + shared), the ddpsim command, the tests
-#   make run        the main job: run ddpsim's demo and print its outcome
+#   make run        the main job: bundled scenarios x accelerators, a table
 #   make test       every CUnit suite (SANITIZE=address,undefined | thread)
 #   make bench      benchmarks (figures only, no assertions)
 #   make install    PREFIX=/usr/local (lib, headers, pkg-config, command)
@@ -99,8 +99,9 @@ $(B)/bench/%: bench/%.c $(STATIC)
 test: $(TESTBIN) $(DDPSIM)
 	DDPSIM=$(abspath $(DDPSIM)) $(TESTBIN) $(if $(JUNIT),--junit $(JUNIT)) $(TESTS)
 
+# The main job: every bundled scenario x every accelerator in the simulator.
 run: $(DDPSIM)
-	$(DDPSIM) demo
+	$(DDPSIM) run scenarios/*.scn --accelerator all $(if $(JUNIT),--junit $(JUNIT))
 
 bench: $(BENCH_BIN) $(DDPSIM)
 	@sh scripts/deps.sh --bench
@@ -127,3 +128,4 @@ clean:
 	rm -rf build ddpsim
 
 -include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
+-include coverage/coverage.mk
