@@ -212,6 +212,9 @@ int ddp_accel_run(ddp_sys_t *sys, const ddp_trainer_cfg_t *cfg,
 {
     memset(res, 0, sizeof *res);
     res->global_rank = -1;
+    res->world_size = -1;
+    res->start_ns = ddp_sys_now(sys);
+    res->connect_ns = -1;
     ddp_ctx_t ctx = {.sys = sys, .cfg = cfg};
     int rc = ddp_cluster_open(sys, cfg->cluster, &ctx.cluster);
     const ddp_accel_ops_t *a = NULL;
@@ -223,6 +226,9 @@ int ddp_accel_run(ddp_sys_t *sys, const ddp_trainer_cfg_t *cfg,
     if (rc) {
         fail(res, rc);
         ddp_cluster_close(ctx.cluster);
+        res->end_ns = ddp_sys_now(sys);
+        if (cfg->on_result)
+            cfg->on_result(sys, res, cfg->on_result_arg);
         return rc;
     }
     res->accelerator = a->name;
@@ -246,6 +252,8 @@ int ddp_accel_run(ddp_sys_t *sys, const ddp_trainer_cfg_t *cfg,
         rc = ddp_plugin_init_ddp_connection(cfg->plugin, &ctx, ctx.cluster,
                                             ctx.global_rank, ctx.world_size);
         snprintf(res->backend, sizeof res->backend, "%s", ctx.backend);
+        if (rc == 0)
+            res->connect_ns = ddp_sys_now(sys);
         if (rc == 0) {
             ddp_model_t m;
             rc = ddp_model_init(&m, cfg->model_bytes ? cfg->model_bytes : 4096,
@@ -264,5 +272,8 @@ int ddp_accel_run(ddp_sys_t *sys, const ddp_trainer_cfg_t *cfg,
     if (rc)
         fail(res, rc);
     ddp_cluster_close(ctx.cluster);
+    res->end_ns = ddp_sys_now(sys);
+    if (cfg->on_result)
+        cfg->on_result(sys, res, cfg->on_result_arg);
     return rc;
 }

@@ -119,14 +119,42 @@ static socklen_t to_sockaddr(const ddp_addr_t *a, struct sockaddr_storage *ss)
     return sizeof *s4;
 }
 
+/* The connect the calling thread is making: what a fault callback on
+ * sys/net/connect aims by (ddp_sys_posix_call_addr). */
+static _Thread_local ddp_addr_t tls_call_addr;
+
+const ddp_addr_t *ddp_sys_posix_call_addr(void) { return &tls_call_addr; }
+
+/* DDPSIM_HOSTS="name=addr,name=addr": a static host table consulted before
+ * the resolver (real scenario runs on loopback give each simulated host
+ * name an address of 127/8 this way). 1 found, 0 not listed. */
+static int hosts_table(ddp_sys_t *s, const char *host, uint16_t port, ddp_addr_t *out)
+{
+    const char *t = ddp_env_get(ddp_sys_env(s), "DDPSIM_HOSTS");
+    size_t hl = strlen(host);
+    while (t && *t) {
+        const char *eq = strchr(t, '='), *end = strchr(t, ',');
+        if (!end)
+            end = t + strlen(t);
+        if (eq && eq < end && (size_t)(eq - t) == hl && !strncmp(t, host, hl)) {
+            char addr[64];
+            snprintf(addr, sizeof addr, "%.*s", (int)(end - eq - 1), eq + 1);
+            return ddp_addr_parse(addr, port, out) == 0;
+        }
+        t = *end ? end + 1 : end;
+    }
+    return 0;
+}
+
 static int px_resolve(ddp_sys_t *s, const char *host, uint16_t port,
                       ddp_addr_t *out, int max)
 {
-    (void)s;
     SYS_FAULT("sys/net/resolve", EHOSTUNREACH);
     if (max <= 0)
         return ddp_err_set(-EINVAL, "resolve: no room for addresses");
     if (ddp_addr_parse(host, port, &out[0]) == 0)
+        return 1;
+    if (hosts_table(s, host, port, &out[0]))
         return 1;
     struct addrinfo hints = {.ai_family = AF_UNSPEC,
                              .ai_socktype = SOCK_STREAM}, *res = NULL;
@@ -243,6 +271,7 @@ static int px_connect(ddp_sys_t *s, const ddp_addr_t *a, int64_t deadline)
 {
     char as[DDP_ADDR_STRLEN];
     ddp_addr_format(a, as, sizeof as);
+    tls_call_addr = *a;
     SYS_FAULT("sys/net/connect", ECONNREFUSED);
     int64_t start = px_now(s);
     int fd = socket(a->family == 6 ? AF_INET6 : AF_INET,
@@ -502,6 +531,8 @@ static int px_kill(ddp_sys_t *s, ddp_pid_t pid, int sig)
 {
     (void)s;
     SYS_FAULT("sys/proc/kill", ESRCH);
+    if (pid == DDP_PID_SELF)
+        return raise(sig) == 0 ? 0 : ddp_err_set(-errno, "raise: %s", strerror(errno));
     return kill((pid_t)pid, sig) == 0 ? 0
                                       : ddp_err_set(-errno, "kill %ld: %s", pid,
                                                     strerror(errno));

@@ -294,6 +294,13 @@ int ddp_plugin_default_init_ddp_connection(const ddp_plugin_t *self,
     if ((rc = ddp_pg_new(ctx->backend, &pi, &ctx->pg)) != 0)
         return rc;
 
+#ifdef DDP_PLANT_SKIP_BARRIER
+    /* A planted regression, compiled only by `make coverage-plant-check`
+     * (docs/coverage.md): the accelerator named by the macro skips the
+     * barrier, and the parity gate must catch it. */
+    if (strcmp(ctx->accelerator ? ctx->accelerator : "",
+               DDP_PLANT_SKIP_BARRIER) != 0) {
+#endif
     ddp_ident_set_phase("barrier");
     if ((rc = mark(ctx, KEY_AT_BARRIER)) != 0)
         return rc;
@@ -302,6 +309,9 @@ int ddp_plugin_default_init_ddp_connection(const ddp_plugin_t *self,
     if (rc)
         return explain_wait_failure(ctx, rc, KEY_AT_BARRIER,
                                     "reached the barrier");
+#ifdef DDP_PLANT_SKIP_BARRIER
+    }
+#endif
     if (global_rank == 0)
         ddp_info("All distributed processes registered. Starting with %d "
                  "processes (%.3f s)",

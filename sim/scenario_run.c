@@ -11,19 +11,16 @@
 #include "ddp/accel.h"
 #include "ddp/err.h"
 #include "ddp/plugin.h"
+#include "scenario_priv.h"
 
 /* Slack past the group timeout before a task counts as overdue: teardown
  * (10 s server join), the missing-rank probe (2 s), the root-cause probe
  * (5 s) and a launcher's wait for its workers. */
 #define DEADLINE_SLACK_NS (90 * DDP_NS_PER_S)
 
-typedef struct {
-    const ddp_scenario_t *s;
-} edit_arg_t;
-
 static void apply_env(ddp_env_t *env, int node, void *arg)
 {
-    const ddp_scenario_t *s = ((edit_arg_t *)arg)->s;
+    const ddp_scenario_t *s = ((ddp_scn_edit_t *)arg)->s;
     for (int i = 0; i < s->nenv; i++) {
         const ddp_scn_env_t *e = &s->env[i];
         if (e->node >= 0 && e->node != node)
@@ -58,7 +55,8 @@ static int is_ok(const ddp_sim_outcome_t *o)
 
 typedef struct judge {
     const ddp_scenario_t *s;
-    const ddp_sim_t *sim;
+    const ddp_sim_outcome_t *outs; /* one per task */
+    const char *deadlock_report;
     int n;                       /* tasks */
     int expected_world;
     char *why;
@@ -190,7 +188,7 @@ static int check_expect(judge_t *j, int idx, int any_rank)
     if (e->kind == DDP_EXPECT_INVARIANTS)
         return 1;
     for (int t = 0; t < j->n; t++) {
-        const ddp_sim_outcome_t *o = ddp_sim_outcome(j->sim, t);
+        const ddp_sim_outcome_t *o = &j->outs[t];
         if (!covers(j, idx, o, any_rank))
             continue;
         matched++;
@@ -217,7 +215,7 @@ static int check_expect(judge_t *j, int idx, int any_rank)
             for (long r = a; r <= b; r++) {
                 int found = 0;
                 for (int t = 0; t < j->n && !found; t++) {
-                    const ddp_sim_outcome_t *o = ddp_sim_outcome(j->sim, t);
+                    const ddp_sim_outcome_t *o = &j->outs[t];
                     found = (is_rank(o) || o->state == DDP_SIM_TASK_CRASHED) &&
                             o->rank == r && !o->thread;
                 }
@@ -244,7 +242,7 @@ static int check_invariants(judge_t *j, ddp_sim_result_t res)
     const ddp_scenario_t *s = j->s;
     char w[48];
     if (res == DDP_SIM_DEADLOCK) {
-        const char *rep = ddp_sim_deadlock_report(j->sim);
+        const char *rep = j->deadlock_report ? j->deadlock_report : "";
         const char *nl = strchr(rep, '\n');
         return say(j, "invariant: deadlock: every task waits with nothing pending "
                       "(a wait without a deadline?): %.*s",
@@ -257,7 +255,7 @@ static int check_invariants(judge_t *j, ddp_sim_result_t res)
     int world = -1, nok = 0;
     char *seen = calloc((size_t)j->n + 1, 1);
     for (int t = 0; t < j->n; t++) {
-        const ddp_sim_outcome_t *o = ddp_sim_outcome(j->sim, t);
+        const ddp_sim_outcome_t *o = &j->outs[t];
         if (!strcmp(o->name, "squatter"))
             continue;
         if (o->state == DDP_SIM_TASK_CANCELED || o->state == DDP_SIM_TASK_RUNNING ||
@@ -314,21 +312,16 @@ static int proc_count(const ddp_scenario_t *s, const char *accel)
     return !strcmp(accel, "ddp2") ? 1 : s->devices;
 }
 
-int ddp_scenario_run(const ddp_scenario_t *s, const char *accel,
-                     const ddp_scn_run_opts_t *opts, ddp_scn_result_t *r)
+int ddp__scenario_build(const ddp_scenario_t *s, const char *accel,
+                        const ddp_sim_opts_t *so, ddp_scn_plan_t *plan)
 {
-    static const ddp_scn_run_opts_t none = {0};
-    const ddp_scn_run_opts_t *o = opts ? opts : &none;
-    memset(r, 0, sizeof *r);
-    snprintf(r->accelerator, sizeof r->accelerator, "%s", accel);
+    memset(plan, 0, sizeof *plan);
     if (!ddp_accel_find(accel))
         return DDP_ENOT_FOUND;
     const ddp_plugin_t *plugin = NULL;
     if (s->plugin[0] && !(plugin = ddp_plugin_find(s->plugin)))
         return DDP_ENOT_FOUND;
-    ddp_sim_opts_t so = {.seed = o->seed ? o->seed : s->seed, .trace = o->trace,
-                         .keep_trace = o->keep_trace, .latency_ns = s->latency_ns};
-    ddp_sim_t *sim = ddp_sim_new(&so);
+    ddp_sim_t *sim = ddp_sim_new(so);
     if (!sim)
         return ddp_err_set(-12, "out of memory");
     int rc = 0;
@@ -341,44 +334,50 @@ int ddp_scenario_run(const ddp_scenario_t *s, const char *accel,
     }
     for (int i = 0; rc == 0 && i < s->nfaults; i++)
         rc = ddp_sim_add_fault(sim, &s->faults[i]) < 0 ? DDP_ECONFIG : 0;
-    edit_arg_t ea = {.s = s};
+    plan->edit.s = s;
     int procs = proc_count(s, accel);
-    ddp_sim_launch_t l = {
+    ddp_sim_launch_t *l = &plan->launch;
+    *l = (ddp_sim_launch_t){
         .accelerator = accel, .nodes = s->nodes, .procs = procs,
         .launcher = s->launcher, .tasks_per_node = s->tasks_per_node,
         .port = s->port, .no_port = s->no_port,
         .master_addr = !s->master_addr[0] ? NULL : strcmp(s->master_addr, "-") ? s->master_addr : "",
         .master_start_ns = s->master_late_ns, .squat_port = s->port_taken,
-        .edit_env = apply_env, .edit_arg = &ea};
-    l.cfg.timeout_ns = s->timeout_ns;
-    l.cfg.store_timeout_ns = s->store_timeout_ns;
-    l.cfg.backend = s->backend[0] ? s->backend : NULL;
-    l.cfg.cluster = s->cluster[0] ? s->cluster : NULL;
-    l.cfg.plugin = plugin;
-    l.cfg.gpus = s->gpus;
-    l.cfg.seed = so.seed;
-    l.cfg.num_nodes = s->num_nodes ? s->num_nodes : s->nodes;
+        .edit_env = apply_env, .edit_arg = &plan->edit};
+    l->cfg.timeout_ns = s->timeout_ns;
+    l->cfg.store_timeout_ns = s->store_timeout_ns;
+    l->cfg.backend = s->backend[0] ? s->backend : NULL;
+    l->cfg.cluster = s->cluster[0] ? s->cluster : NULL;
+    l->cfg.plugin = plugin;
+    l->cfg.gpus = s->gpus;
+    l->cfg.seed = so->seed;
+    l->cfg.num_nodes = s->num_nodes ? s->num_nodes : s->nodes;
     if (rc == 0)
-        rc = ddp_sim_launch_build(sim, &l);
+        rc = ddp_sim_launch_build(sim, l);
     if (rc) {
-        snprintf(r->why, sizeof r->why, "cannot build the run: %s", ddp_err_message());
         ddp_sim_free(sim);
         return rc;
     }
-    ddp_sim_result_t res = ddp_sim_run(sim);
+    plan->sim = sim;
+    plan->expected_world = l->cfg.num_nodes * procs;
+    return 0;
+}
+
+void ddp__scenario_judge(const ddp_scenario_t *s, const ddp_sim_outcome_t *outs,
+                         int n, int expected_world, ddp_sim_result_t res,
+                         const char *deadlock_report, char *report,
+                         size_t report_len, ddp_scn_result_t *r)
+{
     r->sim_result = res;
-    ddp_sim_stats_t st;
-    ddp_sim_stats(sim, &st);
-    r->trace_hash = st.trace_hash;
-    judge_t j = {.s = s, .sim = sim, .n = ddp_sim_task_count(sim),
-                 .expected_world = l.cfg.num_nodes * procs, .why = r->why,
+    judge_t j = {.s = s, .outs = outs, .n = n, .deadlock_report = deadlock_report,
+                 .expected_world = expected_world, .why = r->why,
                  .whylen = sizeof r->why};
     int any_rank = 0, first_rank = -1;
     size_t roff = 0;
-    if (o->report && o->report_len)
-        o->report[0] = '\0';
+    if (report && report_len)
+        report[0] = '\0';
     for (int t = 0; t < j.n; t++) {
-        const ddp_sim_outcome_t *x = ddp_sim_outcome(sim, t);
+        const ddp_sim_outcome_t *x = &outs[t];
         if (!is_process(x))
             continue;
         if (x->end_ns > r->virtual_ns)
@@ -399,11 +398,11 @@ int ddp_scenario_run(const ddp_scenario_t *s, const char *accel,
             first_rank = x->rank >= 0 ? x->rank : j.n + 1;
             snprintf(r->first_error, sizeof r->first_error, "%s", x->message);
         }
-        if (o->report && roff + 1 < o->report_len) {
+        if (report && roff + 1 < report_len) {
             char cn[32] = "-";
             if (x->connect_ns >= 0)
                 snprintf(cn, sizeof cn, "%.6f s", (double)x->connect_ns / 1e9);
-            int k = snprintf(o->report + roff, o->report_len - roff,
+            int k = snprintf(report + roff, report_len - roff,
                              "  %-12s rank %-4d node %-4d %-8s connected %-12s ended "
                              "%.6f s  %s\n",
                              x->name, x->rank, x->node,
@@ -412,8 +411,8 @@ int ddp_scenario_run(const ddp_scenario_t *s, const char *accel,
                              cn, (double)x->end_ns / 1e9,
                              is_ok(x) ? "" : x->message);
             roff += k > 0 ? (size_t)k : 0;
-            if (roff >= o->report_len)
-                roff = o->report_len - 1;
+            if (roff >= report_len)
+                roff = report_len - 1;
         }
     }
     r->invariants_ok = check_invariants(&j, res);
@@ -428,6 +427,39 @@ int ddp_scenario_run(const ddp_scenario_t *s, const char *accel,
     else if (!r->invariants_ok)
         snprintf(r->why + strlen(r->why), sizeof r->why - strlen(r->why), "; %s", inv_why);
     r->pass = r->expect_ok && r->invariants_ok;
+}
+
+int ddp_scenario_run(const ddp_scenario_t *s, const char *accel,
+                     const ddp_scn_run_opts_t *opts, ddp_scn_result_t *r)
+{
+    static const ddp_scn_run_opts_t none = {0};
+    const ddp_scn_run_opts_t *o = opts ? opts : &none;
+    memset(r, 0, sizeof *r);
+    snprintf(r->accelerator, sizeof r->accelerator, "%s", accel);
+    ddp_sim_opts_t so = {.seed = o->seed ? o->seed : s->seed, .trace = o->trace,
+                         .keep_trace = o->keep_trace, .latency_ns = s->latency_ns};
+    ddp_scn_plan_t plan;
+    int rc = ddp__scenario_build(s, accel, &so, &plan);
+    if (rc) {
+        snprintf(r->why, sizeof r->why, "cannot build the run: %s", ddp_err_message());
+        return rc;
+    }
+    ddp_sim_t *sim = plan.sim;
+    ddp_sim_result_t res = ddp_sim_run(sim);
+    ddp_sim_stats_t st;
+    ddp_sim_stats(sim, &st);
+    r->trace_hash = st.trace_hash;
+    int n = ddp_sim_task_count(sim);
+    ddp_sim_outcome_t *outs = malloc(sizeof *outs * (size_t)(n ? n : 1));
+    if (!outs) {
+        ddp_sim_free(sim);
+        return ddp_err_set(-12, "out of memory");
+    }
+    for (int t = 0; t < n; t++)
+        outs[t] = *ddp_sim_outcome(sim, t);
+    ddp__scenario_judge(s, outs, n, plan.expected_world, res,
+                        ddp_sim_deadlock_report(sim), o->report, o->report_len, r);
+    free(outs);
     if (o->trace_out) {
         size_t len = 0;
         const char *tr = ddp_sim_trace(sim, &len);

@@ -334,6 +334,17 @@ int ddp__sim_park(ddp_sim_task_t *t, int64_t deadline, waitq_t **qs, int nq,
     return t->killed ? DDP_ECANCELED : 0;
 }
 
+void ddp__sim_park_unwinding(ddp_sim_task_t *t, waitq_t *q, const char *what)
+{
+    ddp_sim_t *sim = t->sim;
+    ddp__waitq_add(q, t->id);
+    t->parked = 1;
+    t->parked_since = sim->vt;
+    snprintf(t->wait_desc, sizeof t->wait_desc, "%s", what);
+    dispatch(sim, t, 1);
+    t->parked = 0;
+}
+
 int ddp__sim_check_killed(ddp_sim_task_t *t)
 {
     if (!t->killed)
@@ -383,6 +394,7 @@ static void kill_one(ddp_sim_t *sim, ddp_sim_task_t *t, int crashed)
         if (t->runnable_idx >= 0)
             return; /* starts, sees it is killed, exits at once */
         t->out.state = crashed ? DDP_SIM_TASK_CRASHED : DDP_SIM_TASK_CANCELED;
+        t->finished = 1;
         sim->unfinished--;
         return; /* never started: nothing to unwind */
     }
@@ -415,6 +427,7 @@ static void *task_thread(void *arg)
     ddp__sim_trace(sim, t->id, "exit", "\"rc\":%d,\"state\":%d", rc,
                    (int)t->out.state);
     ddp__sim_close_task_socks(sim, t->id, 1);
+    t->finished = 1;
     ddp__waitq_wake_all(sim, &t->exitq);
     t->killed = 1; /* no more calls from this task */
     dispatch(sim, NULL, 0);
@@ -477,6 +490,16 @@ int ddp_sim_add_node(ddp_sim_t *sim, const char *hostname, const char *addr,
 }
 
 int ddp_sim_node_count(const ddp_sim_t *sim) { return sim->nnodes; }
+
+const ddp_env_t *ddp_sim_task_env(const ddp_sim_t *sim, int task)
+{
+    return task >= 0 && task < sim->ntasks ? sim->tasks[task]->sys.env : NULL;
+}
+
+int64_t ddp_sim_task_start(const ddp_sim_t *sim, int task)
+{
+    return task >= 0 && task < sim->ntasks ? sim->tasks[task]->start_ns : 0;
+}
 
 const char *ddp_sim_node_hostname(const ddp_sim_t *sim, int node)
 {
@@ -544,6 +567,7 @@ int ddp_sim_add_task(ddp_sim_t *sim, const ddp_sim_task_opts_t *o,
     if (o->node < 0 || o->node >= sim->nnodes)
         return ddp_err_set(DDP_ECONFIG, "task %s: no node %d", o->name, o->node);
     ddp_sim_task_t *t = new_task(sim, o->node, o->name, o->rank, o->env, fn, arg);
+    t->start_ns = o->start_ns > 0 ? o->start_ns : 0;
     sim_event_t ev = {.t = VT0 + (o->start_ns > 0 ? o->start_ns : 0),
                       .type = EV_START, .a = t->id};
     ddp__sim_push_event(sim, ev);

@@ -86,14 +86,20 @@ static int rank_listed(const char *list, int rank)
         return 1;
     for (const char *p = list; *p;) {
         char *end;
-        long r = strtol(p, &end, 10);
+        long a = strtol(p, &end, 10), b = a;
         if (end == p)
             return 0;
-        if (r == rank)
+        if (*end == '-') { /* a range "3-5" */
+            const char *q = end + 1;
+            b = strtol(q, &end, 10);
+            if (end == q)
+                return 0;
+        }
+        if (rank >= a && rank <= b)
             return 1;
-        p = *end == ',' ? end + 1 : end;
         if (*end && *end != ',')
             return 0;
+        p = *end == ',' ? end + 1 : end;
     }
     return 0;
 }

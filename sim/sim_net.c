@@ -921,6 +921,14 @@ static int sm_thread_join(ddp_sys_t *sy, ddp_thread_t th, int *rc,
 {
     ddp_sim_task_t *t = me(sy);
     int st = 0;
+    ddp_sim_task_t *c = th >= 1 && th <= t->sim->ntasks ? t->sim->tasks[th - 1] : NULL;
+    if (t->killed && c && c->proc == t->proc) {
+        /* The process crashed: its threads die with it, and none may
+         * outlive the memory this one frees next (the store server's). */
+        while (!c->finished)
+            ddp__sim_park_unwinding(t, &c->exitq, "a killed thread unwinding");
+        return DDP_ECANCELED;
+    }
     int r = sm_wait(sy, (ddp_pid_t)th, &st, deadline);
     if (r == 0 && rc)
         *rc = t->sim->tasks[th - 1]->out.rc;

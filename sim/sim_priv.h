@@ -54,6 +54,8 @@ struct ddp_sim_task {
     int *fds;        /* sockets this task owns (closed at exit) */
     int nfds, fds_cap;
     ddp_sim_outcome_t out;
+    int64_t start_ns; /* virtual start asked for (ddp_sim_task_start) */
+    int finished;     /* its function returned (or it never started) */
     char name[48];
 };
 
@@ -131,6 +133,9 @@ void ddp__sim_push_event(ddp_sim_t *sim, sim_event_t ev);
 /* Parks the task until woken (or until deadline, in its node's clock).
  * Returns 0 when woken or timed out (caller rechecks), DDP_ECANCELED when the
  * task is killed. */
+/* A killed task waiting for a killed sibling thread of its process to
+ * finish unwinding: parks on q whatever its own state. */
+void ddp__sim_park_unwinding(ddp_sim_task_t *t, waitq_t *q, const char *what);
 int ddp__sim_park(ddp_sim_task_t *t, int64_t deadline, waitq_t **qs, int nq,
                   const char *what);
 void ddp__sim_wake(ddp_sim_t *sim, int task_id);

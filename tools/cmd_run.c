@@ -12,6 +12,7 @@
 #include "ddp/err.h"
 #include "ddp/pg.h"
 #include "ddp/plugin.h"
+#include "ddp/real.h"
 #include "ddp/scenario.h"
 #include "ddp/sim.h"
 #include "ddp/sys.h"
@@ -21,7 +22,8 @@ static void run_usage(FILE *f)
     fprintf(f,
             "usage: ddpsim run FILE... [--accelerator NAME|all] [--seed N] [--tag TAG]\n"
             "                  [--trace FILE] [--trace-chrome FILE] [--junit FILE]\n"
-            "                  [--jobs N] [--verbose] [--progress|--no-progress]\n\n"
+            "                  [--jobs N] [--verbose] [--progress|--no-progress]\n"
+            "                  [--real [--netns]]\n\n"
             "Runs each scenario file (docs/scenario-format.md) in the simulator for each\n"
             "selected accelerator it lists (default: all), checks its expectations and the\n"
             "invariants (no deadlock, deadlines kept, ranks agree, no leaked sockets,\n"
@@ -36,7 +38,12 @@ static void run_usage(FILE *f)
             "  --junit FILE        JUnit XML: one testcase per scenario x accelerator\n"
             "  --jobs N            run in N worker processes (default 1)\n"
             "  --verbose           per-rank outcomes under each row\n"
-            "  --progress          progress on stderr (default: when it is a terminal)\n\n"
+            "  --progress          progress on stderr (default: when it is a terminal)\n"
+            "  --real              run the processes for real (ddpsim train, POSIX sockets)\n"
+            "                      on loopback: node i is 127.0.0.(i+1); faults through the\n"
+            "                      same libfiu points and signals; what cannot be realised\n"
+            "                      is reported as skip with the reason (docs/real-runs.md)\n"
+            "  --netns             --real on one network namespace per node (root)\n\n"
             "Exit status: 0 every expectation and invariant held, 1 some did not,\n"
             "2 bad input (a scenario error is printed as file:line:col: expected ...).\n");
 }
@@ -74,10 +81,22 @@ typedef struct run_opts {
     FILE *trace;
     const char *chrome;
     int verbose, timeline;
+    int real, netns; /* --real [--netns]: real processes */
 } run_opts_t;
 
 static void run_job(ddp_sys_t *sys, job_t *j, const run_opts_t *ro)
 {
+    if (ro->real) {
+        ddp_real_opts_t ropts = {.ddpsim = ddp_tool_self, .netns = ro->netns,
+                                 .seed = ro->seed, .report = j->report,
+                                 .report_len = sizeof j->report};
+        int64_t t0 = ddp_sys_now(sys);
+        j->rc = ddp_real_run(sys, j->s, j->accel, &ropts, &j->r);
+        j->r.wall_s = (double)(ddp_sys_now(sys) - t0) / 1e9;
+        if (j->rc && !j->r.why[0])
+            snprintf(j->r.why, sizeof j->r.why, "%s", ddp_err_message());
+        return;
+    }
     char *tr = NULL;
     ddp_scn_run_opts_t o = {.seed = ro->seed, .trace = ro->trace,
                             .keep_trace = ro->chrome || ro->timeline,
@@ -201,22 +220,29 @@ static int write_junit(const char *path, const job_t *jobs, int n)
     FILE *f = fopen(path, "w");
     if (!f)
         return -1;
-    int failures = 0;
+    int failures = 0, skipped = 0;
     double total = 0;
     for (int i = 0; i < n; i++) {
-        failures += !jobs[i].r.pass;
+        failures += !jobs[i].r.pass && !jobs[i].r.skipped;
+        skipped += jobs[i].r.skipped;
         total += jobs[i].r.wall_s;
     }
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                "<testsuites name=\"ddpsim run\" tests=\"%d\" failures=\"%d\" "
                "time=\"%.3f\">\n<testsuite name=\"scenarios\" tests=\"%d\" "
-               "failures=\"%d\" errors=\"0\" time=\"%.3f\">\n",
-            n, failures, total, n, failures, total);
+               "failures=\"%d\" errors=\"0\" skipped=\"%d\" time=\"%.3f\">\n",
+            n, failures, total, n, failures, skipped, total);
     for (int i = 0; i < n; i++) {
         char b[256];
         fprintf(f, "  <testcase classname=\"");
         xml_text(f, base_name(jobs[i].path, b, sizeof b));
         fprintf(f, "\" name=\"%s\" time=\"%.3f\"", jobs[i].accel, jobs[i].r.wall_s);
+        if (jobs[i].r.skipped) {
+            fprintf(f, ">\n    <skipped message=\"");
+            xml_text(f, jobs[i].r.why);
+            fprintf(f, "\"/>\n  </testcase>\n");
+            continue;
+        }
         if (jobs[i].r.pass) {
             fprintf(f, "/>\n");
             continue;
@@ -235,12 +261,13 @@ static void print_row(const job_t *j, int name_w)
 {
     char b[256], err[72];
     const ddp_scn_result_t *r = &j->r;
-    const char *e = r->pass ? r->first_error : r->why;
+    const char *e = r->pass && !r->skipped ? r->first_error : r->why;
     snprintf(err, sizeof err, "%s", e);
     if (strlen(e) >= sizeof err)
         memcpy(err + sizeof err - 4, "...", 4);
     printf("%-*s %-12s %-5s %10.3f s %7d  %s\n", name_w, base_name(j->path, b, sizeof b),
-           j->accel, r->pass ? "ok" : "FAIL", (double)r->virtual_ns / 1e9, r->retries, err);
+           j->accel, r->skipped ? "skip" : r->pass ? "ok" : "FAIL",
+           (double)r->virtual_ns / 1e9, r->retries, err);
 }
 
 static int load_all(char **files, int nfiles, ddp_scenario_t **sc, const char *cmd)
@@ -284,6 +311,11 @@ static int parse_cli(const char *cmd, int argc, char **argv, cli_t *c,
         }
         if (!strcmp(a, "--timeline")) {
             c->ro.timeline = 1;
+            continue;
+        }
+        if (!strcmp(a, "--real") || !strcmp(a, "--netns")) {
+            c->ro.real = 1;
+            c->ro.netns |= !strcmp(a, "--netns");
             continue;
         }
         if (!strcmp(a, "--progress") || !strcmp(a, "--no-progress")) {
@@ -388,7 +420,14 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
     if (replay)
         c.ro.verbose = 1;
     int64_t t0 = ddp_sys_now(sys);
-    if (c.jobs > 1 && njobs > 1 && !c.trace_path && !c.ro.timeline) {
+    if (c.ro.real && (c.chrome || c.trace_path || c.ro.timeline)) {
+        fprintf(stderr, "ddpsim %s: --trace, --trace-chrome and --timeline are the "
+                        "simulator's; real runs have none\n", cmd);
+        rc = 2;
+        goto out;
+    }
+    /* Real runs share ports and namespaces: one at a time. */
+    if (c.jobs > 1 && njobs > 1 && !c.trace_path && !c.ro.timeline && !c.ro.real) {
         if (run_parallel(sys, jobs, njobs, c.jobs < njobs ? c.jobs : njobs, &c.ro) != 0)
             fprintf(stderr, "ddpsim %s: %s\n", cmd, ddp_err_message());
     } else {
@@ -402,7 +441,7 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
             fprintf(stderr, "\r%*s\r", 70, "");
     }
     double wall = (double)(ddp_sys_now(sys) - t0) / 1e9;
-    int name_w = 8, failed = 0;
+    int name_w = 8, failed = 0, skipped = 0;
     for (int i = 0; i < njobs; i++) {
         char b[256];
         int l = (int)strlen(base_name(jobs[i].path, b, sizeof b));
@@ -412,9 +451,10 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
            "virtual", "retries", "first error / why it failed");
     for (int i = 0; i < njobs; i++) {
         print_row(&jobs[i], name_w);
-        failed += !jobs[i].r.pass;
-        if (c.ro.verbose || (!jobs[i].r.pass && !replay)) {
-            if (!jobs[i].r.pass)
+        failed += !jobs[i].r.pass && !jobs[i].r.skipped;
+        skipped += jobs[i].r.skipped;
+        if (c.ro.verbose || (!jobs[i].r.pass && !jobs[i].r.skipped && !replay)) {
+            if (!jobs[i].r.pass && !jobs[i].r.skipped)
                 printf("    why: %s\n", jobs[i].r.why);
             if (c.ro.verbose)
                 printf("%s", jobs[i].report);
@@ -424,8 +464,12 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
                    (unsigned long long)(c.ro.seed ? c.ro.seed : jobs[i].s->seed),
                    (unsigned long long)jobs[i].r.trace_hash);
     }
-    printf("%d run(s) of %d scenario file(s): %d ok, %d failed (%.1f s)\n", njobs,
-           c.nfiles, njobs - failed, failed, wall);
+    if (skipped)
+        printf("%d run(s) of %d scenario file(s): %d ok, %d failed, %d skipped (%.1f s)\n",
+               njobs, c.nfiles, njobs - failed - skipped, failed, skipped, wall);
+    else
+        printf("%d run(s) of %d scenario file(s): %d ok, %d failed (%.1f s)\n", njobs,
+               c.nfiles, njobs - failed, failed, wall);
     if (c.junit && write_junit(c.junit, jobs, njobs) != 0) {
         fprintf(stderr, "ddpsim %s: cannot write %s\n", cmd, c.junit);
         failed++;

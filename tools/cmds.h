@@ -14,6 +14,12 @@ int ddp_cmd_sim(struct ddp_sys *sys, int argc, char **argv);
 int ddp_cmd_run(struct ddp_sys *sys, int argc, char **argv);
 int ddp_cmd_replay(struct ddp_sys *sys, int argc, char **argv);
 int ddp_cmd_list(struct ddp_sys *sys, int argc, char **argv);
+int ddp_cmd_train(struct ddp_sys *sys, int argc, char **argv);
+int ddp_cmd_hold_port(struct ddp_sys *sys, int argc, char **argv);
+int ddp_cmd_launch(struct ddp_sys *sys, int argc, char **argv);
+
+/* The path this ddpsim was started as (real runs start it again). */
+extern const char *ddp_tool_self;
 int ddp_cmd_explore(struct ddp_sys *sys, int argc, char **argv);
 
 #endif

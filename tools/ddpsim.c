@@ -22,6 +22,11 @@ static const command_t commands[] = {
      "replay one scenario exactly (same seed): per-rank outcomes, trace hash"},
     {"explore", ddp_cmd_explore,
      "random fault schedules; invariant violations, replay commands, shrinking"},
+    {"launch", ddp_cmd_launch, "torchrun-style launcher: run PROG N times with RANK, LOCAL_RANK, ..."},
+    {"train", ddp_cmd_train,
+     "run the Trainer's connection in this process, for real (srun/mpirun/...)"},
+    {"hold-port", ddp_cmd_hold_port,
+     "listen on a port and accept nothing (real scenario runs: port_taken)"},
     {"list", ddp_cmd_list,
      "list accelerators, backends, plugins, environments, faults, launchers"},
     {"demo", ddp_cmd_demo,
@@ -49,8 +54,11 @@ static void usage(FILE *f)
                "(default warn).\n");
 }
 
+const char *ddp_tool_self = "ddpsim";
+
 int main(int argc, char **argv)
 {
+    ddp_tool_self = argv[0];
     if (argc < 2) {
         usage(stderr);
         return 2;

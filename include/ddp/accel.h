@@ -26,6 +26,9 @@ typedef struct ddp_run_result {
     uint64_t checksum;   /* model checksum after configure_ddp */
     int children;        /* processes this one launched */
     int children_failed;
+    int64_t start_ns;    /* ddp_sys_now when ddp_accel_run began */
+    int64_t connect_ns;  /* when init_ddp_connection returned 0 (-1 never) */
+    int64_t end_ns;      /* when ddp_accel_run returned */
 } ddp_run_result_t;
 
 typedef struct ddp_accel_ops {

@@ -24,6 +24,7 @@ extern "C" {
 #define DDP_DEFAULT_RPC_PORT 15000    /* RPC_MASTER_PORT */
 
 typedef struct ddp_plugin ddp_plugin_t;
+struct ddp_run_result;
 
 /* What the user's Trainer(...) asked for. */
 typedef struct ddp_trainer_cfg {
@@ -39,6 +40,12 @@ typedef struct ddp_trainer_cfg {
     int64_t store_timeout_ns; /* store ops outside the group's waits; 0 -> 300 s */
     size_t model_bytes;       /* the "model": a parameter buffer; 0 -> 4096 */
     uint64_t seed;            /* backoff jitter etc. */
+    /* Called at the end of ddp_accel_run in every process that runs it,
+     * workers an accelerator launched included (they share this cfg): a
+     * harness collects outcomes here. NULL: none. */
+    void (*on_result)(ddp_sys_t *sys, const struct ddp_run_result *res,
+                      void *arg);
+    void *on_result_arg;
 } ddp_trainer_cfg_t;
 
 /* A parameter buffer standing in for the model DDP wraps. */

@@ -79,7 +79,8 @@ typedef struct ddp_scenario {
     ddp_scn_env_t *env;
     int nenv;
     /* faults and expectations */
-    ddp_sim_fault_t faults[DDP_SCN_MAX_FAULTS]; /* .phase, .ranks owned */
+    ddp_sim_fault_t faults[DDP_SCN_MAX_FAULTS]; /* .ranks owned; .phase
+                                                   points at a static name */
     int fault_line[DDP_SCN_MAX_FAULTS];
     int nfaults;
     ddp_scn_expect_t expect[DDP_SCN_MAX_EXPECT];
@@ -109,6 +110,7 @@ const char *ddp_scn_error_class(int code);
 typedef struct ddp_scn_result {
     char accelerator[16];
     int pass;            /* every expectation and invariant held */
+    int skipped;         /* real runs: cannot be realised (why says why) */
     int expect_ok;       /* the expectations held */
     int invariants_ok;   /* the invariants held */
     char why[768];       /* the first expectation or invariant that did not */
@@ -135,18 +137,23 @@ typedef struct ddp_scn_run_opts {
 int ddp_scenario_run(const ddp_scenario_t *s, const char *accel,
                      const ddp_scn_run_opts_t *o, ddp_scn_result_t *r);
 
-/* ---- exploration (sim/explore.c) ---- */
+/* ---- exploration (sim/explore.c, docs/explore.md) ---- */
 typedef struct ddp_explore_opts {
-    int ranks;          /* world size to explore (split over 1..4 nodes) */
-    int runs;
+    int ranks;          /* world size to explore (0: 16); split over 1..4
+                           nodes of at most 64 processes (more nodes when
+                           that is the only way) */
+    int runs;           /* 0: 100 */
     uint64_t seed;
     unsigned kinds;     /* bit per ddp_sim_fault_kind_t; 0: all */
     int max_faults;     /* per run (0: 3; < 0: none) */
     const char *accelerator; /* NULL: drawn per run */
     const char *plugin;      /* NULL: default */
-    int progress;       /* 1: progress bar on stderr; 0: a line per 10 % */
-    const char *out_dir; /* write each shrunk violation as a .scn here */
-    FILE *log;          /* violations, replay commands (stdout) */
+    int progress;       /* 1: progress bar on stderr; 0: a line per 10 %
+                           of the runs on log */
+    const char *out_dir; /* write each violation as explore-S-I.scn (shrunk)
+                            and explore-S-I-original.scn here (NULL: none) */
+    FILE *log;          /* violations, replay commands, quiet progress
+                           lines, the summary (NULL: stdout) */
 } ddp_explore_opts_t;
 
 typedef struct ddp_explore_stats {
@@ -154,13 +161,24 @@ typedef struct ddp_explore_stats {
     double wall_s;
 } ddp_explore_stats_t;
 
-/* Draws run i's scenario (deterministic in seed and i). */
+/* Draws run i's scenario (deterministic in seed and i; the other options
+ * shape it). Writes the accelerator it runs into accel. NULL (with the
+ * error set) when opts->ranks cannot be split into nodes. */
 ddp_scenario_t *ddp_explore_draw(const ddp_explore_opts_t *o, int i,
                                  char *accel, size_t accel_len);
-/* Shrinks a violating scenario: fewest faults, then smallest cluster that
- * still violates an invariant. Returns a new scenario. */
+/* Shrinks a violating scenario, greedily and deterministically: drops
+ * faults, lowers the ranks and nodes faults aim at, then the node and
+ * device counts (re-aiming or dropping faults past the cluster), then
+ * simplifies faults (from t = 0, one firing, shorter windows, smaller
+ * delays) and timing (latency, late master), keeping each change only
+ * while ddp_scenario_run still reports a violation of the same invariant
+ * as s (one run of s finds out which). *steps: the changes kept. Returns a
+ * new scenario (a copy of s when nothing could be removed). */
 ddp_scenario_t *ddp_explore_shrink(const ddp_scenario_t *s, const char *accel,
                                    int *steps);
+/* Runs opts->runs drawn scenarios; shrinks, reports and (with out_dir)
+ * writes each violation. 0 when every run ran (st->violations says how
+ * many violated), < 0 when a run could not be drawn. */
 int ddp_explore(const ddp_explore_opts_t *o, ddp_explore_stats_t *st);
 
 #ifdef __cplusplus

@@ -109,6 +109,11 @@ typedef struct ddp_sim_outcome {
 int ddp_sim_task_count(const ddp_sim_t *sim);
 const ddp_sim_outcome_t *ddp_sim_outcome(const ddp_sim_t *sim, int task);
 
+/* A task's environment and asked-for start time (what the real scenario
+ * runner starts as a real process). */
+const ddp_env_t *ddp_sim_task_env(const ddp_sim_t *sim, int task);
+int64_t ddp_sim_task_start(const ddp_sim_t *sim, int task);
+
 /* Sets the task's outcome message (else the error context at exit is used). */
 void ddp_sim_report(ddp_sys_t *sys, const char *message);
 /* Called by a task (through its sys) to record when it finished connecting. */

@@ -62,6 +62,8 @@ typedef struct ddp_pollfd {
 } ddp_pollfd_t;
 
 typedef long ddp_pid_t;
+/* ddp_sys_kill(sys, DDP_PID_SELF, sig): the calling process. */
+#define DDP_PID_SELF ((ddp_pid_t)-2)
 
 /* What to launch. Real processes run argv (execve; argv[0] searched in PATH
  * when it has no '/'); when argv is NULL the POSIX sys forks and calls entry
@@ -126,6 +128,9 @@ struct ddp_sys {
 
 /* The real implementation. env: taken over (NULL: built from environ). */
 ddp_sys_t *ddp_sys_posix_new(struct ddp_env *env);
+/* The address the calling thread's current POSIX connect goes to (for
+ * libfiu callbacks on sys/net/connect that aim at a peer or port). */
+const ddp_addr_t *ddp_sys_posix_call_addr(void);
 void ddp_sys_free(ddp_sys_t *sys);
 
 /* Monotonic now in ns. */

@@ -1,0 +1,50 @@
+# coverage/coverage.mk — per-accelerator coverage and the parity gate
+# (included by the Makefile; manual: docs/coverage.md).
+#
+#   make coverage               instrumented build, the scenario suite once per
+#                               accelerator, lcov tracefiles, coverage/html/,
+#                               parity report; fails on a parity violation
+#   make coverage-plant-check   the gate's own test: builds a variant where
+#                               ddp_spawn skips the plugin's barrier and
+#                               succeeds only if the gate catches it
+#   make coverage-selftest      the parity tool's own tests (hand-written
+#                               tracefiles; seconds; also run by make coverage)
+#   make coverage-report        the parity report again on the last run's
+#                               tracefiles (after editing coverage/parity.allow)
+#   make coverage-clean         removes the outputs
+#
+# The parity tool is plain C with the project's warning flags; it links
+# nothing of libddpsim (and no instrumentation, whatever COVERAGE says).
+
+COV_OUT        := build/coverage
+COV_PARITY     := $(COV_OUT)/parity
+COV_PLANT      ?= ddp_spawn
+COV_PLANT_B    := build/plant-cov
+COV_PLANT_OUT  := build/coverage-plant
+COV_CFLAGS     := -std=c11 -O2 -g -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
+                  -Wstrict-prototypes -Wmissing-prototypes -Wno-format-truncation
+
+.PHONY: coverage coverage-selftest coverage-report coverage-plant-check coverage-clean
+
+$(COV_PARITY): coverage/parity.c
+	@mkdir -p $(dir $@)
+	$(CC) $(COV_CFLAGS) -o $@ $<
+
+coverage: $(DEPS_OK) $(COV_PARITY)
+	@PARITY=$(COV_PARITY) sh coverage/selftest.sh >$(COV_OUT)/selftest.log 2>&1 || \
+	    { cat $(COV_OUT)/selftest.log; exit 1; }
+	@tail -n 1 $(COV_OUT)/selftest.log
+	@MAKE="$(MAKE)" B=build/default-cov OUT=$(COV_OUT) sh coverage/run.sh
+
+coverage-selftest: $(COV_PARITY)
+	PARITY=$(COV_PARITY) sh coverage/selftest.sh
+
+coverage-report: $(COV_PARITY)
+	@MAKE="$(MAKE)" B=build/default-cov OUT=$(COV_OUT) REPORT_ONLY=1 sh coverage/run.sh
+
+coverage-plant-check: $(DEPS_OK) $(COV_PARITY)
+	@MAKE="$(MAKE)" B=$(COV_PLANT_B) OUT=$(COV_PLANT_OUT) PLANT=$(COV_PLANT) \
+	    sh coverage/plant-check.sh
+
+coverage-clean:
+	rm -rf $(COV_OUT) $(COV_PLANT_OUT) $(COV_PLANT_B) coverage/html

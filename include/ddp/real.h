@@ -1,0 +1,56 @@
+/* ddp/real.h — scenarios as real processes (docs/real-runs.md).
+ *
+ * The plan of a run is the simulator's (the same launch: which processes,
+ * on which node, with which environment, when); each process is then a
+ * real `ddpsim train` with the POSIX sys, on loopback (node i answers at
+ * 127.0.0.(i+1) through the DDPSIM_HOSTS table) or, with netns, in a network
+ * namespace of its own per node. Faults are realised with the same libfiu
+ * point names inside each process (sys/net/connect, sys/net/resolve,
+ * ddp/phase/enter), with signals from the runner (SIGKILL, SIGSTOP/SIGCONT),
+ * delayed starts, a process holding a port, and, with netns, links taken
+ * down (partitions) and netem delays. What cannot be realised is skipped
+ * with the reason. Outcomes are judged exactly as simulated ones are.
+ */
+#ifndef DDP_REAL_H
+#define DDP_REAL_H
+
+#include <stddef.h>
+
+#include "ddp/accel.h"
+#include "ddp/scenario.h"
+#include "ddp/sys.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ddp_real_opts {
+    const char *ddpsim; /* the ddpsim binary each process runs */
+    int netns;          /* one network namespace per node (needs root) */
+    const char *tmpdir; /* results files; NULL: /tmp */
+    uint64_t seed;      /* 0: the scenario's */
+    char *report;       /* per-process lines (or NULL) */
+    size_t report_len;
+} ddp_real_opts_t;
+
+/* NULL when s can run for real (with netns or not); else why not. */
+const char *ddp_real_unsupported(const ddp_scenario_t *s, const char *accel,
+                                 int netns, char *buf, size_t n);
+
+/* Runs s for accel as real processes and judges the outcomes. Returns 0
+ * when it ran or was skipped (r->skipped, r->why), < 0 when it could not
+ * be set up (the error names what failed: e.g. netns without root). */
+int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
+                 const ddp_real_opts_t *o, ddp_scn_result_t *r);
+
+/* In a `ddpsim train` process: append r to $DDPSIM_RESULT_FILE (nothing
+ * when it is not set). */
+void ddp_real_record_result(ddp_sys_t *sys, const ddp_run_result_t *r);
+/* In a `ddpsim train` process: arm the faults of $DDPSIM_REAL_FAULTS
+ * (fault lines of the scenario format, separated by ';'). 0 when none. */
+int ddp_real_arm_faults(ddp_sys_t *sys);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
