@@ -95,12 +95,18 @@ const char *ddp_accel_select(const ddp_trainer_cfg_t *cfg, ddp_cluster_t *env)
     int cpu = !strcmp(req, "ddp_cpu");
     int ddp_like = !strcmp(req, "ddp") || cpu;
     /* 1.0.x order: ddp2 -> ddp_cpu+SLURM -> SLURM ddp -> ddp_cpu+TE ->
-     * TE ddp -> ddp_spawn -> ddp_cpu spawn -> ddp. */
+     * TE ddp -> (MPI / LSF, below) -> ddp_spawn -> ddp_cpu spawn -> ddp. */
     if (!strcmp(req, "ddp2"))
         return "ddp2";
     if (ddp_like && env && slurm_manages_tasks(cfg, env))
         return cpu ? "ddp_cpu_hpc" : "ddp_hpc";
     if (ddp_like && env && !strcmp(env->ops->name, "torchelastic"))
+        return cpu ? "ddp_cpu_hpc" : "ddp_hpc";
+    /* Environments 1.0.x did not know (2.x: no launcher when the cluster
+     * creates the processes): under mpirun or jsrun every process is a
+     * rank already, and ddp must not launch workers of its own. */
+    if (ddp_like && env &&
+        (!strcmp(env->ops->name, "mpi") || !strcmp(env->ops->name, "lsf")))
         return cpu ? "ddp_cpu_hpc" : "ddp_hpc";
     return req;
 }

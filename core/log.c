@@ -34,9 +34,13 @@ int ddp_log_parse_level(const char *text, ddp_log_level_t *out)
         *out = DDP_LOG_WARN;
         return 0;
     }
+    if (text && strcasecmp(text, "off") == 0) {
+        *out = DDP_LOG_OFF;
+        return 0;
+    }
     return ddp_err_set(DDP_ECONFIG,
                        "DDP_LOG=\"%s\" is not a log level; expected one of "
-                       "error, warn, info, debug, trace",
+                       "off, error, warn, info, debug, trace",
                        text ? text : "");
 }
 

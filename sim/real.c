@@ -391,6 +391,7 @@ static void signal_procs(ddp_sys_t *sys, proc_t *ps, int np, const ddp_sim_fault
         if (!ps[i].started || ps[i].done || !proc_aimed(f, &ps[i]))
             continue;
         ddp_sys_kill(sys, -ps[i].pid, sig); /* its process group: workers too */
+        ddp_sys_kill(sys, ps[i].pid, sig);  /* before its setsid, no group yet */
         if (sig == 9)
             ps[i].killed = 1;
     }
@@ -632,7 +633,7 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             if (faults[0])
                 ddp_env_set(env, "DDPSIM_REAL_FAULTS", faults);
             const char *lvl = ddp_env_get(ddp_sys_env(sys), "DDP_LOG");
-            ddp_env_set(env, "DDP_LOG", lvl ? lvl : "error");
+            ddp_env_set(env, "DDP_LOG", lvl ? lvl : "off"); /* errors are in the records */
             char *argv[40];
             int k = 0;
             char nsname[32], portarg[16];

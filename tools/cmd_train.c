@@ -63,6 +63,9 @@ static void print_result(ddp_sys_t *sys, const ddp_run_result_t *r, void *arg)
                r->accelerator ? r->accelerator : "?", r->backend,
                (double)(r->connect_ns - r->start_ns) / 1e9,
                (unsigned long long)r->checksum);
+    else if (r->global_rank < 0)
+        printf("process (%s, before its rank was known): FAIL: %s\n",
+               r->accelerator ? r->accelerator : "no accelerator", r->message);
     else
         printf("rank %d/%d (local %d, node %d) %s %s: FAIL: %s\n", r->global_rank,
                r->world_size, r->local_rank, r->node_rank,

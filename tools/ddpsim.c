@@ -50,7 +50,7 @@ static void usage(FILE *f)
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\n'ddpsim COMMAND --help' describes a command; docs/ddpsim.1.md "
-               "is the manual.\nEnvironment: DDP_LOG=error|warn|info|debug|trace "
+               "is the manual.\nEnvironment: DDP_LOG=off|error|warn|info|debug|trace "
                "(default warn).\n");
 }
 

@@ -18,6 +18,7 @@ extern "C" {
 struct ddp_env;
 
 typedef enum ddp_log_level {
+    DDP_LOG_OFF = -1, /* DDP_LOG=off: nothing */
     DDP_LOG_ERROR = 0,
     DDP_LOG_WARN = 1,
     DDP_LOG_INFO = 2,
