@@ -1,0 +1,199 @@
+#!/bin/sh
+# tests/real/launch-test.sh — `ddpsim launch` (torchrun's contract) on real
+# processes: the environment each worker gets, TorchElastic detection, the
+# ddp_cpu -> ddp_cpu_hpc selection and a real 4-rank connection, two
+# launchers as two "nodes", the devices x nodes = WORLD_SIZE check, and the
+# launcher's own exit statuses, timeout and usage errors.
+#
+#   sh tests/real/launch-test.sh          (DDPSIM=path overrides ./ddpsim)
+#
+# Prints "ok: ..." / "FAIL: ..." per check; exit 0 all passed, 1 otherwise.
+set -u
+root=$(cd "$(dirname "$0")/../.." && pwd)
+ddpsim=${DDPSIM:-$root/ddpsim}
+case $ddpsim in /*) ;; *) ddpsim=$(pwd)/$ddpsim ;; esac
+[ -x "$ddpsim" ] || {
+    echo "FAIL: $ddpsim is not built (run: make)" >&2
+    exit 1
+}
+work=$(mktemp -d "${TMPDIR:-/tmp}/ddpsim-launch-test.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+trap 'exit 130' INT TERM
+failed=0
+ok() { echo "ok: $*"; }
+fail() {
+    echo "FAIL: $*"
+    failed=$((failed + 1))
+}
+# show FILE: the output a failed check looked at.
+show() { sed 's/^/    | /' "$1" | head -n 40; }
+
+# A port no socket listens on (TCP, IPv4 or IPv6), from 20000..31999.
+listening() {
+    cat /proc/net/tcp /proc/net/tcp6 2>/dev/null |
+        awk -v p="$(printf ':%04X' "$1")" \
+            '$4 == "0A" && substr($2, length($2) - 4) == p { f = 1 } END { exit !f }'
+}
+free_port() {
+    p=$((20000 + ($$ * 7919 + $(date +%s) + ${1:-0} * 101) % 12000))
+    while listening "$p"; do p=$((p + 1)); done
+    echo "$p"
+}
+
+# 1. The environment every worker gets (torchrun's variables).
+port=$(free_port 1)
+timeout -k 5 30 "$ddpsim" launch --nproc-per-node 2 --nnodes 3 --node-rank 1 \
+    --master-addr 127.0.0.1 --master-port "$port" --rdzv-id job42 -- \
+    sh -c 'env > "$0/env.$LOCAL_RANK"' "$work" >"$work/out1" 2>&1
+rc=$?
+if [ $rc -ne 0 ]; then
+    fail "launch of sh -c env exited $rc"
+    show "$work/out1"
+else
+    bad=0
+    for l in 0 1; do
+        r=$((2 + l))
+        for kv in RANK=$r LOCAL_RANK=$l GROUP_RANK=1 ROLE_RANK=$r ROLE_NAME=default \
+            LOCAL_WORLD_SIZE=2 WORLD_SIZE=6 GROUP_WORLD_SIZE=3 ROLE_WORLD_SIZE=6 \
+            MASTER_ADDR=127.0.0.1 MASTER_PORT=$port TORCHELASTIC_RUN_ID=job42 \
+            TORCHELASTIC_RESTART_COUNT=0 TORCHELASTIC_MAX_RESTARTS=0 \
+            TORCHELASTIC_USE_AGENT_STORE=False; do
+            grep -qxF "$kv" "$work/env.$l" 2>/dev/null || {
+                fail "worker $l: $kv not in its environment"
+                bad=1
+            }
+        done
+    done
+    [ $bad -eq 0 ] && ok "launch --nproc-per-node 2 --nnodes 3 --node-rank 1: RANK 2,3, LOCAL_RANK, GROUP_RANK, *_WORLD_SIZE, MASTER_*, TORCHELASTIC_* as torchrun sets them"
+fi
+
+# 2. ddpsim env under the launcher: TorchElastic detected, ranks, address, port.
+port=$(free_port 2)
+timeout -k 5 30 "$ddpsim" launch --nproc-per-node 2 --master-port "$port" -- \
+    sh -c 'exec "$1" env --devices 2 --num-nodes 1 > "$0/tenv.$RANK"' "$work" "$ddpsim" \
+    >"$work/out2" 2>&1
+rc=$?
+bad=0
+for r in 0 1; do
+    f=$work/tenv.$r
+    for line in "cluster: torchelastic" "detected: yes" "main_address: 127.0.0.1" \
+        "main_port: $port" "world_size: 2" "global_rank: $r" "local_rank: $r" \
+        "node_rank: 0" "creates_processes_externally: yes" \
+        "validate(devices=2, num_nodes=1): ok"; do
+        grep -qxF "$line" "$f" 2>/dev/null || {
+            fail "launch -- ddpsim env: rank $r: expected \"$line\""
+            [ -f "$f" ] && show "$f"
+            bad=1
+        }
+    done
+done
+[ $rc -ne 0 ] && {
+    fail "launch -- ddpsim env exited $rc"
+    show "$work/out2"
+    bad=1
+}
+[ $bad -eq 0 ] && ok "launch --nproc-per-node 2 -- ddpsim env: torchelastic detected, global/local ranks 0,1, main 127.0.0.1:$port"
+
+# 3. The training script: 4 ranks connect, ddp_cpu became ddp_cpu_hpc.
+port=$(free_port 3)
+t0=$(date +%s)
+timeout -k 5 60 "$ddpsim" launch --nproc-per-node 4 --master-port "$port" -- \
+    "$ddpsim" train --accelerator ddp_cpu --devices 4 --timeout 30 >"$work/out3" 2>&1
+rc=$?
+t1=$(date +%s)
+n=$(grep -c '^rank [0-3]/4 (local [0-3], node 0) ddp_cpu_hpc tcp: ok, connected' "$work/out3")
+ranks=$(sed -n 's|^rank \([0-9]*\)/4 .* ok, connected.*|\1|p' "$work/out3" | sort -n | tr '\n' ' ')
+sums=$(sed -n 's/.*checksum \([0-9a-f]*\)$/\1/p' "$work/out3" | sort -u | wc -l)
+if [ $rc -eq 0 ] && [ "$n" -eq 4 ] && [ "$ranks" = "0 1 2 3 " ] && [ "$sums" -eq 1 ]; then
+    ok "launch --nproc-per-node 4 -- ddpsim train --accelerator ddp_cpu --devices 4: 4 ranks ok as ddp_cpu_hpc, one checksum ($((t1 - t0)) s)"
+else
+    fail "launch -- ddpsim train: rc $rc, $n of 4 ranks ok as ddp_cpu_hpc (ranks: $ranks; checksums: $sums)"
+    show "$work/out3"
+fi
+
+# 4. Two launchers as two nodes (node ranks 0 and 1) of one job.
+port=$(free_port 4)
+for nr in 0 1; do
+    timeout -k 5 60 "$ddpsim" launch --nproc-per-node 2 --nnodes 2 --node-rank $nr \
+        --master-port "$port" -- "$ddpsim" train --accelerator ddp --devices 2 \
+        --num-nodes 2 --timeout 30 >"$work/out4.$nr" 2>&1 &
+    eval "pid$nr=\$!"
+done
+# shellcheck disable=SC2154
+wait "$pid0"
+rc0=$?
+# shellcheck disable=SC2154
+wait "$pid1"
+rc1=$?
+cat "$work/out4.0" "$work/out4.1" >"$work/out4"
+got=$(sed -n 's|^rank \([0-9]\)/4 (local \([0-9]\), node \([0-9]\)) ddp_hpc tcp: ok.*|\1:\2:\3|p' \
+    "$work/out4" | sort | tr '\n' ' ')
+if [ $rc0 -eq 0 ] && [ $rc1 -eq 0 ] && [ "$got" = "0:0:0 1:1:0 2:0:1 3:1:1 " ]; then
+    ok "two launchers --nnodes 2 --node-rank 0/1 --nproc-per-node 2: ranks 0-3 ok as ddp_hpc, node ranks 0,0,1,1"
+else
+    fail "two launchers as two nodes: rc $rc0/$rc1, rank:local:node = $got (want 0:0:0 1:1:0 2:0:1 3:1:1)"
+    show "$work/out4"
+fi
+
+# 5. devices x num_nodes != WORLD_SIZE: a clear error, at once, no hang.
+port=$(free_port 5)
+t0=$(date +%s)
+timeout -k 5 60 "$ddpsim" launch --nproc-per-node 2 --master-port "$port" -- \
+    "$ddpsim" train --accelerator ddp_cpu --devices 4 --timeout 30 >"$work/out5" 2>&1
+rc=$?
+t1=$(date +%s)
+if [ $rc -eq 1 ] && [ $((t1 - t0)) -lt 20 ] &&
+    [ "$(grep -c 'FAIL: devices=4 and num_nodes=1 were requested, but their product 4 does not match the world size WORLD_SIZE=2 set by torchrun' "$work/out5")" -eq 2 ]; then
+    ok "launch --nproc-per-node 2 -- train --devices 4: both ranks fail at once (devices x nodes != WORLD_SIZE), launcher exits 1 ($((t1 - t0)) s)"
+else
+    fail "launch 2 workers, train --devices 4: rc $rc after $((t1 - t0)) s (want 1, fast, the WORLD_SIZE sentence twice)"
+    show "$work/out5"
+fi
+
+# 6. The launcher's own behaviour: statuses, timeout, usage errors.
+"$ddpsim" launch --nproc-per-node 3 -- sh -c 'exit $((LOCAL_RANK == 1 ? 3 : 0))' \
+    >"$work/out6" 2>&1
+rc=$?
+if [ $rc -eq 3 ] && grep -q 'local rank 1 (rank 1) exited with status 3' "$work/out6"; then
+    ok "a worker exiting 3 -> launcher exits 3 and names it"
+else
+    fail "worker exit 3: launcher exited $rc"
+    show "$work/out6"
+fi
+t0=$(date +%s)
+timeout -k 5 30 "$ddpsim" launch --nproc-per-node 2 --timeout 1 -- sleep 60 >"$work/out7" 2>&1
+rc=$?
+t1=$(date +%s)
+if [ $rc -eq 1 ] && [ $((t1 - t0)) -lt 10 ] && grep -q 'still running after --timeout 1 s' "$work/out7"; then
+    ok "--timeout 1 with workers that sleep 60: stopped, exit 1 ($((t1 - t0)) s)"
+else
+    fail "--timeout 1: rc $rc after $((t1 - t0)) s"
+    show "$work/out7"
+fi
+"$ddpsim" launch --nproc-per-node 2 -- "$work/no-such-program" >"$work/out8" 2>&1
+rc=$?
+[ $rc -eq 127 ] && grep -q 'could not start' "$work/out8" &&
+    ok "a program that does not exist -> exit 127, \"could not start\"" ||
+    { fail "missing program: rc $rc" && show "$work/out8"; }
+"$ddpsim" launch --nproc-per-node x -- true >"$work/out9" 2>&1
+rc=$?
+if [ $rc -eq 2 ] &&
+    grep -qxF 'ddpsim launch: bad --nproc-per-node "x"; expected an integer 1..64' "$work/out9"; then
+    ok "--nproc-per-node x -> exit 2 with the expected sentence"
+else
+    fail "--nproc-per-node x: rc $rc"
+    show "$work/out9"
+fi
+"$ddpsim" launch --nnodes 2 --node-rank 2 -- true >"$work/out10" 2>&1
+rc=$?
+[ $rc -eq 2 ] && grep -q 'bad --node-rank "2"; expected an integer 0..1' "$work/out10" &&
+    ok "--node-rank 2 with --nnodes 2 -> exit 2" ||
+    { fail "--node-rank out of range: rc $rc" && show "$work/out10"; }
+"$ddpsim" launch --help >"$work/out11" 2>&1 && grep -q 'TORCHELASTIC_RUN_ID' "$work/out11" &&
+    ok "--help lists the environment" || fail "--help"
+
+[ $failed -eq 0 ] || {
+    echo "launch-test: $failed check(s) failed"
+    exit 1
+}
+echo "launch-test: all checks passed"
