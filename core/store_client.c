@@ -21,7 +21,10 @@
  * broke it, instead of reading someone else's reply.
  *
  * One request is in flight per connection: each op sends its request and
- * reads its whole reply before returning. A client is used by one thread at a
+ * reads its whole reply before returning. Replies are read through a small
+ * buffer (one recv per reply, not one per field), and the first read after a
+ * request waits for readability first instead of trying a recv that would
+ * find nothing: a GET of an existing key costs send + poll + recv. A client is used by one thread at a
  * time (a rank owns its client); there is no lock, because in the simulator
  * a thread parked in a sys call while holding a mutex would stall every rank
  * that touches it.
@@ -62,6 +65,11 @@
 #define MAX_LIST_KEYS ((int64_t)16 << 20)
 /* Pause between a QUEUE_POP that lost the race and the next WAIT. */
 #define POP_RETRY_NS DDP_NS_PER_MS
+/* Replies are read through a buffer this large: one recv takes a whole small
+ * reply (or CHECK's and GET's together) instead of one per field. */
+#define RX_CHUNK ((size_t)4096)
+/* A remainder at least this large is read straight into its destination. */
+#define RX_DIRECT ((size_t)16 << 10)
 
 typedef struct client {
     ddp_store_t st; /* first: the store handle is the client */
@@ -73,6 +81,8 @@ typedef struct client {
     int attempts;
     ddp_rng_t rng;
     ddp__bb_t req; /* the request being built (off stays 0) */
+    ddp__bb_t in;  /* reply bytes read ahead, [off, len) not yet used */
+    int fresh;     /* a request went out and nothing was read since */
     int oom;
 } client_t;
 
@@ -142,6 +152,8 @@ static void poison(client_t *c, const char *why)
         ddp_sys_close(c->st.sys, c->fd);
         c->fd = -1;
     }
+    c->in.off = c->in.len = 0; /* read-ahead of a stream that is gone */
+    c->fresh = 0;
     snprintf(c->lost, sizeof c->lost, "%s", why);
 }
 
@@ -207,7 +219,65 @@ static int send_req(client_t *c, int op, int64_t deadline)
     if ((rc = ddp_fault_point("store/client/send", ECONNRESET)) == 0)
         rc = ddp_sys_send_all(c->st.sys, c->fd, c->req.data, c->req.len,
                               deadline);
+    if (rc == 0)
+        c->fresh = 1;
     return rc ? io_fail(c, rc, op, "sending") : 0;
+}
+
+/* n reply bytes into buf: first what an earlier recv read ahead, then from
+ * the socket. Small reads go through c->in, so one recv takes whatever the
+ * kernel holds (a whole small reply, or the replies to CHECK and GET sent
+ * together); a large remainder is read straight into buf. Only replies to
+ * requests already sent can be read ahead (one request in flight), so
+ * nothing here outlives the op but the rest of its own replies.
+ *
+ * The first read after a request waits for readability before it receives:
+ * the reply is hardly ever there yet, and a try-once recv that finds nothing
+ * is a syscall for nothing (the wait is only a hint: whatever it returns, the
+ * recv below runs with the caller's deadline and reports any failure).
+ * 0, an error from ddp_sys_recv, or DDP_EPEER_LOST at EOF. */
+static int rx(client_t *c, void *buf, size_t n, int64_t deadline)
+{
+    ddp_sys_t *sys = c->st.sys;
+    uint8_t *p = buf;
+    while (n > 0) {
+        size_t have = ddp__bb_pending(&c->in);
+        if (have > 0) {
+            size_t k = have < n ? have : n;
+            memcpy(p, c->in.data + c->in.off, k);
+            ddp__bb_consume(&c->in, k);
+            p += k;
+            n -= k;
+            continue;
+        }
+        if (c->fresh) {
+            c->fresh = 0;
+            ddp_pollfd_t pf = {.fd = c->fd, .events = DDP_POLLIN};
+            (void)ddp_sys_poll(sys, &pf, 1, deadline);
+        }
+        uint8_t *dst = p;
+        size_t room = n;
+        if (n < RX_DIRECT &&
+            ddp__bb_reserve(&c->in, RX_CHUNK, RX_CHUNK) == 0) {
+            dst = c->in.data + c->in.len;
+            room = c->in.cap - c->in.len;
+        }
+        ssize_t r = ddp_sys_recv(sys, c->fd, dst, room, deadline);
+        if (r < 0)
+            return (int)r;
+        if (r == 0)
+            return ddp_err_set(DDP_EPEER_LOST,
+                               "connection closed by peer with %zu bytes "
+                               "still expected",
+                               n);
+        if (dst == p) {
+            p += r;
+            n -= (size_t)r;
+        } else {
+            c->in.len += (size_t)r;
+        }
+    }
+    return 0;
 }
 
 static int recv_exact(client_t *c, void *buf, size_t n, int op,
@@ -217,7 +287,7 @@ static int recv_exact(client_t *c, void *buf, size_t n, int op,
     if (rc)
         return rc;
     if ((rc = ddp_fault_point("store/client/recv", ECONNRESET)) == 0)
-        rc = ddp_sys_recv_all(c->st.sys, c->fd, buf, n, deadline);
+        rc = rx(c, buf, n, deadline);
     return rc ? io_fail(c, rc, op, "reading the reply to") : 0;
 }
 
@@ -309,27 +379,27 @@ static int do_wait(client_t *c, const char *const *keys, size_t n, int raw,
     int rc = send_req(c, DDP_STORE_OP_WAIT, deadline);
     if (rc)
         return rc;
-    ssize_t r = DDP_ETIMEOUT;
+    int r = DDP_ETIMEOUT;
     uint8_t b = 0;
     if (!fiu_fail("store/client/wait")) {
         if ((rc = ddp_fault_point("store/client/recv", ECONNRESET)) != 0)
             return io_fail(c, rc, DDP_STORE_OP_WAIT, "waiting for");
         /* One byte with the caller's deadline: this is the only read that
          * may legitimately outlive it, and then we cancel. */
-        r = ddp_sys_recv(c->st.sys, c->fd, &b, 1, deadline);
+        r = rx(c, &b, 1, deadline);
     }
-    if (r == 1) {
+    if (r == 0) {
         if (b != DDP_STORE_STOP_WAITING)
             return proto_fail(c, DDP_STORE_OP_WAIT,
                               "reply code %u instead of STOP_WAITING", b);
         return 0;
     }
-    if (r == 0) {
+    if (r == DDP_EPEER_LOST) {
         ddp_err_set(DDP_EPEER_LOST, "connection closed by the server");
         return io_fail(c, DDP_EPEER_LOST, DDP_STORE_OP_WAIT, "waiting for");
     }
     if (r != DDP_ETIMEOUT && r != -EAGAIN)
-        return io_fail(c, (int)r, DDP_STORE_OP_WAIT, "waiting for");
+        return io_fail(c, r, DDP_STORE_OP_WAIT, "waiting for");
     char cerr[200] = "";
     if (cancel_wait(c) != 0)
         snprintf(cerr, sizeof cerr, "%s", ddp_err_ctx()->what);
@@ -639,6 +709,7 @@ static void c_free(ddp_store_t *st)
     if (c->fd >= 0)
         ddp_sys_close(c->st.sys, c->fd);
     ddp__bb_free(&c->req);
+    ddp__bb_free(&c->in);
     free(c);
 }
 
@@ -727,6 +798,7 @@ static int attempt(client_t *c, int64_t deadline)
         return fd;
     c->fd = fd;
     c->lost[0] = '\0';
+    c->in.off = c->in.len = 0;
     /* VALIDATE has no reply: send it with the PING in one segment. */
     begin(c, DDP_STORE_OP_VALIDATE);
     put_u32(c, DDP_STORE_MAGIC);

@@ -8,8 +8,12 @@
  *  - input is accumulated per connection and parsed from the start of the
  *    current request each time enough bytes are there (a request may arrive
  *    in any number of pieces, several may arrive in one read);
- *  - output is queued per connection and written with non-blocking sends,
- *    POLLOUT is asked for only while some is pending;
+ *  - a readable connection gets one recv per pass unless that recv filled
+ *    the room it was given (a short read means the socket is empty);
+ *  - output is queued per connection and written with non-blocking sends
+ *    once per pass, after every ready connection was read (so a pass costs
+ *    one send per connection that has replies, however many requests it
+ *    answered), POLLOUT is asked for only while some is pending;
  *  - a connection with more than SRV_OUT_HIGH bytes of unsent replies is not
  *    read from until it drains (a client that pipelines GETs and never reads
  *    cannot make the server buffer without bound).
@@ -378,16 +382,22 @@ static int store_set(ddp_store_server_t *srv, slice_t k, slice_t v)
                            &had, &was);
     if (!e)
         return -1;
-    uint8_t *nv = malloc(v.n ? v.n : 1);
-    if (!nv) {
-        ent_maybe_free(srv, e);
-        return srv_fail(srv, "out of memory storing a %zu-byte value", v.n);
+    /* Overwrite in place when the old buffer fits (a SET loop does not
+     * malloc), unless it is much larger than the new value. */
+    if (!e->val || e->vcap < v.n || e->vcap > 2 * v.n + 64) {
+        uint8_t *nv = malloc(v.n ? v.n : 1);
+        if (!nv) {
+            ent_maybe_free(srv, e);
+            return srv_fail(srv, "out of memory storing a %zu-byte value",
+                            v.n);
+        }
+        free(e->val);
+        e->val = nv;
+        e->vcap = v.n;
     }
     if (v.n)
-        memcpy(nv, v.p, v.n);
-    free(e->val);
-    e->val = nv;
-    e->vlen = e->vcap = v.n;
+        memcpy(e->val, v.p, v.n);
+    e->vlen = v.n;
     e->has_val = 1;
     ent_account(srv, e, had, was);
     wake_key(srv, e, 0);
@@ -1130,6 +1140,10 @@ static void conn_read(ddp_store_server_t *srv, conn_t *c)
         c->in.len += (size_t)got;
         budget -= (size_t)got;
         conn_process(srv, c);
+        /* A short read emptied the socket: asking again would only cost a
+         * syscall that answers EAGAIN (poll reports anything newer). */
+        if ((size_t)got < room)
+            break;
     }
     if (eof && !c->dead) {
         /* Requests before the EOF took effect; a partial one is discarded
@@ -1177,7 +1191,10 @@ static void conn_on_events(ddp_store_server_t *srv, conn_t *c, short rev)
             return;
         }
     }
-    if (!c->dead)
+    /* Replies wait for flush_dirty(), after every ready connection was
+     * read: all requests of a pass are taken in before any client is woken
+     * by its reply (one send per connection per pass either way). */
+    if (!c->dead && !c->dirty)
         conn_pump(srv, c);
 }
 

@@ -59,4 +59,18 @@ fi
 sed -n '/^== undeclared differences/,/^$/p' "$OUT/parity.txt"
 echo "plant-check: ok: the gate caught it; barrier lines of plugins/ddp_plugin.c" \
      "never reached by $PLANT:$found"
+
+# The scenario suite must catch the same regression: crash-before-barrier
+# expects rank 1 to die entering the barrier, which $PLANT never enters.
+"$B/ddpsim" run scenarios/*.scn --accelerator "$PLANT" --no-progress \
+    >"$OUT/plant-scenarios.txt" 2>&1
+src=$?
+if [ $src -ne 1 ] || ! grep -q '^crash-before-barrier .*FAIL' "$OUT/plant-scenarios.txt"; then
+    cat "$OUT/plant-scenarios.txt"
+    echo "plant-check: FAIL: the scenario suite did not catch $PLANT skipping the" \
+         "barrier (exit $src; crash-before-barrier should FAIL)" >&2
+    exit 1
+fi
+grep ' FAIL ' "$OUT/plant-scenarios.txt"
+echo "plant-check: ok: the scenario suite caught it too (exit 1)"
 exit 0

@@ -630,6 +630,10 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             ddp_env_setf(env, "DDPSIM_NODES", "%d", s->nodes);
             ddp_env_set(env, "DDPSIM_SEED", sd);
             ddp_env_set(env, "DDPSIM_HOSTS", hosts);
+            /* This machine's host name is every process's: the tcp backend
+             * must advertise the node's own address instead. */
+            if (!ddp_env_has(env, "DDP_TCP_ADDR"))
+                ddp_env_set(env, "DDP_TCP_ADDR", ddp_sim_node_hostname(sim, p->node));
             if (faults[0])
                 ddp_env_set(env, "DDPSIM_REAL_FAULTS", faults);
             const char *lvl = ddp_env_get(ddp_sys_env(sys), "DDP_LOG");
