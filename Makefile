@@ -4,6 +4,8 @@
 #   make run        the main job: bundled scenarios x accelerators, a table
 #   make test       every CUnit suite (SANITIZE=address,undefined | thread)
 #   make bench      benchmarks (figures only, no assertions)
+#   make coverage   per-accelerator coverage and the parity gate
+#   make real-scenarios / netns-scenarios / real-test / fidelity   real runs
 #   make install    PREFIX=/usr/local (lib, headers, pkg-config, command)
 #   make deps       install missing Debian packages (apt-get, as root)
 #
@@ -58,7 +60,8 @@ DDPSIM    := $(B)/ddpsim
 TESTBIN   := $(B)/ddpsim-test
 DEPS_OK   := build/.deps-ok
 
-.PHONY: all lib run test bench install deps clean hw-test
+.PHONY: all lib run test bench install deps clean hw-test real-scenarios \
+        netns-scenarios real-test fidelity
 all: $(STATIC) $(SHARED) $(DDPSIM) $(TESTBIN) $(BENCH_BIN) ddpsim
 
 lib: $(STATIC) $(SHARED)
@@ -107,6 +110,25 @@ bench: $(BENCH_BIN) $(DDPSIM)
 	@sh scripts/deps.sh --bench
 	@for b in $(BENCH_BIN); do echo "== $$b"; $$b || exit 1; done
 	@if [ -f bench/store.sh ]; then B=$(B) sh bench/store.sh; fi
+
+# Real runs (docs/real-runs.md): the scenarios tagged `real` as real
+# processes on loopback, those tagged `netns` on one network namespace per
+# node (root), the SLURM / mpirun / ddpsim launch tests, and the
+# simulator-vs-real table docs/fidelity.md.
+real-scenarios: $(DDPSIM)
+	@sh scripts/deps.sh --real
+	$(DDPSIM) run --real --tag real scenarios/*.scn --no-progress $(if $(JUNIT),--junit $(JUNIT))
+netns-scenarios: $(DDPSIM)
+	@sh scripts/deps.sh --real
+	$(DDPSIM) run --netns --tag netns scenarios/*.scn --no-progress $(if $(JUNIT),--junit $(JUNIT))
+	@if ip netns list | grep -q '^ddps'; then echo "network namespaces left behind:"; \
+	    ip netns list | grep '^ddps'; exit 1; fi
+real-test: $(DDPSIM)
+	@sh scripts/deps.sh --real
+	sh tests/real/run-all.sh
+fidelity: $(DDPSIM)
+	@sh scripts/deps.sh --real
+	DDPSIM=$(DDPSIM) sh scripts/fidelity.sh
 
 # NCCL on real GPUs; prints "no GPU: skipped" and succeeds without one.
 hw-test: all $(BENCH_BIN)

@@ -5,8 +5,8 @@
 set -eu
 PKGS="build-essential pkg-config libfiu-dev fiu-utils libcunit1-dev lcov gcovr"
 [ "${1:-}" = "--bench" ] && PKGS="$PKGS redis-server redis-tools openmpi-bin libopenmpi-dev"
-# --real: what tests/real/run-all.sh needs (a single-node SLURM, OpenMPI).
-[ "${1:-}" = "--real" ] && PKGS="$PKGS slurmctld slurmd slurm-client munge openmpi-bin"
+# --real: real runs (a single-node SLURM, OpenMPI, ip netns, setsid).
+[ "${1:-}" = "--real" ] && PKGS="$PKGS slurmctld slurmd slurm-client munge openmpi-bin iproute2 util-linux"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||

@@ -66,6 +66,26 @@ void ddp_real_record_result(ddp_sys_t *sys, const ddp_run_result_t *r)
     append_line(sys, line);
 }
 
+void ddp_real_record_holding(ddp_sys_t *sys, uint16_t port)
+{
+    char line[64];
+    snprintf(line, sizeof line, "H\t%u\n", (unsigned)port);
+    append_line(sys, line);
+}
+
+/* Has the port holder said it holds the port? */
+static int port_held(const char *results)
+{
+    FILE *f = fopen(results, "r");
+    char line[1200];
+    int held = 0;
+    while (f && !held && fgets(line, sizeof line, f))
+        held = line[0] == 'H' && line[1] == '\t';
+    if (f)
+        fclose(f);
+    return held;
+}
+
 /* The faults armed in this process. */
 static struct {
     ddp_sys_t *sys;
@@ -636,6 +656,14 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
                 ddp_env_set(env, "DDP_TCP_ADDR", ddp_sim_node_hostname(sim, p->node));
             if (faults[0])
                 ddp_env_set(env, "DDPSIM_REAL_FAULTS", faults);
+            /* gcov output of the real processes goes where the runner's does
+             * (make coverage's second matrix). */
+            static const char *const pass[] = {"GCOV_PREFIX", "GCOV_PREFIX_STRIP"};
+            for (size_t k2 = 0; k2 < sizeof pass / sizeof pass[0]; k2++) {
+                const char *v = ddp_env_get(ddp_sys_env(sys), pass[k2]);
+                if (v)
+                    ddp_env_set(env, pass[k2], v);
+            }
             const char *lvl = ddp_env_get(ddp_sys_env(sys), "DDP_LOG");
             ddp_env_set(env, "DDP_LOG", lvl ? lvl : "off"); /* errors are in the records */
             char *argv[40];
@@ -674,6 +702,13 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
                 p->status = 127;
             } else {
                 live++;
+            }
+            /* The port must be held before anyone else starts (in a
+             * namespace, starting takes long enough to lose that race). */
+            if (!src && !strcmp(x->name, "squatter")) {
+                int64_t until = ddp_sys_deadline_in(sys, 5 * DDP_NS_PER_S);
+                while (!port_held(results) && ddp_sys_now(sys) < until)
+                    ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 5 * DDP_NS_PER_MS));
             }
         }
         /* timed faults */

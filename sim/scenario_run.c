@@ -372,7 +372,7 @@ void ddp__scenario_judge(const ddp_scenario_t *s, const ddp_sim_outcome_t *outs,
     judge_t j = {.s = s, .outs = outs, .n = n, .deadlock_report = deadlock_report,
                  .expected_world = expected_world, .why = r->why,
                  .whylen = sizeof r->why};
-    int any_rank = 0, first_rank = -1;
+    int any_rank = 0, first_rank = -1, first_node = -1;
     size_t roff = 0;
     if (report && report_len)
         report[0] = '\0';
@@ -393,10 +393,16 @@ void ddp__scenario_judge(const ddp_scenario_t *s, const ddp_sim_outcome_t *outs,
             else
                 r->failed++;
         }
+        /* The lowest failing rank, ties (duplicated ranks) to the lowest
+         * node: the same pick whatever order the outcomes come in. */
+        int xr = x->rank >= 0 ? x->rank : j.n + 1;
         if (!is_ok(x) && x->state != DDP_SIM_TASK_CRASHED && x->message[0] &&
-            (first_rank < 0 || (x->rank >= 0 && x->rank < first_rank))) {
-            first_rank = x->rank >= 0 ? x->rank : j.n + 1;
+            (first_rank < 0 || xr < first_rank ||
+             (xr == first_rank && x->node < first_node))) {
+            first_rank = xr;
+            first_node = x->node;
             snprintf(r->first_error, sizeof r->first_error, "%s", x->message);
+            r->first_code = x->code;
         }
         if (report && roff + 1 < report_len) {
             char cn[32] = "-";

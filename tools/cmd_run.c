@@ -43,7 +43,10 @@ static void run_usage(FILE *f)
             "                      on loopback: node i is 127.0.0.(i+1); faults through the\n"
             "                      same libfiu points and signals; what cannot be realised\n"
             "                      is reported as skip with the reason (docs/real-runs.md)\n"
-            "  --netns             --real on one network namespace per node (root)\n\n"
+            "  --netns             --real on one network namespace per node (root)\n"
+            "  --compare           each run for real and in the simulator: the outcome\n"
+            "                      classes side by side; exit 1 if any pair differs\n"
+            "  --markdown FILE     with --compare: the table as Markdown\n\n"
             "Exit status: 0 every expectation and invariant held, 1 some did not,\n"
             "2 bad input (a scenario error is printed as file:line:col: expected ...).\n");
 }
@@ -83,6 +86,20 @@ typedef struct run_opts {
     int verbose, timeline;
     int real, netns; /* --real [--netns]: real processes */
 } run_opts_t;
+
+/* The outcome class `--compare` puts side by side: ok, or the error class
+ * of the lowest failing rank, or skip. */
+static const char *outcome_class(const ddp_scn_result_t *r, char *buf, size_t n)
+{
+    if (r->skipped)
+        snprintf(buf, n, "skip");
+    else if (r->ranks && r->ok == r->ranks && !r->first_code)
+        snprintf(buf, n, "ok");
+    else
+        snprintf(buf, n, "%s", r->first_code ? ddp_scn_error_class(r->first_code)
+                               : r->crashed ? "crashed" : "failed");
+    return buf;
+}
 
 static void run_job(ddp_sys_t *sys, job_t *j, const run_opts_t *ro)
 {
@@ -285,7 +302,8 @@ static int load_all(char **files, int nfiles, ddp_scenario_t **sc, const char *c
 
 /* Shared option parsing of run and replay. */
 typedef struct cli {
-    const char *accel, *trace_path, *chrome, *junit, *tag;
+    const char *accel, *trace_path, *chrome, *junit, *tag, *markdown;
+    int compare;
     run_opts_t ro;
     int jobs, progress;
     char **files;
@@ -313,6 +331,10 @@ static int parse_cli(const char *cmd, int argc, char **argv, cli_t *c,
             c->ro.timeline = 1;
             continue;
         }
+        if (!strcmp(a, "--compare")) {
+            c->compare = c->ro.real = 1;
+            continue;
+        }
         if (!strcmp(a, "--real") || !strcmp(a, "--netns")) {
             c->ro.real = 1;
             c->ro.netns |= !strcmp(a, "--netns");
@@ -328,7 +350,7 @@ static int parse_cli(const char *cmd, int argc, char **argv, cli_t *c,
         }
         static const char *const with_value[] = {"--accelerator", "--seed", "--trace",
                                                  "--trace-chrome", "--junit", "--jobs",
-                                                 "--tag"};
+                                                 "--tag", "--markdown"};
         size_t k = 0;
         while (k < sizeof with_value / sizeof with_value[0] && strcmp(a, with_value[k]))
             k++;
@@ -357,6 +379,8 @@ static int parse_cli(const char *cmd, int argc, char **argv, cli_t *c,
             c->chrome = v;
         } else if (!strcmp(a, "--junit")) {
             c->junit = v;
+        } else if (!strcmp(a, "--markdown")) {
+            c->markdown = v;
         } else {
             c->tag = v;
         }
@@ -366,6 +390,59 @@ static int parse_cli(const char *cmd, int argc, char **argv, cli_t *c,
         return 2;
     }
     return 0;
+}
+
+/* --compare: each job also in the simulator; both outcome classes side
+ * by side (the real results are in jobs already). */
+static int compare(ddp_sys_t *sys, const cli_t *c, job_t *jobs, int njobs, double wall)
+{
+    FILE *md = c->markdown ? fopen(c->markdown, "w") : NULL;
+    if (c->markdown && !md) {
+        fprintf(stderr, "ddpsim run: cannot write %s\n", c->markdown);
+        return 2;
+    }
+    run_opts_t sim_ro = c->ro;
+    sim_ro.real = sim_ro.netns = 0;
+    int differ = 0, same = 0, skipped = 0;
+    printf("%-28s %-12s %-12s %-12s %s\n", "scenario", "accelerator", "simulator",
+           c->ro.netns ? "real (netns)" : "real", "same");
+    if (md)
+        fprintf(md, "| scenario | accelerator | simulator | real%s | same | note |\n"
+                    "|---|---|---|---|---|---|\n", c->ro.netns ? " (netns)" : "");
+    for (int i = 0; i < njobs; i++) {
+        job_t sj = jobs[i];
+        run_job(sys, &sj, &sim_ro);
+        char a[32], b[32], name[256];
+        outcome_class(&sj.r, a, sizeof a);
+        outcome_class(&jobs[i].r, b, sizeof b);
+        int sk = jobs[i].r.skipped, eq = !sk && !strcmp(a, b);
+        differ += !sk && !eq;
+        same += eq;
+        skipped += sk;
+        base_name(jobs[i].path, name, sizeof name);
+        printf("%-28s %-12s %-12s %-12s %s\n", name, jobs[i].accel, a, b,
+               sk ? "-" : eq ? "yes" : "NO");
+        if (md) {
+            char note[200] = "";
+            if (sk)
+                snprintf(note, sizeof note, "%.180s", jobs[i].r.why + 9);
+            else if (!jobs[i].r.pass)
+                snprintf(note, sizeof note, "real run: %.170s", jobs[i].r.why);
+            for (char *p = note; *p; p++)
+                if (*p == '|')
+                    *p = '/';
+            fprintf(md, "| %s | %s | %s | %s | %s | %s |\n", name, jobs[i].accel, a, b,
+                    sk ? "-" : eq ? "yes" : "**no**", note);
+        }
+    }
+    printf("%d pair(s): %d same, %d different, %d skipped (%.1f s real)\n", njobs, same,
+           differ, skipped, wall);
+    if (md) {
+        fprintf(md, "\n%d pair(s): %d same, %d different, %d not realisable for real.\n",
+                njobs, same, differ, skipped);
+        fclose(md);
+    }
+    return differ ? 1 : 0;
 }
 
 static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
@@ -441,6 +518,10 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
             fprintf(stderr, "\r%*s\r", 70, "");
     }
     double wall = (double)(ddp_sys_now(sys) - t0) / 1e9;
+    if (c.compare) {
+        rc = compare(sys, &c, jobs, njobs, wall);
+        goto out;
+    }
     int name_w = 8, failed = 0, skipped = 0;
     for (int i = 0; i < njobs; i++) {
         char b[256];

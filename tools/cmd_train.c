@@ -162,6 +162,7 @@ int ddp_cmd_hold_port(ddp_sys_t *sys, int argc, char **argv)
         fprintf(stderr, "ddpsim hold-port: %s\n", ddp_err_message());
         return 1;
     }
+    ddp_real_record_holding(sys, (uint16_t)port); /* the real runner waits for it */
     ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, (int64_t)(secs * 1e9)));
     ddp_sys_close(sys, fd);
     return 0;

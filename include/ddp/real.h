@@ -46,6 +46,8 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
 /* In a `ddpsim train` process: append r to $DDPSIM_RESULT_FILE (nothing
  * when it is not set). */
 void ddp_real_record_result(ddp_sys_t *sys, const ddp_run_result_t *r);
+/* In `ddpsim hold-port`: tell the runner the port is held. */
+void ddp_real_record_holding(ddp_sys_t *sys, uint16_t port);
 /* In a `ddpsim train` process: arm the faults of $DDPSIM_REAL_FAULTS
  * (fault lines of the scenario format, separated by ';'). 0 when none. */
 int ddp_real_arm_faults(ddp_sys_t *sys);

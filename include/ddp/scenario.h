@@ -115,6 +115,7 @@ typedef struct ddp_scn_result {
     int invariants_ok;   /* the invariants held */
     char why[768];       /* the first expectation or invariant that did not */
     char first_error[640]; /* the first failing rank's message ("" none) */
+    int first_code;      /* its error code (0 none) */
     int ranks, ok, failed, crashed;
     int retries;         /* connect retries of all ranks */
     int64_t virtual_ns;  /* when the last task ended */
