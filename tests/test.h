@@ -61,4 +61,13 @@ struct ddp_store_server *ddp_test_server_start_loopback(struct ddp_sys *sys,
                                                         unsigned short port);
 void ddp_test_server_end(struct ddp_store_server *srv);
 
+/* The ddpsim command the Makefile's test target names in $DDPSIM, read
+ * through the env map like everything else: copied into buf, or NULL
+ * outside `make test` (suites that call the command then skip). */
+const char *ddp_test_ddpsim_bin(char *buf, size_t n);
+/* Runs `ddpsim ARGS` through the shell; its stdout (and stderr too with
+ * with_stderr) into out, NUL-terminated; returns the exit status, -1 when
+ * there is no command or it did not exit. */
+int ddp_test_ddpsim(const char *args, int with_stderr, char *out, size_t n);
+
 #endif

@@ -269,35 +269,15 @@ static void test_explore_planted(void)
 }
 
 /* The command: exit 0 / 1 / 2, and bad input names the option. */
-static const char *ddpsim_bin(char *buf, size_t n)
-{
-    ddp_sys_t *sys = ddp_sys_posix_new(NULL);
-    const char *v = sys ? ddp_env_get(ddp_sys_env(sys), "DDPSIM") : NULL;
-    if (v)
-        snprintf(buf, n, "%s", v);
-    ddp_sys_free(sys);
-    return v ? buf : NULL;
-}
-
 static int run_cmd(const char *args, char *out, size_t n)
 {
-    char bin[400], cmd[1024];
-    if (!ddpsim_bin(bin, sizeof bin))
-        return -1;
-    snprintf(cmd, sizeof cmd, "%s %s 2>&1", bin, args);
-    FILE *p = popen(cmd, "r");
-    if (!p)
-        return -1;
-    size_t len = fread(out, 1, n - 1, p);
-    out[len] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return ddp_test_ddpsim(args, 1, out, n);
 }
 
 static void test_cmd_explore(void)
 {
     char bin[400];
-    if (!ddpsim_bin(bin, sizeof bin))
+    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
         return; /* outside `make test`: no command to call */
     char out[8192];
     CU_ASSERT_EQUAL(run_cmd("explore --ranks 4 --runs 10 --seed 3 --no-progress", out,

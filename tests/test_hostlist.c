@@ -302,38 +302,15 @@ static void test_compress_round_trip_random(void)
     }
 }
 
-/* The ddpsim command the Makefile's test target names in $DDPSIM, read
- * through the env map like everything else (NULL outside `make test`). */
-static const char *ddpsim_bin(char *buf, size_t n)
-{
-    ddp_sys_t *sys = ddp_sys_posix_new(NULL);
-    const char *v = sys ? ddp_env_get(ddp_sys_env(sys), "DDPSIM") : NULL;
-    if (v)
-        snprintf(buf, n, "%s", v);
-    ddp_sys_free(sys);
-    return v ? buf : NULL;
-}
-
 static int run_cmd(const char *args, char *out, size_t n)
 {
-    char bin[400];
-    if (!ddpsim_bin(bin, sizeof bin))
-        return -1;
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s %s 2>/dev/null", bin, args);
-    FILE *p = popen(cmd, "r");
-    if (!p)
-        return -1;
-    size_t len = fread(out, 1, n - 1, p);
-    out[len] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return ddp_test_ddpsim(args, 0, out, n);
 }
 
 static void test_cmd_hostlist(void)
 {
     char bin[400];
-    if (!ddpsim_bin(bin, sizeof bin))
+    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
         return; /* run outside `make test`: no command to call */
     char out[512];
     CU_ASSERT_EQUAL(run_cmd("hostlist 'node[08-10],x'", out, sizeof out), 0);

@@ -1,6 +1,9 @@
 /* tests/util.c — helpers shared by the suites. */
 #include "test.h"
 
+#include <stdio.h>
+#include <sys/wait.h>
+
 #include "ddp/env.h"
 #include "ddp/log.h"
 #include "ddp/store.h"
@@ -60,4 +63,31 @@ void ddp_test_server_end(ddp_store_server_t *srv)
 {
     ddp_store_server_join_thread(srv);
     ddp_store_server_free(srv);
+}
+
+const char *ddp_test_ddpsim_bin(char *buf, size_t n)
+{
+    struct ddp_sys *sys = ddp_sys_posix_new(NULL);
+    const char *v = sys ? ddp_env_get(ddp_sys_env(sys), "DDPSIM") : NULL;
+    if (v)
+        snprintf(buf, n, "%s", v);
+    ddp_sys_free(sys);
+    return v ? buf : NULL;
+}
+
+int ddp_test_ddpsim(const char *args, int with_stderr, char *out, size_t n)
+{
+    char bin[400], cmd[2048];
+    out[0] = '\0';
+    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+        return -1;
+    snprintf(cmd, sizeof cmd, "%s %s %s", bin, args,
+             with_stderr ? "2>&1" : "2>/dev/null");
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    size_t len = fread(out, 1, n - 1, p);
+    out[len] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
