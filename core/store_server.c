@@ -1388,6 +1388,31 @@ int ddp_store_server_run(ddp_store_server_t *srv, int64_t deadline)
     return 0;
 }
 
+int ddp_store_server_preset(ddp_store_server_t *srv, const char *key,
+                            const void *val, size_t n)
+{
+    /* As a client's SET would store it: "/" + key (TCPStore's keyPrefix_). */
+    size_t kn = key ? strlen(key) + 1 : 0;
+    if (!srv || kn < 2 || kn > srv->o.max_key_len ||
+        n > srv->o.max_value_len || (n && !val))
+        return ddp_err_set(-EINVAL, "store server preset: a key of 1..%zu "
+                                    "bytes and a value of at most %zu bytes",
+                           srv ? srv->o.max_key_len - 1 : 0,
+                           srv ? srv->o.max_value_len : 0);
+    char *wire = malloc(kn);
+    if (!wire)
+        return ddp_err_set(-ENOMEM, "out of memory");
+    wire[0] = '/';
+    memcpy(wire + 1, key, kn - 1);
+    int rc = store_set(srv, (slice_t){(const uint8_t *)wire, kn},
+                       (slice_t){val, n});
+    free(wire);
+    if (rc != 0)
+        return ddp_err_set(-ENOMEM, "store server preset of \"%s\": %s", key,
+                           srv->msg);
+    return 0;
+}
+
 void ddp_store_server_stop(ddp_store_server_t *srv)
 {
     /* A lock-free atomic store: async-signal-safe. */

@@ -28,6 +28,8 @@
 #define KEY_ROOT_CAUSE "ddpsim/root_cause"
 #define KEY_JOINED "ddpsim/joined/"
 #define KEY_AT_BARRIER "ddpsim/barrier/"
+/* Rank 0's token in its own store (see claim_own_store). */
+#define KEY_MASTER "ddpsim/master"
 
 static int64_t group_timeout(const ddp_ctx_t *ctx)
 {
@@ -101,7 +103,59 @@ static int publish_root_cause(ddp_ctx_t *ctx, const char *addr,
     return dup;
 }
 
-static int start_store_server(ddp_ctx_t *ctx, const char *addr, uint16_t port)
+/* A token for this rank 0's store: the host name (sets the simulator's
+ * nodes apart) and the clock reading at bind (sets apart processes that
+ * share a host name, as network namespaces do). Fixed width, and only
+ * virtual quantities in the simulator, so traces stay byte-identical. */
+static void master_token(ddp_ctx_t *ctx, char *out, size_t n)
+{
+    char host[256] = "";
+    ddp_sys_hostname(ctx->sys, host, sizeof host);
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const char *p = host; *p; p++)
+        h = (h ^ (uint8_t)*p) * 0x100000001b3ull;
+    uint64_t t = (uint64_t)ddp_sys_now(ctx->sys);
+    for (int i = 0; i < 8; i++)
+        h = (h ^ (uint8_t)(t >> (8 * i))) * 0x100000001b3ull;
+    snprintf(out, n, "%016" PRIx64, h);
+}
+
+/* Rank 0 claims its rank in its own store before the store serves anyone,
+ * and leaves a token there. Without it, which of two rank-0 processes
+ * (NODE_RANK=0 on every node, #5651: each binds MASTER_PORT on its own
+ * host) counts as the duplicate would depend on which joined first, and
+ * when the loser is the one hosting the store at MASTER_ADDR, its exit
+ * takes the store down under everyone else. */
+static int claim_own_store(ddp_ctx_t *ctx, char *token, size_t n)
+{
+    master_token(ctx, token, n);
+    int rc = ddp_store_server_preset(ctx->server, KEY_MASTER, token,
+                                     strlen(token));
+    if (rc == 0)
+        rc = ddp_store_server_preset(ctx->server, KEY_JOINED "0", "1", 1);
+    return rc;
+}
+
+/* 1 when the store this rank 0 reached through MASTER_ADDR holds its own
+ * token: it has already joined (claim_own_store). 0 otherwise: the store is
+ * someone else's, and this process joins (and is refused) like any other. */
+static int reached_own_store(ddp_ctx_t *ctx, const char *token)
+{
+    if (!ctx->server)
+        return 0;
+    ddp_errctx_t saved = *ddp_err_ctx();
+    const char *k[1] = {KEY_MASTER};
+    ddp_buf_t v = {0};
+    int own = ddp_store_check(ctx->store, k, 1, ctx->deadline) == 1 &&
+              ddp_store_get(ctx->store, KEY_MASTER, &v, ctx->deadline) == 0 &&
+              v.len == strlen(token) && memcmp(v.data, token, v.len) == 0;
+    ddp_buf_free(&v);
+    *ddp_err_ctx() = saved;
+    return own;
+}
+
+static int start_store_server(ddp_ctx_t *ctx, const char *addr, uint16_t port,
+                              char *token, size_t tn)
 {
     ddp_ident_set_phase("store server");
     ddp_store_server_opts_t so = {.port = port};
@@ -124,6 +178,11 @@ static int start_store_server(ddp_ctx_t *ctx, const char *addr, uint16_t port)
         return ddp_err_hint("another job or a stale master holds port %u: "
                             "pick a free MASTER_PORT (or unset it to get one)",
                             (unsigned)port);
+    }
+    if ((rc = claim_own_store(ctx, token, tn)) != 0) {
+        ddp_store_server_free(ctx->server);
+        ctx->server = NULL;
+        return rc;
     }
     rc = ddp_sys_thread_start(ctx->sys, server_thread, ctx->server,
                               "store-server", &ctx->server_thread);
@@ -259,7 +318,9 @@ int ddp_plugin_default_init_ddp_connection(const ddp_plugin_t *self,
     int64_t start = ddp_sys_now(ctx->sys);
     ctx->deadline = ddp_sys_deadline_in(ctx->sys, group_timeout(ctx));
 
-    if (global_rank == 0 && (rc = start_store_server(ctx, addr, port)) != 0)
+    char token[24] = "";
+    if (global_rank == 0 &&
+        (rc = start_store_server(ctx, addr, port, token, sizeof token)) != 0)
         return rc;
 
     ddp_ident_set_phase("store connect");
@@ -276,7 +337,7 @@ int ddp_plugin_default_init_ddp_connection(const ddp_plugin_t *self,
         return rc;
 
     ddp_ident_set_phase("wait for workers");
-    if ((rc = claim_rank(ctx)) != 0)
+    if (!reached_own_store(ctx, token) && (rc = claim_rank(ctx)) != 0)
         return rc;
     rc = ddp_store_wait_for_workers(ctx->store, global_rank, world_size,
                                     ctx->deadline);

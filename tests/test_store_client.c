@@ -223,6 +223,36 @@ static void test_wire_keys(void)
     srv_end(srv);
 }
 
+/* A key preset in-process reads back through a client as the client's own
+ * key ("/" + key on the wire), and an ADD on a preset counter goes on from
+ * it: the plugin's rank 0 claims its rank this way. Bad arguments say so. */
+static void test_preset(void)
+{
+    ddp_store_server_opts_t so = {.host = "127.0.0.1", .max_key_len = 8};
+    ddp_store_server_t *srv = NULL;
+    CU_ASSERT_EQUAL_FATAL(ddp_store_server_new(g_sys, &so, &srv), 0);
+    CU_ASSERT_EQUAL(ddp_store_server_preset(srv, "tok", "abc", 3), 0);
+    CU_ASSERT_EQUAL(ddp_store_server_preset(srv, "n/0", "1", 1), 0);
+    CU_ASSERT_EQUAL(ddp_store_server_preset(srv, "", "x", 1), -EINVAL);
+    CU_ASSERT_EQUAL(ddp_store_server_preset(srv, "8bytes!!", "x", 1), -EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_message(), "1..7 bytes"));
+    CU_ASSERT_EQUAL(ddp_store_server_preset(NULL, "k", "x", 1), -EINVAL);
+    CU_ASSERT_EQUAL_FATAL(ddp_store_server_start_thread(srv), 0);
+    uint16_t port = srv_port(srv);
+    ddp_store_t *a = cl_open(port);
+    ddp_buf_t v = {0};
+    CU_ASSERT_EQUAL(ddp_store_get(a, "tok", &v, dl(3000)), 0);
+    CU_ASSERT(v.len == 3 && memcmp(v.data, "abc", 3) == 0);
+    ddp_buf_free(&v);
+    int64_t n = 0;
+    CU_ASSERT_EQUAL(ddp_store_add(a, "n/0", 1, &n, dl(3000)), 0);
+    CU_ASSERT_EQUAL(n, 2);
+    CU_ASSERT_EQUAL(raw_check(port, "/tok"), DDP_STORE_READY);
+    CU_ASSERT_EQUAL(raw_check(port, "tok"), DDP_STORE_NOT_READY);
+    ddp_store_free(a);
+    srv_end(srv);
+}
+
 /* -------------------------------------------------------------- connect */
 
 static void test_connect_refused(void)
@@ -489,6 +519,7 @@ DDP_SUITE("store_client", suite_init, suite_cleanup,
           {"wait_timeout_cancel", test_wait_timeout_cancel},
           {"wait_cancel_race", test_wait_cancel_race},
           {"wire_keys", test_wire_keys},
+          {"preset", test_preset},
           {"connect_refused", test_connect_refused},
           {"connect_bad_opts", test_connect_bad_opts},
           {"master_starts_late", test_master_starts_late},
