@@ -103,22 +103,6 @@ static int active_now(const ddp_sim_fault_t *f)
     return now >= f->start_ns && (f->end_ns == 0 || now < f->end_ns);
 }
 
-static int rank_in(const char *list, int rank)
-{
-    if (!list)
-        return 1;
-    for (const char *c = list; *c;) {
-        char *e;
-        long a = strtol(c, &e, 10), b = a;
-        if (*e == '-')
-            b = strtol(e + 1, &e, 10);
-        if (rank >= a && rank <= b)
-            return 1;
-        c = *e ? e + 1 : e;
-    }
-    return 0;
-}
-
 static int fire(int i)
 {
     const ddp_sim_fault_t *f = &armed.s->faults[i];
@@ -156,7 +140,7 @@ static int node_of(const ddp_addr_t *a)
 
 static int aims_here(const ddp_sim_fault_t *f)
 {
-    return (f->node < 0 || f->node == armed.node) && rank_in(f->ranks, ddp_ident_rank());
+    return (f->node < 0 || f->node == armed.node) && ddp__scenario_rank_in(f->ranks, ddp_ident_rank());
 }
 
 static int net_cb(const char *name, int *failnum, void **failinfo, unsigned int *flags)
@@ -402,7 +386,7 @@ typedef struct { int64_t t; ev_kind_t kind; int fault; } rev_t;
 
 static int proc_aimed(const ddp_sim_fault_t *f, const proc_t *p)
 {
-    return (f->node < 0 || f->node == p->node) && (!f->ranks || rank_in(f->ranks, p->rank));
+    return (f->node < 0 || f->node == p->node) && ddp__scenario_rank_in(f->ranks, p->rank);
 }
 
 static void signal_procs(ddp_sys_t *sys, proc_t *ps, int np, const ddp_sim_fault_t *f, int sig)

@@ -29,4 +29,8 @@ void ddp__scenario_judge(const ddp_scenario_t *s, const ddp_sim_outcome_t *outs,
                          const char *deadlock_report, char *report,
                          size_t report_len, ddp_scn_result_t *r);
 
+/* Is rank r in the list "0,3-5" (as the parser validated it)? A NULL list
+ * holds every rank. */
+int ddp__scenario_rank_in(const char *list, int r);
+
 #endif

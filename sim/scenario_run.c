@@ -32,11 +32,11 @@ static void apply_env(ddp_env_t *env, int node, void *arg)
     }
 }
 
-/* Is rank r in the list "0,3-5"? */
-static int in_list(const char *list, int r)
+int ddp__scenario_rank_in(const char *list, int r)
 {
-    const char *c = list;
-    while (*c) {
+    if (!list)
+        return 1;
+    for (const char *c = list; *c;) {
         char *e;
         long a = strtol(c, &e, 10), b = a;
         if (*e == '-')
@@ -98,7 +98,7 @@ static int named_elsewhere(const ddp_scenario_t *s, int self, int rank)
 {
     for (int i = 0; i < s->nexpect; i++)
         if (i != self && s->expect[i].ranks[0] && strcmp(s->expect[i].ranks, "others") &&
-            in_list(s->expect[i].ranks, rank))
+            ddp__scenario_rank_in(s->expect[i].ranks, rank))
             return 1;
     return 0;
 }
@@ -110,14 +110,14 @@ static int covers(const judge_t *j, int idx, const ddp_sim_outcome_t *o, int any
      * rank (srun, torchrun, mpirun tasks): `expect crashed` may name it. */
     if (e->kind == DDP_EXPECT_CRASHED && e->ranks[0] && is_process(o) &&
         o->state == DDP_SIM_TASK_CRASHED && o->rank >= 0)
-        return in_list(e->ranks, o->rank);
+        return ddp__scenario_rank_in(e->ranks, o->rank);
     if (!counts(o, any_rank))
         return 0;
     if (!e->ranks[0])
         return e->kind == DDP_EXPECT_FAIL ? o->state != DDP_SIM_TASK_CRASHED : 1;
     if (!strcmp(e->ranks, "others"))
         return !named_elsewhere(j->s, idx, o->rank) && o->state != DDP_SIM_TASK_CRASHED;
-    return in_list(e->ranks, o->rank);
+    return ddp__scenario_rank_in(e->ranks, o->rank);
 }
 
 static const char *who(const ddp_sim_outcome_t *o, char *buf, size_t n)

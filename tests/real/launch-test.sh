@@ -10,23 +10,8 @@
 # Prints "ok: ..." / "FAIL: ..." per check; exit 0 all passed, 1 otherwise.
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
-ddpsim=${DDPSIM:-$root/ddpsim}
-case $ddpsim in /*) ;; *) ddpsim=$(pwd)/$ddpsim ;; esac
-[ -x "$ddpsim" ] || {
-    echo "FAIL: $ddpsim is not built (run: make)" >&2
-    exit 1
-}
-work=$(mktemp -d "${TMPDIR:-/tmp}/ddpsim-launch-test.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-trap 'exit 130' INT TERM
-failed=0
-ok() { echo "ok: $*"; }
-fail() {
-    echo "FAIL: $*"
-    failed=$((failed + 1))
-}
-# show FILE: the output a failed check looked at.
-show() { sed 's/^/    | /' "$1" | head -n 40; }
+test=launch-test
+. "$root/tests/real/lib.sh"
 
 # A port no socket listens on (TCP, IPv4 or IPv6), from 20000..31999.
 listening() {
@@ -192,8 +177,4 @@ rc=$?
 "$ddpsim" launch --help >"$work/out11" 2>&1 && grep -q 'TORCHELASTIC_RUN_ID' "$work/out11" &&
     ok "--help lists the environment" || fail "--help"
 
-[ $failed -eq 0 ] || {
-    echo "launch-test: $failed check(s) failed"
-    exit 1
-}
-echo "launch-test: all checks passed"
+finish

@@ -18,33 +18,12 @@
 #  3. mpirun -np 4 ddpsim train --accelerator ddp_hpc --devices 4: 4 ranks ok.
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
-ddpsim=${DDPSIM:-$root/ddpsim}
-case $ddpsim in /*) ;; *) ddpsim=$(pwd)/$ddpsim ;; esac
-[ -x "$ddpsim" ] || {
-    echo "FAIL: $ddpsim is not built (run: make)" >&2
-    exit 1
-}
-command -v mpirun >/dev/null 2>&1 || {
-    echo "FAIL: mpirun not found (run: sh scripts/deps.sh --real)" >&2
-    exit 1
-}
-work=$(mktemp -d "${TMPDIR:-/tmp}/ddpsim-mpirun-test.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-trap 'exit 130' INT TERM
-failed=0
-ok() { echo "ok: $*"; }
-fail() {
-    echo "FAIL: $*"
-    failed=$((failed + 1))
-}
-show() { sed 's/^/    | /' "$1" | head -n 40; }
+test=mpirun-test
+. "$root/tests/real/lib.sh"
+need mpirun "sh scripts/deps.sh --real"
 
 # No other launcher's variables may decide the detection here.
-for v in $(env | sed -n 's/^\(SLURM_[A-Z_]*\|LSB_[A-Z_]*\|JSM_[A-Z_]*\)=.*/\1/p'); do
-    unset "$v"
-done
-unset MASTER_ADDR MASTER_PORT NODE_RANK RANK LOCAL_RANK GROUP_RANK LOCAL_WORLD_SIZE \
-    WORLD_SIZE 2>/dev/null
+scrub_env 'SLURM_[A-Z_]*\|LSB_[A-Z_]*\|JSM_[A-Z_]*'
 
 mpirun_() { timeout -k 5 90 mpirun --allow-run-as-root --oversubscribe "$@"; }
 
@@ -155,8 +134,4 @@ else
     show "$work/out3"
 fi
 
-[ $failed -eq 0 ] || {
-    echo "mpirun-test: $failed check(s) failed"
-    exit 1
-}
-echo "mpirun-test: all checks passed"
+finish

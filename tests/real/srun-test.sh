@@ -25,36 +25,17 @@
 #     reported and the step ends by its --timeout instead of hanging.
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
-ddpsim=${DDPSIM:-$root/ddpsim}
-case $ddpsim in /*) ;; *) ddpsim=$(pwd)/$ddpsim ;; esac
-[ -x "$ddpsim" ] || {
-    echo "FAIL: $ddpsim is not built (run: make)" >&2
-    exit 1
-}
-command -v srun >/dev/null 2>&1 || {
-    echo "FAIL: srun not found (run: sh scripts/deps.sh --real)" >&2
-    exit 1
-}
-work=$(mktemp -d "${TMPDIR:-/tmp}/ddpsim-srun-test.XXXXXX")
+test=srun-test
+. "$root/tests/real/lib.sh"
+need srun "sh scripts/deps.sh --real"
 sdir=$work/slurm
 cleanup() {
     sh "$root/tests/slurm/stop.sh" "$sdir" >/dev/null 2>&1
     rm -rf "$work"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-failed=0
-ok() { echo "ok: $*"; }
-fail() {
-    echo "FAIL: $*"
-    failed=$((failed + 1))
-}
-show() { sed 's/^/    | /' "$1" | head -n 40; }
 
 # Nothing of the caller's own SLURM job (if any) may leak into the tasks.
-for v in $(env | sed -n 's/^\(SLURM_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
-unset MASTER_ADDR MASTER_PORT NODE_RANK RANK LOCAL_RANK GROUP_RANK LOCAL_WORLD_SIZE \
-    WORLD_SIZE 2>/dev/null
+scrub_env 'SLURM_[A-Z_]*'
 
 t0=$(date +%s)
 if ! sh "$root/tests/slurm/start.sh" "$sdir" >"$work/start.out" 2>"$work/start.err"; then
@@ -187,8 +168,4 @@ fi
 left=$(squeue -h -o '%i %T' 2>/dev/null)
 [ -z "$left" ] && ok "no job left in the queue" || fail "jobs left in the queue: $left"
 
-[ $failed -eq 0 ] || {
-    echo "srun-test: $failed check(s) failed"
-    exit 1
-}
-echo "srun-test: all checks passed"
+finish

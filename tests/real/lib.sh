@@ -1,0 +1,56 @@
+# tests/real/lib.sh — what the real-launcher tests share; sourced by each
+# (`. "$root/tests/real/lib.sh"` after setting root and test, the test's
+# name):
+#   $ddpsim       the command under test (DDPSIM=path, else ./ddpsim), made
+#                 absolute; the test stops at once when it is not built
+#   need CMD HOW  stop at once when CMD is missing, saying how to get it
+#   $work         a temporary directory (under $TMPDIR: run-all.sh finds it
+#                 there by its name ddpsim-$test.*), removed on every exit by
+#                 cleanup(), which a test may redefine (keep the rm)
+#   ok/fail MSG   one "ok: " / "FAIL: " line; fail counts into $failed
+#   show FILE     the output a failed check looked at, indented
+#   scrub_env RE  unset every variable whose name matches the sed regex RE,
+#                 and the torchrun/Lightning variables, so that nothing of
+#                 the caller's own job decides the detection
+#   finish        the last line: exit 1 with the count of failed checks, or
+#                 "all checks passed"
+ddpsim=${DDPSIM:-$root/ddpsim}
+case $ddpsim in /*) ;; *) ddpsim=$(pwd)/$ddpsim ;; esac
+[ -x "$ddpsim" ] || {
+    echo "FAIL: $ddpsim is not built (run: make)" >&2
+    exit 1
+}
+
+need() {
+    command -v "$1" >/dev/null 2>&1 || {
+        echo "FAIL: $1 not found (run: $2)" >&2
+        exit 1
+    }
+}
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/ddpsim-$test.XXXXXX")
+cleanup() { rm -rf "$work"; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+failed=0
+ok() { echo "ok: $*"; }
+fail() {
+    echo "FAIL: $*"
+    failed=$((failed + 1))
+}
+show() { sed 's/^/    | /' "$1" | head -n 40; }
+
+scrub_env() {
+    for v in $(env | sed -n "s/^\\($1\\)=.*/\\1/p"); do unset "$v"; done
+    unset MASTER_ADDR MASTER_PORT NODE_RANK RANK LOCAL_RANK GROUP_RANK \
+        LOCAL_WORLD_SIZE WORLD_SIZE 2>/dev/null
+}
+
+finish() {
+    [ $failed -eq 0 ] || {
+        echo "$test: $failed check(s) failed"
+        exit 1
+    }
+    echo "$test: all checks passed"
+}
