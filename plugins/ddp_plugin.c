@@ -107,17 +107,20 @@ static int publish_root_cause(ddp_ctx_t *ctx, const char *addr,
  * nodes apart) and the clock reading at bind (sets apart processes that
  * share a host name, as network namespaces do). Fixed width, and only
  * virtual quantities in the simulator, so traces stay byte-identical. */
+static uint64_t fnv1a(const uint8_t *p, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
 static void master_token(ddp_ctx_t *ctx, char *out, size_t n)
 {
-    char host[256] = "";
+    char host[256] = "", id[300];
     ddp_sys_hostname(ctx->sys, host, sizeof host);
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (const char *p = host; *p; p++)
-        h = (h ^ (uint8_t)*p) * 0x100000001b3ull;
-    uint64_t t = (uint64_t)ddp_sys_now(ctx->sys);
-    for (int i = 0; i < 8; i++)
-        h = (h ^ (uint8_t)(t >> (8 * i))) * 0x100000001b3ull;
-    snprintf(out, n, "%016" PRIx64, h);
+    int len = snprintf(id, sizeof id, "%s/%" PRId64, host, ddp_sys_now(ctx->sys));
+    snprintf(out, n, "%016" PRIx64, fnv1a((const uint8_t *)id, (size_t)len));
 }
 
 /* Rank 0 claims its rank in its own store before the store serves anyone,
@@ -379,14 +382,6 @@ int ddp_plugin_default_init_ddp_connection(const ddp_plugin_t *self,
                  world_size, (double)(ddp_sys_now(ctx->sys) - start) / 1e9);
     ddp_ident_set_phase("connected");
     return 0;
-}
-
-static uint64_t fnv1a(const uint8_t *p, size_t n)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ p[i]) * 0x100000001b3ull;
-    return h;
 }
 
 uint64_t ddp_model_checksum(const ddp_model_t *m)

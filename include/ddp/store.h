@@ -231,9 +231,10 @@ void ddp_store_server_stop(ddp_store_server_t *srv);
 /* Closes every socket and frees everything. */
 void ddp_store_server_free(ddp_store_server_t *srv);
 /* Sets a key in-process, as a client's SET of `key` would (stored as
- * "/" + key, TCPStore's client prefix, so clients read it back): only before the server runs (not
- * while run() serves on another thread). The plugin's rank 0 claims its
- * rank this way, before any other process can reach the store. */
+ * "/" + key, TCPStore's client prefix, so clients read it back). Only
+ * before the server runs, not while run() serves on another thread. The
+ * plugin's rank 0 claims its rank this way, before any other process can
+ * reach the store. */
 int ddp_store_server_preset(ddp_store_server_t *srv, const char *key,
                             const void *val, size_t n);
 
