@@ -139,22 +139,25 @@ static int claim_own_store(ddp_ctx_t *ctx, char *token, size_t n)
     return rc;
 }
 
-/* 1 when the store this rank 0 reached through MASTER_ADDR holds its own
- * token: it has already joined (claim_own_store). 0 otherwise: the store is
- * someone else's, and this process joins (and is refused) like any other. */
-static int reached_own_store(ddp_ctx_t *ctx, const char *token)
+/* Sets *own to 1 when the store this rank 0 reached through MASTER_ADDR
+ * holds its own token: it has already joined (claim_own_store). *own stays
+ * 0 when the store is someone else's: this process joins (and is refused)
+ * like any other. A failed request is returned, not guessed past: joining
+ * after it could count this rank 0 twice in its own store. */
+static int reached_own_store(ddp_ctx_t *ctx, const char *token, int *own)
 {
+    *own = 0;
     if (!ctx->server)
         return 0;
-    ddp_errctx_t saved = *ddp_err_ctx();
     const char *k[1] = {KEY_MASTER};
+    int rc = ddp_store_check(ctx->store, k, 1, ctx->deadline);
+    if (rc <= 0)
+        return rc; /* 0: no token there, a store not started by a rank 0 */
     ddp_buf_t v = {0};
-    int own = ddp_store_check(ctx->store, k, 1, ctx->deadline) == 1 &&
-              ddp_store_get(ctx->store, KEY_MASTER, &v, ctx->deadline) == 0 &&
-              v.len == strlen(token) && memcmp(v.data, token, v.len) == 0;
+    if ((rc = ddp_store_get(ctx->store, KEY_MASTER, &v, ctx->deadline)) == 0)
+        *own = v.len == strlen(token) && memcmp(v.data, token, v.len) == 0;
     ddp_buf_free(&v);
-    *ddp_err_ctx() = saved;
-    return own;
+    return rc;
 }
 
 static int start_store_server(ddp_ctx_t *ctx, const char *addr, uint16_t port,
@@ -340,7 +343,9 @@ int ddp_plugin_default_init_ddp_connection(const ddp_plugin_t *self,
         return rc;
 
     ddp_ident_set_phase("wait for workers");
-    if (!reached_own_store(ctx, token) && (rc = claim_rank(ctx)) != 0)
+    int own = 0;
+    if ((rc = reached_own_store(ctx, token, &own)) != 0 ||
+        (!own && (rc = claim_rank(ctx)) != 0))
         return rc;
     rc = ddp_store_wait_for_workers(ctx->store, global_rank, world_size,
                                     ctx->deadline);
