@@ -103,10 +103,6 @@ static int publish_root_cause(ddp_ctx_t *ctx, const char *addr,
     return dup;
 }
 
-/* A token for this rank 0's store: the host name (sets the simulator's
- * nodes apart) and the clock reading at bind (sets apart processes that
- * share a host name, as network namespaces do). Fixed width, and only
- * virtual quantities in the simulator, so traces stay byte-identical. */
 static uint64_t fnv1a(const uint8_t *p, size_t n)
 {
     uint64_t h = 0xcbf29ce484222325ull;
@@ -115,6 +111,10 @@ static uint64_t fnv1a(const uint8_t *p, size_t n)
     return h;
 }
 
+/* A token for this rank 0's store: the host name (sets the simulator's
+ * nodes apart) and the clock reading at bind (sets apart processes that
+ * share a host name, as network namespaces do). Fixed width, and only
+ * virtual quantities in the simulator, so traces stay byte-identical. */
 static void master_token(ddp_ctx_t *ctx, char *out, size_t n)
 {
     char host[256] = "", id[300];
@@ -139,6 +139,18 @@ static int claim_own_store(ddp_ctx_t *ctx, char *token, size_t n)
     return rc;
 }
 
+/* 1 with the value in *v when key is set, 0 when it is not, < 0 when a
+ * request failed. CHECK first: a GET of a missing key waits for it. */
+static int get_if_set(ddp_store_t *st, const char *key, ddp_buf_t *v,
+                      int64_t deadline)
+{
+    const char *k[1] = {key};
+    int rc = ddp_store_check(st, k, 1, deadline);
+    if (rc == 1 && (rc = ddp_store_get(st, key, v, deadline)) == 0)
+        rc = 1;
+    return rc;
+}
+
 /* Sets *own to 1 when the store this rank 0 reached through MASTER_ADDR
  * holds its own token: it has already joined (claim_own_store). *own stays
  * 0 when the store is someone else's: this process joins (and is refused)
@@ -149,15 +161,12 @@ static int reached_own_store(ddp_ctx_t *ctx, const char *token, int *own)
     *own = 0;
     if (!ctx->server)
         return 0;
-    const char *k[1] = {KEY_MASTER};
-    int rc = ddp_store_check(ctx->store, k, 1, ctx->deadline);
-    if (rc <= 0)
-        return rc; /* 0: no token there, a store not started by a rank 0 */
     ddp_buf_t v = {0};
-    if ((rc = ddp_store_get(ctx->store, KEY_MASTER, &v, ctx->deadline)) == 0)
-        *own = v.len == strlen(token) && memcmp(v.data, token, v.len) == 0;
+    int rc = get_if_set(ctx->store, KEY_MASTER, &v, ctx->deadline);
+    *own = rc == 1 && v.len == strlen(token) &&
+           memcmp(v.data, token, v.len) == 0;
     ddp_buf_free(&v);
-    return rc;
+    return rc < 0 ? rc : 0;
 }
 
 static int start_store_server(ddp_ctx_t *ctx, const char *addr, uint16_t port,
@@ -254,13 +263,12 @@ static int explain_wait_failure(ddp_ctx_t *ctx, int rc, const char *prefix,
 
 static int check_root_cause(ddp_ctx_t *ctx)
 {
-    const char *k[1] = {KEY_ROOT_CAUSE};
     int64_t dl = ddp_sys_deadline_in(ctx->sys, 5 * DDP_NS_PER_S);
-    if (ddp_store_check(ctx->store, k, 1, dl) != 1)
-        return 0;
     ddp_buf_t v = {0};
-    if (ddp_store_get(ctx->store, KEY_ROOT_CAUSE, &v, dl) != 0)
+    if (get_if_set(ctx->store, KEY_ROOT_CAUSE, &v, dl) != 1) {
+        ddp_buf_free(&v);
         return 0;
+    }
     ddp_err_set(-EADDRINUSE, "the master's store is not ours: %.*s",
                 (int)v.len, (const char *)v.data);
     ddp_buf_free(&v);
