@@ -270,6 +270,12 @@ int ddp_accel_run(ddp_sys_t *sys, const ddp_trainer_cfg_t *cfg,
                 ddp_model_free(&m);
             }
         }
+        if (rc == 0 && cfg->train_ns > 0) { /* the training loop's time */
+            (void)ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, cfg->train_ns));
+            /* not taken from teardown's waits, which keep their margin */
+            if (ctx.deadline < INT64_MAX - cfg->train_ns)
+                ctx.deadline += cfg->train_ns;
+        }
         if (rc)
             fail(res, rc);
         ddp_plugin_teardown(cfg->plugin, &ctx);

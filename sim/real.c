@@ -606,11 +606,12 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             evs[b - 1] = x;
         }
     int next_ev = 0, live = 0, timed_out = 0;
-    int64_t limit = s->master_late_ns + s->timeout_ns + SLACK_NS;
-    char secs[32], sto[32], devs[16], nn[16], sd[32], gp[16];
+    int64_t limit = s->master_late_ns + s->timeout_ns + s->train_ns + SLACK_NS;
+    char secs[32], sto[32], trn[32], devs[16], nn[16], sd[32], gp[16];
     snprintf(secs, sizeof secs, "%.3f", (double)cfg->timeout_ns / 1e9);
     snprintf(sto, sizeof sto, "%.3f",
              (double)(cfg->store_timeout_ns ? cfg->store_timeout_ns : 300 * DDP_NS_PER_S) / 1e9);
+    snprintf(trn, sizeof trn, "%.3f", (double)cfg->train_ns / 1e9);
     snprintf(devs, sizeof devs, "%d", cfg->num_processes);
     snprintf(nn, sizeof nn, "%d", cfg->num_nodes);
     snprintf(sd, sizeof sd, "%llu", (unsigned long long)seed);
@@ -669,6 +670,8 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
                 argv[k++] = "--devices", argv[k++] = devs, argv[k++] = "--num-nodes", argv[k++] = nn;
                 argv[k++] = "--timeout", argv[k++] = secs, argv[k++] = "--store-timeout", argv[k++] = sto;
                 argv[k++] = "--seed", argv[k++] = sd, argv[k++] = "--gpus", argv[k++] = gp;
+                if (cfg->train_ns)
+                    argv[k++] = "--train", argv[k++] = trn;
                 if (cfg->backend)
                     argv[k++] = "--backend", argv[k++] = (char *)cfg->backend;
                 if (cfg->cluster)

@@ -684,6 +684,10 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
         ONE("a duration");
         return parse_duration(p, tok[1].text, tok[1].col, &s->store_timeout_ns);
     }
+    if (!strcmp(kw, "train")) {
+        ONE("a duration");
+        return parse_duration(p, tok[1].text, tok[1].col, &s->train_ns);
+    }
     if (!strcmp(kw, "master_late")) {
         ONE("a duration");
         return parse_duration(p, tok[1].text, tok[1].col, &s->master_late_ns);
@@ -743,7 +747,7 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
 #undef ONE
     return perr(p, tok[0].col, "expected a keyword (scenario, tags, include, nodes, devices, "
                                "num_nodes, tasks_per_node, hosts, launcher, gpus, accelerators, "
-                               "backend, plugin, cluster, timeout, store_timeout, seed, port, "
+                               "backend, plugin, cluster, timeout, store_timeout, train, seed, port, "
                                "master_addr, master_late, port_taken, latency, env, unset, "
                                "fault, expect), got \"%.60s\"", kw);
 }
@@ -999,6 +1003,10 @@ int ddp_scenario_write(const ddp_scenario_t *s, FILE *o)
     fputc('\n', o);
     if (s->store_timeout_ns) {
         put_duration(o, "store_timeout ", s->store_timeout_ns);
+        fputc('\n', o);
+    }
+    if (s->train_ns) {
+        put_duration(o, "train ", s->train_ns);
         fputc('\n', o);
     }
     fprintf(o, "seed %llu\n", (unsigned long long)s->seed);

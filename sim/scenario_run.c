@@ -251,7 +251,7 @@ static int check_invariants(judge_t *j, ddp_sim_result_t res)
     if (res == DDP_SIM_TIME_LIMIT)
         return say(j, "invariant: the run hit the simulator's time limit with tasks "
                       "still waiting (a wait without a deadline?)");
-    int64_t bound = s->master_late_ns + s->timeout_ns + DEADLINE_SLACK_NS;
+    int64_t bound = s->master_late_ns + s->timeout_ns + s->train_ns + DEADLINE_SLACK_NS;
     int world = -1, nok = 0;
     char *seen = calloc((size_t)j->n + 1, 1);
     for (int t = 0; t < j->n; t++) {
@@ -346,6 +346,7 @@ int ddp__scenario_build(const ddp_scenario_t *s, const char *accel,
         .edit_env = apply_env, .edit_arg = &plan->edit};
     l->cfg.timeout_ns = s->timeout_ns;
     l->cfg.store_timeout_ns = s->store_timeout_ns;
+    l->cfg.train_ns = s->train_ns;
     l->cfg.backend = s->backend[0] ? s->backend : NULL;
     l->cfg.cluster = s->cluster[0] ? s->cluster : NULL;
     l->cfg.plugin = plugin;

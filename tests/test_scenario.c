@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "ddp/accel.h"
 #include "ddp/env.h"
 #include "ddp/err.h"
 #include "ddp/plugin.h"
@@ -218,6 +219,7 @@ static void test_wrong_expectations_fail(void)
         {"scenario \"x\"\nport_taken\nexpect fail ranks=0 mentions=\"meteor\"\n",
          "to mention \"meteor\""},
         {"scenario \"x\"\nexpect ok ranks=7\n", "expected rank 7, but no process had that rank"},
+        {"scenario \"x\"\ntrain 20s\nexpect ok within=10s\n", "to end within 10.000 s"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ddp_scenario_t *s = parse(cases[i][0]);
@@ -231,6 +233,25 @@ static void test_wrong_expectations_fail(void)
         CU_ASSERT_PTR_NOT_NULL(strstr(r.why, cases[i][1]));
         ddp_scenario_free(s);
     }
+}
+
+/* `train D`: every rank trains D after connecting, with every accelerator;
+ * training longer than the group timeout still ends cleanly, D later. */
+static void test_train(void)
+{
+    ddp_scenario_t *s = parse("scenario \"x\"\ntimeout 10s\ntrain 25s\nexpect ok\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_EQUAL(s->train_ns, 25 * DDP_NS_PER_S);
+    for (size_t i = 0; i < ddp_accel_count(); i++) {
+        ddp_scn_result_t r;
+        const char *acc = ddp_accel_at(i)->name;
+        CU_ASSERT_EQUAL(ddp_scenario_run(s, acc, NULL, &r), 0);
+        if (!r.pass)
+            printf("\n  %s: %s\n", acc, r.why);
+        CU_ASSERT_TRUE(r.pass);
+        CU_ASSERT_TRUE(r.virtual_ns >= 25 * DDP_NS_PER_S);
+    }
+    ddp_scenario_free(s);
 }
 
 /* A plugin that leaks a socket after connecting (a raw connection to the
@@ -335,6 +356,7 @@ DDP_SUITE("scenario", NULL, NULL,
           {"bundled scenarios round-trip through write", test_round_trip},
           {"bundled scenarios x accelerators meet their expectations", test_bundled_library},
           {"wrong expectations are reported with their line", test_wrong_expectations_fail},
+          {"train D: every rank trains D, then ends cleanly", test_train},
           {"leaked socket invariant", test_leak_invariant},
           {"same seed same trace, other seed other trace", test_determinism},
           {"ddpsim run / replay / list", test_cli})

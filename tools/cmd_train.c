@@ -22,7 +22,8 @@ static void train_usage(FILE *f)
     fprintf(f,
             "usage: ddpsim train [--accelerator NAME] [--devices N] [--num-nodes N]\n"
             "                    [--timeout SEC] [--store-timeout SEC] [--backend NAME]\n"
-            "                    [--plugin NAME] [--cluster NAME] [--gpus N] [--seed N]\n\n"
+            "                    [--plugin NAME] [--cluster NAME] [--gpus N] [--seed N]\n"
+            "                    [--train SEC]\n\n"
             "Runs what Trainer(accelerator=NAME, num_processes=N, num_nodes=M).fit() does\n"
             "to connect, in this process, for real: the cluster environment is detected\n"
             "from this process's environment (SLURM_*, RANK/LOCAL_RANK/..., OMPI_*, LSB_*,\n"
@@ -30,7 +31,9 @@ static void train_usage(FILE *f)
             "does (ddp/ddp_cpu become ddp_hpc/ddp_cpu_hpc under SLURM or torchrun), workers\n"
             "are launched where the accelerator launches them, and every rank connects\n"
             "through the shared DDP plugin (store on rank 0, backend, barrier,\n"
-            "configure_ddp). Defaults: ddp, 1 device, 1 node, 1800 s, tcp on CPU.\n\n"
+            "configure_ddp). --train SEC: each rank then \"trains\" SEC seconds before\n"
+            "teardown, with the store up (default 0). Defaults: ddp, 1 device, 1 node,\n"
+            "1800 s, tcp on CPU.\n\n"
             "Each process prints \"rank R/W (local L, node N) ACCEL BACKEND: ok, connected\n"
             "in S s\" or \"... FAIL: error\". With DDPSIM_RESULT_FILE=PATH every process,\n"
             "workers included, also appends one tab-separated record to PATH.\n\n"
@@ -110,6 +113,10 @@ int ddp_cmd_train(ddp_sys_t *sys, int argc, char **argv)
                 return bad(a, v, "seconds > 0");
             *(!strcmp(a, "--timeout") ? &cfg.timeout_ns : &cfg.store_timeout_ns) =
                 (int64_t)(d * 1e9);
+        } else if (!strcmp(a, "--train")) {
+            if (!num || d < 0)
+                return bad(a, v, "seconds >= 0");
+            cfg.train_ns = (int64_t)(d * 1e9);
         } else if (!strcmp(a, "--seed")) {
             if (!num || d < 0)
                 return bad(a, v, "an integer >= 0");

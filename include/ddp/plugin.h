@@ -38,6 +38,9 @@ typedef struct ddp_trainer_cfg {
     const ddp_plugin_t *plugin; /* NULL = the default plugin */
     int64_t timeout_ns;       /* process-group deadline; 0 -> 1800 s */
     int64_t store_timeout_ns; /* store ops outside the group's waits; 0 -> 300 s */
+    int64_t train_ns;         /* after configure_ddp, "trains" (sleeps on the
+                                 sys clock) this long before teardown, with
+                                 the store up; 0: none */
     size_t model_bytes;       /* the "model": a parameter buffer; 0 -> 4096 */
     uint64_t seed;            /* backoff jitter etc. */
     /* Called at the end of ddp_accel_run in every process that runs it,

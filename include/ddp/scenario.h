@@ -69,6 +69,7 @@ typedef struct ddp_scenario {
     char plugin[32];    /* "" default */
     char cluster[16];   /* "" detect */
     int64_t timeout_ns, store_timeout_ns;
+    int64_t train_ns;   /* `train D`: each rank's training time (0: none) */
     uint64_t seed;
     uint16_t port;      /* exported MASTER_PORT (0: 29500) */
     int no_port;        /* `port none` */
