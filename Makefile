@@ -61,7 +61,7 @@ TESTBIN   := $(B)/ddpsim-test
 DEPS_OK   := build/.deps-ok
 
 .PHONY: all lib run test bench install deps clean hw-test real-scenarios \
-        netns-scenarios real-test fidelity
+        netns-scenarios netns-clean real-test fidelity
 all: $(STATIC) $(SHARED) $(DDPSIM) $(TESTBIN) $(BENCH_BIN) ddpsim
 
 lib: $(STATIC) $(SHARED)
@@ -118,11 +118,19 @@ bench: $(BENCH_BIN) $(DDPSIM)
 real-scenarios: $(DDPSIM)
 	@sh scripts/deps.sh --real
 	$(DDPSIM) run --real --tag real scenarios/*.scn --no-progress $(if $(JUNIT),--junit $(JUNIT))
+# ddpsim fails a run whose namespaces it could not delete. Any ddps*
+# namespace here afterwards (a killed run's, or one running beside this
+# one) is listed: `make netns-clean` removes them.
+NETNS_LIST = ip netns list 2>/dev/null | awk '/^ddps/ {print $$1}' | sort
 netns-scenarios: $(DDPSIM)
 	@sh scripts/deps.sh --real
 	$(DDPSIM) run --netns --tag netns scenarios/*.scn --no-progress $(if $(JUNIT),--junit $(JUNIT))
-	@if ip netns list | grep -q '^ddps'; then echo "network namespaces left behind:"; \
-	    ip netns list | grep '^ddps'; exit 1; fi
+	@if [ -n "$$($(NETNS_LIST))" ]; then echo "note: ddps* network namespaces not made by" \
+	    "this run (make netns-clean removes them):"; $(NETNS_LIST); fi
+netns-clean:
+	@for n in $$($(NETNS_LIST)); do echo "ip netns del $$n"; ip netns del $$n; done
+	@for l in $$(ip -o link show type bridge 2>/dev/null | awk -F': ' '$$2 ~ /^ddps/ {print $$2}'); do \
+	    echo "ip link del $$l"; ip link del $$l; done
 real-test: $(DDPSIM)
 	@sh scripts/deps.sh --real
 	sh tests/real/run-all.sh

@@ -311,18 +311,35 @@ static void ns_name(const netns_t *ns, int i, char *buf, size_t n)
     snprintf(buf, n, "%sn%d", ns->tag, i);
 }
 
-static void netns_down(ddp_sys_t *sys, netns_t *ns)
+/* `ip netns del` can fail while a killed process's mount namespace still
+ * pins the file: it is retried for a second, then named on stderr with the
+ * command that removes it. Returns how many could not be deleted; the first
+ * one's name goes to left (the run then fails on it). */
+static int netns_down(ddp_sys_t *sys, netns_t *ns, char *left, size_t left_len)
 {
+    int nleft = 0;
     if (!ns->on)
-        return;
+        return 0;
     char name[32], br[32];
     for (int i = 0; i < ns->nodes; i++) {
         ns_name(ns, i, name, sizeof name);
-        RUN_QUIET("ip", "netns", "del", name);
+        int rc = 1;
+        for (int tries = 0; rc && tries < 5; tries++) {
+            if (tries)
+                ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 200 * DDP_NS_PER_MS));
+            rc = RUN_QUIET("ip", "netns", "del", name);
+        }
+        if (rc) {
+            fprintf(stderr, "ddpsim: could not delete network namespace %s; remove it "
+                            "with `ip netns del %s` (or `make netns-clean`)\n", name, name);
+            if (!nleft++ && left)
+                snprintf(left, left_len, "%s", name);
+        }
     }
     snprintf(br, sizeof br, "%sbr", ns->tag);
     RUN_QUIET("ip", "link", "del", br);
     ns->on = 0;
+    return nleft;
 }
 
 static void node_ip(int netns, int i, char *buf, size_t n)
@@ -338,12 +355,16 @@ static int netns_up(ddp_sys_t *sys, netns_t *ns, int nodes, int64_t latency_ns)
 {
     ddp_rng_t r;
     ddp_rng_seed(&r, (uint64_t)ddp_sys_now(sys));
-    snprintf(ns->tag, sizeof ns->tag, "ddps%04x", (unsigned)(ddp_rng_next(&r) & 0xffff));
-    ns->nodes = 0;
-    ns->on = 1;
     char br[32], name[32], veth[32], cidr[40], ms[32];
-    snprintf(br, sizeof br, "%sbr", ns->tag);
-    int rc = RUN("ip", "link", "add", br, "type", "bridge");
+    int rc = 1;
+    /* a few tags: one may be taken by a run that was killed */
+    for (int tries = 0; rc && tries < 4; tries++) {
+        snprintf(ns->tag, sizeof ns->tag, "ddps%04x", (unsigned)(ddp_rng_next(&r) & 0xffff));
+        snprintf(br, sizeof br, "%sbr", ns->tag);
+        rc = RUN_QUIET("ip", "link", "add", br, "type", "bridge");
+    }
+    ns->nodes = 0;
+    ns->on = rc == 0;
     if (rc)
         return ddp_err_wrap("--netns needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN) and "
                             "iproute2: cannot create bridge %s", br);
@@ -535,7 +556,7 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
     fclose(rf);
     if (o->netns && (rc = netns_up(sys, &ns, s->nodes, s->latency_ns)) != 0) {
         snprintf(r->why, sizeof r->why, "%s", ddp_err_message());
-        netns_down(sys, &ns);
+        netns_down(sys, &ns, NULL, 0);
         remove(results);
         ddp_sim_free(sim);
         return rc;
@@ -740,6 +761,8 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             timed_out = 1;
             break;
         }
+        if (o->interrupted && *o->interrupted)
+            break;
         ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 5 * DDP_NS_PER_MS));
     }
     for (int i = 0; i < np; i++)
@@ -751,7 +774,8 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             ps[i].done = 1;
         }
     (void)live;
-    netns_down(sys, &ns);
+    char ns_left[32] = "";
+    int nleft = netns_down(sys, &ns, ns_left, sizeof ns_left);
     ddp_sim_outcome_t *outs = NULL;
     int n = read_results(results, ps, np, sim, &outs);
     remove(results);
@@ -762,6 +786,17 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
     ddp__scenario_judge(s, outs, n, plan.expected_world,
                         timed_out ? DDP_SIM_TIME_LIMIT : DDP_SIM_DONE, NULL, o->report,
                         o->report_len, r);
+    if (o->interrupted && *o->interrupted) {
+        r->pass = 0;
+        snprintf(r->why, sizeof r->why, "interrupted: its processes were killed%s",
+                 o->netns ? " and its namespaces deleted" : "");
+    }
+    if (nleft) {
+        r->pass = r->invariants_ok = 0;
+        snprintf(r->why, sizeof r->why,
+                 "%d network namespace(s) could not be deleted (first %s): "
+                 "remove with `ip netns del %s` or `make netns-clean`", nleft, ns_left, ns_left);
+    }
     free(outs);
     ddp_sim_free(sim);
     return 0;

@@ -1,6 +1,7 @@
 /* tools/cmd_run.c — `ddpsim run` (scenario files x accelerators in the
  * simulator, an outcome table, JUnit XML), `ddpsim replay` (one scenario,
  * exactly, with its per-rank outcomes and trace hash) and `ddpsim list`. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +49,9 @@ static void run_usage(FILE *f)
             "                      classes side by side; exit 1 if any pair differs\n"
             "  --markdown FILE     with --compare: the table as Markdown\n\n"
             "Exit status: 0 every expectation and invariant held, 1 some did not,\n"
-            "2 bad input (a scenario error is printed as file:line:col: expected ...).\n");
+            "2 bad input (a scenario error is printed as file:line:col: expected ...),\n"
+            "128+N when signal N (INT, TERM, HUP) stopped a real run; its processes are\n"
+            "killed and its namespaces deleted first.\n");
 }
 
 static void replay_usage(FILE *f)
@@ -101,12 +104,22 @@ static const char *outcome_class(const ddp_scn_result_t *r, char *buf, size_t n)
     return buf;
 }
 
+/* Real runs: SIGINT/SIGTERM/SIGHUP stop the run in progress (its
+ * processes killed, namespaces deleted) and the ones after it. */
+static volatile sig_atomic_t g_interrupted;
+
+static void on_interrupt(int sig)
+{
+    g_interrupted = sig;
+}
+
 static void run_job(ddp_sys_t *sys, job_t *j, const run_opts_t *ro)
 {
     if (ro->real) {
         ddp_real_opts_t ropts = {.ddpsim = ddp_tool_self, .netns = ro->netns,
                                  .seed = ro->seed, .report = j->report,
-                                 .report_len = sizeof j->report};
+                                 .report_len = sizeof j->report,
+                                 .interrupted = &g_interrupted};
         int64_t t0 = ddp_sys_now(sys);
         j->rc = ddp_real_run(sys, j->s, j->accel, &ropts, &j->r);
         j->r.wall_s = (double)(ddp_sys_now(sys) - t0) / 1e9;
@@ -508,7 +521,15 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
         if (run_parallel(sys, jobs, njobs, c.jobs < njobs ? c.jobs : njobs, &c.ro) != 0)
             fprintf(stderr, "ddpsim %s: %s\n", cmd, ddp_err_message());
     } else {
+        if (c.ro.real)
+            ddp_tool_catch_signals(on_interrupt, 1);
         for (int i = 0; i < njobs; i++) {
+            if (g_interrupted) {
+                snprintf(jobs[i].r.accelerator, sizeof jobs[i].r.accelerator, "%s",
+                         jobs[i].accel);
+                snprintf(jobs[i].r.why, sizeof jobs[i].r.why, "not run: interrupted");
+                continue;
+            }
             if (c.progress)
                 fprintf(stderr, "\r[%d/%d] %-40.40s %-12s", i + 1, njobs, jobs[i].path,
                         jobs[i].accel);
@@ -520,6 +541,8 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
     double wall = (double)(ddp_sys_now(sys) - t0) / 1e9;
     if (c.compare) {
         rc = compare(sys, &c, jobs, njobs, wall);
+        if (g_interrupted)
+            rc = 128 + g_interrupted;
         goto out;
     }
     int name_w = 8, failed = 0, skipped = 0;
@@ -556,6 +579,10 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
         failed++;
     }
     rc = failed ? 1 : 0;
+    if (g_interrupted) {
+        fprintf(stderr, "ddpsim %s: interrupted by signal %d\n", cmd, (int)g_interrupted);
+        rc = 128 + g_interrupted;
+    }
 out:
     if (c.ro.trace)
         fclose(c.ro.trace);

@@ -105,12 +105,7 @@ static int cmd_serve(ddp_sys_t *sys, int argc, char **argv)
     }
     /* Handlers first: whoever reads "listening" may signal at once. */
     g_srv = srv;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
+    ddp_tool_catch_signals(on_signal, 0);
     ddp_addr_t a = ddp_store_server_addr(srv);
     char as[DDP_ADDR_STRLEN];
     printf("listening on %s\n", ddp_addr_format(&a, as, sizeof as));
@@ -118,8 +113,7 @@ static int cmd_serve(ddp_sys_t *sys, int argc, char **argv)
     int rc = ddp_store_server_run(srv, DDP_DEADLINE_NEVER);
     if (rc != 0)
         fprintf(stderr, "ddpsim store serve: %s\n", ddp_err_message());
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGINT, SIG_DFL);
+    ddp_tool_catch_signals(NULL, 0);
     g_srv = NULL;
     ddp_store_server_free(srv);
     return rc == 0 ? 0 : 1;

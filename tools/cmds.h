@@ -20,6 +20,9 @@ int ddp_cmd_launch(struct ddp_sys *sys, int argc, char **argv);
 
 /* The path this ddpsim was started as (real runs start it again). */
 extern const char *ddp_tool_self;
+/* fn handles SIGINT and SIGTERM, and SIGHUP when hup (unless it is ignored,
+ * as under nohup); fn NULL with the same hup restores the default actions. */
+void ddp_tool_catch_signals(void (*fn)(int), int hup);
 int ddp_cmd_explore(struct ddp_sys *sys, int argc, char **argv);
 
 #endif

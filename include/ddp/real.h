@@ -14,6 +14,7 @@
 #ifndef DDP_REAL_H
 #define DDP_REAL_H
 
+#include <signal.h>
 #include <stddef.h>
 
 #include "ddp/accel.h"
@@ -31,6 +32,10 @@ typedef struct ddp_real_opts {
     uint64_t seed;      /* 0: the scenario's */
     char *report;       /* per-process lines (or NULL) */
     size_t report_len;
+    /* When set and *interrupted turns non-zero (a signal handler), the run
+     * stops: its processes are killed, its namespaces deleted, and the
+     * result fails with "interrupted". */
+    volatile sig_atomic_t *interrupted;
 } ddp_real_opts_t;
 
 /* NULL when s can run for real (with netns or not); else why not. */
