@@ -59,7 +59,8 @@ interrupt() {
         ok "$name: no \`ddpsim train\` process left"
     fi
     if [ -s "$work/ns-made" ]; then
-        left=$(namespaces | comm -12 "$work/ns-made" -)
+        # every namespace that was not there before: a later run's too
+        left=$(namespaces | comm -13 "$work/ns-before" - | tr '\n' ' ')
         if [ -n "$left" ]; then
             fail "$name: namespaces left: $left"
         else
