@@ -311,10 +311,11 @@ static void ns_name(const netns_t *ns, int i, char *buf, size_t n)
     snprintf(buf, n, "%sn%d", ns->tag, i);
 }
 
-/* `ip netns del` can fail while a killed process's mount namespace still
- * pins the file: it is retried for a second, then named on stderr with the
- * command that removes it. Returns how many could not be deleted; the first
- * one's name goes to left (the run then fails on it). */
+/* A namespace `ip netns del` fails on is retried for a second, then named
+ * on stderr with the command that removes it (no such failure was seen
+ * here; a killed run is what left namespaces behind). Returns how many
+ * could not be deleted; the first one's name goes to left (the run then
+ * fails on it). */
 static int netns_down(ddp_sys_t *sys, netns_t *ns, char *left, size_t left_len)
 {
     int nleft = 0;
