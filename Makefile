@@ -44,7 +44,7 @@ LDFLAGS   += --coverage
 endif
 
 LIB_SRC   := $(sort $(wildcard core/*.c backends/*.c plugins/*.c \
-                                accelerators/*.c sim/*.c))
+                                accelerators/*.c sim/*.c harness/*.c))
 TOOL_SRC  := $(sort $(wildcard tools/*.c))
 TEST_SRC  := $(sort $(wildcard tests/*.c))
 BENCH_SRC := $(sort $(wildcard bench/*.c))

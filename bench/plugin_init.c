@@ -11,6 +11,7 @@
 
 #include "ddp/accel.h"
 #include "ddp/env.h"
+#include "ddp/launch.h"
 #include "ddp/sim.h"
 #include "ddp/sys.h"
 

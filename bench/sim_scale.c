@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "ddp/launch.h"
 #include "ddp/sim.h"
 
 static double wall(void)

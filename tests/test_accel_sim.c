@@ -6,6 +6,7 @@
 
 #include "ddp/accel.h"
 #include "ddp/err.h"
+#include "ddp/launch.h"
 #include "ddp/sim.h"
 #include "test.h"
 

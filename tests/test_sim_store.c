@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "ddp/err.h"
+#include "ddp/launch.h"
 #include "ddp/sim.h"
 #include "test.h"
 

@@ -15,6 +15,7 @@
 #include "ddp/plugin.h"
 #include "ddp/real.h"
 #include "ddp/scenario.h"
+#include "ddp/launch.h"
 #include "ddp/sim.h"
 #include "ddp/sys.h"
 

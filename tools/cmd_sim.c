@@ -8,6 +8,7 @@
 #include "cmds.h"
 #include "ddp/accel.h"
 #include "ddp/err.h"
+#include "ddp/launch.h"
 #include "ddp/sim.h"
 
 static void sim_usage(FILE *f)

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "ddp/launch.h"
 #include "ddp/sim.h"
 
 #ifdef __cplusplus
@@ -139,7 +140,7 @@ typedef struct ddp_scn_run_opts {
 int ddp_scenario_run(const ddp_scenario_t *s, const char *accel,
                      const ddp_scn_run_opts_t *o, ddp_scn_result_t *r);
 
-/* ---- exploration (sim/explore.c, docs/explore.md) ---- */
+/* ---- exploration (harness/explore.c, docs/explore.md) ---- */
 typedef struct ddp_explore_opts {
     int ranks;          /* world size to explore (0: 16); split over 1..4
                            nodes of at most 64 processes (more nodes when

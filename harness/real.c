@@ -1,4 +1,4 @@
-/* sim/real.c — a scenario as real processes (see ddp/real.h and
+/* harness/real.c — a scenario as real processes (see ddp/real.h and
  * docs/real-runs.md). Everything touching the OS goes through the sys seam
  * (spawn, wait, kill, sleep, listen) or through the `ip`, `tc` and `setsid`
  * commands it spawns. */

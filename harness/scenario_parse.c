@@ -1,4 +1,4 @@
-/* sim/scenario_parse.c — the scenario file format (docs/scenario-format.md):
+/* harness/scenario_parse.c — the scenario file format (docs/scenario-format.md):
  * one statement per line, `#` comments, `include "file"`, key=value
  * arguments. Every error is "file:line:col: expected ..., got ..."; unknown
  * keywords, keys and fault kinds are errors, never ignored. */

@@ -1,4 +1,4 @@
-/* sim/scenario_run.c — one scenario, one accelerator, one fresh simulation:
+/* harness/scenario_run.c — one scenario, one accelerator, one fresh simulation:
  * build the cluster and the launch, run, then judge the expectations and
  * the invariants of DESIGN §5 (docs/scenario-format.md, "Verdict"). */
 #include "ddp/scenario.h"

@@ -1,4 +1,4 @@
-/* sim/sim_launch.c — start an accelerator's processes on a simulated
+/* harness/launch.c — start an accelerator's processes on a simulated
  * cluster the way its real launcher would (see ddp/sim.h). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +9,7 @@
 #include "ddp/cluster.h"
 #include "ddp/env.h"
 #include "ddp/err.h"
+#include "ddp/launch.h"
 #include "ddp/sim.h"
 
 #define LSF_RANKFILE "/sim/lsf/rankfile"

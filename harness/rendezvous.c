@@ -1,9 +1,10 @@
-/* sim/sim_rendezvous.c — a store rendezvous workload for tests and benches:
+/* harness/rendezvous.c — a store rendezvous workload for tests and benches:
  * the real TCPStore server and client, unmodified, on the sim sys. */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "ddp/err.h"
+#include "ddp/launch.h"
 #include "ddp/sim.h"
 #include "ddp/store.h"
 

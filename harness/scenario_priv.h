@@ -1,4 +1,4 @@
-/* sim/scenario_priv.h — what the simulated and the real scenario runners
+/* harness/scenario_priv.h — what the simulated and the real scenario runners
  * share: the plan (a sim holding the launch: which processes, where, with
  * which environment, when) and the judge of expectations and invariants. */
 #ifndef DDP_SIM_SCENARIO_PRIV_H

@@ -1,4 +1,4 @@
-/* sim/explore.c — `ddpsim explore`: random fault schedules, the invariants
+/* harness/explore.c — `ddpsim explore`: random fault schedules, the invariants
  * checked on every run, and a greedy shrinker for each violation
  * (docs/explore.md).
  *
