@@ -5,8 +5,6 @@
 #include "ddp/real.h"
 
 #include <errno.h>
-#include <fiu-control.h>
-#include <fiu.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,64 +12,13 @@
 
 #include "ddp/env.h"
 #include "ddp/err.h"
+#include "ddp/plan.h"
 #include "ddp/sim.h"
+#include "real_priv.h"
 #include "scenario_priv.h"
 
 #define MAX_PROCS 64
 #define SLACK_NS (120 * DDP_NS_PER_S)
-
-/* ---- inside a `ddpsim train` process ---- */
-
-static int64_t env_i64(ddp_sys_t *sys, const char *key, int64_t dflt)
-{
-    const char *v = ddp_env_get(ddp_sys_env(sys), key);
-    return v && *v ? strtoll(v, NULL, 10) : dflt;
-}
-
-static void clean(char *s)
-{
-    for (; *s; s++)
-        if (*s == '\t' || *s == '\n' || *s == '\r')
-            *s = ' ';
-}
-
-static void append_line(ddp_sys_t *sys, const char *line)
-{
-    const char *path = ddp_env_get(ddp_sys_env(sys), "DDPSIM_RESULT_FILE");
-    if (!path || !*path)
-        return;
-    FILE *f = fopen(path, "a");
-    if (!f)
-        return;
-    /* One write of one line: appends from concurrent processes do not mix. */
-    setvbuf(f, NULL, _IOFBF, 4096);
-    fputs(line, f);
-    fclose(f);
-}
-
-void ddp_real_record_result(ddp_sys_t *sys, const ddp_run_result_t *r)
-{
-    int64_t t0 = env_i64(sys, "DDPSIM_T0", r->start_ns);
-    char msg[600], line[900];
-    snprintf(msg, sizeof msg, "%s", r->message);
-    clean(msg);
-    snprintf(line, sizeof line,
-             "R\t%lld\t%d\t%d\t%d\t%lld\t%d\t%d\t%lld\t%lld\t%lld\t%s\t%s\n",
-             (long long)env_i64(sys, "DDPSIM_TASK", -1), r->global_rank, r->world_size,
-             r->local_rank, (long long)env_i64(sys, "DDPSIM_NODE", 0),
-             r->rc ? 1 : 0, r->rc, (long long)(r->start_ns - t0),
-             (long long)(r->connect_ns >= 0 ? r->connect_ns - t0 : -1),
-             (long long)(r->end_ns - t0), r->accelerator ? r->accelerator : "-",
-             msg[0] ? msg : "-");
-    append_line(sys, line);
-}
-
-void ddp_real_record_holding(ddp_sys_t *sys, uint16_t port)
-{
-    char line[64];
-    snprintf(line, sizeof line, "H\t%u\n", (unsigned)port);
-    append_line(sys, line);
-}
 
 /* Has the port holder said it holds the port? */
 static int port_held(const char *results)
@@ -86,203 +33,64 @@ static int port_held(const char *results)
     return held;
 }
 
-/* The faults armed in this process. */
-static struct {
-    ddp_sys_t *sys;
-    ddp_scenario_t *s;
-    int node;
-    int64_t t0;
-    int fired[DDP_SCN_MAX_FAULTS];
-    ddp_rng_t rng;
-    char hosts[2048]; /* DDPSIM_HOSTS: node i is the i-th entry */
-} armed;
 
-static int active_now(const ddp_sim_fault_t *f)
+/* NULL when the plan can run for real; else why not, in buf. */
+static const char *plan_unsupported(const ddp_plan_t *p, int netns, char *buf, size_t n)
 {
-    int64_t now = ddp_sys_now(armed.sys) - armed.t0;
-    return now >= f->start_ns && (f->end_ns == 0 || now < f->end_ns);
-}
-
-static int fire(int i)
-{
-    const ddp_sim_fault_t *f = &armed.s->faults[i];
-    if (f->count > 0 && armed.fired[i] >= f->count)
-        return 0;
-    if (f->probability > 0 && f->probability < 1 &&
-        (double)(ddp_rng_next(&armed.rng) >> 11) / 9007199254740992.0 >= f->probability)
-        return 0;
-    armed.fired[i]++;
-    return 1;
-}
-
-/* The node an address belongs to, by the DDPSIM_HOSTS table (-1 none). */
-static int node_of(const ddp_addr_t *a)
-{
-    char want[DDP_ADDR_STRLEN];
-    ddp_addr_t x = *a;
-    x.port = 0;
-    ddp_addr_format(&x, want, sizeof want);
-    char *colon = strrchr(want, ':');
-    if (colon && want[0] != '[')
-        *colon = '\0';
-    int idx = 0;
-    for (const char *t = armed.hosts; *t; idx++) {
-        const char *eq = strchr(t, '='), *end = strchr(t, ',');
-        if (!end)
-            end = t + strlen(t);
-        if (eq && eq < end && (size_t)(end - eq - 1) == strlen(want) &&
-            !strncmp(eq + 1, want, strlen(want)))
-            return idx;
-        t = *end ? end + 1 : end;
-    }
-    return -1;
-}
-
-static int aims_here(const ddp_sim_fault_t *f)
-{
-    return (f->node < 0 || f->node == armed.node) && ddp__scenario_rank_in(f->ranks, ddp_ident_rank());
-}
-
-static int net_cb(const char *name, int *failnum, void **failinfo, unsigned int *flags)
-{
-    (void)failnum, (void)flags;
-    int resolve = !strcmp(name, "sys/net/resolve");
-    const ddp_addr_t *a = resolve ? NULL : ddp_sys_posix_call_addr();
-    for (int i = 0; i < armed.s->nfaults; i++) {
-        const ddp_sim_fault_t *f = &armed.s->faults[i];
-        int e = 0;
-        if (resolve)
-            e = f->kind == DDP_FAULT_RESOLVE ? EHOSTUNREACH : 0;
-        else if ((f->peer_node < 0 || f->peer_node == node_of(a)) &&
-                 (!f->port || f->port == a->port))
-            e = f->kind == DDP_FAULT_REFUSE ? ECONNREFUSED
-                : f->kind == DDP_FAULT_RESET && f->after_bytes <= 0 ? ECONNRESET
-                                                                    : 0;
-        if (e && active_now(f) && aims_here(f) && fire(i)) {
-            *failinfo = (void *)(intptr_t)e;
-            return 1;
+    int per_rank = 1, trainers = 0;
+    for (int i = 0; i < p->nprocs; i++)
+        if (p->procs[i].kind != DDP_PLAN_PORT_HOLDER) {
+            trainers++;
+            per_rank &= p->procs[i].rank >= 0;
         }
-    }
-    return 0;
-}
-
-static int phase_cb(const char *name, int *failnum, void **failinfo, unsigned int *flags)
-{
-    (void)name, (void)failnum, (void)failinfo, (void)flags;
-    const char *phase = ddp_ident_phase();
-    for (int i = 0; phase && i < armed.s->nfaults; i++) {
-        const ddp_sim_fault_t *f = &armed.s->faults[i];
-        if (f->kind != DDP_FAULT_CRASH || !f->phase || strcmp(f->phase, phase) ||
-            !active_now(f) || !aims_here(f) || !fire(i))
+    int procs = trainers * (per_rank ? 1 : p->entry.num_processes);
+    buf[0] = '\0';
+    if (procs > MAX_PROCS)
+        snprintf(buf, n, "%d processes: real runs stop at %d", procs, MAX_PROCS);
+    else if (p->nfiles)
+        snprintf(buf, n, "LSF derives the node rank from the host name, and real "
+                         "runs cannot give each process a host name of its own");
+    else if (p->entry.gpus > 0 || !strcmp(p->entry.backend, "nccl"))
+        snprintf(buf, n, "GPU scenario: real NCCL runs are `make hw-test`");
+    else if (p->latency_ns && !netns)
+        snprintf(buf, n, "a base latency needs --netns (netem)");
+    for (int i = 0; i < p->nfaults && !buf[0]; i++) {
+        const ddp_sim_fault_t *f = &p->faults[i];
+        const char *kind = ddp_sim_fault_kind_name(f->kind);
+        int line = p->fault_line[i];
+        if (ddp__real_in_process(f))
             continue;
-        char line[256];
-        snprintf(line, sizeof line, "C\t%lld\t%d\t%d\t%lld\t%s\n",
-                 (long long)env_i64(armed.sys, "DDPSIM_TASK", -1), ddp_ident_rank(),
-                 armed.node, (long long)(ddp_sys_now(armed.sys) - armed.t0), phase);
-        append_line(armed.sys, line);
-        ddp_sys_kill(armed.sys, DDP_PID_SELF, 9);
+        if (f->kind == DDP_FAULT_BLACKHOLE)
+            snprintf(buf, n, "fault %s (line %d): real runs have no packet filter "
+                             "to swallow SYNs", kind, line);
+        else if (f->kind == DDP_FAULT_RESET)
+            snprintf(buf, n, "fault reset after=%lld (line %d): a mid-stream reset "
+                             "needs the simulator", (long long)f->after_bytes, line);
+        else if ((f->kind == DDP_FAULT_PARTITION || f->kind == DDP_FAULT_DELAY) && !netns)
+            snprintf(buf, n, "fault %s (line %d) needs --netns", kind, line);
+        else if (f->kind == DDP_FAULT_DELAY && (f->node >= 0 || f->peer_node >= 0 || f->ranks))
+            snprintf(buf, n, "fault delay (line %d): netns runs delay every link, "
+                             "not chosen ones", line);
+        else if ((f->kind == DDP_FAULT_CRASH || f->kind == DDP_FAULT_PAUSE) && f->ranks &&
+                 !per_rank)
+            snprintf(buf, n, "fault %s ranks= (line %d): with a per-node launch the "
+                             "runner does not know which process holds a rank",
+                     kind, line);
     }
-    return 0;
-}
-
-int ddp_real_arm_faults(ddp_sys_t *sys)
-{
-    const char *spec = ddp_env_get(ddp_sys_env(sys), "DDPSIM_REAL_FAULTS");
-    if (!spec || !*spec)
-        return 0;
-    char *text = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&text, &len);
-    if (!m)
-        return ddp_err_set(-ENOMEM, "out of memory");
-    fprintf(m, "scenario \"real faults\"\nnodes %lld\n",
-            (long long)env_i64(sys, "DDPSIM_NODES", 64));
-    for (const char *c = spec; *c; c++)
-        fputc(*c == ';' ? '\n' : *c, m);
-    fprintf(m, "\nexpect invariants\n");
-    fclose(m);
-    char err[512];
-    int rc = ddp_scenario_parse(text, "DDPSIM_REAL_FAULTS", NULL, &armed.s, err, sizeof err);
-    free(text);
-    if (rc)
-        return ddp_err_set(DDP_ECONFIG, "DDPSIM_REAL_FAULTS: %s", err);
-    armed.sys = sys;
-    armed.node = (int)env_i64(sys, "DDPSIM_NODE", 0);
-    armed.t0 = env_i64(sys, "DDPSIM_T0", ddp_sys_now(sys));
-    ddp_rng_seed(&armed.rng, (uint64_t)env_i64(sys, "DDPSIM_SEED", 1) * 7919 +
-                                 (uint64_t)env_i64(sys, "DDPSIM_TASK", 0));
-    const char *h = ddp_env_get(ddp_sys_env(sys), "DDPSIM_HOSTS");
-    snprintf(armed.hosts, sizeof armed.hosts, "%s", h ? h : "");
-    fiu_init(0);
-    int net = 0, phase = 0, res = 0;
-    for (int i = 0; i < armed.s->nfaults; i++) {
-        ddp_sim_fault_kind_t k = armed.s->faults[i].kind;
-        net |= k == DDP_FAULT_REFUSE || k == DDP_FAULT_RESET;
-        res |= k == DDP_FAULT_RESOLVE;
-        phase |= k == DDP_FAULT_CRASH && armed.s->faults[i].phase;
-    }
-    if ((net && fiu_enable_external("sys/net/connect", 1, NULL, 0, net_cb)) ||
-        (res && fiu_enable_external("sys/net/resolve", 1, NULL, 0, net_cb)) ||
-        (phase && fiu_enable_external("ddp/phase/enter", 1, NULL, 0, phase_cb)))
-        return ddp_err_set(DDP_EINTERNAL, "libfiu: cannot enable the fault points");
-    return 0;
-}
-
-/* ---- the runner ---- */
-
-static int in_process(const ddp_sim_fault_t *f)
-{
-    return f->kind == DDP_FAULT_REFUSE || f->kind == DDP_FAULT_RESOLVE ||
-           (f->kind == DDP_FAULT_RESET && f->after_bytes <= 0) ||
-           (f->kind == DDP_FAULT_CRASH && f->phase);
+    return buf[0] ? buf : NULL;
 }
 
 const char *ddp_real_unsupported(const ddp_scenario_t *s, const char *accel, int netns,
                                  char *buf, size_t n)
 {
-    ddp_sim_launcher_t l = s->launcher;
-    if (l == DDP_SIM_LAUNCH_AUTO)
-        l = !strcmp(accel, "ddp_hpc")       ? DDP_SIM_LAUNCH_SLURM
-            : !strcmp(accel, "ddp_cpu_hpc") ? DDP_SIM_LAUNCH_TORCHRUN
-                                            : DDP_SIM_LAUNCH_PER_NODE;
-    int per_rank = l != DDP_SIM_LAUNCH_PER_NODE;
-    int procs = s->nodes * (!strcmp(accel, "ddp2") ? 1 : s->devices);
-    if (procs > MAX_PROCS)
-        snprintf(buf, n, "%d processes: real runs stop at %d", procs, MAX_PROCS);
-    else if (l == DDP_SIM_LAUNCH_LSF)
-        snprintf(buf, n, "LSF derives the node rank from the host name, and real "
-                         "runs cannot give each process a host name of its own");
-    else if (s->gpus > 0 || !strcmp(s->backend, "nccl"))
-        snprintf(buf, n, "GPU scenario: real NCCL runs are `make hw-test`");
-    else if (s->latency_ns && !netns)
-        snprintf(buf, n, "a base latency needs --netns (netem)");
-    else {
-        buf[0] = '\0';
-        for (int i = 0; i < s->nfaults && !buf[0]; i++) {
-            const ddp_sim_fault_t *f = &s->faults[i];
-            const char *kind = ddp_sim_fault_kind_name(f->kind);
-            if (in_process(f))
-                continue;
-            if (f->kind == DDP_FAULT_BLACKHOLE)
-                snprintf(buf, n, "fault %s (line %d): real runs have no packet filter "
-                                 "to swallow SYNs", kind, s->fault_line[i]);
-            else if (f->kind == DDP_FAULT_RESET)
-                snprintf(buf, n, "fault reset after=%lld (line %d): a mid-stream reset "
-                                 "needs the simulator", (long long)f->after_bytes,
-                         s->fault_line[i]);
-            else if ((f->kind == DDP_FAULT_PARTITION || f->kind == DDP_FAULT_DELAY) && !netns)
-                snprintf(buf, n, "fault %s (line %d) needs --netns", kind, s->fault_line[i]);
-            else if (f->kind == DDP_FAULT_DELAY && (f->node >= 0 || f->peer_node >= 0 || f->ranks))
-                snprintf(buf, n, "fault delay (line %d): netns runs delay every link, "
-                                 "not chosen ones", s->fault_line[i]);
-            else if ((f->kind == DDP_FAULT_CRASH || f->kind == DDP_FAULT_PAUSE) &&
-                     f->ranks && !per_rank)
-                snprintf(buf, n, "fault %s ranks= (line %d): with a per-node launch the "
-                                 "runner does not know which process holds a rank",
-                         kind, s->fault_line[i]);
-        }
+    ddp_plan_t *p = NULL;
+    if (ddp_scenario_plan(s, accel, 0, &p)) {
+        snprintf(buf, n, "cannot build the run: %s", ddp_err_message());
+        return buf;
     }
-    return buf[0] ? buf : NULL;
+    const char *why = plan_unsupported(p, netns, buf, n);
+    ddp_plan_free(p);
+    return why;
 }
 
 static int run_argv(ddp_sys_t *sys, char *const *argv, int quiet_fail)
@@ -444,7 +252,7 @@ static void link_cmd(ddp_sys_t *sys, const netns_t *ns, const ddp_sim_fault_t *f
 }
 
 /* Parses the results file into outcomes. */
-static int read_results(const char *path, proc_t *ps, int np, const ddp_sim_t *plan,
+static int read_results(const char *path, proc_t *ps, int np, const ddp_plan_t *plan,
                         ddp_sim_outcome_t **outs)
 {
     int n = 0, cap = np + 16;
@@ -467,8 +275,7 @@ static int read_results(const char *path, proc_t *ps, int np, const ddp_sim_t *p
         ddp_sim_outcome_t *x = &o[n];
         memset(x, 0, sizeof *x);
         int task = nf > 1 ? atoi(field[1]) : -1;
-        const char *tname = task >= 0 && task < ddp_sim_task_count(plan)
-                                ? ddp_sim_outcome(plan, task)->name : "?";
+        const char *tname = task >= 0 && task < plan->nprocs ? plan->procs[task].name : "?";
         if (field[0][0] == 'R' && nf >= 13) {
             x->rank = atoi(field[2]);
             x->world = atoi(field[3]);
@@ -509,7 +316,7 @@ static int read_results(const char *path, proc_t *ps, int np, const ddp_sim_t *p
             continue;
         ddp_sim_outcome_t *x = &o[n++];
         memset(x, 0, sizeof *x);
-        x->name = ddp_sim_outcome(plan, ps[i].task)->name;
+        x->name = plan->procs[ps[i].task].name;
         x->rank = ps[i].rank;
         x->node = ps[i].node;
         x->world = -1;
@@ -521,90 +328,91 @@ static int read_results(const char *path, proc_t *ps, int np, const ddp_sim_t *p
     return o ? n : -ENOMEM;
 }
 
+/* The environment of the real process: the plan's, exactly, plus what
+ * the machine needs (PATH), where coverage goes (make coverage's second
+ * matrix) and the log level (errors travel in the result records). */
+static ddp_env_t *proc_env(ddp_sys_t *sys, const ddp_plan_proc_t *x)
+{
+    ddp_env_t *env = ddp_env_clone(x->env);
+    if (!env)
+        return NULL;
+    const ddp_env_t *mine = ddp_sys_env(sys);
+    const char *path = ddp_env_get(mine, "PATH");
+    ddp_env_set(env, "PATH", path ? path : "/usr/sbin:/usr/bin:/sbin:/bin");
+    static const char *const pass[] = {"GCOV_PREFIX", "GCOV_PREFIX_STRIP"};
+    for (size_t k = 0; k < sizeof pass / sizeof pass[0]; k++)
+        if (ddp_env_get(mine, pass[k]))
+            ddp_env_set(env, pass[k], ddp_env_get(mine, pass[k]));
+    const char *lvl = ddp_env_get(mine, "DDP_LOG");
+    ddp_env_set(env, "DDP_LOG", lvl ? lvl : "off");
+    return env;
+}
+
 int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
                  const ddp_real_opts_t *o, ddp_scn_result_t *r)
 {
     memset(r, 0, sizeof *r);
     snprintf(r->accelerator, sizeof r->accelerator, "%s", accel);
     char why[300];
-    if (ddp_real_unsupported(s, accel, o->netns, why, sizeof why)) {
-        r->skipped = 1;
-        snprintf(r->why, sizeof r->why, "skipped: %s", why);
-        return 0;
-    }
-    uint64_t seed = o->seed ? o->seed : s->seed;
-    ddp_sim_opts_t so = {.seed = seed};
-    ddp_scn_plan_t plan;
-    int rc = ddp__scenario_build(s, accel, &so, &plan);
+    ddp_plan_t *plan = NULL;
+    int rc = ddp_scenario_plan(s, accel, o->seed, &plan);
     if (rc) {
         snprintf(r->why, sizeof r->why, "cannot build the run: %s", ddp_err_message());
         return rc;
     }
-    ddp_sim_t *sim = plan.sim;
-    int ntasks = ddp_sim_task_count(sim);
+    if (plan_unsupported(plan, o->netns, why, sizeof why)) {
+        r->skipped = 1;
+        snprintf(r->why, sizeof r->why, "skipped: %s", why);
+        ddp_plan_free(plan);
+        return 0;
+    }
     proc_t ps[MAX_PROCS + 2];
     int np = 0;
     netns_t ns = {0};
-    char results[512], hosts[2048] = "", faults[4096] = "", tmp[64];
+    char plan_path[300];
     int64_t t0 = ddp_sys_now(sys);
-    snprintf(results, sizeof results, "%s/ddpsim-real-%llx.tsv", o->tmpdir ? o->tmpdir : "/tmp",
-             (unsigned long long)(t0 ^ (int64_t)seed));
-    FILE *rf = fopen(results, "w");
-    if (!rf) {
-        ddp_sim_free(sim);
-        return ddp_err_set(-errno, "cannot create %s: %s", results, strerror(errno));
-    }
-    fclose(rf);
-    if (o->netns && (rc = netns_up(sys, &ns, s->nodes, s->latency_ns)) != 0) {
-        snprintf(r->why, sizeof r->why, "%s", ddp_err_message());
-        netns_down(sys, &ns, NULL, 0);
-        remove(results);
-        ddp_sim_free(sim);
+    const char *tmpdir = o->tmpdir ? o->tmpdir : "/tmp";
+    unsigned long long tag = (unsigned long long)(t0 ^ (int64_t)plan->seed);
+    snprintf(plan->results, sizeof plan->results, "%s/ddpsim-real-%llx.tsv", tmpdir, tag);
+    snprintf(plan_path, sizeof plan_path, "%s/ddpsim-real-%llx.plan", tmpdir, tag);
+    plan->t0 = t0;
+    plan->limit_ns = s->master_late_ns + s->timeout_ns + s->train_ns + SLACK_NS;
+    for (int i = 0; i < plan->nnodes; i++)
+        node_ip(o->netns, i, plan->nodes[i].addr, sizeof plan->nodes[i].addr);
+    FILE *rf = fopen(plan->results, "w");
+    FILE *pf = rf ? fopen(plan_path, "w") : NULL;
+    if (pf)
+        rc = ddp_plan_write(plan, pf);
+    if (!rf || !pf || rc || fclose(pf)) {
+        rc = ddp_err_set(-EIO, "cannot write %s: %s", rf ? plan_path : plan->results,
+                         strerror(errno));
+        if (rf)
+            fclose(rf);
+        remove(plan->results);
+        remove(plan_path);
+        ddp_plan_free(plan);
         return rc;
     }
-    for (int i = 0; i < s->nodes; i++) {
-        char ip[32];
-        node_ip(o->netns, i, ip, sizeof ip);
-        size_t off = strlen(hosts);
-        snprintf(hosts + off, sizeof hosts - off, "%s%s=%s", i ? "," : "",
-                 ddp_sim_node_hostname(sim, i), ip);
+    fclose(rf);
+    if (o->netns && (rc = netns_up(sys, &ns, plan->nnodes, plan->latency_ns)) != 0) {
+        snprintf(r->why, sizeof r->why, "%s", ddp_err_message());
+        netns_down(sys, &ns, NULL, 0);
+        remove(plan->results);
+        remove(plan_path);
+        ddp_plan_free(plan);
+        return rc;
     }
-    for (int i = 0; i < s->nfaults; i++) {
-        if (!in_process(&s->faults[i]))
-            continue;
-        char *line = NULL;
-        size_t len = 0;
-        FILE *m = open_memstream(&line, &len);
-        ddp_scenario_t *tmp1 = ddp_scenario_new();
-        tmp1->nfaults = 1;
-        tmp1->faults[0] = s->faults[i];
-        tmp1->faults[0].ranks = s->faults[i].ranks ? strdup(s->faults[i].ranks) : NULL;
-        ddp_scenario_write(tmp1, m);
-        fclose(m);
-        ddp_scenario_free(tmp1);
-        char *fl = line ? strstr(line, "\nfault ") : NULL;
-        if (fl) {
-            char *end = strchr(fl + 1, '\n');
-            size_t off = strlen(faults);
-            snprintf(faults + off, sizeof faults - off, "%s%.*s", off ? ";" : "",
-                     (int)(end ? end - fl - 1 : (long)strlen(fl + 1)), fl + 1);
-        }
-        free(line);
-    }
-    /* The plan's tasks become processes (the squatter a port holder). */
-    const ddp_trainer_cfg_t *cfg = &plan.launch.cfg;
-    for (int t = 0; t < ntasks && np < MAX_PROCS + 2; t++) {
-        const ddp_sim_outcome_t *x = ddp_sim_outcome(sim, t);
-        ps[np] = (proc_t){.task = t, .node = x->node, .rank = x->rank,
-                          .start_ns = ddp_sim_task_start(sim, t)};
-        np++;
+    for (int t = 0; t < plan->nprocs && np < MAX_PROCS + 2; t++) {
+        const ddp_plan_proc_t *x = &plan->procs[t];
+        ps[np++] = (proc_t){.task = t, .node = x->node, .rank = x->rank,
+                            .start_ns = x->start_ns};
     }
     /* Timed faults the runner realises. */
     rev_t evs[2 * DDP_SCN_MAX_FAULTS];
     int nev = 0;
-    for (int i = 0; i < s->nfaults; i++) {
-        const ddp_sim_fault_t *f = &s->faults[i];
-        if (in_process(f))
+    for (int i = 0; i < plan->nfaults && nev + 2 <= 2 * DDP_SCN_MAX_FAULTS; i++) {
+        const ddp_sim_fault_t *f = &plan->faults[i];
+        if (ddp__real_in_process(f))
             continue;
         if (f->kind == DDP_FAULT_CRASH)
             evs[nev++] = (rev_t){f->start_ns, EV_KILL, i};
@@ -627,17 +435,7 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             evs[b] = evs[b - 1];
             evs[b - 1] = x;
         }
-    int next_ev = 0, live = 0, timed_out = 0;
-    int64_t limit = s->master_late_ns + s->timeout_ns + s->train_ns + SLACK_NS;
-    char secs[32], sto[32], trn[32], devs[16], nn[16], sd[32], gp[16];
-    snprintf(secs, sizeof secs, "%.3f", (double)cfg->timeout_ns / 1e9);
-    snprintf(sto, sizeof sto, "%.3f",
-             (double)(cfg->store_timeout_ns ? cfg->store_timeout_ns : 300 * DDP_NS_PER_S) / 1e9);
-    snprintf(trn, sizeof trn, "%.3f", (double)cfg->train_ns / 1e9);
-    snprintf(devs, sizeof devs, "%d", cfg->num_processes);
-    snprintf(nn, sizeof nn, "%d", cfg->num_nodes);
-    snprintf(sd, sizeof sd, "%llu", (unsigned long long)seed);
-    snprintf(gp, sizeof gp, "%d", cfg->gpus);
+    int next_ev = 0, timed_out = 0;
     for (;;) {
         int64_t now = ddp_sys_now(sys) - t0;
         /* start what is due */
@@ -645,85 +443,40 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             proc_t *p = &ps[i];
             if (p->started || now < p->start_ns)
                 continue;
-            const ddp_sim_outcome_t *x = ddp_sim_outcome(sim, p->task);
-            ddp_env_t *env = ddp_env_clone(ddp_sim_task_env(sim, p->task));
-            const char *path = ddp_env_get(ddp_sys_env(sys), "PATH");
-            ddp_env_set(env, "PATH", path ? path : "/usr/sbin:/usr/bin:/sbin:/bin");
-            ddp_env_set(env, "DDPSIM_RESULT_FILE", results);
-            ddp_env_set(env, "DDPSIM_QUIET", "1");
-            ddp_env_setf(env, "DDPSIM_T0", "%lld", (long long)t0);
-            ddp_env_setf(env, "DDPSIM_TASK", "%d", p->task);
-            ddp_env_setf(env, "DDPSIM_NODE", "%d", p->node);
-            ddp_env_setf(env, "DDPSIM_NODES", "%d", s->nodes);
-            ddp_env_set(env, "DDPSIM_SEED", sd);
-            ddp_env_set(env, "DDPSIM_HOSTS", hosts);
-            /* This machine's host name is every process's: the tcp backend
-             * must advertise the node's own address instead. */
-            if (!ddp_env_has(env, "DDP_TCP_ADDR"))
-                ddp_env_set(env, "DDP_TCP_ADDR", ddp_sim_node_hostname(sim, p->node));
-            if (faults[0])
-                ddp_env_set(env, "DDPSIM_REAL_FAULTS", faults);
-            /* gcov output of the real processes goes where the runner's does
-             * (make coverage's second matrix). */
-            static const char *const pass[] = {"GCOV_PREFIX", "GCOV_PREFIX_STRIP"};
-            for (size_t k2 = 0; k2 < sizeof pass / sizeof pass[0]; k2++) {
-                const char *v = ddp_env_get(ddp_sys_env(sys), pass[k2]);
-                if (v)
-                    ddp_env_set(env, pass[k2], v);
-            }
-            const char *lvl = ddp_env_get(ddp_sys_env(sys), "DDP_LOG");
-            ddp_env_set(env, "DDP_LOG", lvl ? lvl : "off"); /* errors are in the records */
-            char *argv[40];
+            const ddp_plan_proc_t *x = &plan->procs[p->task];
+            ddp_env_t *env = proc_env(sys, x);
+            char *argv[16], nsname[32], idx[16];
             int k = 0;
-            char nsname[32], portarg[16];
             if (o->netns) {
                 ns_name(&ns, p->node, nsname, sizeof nsname);
                 argv[k++] = "ip", argv[k++] = "netns", argv[k++] = "exec", argv[k++] = nsname;
             }
+            snprintf(idx, sizeof idx, "%d", p->task);
             argv[k++] = "setsid";
             argv[k++] = (char *)o->ddpsim;
-            if (!strcmp(x->name, "squatter")) {
-                snprintf(portarg, sizeof portarg, "%u", (unsigned)s->port_taken);
-                argv[k++] = "hold-port", argv[k++] = portarg, argv[k++] = "--seconds";
-                snprintf(tmp, sizeof tmp, "%.0f", (double)limit / 1e9);
-                argv[k++] = tmp;
-            } else {
-                argv[k++] = "train", argv[k++] = "--accelerator", argv[k++] = (char *)accel;
-                argv[k++] = "--devices", argv[k++] = devs, argv[k++] = "--num-nodes", argv[k++] = nn;
-                argv[k++] = "--timeout", argv[k++] = secs, argv[k++] = "--store-timeout", argv[k++] = sto;
-                argv[k++] = "--seed", argv[k++] = sd, argv[k++] = "--gpus", argv[k++] = gp;
-                if (cfg->train_ns)
-                    argv[k++] = "--train", argv[k++] = trn;
-                if (cfg->backend)
-                    argv[k++] = "--backend", argv[k++] = (char *)cfg->backend;
-                if (cfg->cluster)
-                    argv[k++] = "--cluster", argv[k++] = (char *)cfg->cluster;
-                if (s->plugin[0])
-                    argv[k++] = "--plugin", argv[k++] = (char *)s->plugin;
-            }
+            argv[k++] = "train", argv[k++] = "--plan", argv[k++] = plan_path;
+            argv[k++] = "--process", argv[k++] = idx;
             argv[k] = NULL;
             ddp_spawn_t sp = {.argv = argv, .env = env, .name = x->name};
-            int src = ddp_sys_spawn(sys, &sp, &p->pid);
+            int src = env ? ddp_sys_spawn(sys, &sp, &p->pid) : -ENOMEM;
             ddp_env_free(env);
             p->started = 1;
             if (src) {
                 p->done = 1;
                 p->status = 127;
-            } else {
-                live++;
             }
             /* The port must be held before anyone else starts (in a
              * namespace, starting takes long enough to lose that race). */
-            if (!src && !strcmp(x->name, "squatter")) {
+            if (!src && x->kind == DDP_PLAN_PORT_HOLDER) {
                 int64_t until = ddp_sys_deadline_in(sys, 5 * DDP_NS_PER_S);
-                while (!port_held(results) && ddp_sys_now(sys) < until)
+                while (!port_held(plan->results) && ddp_sys_now(sys) < until)
                     ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 5 * DDP_NS_PER_MS));
             }
         }
         /* timed faults */
         while (next_ev < nev && evs[next_ev].t <= now) {
             const rev_t *e = &evs[next_ev++];
-            const ddp_sim_fault_t *f = &s->faults[e->fault];
+            const ddp_sim_fault_t *f = &plan->faults[e->fault];
             switch (e->kind) {
             case EV_KILL: signal_procs(sys, ps, np, f, 9); break;
             case EV_STOP: signal_procs(sys, ps, np, f, 19); break;
@@ -743,22 +496,20 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             if (ddp_sys_wait(sys, p->pid, &st, 0) == 0) {
                 p->done = 1;
                 p->status = st;
-                live--;
                 /* orphans of a killed process go with it */
                 ddp_sys_kill(sys, -p->pid, 9);
             }
         }
-        int pending = 0;
-        for (int i = 0; i < np; i++)
+        int pending = 0, others = 0;
+        for (int i = 0; i < np; i++) {
             pending |= !ps[i].started;
-        /* the port holder only ends at the limit: not waited for */
-        int others = 0;
-        for (int i = 0; i < np; i++)
+            /* the port holder only ends at the limit: not waited for */
             others += ps[i].started && !ps[i].done &&
-                      strcmp(ddp_sim_outcome(sim, ps[i].task)->name, "squatter");
+                      plan->procs[ps[i].task].kind != DDP_PLAN_PORT_HOLDER;
+        }
         if (!pending && others == 0)
             break;
-        if (now > limit) {
+        if (now > plan->limit_ns) {
             timed_out = 1;
             break;
         }
@@ -774,17 +525,17 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             ddp_sys_wait(sys, ps[i].pid, &st, ddp_sys_deadline_in(sys, 5 * DDP_NS_PER_S));
             ps[i].done = 1;
         }
-    (void)live;
     char ns_left[32] = "";
     int nleft = netns_down(sys, &ns, ns_left, sizeof ns_left);
     ddp_sim_outcome_t *outs = NULL;
-    int n = read_results(results, ps, np, sim, &outs);
-    remove(results);
+    int n = read_results(plan->results, ps, np, plan, &outs);
+    remove(plan->results);
+    remove(plan_path);
     if (n < 0) {
-        ddp_sim_free(sim);
+        ddp_plan_free(plan);
         return n;
     }
-    ddp__scenario_judge(s, outs, n, plan.expected_world,
+    ddp__scenario_judge(s, outs, n, plan->expected_world,
                         timed_out ? DDP_SIM_TIME_LIMIT : DDP_SIM_DONE, NULL, o->report,
                         o->report_len, r);
     if (o->interrupted && *o->interrupted) {
@@ -799,6 +550,6 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
                  "remove with `ip netns del %s` or `make netns-clean`", nleft, ns_left, ns_left);
     }
     free(outs);
-    ddp_sim_free(sim);
+    ddp_plan_free(plan);
     return 0;
 }

@@ -1,6 +1,6 @@
 /* harness/scenario_priv.h — what the simulated and the real scenario runners
- * share: the plan (a sim holding the launch: which processes, where, with
- * which environment, when) and the judge of expectations and invariants. */
+ * share besides the plan (ddp_scenario_plan): the judge of expectations
+ * and invariants. */
 #ifndef DDP_SIM_SCENARIO_PRIV_H
 #define DDP_SIM_SCENARIO_PRIV_H
 
@@ -10,17 +10,6 @@
 typedef struct ddp_scn_edit {
     const ddp_scenario_t *s;
 } ddp_scn_edit_t;
-
-typedef struct ddp_scn_plan {
-    ddp_sim_t *sim;          /* nodes, faults and the launch's tasks */
-    ddp_sim_launch_t launch; /* its cfg is what every process runs */
-    ddp_scn_edit_t edit;
-    int expected_world;
-} ddp_scn_plan_t;
-
-/* Builds the simulation of s for accel (not run yet). */
-int ddp__scenario_build(const ddp_scenario_t *s, const char *accel,
-                        const ddp_sim_opts_t *so, ddp_scn_plan_t *plan);
 
 /* Judges outcomes (one per process/task) against s; fills r's verdict,
  * counts, first error and the per-process report. */

@@ -11,6 +11,7 @@
 #include "ddp/accel.h"
 #include "ddp/err.h"
 #include "ddp/plugin.h"
+#include "ddp/plan.h"
 #include "scenario_priv.h"
 
 /* Slack past the group timeout before a task counts as overdue: teardown
@@ -312,55 +313,59 @@ static int proc_count(const ddp_scenario_t *s, const char *accel)
     return !strcmp(accel, "ddp2") ? 1 : s->devices;
 }
 
-int ddp__scenario_build(const ddp_scenario_t *s, const char *accel,
-                        const ddp_sim_opts_t *so, ddp_scn_plan_t *plan)
+int ddp_scenario_plan(const ddp_scenario_t *s, const char *accel, uint64_t seed,
+                      ddp_plan_t **out)
 {
-    memset(plan, 0, sizeof *plan);
+    *out = NULL;
     if (!ddp_accel_find(accel))
         return DDP_ENOT_FOUND;
-    const ddp_plugin_t *plugin = NULL;
-    if (s->plugin[0] && !(plugin = ddp_plugin_find(s->plugin)))
+    if (s->plugin[0] && !ddp_plugin_find(s->plugin))
         return DDP_ENOT_FOUND;
-    ddp_sim_t *sim = ddp_sim_new(so);
-    if (!sim)
+    ddp_plan_t *p = ddp_plan_new();
+    if (!p)
         return ddp_err_set(-12, "out of memory");
+    snprintf(p->name, sizeof p->name, "%s", s->name);
+    p->seed = seed ? seed : s->seed;
+    p->latency_ns = s->latency_ns;
     int rc = 0;
     for (int i = 0; rc == 0 && i < s->nodes; i++) {
         char host[32], addr[20];
         snprintf(host, sizeof host, "node%d", i);
         snprintf(addr, sizeof addr, "10.%d.%d.1", i / 250, i % 250);
-        rc = ddp_sim_add_node(sim, i < s->nhosts ? s->hosts[i] : host, addr, 0);
+        rc = ddp_plan_add_node(p, i < s->nhosts ? s->hosts[i] : host, addr);
         rc = rc < 0 ? rc : 0;
     }
     for (int i = 0; rc == 0 && i < s->nfaults; i++)
-        rc = ddp_sim_add_fault(sim, &s->faults[i]) < 0 ? DDP_ECONFIG : 0;
-    plan->edit.s = s;
+        rc = ddp_plan_add_fault(p, &s->faults[i], s->fault_line[i]) < 0 ? -12 : 0;
     int procs = proc_count(s, accel);
-    ddp_sim_launch_t *l = &plan->launch;
-    *l = (ddp_sim_launch_t){
-        .accelerator = accel, .nodes = s->nodes, .procs = procs,
-        .launcher = s->launcher, .tasks_per_node = s->tasks_per_node,
+    ddp_plan_entry_t *e = &p->entry;
+    snprintf(e->accelerator, sizeof e->accelerator, "%s", accel);
+    e->num_nodes = s->num_nodes ? s->num_nodes : s->nodes;
+    e->num_processes = procs;
+    e->gpus = s->gpus;
+    snprintf(e->backend, sizeof e->backend, "%s", s->backend);
+    snprintf(e->cluster, sizeof e->cluster, "%s", s->cluster);
+    snprintf(e->plugin, sizeof e->plugin, "%s", s->plugin);
+    e->timeout_ns = s->timeout_ns;
+    e->store_timeout_ns = s->store_timeout_ns;
+    e->train_ns = s->train_ns;
+    e->seed = p->seed;
+    p->expected_world = e->num_nodes * procs;
+    p->limit_ns = s->master_late_ns + s->timeout_ns + s->train_ns + DEADLINE_SLACK_NS;
+    ddp_scn_edit_t edit = {.s = s};
+    ddp_launch_t l = {
+        .procs = procs, .launcher = s->launcher, .tasks_per_node = s->tasks_per_node,
         .port = s->port, .no_port = s->no_port,
         .master_addr = !s->master_addr[0] ? NULL : strcmp(s->master_addr, "-") ? s->master_addr : "",
         .master_start_ns = s->master_late_ns, .squat_port = s->port_taken,
-        .edit_env = apply_env, .edit_arg = &plan->edit};
-    l->cfg.timeout_ns = s->timeout_ns;
-    l->cfg.store_timeout_ns = s->store_timeout_ns;
-    l->cfg.train_ns = s->train_ns;
-    l->cfg.backend = s->backend[0] ? s->backend : NULL;
-    l->cfg.cluster = s->cluster[0] ? s->cluster : NULL;
-    l->cfg.plugin = plugin;
-    l->cfg.gpus = s->gpus;
-    l->cfg.seed = so->seed;
-    l->cfg.num_nodes = s->num_nodes ? s->num_nodes : s->nodes;
+        .edit_env = apply_env, .edit_arg = &edit};
     if (rc == 0)
-        rc = ddp_sim_launch_build(sim, l);
+        rc = ddp_plan_launch(p, &l);
     if (rc) {
-        ddp_sim_free(sim);
+        ddp_plan_free(p);
         return rc;
     }
-    plan->sim = sim;
-    plan->expected_world = l->cfg.num_nodes * procs;
+    *out = p;
     return 0;
 }
 
@@ -443,15 +448,17 @@ int ddp_scenario_run(const ddp_scenario_t *s, const char *accel,
     const ddp_scn_run_opts_t *o = opts ? opts : &none;
     memset(r, 0, sizeof *r);
     snprintf(r->accelerator, sizeof r->accelerator, "%s", accel);
-    ddp_sim_opts_t so = {.seed = o->seed ? o->seed : s->seed, .trace = o->trace,
-                         .keep_trace = o->keep_trace, .latency_ns = s->latency_ns};
-    ddp_scn_plan_t plan;
-    int rc = ddp__scenario_build(s, accel, &so, &plan);
+    ddp_plan_t *plan = NULL;
+    ddp_sim_t *sim = NULL;
+    ddp_sim_opts_t so = {.trace = o->trace, .keep_trace = o->keep_trace};
+    int rc = ddp_scenario_plan(s, accel, o->seed, &plan);
+    if (rc == 0)
+        rc = ddp_plan_simulate(plan, &so, &sim, NULL);
     if (rc) {
         snprintf(r->why, sizeof r->why, "cannot build the run: %s", ddp_err_message());
+        ddp_plan_free(plan);
         return rc;
     }
-    ddp_sim_t *sim = plan.sim;
     ddp_sim_result_t res = ddp_sim_run(sim);
     ddp_sim_stats_t st;
     ddp_sim_stats(sim, &st);
@@ -460,11 +467,12 @@ int ddp_scenario_run(const ddp_scenario_t *s, const char *accel,
     ddp_sim_outcome_t *outs = malloc(sizeof *outs * (size_t)(n ? n : 1));
     if (!outs) {
         ddp_sim_free(sim);
+        ddp_plan_free(plan);
         return ddp_err_set(-12, "out of memory");
     }
     for (int t = 0; t < n; t++)
         outs[t] = *ddp_sim_outcome(sim, t);
-    ddp__scenario_judge(s, outs, n, plan.expected_world, res,
+    ddp__scenario_judge(s, outs, n, plan->expected_world, res,
                         ddp_sim_deadlock_report(sim), o->report, o->report_len, r);
     free(outs);
     if (o->trace_out) {
@@ -473,5 +481,6 @@ int ddp_scenario_run(const ddp_scenario_t *s, const char *accel,
         *o->trace_out = tr ? strndup(tr, len) : NULL;
     }
     ddp_sim_free(sim);
+    ddp_plan_free(plan);
     return 0;
 }

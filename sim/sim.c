@@ -415,7 +415,10 @@ static void *task_thread(void *arg)
     int rc = t->killed ? DDP_ECANCELED : t->fn(&t->sys, t->arg);
     t->out.rc = rc;
     /* A process's exit status is small; the error context keeps the code. */
-    t->out.code = rc < 0 ? rc : rc && ddp_err_ctx()->code ? ddp_err_ctx()->code : rc;
+    t->out.code = t->reported_code ? t->reported_code
+                  : rc < 0               ? rc
+                  : rc && ddp_err_ctx()->code ? ddp_err_ctx()->code
+                                              : rc;
     if (rc != 0 && !t->out.message[0])
         snprintf(t->out.message, sizeof t->out.message, "%s", ddp_err_message());
     if (t->out.state == DDP_SIM_TASK_RUNNING) {
@@ -767,11 +770,12 @@ int ddp_sim_task_of(ddp_sys_t *sys)
                : -1;
 }
 
-void ddp_sim_report(ddp_sys_t *sys, const char *message)
+void ddp_sim_report(ddp_sys_t *sys, int code, const char *message)
 {
     if (ddp_sim_of(sys)) {
         ddp_sim_task_t *t = ddp__sim_current() ? ddp__sim_current() : sys->impl;
         snprintf(t->out.message, sizeof t->out.message, "%s", message);
+        t->reported_code = code;
     }
 }
 

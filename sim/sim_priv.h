@@ -50,6 +50,7 @@ struct ddp_sim_task {
     int proc;        /* the process: own id, or the creator's for a thread */
     int nthreads;    /* threads this process started */
     int exit_status;
+    int reported_code; /* ddp_sim_report: the code of the outcome (0: none) */
     waitq_t exitq;   /* tasks waiting for this one to exit */
     int *fds;        /* sockets this task owns (closed at exit) */
     int nfds, fds_cap;

@@ -166,6 +166,8 @@ static void test_user_plugin_every_accelerator(void)
 {
     static const ddp_plugin_t mine = {.name = "mine",
                                       .init_ddp_connection = counting_init};
+    /* A launch plan names its plugin: it must be registered. */
+    CU_ASSERT_EQUAL_FATAL(ddp_plugin_register(&mine), 0);
     for (size_t a = 0; a < NACC; a++) {
         g_override_calls = 0;
         summary_t s = run_case(accels[a], F_NONE, 2, 2, &mine);

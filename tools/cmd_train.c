@@ -3,8 +3,8 @@
  * scenario runner, or by hand on each node) runs the Trainer's accelerator
  * with the real POSIX sys: rank math, launching its workers where the
  * accelerator does, the shared plugin's connection, configure_ddp,
- * teardown. Each process prints one line; with DDPSIM_RESULT_FILE set, each
- * (workers included) also appends a record there (docs/real-runs.md). */
+ * teardown. Each process prints one line. Under `ddpsim run --real` it runs
+ * one process of the run's launch plan (--plan FILE --process N). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +23,8 @@ static void train_usage(FILE *f)
             "usage: ddpsim train [--accelerator NAME] [--devices N] [--num-nodes N]\n"
             "                    [--timeout SEC] [--store-timeout SEC] [--backend NAME]\n"
             "                    [--plugin NAME] [--cluster NAME] [--gpus N] [--seed N]\n"
-            "                    [--train SEC]\n\n"
+            "                    [--train SEC]\n"
+            "       ddpsim train --plan FILE --process N\n\n"
             "Runs what Trainer(accelerator=NAME, num_processes=N, num_nodes=M).fit() does\n"
             "to connect, in this process, for real: the cluster environment is detected\n"
             "from this process's environment (SLURM_*, RANK/LOCAL_RANK/..., OMPI_*, LSB_*,\n"
@@ -35,8 +36,10 @@ static void train_usage(FILE *f)
             "teardown, with the store up (default 0). Defaults: ddp, 1 device, 1 node,\n"
             "1800 s, tcp on CPU.\n\n"
             "Each process prints \"rank R/W (local L, node N) ACCEL BACKEND: ok, connected\n"
-            "in S s\" or \"... FAIL: error\". With DDPSIM_RESULT_FILE=PATH every process,\n"
-            "workers included, also appends one tab-separated record to PATH.\n\n"
+            "in S s\" or \"... FAIL: error\".\n\n"
+            "--plan FILE --process N: run process N of a launch plan written by\n"
+            "`ddpsim run --real` (its entry, faults and result file come from the plan;\n"
+            "the other options do not apply).\n\n"
             "Exit status: 0 this process (and its workers) connected, 1 it failed,\n"
             "2 bad options.\n");
 }
@@ -50,12 +53,7 @@ static int bad(const char *opt, const char *val, const char *form)
 
 static void print_result(ddp_sys_t *sys, const ddp_run_result_t *r, void *arg)
 {
-    (void)arg;
-    const char *q = ddp_env_get(ddp_sys_env(sys), "DDPSIM_QUIET");
-    if (q && *q && strcmp(q, "0")) {
-        ddp_real_record_result(sys, r);
-        return;
-    }
+    (void)arg, (void)sys;
     if (r->global_rank < 0 && r->rc == 0)
         printf("launcher (%s): %d worker(s) ok\n", r->accelerator ? r->accelerator : "?",
                r->children);
@@ -74,12 +72,13 @@ static void print_result(ddp_sys_t *sys, const ddp_run_result_t *r, void *arg)
                r->world_size, r->local_rank, r->node_rank,
                r->accelerator ? r->accelerator : "?", r->backend, r->message);
     fflush(stdout);
-    ddp_real_record_result(sys, r);
 }
 
 int ddp_cmd_train(ddp_sys_t *sys, int argc, char **argv)
 {
     ddp_trainer_cfg_t cfg = {.accelerator = "ddp", .on_result = print_result};
+    const char *plan = NULL;
+    long process = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -125,6 +124,12 @@ int ddp_cmd_train(ddp_sys_t *sys, int argc, char **argv)
             cfg.backend = v;
         } else if (!strcmp(a, "--cluster")) {
             cfg.cluster = v;
+        } else if (!strcmp(a, "--plan")) {
+            plan = v;
+        } else if (!strcmp(a, "--process")) {
+            if (!num || d < 0 || d > 1e6 || d != (long)d)
+                return bad(a, v, "a process index >= 0 of the plan");
+            process = (long)d;
         } else if (!strcmp(a, "--plugin")) {
             if (!(cfg.plugin = ddp_plugin_find(v)))
                 return bad(a, v, "default, subgroups or rpc");
@@ -132,10 +137,14 @@ int ddp_cmd_train(ddp_sys_t *sys, int argc, char **argv)
             return bad("option", a, "one of the options of --help");
         }
     }
-    /* Real-mode faults the scenario runner asked for (DDPSIM_REAL_FAULTS). */
-    if (ddp_real_arm_faults(sys) != 0) {
-        fprintf(stderr, "ddpsim train: %s\n", ddp_err_message());
-        return 2;
+    if (!plan != (process < 0))
+        return bad("options", plan ? "--plan" : "--process", "--plan FILE and --process N "
+                                                           "together");
+    if (plan) { /* one process of `ddpsim run --real`: all it runs is in the plan */
+        int rc = ddp_real_child(sys, plan, (int)process);
+        if (rc < 0)
+            fprintf(stderr, "ddpsim train: %s\n", ddp_err_message());
+        return rc < 0 ? 2 : rc;
     }
     ddp_run_result_t res;
     int rc = ddp_accel_run(sys, &cfg, &res);
@@ -169,7 +178,6 @@ int ddp_cmd_hold_port(ddp_sys_t *sys, int argc, char **argv)
         fprintf(stderr, "ddpsim hold-port: %s\n", ddp_err_message());
         return 1;
     }
-    ddp_real_record_holding(sys, (uint16_t)port); /* the real runner waits for it */
     ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, (int64_t)(secs * 1e9)));
     ddp_sys_close(sys, fd);
     return 0;

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "ddp/env.h"
+#include "ddp/plan.h"
 #include "ddp/plugin.h"
 #include "ddp/sim.h"
 
@@ -15,46 +16,36 @@
 extern "C" {
 #endif
 
-/* ---- accelerators on a simulated cluster ----
- * Starts the processes the way a real launcher would. DDP_SIM_LAUNCH_AUTO
- * picks the accelerator's usual one: for ddp, ddp_spawn, ddp_cpu and ddp2
- * one script process per node (NODE_RANK set; ddp and the spawners launch
- * the rest themselves); for ddp_hpc a SLURM job (one task per rank with
- * SLURM_* set, as srun would) and for ddp_cpu_hpc a torchrun job (RANK,
- * LOCAL_RANK, GROUP_RANK, LOCAL_WORLD_SIZE, WORLD_SIZE). MPI sets OpenMPI's
- * OMPI_COMM_WORLD_* (+ PMIX_NAMESPACE), LSF jsrun's JSM_NAMESPACE_*, LSB_JOBID
- * and LSB_DJOB_RANKFILE (a virtual file: the launch node, then one line per
- * rank slot). Every process is also given MASTER_ADDR (node 0's host name
- * unless master_addr says otherwise) and MASTER_PORT, as a user exports
- * them, and runs ddp_accel_run. SLURM_NODELIST is the compressed hostlist of
- * the nodes' host names. */
-typedef enum ddp_sim_launcher {
-    DDP_SIM_LAUNCH_AUTO = 0,
-    DDP_SIM_LAUNCH_PER_NODE, /* the user runs the script once per node */
-    DDP_SIM_LAUNCH_SLURM,    /* srun */
-    DDP_SIM_LAUNCH_TORCHRUN, /* torchrun / torch.distributed.run */
-    DDP_SIM_LAUNCH_MPI,      /* mpirun (OpenMPI) */
-    DDP_SIM_LAUNCH_LSF,      /* jsrun (LSF) */
-    DDP_SIM_LAUNCH_COUNT
-} ddp_sim_launcher_t;
-const char *ddp_sim_launcher_name(ddp_sim_launcher_t l);
-int ddp_sim_launcher_parse(const char *name, ddp_sim_launcher_t *out);
+/* ---- accelerators on a simulated cluster (from code) ----
+ * A shorthand over launch plans (ddp/plan.h) for tests and benchmarks:
+ * the sim's first `nodes` nodes, the Trainer configuration `cfg` (its
+ * plugin must be registered: a plan names it) and the launch fields below
+ * become a plan, whose processes are added as tasks. Scenarios build their
+ * plans themselves (harness/scenario_run.c). */
+typedef ddp_launcher_t ddp_sim_launcher_t;
+#define DDP_SIM_LAUNCH_AUTO DDP_LAUNCH_AUTO
+#define DDP_SIM_LAUNCH_PER_NODE DDP_LAUNCH_PER_NODE
+#define DDP_SIM_LAUNCH_SLURM DDP_LAUNCH_SLURM
+#define DDP_SIM_LAUNCH_TORCHRUN DDP_LAUNCH_TORCHRUN
+#define DDP_SIM_LAUNCH_MPI DDP_LAUNCH_MPI
+#define DDP_SIM_LAUNCH_LSF DDP_LAUNCH_LSF
+#define DDP_SIM_LAUNCH_COUNT DDP_LAUNCH_COUNT
+#define ddp_sim_launcher_name ddp_launcher_name
+#define ddp_sim_launcher_parse ddp_launcher_parse
 
 typedef struct ddp_sim_launch {
     const char *accelerator;
     int nodes, procs;        /* procs = processes (devices) per node */
     ddp_trainer_cfg_t cfg;   /* accelerator/num_nodes/num_processes are set
                                 from the fields above unless already set */
-    ddp_sim_launcher_t launcher;
-    int tasks_per_node;      /* external launchers: tasks per node (0 ->
-                                procs); a mismatch is SLURM's #4389 */
-    uint16_t port;           /* MASTER_PORT; 0 -> 29500 */
-    int no_port;             /* do not export MASTER_PORT */
-    const char *master_addr; /* NULL -> node 0's host; "" -> not exported */
-    int64_t master_start_ns; /* node 0's processes start late by this */
-    int squat_port;          /* another process already listens on it */
-    const ddp_env_t *extra_env; /* added to every process (may be NULL) */
-    /* Last word on each process's environment (after everything above). */
+    ddp_launcher_t launcher;
+    int tasks_per_node;
+    uint16_t port;
+    int no_port;
+    const char *master_addr;
+    int64_t master_start_ns;
+    int squat_port;
+    const ddp_env_t *extra_env;
     void (*edit_env)(ddp_env_t *env, int node, void *arg);
     void *edit_arg;
     int first_task;          /* filled: first task id it added */

@@ -1,10 +1,11 @@
 /* ddp/real.h — scenarios as real processes (docs/real-runs.md).
  *
- * The plan of a run is the simulator's (the same launch: which processes,
- * on which node, with which environment, when); each process is then a
- * real `ddpsim train` with the POSIX sys, on loopback (node i answers at
- * 127.0.0.(i+1) through the DDPSIM_HOSTS table) or, with netns, in a network
- * namespace of its own per node. Faults are realised with the same libfiu
+ * A run executes the scenario's launch plan (ddp/plan.h), the one the
+ * simulator executes: which processes, on which node, with which
+ * environment, when. The runner writes the plan to a file and starts each
+ * process as `ddpsim train --plan FILE --process N` with the POSIX sys,
+ * on loopback (node i answers at 127.0.0.(i+1)) or, with netns, in a
+ * network namespace of its own per node. Faults are realised with the same libfiu
  * point names inside each process (sys/net/connect, sys/net/resolve,
  * ddp/phase/enter), with signals from the runner (SIGKILL, SIGSTOP/SIGCONT),
  * delayed starts, a process holding a port, and, with netns, links taken
@@ -48,14 +49,13 @@ const char *ddp_real_unsupported(const ddp_scenario_t *s, const char *accel,
 int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
                  const ddp_real_opts_t *o, ddp_scn_result_t *r);
 
-/* In a `ddpsim train` process: append r to $DDPSIM_RESULT_FILE (nothing
- * when it is not set). */
-void ddp_real_record_result(ddp_sys_t *sys, const ddp_run_result_t *r);
-/* In `ddpsim hold-port`: tell the runner the port is held. */
-void ddp_real_record_holding(ddp_sys_t *sys, uint16_t port);
-/* In a `ddpsim train` process: arm the faults of $DDPSIM_REAL_FAULTS
- * (fault lines of the scenario format, separated by ';'). 0 when none. */
-int ddp_real_arm_faults(ddp_sys_t *sys);
+/* One process of a real run, in the process itself (`ddpsim train --plan
+ * FILE --process N`): reads the plan the runner wrote, arms its in-process
+ * faults, runs process `index`'s entry and appends its result record to
+ * the plan's results file. Returns the exit status (0 ok, 1 failed), or a
+ * negative code when the plan cannot be read (the error names the file
+ * and line). */
+int ddp_real_child(ddp_sys_t *sys, const char *plan_path, int index);
 
 #ifdef __cplusplus
 }

@@ -108,6 +108,12 @@ int ddp_scenario_has_tag(const ddp_scenario_t *s, const char *tag);
 /* The error class of a code: "timeout", "peer_lost", "addrinuse", ... */
 const char *ddp_scn_error_class(int code);
 
+/* The launch plan of s for accel (ddp/plan.h): what every runner executes.
+ * seed 0: the scenario's. */
+struct ddp_plan;
+int ddp_scenario_plan(const ddp_scenario_t *s, const char *accel, uint64_t seed,
+                      struct ddp_plan **out);
+
 /* One run: the scenario for one accelerator. */
 typedef struct ddp_scn_result {
     char accelerator[16];

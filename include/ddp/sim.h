@@ -113,8 +113,10 @@ const ddp_sim_outcome_t *ddp_sim_outcome(const ddp_sim_t *sim, int task);
 const ddp_env_t *ddp_sim_task_env(const ddp_sim_t *sim, int task);
 int64_t ddp_sim_task_start(const ddp_sim_t *sim, int task);
 
-/* Sets the task's outcome message (else the error context at exit is used). */
-void ddp_sim_report(ddp_sys_t *sys, const char *message);
+/* Sets the task's outcome: its error code and message (else the return
+ * value and the error context at exit are used). A process reports the
+ * first error it met, which its teardown must not overwrite. */
+void ddp_sim_report(ddp_sys_t *sys, int code, const char *message);
 /* Called by a task (through its sys) to record when it finished connecting. */
 void ddp_sim_mark_connected(ddp_sys_t *sys);
 /* The sim behind a sim sys (NULL for any other sys). */

@@ -1,0 +1,892 @@
+/* harness/plan.c — launch plans (ddp/plan.h): building one from a launch
+ * description, executing it in the simulator, and its file form for real
+ * runs. */
+#include "ddp/plan.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "ddp/accel.h"
+#include "ddp/cluster.h"
+#include "ddp/err.h"
+
+#define LSF_RANKFILE "/sim/lsf/rankfile"
+#define DEFAULT_PORT 29500
+
+/* ---------------------------------------------------------------- data */
+
+ddp_plan_t *ddp_plan_new(void)
+{
+    ddp_plan_t *p = calloc(1, sizeof *p);
+    if (p)
+        p->t0 = 0;
+    return p;
+}
+
+void ddp_plan_free(ddp_plan_t *p)
+{
+    if (!p)
+        return;
+    for (int i = 0; i < p->nprocs; i++)
+        ddp_env_free(p->procs[i].env);
+    for (int i = 0; i < p->nfaults; i++) {
+        free((char *)p->faults[i].ranks);
+        free((char *)p->faults[i].phase);
+    }
+    for (int i = 0; i < p->nfiles; i++) {
+        free(p->files[i].path);
+        free(p->files[i].content);
+    }
+    free(p->nodes);
+    free(p->procs);
+    free(p->faults);
+    free(p->fault_line);
+    free(p->files);
+    free(p);
+}
+
+/* Grows *arr (of *n elements of size sz) by one zeroed element. */
+static void *grow(void *arr, int n, size_t sz)
+{
+    char *a = realloc(arr, sz * (size_t)(n + 1));
+    if (a)
+        memset(a + sz * (size_t)n, 0, sz);
+    return a;
+}
+
+int ddp_plan_add_node(ddp_plan_t *p, const char *host, const char *addr)
+{
+    ddp_plan_node_t *nn = grow(p->nodes, p->nnodes, sizeof *nn);
+    if (!nn)
+        return ddp_err_set(-ENOMEM, "plan: out of memory");
+    p->nodes = nn;
+    snprintf(nn[p->nnodes].host, sizeof nn->host, "%s", host);
+    snprintf(nn[p->nnodes].addr, sizeof nn->addr, "%s", addr ? addr : "");
+    return p->nnodes++;
+}
+
+int ddp_plan_add_proc(ddp_plan_t *p, const char *name, int node, int rank,
+                      int64_t start_ns, ddp_plan_kind_t kind, const ddp_env_t *env)
+{
+    if (node < 0 || node >= p->nnodes)
+        return ddp_err_set(DDP_ECONFIG, "plan: process %s on node %d, but the plan "
+                                        "has %d node(s)", name, node, p->nnodes);
+    ddp_plan_proc_t *np = grow(p->procs, p->nprocs, sizeof *np);
+    if (!np)
+        return ddp_err_set(-ENOMEM, "plan: out of memory");
+    p->procs = np;
+    ddp_plan_proc_t *x = &np[p->nprocs];
+    snprintf(x->name, sizeof x->name, "%s", name);
+    x->node = node;
+    x->rank = rank;
+    x->start_ns = start_ns;
+    x->kind = kind;
+    x->env = env ? ddp_env_clone(env) : ddp_env_new();
+    if (!x->env)
+        return ddp_err_set(-ENOMEM, "plan: out of memory");
+    return p->nprocs++;
+}
+
+int ddp_plan_add_fault(ddp_plan_t *p, const ddp_sim_fault_t *f, int line)
+{
+    ddp_sim_fault_t *nf = grow(p->faults, p->nfaults, sizeof *nf);
+    if (!nf)
+        return ddp_err_set(-ENOMEM, "plan: out of memory");
+    p->faults = nf;
+    int *nl = grow(p->fault_line, p->nfaults, sizeof *nl);
+    if (!nl)
+        return ddp_err_set(-ENOMEM, "plan: out of memory");
+    p->fault_line = nl;
+    ddp_sim_fault_t *x = &nf[p->nfaults];
+    *x = *f;
+    x->ranks = f->ranks ? strdup(f->ranks) : NULL;
+    x->phase = f->phase ? strdup(f->phase) : NULL;
+    if ((f->ranks && !x->ranks) || (f->phase && !x->phase)) {
+        free((char *)x->ranks);
+        free((char *)x->phase);
+        return ddp_err_set(-ENOMEM, "plan: out of memory");
+    }
+    nl[p->nfaults] = line;
+    return p->nfaults++;
+}
+
+int ddp_plan_add_file(ddp_plan_t *p, const char *path, const char *content)
+{
+    ddp_plan_file_t *nf = grow(p->files, p->nfiles, sizeof *nf);
+    if (!nf)
+        return ddp_err_set(-ENOMEM, "plan: out of memory");
+    p->files = nf;
+    nf[p->nfiles].path = strdup(path);
+    nf[p->nfiles].content = strdup(content);
+    if (!nf[p->nfiles].path || !nf[p->nfiles].content) {
+        free(nf[p->nfiles].path);
+        free(nf[p->nfiles].content);
+        return ddp_err_set(-ENOMEM, "plan: out of memory");
+    }
+    return p->nfiles++;
+}
+
+static const char *const kind_names[DDP_PLAN_KIND_COUNT] = {"trainer", "port-holder",
+                                                            "exec"};
+
+const char *ddp_plan_kind_name(ddp_plan_kind_t k)
+{
+    return k >= 0 && k < DDP_PLAN_KIND_COUNT ? kind_names[k] : "?";
+}
+
+/* ---------------------------------------------------------- launchers */
+
+static const char *const launcher_names[DDP_LAUNCH_COUNT] = {
+    "auto", "per-node", "slurm", "torchrun", "mpi", "lsf"};
+
+const char *ddp_launcher_name(ddp_launcher_t l)
+{
+    return l >= 0 && l < DDP_LAUNCH_COUNT ? launcher_names[l] : "?";
+}
+
+int ddp_launcher_parse(const char *name, ddp_launcher_t *out)
+{
+    for (int i = 0; i < DDP_LAUNCH_COUNT; i++)
+        if (!strcasecmp(name, launcher_names[i])) {
+            *out = (ddp_launcher_t)i;
+            return 0;
+        }
+    return ddp_err_set(DDP_ECONFIG, "unknown launcher \"%s\"; expected one of "
+                                    "auto, per-node, slurm, torchrun, mpi, lsf",
+                       name);
+}
+
+ddp_launcher_t ddp_launcher_for(const char *accel, ddp_launcher_t asked)
+{
+    if (asked != DDP_LAUNCH_AUTO)
+        return asked;
+    if (accel && !strcmp(accel, "ddp_hpc"))
+        return DDP_LAUNCH_SLURM;
+    if (accel && !strcmp(accel, "ddp_cpu_hpc"))
+        return DDP_LAUNCH_TORCHRUN;
+    return DDP_LAUNCH_PER_NODE;
+}
+
+/* What the launcher itself puts into task `p` of node `n`. */
+static void launcher_env(ddp_env_t *env, ddp_launcher_t kind, int n, int p,
+                         int nodes, int per_node, const char *nodelist)
+{
+    int rank = n * per_node + p, world = nodes * per_node;
+    switch (kind) {
+    case DDP_LAUNCH_PER_NODE:
+    case DDP_LAUNCH_AUTO:
+    case DDP_LAUNCH_COUNT:
+        ddp_env_setf(env, "NODE_RANK", "%d", n);
+        break;
+    case DDP_LAUNCH_SLURM:
+        ddp_env_setf(env, "SLURM_NTASKS", "%d", world);
+        ddp_env_setf(env, "SLURM_NTASKS_PER_NODE", "%d", per_node);
+        ddp_env_setf(env, "SLURM_NNODES", "%d", nodes);
+        ddp_env_setf(env, "SLURM_PROCID", "%d", rank);
+        ddp_env_setf(env, "SLURM_LOCALID", "%d", p);
+        ddp_env_setf(env, "SLURM_NODEID", "%d", n);
+        ddp_env_set(env, "SLURM_NODELIST", nodelist);
+        ddp_env_set(env, "SLURM_JOB_ID", "4242");
+        ddp_env_set(env, "SLURM_JOB_NAME", "train");
+        break;
+    case DDP_LAUNCH_TORCHRUN:
+        ddp_env_setf(env, "RANK", "%d", rank);
+        ddp_env_setf(env, "LOCAL_RANK", "%d", p);
+        ddp_env_setf(env, "GROUP_RANK", "%d", n);
+        ddp_env_setf(env, "LOCAL_WORLD_SIZE", "%d", per_node);
+        ddp_env_setf(env, "WORLD_SIZE", "%d", world);
+        break;
+    case DDP_LAUNCH_MPI:
+        ddp_env_setf(env, "OMPI_COMM_WORLD_SIZE", "%d", world);
+        ddp_env_setf(env, "OMPI_COMM_WORLD_RANK", "%d", rank);
+        ddp_env_setf(env, "OMPI_COMM_WORLD_LOCAL_RANK", "%d", p);
+        ddp_env_setf(env, "OMPI_COMM_WORLD_LOCAL_SIZE", "%d", per_node);
+        ddp_env_setf(env, "OMPI_COMM_WORLD_NODE_RANK", "%d", p);
+        ddp_env_set(env, "PMIX_NAMESPACE", "prterun-sim-4242@1");
+        break;
+    case DDP_LAUNCH_LSF:
+        ddp_env_set(env, "LSB_JOBID", "4242");
+        ddp_env_set(env, "LSB_DJOB_RANKFILE", LSF_RANKFILE);
+        ddp_env_setf(env, "JSM_NAMESPACE_SIZE", "%d", world);
+        ddp_env_setf(env, "JSM_NAMESPACE_RANK", "%d", rank);
+        ddp_env_setf(env, "JSM_NAMESPACE_LOCAL_RANK", "%d", p);
+        ddp_env_setf(env, "JSM_NAMESPACE_LOCAL_SIZE", "%d", per_node);
+        break;
+    }
+}
+
+/* The LSF rank file: the launch node first (it runs no rank), then one
+ * line per rank slot. */
+static int add_rankfile(ddp_plan_t *p, int per_node)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    if (!m)
+        return ddp_err_set(-ENOMEM, "out of memory");
+    fputs("launch\n", m);
+    for (int i = 0; i < p->nnodes * per_node; i++)
+        fprintf(m, "%s\n", p->nodes[i / per_node].host);
+    fclose(m);
+    int rc = text ? ddp_plan_add_file(p, LSF_RANKFILE, text) : -ENOMEM;
+    free(text);
+    return rc < 0 ? rc : 0;
+}
+
+static int copy_var(void *arg, const char *key, const char *value)
+{
+    return ddp_env_set(arg, key, value);
+}
+
+int ddp_plan_launch(ddp_plan_t *p, const ddp_launch_t *l)
+{
+    const char *accel = p->entry.accelerator;
+    if (!accel[0] || !ddp_accel_find(accel))
+        return DDP_ENOT_FOUND;
+    if (p->nnodes < 1 || l->procs < 1 || l->tasks_per_node < 0 || l->launcher < 0 ||
+        l->launcher >= DDP_LAUNCH_COUNT)
+        return ddp_err_set(DDP_ECONFIG, "launch: need >= 1 node and >= 1 process per "
+                                        "node (got %d node(s), %d per node)",
+                           p->nnodes, l->procs);
+    if (!p->entry.num_nodes)
+        p->entry.num_nodes = p->nnodes;
+    if (!p->entry.num_processes)
+        p->entry.num_processes = l->procs;
+    uint16_t port = l->port ? l->port : DEFAULT_PORT;
+    int rc;
+    if (l->squat_port) {
+        if ((rc = ddp_plan_add_proc(p, "squatter", 0, -1, 0, DDP_PLAN_PORT_HOLDER, NULL)) < 0)
+            return rc;
+        p->procs[rc].port = l->squat_port;
+    }
+    ddp_launcher_t kind = ddp_launcher_for(accel, l->launcher);
+    int per_node = kind == DDP_LAUNCH_PER_NODE ? 1
+                   : l->tasks_per_node         ? l->tasks_per_node
+                                               : l->procs;
+    const char **hosts = malloc(sizeof *hosts * (size_t)p->nnodes);
+    char *nodelist = NULL;
+    if (!hosts)
+        return ddp_err_set(-ENOMEM, "out of memory");
+    for (int n = 0; n < p->nnodes; n++)
+        hosts[n] = p->nodes[n].host;
+    rc = ddp_hostlist_compress(hosts, (size_t)p->nnodes, &nodelist);
+    free(hosts);
+    if (rc)
+        return rc;
+    if (kind == DDP_LAUNCH_LSF && (rc = add_rankfile(p, per_node))) {
+        free(nodelist);
+        return rc;
+    }
+    const char *master = l->master_addr ? l->master_addr : p->nodes[0].host;
+    for (int n = 0; rc >= 0 && n < p->nnodes; n++) {
+        for (int k = 0; rc >= 0 && k < per_node; k++) {
+            ddp_env_t *env = ddp_env_new();
+            if (!env) {
+                rc = ddp_err_set(-ENOMEM, "out of memory");
+                break;
+            }
+            int rank = n * per_node + k;
+            if (*master)
+                ddp_env_set(env, "MASTER_ADDR", master);
+            if (!l->no_port)
+                ddp_env_setf(env, "MASTER_PORT", "%u", (unsigned)port);
+            launcher_env(env, kind, n, k, p->nnodes, per_node, nodelist);
+            if (l->extra_env)
+                ddp_env_foreach(l->extra_env, copy_var, env);
+            if (l->edit_env)
+                l->edit_env(env, n, l->edit_arg);
+            char name[32];
+            int per_node_script = kind == DDP_LAUNCH_PER_NODE;
+            snprintf(name, sizeof name, per_node_script ? "node%d" : "rank%d",
+                     per_node_script ? n : rank);
+            rc = ddp_plan_add_proc(p, name, n, per_node_script ? -1 : rank,
+                                   (n == 0 ? l->master_start_ns : 0) + DDP_NS_PER_MS,
+                                   p->entry.exec[0] ? DDP_PLAN_EXEC : DDP_PLAN_TRAINER,
+                                   env);
+            ddp_env_free(env);
+        }
+    }
+    free(nodelist);
+    return rc < 0 ? rc : 0;
+}
+
+/* --------------------------------------------------------------- entry */
+
+int ddp_plan_trainer_cfg(const ddp_plan_t *p, ddp_trainer_cfg_t *cfg)
+{
+    const ddp_plan_entry_t *e = &p->entry;
+    memset(cfg, 0, sizeof *cfg);
+    cfg->accelerator = e->accelerator[0] ? e->accelerator : NULL;
+    cfg->num_nodes = e->num_nodes;
+    cfg->num_processes = e->num_processes;
+    cfg->gpus = e->gpus;
+    cfg->backend = e->backend[0] ? e->backend : NULL;
+    cfg->cluster = e->cluster[0] ? e->cluster : NULL;
+    cfg->timeout_ns = e->timeout_ns;
+    cfg->store_timeout_ns = e->store_timeout_ns;
+    cfg->train_ns = e->train_ns;
+    cfg->seed = e->seed;
+    if (e->plugin[0] && !(cfg->plugin = ddp_plugin_find(e->plugin)))
+        return DDP_ENOT_FOUND; /* the registry's error lists the plugins */
+    return 0;
+}
+
+int ddp_plan_entry_of(const ddp_trainer_cfg_t *cfg, ddp_plan_entry_t *e)
+{
+    memset(e, 0, sizeof *e);
+    if (cfg->plugin && ddp_plugin_find(cfg->plugin->name) != cfg->plugin)
+        return ddp_err_set(DDP_ECONFIG, "plugin \"%s\" is not registered: a plan names "
+                                        "its plugin, so register it first "
+                                        "(ddp_plugin_register)",
+                           cfg->plugin->name ? cfg->plugin->name : "");
+    snprintf(e->accelerator, sizeof e->accelerator, "%s",
+             cfg->accelerator ? cfg->accelerator : "");
+    e->num_nodes = cfg->num_nodes;
+    e->num_processes = cfg->num_processes;
+    e->gpus = cfg->gpus;
+    snprintf(e->backend, sizeof e->backend, "%s", cfg->backend ? cfg->backend : "");
+    snprintf(e->cluster, sizeof e->cluster, "%s", cfg->cluster ? cfg->cluster : "");
+    snprintf(e->plugin, sizeof e->plugin, "%s", cfg->plugin ? cfg->plugin->name : "");
+    e->timeout_ns = cfg->timeout_ns;
+    e->store_timeout_ns = cfg->store_timeout_ns;
+    e->train_ns = cfg->train_ns;
+    e->seed = cfg->seed;
+    return 0;
+}
+
+/* ------------------------------------------------------ the simulator */
+
+/* Every process an accelerator starts (workers included: they share the
+ * cfg) reports its own result: the root cause it failed with, not
+ * whatever its teardown left in the error context. */
+static void report_to_sim(ddp_sys_t *sys, const ddp_run_result_t *res, void *arg)
+{
+    (void)arg;
+    if (res->rc)
+        ddp_sim_report(sys, res->rc, res->message);
+}
+
+static int trainer_main(ddp_sys_t *sys, void *arg)
+{
+    ddp_run_result_t res;
+    return ddp_accel_run(sys, arg, &res);
+}
+
+static int port_holder_main(ddp_sys_t *sys, void *arg)
+{
+    ddp_addr_t any;
+    ddp_addr_parse("0.0.0.0", (uint16_t)(intptr_t)arg, &any);
+    int fd = ddp_sys_listen(sys, &any, 16);
+    if (fd < 0)
+        return 1;
+    /* Holds the port for the run's lifetime, accepting nothing. */
+    ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 4 * 3600 * DDP_NS_PER_S));
+    ddp_sys_close(sys, fd);
+    return 0;
+}
+
+int ddp_plan_add_tasks(const ddp_plan_t *p, ddp_sim_t *sim, int *first_task)
+{
+    if (ddp_sim_node_count(sim) < p->nnodes)
+        return ddp_err_set(DDP_ECONFIG, "plan: %d node(s), the simulation has %d",
+                           p->nnodes, ddp_sim_node_count(sim));
+    ddp_trainer_cfg_t *cfg = calloc(1, sizeof *cfg);
+    if (!cfg)
+        return ddp_err_set(-ENOMEM, "out of memory");
+    ddp_sim_own(sim, cfg);
+    int rc = ddp_plan_trainer_cfg(p, cfg);
+    if (rc)
+        return rc;
+    /* The cfg's strings point into the plan's entry: a copy lives with the
+     * simulation. */
+    ddp_plan_entry_t *e = malloc(sizeof *e);
+    if (!e)
+        return ddp_err_set(-ENOMEM, "out of memory");
+    ddp_sim_own(sim, e);
+    *e = p->entry;
+    cfg->accelerator = e->accelerator[0] ? e->accelerator : NULL;
+    cfg->backend = e->backend[0] ? e->backend : NULL;
+    cfg->cluster = e->cluster[0] ? e->cluster : NULL;
+    cfg->on_result = report_to_sim;
+    for (int i = 0; i < p->nfiles; i++)
+        if ((rc = ddp_sim_add_file(sim, p->files[i].path, p->files[i].content)) < 0)
+            return rc;
+    if (first_task)
+        *first_task = ddp_sim_task_count(sim);
+    for (int i = 0; i < p->nprocs; i++) {
+        const ddp_plan_proc_t *x = &p->procs[i];
+        ddp_sim_task_opts_t o = {.node = x->node, .name = x->name, .rank = x->rank,
+                                 .env = x->env, .start_ns = x->start_ns};
+        switch (x->kind) {
+        case DDP_PLAN_TRAINER:
+            rc = ddp_sim_add_task(sim, &o, trainer_main, cfg);
+            break;
+        case DDP_PLAN_PORT_HOLDER:
+            rc = ddp_sim_add_task(sim, &o, port_holder_main, (void *)(intptr_t)x->port);
+            break;
+        default:
+            return ddp_err_set(DDP_EUNSUPPORTED, "process %s runs a program of its own "
+                                                 "(exec): only real runs can start it",
+                               x->name);
+        }
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+int ddp_plan_simulate(const ddp_plan_t *p, const ddp_sim_opts_t *so, ddp_sim_t **out,
+                      int *first_task)
+{
+    *out = NULL;
+    ddp_sim_opts_t o = so ? *so : (ddp_sim_opts_t){0};
+    if (!o.seed)
+        o.seed = p->seed;
+    if (!o.latency_ns)
+        o.latency_ns = p->latency_ns;
+    ddp_sim_t *sim = ddp_sim_new(&o);
+    if (!sim)
+        return ddp_err_set(-ENOMEM, "out of memory");
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < p->nnodes; i++)
+        rc = ddp_sim_add_node(sim, p->nodes[i].host, p->nodes[i].addr, 0) < 0
+                 ? ddp_err_ctx()->code : 0;
+    for (int i = 0; rc == 0 && i < p->nfaults; i++)
+        rc = ddp_sim_add_fault(sim, &p->faults[i]) < 0 ? DDP_ECONFIG : 0;
+    if (rc == 0)
+        rc = ddp_plan_add_tasks(p, sim, first_task);
+    if (rc) {
+        ddp_sim_free(sim);
+        return rc ? rc : DDP_ECONFIG;
+    }
+    *out = sim;
+    return 0;
+}
+
+/* ----------------------------------------------------------- the file */
+
+static void put_str(FILE *o, const char *s)
+{
+    fputc('"', o);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(o, "\\%c", c);
+        else if (c == '\n')
+            fputs("\\n", o);
+        else if (c == '\t')
+            fputs("\\t", o);
+        else if (c < 0x20 || c == 0x7f)
+            fprintf(o, "\\x%02x", c);
+        else
+            fputc(c, o);
+    }
+    fputc('"', o);
+}
+
+static int put_env(void *arg, const char *key, const char *value)
+{
+    FILE *o = arg;
+    fputs("env ", o);
+    put_str(o, key);
+    fputc(' ', o);
+    put_str(o, value);
+    fputc('\n', o);
+    return 0;
+}
+
+int ddp_plan_write(const ddp_plan_t *p, FILE *o)
+{
+    const ddp_plan_entry_t *e = &p->entry;
+    fputs("ddpsim-plan 1\nname ", o);
+    put_str(o, p->name);
+    fprintf(o, "\nrun seed=%" PRIu64 " latency=%" PRId64 " world=%d limit=%" PRId64
+               " t0=%" PRId64 "\nresults ",
+            p->seed, p->latency_ns, p->expected_world, p->limit_ns, p->t0);
+    put_str(o, p->results);
+    fprintf(o, "\nentry accelerator=%s nodes=%d processes=%d gpus=%d timeout=%" PRId64
+               " store_timeout=%" PRId64 " train=%" PRId64 " seed=%" PRIu64 "\n",
+            e->accelerator[0] ? e->accelerator : "-", e->num_nodes, e->num_processes,
+            e->gpus, e->timeout_ns, e->store_timeout_ns, e->train_ns, e->seed);
+    fputs("backend ", o);
+    put_str(o, e->backend);
+    fputs("\ncluster ", o);
+    put_str(o, e->cluster);
+    fputs("\nplugin ", o);
+    put_str(o, e->plugin);
+    fputs("\nexec ", o);
+    put_str(o, e->exec);
+    fputc('\n', o);
+    for (int i = 0; i < p->nnodes; i++) {
+        fputs("node ", o);
+        put_str(o, p->nodes[i].host);
+        fputc(' ', o);
+        put_str(o, p->nodes[i].addr);
+        fputc('\n', o);
+    }
+    for (int i = 0; i < p->nfiles; i++) {
+        fputs("file ", o);
+        put_str(o, p->files[i].path);
+        fputc(' ', o);
+        put_str(o, p->files[i].content);
+        fputc('\n', o);
+    }
+    for (int i = 0; i < p->nfaults; i++) {
+        const ddp_sim_fault_t *f = &p->faults[i];
+        fprintf(o, "fault %s node=%d task=%d peer=%d port=%u set=%" PRIu64
+                   " start=%" PRId64 " end=%" PRId64 " count=%d p=%.17g delay=%" PRId64
+                   " after=%" PRId64 " line=%d ranks=",
+                ddp_sim_fault_kind_name(f->kind), f->node, f->task, f->peer_node,
+                (unsigned)f->port, f->node_set, f->start_ns, f->end_ns, f->count,
+                f->probability, f->delay_ns, f->after_bytes, p->fault_line[i]);
+        put_str(o, f->ranks ? f->ranks : "");
+        fputs(" phase=", o);
+        put_str(o, f->phase ? f->phase : "");
+        fputc('\n', o);
+    }
+    for (int i = 0; i < p->nprocs; i++) {
+        const ddp_plan_proc_t *x = &p->procs[i];
+        fprintf(o, "proc %s node=%d rank=%d start=%" PRId64 " port=%u name=",
+                ddp_plan_kind_name(x->kind), x->node, x->rank, x->start_ns,
+                (unsigned)x->port);
+        put_str(o, x->name);
+        fputc('\n', o);
+        ddp_env_foreach(x->env, put_env, o);
+    }
+    fputs("end\n", o);
+    return ferror(o) ? ddp_err_set(-EIO, "plan: write failed") : 0;
+}
+
+/* A reader of one line: words, key=value words and quoted strings. */
+typedef struct rd {
+    const char *file;
+    int line;
+    char *c; /* the rest of the line */
+} rd_t;
+
+static int rd_err(rd_t *r, const char *want)
+{
+    char got[40];
+    snprintf(got, sizeof got, "%.30s", *r->c ? r->c : "end of line");
+    got[strcspn(got, "\n")] = '\0';
+    return ddp_err_set(DDP_ECONFIG, "%s:%d: expected %s, got \"%s\" (the plan file "
+                                    "is written by ddpsim run --real: was it edited "
+                                    "or cut short?)",
+                       r->file, r->line, want, got);
+}
+
+static void skip_ws(rd_t *r)
+{
+    while (*r->c == ' ')
+        r->c++;
+}
+
+/* A quoted string into a malloc'd *out. */
+static int rd_str(rd_t *r, char **out)
+{
+    skip_ws(r);
+    if (*r->c != '"')
+        return rd_err(r, "a quoted string");
+    char *src = ++r->c, *dst = src, *start = src;
+    while (*src && *src != '"') {
+        if (*src != '\\') {
+            *dst++ = *src++;
+            continue;
+        }
+        src++;
+        if (*src == 'n')
+            *dst++ = '\n', src++;
+        else if (*src == 't')
+            *dst++ = '\t', src++;
+        else if (*src == 'x' && src[1] && src[2]) {
+            char hex[3] = {src[1], src[2], 0};
+            *dst++ = (char)strtol(hex, NULL, 16);
+            src += 3;
+        } else if (*src)
+            *dst++ = *src++;
+    }
+    if (*src != '"') {
+        r->c = src;
+        return rd_err(r, "a closing quote");
+    }
+    *dst = '\0';
+    r->c = src + 1;
+    *out = strdup(start);
+    return *out ? 0 : ddp_err_set(-ENOMEM, "out of memory");
+}
+
+static int rd_strbuf(rd_t *r, char *buf, size_t n)
+{
+    char *s = NULL;
+    int rc = rd_str(r, &s);
+    if (rc == 0 && strlen(s) >= n)
+        rc = rd_err(r, "a shorter string");
+    if (rc == 0)
+        memcpy(buf, s, strlen(s) + 1);
+    free(s);
+    return rc;
+}
+
+/* key=<integer> */
+static int rd_int(rd_t *r, const char *key, int64_t *out)
+{
+    skip_ws(r);
+    size_t kl = strlen(key);
+    if (strncmp(r->c, key, kl) || r->c[kl] != '=') {
+        char want[48];
+        snprintf(want, sizeof want, "%s=", key);
+        return rd_err(r, want);
+    }
+    r->c += kl + 1;
+    char *end;
+    errno = 0;
+    long long v = strtoll(r->c, &end, 10);
+    if (end == r->c || errno || (*end && *end != ' ' && *end != '\n'))
+        return rd_err(r, "an integer");
+    r->c = end;
+    *out = v;
+    return 0;
+}
+
+static int rd_u64(rd_t *r, const char *key, uint64_t *out)
+{
+    skip_ws(r);
+    size_t kl = strlen(key);
+    if (strncmp(r->c, key, kl) || r->c[kl] != '=')
+        return rd_err(r, key);
+    r->c += kl + 1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(r->c, &end, 10);
+    if (end == r->c || errno)
+        return rd_err(r, "an unsigned integer");
+    r->c = end;
+    *out = v;
+    return 0;
+}
+
+static int rd_i(rd_t *r, const char *key, int *out)
+{
+    int64_t v = 0;
+    int rc = rd_int(r, key, &v);
+    if (rc == 0 && (v < INT32_MIN || v > INT32_MAX))
+        return rd_err(r, "a smaller integer");
+    *out = (int)v;
+    return rc;
+}
+
+/* A bare word up to a space or '='. */
+static int rd_word(rd_t *r, char *buf, size_t n)
+{
+    skip_ws(r);
+    size_t k = strcspn(r->c, " =\n");
+    if (!k || k >= n)
+        return rd_err(r, "a word");
+    memcpy(buf, r->c, k);
+    buf[k] = '\0';
+    r->c += k;
+    return 0;
+}
+
+static int rd_key(rd_t *r, const char *key)
+{
+    skip_ws(r);
+    size_t kl = strlen(key);
+    if (strncmp(r->c, key, kl) || r->c[kl] != '=') {
+        char want[48];
+        snprintf(want, sizeof want, "%s=", key);
+        return rd_err(r, want);
+    }
+    r->c += kl + 1;
+    return 0;
+}
+
+static int rd_fault(rd_t *r, ddp_plan_t *p)
+{
+    char kind[24];
+    ddp_sim_fault_t f = {0};
+    int64_t port = 0, start = 0, end = 0, delay = 0, after = 0;
+    int line = 0, rc;
+    if ((rc = rd_word(r, kind, sizeof kind)) || ddp_sim_fault_kind_parse(kind, &f.kind))
+        return rc ? rc : rd_err(r, "a fault kind");
+    if ((rc = rd_i(r, "node", &f.node)) || (rc = rd_i(r, "task", &f.task)) ||
+        (rc = rd_i(r, "peer", &f.peer_node)) || (rc = rd_int(r, "port", &port)) ||
+        (rc = rd_u64(r, "set", &f.node_set)) || (rc = rd_int(r, "start", &start)) ||
+        (rc = rd_int(r, "end", &end)) || (rc = rd_i(r, "count", &f.count)))
+        return rc;
+    skip_ws(r);
+    if (strncmp(r->c, "p=", 2))
+        return rd_err(r, "p=");
+    char *e;
+    f.probability = strtod(r->c + 2, &e);
+    r->c = e;
+    if ((rc = rd_int(r, "delay", &delay)) || (rc = rd_int(r, "after", &after)) ||
+        (rc = rd_i(r, "line", &line)))
+        return rc;
+    char *ranks = NULL, *phase = NULL;
+    if ((rc = rd_key(r, "ranks")) == 0 && (rc = rd_str(r, &ranks)) == 0 &&
+        (rc = rd_key(r, "phase")) == 0)
+        rc = rd_str(r, &phase);
+    f.port = (uint16_t)port;
+    f.start_ns = start;
+    f.end_ns = end;
+    f.delay_ns = delay;
+    f.after_bytes = after;
+    f.ranks = ranks && *ranks ? ranks : NULL;
+    f.phase = phase && *phase ? phase : NULL;
+    if (rc == 0)
+        rc = ddp_plan_add_fault(p, &f, line) < 0 ? ddp_err_ctx()->code : 0;
+    free(ranks);
+    free(phase);
+    return rc;
+}
+
+static int rd_proc(rd_t *r, ddp_plan_t *p)
+{
+    char kind[24], *name = NULL;
+    int node = 0, rank = 0, rc, k = 0;
+    int64_t start = 0, port = 0;
+    if ((rc = rd_word(r, kind, sizeof kind)))
+        return rc;
+    while (k < DDP_PLAN_KIND_COUNT && strcmp(kind_names[k], kind))
+        k++;
+    if (k == DDP_PLAN_KIND_COUNT)
+        return rd_err(r, "a process kind (trainer, port-holder, exec)");
+    if ((rc = rd_i(r, "node", &node)) || (rc = rd_i(r, "rank", &rank)) ||
+        (rc = rd_int(r, "start", &start)) || (rc = rd_int(r, "port", &port)) ||
+        (rc = rd_key(r, "name")) || (rc = rd_str(r, &name)))
+        return rc;
+    rc = ddp_plan_add_proc(p, name, node, rank, start, (ddp_plan_kind_t)k, NULL);
+    free(name);
+    if (rc < 0)
+        return rc;
+    p->procs[rc].port = (uint16_t)port;
+    return 0;
+}
+
+static int rd_entry(rd_t *r, ddp_plan_entry_t *e)
+{
+    int rc = rd_key(r, "accelerator");
+    if (rc == 0)
+        rc = rd_word(r, e->accelerator, sizeof e->accelerator);
+    if (rc == 0 && !strcmp(e->accelerator, "-"))
+        e->accelerator[0] = '\0';
+    if (rc || (rc = rd_i(r, "nodes", &e->num_nodes)) ||
+        (rc = rd_i(r, "processes", &e->num_processes)) || (rc = rd_i(r, "gpus", &e->gpus)) ||
+        (rc = rd_int(r, "timeout", &e->timeout_ns)) ||
+        (rc = rd_int(r, "store_timeout", &e->store_timeout_ns)) ||
+        (rc = rd_int(r, "train", &e->train_ns)))
+        return rc;
+    return rd_u64(r, "seed", &e->seed);
+}
+
+static int rd_statement(rd_t *r, ddp_plan_t *p, int *ended)
+{
+    char word[24];
+    int rc = rd_word(r, word, sizeof word);
+    if (rc)
+        return rc;
+    ddp_plan_entry_t *e = &p->entry;
+    if (!strcmp(word, "name"))
+        return rd_strbuf(r, p->name, sizeof p->name);
+    if (!strcmp(word, "run")) {
+        if ((rc = rd_u64(r, "seed", &p->seed)) || (rc = rd_int(r, "latency", &p->latency_ns)) ||
+            (rc = rd_i(r, "world", &p->expected_world)) ||
+            (rc = rd_int(r, "limit", &p->limit_ns)))
+            return rc;
+        return rd_int(r, "t0", &p->t0);
+    }
+    if (!strcmp(word, "results"))
+        return rd_strbuf(r, p->results, sizeof p->results);
+    if (!strcmp(word, "entry"))
+        return rd_entry(r, e);
+    if (!strcmp(word, "backend"))
+        return rd_strbuf(r, e->backend, sizeof e->backend);
+    if (!strcmp(word, "cluster"))
+        return rd_strbuf(r, e->cluster, sizeof e->cluster);
+    if (!strcmp(word, "plugin"))
+        return rd_strbuf(r, e->plugin, sizeof e->plugin);
+    if (!strcmp(word, "exec"))
+        return rd_strbuf(r, e->exec, sizeof e->exec);
+    if (!strcmp(word, "node")) {
+        char host[64], addr[48];
+        if ((rc = rd_strbuf(r, host, sizeof host)) || (rc = rd_strbuf(r, addr, sizeof addr)))
+            return rc;
+        return ddp_plan_add_node(p, host, addr) < 0 ? ddp_err_ctx()->code : 0;
+    }
+    if (!strcmp(word, "file")) {
+        char *path = NULL, *content = NULL;
+        if ((rc = rd_str(r, &path)) == 0 && (rc = rd_str(r, &content)) == 0)
+            rc = ddp_plan_add_file(p, path, content) < 0 ? ddp_err_ctx()->code : 0;
+        free(path);
+        free(content);
+        return rc;
+    }
+    if (!strcmp(word, "fault"))
+        return rd_fault(r, p);
+    if (!strcmp(word, "proc"))
+        return rd_proc(r, p);
+    if (!strcmp(word, "env")) {
+        if (!p->nprocs)
+            return rd_err(r, "a proc line before env");
+        char *k = NULL, *v = NULL;
+        if ((rc = rd_str(r, &k)) == 0 && (rc = rd_str(r, &v)) == 0)
+            rc = ddp_env_set(p->procs[p->nprocs - 1].env, k, v);
+        free(k);
+        free(v);
+        return rc;
+    }
+    if (!strcmp(word, "end")) {
+        *ended = 1;
+        return 0;
+    }
+    return rd_err(r, "a plan statement (name, run, results, entry, backend, cluster, "
+                     "plugin, exec, node, file, fault, proc, env, end)");
+}
+
+int ddp_plan_read(ddp_sys_t *sys, const char *path, ddp_plan_t **out)
+{
+    *out = NULL;
+    char *text = NULL;
+    size_t len = 0;
+    int rc = ddp_sys_read_file(sys, path, &text, &len);
+    if (rc)
+        return rc;
+    ddp_plan_t *p = ddp_plan_new();
+    if (!p) {
+        free(text);
+        return ddp_err_set(-ENOMEM, "out of memory");
+    }
+    rd_t r = {.file = path};
+    int ended = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); rc == 0 && line && !ended;
+         line = strtok_r(NULL, "\n", &save)) {
+        r.line++;
+        r.c = line;
+        if (r.line == 1) {
+            if (strcmp(line, "ddpsim-plan 1"))
+                rc = rd_err(&r, "\"ddpsim-plan 1\" (a plan file of this version)");
+            continue;
+        }
+        rc = rd_statement(&r, p, &ended);
+        skip_ws(&r);
+        if (rc == 0 && *r.c)
+            rc = rd_err(&r, "end of line");
+    }
+    if (rc == 0 && !ended) {
+        r.c = "";
+        rc = rd_err(&r, "a last line \"end\"");
+    }
+    free(text);
+    if (rc) {
+        ddp_plan_free(p);
+        return rc;
+    }
+    *out = p;
+    return 0;
+}

@@ -1,0 +1,251 @@
+/* harness/real_child.c — one process of a real run, inside it: it reads
+ * its part of the plan the runner wrote (`ddpsim train --plan FILE
+ * --process N`), arms the plan's in-process faults with libfiu, runs its
+ * entry with the POSIX sys, and appends its result record to the plan's
+ * results file (docs/real-runs.md). Workers an accelerator forks inherit
+ * all of it. */
+#include <errno.h>
+#include <fiu-control.h>
+#include <fiu.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ddp/accel.h"
+#include "ddp/env.h"
+#include "ddp/err.h"
+#include "ddp/plan.h"
+#include "ddp/real.h"
+#include "real_priv.h"
+#include "scenario_priv.h"
+
+/* This process's run: the plan, which process of it this is, the fault
+ * draws. Forked workers inherit a copy. */
+static struct {
+    ddp_sys_t *sys;
+    ddp_plan_t *p;
+    int index;
+    int node;
+    int *fired;
+    ddp_rng_t rng;
+} self;
+
+int ddp__real_in_process(const ddp_sim_fault_t *f)
+{
+    return f->kind == DDP_FAULT_REFUSE || f->kind == DDP_FAULT_RESOLVE ||
+           (f->kind == DDP_FAULT_RESET && f->after_bytes <= 0) ||
+           (f->kind == DDP_FAULT_CRASH && f->phase);
+}
+
+static void clean(char *s)
+{
+    for (; *s; s++)
+        if (*s == '\t' || *s == '\n' || *s == '\r')
+            *s = ' ';
+}
+
+/* One write of one line: appends from concurrent processes do not mix. */
+static void append_line(const char *line)
+{
+    if (!self.p || !self.p->results[0])
+        return;
+    FILE *f = fopen(self.p->results, "a");
+    if (!f)
+        return;
+    setvbuf(f, NULL, _IOFBF, 4096);
+    fputs(line, f);
+    fclose(f);
+}
+
+static void record_result(ddp_sys_t *sys, const ddp_run_result_t *r, void *arg)
+{
+    (void)sys, (void)arg;
+    int64_t t0 = self.p->t0;
+    char msg[600], line[900];
+    snprintf(msg, sizeof msg, "%s", r->message);
+    clean(msg);
+    snprintf(line, sizeof line,
+             "R\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%lld\t%lld\t%lld\t%s\t%s\n", self.index,
+             r->global_rank, r->world_size, r->local_rank, self.node, r->rc ? 1 : 0, r->rc,
+             (long long)(r->start_ns - t0),
+             (long long)(r->connect_ns >= 0 ? r->connect_ns - t0 : -1),
+             (long long)(r->end_ns - t0), r->accelerator ? r->accelerator : "-",
+             msg[0] ? msg : "-");
+    append_line(line);
+}
+
+static int active_now(const ddp_sim_fault_t *f)
+{
+    int64_t now = ddp_sys_now(self.sys) - self.p->t0;
+    return now >= f->start_ns && (f->end_ns == 0 || now < f->end_ns);
+}
+
+static int fire(int i)
+{
+    const ddp_sim_fault_t *f = &self.p->faults[i];
+    if (f->count > 0 && self.fired[i] >= f->count)
+        return 0;
+    if (f->probability > 0 && f->probability < 1 &&
+        ddp_rng_double(&self.rng) >= f->probability)
+        return 0;
+    self.fired[i]++;
+    return 1;
+}
+
+/* The node an address belongs to, by the plan's node table (-1 none). */
+static int node_of(const ddp_addr_t *a)
+{
+    char want[DDP_ADDR_STRLEN];
+    ddp_addr_format_host(a, want, sizeof want);
+    for (int i = 0; i < self.p->nnodes; i++)
+        if (!strcmp(self.p->nodes[i].addr, want))
+            return i;
+    return -1;
+}
+
+static int aims_here(const ddp_sim_fault_t *f)
+{
+    return (f->node < 0 || f->node == self.node) &&
+           ddp__scenario_rank_in(f->ranks, ddp_ident_rank());
+}
+
+static int net_cb(const char *name, int *failnum, void **failinfo, unsigned int *flags)
+{
+    (void)failnum, (void)flags;
+    int resolve = !strcmp(name, "sys/net/resolve");
+    const ddp_addr_t *a = resolve ? NULL : ddp_sys_posix_call_addr();
+    for (int i = 0; i < self.p->nfaults; i++) {
+        const ddp_sim_fault_t *f = &self.p->faults[i];
+        int e = 0;
+        if (resolve)
+            e = f->kind == DDP_FAULT_RESOLVE ? EHOSTUNREACH : 0;
+        else if ((f->peer_node < 0 || f->peer_node == node_of(a)) &&
+                 (!f->port || f->port == a->port))
+            e = f->kind == DDP_FAULT_REFUSE ? ECONNREFUSED
+                : f->kind == DDP_FAULT_RESET && f->after_bytes <= 0 ? ECONNRESET
+                                                                    : 0;
+        if (e && active_now(f) && aims_here(f) && fire(i)) {
+            *failinfo = (void *)(intptr_t)e;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int phase_cb(const char *name, int *failnum, void **failinfo, unsigned int *flags)
+{
+    (void)name, (void)failnum, (void)failinfo, (void)flags;
+    const char *phase = ddp_ident_phase();
+    for (int i = 0; phase && i < self.p->nfaults; i++) {
+        const ddp_sim_fault_t *f = &self.p->faults[i];
+        if (f->kind != DDP_FAULT_CRASH || !f->phase || strcmp(f->phase, phase) ||
+            !active_now(f) || !aims_here(f) || !fire(i))
+            continue;
+        char line[256];
+        snprintf(line, sizeof line, "C\t%d\t%d\t%d\t%lld\t%s\n", self.index,
+                 ddp_ident_rank(), self.node,
+                 (long long)(ddp_sys_now(self.sys) - self.p->t0), phase);
+        append_line(line);
+        ddp_sys_kill(self.sys, DDP_PID_SELF, 9);
+    }
+    return 0;
+}
+
+/* The plan's in-process faults, through the sys seam's own fault points. */
+static int arm_faults(void)
+{
+    int net = 0, phase = 0, res = 0;
+    for (int i = 0; i < self.p->nfaults; i++) {
+        const ddp_sim_fault_t *f = &self.p->faults[i];
+        if (!ddp__real_in_process(f))
+            continue;
+        net |= f->kind == DDP_FAULT_REFUSE || f->kind == DDP_FAULT_RESET;
+        res |= f->kind == DDP_FAULT_RESOLVE;
+        phase |= f->kind == DDP_FAULT_CRASH;
+    }
+    if (!net && !res && !phase)
+        return 0;
+    self.fired = calloc((size_t)self.p->nfaults, sizeof *self.fired);
+    if (!self.fired)
+        return ddp_err_set(-ENOMEM, "out of memory");
+    ddp_rng_seed(&self.rng, self.p->seed * 7919 + (uint64_t)self.index);
+    fiu_init(0);
+    if ((net && fiu_enable_external("sys/net/connect", 1, NULL, 0, net_cb)) ||
+        (res && fiu_enable_external("sys/net/resolve", 1, NULL, 0, net_cb)) ||
+        (phase && fiu_enable_external("ddp/phase/enter", 1, NULL, 0, phase_cb)))
+        return ddp_err_set(DDP_EINTERNAL, "libfiu: cannot enable the fault points");
+    return 0;
+}
+
+/* What the process needs of the plan besides its environment: host names
+ * resolve to the plan's node addresses (the POSIX sys reads the
+ * DDPSIM_HOSTS table), and, as this machine's host name is every process's,
+ * the tcp backend advertises the node's own name. */
+static int node_env(ddp_env_t *env)
+{
+    char *hosts = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&hosts, &len);
+    if (!m)
+        return ddp_err_set(-ENOMEM, "out of memory");
+    for (int i = 0; i < self.p->nnodes; i++)
+        fprintf(m, "%s%s=%s", i ? "," : "", self.p->nodes[i].host, self.p->nodes[i].addr);
+    fclose(m);
+    int rc = hosts ? ddp_env_set(env, "DDPSIM_HOSTS", hosts) : -ENOMEM;
+    free(hosts);
+    if (rc == 0 && !ddp_env_has(env, "DDP_TCP_ADDR"))
+        rc = ddp_env_set(env, "DDP_TCP_ADDR", self.p->nodes[self.node].host);
+    return rc;
+}
+
+static int hold_port(ddp_sys_t *sys, uint16_t port)
+{
+    ddp_addr_t any;
+    ddp_addr_parse("0.0.0.0", port, &any);
+    int fd = ddp_sys_listen(sys, &any, 16);
+    if (fd < 0)
+        return 1;
+    char line[64];
+    snprintf(line, sizeof line, "H\t%u\n", (unsigned)port);
+    append_line(line); /* the runner waits for this before it starts others */
+    ddp_sys_sleep_until(sys, self.p->t0 + self.p->limit_ns);
+    ddp_sys_close(sys, fd);
+    return 0;
+}
+
+int ddp_real_child(ddp_sys_t *sys, const char *plan_path, int index)
+{
+    ddp_plan_t *p = NULL;
+    int rc = ddp_plan_read(sys, plan_path, &p);
+    if (rc)
+        return rc;
+    if (index < 0 || index >= p->nprocs) {
+        rc = ddp_err_set(DDP_ECONFIG, "%s: no process %d (the plan has %d)", plan_path,
+                         index, p->nprocs);
+        ddp_plan_free(p);
+        return rc;
+    }
+    self.sys = sys;
+    self.p = p;
+    self.index = index;
+    self.node = p->procs[index].node;
+    if ((rc = node_env(ddp_sys_env(sys))) || (rc = arm_faults()))
+        return rc;
+    if (p->procs[index].kind == DDP_PLAN_PORT_HOLDER)
+        return hold_port(sys, p->procs[index].port);
+    ddp_trainer_cfg_t cfg;
+    if ((rc = ddp_plan_trainer_cfg(p, &cfg)))
+        return rc;
+    cfg.on_result = record_result;
+    ddp_run_result_t res;
+    rc = ddp_accel_run(sys, &cfg, &res);
+    /* Its workers have exited (ddp_accel_run waited for them). */
+    fiu_disable("sys/net/connect");
+    fiu_disable("sys/net/resolve");
+    fiu_disable("ddp/phase/enter");
+    free(self.fired);
+    ddp_plan_free(p);
+    self.p = NULL;
+    return rc || res.children_failed ? 1 : 0;
+}
