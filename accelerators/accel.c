@@ -70,43 +70,19 @@ int ddp__accel_local_ranks(ddp_ctx_t *ctx, const char *var)
     return set;
 }
 
-/* SLURM "manages tasks" when it started exactly devices * nodes tasks and
- * the job is not an interactive shell. */
-static int slurm_manages_tasks(const ddp_trainer_cfg_t *cfg, ddp_cluster_t *env)
-{
-    if (strcmp(env->ops->name, "slurm") != 0)
-        return 0;
-    int n = 0;
-    const char *job = ddp_env_get(env->env, "SLURM_JOB_NAME");
-    if (job && (!strcmp(job, "bash") || !strcmp(job, "interactive")))
-        return 0;
-    int want = (cfg->num_processes > 0 ? cfg->num_processes : 1) *
-               (cfg->num_nodes > 0 ? cfg->num_nodes : 1);
-    ddp_errctx_t saved = *ddp_err_ctx();
-    int rc = ddp_cluster_world_size(env, &n);
-    *ddp_err_ctx() = saved;
-    return rc == 0 && n == want;
-}
-
 const char *ddp_accel_select(const ddp_trainer_cfg_t *cfg, ddp_cluster_t *env)
 {
     const char *req = cfg->accelerator && *cfg->accelerator ? cfg->accelerator
                                                             : "ddp";
     int cpu = !strcmp(req, "ddp_cpu");
-    int ddp_like = !strcmp(req, "ddp") || cpu;
     /* 1.0.x order: ddp2 -> ddp_cpu+SLURM -> SLURM ddp -> ddp_cpu+TE ->
-     * TE ddp -> (MPI / LSF, below) -> ddp_spawn -> ddp_cpu spawn -> ddp. */
-    if (!strcmp(req, "ddp2"))
-        return "ddp2";
-    if (ddp_like && env && slurm_manages_tasks(cfg, env))
-        return cpu ? "ddp_cpu_hpc" : "ddp_hpc";
-    if (ddp_like && env && !strcmp(env->ops->name, "torchelastic"))
-        return cpu ? "ddp_cpu_hpc" : "ddp_hpc";
-    /* Environments 1.0.x did not know (2.x: no launcher when the cluster
-     * creates the processes): under mpirun or jsrun every process is a
-     * rank already, and ddp must not launch workers of its own. */
-    if (ddp_like && env &&
-        (!strcmp(env->ops->name, "mpi") || !strcmp(env->ops->name, "lsf")))
+     * TE ddp -> ddp_spawn -> ddp_cpu spawn -> ddp. The environment says
+     * whether its launcher started the Trainer's processes (SLURM: exactly
+     * devices * nodes tasks, not an interactive shell; torchrun; and, which
+     * 1.0.x did not know, mpirun and jsrun): then ddp / ddp_cpu launch
+     * nothing of their own. */
+    if ((!strcmp(req, "ddp") || cpu) &&
+        ddp_cluster_manages_tasks(env, cfg->num_processes, cfg->num_nodes))
         return cpu ? "ddp_cpu_hpc" : "ddp_hpc";
     return req;
 }
@@ -239,8 +215,7 @@ int ddp_accel_run(ddp_sys_t *sys, const ddp_trainer_cfg_t *cfg,
     }
     res->accelerator = a->name;
     ctx.on_gpu = a->gpu && cfg->gpus > 0;
-    int64_t timeout = cfg->timeout_ns > 0 ? cfg->timeout_ns
-                                          : DDP_DEFAULT_PG_TIMEOUT_S * DDP_NS_PER_S;
+    int64_t timeout = ddp_trainer_timeout_ns(cfg);
     rc = a->setup(&ctx, res);
     if (rc == 1) { /* a pure launcher: its workers train */
         wait_children(&ctx, res, ddp_sys_deadline_in(sys, timeout + 60 * DDP_NS_PER_S));
@@ -270,15 +245,15 @@ int ddp_accel_run(ddp_sys_t *sys, const ddp_trainer_cfg_t *cfg,
                 ddp_model_free(&m);
             }
         }
-        if (rc == 0 && cfg->train_ns > 0) { /* the training loop's time */
+        if (rc == 0 && cfg->train_ns > 0) /* the training loop's time */
             (void)ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, cfg->train_ns));
-            /* not taken from teardown's waits, which keep their margin */
-            if (ctx.deadline < INT64_MAX - cfg->train_ns)
-                ctx.deadline += cfg->train_ns;
-        }
         if (rc)
             fail(res, rc);
+        /* The root cause is kept: teardown reports only a first failure. */
+        ctx.status = rc;
         ddp_plugin_teardown(cfg->plugin, &ctx);
+        if (rc == 0 && ctx.status)
+            fail(res, rc = ctx.status);
         wait_children(&ctx, res, ddp_sys_deadline_in(sys, timeout + 60 * DDP_NS_PER_S));
     }
     if (rc)

@@ -110,6 +110,16 @@ int ddp_cluster_creates_processes_externally(ddp_cluster_t *c)
     return c ? c->ops->creates_processes_externally(c) : 0;
 }
 
+int ddp_cluster_manages_tasks(ddp_cluster_t *c, int devices, int num_nodes)
+{
+    if (!c || !c->ops->manages_tasks || !c->ops->creates_processes_externally(c))
+        return 0;
+    ddp_errctx_t saved = *ddp_err_ctx();
+    int yes = c->ops->manages_tasks(c, devices, num_nodes) == 1;
+    *ddp_err_ctx() = saved;
+    return yes;
+}
+
 int ddp_cluster_validate(ddp_cluster_t *c, int devices, int num_nodes)
 {
     if (!c)

@@ -428,6 +428,24 @@ static int slurm_validate(ddp_cluster_t *c, int devices, int num_nodes)
     return 0;
 }
 
+/* Lightning's _is_slurm_managing_tasks: srun started exactly devices *
+ * nodes tasks, and the job is not an interactive shell (whose tasks are not
+ * the Trainer's). */
+static int slurm_manages_tasks(ddp_cluster_t *c, int devices, int num_nodes)
+{
+    int n = 0;
+    if (slurm_interactive(c->env) || slurm_world_size(c, &n) != 0)
+        return 0;
+    return n == (devices > 0 ? devices : 1) * (num_nodes > 0 ? num_nodes : 1);
+}
+
+/* torchrun, jsrun and mpirun start every rank's process themselves. */
+static int launcher_manages_tasks(ddp_cluster_t *c, int devices, int num_nodes)
+{
+    (void)c, (void)devices, (void)num_nodes;
+    return 1;
+}
+
 const ddp_cluster_ops_t ddp__cluster_slurm = {
     .name = "slurm",
     .detect = slurm_detect,
@@ -439,6 +457,7 @@ const ddp_cluster_ops_t ddp__cluster_slurm = {
     .node_rank = slurm_node_rank,
     .creates_processes_externally = always_external,
     .validate = slurm_validate,
+    .manages_tasks = slurm_manages_tasks,
 };
 
 /* ---- torchelastic (torchrun) ---- */
@@ -527,6 +546,7 @@ const ddp_cluster_ops_t ddp__cluster_torchelastic = {
     .node_rank = torchelastic_node_rank,
     .creates_processes_externally = always_external,
     .validate = torchelastic_validate,
+    .manages_tasks = launcher_manages_tasks,
 };
 
 /* ---- lsf (jsrun) ---- */
@@ -697,6 +717,7 @@ const ddp_cluster_ops_t ddp__cluster_lsf = {
     .node_rank = lsf_node_rank,
     .creates_processes_externally = always_external,
     .validate = no_validation,
+    .manages_tasks = launcher_manages_tasks,
 };
 
 /* ---- mpi (OpenMPI's mpirun) ----
@@ -836,6 +857,7 @@ const ddp_cluster_ops_t ddp__cluster_mpi = {
     .node_rank = mpi_node_rank,
     .creates_processes_externally = always_external,
     .validate = no_validation,
+    .manages_tasks = launcher_manages_tasks,
 };
 
 /* ---- kubeflow (PyTorchJob): one process per pod ---- */

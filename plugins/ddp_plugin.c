@@ -31,11 +31,32 @@
 /* Rank 0's token in its own store (see claim_own_store). */
 #define KEY_MASTER "ddpsim/master"
 
-static int64_t group_timeout(const ddp_ctx_t *ctx)
+int64_t ddp_trainer_timeout_ns(const ddp_trainer_cfg_t *cfg)
 {
-    return ctx->cfg && ctx->cfg->timeout_ns > 0
-               ? ctx->cfg->timeout_ns
-               : DDP_DEFAULT_PG_TIMEOUT_S * DDP_NS_PER_S;
+    return cfg && cfg->timeout_ns > 0 ? cfg->timeout_ns
+                                      : DDP_DEFAULT_PG_TIMEOUT_S * DDP_NS_PER_S;
+}
+
+int64_t ddp_trainer_store_timeout_ns(const ddp_trainer_cfg_t *cfg)
+{
+    return cfg && cfg->store_timeout_ns > 0 ? cfg->store_timeout_ns
+                                            : DDP_DEFAULT_STORE_TIMEOUT_S * DDP_NS_PER_S;
+}
+
+int64_t ddp_plugin_store_deadline(const ddp_ctx_t *ctx)
+{
+    int64_t dl = ddp_sys_deadline_in(ctx->sys, ddp_trainer_store_timeout_ns(ctx->cfg));
+    return dl < ctx->deadline ? dl : ctx->deadline;
+}
+
+/* The rank's identity (its errors and its outcome read it) and phase. */
+static void enter(ddp_ctx_t *ctx, int global_rank, int world_size, const char *phase)
+{
+    ctx->global_rank = global_rank;
+    ctx->world_size = world_size;
+    ddp_ident_set_rank(global_rank);
+    ddp_ident_set_world(world_size);
+    ddp_ident_set_phase(phase);
 }
 
 /* Step 1: the environment contract every backend reads. */
@@ -162,7 +183,7 @@ static int reached_own_store(ddp_ctx_t *ctx, const char *token, int *own)
     if (!ctx->server)
         return 0;
     ddp_buf_t v = {0};
-    int rc = get_if_set(ctx->store, KEY_MASTER, &v, ctx->deadline);
+    int rc = get_if_set(ctx->store, KEY_MASTER, &v, ddp_plugin_store_deadline(ctx));
     *own = rc == 1 && v.len == strlen(token) &&
            memcmp(v.data, token, v.len) == 0;
     ddp_buf_free(&v);
@@ -263,9 +284,8 @@ static int explain_wait_failure(ddp_ctx_t *ctx, int rc, const char *prefix,
 
 static int check_root_cause(ddp_ctx_t *ctx)
 {
-    int64_t dl = ddp_sys_deadline_in(ctx->sys, 5 * DDP_NS_PER_S);
     ddp_buf_t v = {0};
-    if (get_if_set(ctx->store, KEY_ROOT_CAUSE, &v, dl) != 1) {
+    if (get_if_set(ctx->store, KEY_ROOT_CAUSE, &v, ddp_plugin_store_deadline(ctx)) != 1) {
         ddp_buf_free(&v);
         return 0;
     }
@@ -279,7 +299,7 @@ static int mark(ddp_ctx_t *ctx, const char *prefix)
 {
     char key[64];
     snprintf(key, sizeof key, "%s%d", prefix, ctx->global_rank);
-    return ddp_store_set_str(ctx->store, key, "1", ctx->deadline);
+    return ddp_store_set_str(ctx->store, key, "1", ddp_plugin_store_deadline(ctx));
 }
 
 /* Joins as global rank r: a counter, so a second process claiming the same
@@ -291,7 +311,7 @@ static int claim_rank(ddp_ctx_t *ctx)
     char key[64];
     int64_t n = 0;
     snprintf(key, sizeof key, "%s%d", KEY_JOINED, ctx->global_rank);
-    int rc = ddp_store_add(ctx->store, key, 1, &n, ctx->deadline);
+    int rc = ddp_store_add(ctx->store, key, 1, &n, ddp_plugin_store_deadline(ctx));
     if (rc || n == 1)
         return rc;
     ddp_err_set(DDP_ECONFIG, "another process already joined as global rank "
@@ -312,14 +332,10 @@ int ddp_plugin_default_init_ddp_connection(const ddp_plugin_t *self,
                                            int global_rank, int world_size)
 {
     (void)self;
-    ctx->init_calls++;
-    ctx->global_rank = global_rank;
-    ctx->world_size = world_size;
+    /* Also when a custom member calls it directly, after phases of its own. */
+    enter(ctx, global_rank, world_size, "init_ddp_connection");
     char addr[256];
     uint16_t port = 0;
-    ddp_ident_set_rank(global_rank);
-    ddp_ident_set_world(world_size);
-    ddp_ident_set_phase("init_ddp_connection");
     int rc = write_master_env(ctx, cluster_env, world_size, addr, sizeof addr,
                               &port);
     if (rc == 0)
@@ -330,7 +346,7 @@ int ddp_plugin_default_init_ddp_connection(const ddp_plugin_t *self,
     ddp_info("initializing ddp: GLOBAL_RANK: %d, MEMBER: %d/%d", global_rank,
              global_rank + 1, world_size);
     int64_t start = ddp_sys_now(ctx->sys);
-    ctx->deadline = ddp_sys_deadline_in(ctx->sys, group_timeout(ctx));
+    ctx->deadline = ddp_sys_deadline_in(ctx->sys, ddp_trainer_timeout_ns(ctx->cfg));
 
     char token[24] = "";
     if (global_rank == 0 &&
@@ -455,13 +471,30 @@ int ddp_plugin_default_configure_ddp(const ddp_plugin_t *self, ddp_ctx_t *ctx,
     return rc;
 }
 
+int ddp_plugin_teardown_barrier(ddp_ctx_t *ctx)
+{
+    if (ctx->barrier_done || !ctx->pg || ctx->status)
+        return 0;
+    ctx->barrier_done = 1;
+    int rc = ddp_pg_barrier(ctx->pg, ctx->deadline);
+    if (rc) {
+        ddp_err_wrap("teardown barrier: not every rank finished (rank 0 keeps the "
+                     "store up until all have)");
+        if (!ctx->status)
+            ctx->status = rc;
+    }
+    return rc;
+}
+
 void ddp_plugin_default_teardown(const ddp_plugin_t *self, ddp_ctx_t *ctx)
 {
     (void)self;
     ddp_ident_set_phase("teardown");
     /* Everyone is done with the store before rank 0 takes it down. */
-    if (ctx->pg && ctx->server_running)
-        ddp_pg_barrier(ctx->pg, ctx->deadline);
+    int was = ctx->status;
+    ddp_plugin_teardown_barrier(ctx);
+    /* What follows must not overwrite the barrier's error. */
+    ddp_errctx_t saved = *ddp_err_ctx();
     if (ctx->pg)
         ddp_pg_destroy(ctx->pg);
     ctx->pg = NULL;
@@ -478,13 +511,21 @@ void ddp_plugin_default_teardown(const ddp_plugin_t *self, ddp_ctx_t *ctx)
     if (ctx->server)
         ddp_store_server_free(ctx->server);
     ctx->server = NULL;
+    if (!was && ctx->status)
+        *ddp_err_ctx() = saved;
 }
 
-/* ---- dispatch: the plugin's member or the shared default ---- */
+/* ---- dispatch: the plugin's member or the shared default ----
+ * The dispatcher, not the default, gives the rank its identity and phase
+ * around every member: a custom member that fails before it calls the
+ * default (or never calls it) still fails as "rank N, phase: ...", with the
+ * same verdict under every accelerator. */
 int ddp_plugin_init_ddp_connection(const ddp_plugin_t *p, ddp_ctx_t *ctx,
                                    ddp_cluster_t *cluster_env, int global_rank,
                                    int world_size)
 {
+    ctx->init_calls++;
+    enter(ctx, global_rank, world_size, "init_ddp_connection");
     if (p && p->init_ddp_connection)
         return p->init_ddp_connection(p, ctx, cluster_env, global_rank,
                                       world_size);
@@ -495,6 +536,7 @@ int ddp_plugin_init_ddp_connection(const ddp_plugin_t *p, ddp_ctx_t *ctx,
 int ddp_plugin_configure_ddp(const ddp_plugin_t *p, ddp_ctx_t *ctx,
                              ddp_model_t *model)
 {
+    ddp_ident_set_phase("configure_ddp");
     if (p && p->configure_ddp)
         return p->configure_ddp(p, ctx, model);
     return ddp_plugin_default_configure_ddp(p, ctx, model);
@@ -502,6 +544,10 @@ int ddp_plugin_configure_ddp(const ddp_plugin_t *p, ddp_ctx_t *ctx,
 
 void ddp_plugin_teardown(const ddp_plugin_t *p, ddp_ctx_t *ctx)
 {
+    ddp_ident_set_phase("teardown");
+    /* Training took its time since init: teardown's waits get their own. */
+    ctx->deadline = ddp_sys_deadline_in(ctx->sys, ddp_trainer_timeout_ns(ctx->cfg));
+    ctx->barrier_done = 0;
     if (p && p->teardown)
         p->teardown(p, ctx);
     else

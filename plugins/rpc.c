@@ -82,11 +82,11 @@ static int rpc_init(const ddp_plugin_t *self, ddp_ctx_t *ctx,
 static void rpc_teardown(const ddp_plugin_t *self, ddp_ctx_t *ctx)
 {
     rpc_t *r = ctx->plugin_state;
-    /* The default teardown's group barrier runs first: nobody still talks
-     * to the rpc store when rank 0 stops it. */
+    /* Every rank passes the teardown barrier first: nobody still talks to
+     * the rpc store when rank 0 stops it (the default teardown's own call
+     * is then a no-op). */
     ctx->plugin_state = NULL;
-    if (r && ctx->pg && r->running)
-        ddp_pg_barrier(ctx->pg, ctx->deadline);
+    ddp_plugin_teardown_barrier(ctx);
     if (r) {
         ddp_store_free(r->st);
         if (r->running) {

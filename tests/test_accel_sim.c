@@ -223,6 +223,31 @@ static void test_selection(void)
     CU_ASSERT_EQUAL_FATAL(ddp_cluster_open(sys, NULL, &c), 0);
     CU_ASSERT_STRING_EQUAL(ddp_accel_select(&cfg, c), "ddp2");
     ddp_cluster_close(c);
+    /* The environment decides, not a name: ddp's own relaunched child
+     * (LOCAL_RANK, Lightning environment) stays ddp; mpirun's and
+     * torchrun's processes are ranks already. */
+    ddp_env_unset(e, "SLURM_NTASKS");
+    ddp_env_unset(e, "SLURM_JOB_NAME");
+    ddp_env_set(e, "LOCAL_RANK", "1");
+    cfg.accelerator = "ddp";
+    CU_ASSERT_EQUAL_FATAL(ddp_cluster_open(sys, NULL, &c), 0);
+    CU_ASSERT_STRING_EQUAL(c->ops->name, "lightning");
+    CU_ASSERT_TRUE(ddp_cluster_creates_processes_externally(c));
+    CU_ASSERT_FALSE(ddp_cluster_manages_tasks(c, 4, 2));
+    CU_ASSERT_STRING_EQUAL(ddp_accel_select(&cfg, c), "ddp");
+    ddp_cluster_close(c);
+    ddp_env_unset(e, "LOCAL_RANK");
+    ddp_env_set(e, "OMPI_COMM_WORLD_SIZE", "8");
+    ddp_env_set(e, "OMPI_COMM_WORLD_RANK", "3");
+    ddp_env_set(e, "OMPI_COMM_WORLD_LOCAL_RANK", "3");
+    CU_ASSERT_EQUAL_FATAL(ddp_cluster_open(sys, NULL, &c), 0);
+    CU_ASSERT_STRING_EQUAL(c->ops->name, "mpi");
+    CU_ASSERT_STRING_EQUAL(ddp_accel_select(&cfg, c), "ddp_hpc");
+    cfg.accelerator = "ddp_cpu";
+    CU_ASSERT_STRING_EQUAL(ddp_accel_select(&cfg, c), "ddp_cpu_hpc");
+    cfg.accelerator = "ddp_spawn";
+    CU_ASSERT_STRING_EQUAL(ddp_accel_select(&cfg, c), "ddp_spawn");
+    ddp_cluster_close(c);
     CU_ASSERT_PTR_NULL(ddp_accel_find("horovod"));
     CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_message(), "ddp_spawn"));
     ddp_sys_free(sys);

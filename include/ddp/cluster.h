@@ -40,6 +40,11 @@ typedef struct ddp_cluster_ops {
     /* Checks the environment against the requested devices per node and
      * number of nodes (0 = not requested). */
     int (*validate)(ddp_cluster_t *c, int devices, int num_nodes);
+    /* 1 if the external launcher started the Trainer's processes, one per
+     * rank, so that an accelerator must launch none of its own (Lightning
+     * 1.0.x turns ddp into ddp_slurm / ddp_torchelastic then). NULL: never
+     * (the Lightning and Kubeflow environments). */
+    int (*manages_tasks)(ddp_cluster_t *c, int devices, int num_nodes);
 } ddp_cluster_ops_t;
 
 struct ddp_cluster {
@@ -74,6 +79,9 @@ int ddp_cluster_local_rank(ddp_cluster_t *c, int *out);
 int ddp_cluster_node_rank(ddp_cluster_t *c, int *out);
 int ddp_cluster_creates_processes_externally(ddp_cluster_t *c);
 int ddp_cluster_validate(ddp_cluster_t *c, int devices, int num_nodes);
+/* ops->manages_tasks (0 when the environment has none). Never fails: a
+ * value it cannot read means "no" (validation reports it later). */
+int ddp_cluster_manages_tasks(ddp_cluster_t *c, int devices, int num_nodes);
 /* Lightning: settable world size / global rank. */
 void ddp_cluster_set_world_size(ddp_cluster_t *c, int n);
 void ddp_cluster_set_global_rank(ddp_cluster_t *c, int r);

@@ -21,6 +21,7 @@ extern "C" {
 #endif
 
 #define DDP_DEFAULT_PG_TIMEOUT_S 1800 /* init_process_group (Lightning 1.7+) */
+#define DDP_DEFAULT_STORE_TIMEOUT_S 300 /* TCPStore's own timeout */
 #define DDP_DEFAULT_RPC_PORT 15000    /* RPC_MASTER_PORT */
 
 typedef struct ddp_plugin ddp_plugin_t;
@@ -36,8 +37,12 @@ typedef struct ddp_trainer_cfg {
     const char *backend;     /* NULL = nccl on GPU, else tcp */
     const char *cluster;     /* cluster environment name; NULL = detect */
     const ddp_plugin_t *plugin; /* NULL = the default plugin */
-    int64_t timeout_ns;       /* process-group deadline; 0 -> 1800 s */
-    int64_t store_timeout_ns; /* store ops outside the group's waits; 0 -> 300 s */
+    int64_t timeout_ns;       /* the group timeout: every wait of the
+                                 connection (store connect, wait for workers,
+                                 backend init, barriers); 0 -> 1800 s */
+    int64_t store_timeout_ns; /* each single store request (SET, ADD, CHECK,
+                                 GET of a key that exists), bounded by the
+                                 group deadline too; 0 -> 300 s */
     int64_t train_ns;         /* after configure_ddp, "trains" (sleeps on the
                                  sys clock) this long before teardown, with
                                  the store up; 0: none */
@@ -75,8 +80,13 @@ typedef struct ddp_ctx {
     int server_running;
     ddp_pg_t *pg;            /* the default process group */
     ddp_pg_t *ddp_group;     /* group configure_ddp uses (NULL = pg) */
-    void *plugin_state;      /* owned by a custom plugin (freed in teardown) */
+    void *plugin_state;      /* owned by a custom plugin: a plugin that sets
+                                it overrides teardown and frees it there */
     int init_calls;          /* how many times init_ddp_connection ran */
+    int status;              /* the run's first error when teardown starts
+                                (0: none); teardown records its own failure
+                                here when it is the first */
+    int barrier_done;        /* the teardown barrier ran (ddp_plugin_teardown_barrier) */
     ddp_pid_t children[64];  /* processes this one launched */
     int nchildren;
 } ddp_ctx_t;
@@ -101,7 +111,27 @@ int ddp_plugin_default_configure_ddp(const ddp_plugin_t *self, ddp_ctx_t *ctx,
                                      ddp_model_t *model);
 void ddp_plugin_default_teardown(const ddp_plugin_t *self, ddp_ctx_t *ctx);
 
-/* Dispatch: the plugin's member, or the default where it is NULL. */
+/* The timeouts of a Trainer configuration, defaults applied (the one
+ * place they are resolved). */
+int64_t ddp_trainer_timeout_ns(const ddp_trainer_cfg_t *cfg);
+int64_t ddp_trainer_store_timeout_ns(const ddp_trainer_cfg_t *cfg);
+/* The deadline of one store request: now + the store timeout, but never
+ * past the group deadline. */
+int64_t ddp_plugin_store_deadline(const ddp_ctx_t *ctx);
+
+/* Teardown's barrier: every rank waits for every other (all ranks in the
+ * default group), bounded by ctx->deadline, so that rank 0 takes the store
+ * down only when everyone is done with it. Runs once per teardown (a
+ * custom teardown that must stop something of its own after everyone is
+ * done calls it first); skipped after a failed run (ctx->status), as
+ * Lightning's teardown is after an exception. A failure is recorded in
+ * ctx->status when it is the first. */
+int ddp_plugin_teardown_barrier(ddp_ctx_t *ctx);
+
+/* Dispatch: the plugin's member, or the default where it is NULL. The
+ * dispatcher sets the rank's identity (ctx and the thread's ddp_ident_*:
+ * rank, world size) and phase before each member, and gives teardown a
+ * fresh group deadline. */
 int ddp_plugin_init_ddp_connection(const ddp_plugin_t *p, ddp_ctx_t *ctx,
                                    ddp_cluster_t *cluster_env, int global_rank,
                                    int world_size);
