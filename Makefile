@@ -60,7 +60,7 @@ DDPSIM    := $(B)/ddpsim
 TESTBIN   := $(B)/ddpsim-test
 DEPS_OK   := build/.deps-ok
 
-.PHONY: all lib run test bench install deps clean hw-test real-scenarios \
+.PHONY: all lib run test check-layers bench install deps clean hw-test real-scenarios \
         netns-scenarios netns-clean real-test fidelity
 all: $(STATIC) $(SHARED) $(DDPSIM) $(TESTBIN) $(BENCH_BIN) ddpsim
 
@@ -99,8 +99,14 @@ $(B)/bench/%: bench/%.c $(STATIC)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(STATIC) $(LDFLAGS) $(LDLIBS)
 
 # TESTS="suite ..." runs only those suites; JUNIT=file writes JUnit XML.
-test: $(TESTBIN) $(DDPSIM)
+test: $(TESTBIN) $(DDPSIM) check-layers
 	DDPSIM=$(abspath $(DDPSIM)) $(TESTBIN) $(if $(JUNIT),--junit $(JUNIT)) $(TESTS)
+
+# The dependency direction of docs/architecture.md, on includes and calls
+# (and a self-test that a planted violation is caught).
+check-layers: $(LIB_OBJ) $(TOOL_OBJ)
+	@sh scripts/check-layers.sh $(B)
+	@sh tests/layers/selftest.sh $(B)
 
 # The main job: every bundled scenario x every accelerator in the simulator.
 run: $(DDPSIM)
