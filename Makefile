@@ -101,6 +101,7 @@ $(B)/bench/%: bench/%.c $(STATIC)
 # TESTS="suite ..." runs only those suites; JUNIT=file writes JUnit XML.
 test: $(TESTBIN) $(DDPSIM) check-layers
 	DDPSIM=$(abspath $(DDPSIM)) $(TESTBIN) $(if $(JUNIT),--junit $(JUNIT)) $(TESTS)
+	@$(if $(TESTS),,$(if $(SANITIZE),,sh tests/example-test.sh))
 
 # The dependency direction of docs/architecture.md, on includes and calls
 # (and a self-test that a planted violation is caught).
