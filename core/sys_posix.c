@@ -469,9 +469,18 @@ static int px_spawn(ddp_sys_t *s, const ddp_spawn_t *w, ddp_pid_t *pid)
         return -ENOMEM;
     pid_t p;
     if (w->argv) {
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        if (w->stdout_path)
+            posix_spawn_file_actions_addopen(&fa, 1, w->stdout_path,
+                                             O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (w->stderr_path)
+            posix_spawn_file_actions_addopen(&fa, 2, w->stderr_path,
+                                             O_WRONLY | O_CREAT | O_TRUNC, 0644);
         int rc = strchr(w->argv[0], '/')
-                     ? posix_spawn(&p, w->argv[0], NULL, NULL, w->argv, envp)
-                     : posix_spawnp(&p, w->argv[0], NULL, NULL, w->argv, envp);
+                     ? posix_spawn(&p, w->argv[0], &fa, NULL, w->argv, envp)
+                     : posix_spawnp(&p, w->argv[0], &fa, NULL, w->argv, envp);
+        posix_spawn_file_actions_destroy(&fa);
         ddp_env_free_array(envp);
         if (rc != 0)
             return ddp_err_set(-rc, "could not start \"%s\": %s", w->argv[0],

@@ -219,6 +219,21 @@ static void launcher_env(ddp_env_t *env, ddp_launcher_t kind, int n, int p,
     }
 }
 
+/* What a foreign program's process gets besides its launcher's variables:
+ * what Lightning's accelerator gives the processes it starts (NODE_RANK,
+ * LOCAL_RANK, WORLD_SIZE), what torch's env:// rendezvous reads (RANK,
+ * WORLD_SIZE) and torchrun's group variables (GROUP_RANK,
+ * LOCAL_WORLD_SIZE). A launcher's own value of any of them stays. */
+static void rank_env(ddp_env_t *env, int n, int k, int nodes, int per_node)
+{
+    const char *keys[] = {"RANK", "LOCAL_RANK", "WORLD_SIZE", "NODE_RANK", "GROUP_RANK",
+                          "LOCAL_WORLD_SIZE"};
+    int vals[] = {n * per_node + k, k, nodes * per_node, n, n, per_node};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (!ddp_env_has(env, keys[i]))
+            ddp_env_setf(env, keys[i], "%d", vals[i]);
+}
+
 /* The LSF rank file: the launch node first (it runs no rank), then one
  * line per rank slot. */
 static int add_rankfile(ddp_plan_t *p, int per_node)
@@ -264,9 +279,12 @@ int ddp_plan_launch(ddp_plan_t *p, const ddp_launch_t *l)
         p->procs[rc].port = l->squat_port;
     }
     ddp_launcher_t kind = ddp_launcher_for(accel, l->launcher);
-    int per_node = kind == DDP_LAUNCH_PER_NODE ? 1
-                   : l->tasks_per_node         ? l->tasks_per_node
-                                               : l->procs;
+    int exec = p->entry.exec[0] != '\0';
+    /* A foreign program launches nothing itself: every rank is a process
+     * of the plan, also where the user would start one script per node. */
+    int per_node = kind == DDP_LAUNCH_PER_NODE && !exec ? 1
+                   : l->tasks_per_node                  ? l->tasks_per_node
+                                                        : l->procs;
     const char **hosts = malloc(sizeof *hosts * (size_t)p->nnodes);
     char *nodelist = NULL;
     if (!hosts)
@@ -295,17 +313,19 @@ int ddp_plan_launch(ddp_plan_t *p, const ddp_launch_t *l)
             if (!l->no_port)
                 ddp_env_setf(env, "MASTER_PORT", "%u", (unsigned)port);
             launcher_env(env, kind, n, k, p->nnodes, per_node, nodelist);
+            if (exec)
+                rank_env(env, n, k, p->nnodes, per_node);
             if (l->extra_env)
                 ddp_env_foreach(l->extra_env, copy_var, env);
             if (l->edit_env)
                 l->edit_env(env, n, l->edit_arg);
             char name[32];
-            int per_node_script = kind == DDP_LAUNCH_PER_NODE;
+            int per_node_script = kind == DDP_LAUNCH_PER_NODE && !exec;
             snprintf(name, sizeof name, per_node_script ? "node%d" : "rank%d",
                      per_node_script ? n : rank);
             rc = ddp_plan_add_proc(p, name, n, per_node_script ? -1 : rank,
                                    (n == 0 ? l->master_start_ns : 0) + DDP_NS_PER_MS,
-                                   p->entry.exec[0] ? DDP_PLAN_EXEC : DDP_PLAN_TRAINER,
+                                   exec ? DDP_PLAN_EXEC : DDP_PLAN_TRAINER,
                                    env);
             ddp_env_free(env);
         }
@@ -421,18 +441,12 @@ int ddp_plan_add_tasks(const ddp_plan_t *p, ddp_sim_t *sim, int *first_task)
         const ddp_plan_proc_t *x = &p->procs[i];
         ddp_sim_task_opts_t o = {.node = x->node, .name = x->name, .rank = x->rank,
                                  .env = x->env, .start_ns = x->start_ns};
-        switch (x->kind) {
-        case DDP_PLAN_TRAINER:
-            rc = ddp_sim_add_task(sim, &o, trainer_main, cfg);
-            break;
-        case DDP_PLAN_PORT_HOLDER:
+        /* A foreign program (exec) is modelled by ddpsim's own Trainer
+         * with the same environment: its prediction of the real job. */
+        if (x->kind == DDP_PLAN_PORT_HOLDER)
             rc = ddp_sim_add_task(sim, &o, port_holder_main, (void *)(intptr_t)x->port);
-            break;
-        default:
-            return ddp_err_set(DDP_EUNSUPPORTED, "process %s runs a program of its own "
-                                                 "(exec): only real runs can start it",
-                               x->name);
-        }
+        else
+            rc = ddp_sim_add_task(sim, &o, trainer_main, cfg);
         if (rc < 0)
             return rc;
     }

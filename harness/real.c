@@ -19,6 +19,9 @@
 
 #define MAX_PROCS 64
 #define SLACK_NS (120 * DDP_NS_PER_S)
+/* A foreign program still running this long after the scenario's deadline
+ * is killed and counts as timed out. */
+#define EXEC_GRACE_NS (30 * DDP_NS_PER_S)
 
 /* Has the port holder said it holds the port? */
 static int port_held(const char *results)
@@ -54,23 +57,46 @@ static const char *plan_unsupported(const ddp_plan_t *p, int netns, char *buf, s
         snprintf(buf, n, "GPU scenario: real NCCL runs are `make hw-test`");
     else if (p->latency_ns && !netns)
         snprintf(buf, n, "a base latency needs --netns (netem)");
+    int exec = p->entry.exec[0] != '\0';
     for (int i = 0; i < p->nfaults && !buf[0]; i++) {
         const ddp_sim_fault_t *f = &p->faults[i];
         const char *kind = ddp_sim_fault_kind_name(f->kind);
         int line = p->fault_line[i];
-        if (ddp__real_in_process(f))
+        int nft = ddp__real_nft_fault(f) || (exec && ddp__real_in_process(f) &&
+                                             f->kind != DDP_FAULT_CRASH &&
+                                             f->kind != DDP_FAULT_RESOLVE);
+        if (exec && f->kind == DDP_FAULT_CRASH && f->phase)
+            snprintf(buf, n, "fault crash phase=\"%s\" (line %d): a foreign program has "
+                             "no ddpsim phases (aim it with start= instead)", f->phase, line);
+        else if (exec && f->kind == DDP_FAULT_RESOLVE)
+            snprintf(buf, n, "fault resolve (line %d): a foreign program's name "
+                             "resolution cannot be made to fail", line);
+        else if (!exec && ddp__real_in_process(f))
+            continue; /* libfiu inside ddpsim's own processes */
+        else if (nft && !netns)
+            snprintf(buf, n, "fault %s (line %d) needs --netns: it is an nft rule in the "
+                             "nodes' namespaces (root)", kind, line);
+        else if (nft && (f->count || (f->probability > 0 && f->probability < 1)))
+            snprintf(buf, n, "fault %s (line %d): count= and p= cannot be realised by an "
+                             "nft rule", kind, line);
+        else if (nft && f->ranks)
+            snprintf(buf, n, "fault %s ranks= (line %d): an nft rule holds for a whole "
+                             "node's namespace; aim it with node= instead", kind, line);
+        else if (nft)
             continue;
-        if (f->kind == DDP_FAULT_BLACKHOLE)
-            snprintf(buf, n, "fault %s (line %d): real runs have no packet filter "
-                             "to swallow SYNs", kind, line);
         else if (f->kind == DDP_FAULT_RESET)
             snprintf(buf, n, "fault reset after=%lld (line %d): a mid-stream reset "
                              "needs the simulator", (long long)f->after_bytes, line);
-        else if ((f->kind == DDP_FAULT_PARTITION || f->kind == DDP_FAULT_DELAY) && !netns)
-            snprintf(buf, n, "fault %s (line %d) needs --netns", kind, line);
-        else if (f->kind == DDP_FAULT_DELAY && (f->node >= 0 || f->peer_node >= 0 || f->ranks))
+        else if (f->kind == DDP_FAULT_DELAY && !netns)
+            snprintf(buf, n, "fault delay (line %d) needs --netns", line);
+        else if (f->kind == DDP_FAULT_DELAY && !exec &&
+                 (f->node >= 0 || f->peer_node >= 0 || f->ranks))
             snprintf(buf, n, "fault delay (line %d): netns runs delay every link, "
                              "not chosen ones", line);
+        else if (f->kind == DDP_FAULT_DELAY && exec && (f->ranks || f->peer_node > 0))
+            snprintf(buf, n, "fault delay (line %d): a foreign program's links are "
+                             "delayed by a proxy in front of the store on node 0: aim it "
+                             "with node= (the clients' node) only", line);
         else if ((f->kind == DDP_FAULT_CRASH || f->kind == DDP_FAULT_PAUSE) && f->ranks &&
                  !per_rank)
             snprintf(buf, n, "fault %s ranks= (line %d): with a per-node launch the "
@@ -93,125 +119,15 @@ const char *ddp_real_unsupported(const ddp_scenario_t *s, const char *accel, int
     return why;
 }
 
-static int run_argv(ddp_sys_t *sys, char *const *argv, int quiet_fail)
-{
-    ddp_spawn_t sp = {.argv = argv, .env = ddp_sys_env(sys), .name = argv[0]};
-    ddp_pid_t pid;
-    int st = -1, rc = ddp_sys_spawn(sys, &sp, &pid);
-    if (rc == 0)
-        rc = ddp_sys_wait(sys, pid, &st, ddp_sys_deadline_in(sys, 30 * DDP_NS_PER_S));
-    if (rc == 0 && st != 0 && !quiet_fail)
-        rc = ddp_err_set(DDP_EUNSUPPORTED, "`%s %s %s ...` exited with status %d", argv[0],
-                         argv[1] ? argv[1] : "", argv[1] && argv[2] ? argv[2] : "", st);
-    return rc ? rc : st;
-}
-
-#define RUN(...) run_argv(sys, (char *const[]){__VA_ARGS__, NULL}, 0)
-#define RUN_QUIET(...) run_argv(sys, (char *const[]){__VA_ARGS__, NULL}, 1)
-
-typedef struct netns {
-    int on, nodes;
-    char tag[16]; /* ddps<hex> */
-} netns_t;
-
-static void ns_name(const netns_t *ns, int i, char *buf, size_t n)
-{
-    snprintf(buf, n, "%sn%d", ns->tag, i);
-}
-
-/* A namespace `ip netns del` fails on is retried for a second, then named
- * on stderr with the command that removes it (no such failure was seen
- * here; a killed run is what left namespaces behind). Returns how many
- * could not be deleted; the first one's name goes to left (the run then
- * fails on it). */
-static int netns_down(ddp_sys_t *sys, netns_t *ns, char *left, size_t left_len)
-{
-    int nleft = 0;
-    if (!ns->on)
-        return 0;
-    char name[32], br[32];
-    for (int i = 0; i < ns->nodes; i++) {
-        ns_name(ns, i, name, sizeof name);
-        int rc = 1;
-        for (int tries = 0; rc && tries < 5; tries++) {
-            if (tries)
-                ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 200 * DDP_NS_PER_MS));
-            rc = RUN_QUIET("ip", "netns", "del", name);
-        }
-        if (rc) {
-            fprintf(stderr, "ddpsim: could not delete network namespace %s; remove it "
-                            "with `ip netns del %s` (or `make netns-clean`)\n", name, name);
-            if (!nleft++ && left)
-                snprintf(left, left_len, "%s", name);
-        }
-    }
-    snprintf(br, sizeof br, "%sbr", ns->tag);
-    RUN_QUIET("ip", "link", "del", br);
-    ns->on = 0;
-    return nleft;
-}
-
-static void node_ip(int netns, int i, char *buf, size_t n)
-{
-    if (netns)
-        snprintf(buf, n, "10.213.%d.%d", i / 250, i % 250 + 1);
-    else
-        snprintf(buf, n, "127.0.%d.%d", i / 250, i % 250 + 1);
-}
-
-/* A bridge and one namespace per node, each with a veth on the bridge. */
-static int netns_up(ddp_sys_t *sys, netns_t *ns, int nodes, int64_t latency_ns)
-{
-    ddp_rng_t r;
-    ddp_rng_seed(&r, (uint64_t)ddp_sys_now(sys));
-    char br[32], name[32], veth[32], cidr[40], ms[32];
-    int rc = 1;
-    /* a few tags: one may be taken by a run that was killed */
-    for (int tries = 0; rc && tries < 4; tries++) {
-        snprintf(ns->tag, sizeof ns->tag, "ddps%04x", (unsigned)(ddp_rng_next(&r) & 0xffff));
-        snprintf(br, sizeof br, "%sbr", ns->tag);
-        rc = RUN_QUIET("ip", "link", "add", br, "type", "bridge");
-    }
-    ns->nodes = 0;
-    ns->on = rc == 0;
-    if (rc)
-        return ddp_err_wrap("--netns needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN) and "
-                            "iproute2: cannot create bridge %s", br);
-    if ((rc = RUN("ip", "link", "set", br, "up")))
-        return rc;
-    for (int i = 0; i < nodes; i++) {
-        ns_name(ns, i, name, sizeof name);
-        snprintf(veth, sizeof veth, "%sv%d", ns->tag, i);
-        node_ip(1, i, cidr, sizeof cidr - 4);
-        strcat(cidr, "/16");
-        if ((rc = RUN("ip", "netns", "add", name)))
-            return ddp_err_wrap("--netns: cannot create namespace %s (root needed)", name);
-        ns->nodes = i + 1;
-        if ((rc = RUN("ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0",
-                      "netns", name)) ||
-            (rc = RUN("ip", "link", "set", veth, "master", br, "up")) ||
-            (rc = RUN("ip", "-n", name, "addr", "add", cidr, "dev", "eth0")) ||
-            (rc = RUN("ip", "-n", name, "link", "set", "eth0", "up")) ||
-            (rc = RUN("ip", "-n", name, "link", "set", "lo", "up")))
-            return rc;
-        if (latency_ns) {
-            snprintf(ms, sizeof ms, "%.3fms", (double)latency_ns / 1e6);
-            if ((rc = RUN("tc", "-n", name, "qdisc", "add", "dev", "eth0", "root", "netem",
-                          "delay", ms)))
-                return ddp_err_wrap("--netns: netem (tc qdisc ... netem) is not available");
-        }
-    }
-    return 0;
-}
-
 typedef struct proc {
     int task, node, rank; /* rank: the launcher's (-1 per-node scripts) */
     ddp_pid_t pid;
     int started, done, status, killed, stopped;
-    int64_t start_ns;
+    int at_limit;         /* still running at the run's limit: killed */
+    int64_t start_ns, end_ns;
 } proc_t;
 
-typedef enum { EV_KILL, EV_STOP, EV_CONT, EV_LINK_DOWN, EV_LINK_UP, EV_DELAY_ON, EV_DELAY_OFF } ev_kind_t;
+typedef enum { EV_KILL, EV_STOP, EV_CONT, EV_NFT_ON, EV_NFT_OFF, EV_DELAY_ON, EV_DELAY_OFF } ev_kind_t;
 typedef struct { int64_t t; ev_kind_t kind; int fault; } rev_t;
 
 static int proc_aimed(const ddp_sim_fault_t *f, const proc_t *p)
@@ -222,32 +138,17 @@ static int proc_aimed(const ddp_sim_fault_t *f, const proc_t *p)
 static void signal_procs(ddp_sys_t *sys, proc_t *ps, int np, const ddp_sim_fault_t *f, int sig)
 {
     for (int i = 0; i < np; i++) {
-        if (!ps[i].started || ps[i].done || !proc_aimed(f, &ps[i]))
+        if (ps[i].done || !proc_aimed(f, &ps[i]))
             continue;
+        if (!ps[i].started) { /* killed before its (late) start: it never runs */
+            if (sig == 9)
+                ps[i].started = ps[i].done = ps[i].killed = 1, ps[i].status = 137;
+            continue;
+        }
         ddp_sys_kill(sys, -ps[i].pid, sig); /* its process group: workers too */
         ddp_sys_kill(sys, ps[i].pid, sig);  /* before its setsid, no group yet */
         if (sig == 9)
             ps[i].killed = 1;
-    }
-}
-
-static void link_cmd(ddp_sys_t *sys, const netns_t *ns, const ddp_sim_fault_t *f, int on_off,
-                     int delay)
-{
-    for (int i = 0; i < ns->nodes; i++) {
-        char veth[32], name[32], ms[32];
-        snprintf(veth, sizeof veth, "%sv%d", ns->tag, i);
-        ns_name(ns, i, name, sizeof name);
-        if (delay) {
-            snprintf(ms, sizeof ms, "%.3fms", (double)f->delay_ns / 1e6);
-            if (on_off)
-                RUN_QUIET("tc", "-n", name, "qdisc", "replace", "dev", "eth0", "root",
-                          "netem", "delay", ms);
-            else
-                RUN_QUIET("tc", "-n", name, "qdisc", "del", "dev", "eth0", "root");
-        } else if (f->node_set >> i & 1) {
-            RUN_QUIET("ip", "link", "set", veth, on_off ? "up" : "down");
-        }
     }
 }
 
@@ -330,8 +231,11 @@ static int read_results(const char *path, proc_t *ps, int np, const ddp_plan_t *
 
 /* The environment of the real process: the plan's, exactly, plus what
  * the machine needs (PATH), where coverage goes (make coverage's second
- * matrix) and the log level (errors travel in the result records). */
-static ddp_env_t *proc_env(ddp_sys_t *sys, const ddp_plan_proc_t *x)
+ * matrix) and the log level (errors travel in the result records). A
+ * foreign program also gets MASTER_ADDR as a node address (it cannot read
+ * ddpsim's host table) and the scenario's timeouts (DDPSIM_TIMEOUT_S,
+ * DDPSIM_TRAIN_S: examples/torch_ddp.py passes them to torch). */
+static ddp_env_t *proc_env(ddp_sys_t *sys, const ddp_plan_t *plan, const ddp_plan_proc_t *x)
 {
     ddp_env_t *env = ddp_env_clone(x->env);
     if (!env)
@@ -339,13 +243,102 @@ static ddp_env_t *proc_env(ddp_sys_t *sys, const ddp_plan_proc_t *x)
     const ddp_env_t *mine = ddp_sys_env(sys);
     const char *path = ddp_env_get(mine, "PATH");
     ddp_env_set(env, "PATH", path ? path : "/usr/sbin:/usr/bin:/sbin:/bin");
-    static const char *const pass[] = {"GCOV_PREFIX", "GCOV_PREFIX_STRIP"};
+    static const char *const pass[] = {"GCOV_PREFIX", "GCOV_PREFIX_STRIP", "HOME"};
     for (size_t k = 0; k < sizeof pass / sizeof pass[0]; k++)
-        if (ddp_env_get(mine, pass[k]))
+        if (ddp_env_get(mine, pass[k]) && !ddp_env_has(env, pass[k]))
             ddp_env_set(env, pass[k], ddp_env_get(mine, pass[k]));
-    const char *lvl = ddp_env_get(mine, "DDP_LOG");
-    ddp_env_set(env, "DDP_LOG", lvl ? lvl : "off");
+    if (x->kind != DDP_PLAN_EXEC) {
+        const char *lvl = ddp_env_get(mine, "DDP_LOG");
+        ddp_env_set(env, "DDP_LOG", lvl ? lvl : "off");
+        return env;
+    }
+    const char *m = ddp_env_get(env, "MASTER_ADDR");
+    for (int i = 0; m && i < plan->nnodes; i++)
+        if (!strcmp(plan->nodes[i].host, m)) {
+            ddp_env_set(env, "MASTER_ADDR", plan->nodes[i].addr);
+            break;
+        }
+    ddp_env_setf(env, "DDPSIM_TIMEOUT_S", "%.3f",
+                 (double)(plan->entry.timeout_ns ? plan->entry.timeout_ns
+                                                 : DDP_DEFAULT_PG_TIMEOUT_S * DDP_NS_PER_S) / 1e9);
+    ddp_env_setf(env, "DDPSIM_TRAIN_S", "%.3f", (double)plan->entry.train_ns / 1e9);
     return env;
+}
+
+/* Where a foreign program's stdout / stderr go. */
+static void out_path(char *buf, size_t n, const char *base, int task, const char *what)
+{
+    snprintf(buf, n, "%s.%d.%s", base, task, what);
+}
+
+/* A foreign program's outcome, from how it ended and its stderr. */
+static void exec_outcome(const ddp_plan_t *plan, const proc_t *p, const char *base,
+                         ddp_sim_outcome_t *x)
+{
+    char path[320];
+    memset(x, 0, sizeof *x);
+    x->name = plan->procs[p->task].name;
+    x->rank = p->rank;
+    x->node = p->node;
+    x->world = plan->expected_world;
+    x->end_ns = p->end_ns;
+    x->state = DDP_SIM_TASK_EXITED;
+    x->connect_ns = -1;
+    if (p->at_limit) {
+        x->rc = x->code = DDP_ETIMEOUT;
+        snprintf(x->message, sizeof x->message,
+                 "still running at the scenario's deadline plus %.0f s of grace "
+                 "(%.1f s): killed", (double)EXEC_GRACE_NS / 1e9,
+                 (double)plan->limit_ns / 1e9);
+        return;
+    }
+    out_path(path, sizeof path, base, p->task, "err");
+    FILE *f = fopen(path, "r");
+    char *text = calloc(1, 65537);
+    size_t len = f && text ? fread(text, 1, 65536, f) : 0;
+    if (f)
+        fclose(f);
+    if (text)
+        text[len] = '\0';
+    x->rc = p->status;
+    x->code = ddp__real_classify(p->status, text ? text : "", x->message, sizeof x->message);
+    if (p->status == 0)
+        x->connect_ns = p->end_ns; /* it got through init_process_group */
+    else if (p->status == 127)
+        snprintf(x->message, sizeof x->message, "exit status 127: %s",
+                 text && *text ? text : "the program could not be started");
+    x->message[strcspn(x->message, "\n")] = '\0';
+    free(text);
+}
+
+/* Foreign programs' traffic to the store goes through the delay proxy
+ * when the plan has a latency or delay faults (netns only). */
+static int start_proxy(ddp_sys_t *sys, ddp_plan_t *plan, const ddp_netns_t *ns, int64_t t0,
+                       ddp_real_proxy_t **proxy)
+{
+    *proxy = NULL;
+    unsigned all = plan->latency_ns > 0, nodes = 0;
+    for (int i = 0; i < plan->nfaults; i++)
+        if (plan->faults[i].kind == DDP_FAULT_DELAY) {
+            if (plan->faults[i].node < 0)
+                all = 1;
+            else
+                nodes |= 1u << (plan->faults[i].node & 31);
+        }
+    if (!all && !nodes)
+        return 0;
+    long mport = 29500; /* MASTER_PORT exported by every launch unless `port none` */
+    if (plan->nprocs)
+        ddp_env_get_long(plan->procs[plan->nprocs - 1].env, "MASTER_PORT", 1, 65535, &mport);
+    ddp_addr_t listen, target;
+    ddp_addr_parse(DDP_REAL_BRIDGE_ADDR, 0, &listen);
+    ddp_addr_parse(plan->nodes[0].addr, (uint16_t)mport, &target);
+    uint16_t pport = 0;
+    int rc = ddp__real_proxy_start(sys, plan, t0, &listen, &target, proxy, &pport);
+    for (int i = 0; rc == 0 && i < plan->nnodes; i++)
+        if (all || (nodes >> (i & 31) & 1))
+            rc = ddp__real_dnat(sys, ns, i, plan->nodes[0].addr, (uint16_t)mport, pport);
+    return rc;
 }
 
 int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
@@ -360,6 +353,12 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
         snprintf(r->why, sizeof r->why, "cannot build the run: %s", ddp_err_message());
         return rc;
     }
+    int exec = plan->entry.exec[0] != '\0';
+    if (exec && (rc = ddp_real_check_exec(sys, plan->entry.exec)) != 0) {
+        snprintf(r->why, sizeof r->why, "%s", ddp_err_message());
+        ddp_plan_free(plan);
+        return rc;
+    }
     if (plan_unsupported(plan, o->netns, why, sizeof why)) {
         r->skipped = 1;
         snprintf(r->why, sizeof r->why, "skipped: %s", why);
@@ -368,17 +367,20 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
     }
     proc_t ps[MAX_PROCS + 2];
     int np = 0;
-    netns_t ns = {0};
-    char plan_path[300];
+    ddp_netns_t ns = {0};
+    ddp_real_proxy_t *proxy = NULL;
+    char plan_path[300], base[280];
     int64_t t0 = ddp_sys_now(sys);
     const char *tmpdir = o->tmpdir ? o->tmpdir : "/tmp";
     unsigned long long tag = (unsigned long long)(t0 ^ (int64_t)plan->seed);
-    snprintf(plan->results, sizeof plan->results, "%s/ddpsim-real-%llx.tsv", tmpdir, tag);
-    snprintf(plan_path, sizeof plan_path, "%s/ddpsim-real-%llx.plan", tmpdir, tag);
+    snprintf(base, sizeof base, "%s/ddpsim-real-%llx", tmpdir, tag);
+    snprintf(plan->results, sizeof plan->results, "%s.tsv", base);
+    snprintf(plan_path, sizeof plan_path, "%s.plan", base);
     plan->t0 = t0;
-    plan->limit_ns = s->master_late_ns + s->timeout_ns + s->train_ns + SLACK_NS;
+    plan->limit_ns = s->master_late_ns + s->timeout_ns + s->train_ns +
+                     (exec ? EXEC_GRACE_NS : SLACK_NS);
     for (int i = 0; i < plan->nnodes; i++)
-        node_ip(o->netns, i, plan->nodes[i].addr, sizeof plan->nodes[i].addr);
+        ddp__real_node_ip(o->netns, i, plan->nodes[i].addr, sizeof plan->nodes[i].addr);
     FILE *rf = fopen(plan->results, "w");
     FILE *pf = rf ? fopen(plan_path, "w") : NULL;
     if (pf)
@@ -394,9 +396,13 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
         return rc;
     }
     fclose(rf);
-    if (o->netns && (rc = netns_up(sys, &ns, plan->nnodes, plan->latency_ns)) != 0) {
+    /* A foreign program's latency is the proxy's: netem is for ddpsim's own. */
+    if (o->netns && ((rc = ddp__real_netns_up(sys, &ns, plan->nnodes,
+                                              exec ? 0 : plan->latency_ns)) != 0 ||
+                     (exec && (rc = start_proxy(sys, plan, &ns, t0, &proxy)) != 0))) {
         snprintf(r->why, sizeof r->why, "%s", ddp_err_message());
-        netns_down(sys, &ns, NULL, 0);
+        ddp__real_proxy_stop(proxy);
+        ddp__real_netns_down(sys, &ns, NULL, 0);
         remove(plan->results);
         remove(plan_path);
         ddp_plan_free(plan);
@@ -412,18 +418,19 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
     int nev = 0;
     for (int i = 0; i < plan->nfaults && nev + 2 <= 2 * DDP_SCN_MAX_FAULTS; i++) {
         const ddp_sim_fault_t *f = &plan->faults[i];
-        if (ddp__real_in_process(f))
+        int nft = ddp__real_nft_fault(f) || (exec && ddp__real_in_process(f));
+        if (ddp__real_in_process(f) && !nft)
             continue;
-        if (f->kind == DDP_FAULT_CRASH)
+        if (nft) {
+            evs[nev++] = (rev_t){f->start_ns, EV_NFT_ON, i};
+            if (f->end_ns)
+                evs[nev++] = (rev_t){f->end_ns, EV_NFT_OFF, i};
+        } else if (f->kind == DDP_FAULT_CRASH) {
             evs[nev++] = (rev_t){f->start_ns, EV_KILL, i};
-        else if (f->kind == DDP_FAULT_PAUSE) {
+        } else if (f->kind == DDP_FAULT_PAUSE) {
             evs[nev++] = (rev_t){f->start_ns, EV_STOP, i};
             evs[nev++] = (rev_t){f->end_ns, EV_CONT, i};
-        } else if (f->kind == DDP_FAULT_PARTITION) {
-            evs[nev++] = (rev_t){f->start_ns, EV_LINK_DOWN, i};
-            if (f->end_ns)
-                evs[nev++] = (rev_t){f->end_ns, EV_LINK_UP, i};
-        } else if (f->kind == DDP_FAULT_DELAY) {
+        } else if (f->kind == DDP_FAULT_DELAY && !exec) { /* exec: the proxy's */
             evs[nev++] = (rev_t){f->start_ns, EV_DELAY_ON, i};
             if (f->end_ns)
                 evs[nev++] = (rev_t){f->end_ns, EV_DELAY_OFF, i};
@@ -438,42 +445,7 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
     int next_ev = 0, timed_out = 0;
     for (;;) {
         int64_t now = ddp_sys_now(sys) - t0;
-        /* start what is due */
-        for (int i = 0; i < np; i++) {
-            proc_t *p = &ps[i];
-            if (p->started || now < p->start_ns)
-                continue;
-            const ddp_plan_proc_t *x = &plan->procs[p->task];
-            ddp_env_t *env = proc_env(sys, x);
-            char *argv[16], nsname[32], idx[16];
-            int k = 0;
-            if (o->netns) {
-                ns_name(&ns, p->node, nsname, sizeof nsname);
-                argv[k++] = "ip", argv[k++] = "netns", argv[k++] = "exec", argv[k++] = nsname;
-            }
-            snprintf(idx, sizeof idx, "%d", p->task);
-            argv[k++] = "setsid";
-            argv[k++] = (char *)o->ddpsim;
-            argv[k++] = "train", argv[k++] = "--plan", argv[k++] = plan_path;
-            argv[k++] = "--process", argv[k++] = idx;
-            argv[k] = NULL;
-            ddp_spawn_t sp = {.argv = argv, .env = env, .name = x->name};
-            int src = env ? ddp_sys_spawn(sys, &sp, &p->pid) : -ENOMEM;
-            ddp_env_free(env);
-            p->started = 1;
-            if (src) {
-                p->done = 1;
-                p->status = 127;
-            }
-            /* The port must be held before anyone else starts (in a
-             * namespace, starting takes long enough to lose that race). */
-            if (!src && x->kind == DDP_PLAN_PORT_HOLDER) {
-                int64_t until = ddp_sys_deadline_in(sys, 5 * DDP_NS_PER_S);
-                while (!port_held(plan->results) && ddp_sys_now(sys) < until)
-                    ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 5 * DDP_NS_PER_MS));
-            }
-        }
-        /* timed faults */
+        /* timed faults first: one due at 0 holds before anyone starts */
         while (next_ev < nev && evs[next_ev].t <= now) {
             const rev_t *e = &evs[next_ev++];
             const ddp_sim_fault_t *f = &plan->faults[e->fault];
@@ -481,10 +453,55 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             case EV_KILL: signal_procs(sys, ps, np, f, 9); break;
             case EV_STOP: signal_procs(sys, ps, np, f, 19); break;
             case EV_CONT: signal_procs(sys, ps, np, f, 18); break;
-            case EV_LINK_DOWN: link_cmd(sys, &ns, f, 0, 0); break;
-            case EV_LINK_UP: link_cmd(sys, &ns, f, 1, 0); break;
-            case EV_DELAY_ON: link_cmd(sys, &ns, f, 1, 1); break;
-            case EV_DELAY_OFF: link_cmd(sys, &ns, f, 0, 1); break;
+            case EV_NFT_ON: ddp__real_nft(sys, &ns, plan, e->fault, 1); break;
+            case EV_NFT_OFF: ddp__real_nft(sys, &ns, plan, e->fault, 0); break;
+            case EV_DELAY_ON: ddp__real_link_cmd(sys, &ns, f, 1, 1); break;
+            case EV_DELAY_OFF: ddp__real_link_cmd(sys, &ns, f, 0, 1); break;
+            }
+        }
+        /* start what is due */
+        for (int i = 0; i < np; i++) {
+            proc_t *p = &ps[i];
+            if (p->started || now < p->start_ns)
+                continue;
+            const ddp_plan_proc_t *x = &plan->procs[p->task];
+            ddp_env_t *env = proc_env(sys, plan, x);
+            char *argv[16], nsname[32], idx[16], outp[320], errp[320];
+            int k = 0;
+            if (o->netns) {
+                ddp__real_ns_name(&ns, p->node, nsname, sizeof nsname);
+                argv[k++] = "ip", argv[k++] = "netns", argv[k++] = "exec", argv[k++] = nsname;
+            }
+            argv[k++] = "setsid";
+            ddp_spawn_t sp = {.env = env, .name = x->name};
+            if (x->kind == DDP_PLAN_EXEC) {
+                argv[k++] = "/bin/sh", argv[k++] = "-c", argv[k++] = plan->entry.exec;
+                out_path(outp, sizeof outp, base, p->task, "out");
+                out_path(errp, sizeof errp, base, p->task, "err");
+                sp.stdout_path = outp;
+                sp.stderr_path = errp;
+            } else {
+                snprintf(idx, sizeof idx, "%d", p->task);
+                argv[k++] = (char *)o->ddpsim;
+                argv[k++] = "train", argv[k++] = "--plan", argv[k++] = plan_path;
+                argv[k++] = "--process", argv[k++] = idx;
+            }
+            argv[k] = NULL;
+            sp.argv = argv;
+            int src = env ? ddp_sys_spawn(sys, &sp, &p->pid) : -ENOMEM;
+            ddp_env_free(env);
+            p->started = 1;
+            if (src) {
+                p->done = 1;
+                p->status = 127;
+                p->end_ns = now;
+            }
+            /* The port must be held before anyone else starts (in a
+             * namespace, starting takes long enough to lose that race). */
+            if (!src && x->kind == DDP_PLAN_PORT_HOLDER) {
+                int64_t until = ddp_sys_deadline_in(sys, 5 * DDP_NS_PER_S);
+                while (!port_held(plan->results) && ddp_sys_now(sys) < until)
+                    ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 5 * DDP_NS_PER_MS));
             }
         }
         /* reap */
@@ -496,6 +513,7 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             if (ddp_sys_wait(sys, p->pid, &st, 0) == 0) {
                 p->done = 1;
                 p->status = st;
+                p->end_ns = ddp_sys_now(sys) - t0;
                 /* orphans of a killed process go with it */
                 ddp_sys_kill(sys, -p->pid, 9);
             }
@@ -524,20 +542,42 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             int st;
             ddp_sys_wait(sys, ps[i].pid, &st, ddp_sys_deadline_in(sys, 5 * DDP_NS_PER_S));
             ps[i].done = 1;
+            ps[i].at_limit = timed_out && plan->procs[ps[i].task].kind != DDP_PLAN_PORT_HOLDER;
+            ps[i].end_ns = ddp_sys_now(sys) - t0;
         }
+    ddp__real_proxy_stop(proxy);
     char ns_left[32] = "";
-    int nleft = netns_down(sys, &ns, ns_left, sizeof ns_left);
+    int nleft = ddp__real_netns_down(sys, &ns, ns_left, sizeof ns_left);
     ddp_sim_outcome_t *outs = NULL;
     int n = read_results(plan->results, ps, np, plan, &outs);
+    /* A foreign program leaves no record: its exit and stderr say it. */
+    for (int i = 0; exec && n >= 0 && i < np; i++) {
+        if (plan->procs[ps[i].task].kind != DDP_PLAN_EXEC || ps[i].killed)
+            continue;
+        ddp_sim_outcome_t *no = realloc(outs, sizeof *outs * (size_t)(n + 1));
+        if (!no)
+            break;
+        outs = no;
+        exec_outcome(plan, &ps[i], base, &outs[n++]);
+    }
+    for (int i = 0; exec && i < np; i++) {
+        char path[320];
+        out_path(path, sizeof path, base, ps[i].task, "out");
+        remove(path);
+        out_path(path, sizeof path, base, ps[i].task, "err");
+        remove(path);
+    }
     remove(plan->results);
     remove(plan_path);
     if (n < 0) {
         ddp_plan_free(plan);
         return n;
     }
+    /* A foreign program killed at the limit is a timeout outcome, not a
+     * harness that lost track of it. */
     ddp__scenario_judge(s, outs, n, plan->expected_world,
-                        timed_out ? DDP_SIM_TIME_LIMIT : DDP_SIM_DONE, NULL, o->report,
-                        o->report_len, r);
+                        timed_out && !exec ? DDP_SIM_TIME_LIMIT : DDP_SIM_DONE, NULL,
+                        o->report, o->report_len, r);
     if (o->interrupted && *o->interrupted) {
         r->pass = 0;
         snprintf(r->why, sizeof r->why, "interrupted: its processes were killed%s",

@@ -3,10 +3,65 @@
 #ifndef DDP_HARNESS_REAL_PRIV_H
 #define DDP_HARNESS_REAL_PRIV_H
 
+#include "ddp/plan.h"
 #include "ddp/sim.h"
+#include "ddp/sys.h"
+
+/* The bridge's own address in the root namespace: the delay proxy listens
+ * there. Nodes are 10.213.x.y/16. */
+#define DDP_REAL_BRIDGE_ADDR "10.213.255.254"
+
+/* Runs a command (30 s bound); its exit status, or a negative code.
+ * quiet_fail: a non-zero status is returned without an error. */
+int ddp__real_run_argv(ddp_sys_t *sys, char *const *argv, int quiet_fail);
+#define RUN(...) ddp__real_run_argv(sys, (char *const[]){__VA_ARGS__, NULL}, 0)
+#define RUN_QUIET(...) ddp__real_run_argv(sys, (char *const[]){__VA_ARGS__, NULL}, 1)
+
+/* A run's network namespaces: a bridge and one namespace per node. */
+typedef struct ddp_netns {
+    int on, nodes;
+    char tag[16]; /* ddps<hex> */
+} ddp_netns_t;
+void ddp__real_ns_name(const ddp_netns_t *ns, int i, char *buf, size_t n);
+/* Node i's address: 127.0.x.y on loopback, 10.213.x.y in namespaces. */
+void ddp__real_node_ip(int netns, int i, char *buf, size_t n);
+int ddp__real_netns_up(ddp_sys_t *sys, ddp_netns_t *ns, int nodes, int64_t latency_ns);
+/* How many namespaces could not be deleted (the first one's name in left). */
+int ddp__real_netns_down(ddp_sys_t *sys, ddp_netns_t *ns, char *left, size_t left_len);
+/* netem delay on (on_off) or off on every node's link. */
+void ddp__real_link_cmd(ddp_sys_t *sys, const ddp_netns_t *ns, const ddp_sim_fault_t *f,
+                        int on_off, int delay);
+/* Adds (on) or deletes the nft rules of fault `fault` in the namespaces it
+ * applies to (one table "f<index>" each). */
+int ddp__real_nft(ddp_sys_t *sys, const ddp_netns_t *ns, const ddp_plan_t *p, int fault,
+                  int on);
+
+/* The delay proxy: a thread of the runner listening on `listen`, forwarding
+ * each connection to `target` and holding every chunk for the delay of the
+ * moment (the plan's latency plus its active delay faults for the
+ * client's node). *port: where it listens. */
+typedef struct ddp_real_proxy ddp_real_proxy_t;
+int ddp__real_proxy_start(ddp_sys_t *sys, const ddp_plan_t *p, int64_t t0,
+                          const ddp_addr_t *listen, const ddp_addr_t *target,
+                          ddp_real_proxy_t **out, uint16_t *port);
+void ddp__real_proxy_stop(ddp_real_proxy_t *x);
+/* In node's namespace: connections to master:master_port go to the proxy. */
+int ddp__real_dnat(ddp_sys_t *sys, const ddp_netns_t *ns, int node, const char *master,
+                   uint16_t master_port, uint16_t proxy_port);
 
 /* 1 if the fault is realised inside the processes (libfiu at the sys
  * seam's points), 0 if by the runner (signals, links, port holders). */
 int ddp__real_in_process(const ddp_sim_fault_t *f);
+
+/* 1 if a netns run realises the fault with nft rules in the nodes'
+ * namespaces (blackhole: drop; partition: drop between the node sets);
+ * refuse and reset are nft rules too for foreign programs, which have no
+ * libfiu points. */
+int ddp__real_nft_fault(const ddp_sim_fault_t *f);
+
+/* A foreign program's outcome: its code (0 for exit status 0; else by the
+ * rules of harness/real_exec.c over its stderr, DDP_EINTERNAL when none
+ * matches) and the message naming the line that says why. */
+int ddp__real_classify(int status, const char *stderr_text, char *message, size_t n);
 
 #endif

@@ -664,6 +664,12 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
                                                              : "default", tok[1].text);
         return set_str(p, &tok[1], s->plugin, sizeof s->plugin, "a plugin name");
     }
+    if (!strcmp(kw, "exec")) {
+        ONE("a command line in quotes");
+        if (!tok[1].text[0])
+            return perr(p, tok[1].col, "expected a command line, got an empty string");
+        return set_str(p, &tok[1], s->exec, sizeof s->exec, "a command line");
+    }
     if (!strcmp(kw, "cluster")) {
         ONE("a cluster environment (lightning, slurm, torchelastic, lsf, mpi, kubeflow)");
         if (!strcmp(tok[1].text, "auto")) {
@@ -747,7 +753,7 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
 #undef ONE
     return perr(p, tok[0].col, "expected a keyword (scenario, tags, include, nodes, devices, "
                                "num_nodes, tasks_per_node, hosts, launcher, gpus, accelerators, "
-                               "backend, plugin, cluster, timeout, store_timeout, train, seed, port, "
+                               "backend, plugin, exec, cluster, timeout, store_timeout, train, seed, port, "
                                "master_addr, master_late, port_taken, latency, env, unset, "
                                "fault, expect), got \"%.60s\"", kw);
 }
@@ -997,6 +1003,11 @@ int ddp_scenario_write(const ddp_scenario_t *s, FILE *o)
         fprintf(o, "backend %s\n", s->backend);
     if (s->plugin[0])
         fprintf(o, "plugin %s\n", s->plugin);
+    if (s->exec[0]) {
+        fputs("exec ", o);
+        put_quoted(o, s->exec);
+        fputc('\n', o);
+    }
     if (s->cluster[0])
         fprintf(o, "cluster %s\n", s->cluster);
     put_duration(o, "timeout ", s->timeout_ns);

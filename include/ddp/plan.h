@@ -168,7 +168,8 @@ int ddp_plan_entry_of(const ddp_trainer_cfg_t *cfg, ddp_plan_entry_t *e);
  * ddp_accel_run with the plan's entry; every process an accelerator starts
  * reports its own result (root cause, rank, world size) as its outcome.
  * so: the simulation options (seed and latency come from the plan when 0).
- * DDP_EUNSUPPORTED for DDP_PLAN_EXEC processes (real runs only). */
+ * A DDP_PLAN_EXEC process (a foreign program) is modelled by the Trainer of
+ * the entry, with the same environment. */
 int ddp_plan_simulate(const ddp_plan_t *p, const ddp_sim_opts_t *so,
                       ddp_sim_t **out, int *first_task);
 /* The same tasks added to an existing simulation that has the nodes. */

@@ -49,6 +49,11 @@ const char *ddp_real_unsupported(const ddp_scenario_t *s, const char *accel,
 int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
                  const ddp_real_opts_t *o, ddp_scn_result_t *r);
 
+/* 0 if the program of an `exec` command line (its first word after any
+ * VAR=value words) exists and is executable, as PATH finds it; else
+ * -ENOENT with an error naming it (`ddpsim run --exec` exits 127 then). */
+int ddp_real_check_exec(ddp_sys_t *sys, const char *cmd);
+
 /* One process of a real run, in the process itself (`ddpsim train --plan
  * FILE --process N`): reads the plan the runner wrote, arms its in-process
  * faults, runs process `index`'s entry and appends its result record to

@@ -68,6 +68,8 @@ typedef struct ddp_scenario {
     int naccels;        /* 0: all */
     char backend[16];   /* "" default */
     char plugin[32];    /* "" default */
+    char exec[512];     /* `exec "CMD ARGS"`: every rank's process runs this
+                           foreign program instead (real runs only) */
     char cluster[16];   /* "" detect */
     int64_t timeout_ns, store_timeout_ns;
     int64_t train_ns;   /* `train D`: each rank's training time (0: none) */

@@ -75,6 +75,9 @@ typedef struct ddp_spawn {
     int (*entry)(struct ddp_sys *child_sys, void *arg);
     void *arg;
     const char *name; /* for traces/logs, optional */
+    /* Real processes with argv: files their stdout / stderr go to
+     * (created or truncated; NULL: inherited). The simulator ignores them. */
+    const char *stdout_path, *stderr_path;
 } ddp_spawn_t;
 
 typedef struct ddp_sys ddp_sys_t;

@@ -1,0 +1,488 @@
+/* harness/real_net.c — the network side of real runs in network
+ * namespaces: one namespace per node on a bridge, nft rules for refuse,
+ * reset, blackhole and partition faults, netem delays for ddpsim's own
+ * processes, and a userspace TCP proxy that delays a foreign program's
+ * store traffic (this kernel has no sch_netem). Everything is done through
+ * the sys seam or the `ip`, `nft` and `tc` commands it spawns. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ddp/err.h"
+#include "ddp/plan.h"
+#include "ddp/sys.h"
+#include "real_priv.h"
+
+int ddp__real_run_argv(ddp_sys_t *sys, char *const *argv, int quiet_fail)
+{
+    ddp_spawn_t sp = {.argv = argv, .env = ddp_sys_env(sys), .name = argv[0]};
+    ddp_pid_t pid;
+    int st = -1, rc = ddp_sys_spawn(sys, &sp, &pid);
+    if (rc == 0)
+        rc = ddp_sys_wait(sys, pid, &st, ddp_sys_deadline_in(sys, 30 * DDP_NS_PER_S));
+    if (rc == 0 && st != 0 && !quiet_fail)
+        rc = ddp_err_set(DDP_EUNSUPPORTED, "`%s %s %s ...` exited with status %d", argv[0],
+                         argv[1] ? argv[1] : "", argv[1] && argv[2] ? argv[2] : "", st);
+    return rc ? rc : st;
+}
+
+
+
+void ddp__real_ns_name(const ddp_netns_t *ns, int i, char *buf, size_t n)
+{
+    snprintf(buf, n, "%sn%d", ns->tag, i);
+}
+
+/* A namespace `ip netns del` fails on is retried for a second, then named
+ * on stderr with the command that removes it (no such failure was seen
+ * here; a killed run is what left namespaces behind). Returns how many
+ * could not be deleted; the first one's name goes to left (the run then
+ * fails on it). */
+int ddp__real_netns_down(ddp_sys_t *sys, ddp_netns_t *ns, char *left, size_t left_len)
+{
+    int nleft = 0;
+    if (!ns->on)
+        return 0;
+    char name[32], br[32];
+    for (int i = 0; i < ns->nodes; i++) {
+        ddp__real_ns_name(ns, i, name, sizeof name);
+        int rc = 1;
+        for (int tries = 0; rc && tries < 5; tries++) {
+            if (tries)
+                ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 200 * DDP_NS_PER_MS));
+            rc = RUN_QUIET("ip", "netns", "del", name);
+        }
+        if (rc) {
+            fprintf(stderr, "ddpsim: could not delete network namespace %s; remove it "
+                            "with `ip netns del %s` (or `make netns-clean`)\n", name, name);
+            if (!nleft++ && left)
+                snprintf(left, left_len, "%s", name);
+        }
+    }
+    snprintf(br, sizeof br, "%sbr", ns->tag);
+    RUN_QUIET("ip", "link", "del", br);
+    ns->on = 0;
+    return nleft;
+}
+
+void ddp__real_node_ip(int netns, int i, char *buf, size_t n)
+{
+    if (netns)
+        snprintf(buf, n, "10.213.%d.%d", i / 250, i % 250 + 1);
+    else
+        snprintf(buf, n, "127.0.%d.%d", i / 250, i % 250 + 1);
+}
+
+/* A bridge and one namespace per node, each with a veth on the bridge. */
+int ddp__real_netns_up(ddp_sys_t *sys, ddp_netns_t *ns, int nodes, int64_t latency_ns)
+{
+    ddp_rng_t r;
+    ddp_rng_seed(&r, (uint64_t)ddp_sys_now(sys));
+    char br[32], name[32], veth[32], cidr[40], ms[32];
+    int rc = 1;
+    /* a few tags: one may be taken by a run that was killed */
+    for (int tries = 0; rc && tries < 4; tries++) {
+        snprintf(ns->tag, sizeof ns->tag, "ddps%04x", (unsigned)(ddp_rng_next(&r) & 0xffff));
+        snprintf(br, sizeof br, "%sbr", ns->tag);
+        rc = RUN_QUIET("ip", "link", "add", br, "type", "bridge");
+    }
+    ns->nodes = 0;
+    ns->on = rc == 0;
+    if (rc)
+        return ddp_err_wrap("--netns needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN) and "
+                            "iproute2: cannot create bridge %s", br);
+    if ((rc = RUN("ip", "link", "set", br, "up")) ||
+        (rc = RUN("ip", "addr", "add", DDP_REAL_BRIDGE_ADDR "/16", "dev", br)))
+        return rc;
+    for (int i = 0; i < nodes; i++) {
+        ddp__real_ns_name(ns, i, name, sizeof name);
+        snprintf(veth, sizeof veth, "%sv%d", ns->tag, i);
+        ddp__real_node_ip(1, i, cidr, sizeof cidr - 4);
+        strcat(cidr, "/16");
+        if ((rc = RUN("ip", "netns", "add", name)))
+            return ddp_err_wrap("--netns: cannot create namespace %s (root needed)", name);
+        ns->nodes = i + 1;
+        if ((rc = RUN("ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0",
+                      "netns", name)) ||
+            (rc = RUN("ip", "link", "set", veth, "master", br, "up")) ||
+            (rc = RUN("ip", "-n", name, "addr", "add", cidr, "dev", "eth0")) ||
+            (rc = RUN("ip", "-n", name, "link", "set", "eth0", "up")) ||
+            (rc = RUN("ip", "-n", name, "link", "set", "lo", "up")))
+            return rc;
+        if (latency_ns) {
+            snprintf(ms, sizeof ms, "%.3fms", (double)latency_ns / 1e6);
+            if ((rc = RUN("tc", "-n", name, "qdisc", "add", "dev", "eth0", "root", "netem",
+                          "delay", ms)))
+                return ddp_err_wrap("--netns: netem (tc qdisc ... netem) is not available");
+        }
+    }
+    return 0;
+}
+
+void ddp__real_link_cmd(ddp_sys_t *sys, const ddp_netns_t *ns, const ddp_sim_fault_t *f, int on_off,
+                     int delay)
+{
+    for (int i = 0; i < ns->nodes; i++) {
+        char veth[32], name[32], ms[32];
+        snprintf(veth, sizeof veth, "%sv%d", ns->tag, i);
+        ddp__real_ns_name(ns, i, name, sizeof name);
+        if (delay) {
+            snprintf(ms, sizeof ms, "%.3fms", (double)f->delay_ns / 1e6);
+            if (on_off)
+                RUN_QUIET("tc", "-n", name, "qdisc", "replace", "dev", "eth0", "root",
+                          "netem", "delay", ms);
+            else
+                RUN_QUIET("tc", "-n", name, "qdisc", "del", "dev", "eth0", "root");
+        } else if (f->node_set >> i & 1) {
+            RUN_QUIET("ip", "link", "set", veth, on_off ? "up" : "down");
+        }
+    }
+}
+
+
+/* ---- nft rules ---- */
+
+int ddp__real_nft_fault(const ddp_sim_fault_t *f)
+{
+    return f->kind == DDP_FAULT_BLACKHOLE || f->kind == DDP_FAULT_PARTITION;
+}
+
+/* The rule's words after "nft add rule inet ddpsim fI" for node i, or 0
+ * words when the fault does not apply there. */
+static int nft_words(const ddp_plan_t *p, const ddp_sim_fault_t *f, int i, char w[][48],
+                     int max)
+{
+    int k = 0;
+    if (f->kind == DDP_FAULT_PARTITION) {
+        /* Drop what leaves for the other side: both sides do it. */
+        int side = (int)(f->node_set >> i & 1), others = 0;
+        for (int j = 0; j < p->nnodes; j++)
+            others += (int)(f->node_set >> j & 1) != side;
+        if (!others || max < 4)
+            return 0;
+        snprintf(w[k++], 48, "ip");
+        snprintf(w[k++], 48, "daddr");
+        snprintf(w[k++], 48, "@set"); /* the other side's addresses: ddp__real_nft */
+        snprintf(w[k++], 48, "drop");
+        return k;
+    }
+    if (f->node >= 0 && f->node != i)
+        return 0;
+    if (f->peer_node >= 0) {
+        snprintf(w[k++], 48, "ip");
+        snprintf(w[k++], 48, "daddr");
+        snprintf(w[k++], 48, "%s", p->nodes[f->peer_node].addr);
+    }
+    if (f->port) {
+        snprintf(w[k++], 48, "tcp");
+        snprintf(w[k++], 48, "dport");
+        snprintf(w[k++], 48, "%u", (unsigned)f->port);
+    } else {
+        snprintf(w[k++], 48, "meta");
+        snprintf(w[k++], 48, "l4proto");
+        snprintf(w[k++], 48, "tcp");
+    }
+    snprintf(w[k++], 48, "ct");
+    snprintf(w[k++], 48, "state");
+    snprintf(w[k++], 48, "new");
+    if (f->kind == DDP_FAULT_BLACKHOLE) {
+        snprintf(w[k++], 48, "drop");
+    } else { /* refuse, reset: the SYN is answered with a reset */
+        snprintf(w[k++], 48, "reject");
+        snprintf(w[k++], 48, "with");
+        snprintf(w[k++], 48, "tcp");
+        snprintf(w[k++], 48, "reset");
+    }
+    return k;
+}
+
+int ddp__real_nft(ddp_sys_t *sys, const ddp_netns_t *ns, const ddp_plan_t *p, int fault,
+                  int on)
+{
+    const ddp_sim_fault_t *f = &p->faults[fault];
+    char chain[16], name[32];
+    snprintf(chain, sizeof chain, "f%d", fault);
+    int failed = 0;
+    for (int i = 0; i < ns->nodes && i < p->nnodes; i++) {
+        char w[16][48];
+        int k = nft_words(p, f, i, w, 16);
+        if (!k)
+            continue;
+        ddp__real_ns_name(ns, i, name, sizeof name);
+        if (!on) {
+            failed |= RUN_QUIET("ip", "netns", "exec", name, "nft", "delete", "table", "inet",
+                                chain) != 0;
+            continue;
+        }
+        /* One table per fault: deleting it takes its chain and rule along. */
+        if (RUN_QUIET("ip", "netns", "exec", name, "nft", "add", "table", "inet", chain) ||
+            RUN_QUIET("ip", "netns", "exec", name, "nft", "add", "chain", "inet", chain, "out",
+                      "{", "type", "filter", "hook", "output", "priority", "0", ";", "}")) {
+            failed = 1;
+            continue;
+        }
+        char *argv[40];
+        int a = 0;
+        char set[2048] = "";
+        argv[a++] = "ip", argv[a++] = "netns", argv[a++] = "exec", argv[a++] = name;
+        argv[a++] = "nft", argv[a++] = "add", argv[a++] = "rule", argv[a++] = "inet";
+        argv[a++] = chain, argv[a++] = "out";
+        for (int j = 0; j < k; j++) {
+            if (!strcmp(w[j], "@set")) { /* the partition's other side */
+                int side = (int)(f->node_set >> i & 1), members = 0;
+                size_t off = snprintf(set, sizeof set, "{ ");
+                for (int x = 0; x < p->nnodes && off + 48 < sizeof set; x++)
+                    if ((int)(f->node_set >> x & 1) != side)
+                        off += (size_t)snprintf(set + off, sizeof set - off, "%s%s",
+                                                members++ ? ", " : "", p->nodes[x].addr);
+                snprintf(set + off, sizeof set - off, " }");
+                argv[a++] = set;
+            } else {
+                argv[a++] = w[j];
+            }
+        }
+        argv[a] = NULL;
+        failed |= ddp__real_run_argv(sys, argv, 0) != 0;
+    }
+    return failed ? ddp_err_set(DDP_EUNSUPPORTED, "nft could not %s the rules of fault %s "
+                                                  "(line %d): is nftables installed?",
+                                on ? "add" : "delete", ddp_sim_fault_kind_name(f->kind),
+                                p->fault_line[fault])
+                  : 0;
+}
+
+/* ---- the delay proxy ---- */
+
+#define PROXY_CONNS 256
+#define PROXY_CHUNK 65536
+
+typedef struct chunk {
+    struct chunk *next;
+    int64_t due;
+    size_t len, off;
+    char data[];
+} chunk_t;
+
+typedef struct pconn {
+    int fd[2];       /* 0: the client, 1: the store */
+    chunk_t *q[2];   /* q[d]: read from fd[d], to be written to fd[1 - d] */
+    chunk_t *tail[2];
+    int eof[2];
+    int node;        /* the client's node (-1 unknown) */
+} pconn_t;
+
+struct ddp_real_proxy {
+    ddp_sys_t *sys;
+    const ddp_plan_t *p;
+    int64_t t0;
+    int lfd;
+    ddp_addr_t target;
+    volatile int stop;
+    ddp_thread_t th;
+    int running;
+    pconn_t c[PROXY_CONNS];
+    int n;
+};
+
+/* One way's delay now, for a client on `node`: the base latency and every
+ * delay fault that is active and aimed at that node (or at every node). */
+static int64_t proxy_delay(const ddp_real_proxy_t *x, int node)
+{
+    int64_t now = ddp_sys_now(x->sys) - x->t0, d = x->p->latency_ns;
+    for (int i = 0; i < x->p->nfaults; i++) {
+        const ddp_sim_fault_t *f = &x->p->faults[i];
+        if (f->kind == DDP_FAULT_DELAY && now >= f->start_ns &&
+            (!f->end_ns || now < f->end_ns) && (f->node < 0 || f->node == node))
+            d += f->delay_ns;
+    }
+    return d;
+}
+
+static void pconn_close(ddp_real_proxy_t *x, int i)
+{
+    pconn_t *c = &x->c[i];
+    for (int d = 0; d < 2; d++) {
+        ddp_sys_close(x->sys, c->fd[d]);
+        while (c->q[d]) {
+            chunk_t *k = c->q[d];
+            c->q[d] = k->next;
+            free(k);
+        }
+    }
+    x->c[i] = x->c[--x->n];
+}
+
+static void proxy_accept(ddp_real_proxy_t *x)
+{
+    ddp_addr_t peer;
+    int fd = ddp_sys_accept(x->sys, x->lfd, &peer, 0);
+    if (fd < 0)
+        return;
+    int up = x->n < PROXY_CONNS
+                 ? ddp_sys_connect(x->sys, &x->target, ddp_sys_deadline_in(x->sys, 2 * DDP_NS_PER_S))
+                 : -EMFILE;
+    if (up < 0) { /* the client sees what a refused store looks like */
+        ddp_sys_close(x->sys, fd);
+        return;
+    }
+    pconn_t *c = &x->c[x->n++];
+    memset(c, 0, sizeof *c);
+    c->fd[0] = fd;
+    c->fd[1] = up;
+    c->node = -1;
+    char host[DDP_ADDR_STRLEN];
+    ddp_addr_format_host(&peer, host, sizeof host);
+    for (int i = 0; i < x->p->nnodes; i++)
+        if (!strcmp(x->p->nodes[i].addr, host))
+            c->node = i;
+}
+
+/* Reads what fd[d] has into a chunk due after the delay. 0, or -1 when
+ * the connection is done with. */
+static int pconn_read(ddp_real_proxy_t *x, pconn_t *c, int d)
+{
+    chunk_t *k = malloc(sizeof *k + PROXY_CHUNK);
+    if (!k)
+        return -1;
+    ssize_t r = ddp_sys_recv(x->sys, c->fd[d], k->data, PROXY_CHUNK, 0);
+    if (r <= 0) {
+        free(k);
+        if (r == -EAGAIN || r == DDP_ETIMEOUT)
+            return 0;
+        c->eof[d] = 1;
+        return r == 0 ? 0 : -1;
+    }
+    k->next = NULL;
+    k->len = (size_t)r;
+    k->off = 0;
+    k->due = ddp_sys_now(x->sys) + proxy_delay(x, c->node);
+    if (c->tail[d])
+        c->tail[d]->next = k;
+    else
+        c->q[d] = k;
+    c->tail[d] = k;
+    return 0;
+}
+
+/* Writes the due chunks read from fd[d] to fd[1 - d]. */
+static int pconn_write(ddp_real_proxy_t *x, pconn_t *c, int d)
+{
+    int64_t now = ddp_sys_now(x->sys);
+    while (c->q[d] && c->q[d]->due <= now) {
+        chunk_t *k = c->q[d];
+        ssize_t w = ddp_sys_send(x->sys, c->fd[1 - d], k->data + k->off, k->len - k->off, 0);
+        if (w == -EAGAIN || w == DDP_ETIMEOUT)
+            return 0;
+        if (w < 0)
+            return -1;
+        k->off += (size_t)w;
+        if (k->off < k->len)
+            return 0;
+        c->q[d] = k->next;
+        if (!c->q[d])
+            c->tail[d] = NULL;
+        free(k);
+    }
+    return 0;
+}
+
+static int proxy_main(ddp_sys_t *sys, void *arg)
+{
+    ddp_real_proxy_t *x = arg;
+    ddp_pollfd_t pf[1 + 2 * PROXY_CONNS];
+    while (!x->stop) {
+        int64_t now = ddp_sys_now(sys), wake = now + 20 * DDP_NS_PER_MS;
+        int n = 0;
+        pf[n++] = (ddp_pollfd_t){.fd = x->lfd, .events = DDP_POLLIN};
+        for (int i = 0; i < x->n; i++)
+            for (int d = 0; d < 2; d++) {
+                pconn_t *c = &x->c[i];
+                short ev = c->eof[d] ? 0 : DDP_POLLIN;
+                const chunk_t *due = c->q[1 - d];
+                if (due && due->due <= now)
+                    ev |= DDP_POLLOUT;
+                else if (due && due->due < wake)
+                    wake = due->due;
+                pf[n++] = (ddp_pollfd_t){.fd = c->fd[d], .events = ev};
+            }
+        if (ddp_sys_poll(sys, pf, n, wake) < 0)
+            ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 5 * DDP_NS_PER_MS));
+        for (int i = x->n - 1; i >= 0; i--) {
+            pconn_t *c = &x->c[i];
+            int bad = 0;
+            for (int d = 0; d < 2 && !bad; d++) {
+                short re = pf[1 + 2 * i + d].revents;
+                if (re & (DDP_POLLIN | DDP_POLLHUP | DDP_POLLERR))
+                    bad = pconn_read(x, c, d);
+            }
+            for (int d = 0; d < 2 && !bad; d++)
+                bad = pconn_write(x, c, d);
+            /* a side that ended ends the other once its data went out */
+            if (bad || ((c->eof[0] || c->eof[1]) && !c->q[0] && !c->q[1]))
+                pconn_close(x, i);
+        }
+        if (pf[0].revents & DDP_POLLIN)
+            proxy_accept(x);
+    }
+    while (x->n)
+        pconn_close(x, x->n - 1);
+    return 0;
+}
+
+int ddp__real_proxy_start(ddp_sys_t *sys, const ddp_plan_t *p, int64_t t0,
+                          const ddp_addr_t *listen, const ddp_addr_t *target,
+                          ddp_real_proxy_t **out, uint16_t *port)
+{
+    ddp_real_proxy_t *x = calloc(1, sizeof *x);
+    if (!x)
+        return ddp_err_set(-ENOMEM, "out of memory");
+    x->sys = sys;
+    x->p = p;
+    x->t0 = t0;
+    x->target = *target;
+    x->lfd = ddp_sys_listen(sys, listen, 128);
+    ddp_addr_t at;
+    int rc = x->lfd < 0 ? x->lfd : ddp_sys_local_addr(sys, x->lfd, &at);
+    if (rc == 0)
+        rc = ddp_sys_thread_start(sys, proxy_main, x, "delay-proxy", &x->th);
+    if (rc) {
+        if (x->lfd >= 0)
+            ddp_sys_close(sys, x->lfd);
+        free(x);
+        return ddp_err_wrap("the delay proxy in front of the store");
+    }
+    x->running = 1;
+    *port = at.port;
+    *out = x;
+    return 0;
+}
+
+void ddp__real_proxy_stop(ddp_real_proxy_t *x)
+{
+    if (!x)
+        return;
+    x->stop = 1;
+    if (x->running)
+        ddp_sys_thread_join(x->sys, x->th, NULL, ddp_sys_deadline_in(x->sys, 5 * DDP_NS_PER_S));
+    ddp_sys_close(x->sys, x->lfd);
+    free(x);
+}
+
+int ddp__real_dnat(ddp_sys_t *sys, const ddp_netns_t *ns, int node, const char *master,
+                   uint16_t master_port, uint16_t proxy_port)
+{
+    char name[32], mp[16], to[48];
+    ddp__real_ns_name(ns, node, name, sizeof name);
+    snprintf(mp, sizeof mp, "%u", (unsigned)master_port);
+    snprintf(to, sizeof to, "%s:%u", DDP_REAL_BRIDGE_ADDR, (unsigned)proxy_port);
+    if (RUN_QUIET("ip", "netns", "exec", name, "nft", "add", "table", "ip", "ddpsim_proxy") ||
+        RUN_QUIET("ip", "netns", "exec", name, "nft", "add", "chain", "ip", "ddpsim_proxy",
+                  "out", "{", "type", "nat", "hook", "output", "priority", "-100", ";", "}") ||
+        RUN_QUIET("ip", "netns", "exec", name, "nft", "add", "rule", "ip", "ddpsim_proxy",
+                  "out", "ip", "daddr", (char *)master, "tcp", "dport", mp, "dnat", "to", to))
+        return ddp_err_set(DDP_EUNSUPPORTED, "nft could not send node %d's store traffic "
+                                             "through the delay proxy (nat): is nftables "
+                                             "installed?", node);
+    return 0;
+}
