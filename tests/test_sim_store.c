@@ -78,13 +78,21 @@ static void test_rendezvous_deterministic(void)
     CU_ASSERT_NOT_EQUAL(rdv_hash(100), h);
 }
 
+/* 8 ranks on 2 nodes, the store server starting at start_ns; run. */
+static void run_late(rdv_t *r, uint64_t seed, int64_t timeout_ns,
+                     int64_t start_ns)
+{
+    *r = (rdv_t){.sim = cluster(seed, 2, 0),
+                 .rv = {.ranks = 8, .timeout_ns = timeout_ns,
+                        .server_start_ns = start_ns}};
+    ddp_sim_rendezvous_build(r->sim, &r->rv);
+    run(r);
+}
+
 static void test_master_late(void)
 {
-    rdv_t r = {.sim = cluster(2, 2, 0),
-               .rv = {.ranks = 8, .timeout_ns = 120 * DDP_NS_PER_S,
-                      .server_start_ns = 20 * DDP_NS_PER_S}};
-    ddp_sim_rendezvous_build(r.sim, &r.rv);
-    run(&r);
+    rdv_t r;
+    run_late(&r, 2, 120 * DDP_NS_PER_S, 20 * DDP_NS_PER_S);
     CU_ASSERT_EQUAL(count_ok(&r), 8);
     CU_ASSERT(rank_out(&r, 3)->retries > 0);
     CU_ASSERT(rank_out(&r, 3)->connect_ns >= 20 * DDP_NS_PER_S);
@@ -97,11 +105,8 @@ static void test_master_late(void)
  * (the old 500 ms first backoff put them at >= 250 ms). */
 static void test_master_slightly_late(void)
 {
-    rdv_t r = {.sim = cluster(5, 2, 0),
-               .rv = {.ranks = 8, .timeout_ns = 60 * DDP_NS_PER_S,
-                      .server_start_ns = 30 * DDP_NS_PER_MS}};
-    ddp_sim_rendezvous_build(r.sim, &r.rv);
-    run(&r);
+    rdv_t r;
+    run_late(&r, 5, 60 * DDP_NS_PER_S, 30 * DDP_NS_PER_MS);
     CU_ASSERT_EQUAL(count_ok(&r), 8);
     int retried = 0;
     for (int i = 1; i < 8; i++) {
