@@ -6,6 +6,7 @@
 #   make bench      benchmarks (figures only, no assertions)
 #   make coverage   per-accelerator coverage and the parity gate
 #   make real-scenarios / netns-scenarios / real-test / fidelity   real runs
+#   make torch-test real PyTorch against ddpsim's store (tests/torch/)
 #   make install    PREFIX=/usr/local (lib, headers, pkg-config, command)
 #   make deps       install missing Debian packages (apt-get, as root)
 #
@@ -61,7 +62,7 @@ TESTBIN   := $(B)/ddpsim-test
 DEPS_OK   := build/.deps-ok
 
 .PHONY: all lib run test check-layers bench install deps clean hw-test real-scenarios \
-        netns-scenarios netns-clean real-test fidelity
+        netns-scenarios netns-clean real-test fidelity torch-test
 all: $(STATIC) $(SHARED) $(DDPSIM) $(TESTBIN) $(BENCH_BIN) ddpsim
 
 lib: $(STATIC) $(SHARED)
@@ -144,6 +145,13 @@ real-test: $(DDPSIM)
 fidelity: $(DDPSIM)
 	@sh scripts/deps.sh --real
 	DDPSIM=$(DDPSIM) sh scripts/fidelity.sh
+
+# Real PyTorch (torch.distributed, gloo) against ddpsim's store, in both
+# directions (tests/torch/); without a Python that imports torch it prints
+# one line and succeeds. Never part of `make test`.
+torch-test: $(DDPSIM)
+	@sh scripts/deps.sh --torch
+	DDPSIM=$(DDPSIM) sh tests/torch/run.sh
 
 # NCCL on real GPUs; prints "no GPU: skipped" and succeeds without one.
 hw-test: all $(BENCH_BIN)

@@ -26,6 +26,31 @@ const char *ddp_store_op_name(int op)
     }
 }
 
+static const char *const proto_names[] = {
+    [DDP_STORE_PROTO_AUTO] = "auto",
+    [DDP_STORE_PROTO_LEGACY] = "legacy",
+    [DDP_STORE_PROTO_CURRENT] = "current",
+};
+
+const char *ddp_store_proto_name(int proto)
+{
+    return proto >= 0 && proto <= DDP_STORE_PROTO_CURRENT ? proto_names[proto]
+                                                          : "unknown";
+}
+
+int ddp_store_proto_parse(const char *s, ddp_store_proto_t *out)
+{
+    for (int p = 0; s && p <= DDP_STORE_PROTO_CURRENT; p++) {
+        if (!strcmp(s, proto_names[p])) {
+            *out = (ddp_store_proto_t)p;
+            return 0;
+        }
+    }
+    return ddp_err_set(-EINVAL, "unknown store protocol \"%s\" (auto, "
+                                "legacy or current)",
+                       s ? s : "");
+}
+
 void ddp_buf_free(ddp_buf_t *b)
 {
     if (!b)

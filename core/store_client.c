@@ -1,5 +1,25 @@
-/* core/store_client.c — the TCPStore client (PyTorch >= 2.4 wire protocol,
- * libuv server; byte layouts in docs/store-protocol.md).
+/* core/store_client.c — the TCPStore client, in both protocol generations
+ * (byte layouts, the version matrix and the retry schedule in
+ * docs/store-protocol.md).
+ *
+ * Generations: "current" (VALIDATE + PING handshake, the PyTorch >= 2.2
+ * table) and "legacy" (no handshake, the PyTorch 1.9 - 2.0 table torch 1.13
+ * speaks). With protocol auto the client starts current; a server that
+ * resets the connection on VALIDATE/PING gets one probe on a fresh
+ * connection: legacy CHECK of no keys followed by a PING (a code no legacy
+ * table has). A legacy-only server (torch 1.13) answers the CHECK and
+ * drops the connection at the PING: the client speaks legacy from then on
+ * and logs it once. A server that answers both (ours) or neither (a
+ * current PyTorch server waits for more bytes) sends it back to current:
+ * that reset was something else (a backlog overflow, a fault). In legacy:
+ *  - get is WAIT + GET (a legacy server closes the connection on a GET of
+ *    a missing key), multi_get is WAIT + GETs, multi_set is SETs;
+ *  - a WAIT past its deadline cannot be cancelled (no CANCEL_WAIT): the
+ *    connection is replaced by a fresh one, which drops the wait;
+ *  - ping is a GETNUMKEYS round trip;
+ *  - APPEND, the queues and LIST_KEYS go out with their current codes,
+ *    which ddpsim's server serves on legacy connections and a PyTorch
+ *    legacy server rejects by closing the connection (the error says so).
  *
  * What it does the way PyTorch's TCPStore client does, and why:
  *  - every user key goes out as "/" + key (TCPStore's keyPrefix_), so our
@@ -47,6 +67,7 @@
 #include <fiu.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +77,9 @@
 #include "bytebuf.h"
 #include "store_priv.h"
 
+#define LEGACY DDP_STORE_PROTO_LEGACY
+#define CURRENT DDP_STORE_PROTO_CURRENT
+
 /* After a WAIT timed out, how long the server gets to answer CANCEL_WAIT. */
 #define CANCEL_GRACE_NS (5 * DDP_NS_PER_S)
 /* Largest single bytes value we accept in a reply (the server's own reply
@@ -63,6 +87,9 @@
 #define MAX_REPLY_BYTES ((uint64_t)256 << 20)
 /* Largest LIST_KEYS count we accept. */
 #define MAX_LIST_KEYS ((int64_t)16 << 20)
+/* How long the legacy probe waits for its answer (a current PyTorch server
+ * never answers it: it waits for more bytes). */
+#define PROBE_GRACE_NS (2 * DDP_NS_PER_S)
 /* Pause between a QUEUE_POP that lost the race and the next WAIT. */
 #define POP_RETRY_NS DDP_NS_PER_MS
 /* Replies are read through a buffer this large: one recv takes a whole small
@@ -79,6 +106,8 @@ typedef struct client {
     int fd;         /* -1 once the connection is lost */
     char lost[320]; /* why it was lost, for the ops that come after */
     int attempts;
+    int want;  /* opts.protocol */
+    int proto; /* LEGACY or CURRENT: what this connection speaks */
     ddp_rng_t rng;
     ddp__bb_t req; /* the request being built (off stays 0) */
     ddp__bb_t in;  /* reply bytes read ahead, [off, len) not yet used */
@@ -135,12 +164,26 @@ static void put_keys(client_t *c, const char *const *keys, size_t n, int raw)
         raw ? put_raw_key(c, keys[i]) : put_key(c, keys[i]);
 }
 
+/* The wire code of op in the generation c speaks (legacy: the legacy
+ * table's, or the current code for the ops it lacks). */
+static uint8_t wire_op(const client_t *c, int op)
+{
+    int w = c->proto == LEGACY ? ddp__store_op_to_legacy(op) : op;
+    return (uint8_t)(w < 0 ? op : w);
+}
+
+/* Appends one more request's opcode (requests sent in one write). */
+static void put_op(client_t *c, int op)
+{
+    uint8_t b = wire_op(c, op);
+    put(c, &b, 1);
+}
+
 static void begin(client_t *c, int op)
 {
     c->req.len = 0;
     c->oom = 0;
-    uint8_t b = (uint8_t)op;
-    put(c, &b, 1);
+    put_op(c, op);
 }
 
 /* ------------------------------------------------------- failure paths */
@@ -165,13 +208,30 @@ static int io_fail(client_t *c, int rc, int op, const char *doing)
     if (rc == DDP_ETIMEOUT || rc == -EAGAIN) {
         ddp_err_set(DDP_ETIMEOUT, "timed out %s %s (store at %s)", doing,
                     ddp_store_op_name(op), c->addr);
+        if (c->proto == LEGACY)
+            ddp_err_hint("this client speaks the legacy TCPStore protocol "
+                         "(PyTorch 1.9 - 2.0), which a current master "
+                         "(PyTorch >= 2.2) never answers: use protocol auto "
+                         "or current");
     } else {
         ddp_err_set(DDP_EPEER_LOST,
                     "lost the connection to the store at %s while %s %s (%s: "
                     "%s)",
                     c->addr, doing, ddp_store_op_name(op), ddp_err_name(rc),
                     cause[0] ? cause : ddp_strerror(rc));
-        ddp_err_hint("is the master (rank 0) still alive?");
+        if (c->proto == LEGACY && op >= DDP_STORE_OP_APPEND)
+            ddp_err_hint("the legacy TCPStore protocol (PyTorch 1.9 - 2.0) "
+                         "has no %s: a PyTorch master of that generation "
+                         "closes the connection on it (ddpsim's server "
+                         "answers it)",
+                         ddp_store_op_name(op));
+        else if (c->proto == LEGACY)
+            ddp_err_hint("is the master (rank 0) still alive? (this client "
+                         "speaks the legacy protocol, which a master that "
+                         "requires VALIDATE drops: use protocol auto or "
+                         "current)");
+        else
+            ddp_err_hint("is the master (rank 0) still alive?");
     }
     poison(c, ddp_err_ctx()->what);
     return ddp_err_addr("%s", c->addr);
@@ -189,8 +249,14 @@ static int proto_fail(client_t *c, int op, const char *fmt, ...)
     ddp_err_set(DDP_EPROTOCOL,
                 "the store at %s sent a bad reply to %s: %s", c->addr,
                 ddp_store_op_name(op), what);
-    ddp_err_hint("is a TCPStore-protocol server (PyTorch >= 2.4) listening "
-                 "there?");
+    ddp_err_hint(c->proto == LEGACY
+                     ? "is a TCPStore-protocol server listening there? (this "
+                       "client speaks the legacy protocol of PyTorch 1.9 - "
+                       "2.0)"
+                     : "is a TCPStore-protocol server listening there? (this "
+                       "client speaks the current protocol of PyTorch >= "
+                       "2.2; a PyTorch 1.9 - 2.0 master needs protocol "
+                       "legacy or auto)");
     poison(c, ddp_err_ctx()->what);
     return ddp_err_addr("%s", c->addr);
 }
@@ -351,6 +417,8 @@ static int wait_timeout(client_t *c, const char *const *keys, size_t n,
     return ddp_err_addr("%s", c->addr);
 }
 
+static int reopen(client_t *c);
+
 /* CANCEL_WAIT, then read up to the WAIT_CANCELED: 0 resynchronised. */
 static int cancel_wait(client_t *c)
 {
@@ -401,7 +469,8 @@ static int do_wait(client_t *c, const char *const *keys, size_t n, int raw,
     if (r != DDP_ETIMEOUT && r != -EAGAIN)
         return io_fail(c, r, DDP_STORE_OP_WAIT, "waiting for");
     char cerr[200] = "";
-    if (cancel_wait(c) != 0)
+    /* Legacy has no CANCEL_WAIT: a fresh connection drops the wait. */
+    if ((c->proto == LEGACY ? reopen(c) : cancel_wait(c)) != 0)
         snprintf(cerr, sizeof cerr, "%s", ddp_err_ctx()->what);
     return wait_timeout(c, keys, n, start, cerr[0] ? cerr : NULL);
 }
@@ -478,17 +547,18 @@ static int c_get(ddp_store_t *st, const char *key, ddp_buf_t *out,
                  int64_t deadline)
 {
     client_t *c = C(st);
+    if (c->proto == LEGACY) /* a legacy GET of a missing key kills the link */
+        goto wait_then_get;
     begin(c, DDP_STORE_OP_CHECK);
     put_keys(c, &key, 1, 0);
-    uint8_t op = DDP_STORE_OP_GET;
-    put(c, &op, 1);
+    put_op(c, DDP_STORE_OP_GET);
     put_key(c, key);
     uint8_t ready = 0;
     ddp_buf_t v = {0};
-    int rc = send_req(c, DDP_STORE_OP_CHECK, deadline);
-    if (rc == 0)
-        rc = rd_u8(c, &ready, DDP_STORE_OP_CHECK, deadline);
-    if (rc == 0)
+    int rc;
+    if ((rc = send_req(c, DDP_STORE_OP_CHECK, deadline)) != 0)
+        return rc;
+    if ((rc = rd_u8(c, &ready, DDP_STORE_OP_CHECK, deadline)) == 0)
         rc = rd_bytes(c, &v, DDP_STORE_OP_GET, deadline);
     if (rc)
         return rc;
@@ -502,6 +572,7 @@ static int c_get(ddp_store_t *st, const char *key, ddp_buf_t *out,
         return 0;
     }
     ddp_buf_free(&v);
+wait_then_get:
     rc = do_wait(c, &key, 1, 0, deadline);
     if (rc)
         return rc;
@@ -572,12 +643,23 @@ static int c_multi_get(ddp_store_t *st, const char *const *keys, size_t n,
     int rc = do_wait(c, keys, n, 0, deadline);
     if (rc)
         return rc;
-    begin(c, DDP_STORE_OP_MULTI_GET);
-    put_keys(c, keys, n, 0);
-    if ((rc = send_req(c, DDP_STORE_OP_MULTI_GET, deadline)) != 0)
+    int op = DDP_STORE_OP_MULTI_GET;
+    if (c->proto == LEGACY) { /* no MULTI_GET: the GETs in one write */
+        op = DDP_STORE_OP_GET;
+        c->req.len = 0;
+        c->oom = 0;
+        for (size_t i = 0; i < n; i++) {
+            put_op(c, op);
+            put_key(c, keys[i]);
+        }
+    } else {
+        begin(c, op);
+        put_keys(c, keys, n, 0);
+    }
+    if ((rc = send_req(c, op, deadline)) != 0)
         return rc;
     for (size_t i = 0; i < n; i++) {
-        if ((rc = rd_bytes(c, &out[i], DDP_STORE_OP_MULTI_GET, deadline))) {
+        if ((rc = rd_bytes(c, &out[i], op, deadline))) {
             for (size_t j = 0; j < i; j++)
                 ddp_buf_free(&out[j]);
             return rc;
@@ -590,13 +672,23 @@ static int c_multi_set(ddp_store_t *st, const char *const *keys,
                        const ddp_buf_t *vals, size_t n, int64_t deadline)
 {
     client_t *c = C(st);
-    begin(c, DDP_STORE_OP_MULTI_SET);
-    put_u64(c, n);
+    int legacy = c->proto == LEGACY; /* no MULTI_SET: SETs in one write */
+    c->req.len = 0;
+    c->oom = 0;
+    if (!legacy) {
+        put_op(c, DDP_STORE_OP_MULTI_SET);
+        put_u64(c, n);
+    }
     for (size_t i = 0; i < n; i++) {
+        if (legacy)
+            put_op(c, DDP_STORE_OP_SET);
         put_key(c, keys[i]);
         put_bytes(c, vals[i].data, vals[i].len);
     }
-    return send_req(c, DDP_STORE_OP_MULTI_SET, deadline);
+    if (legacy && n == 0)
+        return 0;
+    return send_req(c, legacy ? DDP_STORE_OP_SET : DDP_STORE_OP_MULTI_SET,
+                    deadline);
 }
 
 static int c_queue_pop(ddp_store_t *st, const char *key, ddp_buf_t *out,
@@ -700,7 +792,12 @@ static int ping_req(client_t *c, int64_t deadline)
 
 static int c_ping(ddp_store_t *st, int64_t deadline)
 {
-    return ping_req(C(st), deadline);
+    client_t *c = C(st);
+    int64_t n = 0; /* legacy: no PING; GETNUMKEYS is a round trip too */
+    return c->proto == LEGACY
+               ? i64_req(c, DDP_STORE_OP_GETNUMKEYS, NULL, 0, NULL, &n,
+                         deadline)
+               : ping_req(c, deadline);
 }
 
 static void c_free(ddp_store_t *st)
@@ -749,6 +846,13 @@ int ddp_store_client_attempts(const ddp_store_t *st)
     return ddp__store_is_client(st) ? ((const client_t *)st)->attempts : 0;
 }
 
+ddp_store_proto_t ddp_store_client_protocol(const ddp_store_t *st)
+{
+    return ddp__store_is_client(st)
+               ? (ddp_store_proto_t)((const client_t *)st)->proto
+               : DDP_STORE_PROTO_AUTO;
+}
+
 /* ------------------------------------------------------------- connect */
 
 /* Failures worth another attempt: the master is not up yet, is overloaded
@@ -778,9 +882,9 @@ static int retryable(int rc)
     }
 }
 
-/* One attempt: resolve, connect to the first address that accepts, then
- * VALIDATE + PING. 0 with c->fd set, or the failure. */
-static int attempt(client_t *c, int64_t deadline)
+/* Resolve and connect to the first address that accepts: 0 with c->fd
+ * set, or the failure. */
+static int open_conn(client_t *c, int64_t deadline)
 {
     ddp_sys_t *sys = c->st.sys;
     ddp_addr_t addrs[8];
@@ -799,16 +903,93 @@ static int attempt(client_t *c, int64_t deadline)
     c->fd = fd;
     c->lost[0] = '\0';
     c->in.off = c->in.len = 0;
+    return 0;
+}
+
+/* A legacy connection after a WAIT timed out: a new one (no handshake),
+ * which drops the wait server-side. 0, or the failure (connection gone). */
+static int reopen(client_t *c)
+{
+    if (c->fd >= 0) {
+        ddp_sys_close(c->st.sys, c->fd);
+        c->fd = -1;
+    }
+    int rc = open_conn(c, ddp_sys_deadline_in(c->st.sys, CANCEL_GRACE_NS));
+    if (rc != 0)
+        poison(c, ddp_err_ctx()->what);
+    return rc;
+}
+
+/* One attempt: connect, then (current) VALIDATE + PING. 0 with c->fd set,
+ * or the failure; *hs_lost says the server took the connection and then
+ * dropped it during the handshake (what a legacy server does). */
+static int attempt(client_t *c, int64_t deadline, int *hs_lost)
+{
+    *hs_lost = 0;
+    int rc = open_conn(c, deadline);
+    if (rc != 0 || c->proto == LEGACY)
+        return rc;
     /* VALIDATE has no reply: send it with the PING in one segment. */
     begin(c, DDP_STORE_OP_VALIDATE);
     put_u32(c, DDP_STORE_MAGIC);
     if ((rc = ddp_fault_point("store/client/validate", ECONNRESET)) != 0) {
         poison(c, "handshake fault");
+        *hs_lost = 1;
         return rc;
     }
-    if ((rc = send_req(c, DDP_STORE_OP_VALIDATE, deadline)) != 0)
-        return rc;
-    return ping_req(c, deadline);
+    if ((rc = send_req(c, DDP_STORE_OP_VALIDATE, deadline)) == 0)
+        rc = ping_req(c, deadline);
+    *hs_lost = rc == DDP_EPEER_LOST;
+    return rc;
+}
+
+enum { PROBE_NONE, PROBE_LEGACY_ONLY, PROBE_BOTH };
+
+/* After a reset on VALIDATE/PING (protocol auto): on a fresh connection, a
+ * legacy CHECK of no keys, then a PING. Answers to the CHECK and a drop at
+ * the PING: a legacy-only server. Both answered: a server of both
+ * generations. Anything else: not a legacy server (a current PyTorch
+ * server never answers the CHECK). The probe connection is closed. */
+static int probe_legacy(client_t *c, int64_t deadline)
+{
+    ddp_errctx_t saved = *ddp_err_ctx();
+    int64_t dl = ddp_sys_deadline_in(c->st.sys, PROBE_GRACE_NS);
+    if (dl > deadline)
+        dl = deadline;
+    int res = PROBE_NONE;
+    c->proto = LEGACY;
+    uint8_t ready = 0xFF;
+    if (open_conn(c, dl) == 0) {
+        begin(c, DDP_STORE_OP_CHECK);
+        put_u64(c, 0);
+        if (send_req(c, DDP_STORE_OP_CHECK, dl) == 0 &&
+            rd_u8(c, &ready, DDP_STORE_OP_CHECK, dl) == 0 &&
+            ready == DDP_STORE_READY) {
+            int rc = ping_req(c, dl);
+            res = rc == 0                ? PROBE_BOTH
+                  : rc == DDP_EPEER_LOST ? PROBE_LEGACY_ONLY
+                                         : PROBE_NONE;
+        }
+    }
+    poison(c, "probe done");
+    c->proto = CURRENT;
+    *ddp_err_ctx() = saved;
+    return res;
+}
+
+/* The probe found a legacy-only server: speak legacy from the next attempt
+ * on, and say so once per process. */
+static void switch_to_legacy(client_t *c)
+{
+    static atomic_int told;
+    c->proto = LEGACY;
+    if (atomic_exchange(&told, 1) == 0)
+        ddp_info("store: the server at %s dropped the VALIDATE/PING "
+                 "handshake and answers the legacy TCPStore protocol "
+                 "(PyTorch 1.9 - 2.0, e.g. torch 1.13): speaking legacy",
+                 c->addr);
+    else
+        ddp_debug("store: %s speaks the legacy protocol", c->addr);
 }
 
 /* The next backoff delay, PyTorch's ExponentialBackoffWithJitter shape:
@@ -851,22 +1032,26 @@ ddp_store_t *ddp_store_client_connect(ddp_sys_t *sys,
              strchr(c->host, ':') ? "[%s]:%u" : "%s:%u", c->host,
              (unsigned)c->port);
     ddp_rng_seed(&c->rng, opts->seed);
+    c->want = opts->protocol;
+    c->proto = c->want == LEGACY ? LEGACY : CURRENT;
 
-    double cur = opts->backoff_initial_ns > 0 ? (double)opts->backoff_initial_ns
-                                              : 500.0 * DDP_NS_PER_MS;
-    double factor = opts->backoff_factor > 0 ? opts->backoff_factor : 1.5;
+    double cur = opts->backoff_initial_ns > 0
+                     ? (double)opts->backoff_initial_ns
+                     : (double)DDP_STORE_BACKOFF_INITIAL_NS;
+    double factor =
+        opts->backoff_factor > 0 ? opts->backoff_factor : DDP_STORE_BACKOFF_FACTOR;
     double cap = opts->backoff_max_ns > 0 ? (double)opts->backoff_max_ns
-                                          : 60.0 * DDP_NS_PER_S;
-    double jitter = opts->jitter > 0 ? opts->jitter : 0.5;
+                                          : (double)DDP_STORE_BACKOFF_MAX_NS;
+    double jitter = opts->jitter > 0 ? opts->jitter : DDP_STORE_BACKOFF_JITTER;
     if (jitter > 1.0)
         jitter = 1.0;
     int64_t deadline = opts->connect_deadline;
     int64_t start = ddp_sys_now(sys);
-    int rc;
+    int rc, hs_lost = 0;
     char last[320] = "";
     for (;;) {
         c->attempts++;
-        rc = attempt(c, deadline);
+        rc = attempt(c, deadline, &hs_lost);
         if (rc == 0) {
             if (c->attempts > 1)
                 ddp_debug("store: connected to %s after %d attempts in %.1f "
@@ -877,6 +1062,11 @@ ddp_store_t *ddp_store_client_connect(ddp_sys_t *sys,
         }
         snprintf(last, sizeof last, "%s", ddp_err_ctx()->what);
         poison(c, last);
+        if (hs_lost && c->want == DDP_STORE_PROTO_AUTO &&
+            probe_legacy(c, deadline) == PROBE_LEGACY_ONLY) {
+            switch_to_legacy(c);
+            continue; /* at once: the server is up */
+        }
         int64_t now = ddp_sys_now(sys);
         if (!retryable(rc) || now >= deadline)
             break;
@@ -901,8 +1091,18 @@ ddp_store_t *ddp_store_client_connect(ddp_sys_t *sys,
                 c->addr, c->attempts, c->attempts == 1 ? "" : "s", last);
     ddp_err_addr("%s", c->addr);
     ddp_err_waited(waited);
-    ddp_err_hint("is the master (rank 0) running and reachable? check "
-                 "MASTER_ADDR/MASTER_PORT");
+    if (hs_lost)
+        ddp_err_hint("the master accepted the connection and dropped it "
+                     "during the VALIDATE/PING handshake: a PyTorch 1.9 - 2.0 "
+                     "master (legacy TCPStore protocol) does that; connect "
+                     "with protocol legacy or auto (ddpsim store --protocol)%s",
+                     c->want == DDP_STORE_PROTO_AUTO
+                         ? "; this one did not answer the legacy probe either: "
+                           "overloaded, or not a TCPStore"
+                         : "");
+    else
+        ddp_err_hint("is the master (rank 0) running and reachable? check "
+                     "MASTER_ADDR/MASTER_PORT");
     *err = rc;
     c_free(&c->st);
     return NULL;

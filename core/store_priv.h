@@ -11,6 +11,18 @@
 
 #include "ddp/store.h"
 
+/* The legacy ops that exist in the current table too (all but WATCH_KEY),
+ * as (name, legacy opcode): kept next to DDP_STORE_LEGACY_OPCODES. */
+#define DDP__STORE_SHARED_OPS(X)                                               \
+    X(SET, DDP_STORE_LOP_SET)                                                  \
+    X(COMPARE_SET, DDP_STORE_LOP_COMPARE_SET)                                  \
+    X(GET, DDP_STORE_LOP_GET)                                                  \
+    X(ADD, DDP_STORE_LOP_ADD)                                                  \
+    X(CHECK, DDP_STORE_LOP_CHECK)                                              \
+    X(WAIT, DDP_STORE_LOP_WAIT)                                                \
+    X(GETNUMKEYS, DDP_STORE_LOP_GETNUMKEYS)                                    \
+    X(DELETE_KEY, DDP_STORE_LOP_DELETE_KEY)
+
 /* "[a, b, c]" (at most a few keys, then "... (+N more)") into buf. */
 char *ddp__store_fmt_keys(const char *const *keys, size_t n, char *buf,
                           size_t len);
@@ -22,6 +34,33 @@ int ddp__store_is_client(const ddp_store_t *st);
 /* ADD on the key exactly as given (no "/" in front); tcp client only. */
 int ddp__store_client_add_raw(ddp_store_t *st, const char *key, int64_t delta,
                               int64_t *out, int64_t deadline);
+/* The legacy opcode of a current op (-1 if the legacy table has none) and
+ * back (-1 for WATCH_KEY and unknown codes): one table, in store.h. */
+static inline int ddp__store_op_to_legacy(int op)
+{
+    switch (op) {
+#define DDP__STORE_TO_L(name, v)                                               \
+    case DDP_STORE_OP_##name:                                                  \
+        return v;
+        DDP__STORE_SHARED_OPS(DDP__STORE_TO_L)
+#undef DDP__STORE_TO_L
+    default:
+        return -1;
+    }
+}
+static inline int ddp__store_op_from_legacy(int lop)
+{
+    switch (lop) {
+#define DDP__STORE_FROM_L(name, v)                                             \
+    case v:                                                                    \
+        return DDP_STORE_OP_##name;
+        DDP__STORE_SHARED_OPS(DDP__STORE_FROM_L)
+#undef DDP__STORE_FROM_L
+    default:
+        return -1;
+    }
+}
+
 /* "host:port" of a tcp client ("" for other stores). */
 const char *ddp__store_client_addr(const ddp_store_t *st);
 

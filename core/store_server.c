@@ -1,6 +1,14 @@
 /* core/store_server.c — a TCPStore-protocol server (PyTorch >= 2.4 libuv
  * server semantics; byte layouts and differences: docs/store-protocol.md).
  *
+ * Both protocol generations share one key space. Each connection's
+ * generation is told from its first request (opts.protocol auto): VALIDATE
+ * with the magic is the current protocol, anything else is served with the
+ * legacy table (torch 1.9 - 2.0), WATCH_KEY included. A legacy client opens
+ * a second, silent connection for watch callbacks, so in auto and legacy
+ * mode a connection that has sent nothing is kept (as torch 1.13's server
+ * does); the validate timeout starts at its first byte instead.
+ *
  * One event loop over ddp_sys_poll: pfds[0] is the listener, pfds[i + 1]
  * belongs to conns[i]. Every socket call goes through the sys seam with
  * deadline 0 ("try once"), so the same loop runs over real sockets and over
@@ -41,6 +49,7 @@
 #include "ddp/log.h"
 #include "bytebuf.h"
 #include "kvmap.h"
+#include "store_priv.h"
 
 /* run() polls in slices this long so a stop() is noticed in bounded time
  * (no self-pipe: every socket goes through the sys seam). */
@@ -58,6 +67,8 @@
 #define SRV_MIN_MAX_REQUEST ((size_t)64 << 20)
 #define SRV_MIN_MAX_REPLY ((size_t)256 << 20)
 #define SRV_INIT_BUCKETS 1024
+/* WATCH_KEY's internal op number (legacy connections only). */
+#define OP_WATCH_KEY (DDP_STORE_OP_COUNT + 1)
 
 typedef struct srv_conn conn_t;
 typedef struct srv_entry entry_t;
@@ -89,7 +100,10 @@ struct srv_conn {
     int fd;
     size_t idx; /* in conns[]; pfds[idx + 1] */
     char name[DDP_ADDR_STRLEN];
-    int validated;
+    int validated; /* its first request completed (VALIDATE, or any legacy
+                      request) */
+    int gen;       /* 0 until the first request tells: LEGACY or CURRENT */
+    int on_uv;     /* on the server's not-yet-validated list */
     int dead;  /* closed; freed at the end of the step */
     int doom;  /* to be dropped at the next safe point */
     int dirty; /* on the server's dirty list */
@@ -123,6 +137,13 @@ struct ddp_store_server {
     conn_t **dirty;
     size_t ndirty, cdirty;
 
+    struct watch { /* legacy WATCH_KEY registrations */
+        conn_t *c;
+        uint8_t *key;
+        size_t klen;
+    } *watches;
+    size_t nwatches, cwatches;
+
     ddp__kvmap_t keys;
     size_t nvals;   /* keys with a value (GETNUMKEYS) */
     size_t nstored; /* entries with a value or a non-empty queue */
@@ -133,7 +154,8 @@ struct ddp_store_server {
 
     atomic_int stop;
     atomic_size_t st_clients, st_keys;
-    atomic_uint_fast64_t st_requests, st_proto, st_unval, st_rejected;
+    atomic_uint_fast64_t st_requests, st_proto, st_unval, st_rejected,
+        st_legacy;
 
     pthread_t thread;
     int thread_started;
@@ -281,9 +303,27 @@ static void out_put_bytes(conn_t *c, const void *p, size_t n)
     out_put(c, p, n);
 }
 
+/* Puts c at the end of the list of connections not yet validated; its
+ * validate timeout runs from now. */
+static void uv_link(ddp_store_server_t *srv, conn_t *c)
+{
+    c->accepted_at = ddp_sys_now(srv->sys);
+    c->uprev = srv->uv_tail;
+    c->unext = NULL;
+    if (srv->uv_tail)
+        srv->uv_tail->unext = c;
+    else
+        srv->uv_head = c;
+    srv->uv_tail = c;
+    c->on_uv = 1;
+}
+
 /* Takes c off the list of connections not yet validated. */
 static void uv_unlink(ddp_store_server_t *srv, conn_t *c)
 {
+    if (!c->on_uv)
+        return;
+    c->on_uv = 0;
     if (c->uprev)
         c->uprev->unext = c->unext;
     else
@@ -350,6 +390,73 @@ static void wake_key(ddp_store_server_t *srv, entry_t *e, int one)
     }
 }
 
+/* ------------------------------------------------------ legacy watches */
+
+static int watched(const ddp_store_server_t *srv, slice_t k)
+{
+    for (size_t i = 0; i < srv->nwatches; i++)
+        if (srv->watches[i].klen == k.n &&
+            (k.n == 0 || memcmp(srv->watches[i].key, k.p, k.n) == 0))
+            return 1;
+    return 0;
+}
+
+/* Tells every connection watching k what changed, as torch 1.13's server
+ * does: u8 type, key, old value, new value (each u64 length + bytes). */
+static void notify_watchers(ddp_store_server_t *srv, slice_t k, int type,
+                            slice_t oldv, slice_t newv)
+{
+    for (size_t i = 0; i < srv->nwatches; i++) {
+        struct watch *w = &srv->watches[i];
+        if (w->klen != k.n || (k.n && memcmp(w->key, k.p, k.n) != 0) ||
+            w->c->dead)
+            continue;
+        conn_t *c = w->c;
+        if (out_reserve(c, 1 + 24 + k.n + oldv.n + newv.n) != 0) {
+            c->doom = 1;
+            mark_dirty(srv, c);
+            continue;
+        }
+        uint8_t t = (uint8_t)type;
+        out_put(c, &t, 1);
+        out_put_bytes(c, k.p, k.n);
+        out_put_bytes(c, oldv.p, oldv.n);
+        out_put_bytes(c, newv.p, newv.n);
+        mark_dirty(srv, c);
+    }
+}
+
+static int watch_add(ddp_store_server_t *srv, conn_t *c, slice_t k)
+{
+    if (srv->nwatches == srv->cwatches) {
+        size_t nc = srv->cwatches ? srv->cwatches * 2 : 8;
+        struct watch *w = realloc(srv->watches, nc * sizeof *w);
+        if (!w)
+            return srv_fail(srv, "out of memory registering a WATCH_KEY");
+        srv->watches = w;
+        srv->cwatches = nc;
+    }
+    uint8_t *key = malloc(k.n ? k.n : 1);
+    if (!key)
+        return srv_fail(srv, "out of memory registering a WATCH_KEY");
+    if (k.n)
+        memcpy(key, k.p, k.n);
+    srv->watches[srv->nwatches++] = (struct watch){c, key, k.n};
+    return 0;
+}
+
+static void watches_drop(ddp_store_server_t *srv, conn_t *c)
+{
+    for (size_t i = 0; i < srv->nwatches;) {
+        if (srv->watches[i].c == c) {
+            free(srv->watches[i].key);
+            srv->watches[i] = srv->watches[--srv->nwatches];
+        } else {
+            i++;
+        }
+    }
+}
+
 /* ------------------------------------------------------------ store ops */
 
 /* The entry for k, about to be stored into (find or create), with its
@@ -382,11 +489,22 @@ static int store_set(ddp_store_server_t *srv, slice_t k, slice_t v)
                            &had, &was);
     if (!e)
         return -1;
+    /* A watched key's old value goes out after the overwrite: keep it. */
+    uint8_t *old = NULL;
+    size_t oldn = 0;
+    int watch = srv->nwatches > 0 && watched(srv, k);
+    if (watch && had && e->vlen) {
+        if (!(old = malloc(e->vlen)))
+            return srv_fail(srv, "out of memory for a watched value");
+        memcpy(old, e->val, e->vlen);
+        oldn = e->vlen;
+    }
     /* Overwrite in place when the old buffer fits (a SET loop does not
      * malloc), unless it is much larger than the new value. */
     if (!e->val || e->vcap < v.n || e->vcap > 2 * v.n + 64) {
         uint8_t *nv = malloc(v.n ? v.n : 1);
         if (!nv) {
+            free(old);
             ent_maybe_free(srv, e);
             return srv_fail(srv, "out of memory storing a %zu-byte value",
                             v.n);
@@ -401,6 +519,12 @@ static int store_set(ddp_store_server_t *srv, slice_t k, slice_t v)
     e->has_val = 1;
     ent_account(srv, e, had, was);
     wake_key(srv, e, 0);
+    if (watch) {
+        notify_watchers(srv, k, had ? DDP_STORE_KEY_UPDATED
+                                    : DDP_STORE_KEY_CREATED,
+                        (slice_t){old, oldn}, v);
+        free(old);
+    }
     return 0;
 }
 
@@ -426,6 +550,12 @@ static int store_append(ddp_store_server_t *srv, slice_t k, slice_t v)
     if (v.n)
         memcpy(e->val + e->vlen, v.p, v.n);
     e->vlen += v.n;
+    if (srv->nwatches > 0 && watched(srv, k))
+        /* Legacy watchers know no KEY_APPENDED: an update, old = the
+         * value before the append. */
+        notify_watchers(srv, k, DDP_STORE_KEY_UPDATED,
+                        (slice_t){e->val, e->vlen - v.n},
+                        (slice_t){e->val, e->vlen});
     return 0;
 }
 
@@ -644,11 +774,17 @@ static int key_present(ddp_store_server_t *srv, slice_t k)
 
 static int op_wait(ddp_store_server_t *srv, conn_t *c, slice_t *ks, size_t n)
 {
-    if (c->waiting)
-        return srv_fail(srv, "WAIT sent while another WAIT is pending"), H_BAD;
     size_t missing = 0;
     for (size_t i = 0; i < n; i++)
         missing += !key_present(srv, ks[i]);
+    /* A legacy client whose WAIT timed out cannot cancel it and sends its
+     * next WAIT on the same connection; torch 1.13's server answers that
+     * one. So do we: at once when its keys exist, else it replaces the
+     * abandoned wait. */
+    if (c->waiting && c->gen == DDP_STORE_PROTO_LEGACY && missing)
+        conn_clear_waits(srv, c);
+    else if (c->waiting && c->gen != DDP_STORE_PROTO_LEGACY)
+        return srv_fail(srv, "WAIT sent while another WAIT is pending"), H_BAD;
     if (missing == 0) {
         REPLY_FAULT();
         NOMEM_IF(reply_u8(srv, c, DDP_STORE_STOP_WAITING));
@@ -793,6 +929,54 @@ static int op_queue_pop(ddp_store_server_t *srv, conn_t *c, slice_t k)
     return H_OK;
 }
 
+/* The generation of a connection from its first request (r holds the
+ * pending bytes): LEGACY, CURRENT, or H_MORE / H_BAD as a negative. */
+static int detect_gen(ddp_store_server_t *srv, conn_t *c, const rd_t *r)
+{
+    int mode = srv->o.protocol, first = r->p[0];
+    if (mode == DDP_STORE_PROTO_LEGACY)
+        return DDP_STORE_PROTO_LEGACY;
+    if (first == DDP_STORE_OP_VALIDATE) {
+        if (mode == DDP_STORE_PROTO_CURRENT)
+            return DDP_STORE_PROTO_CURRENT;
+        /* Legacy SET is opcode 0 too; its next 4 bytes are the low half
+         * of a key length, never the magic (keys are at most 8 KiB). */
+        if (r->n < 5) {
+            c->need = 5;
+            return -H_MORE;
+        }
+        uint32_t magic;
+        memcpy(&magic, r->p + 1, 4);
+        return magic == DDP_STORE_MAGIC ? DDP_STORE_PROTO_CURRENT
+                                        : DDP_STORE_PROTO_LEGACY;
+    }
+    if (mode == DDP_STORE_PROTO_CURRENT)
+        return srv_fail(srv, "first message has opcode %d (%s), not "
+                             "VALIDATE: not a TCPStore client of the current "
+                             "protocol (a PyTorch 1.9 - 2.0 client speaks the "
+                             "legacy one: serve with protocol auto)",
+                        first, op_name(first)),
+               -H_BAD;
+    return DDP_STORE_PROTO_LEGACY;
+}
+
+/* A legacy opcode as the op it stands for (the layouts are the same). In
+ * auto mode a legacy connection may also use the current table's codes
+ * from APPEND up, which no legacy table defines: our own client's legacy
+ * mode does, against a server that turned its VALIDATE down. */
+static int legacy_op(const ddp_store_server_t *srv, int lop)
+{
+    if (lop == DDP_STORE_LOP_WATCH_KEY)
+        return OP_WATCH_KEY;
+    int op = ddp__store_op_from_legacy(lop);
+    if (op >= 0)
+        return op;
+    if (srv->o.protocol == DDP_STORE_PROTO_AUTO &&
+        lop >= DDP_STORE_OP_APPEND && lop < DDP_STORE_OP_COUNT)
+        return lop;
+    return -1;
+}
+
 /* Parse one request at the start of c->in's pending bytes and run it.
  * H_OK consumed it. */
 static int handle_one(ddp_store_server_t *srv, conn_t *c)
@@ -802,9 +986,26 @@ static int handle_one(ddp_store_server_t *srv, conn_t *c)
               .max = srv->max_request,
               .msg = srv->msg,
               .msgn = sizeof srv->msg};
+    if (!c->gen) {
+        int g = detect_gen(srv, c, &r);
+        if (g < 0)
+            return -g;
+        c->gen = g;
+        if (g == DDP_STORE_PROTO_LEGACY) {
+            ST_ADD(srv, st_legacy, 1);
+            ddp_debug("store server: client %s speaks the legacy protocol",
+                      c->name);
+        }
+    }
     const uint8_t *opb = rd_take(&r, 1);
-    int op = opb ? *opb : -1;
-    if (!c->validated && op != DDP_STORE_OP_VALIDATE)
+    int op = opb ? *opb : -1, wire = op;
+    if (c->gen == DDP_STORE_PROTO_LEGACY && op >= 0) {
+        op = legacy_op(srv, op);
+        if (op < 0)
+            return srv_fail(srv, "unknown legacy opcode %d", wire), H_BAD;
+    }
+    if (!c->validated && c->gen == DDP_STORE_PROTO_CURRENT &&
+        op != DDP_STORE_OP_VALIDATE)
         return srv_fail(srv, "first message has opcode %d (%s), not "
                              "VALIDATE: not a TCPStore client",
                         op, op_name(op)),
@@ -834,6 +1035,7 @@ static int handle_one(ddp_store_server_t *srv, conn_t *c)
     case DDP_STORE_OP_DELETE_KEY:
     case DDP_STORE_OP_QUEUE_POP:
     case DDP_STORE_OP_QUEUE_LEN:
+    case OP_WATCH_KEY:
         k = rd_str(&r, srv->o.max_key_len, "key");
         break;
     case DDP_STORE_OP_ADD:
@@ -881,6 +1083,12 @@ static int handle_one(ddp_store_server_t *srv, conn_t *c)
                    H_DROP;
         c->validated = 1;
         uv_unlink(srv, c); /* no timeout for this one */
+        break;
+    case OP_WATCH_KEY:
+        if (watch_add(srv, c, k) != 0)
+            return H_BAD;
+        REPLY_FAULT();
+        NOMEM_IF(reply_u8(srv, c, DDP_STORE_KEY_CALLBACK_REGISTERED));
         break;
     case DDP_STORE_OP_SET:
         if (store_set(srv, k, v) != 0)
@@ -948,6 +1156,9 @@ static int handle_one(ddp_store_server_t *srv, conn_t *c)
     case DDP_STORE_OP_DELETE_KEY: {
         entry_t *e = ent_find(srv, k);
         int64_t del = e && e->has_val;
+        if (del && srv->nwatches > 0)
+            notify_watchers(srv, k, DDP_STORE_KEY_DELETED,
+                            (slice_t){e->val, e->vlen}, (slice_t){NULL, 0});
         if (del) {
             int was = ent_stored(e);
             free(e->val);
@@ -995,8 +1206,13 @@ static int handle_one(ddp_store_server_t *srv, conn_t *c)
         rc = op_list_keys(srv, c);
         break;
     }
-    if (rc == H_OK)
+    if (rc == H_OK) {
         ddp__bb_consume(&c->in, r.off);
+        if (!c->validated) { /* a legacy client's first request */
+            c->validated = 1;
+            uv_unlink(srv, c);
+        }
+    }
     return rc;
 }
 
@@ -1008,8 +1224,8 @@ static void conn_kill(ddp_store_server_t *srv, conn_t *c)
         return;
     c->dead = 1;
     conn_clear_waits(srv, c);
-    if (!c->validated)
-        uv_unlink(srv, c);
+    watches_drop(srv, c);
+    uv_unlink(srv, c);
     ddp_sys_close(srv->sys, c->fd);
     c->fd = -1;
 }
@@ -1139,6 +1355,8 @@ static void conn_read(ddp_store_server_t *srv, conn_t *c)
         }
         c->in.len += (size_t)got;
         budget -= (size_t)got;
+        if (!c->validated && !c->on_uv)
+            uv_link(srv, c); /* auto/legacy: the timeout starts now */
         conn_process(srv, c);
         /* A short read emptied the socket: asking again would only cost a
          * syscall that answers EAGAIN (poll reports anything newer). */
@@ -1263,13 +1481,10 @@ static void accept_some(ddp_store_server_t *srv)
         }
         c->fd = fd;
         memcpy(c->name, name, sizeof name);
-        c->accepted_at = ddp_sys_now(srv->sys);
-        c->uprev = srv->uv_tail;
-        if (srv->uv_tail)
-            srv->uv_tail->unext = c;
-        else
-            srv->uv_head = c;
-        srv->uv_tail = c;
+        /* Current only: silence is a stuck or foreign client. Otherwise it
+         * may be a legacy client's callback socket, silent by design. */
+        if (srv->o.protocol == DDP_STORE_PROTO_CURRENT)
+            uv_link(srv, c);
         c->idx = srv->nconns;
         srv->conns[srv->nconns++] = c;
         srv->pfds[c->idx + 1] =
@@ -1284,9 +1499,16 @@ static void expire_unvalidated(ddp_store_server_t *srv)
     while (srv->uv_head &&
            now - srv->uv_head->accepted_at >= srv->o.validate_timeout_ns) {
         conn_t *c = srv->uv_head;
-        ddp_warn("store server: dropping client %s: no VALIDATE within %.1f "
-                 "s of connecting (not a TCPStore client, or a stuck one)",
-                 c->name, (double)srv->o.validate_timeout_ns / 1e9);
+        ddp_warn("store server: dropping client %s: no %s within %.1f s of "
+                 "%s (not a TCPStore client, or a stuck one)",
+                 c->name,
+                 srv->o.protocol == DDP_STORE_PROTO_CURRENT
+                     ? "VALIDATE"
+                     : "complete first request",
+                 (double)srv->o.validate_timeout_ns / 1e9,
+                 srv->o.protocol == DDP_STORE_PROTO_CURRENT
+                     ? "connecting"
+                     : "its first byte");
         ST_ADD(srv, st_unval, 1);
         conn_kill(srv, c); /* unlinks it from the list */
     }
@@ -1467,6 +1689,7 @@ int ddp_store_server_new(ddp_sys_t *sys, const ddp_store_server_opts_t *opts,
     atomic_init(&srv->st_proto, 0);
     atomic_init(&srv->st_unval, 0);
     atomic_init(&srv->st_rejected, 0);
+    atomic_init(&srv->st_legacy, 0);
     if (ddp__kv_init(&srv->keys, SRV_INIT_BUCKETS) != 0 ||
         grow_conns(srv) != 0) {
         ddp_store_server_free(srv);
@@ -1552,6 +1775,8 @@ void ddp_store_server_stats(const ddp_store_server_t *srv,
         atomic_load_explicit(&s->st_unval, memory_order_relaxed);
     out->rejected_clients =
         atomic_load_explicit(&s->st_rejected, memory_order_relaxed);
+    out->legacy_connections =
+        atomic_load_explicit(&s->st_legacy, memory_order_relaxed);
 }
 
 static void *server_thread(void *arg)
@@ -1605,5 +1830,8 @@ void ddp_store_server_free(ddp_store_server_t *srv)
     free(srv->pfds);
     free(srv->dirty);
     free(srv->scratch);
+    for (size_t i = 0; i < srv->nwatches; i++)
+        free(srv->watches[i].key);
+    free(srv->watches);
     free(srv);
 }

@@ -350,6 +350,7 @@ int ddp_plan_trainer_cfg(const ddp_plan_t *p, ddp_trainer_cfg_t *cfg)
     cfg->store_timeout_ns = e->store_timeout_ns;
     cfg->train_ns = e->train_ns;
     cfg->seed = e->seed;
+    cfg->store_protocol = (ddp_store_proto_t)e->store_protocol;
     if (e->plugin[0] && !(cfg->plugin = ddp_plugin_find(e->plugin)))
         return DDP_ENOT_FOUND; /* the registry's error lists the plugins */
     return 0;
@@ -375,6 +376,7 @@ int ddp_plan_entry_of(const ddp_trainer_cfg_t *cfg, ddp_plan_entry_t *e)
     e->store_timeout_ns = cfg->store_timeout_ns;
     e->train_ns = cfg->train_ns;
     e->seed = cfg->seed;
+    e->store_protocol = (int)cfg->store_protocol;
     return 0;
 }
 
@@ -523,9 +525,11 @@ int ddp_plan_write(const ddp_plan_t *p, FILE *o)
             p->seed, p->latency_ns, p->expected_world, p->limit_ns, p->t0);
     put_str(o, p->results);
     fprintf(o, "\nentry accelerator=%s nodes=%d processes=%d gpus=%d timeout=%" PRId64
-               " store_timeout=%" PRId64 " train=%" PRId64 " seed=%" PRIu64 "\n",
+               " store_timeout=%" PRId64 " train=%" PRId64 " seed=%" PRIu64
+               " protocol=%d\n",
             e->accelerator[0] ? e->accelerator : "-", e->num_nodes, e->num_processes,
-            e->gpus, e->timeout_ns, e->store_timeout_ns, e->train_ns, e->seed);
+            e->gpus, e->timeout_ns, e->store_timeout_ns, e->train_ns, e->seed,
+            e->store_protocol);
     fputs("backend ", o);
     put_str(o, e->backend);
     fputs("\ncluster ", o);
@@ -793,9 +797,9 @@ static int rd_entry(rd_t *r, ddp_plan_entry_t *e)
         (rc = rd_i(r, "processes", &e->num_processes)) || (rc = rd_i(r, "gpus", &e->gpus)) ||
         (rc = rd_int(r, "timeout", &e->timeout_ns)) ||
         (rc = rd_int(r, "store_timeout", &e->store_timeout_ns)) ||
-        (rc = rd_int(r, "train", &e->train_ns)))
+        (rc = rd_int(r, "train", &e->train_ns)) || (rc = rd_u64(r, "seed", &e->seed)))
         return rc;
-    return rd_u64(r, "seed", &e->seed);
+    return rd_i(r, "protocol", &e->store_protocol);
 }
 
 static int rd_statement(rd_t *r, ddp_plan_t *p, int *ended)

@@ -356,7 +356,8 @@ int ddp_plugin_default_init_ddp_connection(const ddp_plugin_t *self,
     ddp_ident_set_phase("store connect");
     ddp_store_client_opts_t o = {
         .host = addr, .port = port, .connect_deadline = ctx->deadline,
-        .seed = (ctx->cfg ? ctx->cfg->seed : 0) * 1000003u + (uint64_t)global_rank};
+        .seed = (ctx->cfg ? ctx->cfg->seed : 0) * 1000003u + (uint64_t)global_rank,
+        .protocol = ctx->cfg ? ctx->cfg->store_protocol : DDP_STORE_PROTO_AUTO};
     ctx->store = ddp_store_client_connect(ctx->sys, &o, &rc);
     if (!ctx->store) {
         return ddp_err_hint("rank 0 serves the store on MASTER_ADDR:MASTER_PORT "

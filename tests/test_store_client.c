@@ -57,9 +57,10 @@ static ddp_store_client_opts_t opts(uint16_t port, int deadline_ms)
                                          20 * DDP_NS_PER_MS};
 }
 
-static ddp_store_t *cl_open(uint16_t port)
+static ddp_store_t *cl_open_proto(uint16_t port, ddp_store_proto_t proto)
 {
     ddp_store_client_opts_t o = opts(port, 5000);
+    o.protocol = proto;
     int err = 0;
     ddp_store_t *st = ddp_store_client_connect(g_sys, &o, &err);
     if (!st)
@@ -67,6 +68,17 @@ static ddp_store_t *cl_open(uint16_t port)
     CU_ASSERT_PTR_NOT_NULL_FATAL(st);
     CU_ASSERT_EQUAL(err, 0);
     return st;
+}
+
+static ddp_store_t *cl_open(uint16_t port)
+{
+    return cl_open_proto(port, DDP_STORE_PROTO_AUTO);
+}
+
+static ddp_store_server_t *srv_start_proto(ddp_store_proto_t proto)
+{
+    ddp_store_server_opts_t o = {.host = "127.0.0.1", .protocol = proto};
+    return ddp_test_server_start(g_sys, &o);
 }
 
 static ddp_store_server_stats_t stats(ddp_store_server_t *srv)
@@ -89,6 +101,111 @@ static void test_conformance(void)
     CU_ASSERT_EQUAL(stats(srv).protocol_errors, 0);
     ddp_store_free(a);
     ddp_store_free(b);
+    srv_end(srv);
+}
+
+/* The same table, our client in the legacy generation against our (auto)
+ * server: both generations keep the same semantics. */
+static void test_conformance_legacy(void)
+{
+    ddp_store_server_t *srv = srv_start();
+    ddp_store_t *a = cl_open_proto(srv_port(srv), DDP_STORE_PROTO_LEGACY);
+    ddp_store_t *b = cl_open_proto(srv_port(srv), DDP_STORE_PROTO_LEGACY);
+    CU_ASSERT_EQUAL(ddp_store_client_protocol(a), DDP_STORE_PROTO_LEGACY);
+    ddp_test_store_conformance(a, b, "legacy");
+    /* A current client sees what the legacy ones stored. */
+    ddp_store_t *c = cl_open(srv_port(srv));
+    CU_ASSERT_EQUAL(ddp_store_client_protocol(c), DDP_STORE_PROTO_CURRENT);
+    ddp_buf_t v = {0};
+    CU_ASSERT_EQUAL(ddp_store_get(c, "legacy/cas", &v, dl(3000)), 0);
+    CU_ASSERT(v.len == 6 && memcmp(v.data, "second", 6) == 0);
+    ddp_buf_free(&v);
+    ddp_store_server_stats_t st = stats(srv);
+    CU_ASSERT(st.legacy_connections >= 2);
+    CU_ASSERT_EQUAL(st.protocol_errors, 0);
+    ddp_store_free(a);
+    ddp_store_free(b);
+    ddp_store_free(c);
+    srv_end(srv);
+}
+
+/* protocol auto against a legacy-only master (our server in legacy mode
+ * behaves as torch 1.13's: it drops the VALIDATE/PING handshake): the
+ * probe finds legacy, the client speaks it; what that table has works,
+ * what it lacks fails naming the reason. */
+static void test_auto_finds_legacy_master(void)
+{
+    ddp_store_server_t *srv = srv_start_proto(DDP_STORE_PROTO_LEGACY);
+    ddp_store_t *a = cl_open(srv_port(srv));
+    CU_ASSERT_EQUAL(ddp_store_client_protocol(a), DDP_STORE_PROTO_LEGACY);
+    CU_ASSERT_EQUAL(ddp_store_client_attempts(a), 2);
+    CU_ASSERT_EQUAL(ddp_store_wait_for_workers(a, 1, 2, dl(3000)), 0);
+    CU_ASSERT_EQUAL(ddp_store_set_str(a, "k", "v", dl(3000)), 0);
+    ddp_buf_t v = {0};
+    CU_ASSERT_EQUAL(ddp_store_get(a, "k", &v, dl(3000)), 0);
+    CU_ASSERT(v.len == 1 && v.data[0] == 'v');
+    ddp_buf_free(&v);
+    CU_ASSERT_EQUAL(ddp_store_ping(a, dl(3000)), 0);
+    const char *k = "k", *missing = "missing";
+    CU_ASSERT_EQUAL(ddp_store_check(a, &k, 1, dl(3000)), 1);
+    CU_ASSERT_EQUAL(ddp_store_wait(a, &missing, 1, dl(100)), DDP_ETIMEOUT);
+    CU_ASSERT_EQUAL(ddp_store_delete_key(a, "k", dl(3000)), 1);
+    int64_t n = -1;
+    CU_ASSERT_EQUAL(ddp_store_num_keys(a, &n, dl(3000)), 0);
+    CU_ASSERT_EQUAL(n, 1); /* init/ */
+    CU_ASSERT_EQUAL(ddp_store_append(a, "k", "x", 1, dl(3000)), 0);
+    CU_ASSERT_EQUAL(ddp_store_ping(a, dl(3000)), DDP_EPEER_LOST);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_ctx()->hint, "legacy"));
+    ddp_store_free(a);
+    srv_end(srv);
+}
+
+/* protocol current against that master: it fails, and the hint names the
+ * mismatch instead of blaming a master that is up. */
+static void test_current_vs_legacy_master(void)
+{
+    ddp_store_server_t *srv = srv_start_proto(DDP_STORE_PROTO_LEGACY);
+    ddp_store_client_opts_t o = opts(srv_port(srv), 300);
+    o.protocol = DDP_STORE_PROTO_CURRENT;
+    int err = 0;
+    ddp_store_t *st = ddp_store_client_connect(g_sys, &o, &err);
+    CU_ASSERT_PTR_NULL(st);
+    CU_ASSERT_EQUAL(err, DDP_EPEER_LOST);
+    const char *hint = ddp_err_ctx()->hint;
+    CU_ASSERT_PTR_NOT_NULL(strstr(hint, "legacy"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(hint, "VALIDATE/PING"));
+    CU_ASSERT_PTR_NULL(strstr(hint, "running and reachable"));
+    ddp_store_free(st);
+    srv_end(srv);
+}
+
+/* protocol legacy against a current-only master: the first request gets
+ * the connection dropped, and the hint says which protocol to use. */
+static void test_legacy_vs_current_master(void)
+{
+    ddp_store_server_t *srv = srv_start_proto(DDP_STORE_PROTO_CURRENT);
+    ddp_store_t *a = cl_open_proto(srv_port(srv), DDP_STORE_PROTO_LEGACY);
+    int64_t n = 0;
+    CU_ASSERT_EQUAL(ddp_store_num_keys(a, &n, dl(3000)), DDP_EPEER_LOST);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_ctx()->hint, "protocol auto or "
+                                                       "current"));
+    ddp_store_free(a);
+    srv_end(srv);
+}
+
+/* A reset on VALIDATE/PING from a server that speaks both generations
+ * (ours, with a fault) is not mistaken for a legacy master: the probe gets
+ * both answers and the client stays current. */
+static void test_auto_reset_stays_current(void)
+{
+    ddp_store_server_t *srv = srv_start();
+    fiu_enable("store/server/validate", 1, NULL, FIU_ONETIME);
+    ddp_store_t *a = cl_open(srv_port(srv));
+    fiu_disable("store/server/validate");
+    CU_ASSERT_EQUAL(ddp_store_client_protocol(a), DDP_STORE_PROTO_CURRENT);
+    CU_ASSERT_EQUAL(ddp_store_client_attempts(a), 2);
+    CU_ASSERT_EQUAL(ddp_store_ping(a, dl(3000)), 0);
+    ddp_store_free(a);
     srv_end(srv);
 }
 
@@ -515,6 +632,11 @@ static void test_server_hangs_up(void)
 
 DDP_SUITE("store_client", suite_init, suite_cleanup,
           {"conformance", test_conformance},
+          {"conformance_legacy", test_conformance_legacy},
+          {"auto_finds_legacy_master", test_auto_finds_legacy_master},
+          {"current_vs_legacy_master", test_current_vs_legacy_master},
+          {"legacy_vs_current_master", test_legacy_vs_current_master},
+          {"auto_reset_stays_current", test_auto_reset_stays_current},
           {"prefix_over_tcp", test_prefix_over_tcp},
           {"wait_timeout_cancel", test_wait_timeout_cancel},
           {"wait_cancel_race", test_wait_cancel_race},

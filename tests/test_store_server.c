@@ -668,7 +668,9 @@ typedef struct bad_case {
 
 static void test_malformed(void)
 {
-    ddp_store_server_opts_t o = {.max_keys = 16};
+    /* Current only: in auto mode a non-VALIDATE first message is legacy. */
+    ddp_store_server_opts_t o = {.max_keys = 16,
+                                 .protocol = DDP_STORE_PROTO_CURRENT};
     ddp_store_server_t *srv = srv_start(&o);
     uint64_t huge = (uint64_t)DDP_STORE_MAX_KEY + 1;
     uint64_t vhuge = (uint64_t)DDP_STORE_MAX_VALUE + 1;
@@ -738,7 +740,8 @@ static void test_malformed(void)
 
 static void test_validate_timeout(void)
 {
-    ddp_store_server_opts_t o = {.validate_timeout_ns = 200 * DDP_NS_PER_MS};
+    ddp_store_server_opts_t o = {.validate_timeout_ns = 200 * DDP_NS_PER_MS,
+                                 .protocol = DDP_STORE_PROTO_CURRENT};
     ddp_store_server_t *srv = srv_start(&o);
     int64_t t0 = ddp_sys_now(g_sys);
     int idle = cl_connect(srv);    /* says nothing */
@@ -1050,6 +1053,235 @@ static void test_fault_points(void)
     srv_end(srv);
 }
 
+/* ------------------------------------------------ the legacy generation */
+
+/* A request in the legacy table (torch 1.13's opcodes). */
+static void lreq_key(int fd, int lop, const char *k)
+{
+    req_key(fd, lop, k);
+}
+
+static void lreq_set(int fd, const char *k, const char *v)
+{
+    msg_t m = {.n = 0};
+    m_u8(&m, DDP_STORE_LOP_SET);
+    m_str(&m, k);
+    m_str(&m, v);
+    cl_send(fd, &m);
+}
+
+static int64_t lreq_add(int fd, const char *k, int64_t d)
+{
+    msg_t m = {.n = 0};
+    m_u8(&m, DDP_STORE_LOP_ADD);
+    m_str(&m, k);
+    m_u64(&m, (uint64_t)d);
+    cl_send(fd, &m);
+    return recv_i64(fd);
+}
+
+static void lcheck_get(int fd, const char *k, const char *want)
+{
+    char buf[4096];
+    lreq_key(fd, DDP_STORE_LOP_GET, k);
+    long n = recv_bytes(fd, buf, sizeof buf);
+    CU_ASSERT_EQUAL(n, (long)strlen(want));
+    CU_ASSERT_STRING_EQUAL(buf, want);
+}
+
+/* What torch 1.13's client sends, in auto mode: its first request is ADD
+ * "init/" 1 (no VALIDATE), every op uses the legacy table, and it shares
+ * one key space with a current client. */
+static void test_legacy_detected(void)
+{
+    ddp_store_server_t *srv = srv_start(NULL);
+    int l = cl_connect(srv);
+    CU_ASSERT_EQUAL(lreq_add(l, "init/", 1), 1);
+    lreq_set(l, "/a", "one");
+    lcheck_get(l, "/a", "one");
+    CU_ASSERT_EQUAL(lreq_add(l, "/c", 5), 5);
+    const char *ks[2] = {"/a", "/c"};
+    req_keys(l, DDP_STORE_LOP_CHECK, ks, 2);
+    CU_ASSERT_EQUAL(recv_u8(l), DDP_STORE_READY);
+    req_keys(l, DDP_STORE_LOP_WAIT, ks, 2);
+    CU_ASSERT_EQUAL(recv_u8(l), DDP_STORE_STOP_WAITING);
+    msg_t m = {.n = 0}; /* COMPARE_SET "/a" one -> two */
+    m_u8(&m, DDP_STORE_LOP_COMPARE_SET);
+    m_str(&m, "/a");
+    m_str(&m, "one");
+    m_str(&m, "two");
+    cl_send(l, &m);
+    char buf[64];
+    CU_ASSERT_EQUAL(recv_bytes(l, buf, sizeof buf), 3);
+    CU_ASSERT_STRING_EQUAL(buf, "two");
+    /* The current client sees the legacy client's keys, and back. */
+    int c = cl_open(srv);
+    check_get(c, "/a", "two");
+    check_get(c, "init/", "1");
+    req_set(c, "/fromcurrent", "x");
+    CU_ASSERT_EQUAL(ping(c, 9), 9);
+    lcheck_get(l, "/fromcurrent", "x");
+    m.n = 0;
+    m_u8(&m, DDP_STORE_LOP_GETNUMKEYS);
+    cl_send(l, &m);
+    CU_ASSERT_EQUAL(recv_i64(l), 4);
+    lreq_key(l, DDP_STORE_LOP_DELETE_KEY, "/c");
+    CU_ASSERT_EQUAL(recv_i64(l), 1);
+    /* A legacy SET whose key length starts like nothing in particular:
+     * opcode 0 without the magic is a SET, not a bad VALIDATE. */
+    int l2 = cl_connect(srv);
+    lreq_set(l2, "/z", "zz");
+    lcheck_get(l2, "/z", "zz");
+    ddp_store_server_stats_t st = stats(srv);
+    CU_ASSERT_EQUAL(st.legacy_connections, 2);
+    CU_ASSERT_EQUAL(st.protocol_errors, 0);
+    ddp_sys_close(g_sys, l);
+    ddp_sys_close(g_sys, l2);
+    ddp_sys_close(g_sys, c);
+    srv_end(srv);
+}
+
+/* A legacy client whose WAIT timed out sends its next WAIT on the same
+ * connection (it has no CANCEL_WAIT): answered as torch 1.13's server
+ * does, not dropped. */
+static void test_legacy_wait_after_timeout(void)
+{
+    ddp_store_server_t *srv = srv_start(NULL);
+    int l = cl_connect(srv);
+    const char *never = "/never", *there = "/there";
+    req_keys(l, DDP_STORE_LOP_WAIT, &never, 1);
+    CU_ASSERT(silent(l, 50));
+    lreq_set(l, there, "1");
+    req_keys(l, DDP_STORE_LOP_WAIT, &there, 1);
+    CU_ASSERT_EQUAL(recv_u8(l), DDP_STORE_STOP_WAITING);
+    lcheck_get(l, there, "1");
+    CU_ASSERT_EQUAL(stats(srv).protocol_errors, 0);
+    ddp_sys_close(g_sys, l);
+    srv_end(srv);
+}
+
+/* Reads one watch notification: type, key, old, new. */
+static void recv_watch(int fd, int type, const char *key, const char *oldv,
+                       const char *newv)
+{
+    char b[256];
+    CU_ASSERT_EQUAL(recv_u8(fd), type);
+    CU_ASSERT_EQUAL(recv_bytes(fd, b, sizeof b), (long)strlen(key));
+    CU_ASSERT_STRING_EQUAL(b, key);
+    CU_ASSERT_EQUAL(recv_bytes(fd, b, sizeof b), (long)strlen(oldv));
+    CU_ASSERT_STRING_EQUAL(b, oldv);
+    CU_ASSERT_EQUAL(recv_bytes(fd, b, sizeof b), (long)strlen(newv));
+    CU_ASSERT_STRING_EQUAL(b, newv);
+}
+
+/* torch 1.13's callback socket: silent from connect (kept past the
+ * validate timeout), then WATCH_KEY, then one notification per change of
+ * the key, whoever changes it (legacy or current client). */
+static void test_legacy_watch_key(void)
+{
+    ddp_store_server_opts_t o = {.validate_timeout_ns = 100 * DDP_NS_PER_MS};
+    ddp_store_server_t *srv = srv_start(&o);
+    int cb = cl_connect(srv);
+    int l = cl_connect(srv);
+    CU_ASSERT_EQUAL(lreq_add(l, "init/", 1), 1);
+    ddp_sys_sleep_until(g_sys, dl(250)); /* > validate timeout */
+    CU_ASSERT_EQUAL(stats(srv).unvalidated_dropped, 0);
+    lreq_key(cb, DDP_STORE_LOP_WATCH_KEY, "/w");
+    CU_ASSERT_EQUAL(recv_u8(cb), DDP_STORE_KEY_CALLBACK_REGISTERED);
+    lreq_set(l, "/w", "v1");
+    recv_watch(cb, DDP_STORE_KEY_CREATED, "/w", "", "v1");
+    int c = cl_open(srv);
+    req_set(c, "/w", "v2");
+    recv_watch(cb, DDP_STORE_KEY_UPDATED, "/w", "v1", "v2");
+    req_key(c, DDP_STORE_OP_DELETE_KEY, "/w");
+    CU_ASSERT_EQUAL(recv_i64(c), 1);
+    recv_watch(cb, DDP_STORE_KEY_DELETED, "/w", "v2", "");
+    CU_ASSERT_EQUAL(lreq_add(l, "/w", 3), 3);
+    recv_watch(cb, DDP_STORE_KEY_CREATED, "/w", "", "3");
+    lreq_set(l, "/other", "x"); /* not watched: nothing for cb */
+    lcheck_get(l, "/other", "x");
+    CU_ASSERT(silent(cb, 50));
+    CU_ASSERT_EQUAL(stats(srv).protocol_errors, 0);
+    /* The watcher goes away; changes after that must not touch it. */
+    ddp_sys_close(g_sys, cb);
+    ddp_sys_sleep_until(g_sys, dl(50));
+    lreq_set(l, "/w", "v3");
+    lcheck_get(l, "/w", "v3");
+    ddp_sys_close(g_sys, l);
+    ddp_sys_close(g_sys, c);
+    srv_end(srv);
+}
+
+/* The generations a server accepts: auto also serves the current codes
+ * from APPEND up on a legacy connection (our legacy client's extensions);
+ * legacy-only refuses them (as torch 1.13 does) and takes a VALIDATE for
+ * a legacy SET with a silly length; current-only drops a legacy client. */
+static void test_protocol_modes(void)
+{
+    ddp_store_server_opts_t lo = {.protocol = DDP_STORE_PROTO_LEGACY};
+    ddp_store_server_t *srv = srv_start(NULL);
+    int l = cl_connect(srv);
+    CU_ASSERT_EQUAL(lreq_add(l, "init/", 1), 1);
+    CU_ASSERT_EQUAL(ping(l, 77), 77); /* PING 13: an extension */
+    ddp_sys_close(g_sys, l);
+    srv_end(srv);
+
+    srv = srv_start(&lo);
+    l = cl_connect(srv);
+    CU_ASSERT_EQUAL(lreq_add(l, "init/", 1), 1);
+    msg_t m = {.n = 0};
+    m_u8(&m, DDP_STORE_OP_PING);
+    m_u32(&m, 5);
+    cl_send(l, &m);
+    CU_ASSERT(closed_by_server(l));
+    ddp_sys_close(g_sys, l);
+    int v = cl_connect(srv);
+    cl_validate(v);
+    m.n = 0;
+    m_u8(&m, DDP_STORE_OP_PING);
+    m_u32(&m, 5);
+    cl_send(v, &m); /* completes the "SET" key length: far too long */
+    CU_ASSERT(closed_by_server(v));
+    ddp_sys_close(g_sys, v);
+    ddp_store_server_stats_t st;
+    WAIT_STATS(srv, st, st.protocol_errors >= 2);
+    CU_ASSERT_EQUAL(st.protocol_errors, 2);
+    srv_end(srv);
+
+    ddp_store_server_opts_t co = {.protocol = DDP_STORE_PROTO_CURRENT};
+    srv = srv_start(&co);
+    l = cl_connect(srv);
+    m.n = 0;
+    m_u8(&m, DDP_STORE_LOP_ADD);
+    m_str(&m, "init/");
+    m_u64(&m, 1);
+    cl_send(l, &m);
+    CU_ASSERT(closed_by_server(l));
+    ddp_sys_close(g_sys, l);
+    srv_end(srv);
+}
+
+/* Auto mode: a silent connection is kept (a legacy callback socket), a
+ * first request that starts and stalls is dropped at the timeout. */
+static void test_validate_timeout_auto(void)
+{
+    ddp_store_server_opts_t o = {.validate_timeout_ns = 150 * DDP_NS_PER_MS};
+    ddp_store_server_t *srv = srv_start(&o);
+    int idle = cl_connect(srv);
+    int partial = cl_connect(srv);
+    uint8_t half[3] = {DDP_STORE_LOP_ADD, 5, 0};
+    CU_ASSERT_EQUAL(ddp_sys_send_all(g_sys, partial, half, 3, dl(1000)), 0);
+    CU_ASSERT(closed_by_server(partial));
+    CU_ASSERT(silent(idle, 200));
+    CU_ASSERT_EQUAL(lreq_add(idle, "init/", 1), 1);
+    ddp_store_server_stats_t s = stats(srv);
+    CU_ASSERT_EQUAL(s.unvalidated_dropped, 1);
+    ddp_sys_close(g_sys, idle);
+    ddp_sys_close(g_sys, partial);
+    srv_end(srv);
+}
+
+
 DDP_SUITE("store_server", suite_init, suite_cleanup,
           {"validate_ping", test_validate_ping},
           {"set_get", test_set_get},
@@ -1066,6 +1298,11 @@ DDP_SUITE("store_server", suite_init, suite_cleanup,
           {"fragmented_pipelined", test_fragmented_pipelined},
           {"malformed", test_malformed},
           {"validate_timeout", test_validate_timeout},
+          {"validate_timeout_auto", test_validate_timeout_auto},
+          {"legacy_detected", test_legacy_detected},
+          {"legacy_wait_after_timeout", test_legacy_wait_after_timeout},
+          {"legacy_watch_key", test_legacy_watch_key},
+          {"protocol_modes", test_protocol_modes},
           {"max_clients", test_max_clients},
           {"addr_in_use", test_addr_in_use},
           {"big_values_and_limits", test_big_values_and_limits},

@@ -1,8 +1,9 @@
 /* tools/cmd_store.c — `ddpsim store`: run a TCPStore-protocol server, or
  * talk to one (ours or PyTorch's) from the shell.
  *
- *   ddpsim store serve [--host H] [--port P] [--quiet]
- *   ddpsim store [--host H] [--port P] [--timeout SEC] COMMAND ARGS
+ *   ddpsim store serve [--host H] [--port P] [--protocol P] [--quiet]
+ *   ddpsim store [--host H] [--port P] [--timeout SEC] [--protocol P]
+ *                COMMAND ARGS
  *
  * Exit status: 0 ok, 1 failure (the error context is printed), 2 bad usage.
  * `check` exits 1 when a key is missing, so scripts can branch on it. */
@@ -25,14 +26,19 @@
 static void store_usage(FILE *f)
 {
     fprintf(f,
-            "usage: ddpsim store serve [--host H] [--port P] [--quiet]\n"
+            "usage: ddpsim store serve [--host H] [--port P] [--protocol P] "
+            "[--quiet]\n"
             "       ddpsim store [--host H] [--port P] [--timeout SEC] "
-            "COMMAND ARGS\n\n"
-            "serve     run a TCPStore-protocol server (PyTorch >= 2.4 wire "
-            "protocol) until\n          SIGTERM/SIGINT; prints \"listening on "
-            "ADDR\". --host defaults to\n          \"::\" (all IPv6 and IPv4 "
-            "addresses), --port to %d (0 = a free port),\n          --quiet "
-            "logs errors only.\n\n"
+            "[--protocol P] COMMAND ARGS\n\n"
+            "serve     run a TCPStore-protocol server until SIGTERM/SIGINT; "
+            "prints\n          \"listening on ADDR\". --host defaults to \"::\" "
+            "(all IPv6 and IPv4\n          addresses), --port to %d (0 = a "
+            "free port), --quiet logs errors only.\n\n"
+            "--protocol auto|legacy|current  the TCPStore generation: current "
+            "= VALIDATE\n          handshake (PyTorch >= 2.2), legacy = "
+            "PyTorch 1.9 - 2.0 (torch 1.13);\n          auto (default): the "
+            "server detects it per connection, the client\n          falls "
+            "back to legacy when the server drops VALIDATE.\n\n"
             "client commands (to any TCPStore-protocol server):\n"
             "  get KEY           wait for KEY, print its value\n"
             "  set KEY VALUE     set KEY\n"
@@ -86,6 +92,9 @@ static int cmd_serve(ddp_sys_t *sys, int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--host") && i + 1 < argc) {
             o.host = argv[++i];
+        } else if (!strcmp(argv[i], "--protocol") && i + 1 < argc) {
+            if (ddp_store_proto_parse(argv[++i], &o.protocol) != 0)
+                return usage_error("%s", ddp_err_message());
         } else if (!strcmp(argv[i], "--port") && i + 1 < argc) {
             if (parse_port(argv[++i], &o.port) != 0)
                 return usage_error("bad port \"%s\" (0..65535)", argv[i]);
@@ -197,6 +206,7 @@ static int cmd_client(ddp_sys_t *sys, int argc, char **argv)
     const char *port_s = ddp_env_get(env, "MASTER_PORT");
     uint16_t port = DDP_STORE_DEFAULT_PORT;
     double timeout_s = CLI_DEFAULT_TIMEOUT_S;
+    ddp_store_proto_t proto = DDP_STORE_PROTO_AUTO;
     if (!host || !host[0])
         host = "127.0.0.1";
     if (port_s && port_s[0] && parse_port(port_s, &port) != 0)
@@ -209,6 +219,9 @@ static int cmd_client(ddp_sys_t *sys, int argc, char **argv)
         } else if (!strcmp(argv[i], "--port") && i + 1 < argc) {
             if (parse_port(argv[++i], &port) != 0)
                 return usage_error("bad port \"%s\" (0..65535)", argv[i]);
+        } else if (!strcmp(argv[i], "--protocol") && i + 1 < argc) {
+            if (ddp_store_proto_parse(argv[++i], &proto) != 0)
+                return usage_error("%s", ddp_err_message());
         } else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) {
             char *end = NULL;
             timeout_s = strtod(argv[++i], &end);
@@ -241,7 +254,8 @@ static int cmd_client(ddp_sys_t *sys, int argc, char **argv)
     ddp_store_client_opts_t o = {.host = host,
                                  .port = port,
                                  .connect_deadline = dl,
-                                 .seed = (uint64_t)ddp_sys_now(sys)};
+                                 .seed = (uint64_t)ddp_sys_now(sys),
+                                 .protocol = proto};
     int err = 0;
     ddp_store_t *st = ddp_store_client_connect(sys, &o, &err);
     if (!st) {

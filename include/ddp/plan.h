@@ -23,6 +23,7 @@
 #include "ddp/env.h"
 #include "ddp/plugin.h"
 #include "ddp/sim.h"
+#include "ddp/store.h"
 #include "ddp/sys.h"
 
 #ifdef __cplusplus
@@ -52,6 +53,7 @@ typedef struct ddp_plan_entry {
     int64_t store_timeout_ns; /* store requests; 0 = the default */
     int64_t train_ns;
     uint64_t seed;
+    int store_protocol; /* ddp_store_proto_t of the store client */
     char exec[1024];    /* DDP_PLAN_EXEC: a shell command line */
 } ddp_plan_entry_t;
 

@@ -48,6 +48,8 @@ typedef struct ddp_trainer_cfg {
                                  the store up; 0: none */
     size_t model_bytes;       /* the "model": a parameter buffer; 0 -> 4096 */
     uint64_t seed;            /* backoff jitter etc. */
+    ddp_store_proto_t store_protocol; /* the store client's generation;
+                                         0 = auto */
     /* Called at the end of ddp_accel_run in every process that runs it,
      * workers an accelerator launched included (they share this cfg): a
      * harness collects outcomes here. NULL: none. */

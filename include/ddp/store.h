@@ -2,9 +2,11 @@
  *
  * A key-value store with the operations of PyTorch's c10d::Store. Three
  * implementations share one ops table:
- *  - tcp:    a client speaking PyTorch's TCPStore wire protocol (libuv server,
- *            PyTorch >= 2.4 opcode table; docs/store-protocol.md) to any
- *            TCPStore-protocol server, including ours (ddp_store_server_*);
+ *  - tcp:    a client speaking PyTorch's TCPStore wire protocol to any
+ *            TCPStore-protocol server, including ours (ddp_store_server_*),
+ *            in either generation (docs/store-protocol.md): "current" (the
+ *            VALIDATE handshake, PyTorch >= 2.2 opcode table) or "legacy"
+ *            (PyTorch 1.9 - 2.0, torch 1.13's table);
  *  - memory: in-process (thread-safe);
  *  - prefix: wraps another store and joins `prefix + "/" + key`.
  *
@@ -59,6 +61,47 @@ enum ddp_store_op {
     DDP_STORE_OP_COUNT
 };
 const char *ddp_store_op_name(int op); /* "SET", ... or "UNKNOWN" */
+
+/* The legacy generation's table (PyTorch 1.9 - 2.0: no VALIDATE, no PING;
+ * torch 1.13 speaks it). Requests and replies have the same layout as the
+ * current op of the same name; WATCH_KEY exists only here. */
+#define DDP_STORE_LEGACY_OPCODES(X)                                            \
+    X(SET, 0)                                                                  \
+    X(COMPARE_SET, 1)                                                          \
+    X(GET, 2)                                                                  \
+    X(ADD, 3)                                                                  \
+    X(CHECK, 4)                                                                \
+    X(WAIT, 5)                                                                 \
+    X(GETNUMKEYS, 6)                                                           \
+    X(WATCH_KEY, 7)                                                            \
+    X(DELETE_KEY, 8)
+enum ddp_store_legacy_op {
+#define DDP__STORE_LOP(name, v) DDP_STORE_LOP_##name = (v),
+    DDP_STORE_LEGACY_OPCODES(DDP__STORE_LOP)
+#undef DDP__STORE_LOP
+    DDP_STORE_LOP_COUNT
+};
+/* WATCH_KEY's replies: u8 KEY_CALLBACK_REGISTERED at once, later one
+ * u8 type + key + old value + new value per change of the key. */
+enum {
+    DDP_STORE_KEY_UPDATED = 0,
+    DDP_STORE_KEY_CREATED = 1,
+    DDP_STORE_KEY_DELETED = 2,
+    DDP_STORE_KEY_CALLBACK_REGISTERED = 3,
+};
+
+/* Which generation a connection speaks. */
+typedef enum ddp_store_proto {
+    DDP_STORE_PROTO_AUTO = 0,    /* client: current, legacy when the server
+                                    turns VALIDATE down; server: detect per
+                                    connection */
+    DDP_STORE_PROTO_LEGACY = 1,  /* PyTorch 1.9 - 2.0 (torch 1.13) */
+    DDP_STORE_PROTO_CURRENT = 2, /* VALIDATE handshake, PyTorch >= 2.2 */
+} ddp_store_proto_t;
+/* "auto", "legacy", "current" (or "unknown"). */
+const char *ddp_store_proto_name(int proto);
+/* Parses one of those names: 0, or -EINVAL. */
+int ddp_store_proto_parse(const char *s, ddp_store_proto_t *out);
 
 /* Reply codes. */
 enum {
@@ -185,21 +228,38 @@ typedef struct ddp_store_client_opts {
     int64_t connect_deadline; /* absolute; connect + VALIDATE + PING retried
                                  until then */
     uint64_t seed;         /* backoff jitter RNG seed */
-    int64_t backoff_initial_ns; /* 0 -> 500 ms */
-    double backoff_factor;      /* 0 -> 1.5 */
-    int64_t backoff_max_ns;     /* 0 -> 60 s */
-    double jitter;              /* 0 -> 0.5 (fraction of the delay) */
+    int64_t backoff_initial_ns; /* 0 -> DDP_STORE_BACKOFF_INITIAL_NS */
+    double backoff_factor;      /* 0 -> DDP_STORE_BACKOFF_FACTOR */
+    int64_t backoff_max_ns;     /* 0 -> DDP_STORE_BACKOFF_MAX_NS */
+    double jitter;              /* 0 -> DDP_STORE_BACKOFF_JITTER (fraction
+                                   of the delay) */
+    ddp_store_proto_t protocol; /* 0 = auto */
 } ddp_store_client_opts_t;
 
+/* The connect retry schedule's defaults (docs/store-protocol.md): the n-th
+ * wait is uniform in d * [1 - jitter, 1 + jitter], d = min(initial *
+ * factor^(n-1), max). Small at first: ranks that start a moment before
+ * rank 0 listens reconnect within tens of milliseconds. */
+#define DDP_STORE_BACKOFF_INITIAL_NS (20 * DDP_NS_PER_MS)
+#define DDP_STORE_BACKOFF_FACTOR 2.0
+#define DDP_STORE_BACKOFF_MAX_NS ((int64_t)1000 * DDP_NS_PER_MS)
+#define DDP_STORE_BACKOFF_JITTER 0.5
+
 /* Connect (retrying with jittered exponential backoff on refused/reset/
- * timeout/resolution failure, VALIDATE and PING retried too). On failure NULL
- * and *err holds the code; the error context names the address, the number
- * of attempts and the time waited. */
+ * timeout/resolution failure, VALIDATE and PING retried too). With protocol
+ * auto, a server that resets the connection on VALIDATE/PING is probed with
+ * a legacy request; one that answers only the legacy table is then spoken
+ * to in legacy, and the log says so once. On failure NULL and *err holds
+ * the code; the error context names the address, the number of attempts
+ * and the time waited, and the hint names a protocol mismatch. */
 ddp_store_t *ddp_store_client_connect(ddp_sys_t *sys,
                                       const ddp_store_client_opts_t *opts,
                                       int *err);
 /* Connection attempts the last connect needed (1 = first try). */
 int ddp_store_client_attempts(const ddp_store_t *st);
+/* The generation the client speaks (LEGACY or CURRENT; 0 if not a
+ * client). */
+ddp_store_proto_t ddp_store_client_protocol(const ddp_store_t *st);
 
 /* ---- server ---- */
 typedef struct ddp_store_server ddp_store_server_t;
@@ -213,7 +273,11 @@ typedef struct ddp_store_server_opts {
     size_t max_key_len; /* 0 -> DDP_STORE_MAX_KEY */
     size_t max_value_len; /* 0 -> DDP_STORE_MAX_VALUE */
     int64_t validate_timeout_ns; /* drop connections that do not VALIDATE in
-                                    time; 0 -> 30 s */
+                                    time (auto/legacy: whose first request
+                                    does not complete in time); 0 -> 30 s */
+    ddp_store_proto_t protocol;  /* auto (0): detect per connection;
+                                    current: VALIDATE required; legacy: the
+                                    legacy table only, as torch 1.13 */
 } ddp_store_server_opts_t;
 
 /* Binds and listens (-EADDRINUSE etc. with an error naming host:port). */
@@ -245,6 +309,7 @@ typedef struct ddp_store_server_stats {
     uint64_t protocol_errors; /* clients dropped for a protocol violation */
     uint64_t unvalidated_dropped;
     uint64_t rejected_clients; /* refused at accept: max_clients reached */
+    uint64_t legacy_connections; /* served with the legacy table */
 } ddp_store_server_stats_t;
 void ddp_store_server_stats(const ddp_store_server_t *srv,
                             ddp_store_server_stats_t *out);
