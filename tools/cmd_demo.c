@@ -14,6 +14,7 @@
 #include "ddp/log.h"
 #include "ddp/store.h"
 #include "ddp/sys.h"
+#include "opt.h"
 
 typedef struct {
     int rank, world;
@@ -65,26 +66,16 @@ static void demo_usage(FILE *f)
 int ddp_cmd_demo(ddp_sys_t *sys, int argc, char **argv)
 {
     long ranks = 4, timeout_s = 60;
-    for (int i = 1; i < argc; i++) {
-        char *end = NULL;
-        if (!strcmp(argv[i], "--help")) {
-            demo_usage(stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--ranks") && i + 1 < argc) {
-            ranks = strtol(argv[++i], &end, 10);
-        } else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) {
-            timeout_s = strtol(argv[++i], &end, 10);
-        } else {
-            demo_usage(stderr);
-            return 2;
-        }
-        if (!end || *end || ranks < 1 || ranks > 1024 || timeout_s < 1) {
-            fprintf(stderr, "ddpsim demo: bad value \"%s\" for %s (expected "
-                            "--ranks 1..1024, --timeout >= 1)\n",
-                    argv[i], argv[i - 1]);
-            return 2;
-        }
-    }
+    int n;
+    const ddp_opt_t opts[] = {
+        OPT_LONG("ranks", &ranks, 1, 1024),
+        OPT_LONG("timeout", &timeout_s, 1, 1000000),
+        OPT_HELP,
+    };
+    ddp_opt_spec_t spec = {DDP_OPT_SPEC("demo", opts, demo_usage), .max_operands = 0};
+    int prc = ddp_opt_parse(&spec, argc, argv, &n);
+    if (prc)
+        return DDP_OPT_EXIT(prc);
     ddp_store_server_opts_t so = {.host = "127.0.0.1"};
     ddp_store_server_t *srv = NULL;
     if (ddp_store_server_new(sys, &so, &srv) != 0) {
