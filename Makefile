@@ -99,11 +99,12 @@ $(B)/bench/%: bench/%.c $(STATIC)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(STATIC) $(LDFLAGS) $(LDLIBS)
 
 # TESTS="suite ..." runs only those suites; JUNIT=file writes JUnit XML.
-test: $(TESTBIN) $(DDPSIM)
+# `make test` and `make run` leave ./ddpsim in place, as a plain `make` does.
+test: $(TESTBIN) $(DDPSIM) ddpsim
 	DDPSIM=$(abspath $(DDPSIM)) $(TESTBIN) $(if $(JUNIT),--junit $(JUNIT)) $(TESTS)
 
 # The main job: every bundled scenario x every accelerator in the simulator.
-run: $(DDPSIM)
+run: $(DDPSIM) ddpsim
 	$(DDPSIM) run scenarios/*.scn --accelerator all $(if $(JUNIT),--junit $(JUNIT))
 
 bench: $(BENCH_BIN) $(DDPSIM)

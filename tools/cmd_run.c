@@ -449,11 +449,13 @@ static void print_row(const job_t *j, const table_t *t)
 {
     char b[256], e[32], a[32];
     const ddp_scn_result_t *r = &j->r;
-    printf("%-*s %-11s %-*s %-*s %-7s %8.3f s %7d\n", t->name_w,
+    char virt[32] = "-";
+    if (!r->skipped)
+        snprintf(virt, sizeof virt, "%.3f s", (double)r->virtual_ns / 1e9);
+    printf("%-*s %-11s %-*s %-*s %-7s %10s %7d\n", t->name_w,
            base_name(j->path, b, sizeof b), j->accel, t->exp_w,
            expected_outcome(j->s, e, sizeof e), t->act_w, actual_outcome(j, a, sizeof a),
-           r->skipped ? "skip" : r->pass ? "ok" : "FAIL", (double)r->virtual_ns / 1e9,
-           r->retries);
+           r->skipped ? "skip" : r->pass ? "ok" : "FAIL", virt, r->retries);
     if (!r->pass && !r->skipped) {
         printf("    why: ");
         wrap(r->why, 9, 9, t->width);
@@ -483,8 +485,9 @@ static void print_messages(const job_t *jobs, int njobs, int width)
             continue;
         if (!any++) {
             printf("\n");
-            wrap("first errors in full (of the lowest failing rank; runs of a scenario "
-                 "with the same text share one):", 0, 0, width);
+            wrap("messages in full (each run's first error, of its lowest failing "
+                 "rank, or why it was skipped; the runs of a scenario with the same "
+                 "text share one):", 0, 0, width);
         }
         char b[256], head[512];
         int off = snprintf(head, sizeof head, "%s (", base_name(jobs[i].path, b, sizeof b));
