@@ -261,8 +261,8 @@ int ddp_opt_parse(const ddp_opt_spec_t *sp, int argc, char **argv, int *noperand
                     o->name, form_of(o, form, sizeof form));
             rc = 2;
         } else if (c == '?' && o && optopt >= OPT_VAL_BASE) {
-            fprintf(stderr, "ddpsim %s: --%s takes no value; got \"%s\"\n", sp->cmd,
-                    o->name, argv[optind - 1]);
+            fprintf(stderr, "ddpsim %s: --%s takes no value; expected --%s alone, got "
+                            "\"%s\"\n", sp->cmd, o->name, o->name, argv[optind - 1]);
             rc = 2;
         } else if (c == '?' && optopt > 0 && optopt < OPT_VAL_BASE) {
             char s[3] = {'-', (char)optopt, '\0'};
