@@ -58,9 +58,11 @@ static void demo_usage(FILE *f)
 {
     fprintf(f, "usage: ddpsim demo [--ranks N] [--timeout SECONDS]\n\n"
                "Starts a TCPStore-protocol server on 127.0.0.1 (a free port), "
-               "launches N rank\nprocesses (default 4) that connect, wait for "
-               "all workers and pass a store\nbarrier, and prints each rank's "
-               "outcome. Exit 0 when every rank connected.\n");
+               "launches N rank\nprocesses (1..1024, default 4) that connect, wait "
+               "for all workers and pass a\nstore barrier, and prints each rank's "
+               "outcome. SECONDS: each rank's deadline, a\nwhole number 1..1000000 "
+               "(default 60).\n\nExit status: 0 every rank connected, 1 some rank "
+               "failed, 2 bad options.\n");
 }
 
 int ddp_cmd_demo(ddp_sys_t *sys, int argc, char **argv)

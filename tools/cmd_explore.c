@@ -38,7 +38,7 @@ static void explore_usage(FILE *f)
             "With --out DIR the shrunk scenario and the run as drawn are written there\n"
             "(explore-S-I.scn, explore-S-I-original.scn).\n\n"
             "  --ranks N          world size (1..4096, default 16)\n"
-            "  --runs K           runs (default 100)\n"
+            "  --runs K           runs (1..100000000, default 100)\n"
             "  --seed S           run i is drawn from S and i alone (default 1)\n"
             "  --faults KINDS     comma list of refuse, reset, blackhole, delay, partition,\n"
             "                     crash, pause, resolve, or all (default all)\n"

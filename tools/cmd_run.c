@@ -27,22 +27,27 @@ static void run_usage(FILE *f)
             "usage: ddpsim run FILE... [--accelerator NAME|all] [--seed N] [--tag TAG]\n"
             "                  [--trace FILE] [--trace-chrome FILE] [--junit FILE]\n"
             "                  [--jobs N] [--verbose] [--progress|--no-progress]\n"
-            "                  [--real [--netns]]\n\n"
+            "                  [--real [--netns]] [--compare [--markdown FILE]]\n\n"
             "Runs each scenario file (docs/scenario-format.md) in the simulator for each\n"
             "selected accelerator it lists (default: all), checks its expectations and the\n"
             "invariants (no deadlock, deadlines kept, ranks agree, no leaked sockets,\n"
-            "errors name a cause) and prints one row per run: scenario, accelerator,\n"
-            "ok/FAIL, virtual time, connect retries, first error.\n\n"
+            "errors name a cause) and prints a table: each scenario's title, then one row\n"
+            "per run: scenario, accelerator, the expected outcome (what its expect lines\n"
+            "ask: ok, fail, crash, any), the actual one, the verdict (ok: as expected and\n"
+            "the invariants held; FAIL, with a why: line; skip), virtual time and connect\n"
+            "retries. Under the table: each run's first error in full (wrapped to $COLUMNS,\n"
+            "else the terminal's width, else 80), a legend and the counts.\n\n"
             "  --accelerator NAME  only this accelerator (ddp, ddp_spawn, ddp_cpu, ddp2,\n"
             "                      ddp_hpc, ddp_cpu_hpc) or all (default)\n"
-            "  --seed N            override every scenario's seed\n"
+            "  --seed N            override every scenario's seed (N >= 1)\n"
             "  --tag TAG           only scenarios carrying this tag (e.g. real)\n"
-            "  --trace FILE        append every run's JSON-lines trace to FILE\n"
+            "  --trace FILE        write every run's JSON-lines trace to FILE\n"
             "  --trace-chrome FILE Chrome/Perfetto trace of the run (exactly one run)\n"
             "  --junit FILE        JUnit XML: one testcase per scenario x accelerator\n"
-            "  --jobs N            run in N worker processes (default 1)\n"
-            "  --verbose           per-rank outcomes under each row\n"
+            "  --jobs N            run in N worker processes (1..64, default 1)\n"
+            "  --verbose, -v       per-process outcomes under each row\n"
             "  --progress          progress on stderr (default: when it is a terminal)\n"
+            "  --no-progress       no progress line\n"
             "  --real              run the processes for real (ddpsim train, POSIX sockets)\n"
             "                      on loopback: node i is 127.0.0.(i+1); faults through the\n"
             "                      same libfiu points and signals; what cannot be realised\n"
@@ -50,11 +55,13 @@ static void run_usage(FILE *f)
             "  --netns             --real on one network namespace per node (root)\n"
             "  --compare           each run for real and in the simulator: the outcome\n"
             "                      classes side by side; exit 1 if any pair differs\n"
-            "  --markdown FILE     with --compare: the table as Markdown\n\n"
-            "Exit status: 0 every expectation and invariant held, 1 some did not,\n"
-            "2 bad input (a scenario error is printed as file:line:col: expected ...),\n"
-            "128+N when signal N (INT, TERM, HUP) stopped a real run; its processes are\n"
-            "killed and its namespaces deleted first.\n");
+            "  --markdown FILE     with --compare: the table as Markdown\n"
+            "Every output FILE is checked before the first run.\n\n"
+            "Exit status: 0 every expectation and invariant held (skips aside), 1 some\n"
+            "did not, 2 bad input (one line naming the option; a scenario error is\n"
+            "printed as file:line:col: expected ...; nothing runs), 3 every run was\n"
+            "skipped (nothing was tested), 128+N when signal N (INT, TERM, HUP) stopped\n"
+            "a real run; its processes are killed and its namespaces deleted first.\n");
 }
 
 static void replay_usage(FILE *f)
@@ -66,7 +73,7 @@ static void replay_usage(FILE *f)
             "seed, same schedule) and prints every rank's outcome, the verdict and the\n"
             "trace hash: two replays with the same seed print the same hash.\n"
             "Without --accelerator it replays each accelerator the scenario lists.\n"
-            "Exit status as for ddpsim run.\n");
+            "It takes the options of ddpsim run too. Exit status as for ddpsim run.\n");
 }
 
 typedef struct job {
@@ -752,7 +759,7 @@ static void list_usage(FILE *f)
 {
     fprintf(f, "usage: ddpsim list accelerators|backends|plugins|environments|faults|"
                "launchers\n\nPrints the names ddpsim knows, one per line (what scenario "
-               "files and options accept).\n");
+               "files and options accept).\n\nExit status: 0 ok, 2 anything else.\n");
 }
 
 int ddp_cmd_list(ddp_sys_t *sys, int argc, char **argv)
