@@ -75,9 +75,7 @@ int ddp_cmd_demo(ddp_sys_t *sys, int argc, char **argv)
         OPT_HELP,
     };
     ddp_opt_spec_t spec = {DDP_OPT_SPEC("demo", opts, demo_usage), .max_operands = 0};
-    int prc = ddp_opt_parse(&spec, argc, argv, &n);
-    if (prc)
-        return DDP_OPT_EXIT(prc);
+    DDP_OPT_PARSE_OR_RETURN(&spec, argc, argv, &n);
     ddp_store_server_opts_t so = {.host = "127.0.0.1"};
     ddp_store_server_t *srv = NULL;
     if (ddp_store_server_new(sys, &so, &srv) != 0) {

@@ -51,9 +51,7 @@ int ddp_cmd_env(struct ddp_sys *sys, int argc, char **argv)
         OPT_HELP,
     };
     ddp_opt_spec_t sp = {DDP_OPT_SPEC("env", opts, env_usage), .max_operands = 0};
-    int prc = ddp_opt_parse(&sp, argc, argv, &n);
-    if (prc)
-        return DDP_OPT_EXIT(prc);
+    DDP_OPT_PARSE_OR_RETURN(&sp, argc, argv, &n);
     ddp_cluster_t *c;
     if (ddp_cluster_open(sys, name, &c) < 0) {
         fprintf(stderr, "ddpsim env: %s\n", ddp_err_message());

@@ -108,9 +108,7 @@ int ddp_cmd_explore(ddp_sys_t *sys, int argc, char **argv)
         OPT_HELP,
     };
     ddp_opt_spec_t sp = {DDP_OPT_SPEC("explore", opts, explore_usage), .max_operands = 0};
-    int prc = ddp_opt_parse(&sp, argc, argv, &n);
-    if (prc)
-        return DDP_OPT_EXIT(prc);
+    DDP_OPT_PARSE_OR_RETURN(&sp, argc, argv, &n);
     o.max_faults = max_faults ? max_faults : -1; /* the library's 0 means 3 */
     ddp_explore_stats_t st;
     int rc = ddp_explore(&o, &st);

@@ -54,9 +54,7 @@ int ddp_cmd_hostlist(struct ddp_sys *sys, int argc, char **argv)
     ddp_opt_spec_t sp = {DDP_OPT_SPEC("hostlist", opts, hostlist_usage), .in_order = 1,
                          .min_operands = 1, .max_operands = -1,
                          .operands = "at least one EXPR (or --compress HOSTS...)"};
-    int prc = ddp_opt_parse(&sp, argc, argv, &nexpr);
-    if (prc)
-        return DDP_OPT_EXIT(prc);
+    DDP_OPT_PARSE_OR_RETURN(&sp, argc, argv, &nexpr);
     int first = 1;
     argc = 1 + nexpr;
     char **all = NULL;

@@ -205,9 +205,7 @@ int ddp_cmd_launch(ddp_sys_t *sys, int argc, char **argv)
                          .underscores = 1, .min_operands = 1, .max_operands = -1,
                          .operands = "a program to launch: ddpsim launch [OPTIONS] -- PROG "
                                      "[ARGS...]"};
-    int prc = ddp_opt_parse(&sp, argc, argv, &nprog);
-    if (prc)
-        return DDP_OPT_EXIT(prc);
+    DDP_OPT_PARSE_OR_RETURN(&sp, argc, argv, &nprog);
     const int unset[] = {nproc < 0, nnodes < 0, node_rank < 0, !addr, port < 0, !run_id};
     if (apply_defaults(&sp, penv, unset) != 0)
         return 2;

@@ -771,9 +771,7 @@ int ddp_cmd_list(ddp_sys_t *sys, int argc, char **argv)
                          .max_operands = 1,
                          .operands = "one of accelerators, backends, plugins, environments, "
                                      "faults or launchers"};
-    int prc = ddp_opt_parse(&sp, argc, argv, &n);
-    if (prc)
-        return DDP_OPT_EXIT(prc);
+    DDP_OPT_PARSE_OR_RETURN(&sp, argc, argv, &n);
     const char *w = argv[1];
     if (!strcmp(w, "accelerators")) {
         for (size_t i = 0; i < ddp_accel_count(); i++)

@@ -296,9 +296,7 @@ int ddp_cmd_sim(ddp_sys_t *sys, int argc, char **argv)
         OPT_HELP,
     };
     ddp_opt_spec_t sp = {DDP_OPT_SPEC("sim", opts, sim_usage), .max_operands = 0};
-    int prc = ddp_opt_parse(&sp, argc, argv, &n);
-    if (prc)
-        return DDP_OPT_EXIT(prc);
+    DDP_OPT_PARSE_OR_RETURN(&sp, argc, argv, &n);
     origin_t org[SIM_MAX_LINES] = {{0}};
     char *text = to_scenario(&c, org), err[1024];
     ddp_scenario_t *s = NULL;

@@ -76,9 +76,7 @@ static int cmd_serve(ddp_sys_t *sys, int argc, char **argv)
     };
     ddp_opt_spec_t sp = {DDP_OPT_SPEC("store serve", opts, store_usage),
                          .max_operands = 0};
-    int prc = ddp_opt_parse(&sp, argc, argv, &n);
-    if (prc)
-        return DDP_OPT_EXIT(prc);
+    DDP_OPT_PARSE_OR_RETURN(&sp, argc, argv, &n);
     o.port = (uint16_t)port;
     if (quiet)
         ddp_log_set_level(DDP_LOG_ERROR);
@@ -196,9 +194,7 @@ static int cmd_client(ddp_sys_t *sys, int argc, char **argv)
     /* An invalid MASTER_PORT is an error even when --port overrides it. */
     if (port_s && port_s[0] && ddp_opt_apply(&sp, "port", port_s, "MASTER_PORT") != 0)
         return 2;
-    int prc = ddp_opt_parse(&sp, argc, argv, &n);
-    if (prc)
-        return DDP_OPT_EXIT(prc);
+    DDP_OPT_PARSE_OR_RETURN(&sp, argc, argv, &n);
     int i = 1;
     argc = 1 + n;
     const char *cmd = argv[i];

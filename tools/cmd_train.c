@@ -93,9 +93,7 @@ int ddp_cmd_train(ddp_sys_t *sys, int argc, char **argv)
         OPT_HELP,
     };
     ddp_opt_spec_t sp = {DDP_OPT_SPEC("train", opts, train_usage), .max_operands = 0};
-    int prc = ddp_opt_parse(&sp, argc, argv, &n);
-    if (prc)
-        return DDP_OPT_EXIT(prc);
+    DDP_OPT_PARSE_OR_RETURN(&sp, argc, argv, &n);
     /* Real-mode faults the scenario runner asked for (DDPSIM_REAL_FAULTS). */
     if (ddp_real_arm_faults(sys) != 0) {
         fprintf(stderr, "ddpsim train: %s\n", ddp_err_message());
@@ -126,9 +124,7 @@ int ddp_cmd_hold_port(ddp_sys_t *sys, int argc, char **argv)
     const ddp_opt_t opts[] = {OPT_SEC_POS("seconds", &secs, 1e7), OPT_HELP};
     ddp_opt_spec_t sp = {DDP_OPT_SPEC("hold-port", opts, hold_port_usage),
                          .min_operands = 1, .max_operands = 1, .operands = "one PORT"};
-    int prc = ddp_opt_parse(&sp, argc, argv, &n);
-    if (prc)
-        return DDP_OPT_EXIT(prc);
+    DDP_OPT_PARSE_OR_RETURN(&sp, argc, argv, &n);
     if (ddp_opt_int(argv[1], 1, 65535, &port) != 0)
         return ddp_opt_bad("hold-port", "PORT", argv[1], "an integer 1..65535");
     ddp_addr_t any;

@@ -106,6 +106,14 @@ const char *ddp_opt_plugin_form(void);
 
 /* What a command returns after ddp_opt_parse returned rc != 0. */
 #define DDP_OPT_EXIT(rc) ((rc) == 1 ? 0 : (rc))
+/* Parses, or returns from the calling command: 0 after --help, 2 after bad
+ * input. */
+#define DDP_OPT_PARSE_OR_RETURN(spec, argc, argv, noperands)                  \
+    do {                                                                      \
+        int prc_ = ddp_opt_parse(spec, argc, argv, noperands);                \
+        if (prc_)                                                             \
+            return DDP_OPT_EXIT(prc_);                                        \
+    } while (0)
 
 /* Output paths: 2 after one line when path cannot be written as a file
  * (checked by opening it for appending; a file this made is removed

@@ -227,32 +227,32 @@ reap() {
         alive | xargs kill -KILL 2>/dev/null
     fi
 }
+# verdict NAME WANT PATTERN MESSAGE: after reap, ok when the launcher exited
+# WANT, left no worker and said PATTERN.
+verdict() {
+    if [ $rc -eq "$2" ] && [ -z "$left" ] && grep -qF "$3" "$work/$1.out"; then
+        ok "$4"
+    else
+        fail "$1: exit $rc (want $2), workers left: ${left:-none}, or no \"$3\""
+        show "$work/$1.out"
+    fi
+}
 sleeper='echo $$ > "$0/pid.$LOCAL_RANK"; exec sleep 60'
 for sig in INT TERM HUP; do
     case $sig in INT) want=130 ;; TERM) want=143 ;; HUP) want=129 ;; esac
     launch_bg "sig$sig" "$sleeper"
     kill -"$sig" "$lpid"
     reap "SIG$sig"
-    if [ $rc -eq $want ] && [ -z "$left" ] &&
-        grep -q "got SIG$sig: forwarding it to 3 worker(s)" "$work/sig$sig.out"; then
-        ok "SIG$sig to the launcher: forwarded to its 3 workers, exit $rc, no worker left"
-    else
-        fail "SIG$sig to the launcher: exit $rc (want $want), workers left: ${left:-none}"
-        show "$work/sig$sig.out"
-    fi
+    verdict "sig$sig" $want "got SIG$sig: forwarding it to 3 worker(s)" \
+        "SIG$sig to the launcher: forwarded to its 3 workers, exit $rc, no worker left"
 done
 # Workers that ignore SIGTERM: SIGKILL once the grace period is over.
 stubborn='trap "" TERM; echo $$ > "$0/pid.$LOCAL_RANK"; exec sleep 60'
 launch_bg grace "$stubborn" --grace-period 1
 kill -TERM "$lpid"
 reap "grace period"
-if [ $rc -eq 143 ] && [ -z "$left" ] &&
-    grep -q '3 worker(s) still running 1 s after SIGTERM (--grace-period): SIGKILL' "$work/grace.out"; then
-    ok "workers ignoring SIGTERM: SIGKILL after --grace-period 1, exit 143, none left"
-else
-    fail "workers ignoring SIGTERM, --grace-period 1: exit $rc, workers left: ${left:-none}"
-    show "$work/grace.out"
-fi
+verdict grace 143 '3 worker(s) still running 1 s after SIGTERM (--grace-period): SIGKILL' \
+    "workers ignoring SIGTERM: SIGKILL after --grace-period 1, exit 143, none left"
 # ... or at once on a second signal, however long the grace period.
 launch_bg twice "$stubborn" --grace-period 3600
 kill -TERM "$lpid"
@@ -263,12 +263,7 @@ while ! grep -q 'got SIGTERM: forwarding' "$work/twice.out" && [ $n -lt 200 ]; d
 done
 kill -TERM "$lpid"
 reap "second signal"
-if [ $rc -eq 143 ] && [ -z "$left" ] &&
-    grep -q 'SIGTERM again: SIGKILL to the 3 worker(s) still running' "$work/twice.out"; then
-    ok "a second SIGTERM during a 3600 s grace period: SIGKILL at once, exit 143, none left"
-else
-    fail "second SIGTERM: exit $rc, workers left: ${left:-none}"
-    show "$work/twice.out"
-fi
+verdict twice 143 'SIGTERM again: SIGKILL to the 3 worker(s) still running' \
+    "a second SIGTERM during a 3600 s grace period: SIGKILL at once, exit 143, none left"
 
 finish
