@@ -94,7 +94,7 @@ static void test_bad_launch_train_hold_port(void)
     snprintf(hp[0], sizeof hp[0], "hold-port %u --bogus", port);
     snprintf(hp[1], sizeof hp[1], "hold-port %u --seconds", port);
     snprintf(hp[2], sizeof hp[2], "hold-port %u --seconds abc", port); /* issue 12 */
-    snprintf(hp[3], sizeof hp[3], "hold-port %u --seconds 0", port);
+    snprintf(hp[3], sizeof hp[3], "hold-port %u --seconds -1", port);
     const bad_case_t c[] = {
         {"launch --bogus -- true", "\"--bogus\""},
         {"launch --nproc-per-node", "--nproc-per-node"},
@@ -117,7 +117,7 @@ static void test_bad_launch_train_hold_port(void)
         {hp[0], "\"--bogus\""},
         {hp[1], "--seconds"},
         {hp[2], "--seconds \"abc\""},
-        {hp[3], "--seconds \"0\""},
+        {hp[3], "--seconds \"-1\""},
         {"hold-port 70000", "PORT \"70000\""},
         {"hold-port abc", "PORT \"abc\""},
         {"hold-port", "PORT"},

@@ -107,7 +107,7 @@ int ddp_cmd_train(ddp_sys_t *sys, int argc, char **argv)
 static void hold_port_usage(FILE *f)
 {
     fprintf(f, "usage: ddpsim hold-port PORT [--seconds S]\n\nListens on 0.0.0.0:PORT "
-               "(1..65535) and accepts nothing for S seconds (default 3600,\nat most "
+               "(1..65535) and accepts nothing for S seconds (>= 0, default 3600,\nat most "
                "10000000): a port another process already holds, for real scenario\nruns "
                "(port_taken).\n\nExit status: 0 after S seconds, 1 the port cannot be "
                "listened on, 2 bad usage.\n");
@@ -121,7 +121,7 @@ int ddp_cmd_hold_port(ddp_sys_t *sys, int argc, char **argv)
     double secs = 3600;
     int n;
     long long port;
-    const ddp_opt_t opts[] = {OPT_SEC_POS("seconds", &secs, 1e7), OPT_HELP};
+    const ddp_opt_t opts[] = {OPT_SEC("seconds", &secs, 0, 1e7), OPT_HELP};
     ddp_opt_spec_t sp = {DDP_OPT_SPEC("hold-port", opts, hold_port_usage),
                          .min_operands = 1, .max_operands = 1, .operands = "one PORT"};
     DDP_OPT_PARSE_OR_RETURN(&sp, argc, argv, &n);
