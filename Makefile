@@ -100,7 +100,8 @@ $(B)/bench/%: bench/%.c $(STATIC)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(STATIC) $(LDFLAGS) $(LDLIBS)
 
 # TESTS="suite ..." runs only those suites; JUNIT=file writes JUnit XML.
-test: $(TESTBIN) $(DDPSIM) check-layers
+# `make test` and `make run` leave ./ddpsim in place, as a plain `make` does.
+test: $(TESTBIN) $(DDPSIM) ddpsim check-layers
 	DDPSIM=$(abspath $(DDPSIM)) $(TESTBIN) $(if $(JUNIT),--junit $(JUNIT)) $(TESTS)
 	@$(if $(TESTS),,$(if $(SANITIZE),,sh tests/example-test.sh))
 
@@ -111,7 +112,7 @@ check-layers: $(LIB_OBJ) $(TOOL_OBJ)
 	@sh tests/layers/selftest.sh $(B)
 
 # The main job: every bundled scenario x every accelerator in the simulator.
-run: $(DDPSIM)
+run: $(DDPSIM) ddpsim
 	$(DDPSIM) run scenarios/*.scn --accelerator all $(if $(JUNIT),--junit $(JUNIT))
 
 bench: $(BENCH_BIN) $(DDPSIM)

@@ -69,5 +69,12 @@ const char *ddp_test_ddpsim_bin(char *buf, size_t n);
  * with_stderr) into out, NUL-terminated; returns the exit status, -1 when
  * there is no command or it did not exit. */
 int ddp_test_ddpsim(const char *args, int with_stderr, char *out, size_t n);
+/* The same under `timeout` (DDP_TEST_DDPSIM_LIMIT_S, then exit 124) with
+ * the variables env ("A=1 B=2", or NULL) set, and only one stream into
+ * out: stderr when want_stderr (stdout then goes to /dev/null), else
+ * stdout. */
+#define DDP_TEST_DDPSIM_LIMIT_S 120
+int ddp_test_ddpsim_io(const char *env, const char *args, int want_stderr, char *out,
+                       size_t n);
 
 #endif

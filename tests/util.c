@@ -75,6 +75,19 @@ const char *ddp_test_ddpsim_bin(char *buf, size_t n)
     return v ? buf : NULL;
 }
 
+/* Runs cmd through the shell; its output into out (NUL-terminated); the
+ * exit status, -1 when it did not exit. */
+static int shell_read(const char *cmd, char *out, size_t n)
+{
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    size_t len = fread(out, 1, n - 1, p);
+    out[len] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
 int ddp_test_ddpsim(const char *args, int with_stderr, char *out, size_t n)
 {
     char bin[400], cmd[2048];
@@ -83,11 +96,17 @@ int ddp_test_ddpsim(const char *args, int with_stderr, char *out, size_t n)
         return -1;
     snprintf(cmd, sizeof cmd, "%s %s %s", bin, args,
              with_stderr ? "2>&1" : "2>/dev/null");
-    FILE *p = popen(cmd, "r");
-    if (!p)
+    return shell_read(cmd, out, n);
+}
+
+int ddp_test_ddpsim_io(const char *env, const char *args, int want_stderr, char *out,
+                       size_t n)
+{
+    char bin[400], cmd[2400];
+    out[0] = '\0';
+    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
         return -1;
-    size_t len = fread(out, 1, n - 1, p);
-    out[len] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    snprintf(cmd, sizeof cmd, "timeout -k 5 %d env %s %s %s %s", DDP_TEST_DDPSIM_LIMIT_S,
+             env ? env : "", bin, args, want_stderr ? "2>&1 >/dev/null" : "2>/dev/null");
+    return shell_read(cmd, out, n);
 }

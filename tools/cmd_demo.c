@@ -14,6 +14,7 @@
 #include "ddp/log.h"
 #include "ddp/store.h"
 #include "ddp/sys.h"
+#include "opt.h"
 
 typedef struct {
     int rank, world;
@@ -57,34 +58,24 @@ static void demo_usage(FILE *f)
 {
     fprintf(f, "usage: ddpsim demo [--ranks N] [--timeout SECONDS]\n\n"
                "Starts a TCPStore-protocol server on 127.0.0.1 (a free port), "
-               "launches N rank\nprocesses (default 4) that connect, wait for "
-               "all workers and pass a store\nbarrier, and prints each rank's "
-               "outcome. Exit 0 when every rank connected.\n");
+               "launches N rank\nprocesses (1..1024, default 4) that connect, wait "
+               "for all workers and pass a\nstore barrier, and prints each rank's "
+               "outcome. SECONDS: each rank's deadline, a\nwhole number 1..1000000 "
+               "(default 60).\n\nExit status: 0 every rank connected, 1 some rank "
+               "failed, 2 bad options.\n");
 }
 
 int ddp_cmd_demo(ddp_sys_t *sys, int argc, char **argv)
 {
     long ranks = 4, timeout_s = 60;
-    for (int i = 1; i < argc; i++) {
-        char *end = NULL;
-        if (!strcmp(argv[i], "--help")) {
-            demo_usage(stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--ranks") && i + 1 < argc) {
-            ranks = strtol(argv[++i], &end, 10);
-        } else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) {
-            timeout_s = strtol(argv[++i], &end, 10);
-        } else {
-            demo_usage(stderr);
-            return 2;
-        }
-        if (!end || *end || ranks < 1 || ranks > 1024 || timeout_s < 1) {
-            fprintf(stderr, "ddpsim demo: bad value \"%s\" for %s (expected "
-                            "--ranks 1..1024, --timeout >= 1)\n",
-                    argv[i], argv[i - 1]);
-            return 2;
-        }
-    }
+    int n;
+    const ddp_opt_t opts[] = {
+        OPT_LONG("ranks", &ranks, 1, 1024),
+        OPT_LONG("timeout", &timeout_s, 1, 1000000),
+        OPT_HELP,
+    };
+    ddp_opt_spec_t spec = {DDP_OPT_SPEC("demo", opts, demo_usage), .max_operands = 0};
+    DDP_OPT_PARSE_OR_RETURN(&spec, argc, argv, &n);
     ddp_store_server_opts_t so = {.host = "127.0.0.1"};
     ddp_store_server_t *srv = NULL;
     if (ddp_store_server_new(sys, &so, &srv) != 0) {

@@ -2,13 +2,13 @@
  * in and everything ddpsim derives from it, so a wrong SLURM_NODELIST or a
  * missing --ntasks-per-node shows before a job hangs at rendezvous. */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cmds.h"
 #include "ddp/cluster.h"
 #include "ddp/err.h"
 #include "ddp/sys.h"
+#include "opt.h"
 
 static void env_usage(FILE *f)
 {
@@ -40,48 +40,18 @@ static void print_line(void *arg, const char *line)
     printf("%s\n", line);
 }
 
-static int parse_count(const char *opt, const char *text, int *out)
-{
-    char *end;
-    long v = text ? strtol(text, &end, 10) : -1;
-    if (!text || !*text || *end || v < 1 || v > 1000000) {
-        fprintf(stderr, "ddpsim env: %s needs an integer >= 1, got \"%s\"\n",
-                opt, text ? text : "");
-        return -1;
-    }
-    *out = (int)v;
-    return 0;
-}
-
 int ddp_cmd_env(struct ddp_sys *sys, int argc, char **argv)
 {
     const char *name = NULL;
-    int devices = 0, num_nodes = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            env_usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--cluster") && val) {
-            name = val;
-            i++;
-        } else if (!strncmp(a, "--cluster=", 10)) {
-            name = a + 10;
-        } else if (!strcmp(a, "--devices")) {
-            if (parse_count(a, val, &devices) < 0)
-                return 2;
-            i++;
-        } else if (!strcmp(a, "--num-nodes")) {
-            if (parse_count(a, val, &num_nodes) < 0)
-                return 2;
-            i++;
-        } else {
-            fprintf(stderr, "ddpsim env: unexpected argument \"%s\"\n\n", a);
-            env_usage(stderr);
-            return 2;
-        }
-    }
+    int devices = 0, num_nodes = 0, n;
+    const ddp_opt_t opts[] = {
+        OPT_STR("cluster", &name, "a cluster environment name or auto"),
+        OPT_INT("devices", &devices, 1, 1000000),
+        OPT_INT("num-nodes", &num_nodes, 1, 1000000),
+        OPT_HELP,
+    };
+    ddp_opt_spec_t sp = {DDP_OPT_SPEC("env", opts, env_usage), .max_operands = 0};
+    DDP_OPT_PARSE_OR_RETURN(&sp, argc, argv, &n);
     ddp_cluster_t *c;
     if (ddp_cluster_open(sys, name, &c) < 0) {
         fprintf(stderr, "ddpsim env: %s\n", ddp_err_message());

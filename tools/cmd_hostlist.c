@@ -9,6 +9,7 @@
 #include "cmds.h"
 #include "ddp/cluster.h"
 #include "ddp/err.h"
+#include "opt.h"
 
 static void hostlist_usage(FILE *f)
 {
@@ -48,27 +49,14 @@ static int expand_into(const char *expr, char ***all, size_t *n)
 int ddp_cmd_hostlist(struct ddp_sys *sys, int argc, char **argv)
 {
     (void)sys;
-    int compress = 0, first = 1;
-    for (; first < argc && argv[first][0] == '-'; first++) {
-        const char *a = argv[first];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            hostlist_usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--compress") || !strcmp(a, "-c")) {
-            compress = 1;
-        } else if (!strcmp(a, "--")) {
-            first++;
-            break;
-        } else {
-            fprintf(stderr, "ddpsim hostlist: unknown option \"%s\"\n\n", a);
-            hostlist_usage(stderr);
-            return 2;
-        }
-    }
-    if (first >= argc) {
-        hostlist_usage(stderr);
-        return 2;
-    }
+    int compress = 0, nexpr = 0;
+    const ddp_opt_t opts[] = {OPT_FLAG("compress", 'c', &compress, 1), OPT_HELP};
+    ddp_opt_spec_t sp = {DDP_OPT_SPEC("hostlist", opts, hostlist_usage), .in_order = 1,
+                         .min_operands = 1, .max_operands = -1,
+                         .operands = "at least one EXPR (or --compress HOSTS...)"};
+    DDP_OPT_PARSE_OR_RETURN(&sp, argc, argv, &nexpr);
+    int first = 1;
+    argc = 1 + nexpr;
     char **all = NULL;
     size_t n = 0;
     int rc = 0;

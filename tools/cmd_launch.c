@@ -11,15 +11,14 @@
  * defaults. See docs/real-runs.md, "Launchers". */
 #include <errno.h>
 #include <signal.h>
-#include <stddef.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cmds.h"
 #include "ddp/env.h"
 #include "ddp/err.h"
 #include "ddp/sys.h"
+#include "opt.h"
 
 #define LAUNCH_MAX_PROCS 64
 
@@ -28,7 +27,7 @@ static void launch_usage(FILE *f)
     fprintf(f,
             "usage: ddpsim launch [--nproc-per-node N] [--nnodes M] [--node-rank R]\n"
             "                     [--master-addr A] [--master-port P] [--rdzv-id ID]\n"
-            "                     [--timeout SEC] [--] PROG [ARGS...]\n\n"
+            "                     [--timeout SEC] [--grace-period SEC] [--] PROG [ARGS...]\n\n"
             "A torchrun-style launcher (static rendezvous): starts PROG ARGS N times on\n"
             "this node, each with the TorchElastic environment of one worker, waits for\n"
             "all of them and exits with their status. Run it once per node, with the same\n"
@@ -40,7 +39,9 @@ static void launch_usage(FILE *f)
             "  --master-addr A     address of the node of rank 0 (default 127.0.0.1)\n"
             "  --master-port P     port rank 0 serves the store on, 1..65535 (default 29500)\n"
             "  --rdzv-id ID        run id given to workers (default \"none\")\n"
-            "  --timeout SEC       kill workers still running after SEC s (default 3600)\n"
+            "  --timeout SEC       stop workers still running after SEC s (default 3600)\n"
+            "  --grace-period SEC  how long stopped workers get before SIGKILL, >= 0\n"
+            "                      (default 30, torchrun's)\n"
             "Defaults come from PET_NPROC_PER_NODE, PET_NNODES, PET_NODE_RANK,\n"
             "PET_MASTER_ADDR, PET_MASTER_PORT, PET_RDZV_ID when set, as in torchrun. An\n"
             "inherited MASTER_ADDR / MASTER_PORT is not a default: workers get the values\n"
@@ -55,57 +56,21 @@ static void launch_usage(FILE *f)
             "  (both only when not already set)\n\n"
             "A worker that fails does not stop the others: each ends by its own deadlines\n"
             "(and reports its own error); at --timeout the remaining ones get SIGTERM,\n"
-            "then SIGKILL 5 s later. Workers' output is not prefixed.\n\n"
+            "then SIGKILL after the grace period. SIGINT, SIGTERM and SIGHUP to the\n"
+            "launcher are forwarded to every worker still running (as torchrun does);\n"
+            "those still running after the grace period, or when a second signal comes,\n"
+            "get SIGKILL. Workers' output is not prefixed.\n\n"
             "Exit status: 0 all workers exited 0; else the status of the first worker to\n"
-            "fail (1 when it was killed by a signal or at the timeout); 127 PROG could not\n"
-            "be started; 2 bad options.\n\n"
+            "fail (1 when it was killed by a signal or at the timeout); 128+N when signal\n"
+            "N stopped the launcher (130 INT, 143 TERM, 129 HUP); 127 PROG could not be\n"
+            "started; 2 bad options.\n\n"
             "example: ddpsim launch --nproc-per-node 4 -- ddpsim train --accelerator ddp_cpu \\\n"
             "             --devices 4\n");
 }
 
-static int bad(const char *opt, const char *val, const char *form)
-{
-    fprintf(stderr, "ddpsim launch: bad %s \"%s\"; expected %s\n", opt, val ? val : "",
-            form);
-    return 2;
-}
-
-/* A decimal integer in [lo, hi] -> 0, else -1. */
-static int parse_int(const char *s, long lo, long hi, long *out)
-{
-    if (!s || !*s)
-        return -1;
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (*end || errno || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-typedef struct {
-    const char *nproc, *nnodes, *node_rank, *addr, *port, *run_id, *timeout;
-} launch_opts_t;
-
-/* "--nproc-per-node" and "--nproc_per_node" name the same option. */
-static int opt_is(const char *arg, size_t len, const char *name)
-{
-    if (strlen(name) != len)
-        return 0;
-    for (size_t i = 0; i < len; i++) {
-        char a = arg[i] == '_' ? '-' : arg[i];
-        if (a != name[i])
-            return 0;
-    }
-    return 1;
-}
-
-static const char *env_or(ddp_env_t *env, const char *key, const char *dflt)
-{
-    const char *v = ddp_env_get(env, key);
-    return v && *v ? v : dflt;
-}
+/* torchrun's: PContext.close(death_sig, timeout=30) waits 30 s for the
+ * workers it signalled before SIGKILL. */
+#define LAUNCH_GRACE_S 30.0
 
 typedef struct {
     ddp_pid_t pid;
@@ -113,109 +78,152 @@ typedef struct {
     int status;
 } worker_t;
 
-/* Stop the workers still running: SIGTERM, up to 5 s, then SIGKILL. */
-static void stop_workers(ddp_sys_t *sys, worker_t *w, int n)
+/* The signal that stops the launcher (INT, TERM, HUP) and how many came. */
+static volatile sig_atomic_t g_signal, g_signals;
+
+static void on_signal(int sig)
 {
-    for (int i = 0; i < n; i++)
-        if (w[i].running)
-            ddp_sys_kill(sys, w[i].pid, SIGTERM);
-    int64_t grace = ddp_sys_deadline_in(sys, 5 * DDP_NS_PER_S);
-    for (int i = 0; i < n; i++) {
-        if (!w[i].running)
-            continue;
-        int st = 0;
-        if (ddp_sys_wait(sys, w[i].pid, &st, grace) != 0) {
-            ddp_sys_kill(sys, w[i].pid, SIGKILL);
-            ddp_sys_wait(sys, w[i].pid, &st, ddp_sys_deadline_in(sys, 5 * DDP_NS_PER_S));
-        }
-        w[i].running = 0;
-        w[i].status = st;
+    g_signal = sig;
+    g_signals++;
+}
+
+static const char *sig_name(int sig)
+{
+    return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP"
+                                                                                 : "a signal";
+}
+
+/* Reaps worker i if it ended (the seam has no "wait for any"): 1 when it
+ * did. With report, a failure is named on stderr. */
+static int reap(ddp_sys_t *sys, worker_t *w, int i, long rank0, int report)
+{
+    int st = 0, wr = ddp_sys_wait(sys, w[i].pid, &st, 0);
+    if (wr == DDP_ETIMEOUT)
+        return 0; /* still running */
+    if (wr != 0) {
+        fprintf(stderr, "ddpsim launch: local rank %d: %s\n", i, ddp_err_message());
+        st = 1;
     }
+    w[i].running = 0;
+    w[i].status = st;
+    if (report && st > 128)
+        fprintf(stderr, "ddpsim launch: local rank %d (rank %ld) was killed by signal %d\n",
+                i, rank0 + i, st - 128);
+    else if (report && st != 0)
+        fprintf(stderr, "ddpsim launch: local rank %d (rank %ld) exited with status %d\n",
+                i, rank0 + i, st);
+    return 1;
+}
+
+/* Stops the workers still running: sig to each, then up to grace_s for
+ * them to end; SIGKILL to those left after it, or at once when another
+ * signal reaches the launcher meanwhile. Every wait is bounded. */
+static void stop_workers(ddp_sys_t *sys, worker_t *w, int n, long rank0, int sig,
+                         double grace_s)
+{
+    int left = 0;
+    for (int i = 0; i < n; i++)
+        if (w[i].running) {
+            ddp_sys_kill(sys, w[i].pid, sig);
+            left++;
+        }
+    int seen = g_signals;
+    int64_t kill_at = ddp_sys_deadline_in(sys, (int64_t)(grace_s * 1e9));
+    while (left > 0) {
+        for (int i = 0; i < n; i++)
+            if (w[i].running)
+                left -= reap(sys, w, i, rank0, 0);
+        if (left == 0)
+            break;
+        if (ddp_sys_now(sys) >= kill_at || g_signals != seen) {
+            if (g_signals != seen)
+                fprintf(stderr, "ddpsim launch: %s again: SIGKILL to the %d worker(s) "
+                                "still running\n", sig_name(g_signal), left);
+            else
+                fprintf(stderr, "ddpsim launch: %d worker(s) still running %g s after "
+                                "%s (--grace-period): SIGKILL\n", left, grace_s,
+                        sig_name(sig));
+            for (int i = 0; i < n; i++) {
+                if (!w[i].running)
+                    continue;
+                int st = 0;
+                ddp_sys_kill(sys, w[i].pid, SIGKILL);
+                ddp_sys_wait(sys, w[i].pid, &st, ddp_sys_deadline_in(sys, 5 * DDP_NS_PER_S));
+                w[i].running = 0;
+                w[i].status = st;
+            }
+            break;
+        }
+        int64_t next = ddp_sys_deadline_in(sys, 5 * DDP_NS_PER_MS);
+        ddp_sys_sleep_until(sys, next < kill_at ? next : kill_at);
+    }
+}
+
+/* The defaults of what the command line left unset: torchrun's PET_<OPTION>
+ * variables when set, else torchrun's defaults. */
+static int apply_defaults(const ddp_opt_spec_t *sp, ddp_env_t *env, const int *unset)
+{
+    static const struct {
+        const char *opt, *var, *dflt;
+    } defs[] = {
+        {"nproc-per-node", "PET_NPROC_PER_NODE", "1"},
+        {"nnodes", "PET_NNODES", "1"},
+        {"node-rank", "PET_NODE_RANK", "0"},
+        {"master-addr", "PET_MASTER_ADDR", "127.0.0.1"},
+        {"master-port", "PET_MASTER_PORT", "29500"},
+        {"rdzv-id", "PET_RDZV_ID", "none"},
+    };
+    for (size_t k = 0; k < sizeof defs / sizeof defs[0]; k++) {
+        const char *v = ddp_env_get(env, defs[k].var);
+        int from_env = v && *v;
+        if (unset[k] && ddp_opt_apply(sp, defs[k].opt, from_env ? v : defs[k].dflt,
+                                      from_env ? defs[k].var : NULL) != 0)
+            return 2;
+    }
+    return 0;
 }
 
 int ddp_cmd_launch(ddp_sys_t *sys, int argc, char **argv)
 {
     ddp_env_t *penv = ddp_sys_env(sys);
-    launch_opts_t o = {
-        .nproc = env_or(penv, "PET_NPROC_PER_NODE", "1"),
-        .nnodes = env_or(penv, "PET_NNODES", "1"),
-        .node_rank = env_or(penv, "PET_NODE_RANK", "0"),
-        .addr = env_or(penv, "PET_MASTER_ADDR", "127.0.0.1"),
-        .port = env_or(penv, "PET_MASTER_PORT", "29500"),
-        .run_id = env_or(penv, "PET_RDZV_ID", "none"),
-        .timeout = "3600",
+    long nproc = -1, nnodes = -1, node_rank = -1, port = -1;
+    const char *addr = NULL, *run_id = NULL;
+    double timeout_s = 3600, grace_s = LAUNCH_GRACE_S;
+    int nprog;
+    const ddp_opt_t opts[] = {
+        OPT_LONG("nproc-per-node", &nproc, 1, LAUNCH_MAX_PROCS),
+        OPT_LONG("nnodes", &nnodes, 1, 100000),
+        OPT_LONG("node-rank", &node_rank, 0, 99999),
+        OPT_STR("master-addr", &addr, "the host name or IP address of node rank 0"),
+        OPT_LONG("master-port", &port, 1, 65535),
+        OPT_STR("rdzv-id", &run_id, "a non-empty id"),
+        OPT_SEC_POS("timeout", &timeout_s, 1e7),
+        OPT_SEC("grace-period", &grace_s, 0, 1e6),
+        OPT_HELP,
     };
-    int prog = -1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--")) {
-            prog = i + 1;
-            break;
-        }
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            launch_usage(stdout);
-            return 0;
-        }
-        if (strncmp(a, "--", 2) != 0) {
-            prog = i; /* the program; everything after it is its own */
-            break;
-        }
-        const char *eq = strchr(a, '=');
-        size_t len = eq ? (size_t)(eq - a) : strlen(a);
-        const char *v = eq ? eq + 1 : i + 1 < argc ? argv[i + 1] : NULL;
-        static const struct {
-            const char *name;
-            size_t off;
-        } opts[] = {
-            {"--nproc-per-node", offsetof(launch_opts_t, nproc)},
-            {"--nnodes", offsetof(launch_opts_t, nnodes)},
-            {"--node-rank", offsetof(launch_opts_t, node_rank)},
-            {"--master-addr", offsetof(launch_opts_t, addr)},
-            {"--master-port", offsetof(launch_opts_t, port)},
-            {"--rdzv-id", offsetof(launch_opts_t, run_id)},
-            {"--timeout", offsetof(launch_opts_t, timeout)},
-        };
-        size_t k = 0;
-        while (k < sizeof opts / sizeof opts[0] && !opt_is(a, len, opts[k].name))
-            k++;
-        if (k == sizeof opts / sizeof opts[0])
-            return bad("option", a, "one of the options of --help, then -- PROG ARGS");
-        if (!v)
-            return bad("option (missing value)", a, "--OPTION VALUE (see --help)");
-        *(const char **)((char *)&o + opts[k].off) = v;
-        if (!eq)
-            i++;
-    }
-
-    long nproc, nnodes, node_rank, port;
-    if (parse_int(o.nproc, 1, LAUNCH_MAX_PROCS, &nproc))
-        return bad("--nproc-per-node", o.nproc, "an integer 1..64");
-    if (parse_int(o.nnodes, 1, 100000, &nnodes))
-        return bad("--nnodes", o.nnodes, "an integer >= 1");
-    if (parse_int(o.node_rank, 0, nnodes - 1, &node_rank)) {
-        char form[64];
-        snprintf(form, sizeof form, "an integer 0..%ld (--nnodes %ld)", nnodes - 1, nnodes);
-        return bad("--node-rank", o.node_rank, form);
-    }
-    if (parse_int(o.port, 1, 65535, &port))
-        return bad("--master-port", o.port, "an integer 1..65535");
-    if (!*o.addr)
-        return bad("--master-addr", o.addr, "the host name or IP address of node rank 0");
-    if (!*o.run_id)
-        return bad("--rdzv-id", o.run_id, "a non-empty id");
-    char *end;
-    double timeout_s = strtod(o.timeout, &end);
-    if (!*o.timeout || *end || !(timeout_s > 0) || timeout_s > 1e7)
-        return bad("--timeout", o.timeout, "seconds > 0");
-    if (prog < 0 || prog >= argc) {
-        fprintf(stderr, "ddpsim launch: no program to launch; expected "
-                        "ddpsim launch [OPTIONS] -- PROG [ARGS...] (see --help)\n");
+    ddp_opt_spec_t sp = {DDP_OPT_SPEC("launch", opts, launch_usage), .in_order = 1,
+                         .underscores = 1, .min_operands = 1, .max_operands = -1,
+                         .operands = "a program to launch: ddpsim launch [OPTIONS] -- PROG "
+                                     "[ARGS...]"};
+    DDP_OPT_PARSE_OR_RETURN(&sp, argc, argv, &nprog);
+    const int unset[] = {nproc < 0, nnodes < 0, node_rank < 0, !addr, port < 0, !run_id};
+    if (apply_defaults(&sp, penv, unset) != 0)
         return 2;
+    if (node_rank >= nnodes) {
+        char v[24], form[64];
+        snprintf(v, sizeof v, "%ld", node_rank);
+        snprintf(form, sizeof form, "an integer 0..%ld (--nnodes %ld)", nnodes - 1, nnodes);
+        return ddp_opt_bad("launch", "--node-rank", v, form);
     }
+    char **prog = argv + 1;
+    prog[nprog] = NULL; /* the operands were moved up: argv[argc] is NULL */
 
-    long world = nnodes * nproc;
+    long world = nnodes * nproc, rank0 = node_rank * nproc;
     worker_t w[LAUNCH_MAX_PROCS];
     int n = 0, rc = 0, first_fail = -1;
+    /* Before the first worker: a signal from here on is forwarded. */
+    g_signal = g_signals = 0;
+    ddp_tool_catch_signals(on_signal, 1);
     int64_t deadline = ddp_sys_deadline_in(sys, (int64_t)(timeout_s * 1e9));
     for (long l = 0; l < nproc; l++) {
         ddp_env_t *env = ddp_env_clone(penv);
@@ -224,7 +232,7 @@ int ddp_cmd_launch(ddp_sys_t *sys, int argc, char **argv)
             rc = 1;
             break;
         }
-        long rank = node_rank * nproc + l;
+        long rank = rank0 + l;
         int e = 0;
         e |= ddp_env_setf(env, "RANK", "%ld", rank);
         e |= ddp_env_setf(env, "LOCAL_RANK", "%ld", l);
@@ -235,11 +243,11 @@ int ddp_cmd_launch(ddp_sys_t *sys, int argc, char **argv)
         e |= ddp_env_setf(env, "WORLD_SIZE", "%ld", world);
         e |= ddp_env_setf(env, "GROUP_WORLD_SIZE", "%ld", nnodes);
         e |= ddp_env_setf(env, "ROLE_WORLD_SIZE", "%ld", world);
-        e |= ddp_env_set(env, "MASTER_ADDR", o.addr);
+        e |= ddp_env_set(env, "MASTER_ADDR", addr);
         e |= ddp_env_setf(env, "MASTER_PORT", "%ld", port);
         e |= ddp_env_set(env, "TORCHELASTIC_RESTART_COUNT", "0");
         e |= ddp_env_set(env, "TORCHELASTIC_MAX_RESTARTS", "0");
-        e |= ddp_env_set(env, "TORCHELASTIC_RUN_ID", o.run_id);
+        e |= ddp_env_set(env, "TORCHELASTIC_RUN_ID", run_id);
         e |= ddp_env_set(env, "TORCHELASTIC_USE_AGENT_STORE", "False");
         if (!ddp_env_has(env, "TORCH_NCCL_ASYNC_ERROR_HANDLING"))
             e |= ddp_env_set(env, "TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
@@ -247,8 +255,8 @@ int ddp_cmd_launch(ddp_sys_t *sys, int argc, char **argv)
             e |= ddp_env_set(env, "OMP_NUM_THREADS", "1");
         char name[32];
         snprintf(name, sizeof name, "launch-worker%ld", l);
-        ddp_spawn_t sp = {.argv = argv + prog, .env = env, .name = name};
-        int src = e ? -ENOMEM : ddp_sys_spawn(sys, &sp, &w[n].pid);
+        ddp_spawn_t spawn = {.argv = prog, .env = env, .name = name};
+        int src = e ? -ENOMEM : ddp_sys_spawn(sys, &spawn, &w[n].pid);
         ddp_env_free(env);
         if (src != 0) {
             fprintf(stderr, "ddpsim launch: local rank %ld: %s\n", l,
@@ -261,7 +269,8 @@ int ddp_cmd_launch(ddp_sys_t *sys, int argc, char **argv)
         n++;
     }
     if (rc) { /* not every worker started: the others cannot rendezvous */
-        stop_workers(sys, w, n);
+        stop_workers(sys, w, n, rank0, SIGTERM, grace_s);
+        ddp_tool_catch_signals(NULL, 1);
         return rc;
     }
 
@@ -270,42 +279,29 @@ int ddp_cmd_launch(ddp_sys_t *sys, int argc, char **argv)
     int left = n;
     while (left > 0) {
         for (int i = 0; i < n; i++) {
-            if (!w[i].running)
+            if (!w[i].running || !reap(sys, w, i, rank0, 1))
                 continue;
-            int st = 0, wr = ddp_sys_wait(sys, w[i].pid, &st, 0);
-            if (wr == DDP_ETIMEOUT)
-                continue; /* still running */
-            if (wr != 0) {
-                fprintf(stderr, "ddpsim launch: local rank %d: %s\n", i,
-                        ddp_err_message());
-                st = 1;
-            }
-            w[i].running = 0;
-            w[i].status = st;
             left--;
-            if (st != 0) {
-                long rank = node_rank * nproc + i;
-                if (st > 128)
-                    fprintf(stderr,
-                            "ddpsim launch: local rank %d (rank %ld) was killed by "
-                            "signal %d\n",
-                            i, rank, st - 128);
-                else
-                    fprintf(stderr,
-                            "ddpsim launch: local rank %d (rank %ld) exited with "
-                            "status %d\n",
-                            i, rank, st);
-                if (first_fail < 0)
-                    first_fail = st > 128 ? 1 : st;
-            }
+            if (w[i].status != 0 && first_fail < 0)
+                first_fail = w[i].status > 128 ? 1 : w[i].status;
         }
         if (left == 0)
             break;
+        if (g_signal) { /* as torchrun: the signal to every worker, then SIGKILL */
+            int sig = g_signal;
+            fprintf(stderr, "ddpsim launch: got %s: forwarding it to %d worker(s); "
+                            "SIGKILL to those still running %g s later (--grace-period)\n",
+                    sig_name(sig), left, grace_s);
+            stop_workers(sys, w, n, rank0, sig, grace_s);
+            ddp_tool_catch_signals(NULL, 1);
+            return 128 + sig;
+        }
         if (ddp_sys_now(sys) >= deadline) {
             fprintf(stderr, "ddpsim launch: %d of %d worker(s) still running after "
-                            "--timeout %g s: stopping them (SIGTERM, then SIGKILL)\n",
-                    left, n, timeout_s);
-            stop_workers(sys, w, n);
+                            "--timeout %g s: stopping them (SIGTERM, then SIGKILL after "
+                            "%g s)\n",
+                    left, n, timeout_s, grace_s);
+            stop_workers(sys, w, n, rank0, SIGTERM, grace_s);
             if (first_fail < 0)
                 first_fail = 1;
             break;
@@ -313,5 +309,9 @@ int ddp_cmd_launch(ddp_sys_t *sys, int argc, char **argv)
         int64_t next = ddp_sys_deadline_in(sys, 5 * DDP_NS_PER_MS);
         ddp_sys_sleep_until(sys, next < deadline ? next : deadline);
     }
+    ddp_tool_catch_signals(NULL, 1);
+    /* A signal after the last worker ended stops nothing, but it came. */
+    if (g_signal)
+        return 128 + g_signal;
     return first_fail < 0 ? 0 : first_fail;
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "cmds.h"
@@ -18,6 +19,7 @@
 #include "ddp/launch.h"
 #include "ddp/sim.h"
 #include "ddp/sys.h"
+#include "opt.h"
 
 static void run_usage(FILE *f)
 {
@@ -25,22 +27,27 @@ static void run_usage(FILE *f)
             "usage: ddpsim run FILE... [--accelerator NAME|all] [--seed N] [--tag TAG]\n"
             "                  [--trace FILE] [--trace-chrome FILE] [--junit FILE]\n"
             "                  [--jobs N] [--verbose] [--progress|--no-progress]\n"
-            "                  [--real [--netns]]\n\n"
+            "                  [--real [--netns]] [--compare [--markdown FILE]]\n\n"
             "Runs each scenario file (docs/scenario-format.md) in the simulator for each\n"
             "selected accelerator it lists (default: all), checks its expectations and the\n"
             "invariants (no deadlock, deadlines kept, ranks agree, no leaked sockets,\n"
-            "errors name a cause) and prints one row per run: scenario, accelerator,\n"
-            "ok/FAIL, virtual time, connect retries, first error.\n\n"
+            "errors name a cause) and prints a table: each scenario's title, then one row\n"
+            "per run: scenario, accelerator, the expected outcome (what its expect lines\n"
+            "ask: ok, fail, crash, any), the actual one, the verdict (ok: as expected and\n"
+            "the invariants held; FAIL, with a why: line; skip), virtual time and connect\n"
+            "retries. Under the table: each run's first error in full (wrapped to $COLUMNS,\n"
+            "else the terminal's width, else 80), a legend and the counts.\n\n"
             "  --accelerator NAME  only this accelerator (ddp, ddp_spawn, ddp_cpu, ddp2,\n"
             "                      ddp_hpc, ddp_cpu_hpc) or all (default)\n"
-            "  --seed N            override every scenario's seed\n"
+            "  --seed N            override every scenario's seed (N >= 1)\n"
             "  --tag TAG           only scenarios carrying this tag (e.g. real)\n"
-            "  --trace FILE        append every run's JSON-lines trace to FILE\n"
+            "  --trace FILE        write every run's JSON-lines trace to FILE\n"
             "  --trace-chrome FILE Chrome/Perfetto trace of the run (exactly one run)\n"
             "  --junit FILE        JUnit XML: one testcase per scenario x accelerator\n"
-            "  --jobs N            run in N worker processes (default 1)\n"
-            "  --verbose           per-rank outcomes under each row\n"
+            "  --jobs N            run in N worker processes (1..64, default 1)\n"
+            "  --verbose, -v       per-process outcomes under each row\n"
             "  --progress          progress on stderr (default: when it is a terminal)\n"
+            "  --no-progress       no progress line\n"
             "  --real              run the processes for real (ddpsim train, POSIX sockets)\n"
             "                      on loopback: node i is 127.0.0.(i+1); faults through the\n"
             "                      same libfiu points and signals; what cannot be realised\n"
@@ -48,11 +55,13 @@ static void run_usage(FILE *f)
             "  --netns             --real on one network namespace per node (root)\n"
             "  --compare           each run for real and in the simulator: the outcome\n"
             "                      classes side by side; exit 1 if any pair differs\n"
-            "  --markdown FILE     with --compare: the table as Markdown\n\n"
-            "Exit status: 0 every expectation and invariant held, 1 some did not,\n"
-            "2 bad input (a scenario error is printed as file:line:col: expected ...),\n"
-            "128+N when signal N (INT, TERM, HUP) stopped a real run; its processes are\n"
-            "killed and its namespaces deleted first.\n");
+            "  --markdown FILE     with --compare: the table as Markdown\n"
+            "Every output FILE is checked before the first run.\n\n"
+            "Exit status: 0 every expectation and invariant held (skips aside), 1 some\n"
+            "did not, 2 bad input (one line naming the option; a scenario error is\n"
+            "printed as file:line:col: expected ...; nothing runs), 3 every run was\n"
+            "skipped (nothing was tested), 128+N when signal N (INT, TERM, HUP) stopped\n"
+            "a real run; its processes are killed and its namespaces deleted first.\n");
 }
 
 static void replay_usage(FILE *f)
@@ -64,14 +73,7 @@ static void replay_usage(FILE *f)
             "seed, same schedule) and prints every rank's outcome, the verdict and the\n"
             "trace hash: two replays with the same seed print the same hash.\n"
             "Without --accelerator it replays each accelerator the scenario lists.\n"
-            "Exit status as for ddpsim run.\n");
-}
-
-static int bad(const char *cmd, const char *what, const char *val, const char *form)
-{
-    fprintf(stderr, "ddpsim %s: bad %s \"%s\"; expected %s (see ddpsim %s --help)\n",
-            cmd, what, val ? val : "", form, cmd);
-    return 2;
+            "It takes the options of ddpsim run too. Exit status as for ddpsim run.\n");
 }
 
 typedef struct job {
@@ -288,19 +290,6 @@ static int write_junit(const char *path, const job_t *jobs, int n)
     return fclose(f) ? -1 : 0;
 }
 
-static void print_row(const job_t *j, int name_w)
-{
-    char b[256], err[72];
-    const ddp_scn_result_t *r = &j->r;
-    const char *e = r->pass && !r->skipped ? r->first_error : r->why;
-    snprintf(err, sizeof err, "%s", e);
-    if (strlen(e) >= sizeof err)
-        memcpy(err + sizeof err - 4, "...", 4);
-    printf("%-*s %-12s %-5s %10.3f s %7d  %s\n", name_w, base_name(j->path, b, sizeof b),
-           j->accel, r->skipped ? "skip" : r->pass ? "ok" : "FAIL",
-           (double)r->virtual_ns / 1e9, r->retries, err);
-}
-
 static int load_all(char **files, int nfiles, ddp_scenario_t **sc, const char *cmd)
 {
     int bad_input = 0;
@@ -325,85 +314,261 @@ typedef struct cli {
 } cli_t;
 
 static int parse_cli(const char *cmd, int argc, char **argv, cli_t *c,
-                     void (*usage)(FILE *))
+                     void (*usage)(FILE *), int replay)
 {
     c->accel = "all";
     c->jobs = 1;
     c->progress = isatty(2);
-    c->files = calloc((size_t)argc, sizeof *c->files);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 1;
-        }
-        if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) {
-            c->ro.verbose = 1;
-            continue;
-        }
-        if (!strcmp(a, "--timeline")) {
-            c->ro.timeline = 1;
-            continue;
-        }
-        if (!strcmp(a, "--compare")) {
-            c->compare = c->ro.real = 1;
-            continue;
-        }
-        if (!strcmp(a, "--real") || !strcmp(a, "--netns")) {
-            c->ro.real = 1;
-            c->ro.netns |= !strcmp(a, "--netns");
-            continue;
-        }
-        if (!strcmp(a, "--progress") || !strcmp(a, "--no-progress")) {
-            c->progress = !strcmp(a, "--progress");
-            continue;
-        }
-        if (strncmp(a, "--", 2) != 0) {
-            c->files[c->nfiles++] = argv[i];
-            continue;
-        }
-        static const char *const with_value[] = {"--accelerator", "--seed", "--trace",
-                                                 "--trace-chrome", "--junit", "--jobs",
-                                                 "--tag", "--markdown"};
-        size_t k = 0;
-        while (k < sizeof with_value / sizeof with_value[0] && strcmp(a, with_value[k]))
-            k++;
-        if (k == sizeof with_value / sizeof with_value[0])
-            return bad(cmd, "option", a, "one of the options of --help");
-        if (!v)
-            return bad(cmd, "option (missing value)", a, "a value after it");
-        i++;
-        char *end;
-        if (!strcmp(a, "--accelerator")) {
-            if (strcmp(v, "all") && !ddp_accel_find(v))
-                return bad(cmd, "--accelerator", v,
-                           "ddp, ddp_spawn, ddp_cpu, ddp2, ddp_hpc, ddp_cpu_hpc or all");
-            c->accel = v;
-        } else if (!strcmp(a, "--seed")) {
-            c->ro.seed = strtoull(v, &end, 10);
-            if (!*v || *end || *v == '-' || c->ro.seed == 0)
-                return bad(cmd, "--seed", v, "a positive integer");
-        } else if (!strcmp(a, "--jobs")) {
-            c->jobs = (int)strtol(v, &end, 10);
-            if (!*v || *end || c->jobs < 1 || c->jobs > 64)
-                return bad(cmd, "--jobs", v, "an integer 1..64");
-        } else if (!strcmp(a, "--trace")) {
-            c->trace_path = v;
-        } else if (!strcmp(a, "--trace-chrome")) {
-            c->chrome = v;
-        } else if (!strcmp(a, "--junit")) {
-            c->junit = v;
-        } else if (!strcmp(a, "--markdown")) {
-            c->markdown = v;
-        } else {
-            c->tag = v;
-        }
-    }
-    if (c->nfiles == 0) {
-        usage(stderr);
+    const char *file = "a file to write";
+    const ddp_opt_t opts[] = {
+        OPT_FN("accelerator", &c->accel, ddp_opt_accel_or_all, ddp_opt_accel_form(1)),
+        OPT_U64("seed", &c->ro.seed, 1),
+        OPT_STR("tag", &c->tag, "a tag word (real, netns, ...)"),
+        OPT_STR("trace", &c->trace_path, file),
+        OPT_STR("trace-chrome", &c->chrome, file),
+        OPT_STR("junit", &c->junit, file),
+        OPT_STR("markdown", &c->markdown, file),
+        OPT_INT("jobs", &c->jobs, 1, 64),
+        OPT_FLAG("verbose", 'v', &c->ro.verbose, 1),
+        OPT_FLAG("timeline", 0, &c->ro.timeline, 1),
+        OPT_FLAG("progress", 0, &c->progress, 1),
+        OPT_FLAG("no-progress", 0, &c->progress, 0),
+        OPT_FLAG("real", 0, &c->ro.real, 1),
+        OPT_FLAG("netns", 0, &c->ro.netns, 1),
+        OPT_FLAG("compare", 0, &c->compare, 1),
+        OPT_HELP,
+    };
+    ddp_opt_spec_t sp = {DDP_OPT_SPEC(cmd, opts, usage), .min_operands = 1,
+                         .max_operands = replay ? 1 : -1,
+                         .operands = replay ? "exactly one scenario FILE"
+                                            : "at least one scenario FILE"};
+    int rc = ddp_opt_parse(&sp, argc, argv, &c->nfiles);
+    if (rc)
+        return rc;
+    c->files = argv + 1;
+    c->ro.real |= c->ro.netns | c->compare; /* --netns and --compare run for real */
+    if (c->markdown && !c->compare) {
+        fprintf(stderr, "ddpsim %s: --markdown FILE writes the --compare table; expected "
+                        "--compare with it\n", cmd);
         return 2;
     }
+    /* Every output path before the first run: a bad one wastes no run. */
+    if (ddp_opt_writable(cmd, "--trace", c->trace_path) ||
+        ddp_opt_writable(cmd, "--trace-chrome", c->chrome) ||
+        ddp_opt_writable(cmd, "--junit", c->junit) ||
+        ddp_opt_writable(cmd, "--markdown", c->markdown))
+        return 2;
     return 0;
+}
+
+/* ---- the table ---- */
+
+/* The width messages are wrapped to: COLUMNS, else the terminal's, else 80. */
+static int out_width(ddp_sys_t *sys)
+{
+    long long cols;
+    const char *v = ddp_env_get(ddp_sys_env(sys), "COLUMNS");
+    if (v && ddp_opt_int(v, 20, 10000, &cols) == 0)
+        return (int)cols;
+    struct winsize ws;
+    if (isatty(1) && ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 20)
+        return ws.ws_col;
+    return 80;
+}
+
+/* text, word-wrapped to width: the first line after first (already
+ * printed, first_len columns), the others indented by indent. A word
+ * longer than a line is printed whole: nothing is ever cut. */
+static void wrap(const char *text, int first_len, int indent, int width)
+{
+    int col = first_len, at_start = 1;
+    for (const char *p = text; *p;) {
+        while (*p == ' ')
+            p++;
+        size_t w = strcspn(p, " ");
+        if (!w)
+            break;
+        if (!at_start && col + 1 + (int)w > width) {
+            printf("\n%*s", indent, "");
+            col = indent;
+            at_start = 1;
+        }
+        if (!at_start) {
+            putchar(' ');
+            col++;
+        }
+        printf("%.*s", (int)w, p);
+        col += (int)w;
+        at_start = 0;
+        p += w;
+    }
+    putchar('\n');
+}
+
+/* "crash+fail+ok+any" from flags, in that order. */
+static const char *outcome_words(int crash, int fail, int ok, int any, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s%s%s%s%s%s%s", crash ? "crash" : "",
+             crash && (fail || ok || any) ? "+" : "", fail ? "fail" : "",
+             fail && (ok || any) ? "+" : "", ok ? "ok" : "", ok && any ? "+" : "",
+             any ? "any" : "");
+    return buf;
+}
+
+/* What the scenario's expect lines ask for. */
+static const char *expected_outcome(const ddp_scenario_t *s, char *buf, size_t n)
+{
+    int f[4] = {0};
+    for (int i = 0; i < s->nexpect; i++)
+        f[s->expect[i].kind] = 1;
+    return outcome_words(f[DDP_EXPECT_CRASHED], f[DDP_EXPECT_FAIL], f[DDP_EXPECT_OK],
+                         f[DDP_EXPECT_INVARIANTS], buf, n);
+}
+
+/* What happened: the ranks' outcomes (every process's when none got to be
+ * a rank), "skip", or "-" for a run that did not run. */
+static const char *actual_outcome(const job_t *j, char *buf, size_t n)
+{
+    const ddp_scn_result_t *r = &j->r;
+    if (r->skipped)
+        return "skip";
+    if (j->rc || !strncmp(r->why, "not run", 7))
+        return "-";
+    int crash = r->crashed > 0, fail = r->failed || (!r->ranks && r->first_error[0]);
+    int ok = r->ok > 0;
+    /* The counts are of ranks; a run that passed also did what each expect
+     * line says (a node that died before its processes became ranks). */
+    for (int i = 0; r->pass && i < j->s->nexpect; i++) {
+        crash |= j->s->expect[i].kind == DDP_EXPECT_CRASHED;
+        fail |= j->s->expect[i].kind == DDP_EXPECT_FAIL;
+        ok |= j->s->expect[i].kind == DDP_EXPECT_OK;
+    }
+    if (!crash && !fail && !ok)
+        return "none";
+    return outcome_words(crash, fail, ok, 0, buf, n);
+}
+
+typedef struct table {
+    int name_w, exp_w, act_w, width;
+} table_t;
+
+static void print_row(const job_t *j, const table_t *t)
+{
+    char b[256], e[32], a[32];
+    const ddp_scn_result_t *r = &j->r;
+    char virt[32] = "-";
+    if (!r->skipped)
+        snprintf(virt, sizeof virt, "%.3f s", (double)r->virtual_ns / 1e9);
+    printf("%-*s %-11s %-*s %-*s %-7s %10s %7d\n", t->name_w,
+           base_name(j->path, b, sizeof b), j->accel, t->exp_w,
+           expected_outcome(j->s, e, sizeof e), t->act_w, actual_outcome(j, a, sizeof a),
+           r->skipped ? "skip" : r->pass ? "ok" : "FAIL", virt, r->retries);
+    if (!r->pass && !r->skipped) {
+        printf("    why: ");
+        wrap(r->why, 9, 9, t->width);
+    }
+}
+
+/* The message a run leaves under the table: its first error, or why it
+ * was skipped; "" none. */
+static const char *message_of(const job_t *j)
+{
+    if (j->r.skipped)
+        return !strncmp(j->r.why, "skipped: ", 9) ? j->r.why + 9 : j->r.why;
+    return j->r.first_error;
+}
+
+/* Under the table, each scenario's messages in full, once per distinct
+ * text, with the accelerators that gave it. */
+static void print_messages(const job_t *jobs, int njobs, int width)
+{
+    int any = 0;
+    for (int i = 0; i < njobs; i++) {
+        const char *m = message_of(&jobs[i]);
+        int seen = 0;
+        for (int k = i - 1; k >= 0 && jobs[k].s == jobs[i].s && !seen; k--)
+            seen = jobs[k].r.skipped == jobs[i].r.skipped && !strcmp(message_of(&jobs[k]), m);
+        if (!*m || seen)
+            continue;
+        if (!any++) {
+            printf("\n");
+            wrap("messages in full (each run's first error, of its lowest failing "
+                 "rank, or why it was skipped; the runs of a scenario with the same "
+                 "text share one):", 0, 0, width);
+        }
+        char b[256], head[512];
+        int off = snprintf(head, sizeof head, "%s (", base_name(jobs[i].path, b, sizeof b));
+        for (int k = i, nk = 0; k < njobs && jobs[k].s == jobs[i].s; k++)
+            if (jobs[k].r.skipped == jobs[i].r.skipped && !strcmp(message_of(&jobs[k]), m) &&
+                off < (int)sizeof head)
+                off += snprintf(head + off, sizeof head - (size_t)off, "%s%s",
+                                nk++ ? ", " : "", jobs[k].accel);
+        if (off < (int)sizeof head)
+            snprintf(head + off, sizeof head - (size_t)off, ")%s%s:",
+                     jobs[i].r.skipped ? ", skipped" : jobs[i].r.first_code ? ", " : "",
+                     jobs[i].r.skipped || !jobs[i].r.first_code
+                         ? ""
+                         : ddp_scn_error_class(jobs[i].r.first_code));
+        printf("  ");
+        wrap(head, 2, 6, width);
+        printf("      ");
+        wrap(m, 6, 6, width);
+    }
+}
+
+static void print_legend(int width, int ok, int expected_fail)
+{
+    char tail[160] = "";
+    if (expected_fail)
+        snprintf(tail, sizeof tail, " %d of the %d ok runs are expected failures.",
+                 expected_fail, ok);
+    char text[1024];
+    snprintf(text, sizeof text,
+             "expected: what the scenario's expect lines ask for; actual: what its ranks "
+             "did (ok: connected and ended cleanly; fail: failed with an error; crash: "
+             "killed by a fault; any: only the invariants are checked). verdict ok: the "
+             "expected outcome happened and every invariant held, so fail next to ok is "
+             "a failure the scenario expects; FAIL: it did not (the why: line says which "
+             "expectation or invariant); skip: it could not run (the reason is above).%s",
+             tail);
+    printf("\n");
+    wrap(text, 0, 0, width);
+}
+
+/* The whole table: the header, each scenario's title, then its rows. */
+static void print_table(ddp_sys_t *sys, const cli_t *c, const job_t *jobs, int njobs,
+                        int replay, int ok, int expected_fail)
+{
+    table_t t = {.name_w = 8, .exp_w = 8, .act_w = 6, .width = out_width(sys)};
+    for (int i = 0; i < njobs; i++) {
+        char b[256], e[32], a[32];
+        int l = (int)strlen(base_name(jobs[i].path, b, sizeof b));
+        int el = (int)strlen(expected_outcome(jobs[i].s, e, sizeof e));
+        int al = (int)strlen(actual_outcome(&jobs[i], a, sizeof a));
+        t.name_w = l > t.name_w ? l : t.name_w;
+        t.exp_w = el > t.exp_w ? el : t.exp_w;
+        t.act_w = al > t.act_w ? al : t.act_w;
+    }
+    printf("%-*s %-11s %-*s %-*s %-7s %10s %7s\n", t.name_w, "scenario", "accelerator",
+           t.exp_w, "expected", t.act_w, "actual", "verdict", "virtual", "retries");
+    for (int i = 0; i < njobs; i++) {
+        if (i == 0 || jobs[i].s != jobs[i - 1].s) {
+            char b[256];
+            char title[sizeof jobs[i].s->name + 2];
+            printf("%s: ", base_name(jobs[i].path, b, sizeof b));
+            snprintf(title, sizeof title, "\"%s\"", jobs[i].s->name);
+            wrap(title, (int)strlen(b) + 2, 4, t.width);
+        }
+        print_row(&jobs[i], &t);
+        if (c->ro.verbose)
+            printf("%s", jobs[i].report);
+        if (replay)
+            printf("    seed %llu, trace hash %016llx\n",
+                   (unsigned long long)(c->ro.seed ? c->ro.seed : jobs[i].s->seed),
+                   (unsigned long long)jobs[i].r.trace_hash);
+    }
+    print_messages(jobs, njobs, t.width);
+    print_legend(t.width, ok, expected_fail);
 }
 
 /* --compare: each job also in the simulator; both outcome classes side
@@ -463,15 +628,9 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
 {
     const char *cmd = replay ? "replay" : "run";
     cli_t c = {0};
-    int prc = parse_cli(cmd, argc, argv, &c, replay ? replay_usage : run_usage);
-    if (prc) {
-        free(c.files);
-        return prc == 1 ? 0 : prc;
-    }
-    if (replay && c.nfiles != 1) {
-        free(c.files);
-        return bad(cmd, "arguments", argv[1], "exactly one scenario FILE");
-    }
+    int prc = parse_cli(cmd, argc, argv, &c, replay ? replay_usage : run_usage, replay);
+    if (prc)
+        return DDP_OPT_EXIT(prc);
     ddp_scenario_t **sc = calloc((size_t)c.nfiles, sizeof *sc);
     job_t *jobs = NULL;
     int njobs = 0, rc = 0;
@@ -503,20 +662,20 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
         rc = 2;
         goto out;
     }
-    if (c.trace_path && !(c.ro.trace = fopen(c.trace_path, "w"))) {
-        rc = bad(cmd, "--trace file (cannot write)", c.trace_path, "a writable path");
-        goto out;
-    }
-    c.ro.chrome = c.chrome;
-    if (replay)
-        c.ro.verbose = 1;
-    int64_t t0 = ddp_sys_now(sys);
     if (c.ro.real && (c.chrome || c.trace_path || c.ro.timeline)) {
         fprintf(stderr, "ddpsim %s: --trace, --trace-chrome and --timeline are the "
                         "simulator's; real runs have none\n", cmd);
         rc = 2;
         goto out;
     }
+    if (c.trace_path && !(c.ro.trace = fopen(c.trace_path, "w"))) {
+        rc = ddp_opt_bad(cmd, "--trace", c.trace_path, "a file that can be written");
+        goto out;
+    }
+    c.ro.chrome = c.chrome;
+    if (replay)
+        c.ro.verbose = 1;
+    int64_t t0 = ddp_sys_now(sys);
     /* Real runs share ports and namespaces: one at a time. */
     if (c.jobs > 1 && njobs > 1 && !c.trace_path && !c.ro.timeline && !c.ro.real) {
         if (run_parallel(sys, jobs, njobs, c.jobs < njobs ? c.jobs : njobs, &c.ro) != 0)
@@ -546,40 +705,31 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
             rc = 128 + g_interrupted;
         goto out;
     }
-    int name_w = 8, failed = 0, skipped = 0;
+    int failed = 0, skipped = 0, expected_fail = 0;
     for (int i = 0; i < njobs; i++) {
-        char b[256];
-        int l = (int)strlen(base_name(jobs[i].path, b, sizeof b));
-        name_w = l > name_w ? l : name_w;
-    }
-    printf("%-*s %-12s %-5s %12s %7s  %s\n", name_w, "scenario", "accelerator", "result",
-           "virtual", "retries", "first error / why it failed");
-    for (int i = 0; i < njobs; i++) {
-        print_row(&jobs[i], name_w);
         failed += !jobs[i].r.pass && !jobs[i].r.skipped;
         skipped += jobs[i].r.skipped;
-        if (c.ro.verbose || (!jobs[i].r.pass && !jobs[i].r.skipped && !replay)) {
-            if (!jobs[i].r.pass && !jobs[i].r.skipped)
-                printf("    why: %s\n", jobs[i].r.why);
-            if (c.ro.verbose)
-                printf("%s", jobs[i].report);
-        }
-        if (replay)
-            printf("    seed %llu, trace hash %016llx\n",
-                   (unsigned long long)(c.ro.seed ? c.ro.seed : jobs[i].s->seed),
-                   (unsigned long long)jobs[i].r.trace_hash);
+        expected_fail += jobs[i].r.pass && !jobs[i].r.skipped && jobs[i].r.first_error[0];
     }
+    print_table(sys, &c, jobs, njobs, replay, njobs - failed - skipped, expected_fail);
+    printf("%d run(s) of %d scenario file(s): %d ok, %d failed", njobs, c.nfiles,
+           njobs - failed - skipped, failed);
     if (skipped)
-        printf("%d run(s) of %d scenario file(s): %d ok, %d failed, %d skipped (%.1f s)\n",
-               njobs, c.nfiles, njobs - failed - skipped, failed, skipped, wall);
-    else
-        printf("%d run(s) of %d scenario file(s): %d ok, %d failed (%.1f s)\n", njobs,
-               c.nfiles, njobs - failed, failed, wall);
+        printf(", %d skipped", skipped);
+    printf(" (%.1f s)\n", wall);
     if (c.junit && write_junit(c.junit, jobs, njobs) != 0) {
         fprintf(stderr, "ddpsim %s: cannot write %s\n", cmd, c.junit);
         failed++;
     }
     rc = failed ? 1 : 0;
+    if (!failed && skipped == njobs) {
+        /* Nothing was tested: not a pass. */
+        char b[256];
+        fprintf(stderr, "ddpsim %s: every run was skipped (%d of %d), so nothing was tested "
+                        "(exit 3); the first: %s %s: %s\n", cmd, skipped, njobs,
+                base_name(jobs[0].path, b, sizeof b), jobs[0].accel, message_of(&jobs[0]));
+        rc = 3;
+    }
     if (g_interrupted) {
         fprintf(stderr, "ddpsim %s: interrupted by signal %d\n", cmd, (int)g_interrupted);
         rc = 128 + g_interrupted;
@@ -591,7 +741,6 @@ out:
         ddp_scenario_free(sc[i]);
     free(sc);
     free(jobs);
-    free(c.files);
     return rc;
 }
 
@@ -610,20 +759,19 @@ static void list_usage(FILE *f)
 {
     fprintf(f, "usage: ddpsim list accelerators|backends|plugins|environments|faults|"
                "launchers\n\nPrints the names ddpsim knows, one per line (what scenario "
-               "files and options accept).\n");
+               "files and options accept).\n\nExit status: 0 ok, 2 anything else.\n");
 }
 
 int ddp_cmd_list(ddp_sys_t *sys, int argc, char **argv)
 {
     (void)sys;
-    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        list_usage(stdout);
-        return 0;
-    }
-    if (argc != 2) {
-        list_usage(stderr);
-        return 2;
-    }
+    int n;
+    const ddp_opt_t opts[] = {OPT_HELP};
+    ddp_opt_spec_t sp = {DDP_OPT_SPEC("list", opts, list_usage), .min_operands = 1,
+                         .max_operands = 1,
+                         .operands = "one of accelerators, backends, plugins, environments, "
+                                     "faults or launchers"};
+    DDP_OPT_PARSE_OR_RETURN(&sp, argc, argv, &n);
     const char *w = argv[1];
     if (!strcmp(w, "accelerators")) {
         for (size_t i = 0; i < ddp_accel_count(); i++)
@@ -644,8 +792,8 @@ int ddp_cmd_list(ddp_sys_t *sys, int argc, char **argv)
         for (int i = 0; i < DDP_SIM_LAUNCH_COUNT; i++)
             printf("%s\n", ddp_sim_launcher_name((ddp_sim_launcher_t)i));
     } else {
-        return bad("list", "what", w,
-                   "accelerators, backends, plugins, environments, faults or launchers");
+        return ddp_opt_bad("list", "WHAT", w, "one of accelerators, backends, plugins, "
+                                              "environments, faults or launchers");
     }
     return 0;
 }

@@ -1,6 +1,12 @@
 /* tools/cmd_sim.c — `ddpsim sim`: run an accelerator on a simulated cluster
- * through the shared plugin, with faults, and print each rank's outcome.
- * The scenario-file runner (`ddpsim run`) is built on the same calls. */
+ * through the shared plugin, with faults, and print each process's outcome.
+ *
+ * The options become a scenario (docs/scenario-format.md) in memory, one
+ * statement per option, which the scenario parser validates and the
+ * scenario runner runs: `sim`, `run` and `explore` share one fault syntax,
+ * one validation and one runner. A parse error is mapped back to the
+ * option that wrote the statement. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,8 +14,9 @@
 #include "cmds.h"
 #include "ddp/accel.h"
 #include "ddp/err.h"
-#include "ddp/launch.h"
+#include "ddp/scenario.h"
 #include "ddp/sim.h"
+#include "opt.h"
 
 static void sim_usage(FILE *f)
 {
@@ -17,214 +24,313 @@ static void sim_usage(FILE *f)
             "usage: ddpsim sim [--accelerator NAME|all] [--nodes N] [--procs P]\n"
             "                  [--seed S] [--timeout SEC] [--backend NAME] [--plugin NAME]\n"
             "                  [--fault SPEC]... [--master-late SEC] [--port-taken]\n"
-            "                  [--trace FILE] [--trace-chrome FILE] [--timeline]\n\n"
-            "Runs the accelerator (default ddp) on N simulated nodes (default 2) with P\n"
-            "processes each (default 4): every rank connects through the shared DDP plugin\n"
-            "(store, tcp backend, store barrier, configure_ddp) on the virtual network.\n"
-            "Prints one line per rank, the virtual time and the trace hash.\n\n"
-            "Fault SPEC: KIND[,key=value...], KIND one of refuse, reset, blackhole, delay,\n"
-            "partition, crash, pause, resolve; keys: node=N peer=N ranks=R[,R] (last key)\n"
-            "port=P start=SEC end=SEC count=N p=PROB ms=DELAY after=BYTES phase=NAME\n"
-            "nodes=I+J (partition side). Examples:\n"
+            "                  [--trace FILE] [--trace-chrome FILE] [--timeline]\n"
+            "                  [--print-scenario]\n\n"
+            "Runs the accelerator (default ddp; all: each in turn) on N simulated nodes\n"
+            "(1..4096, default 2) with P processes each (1..64, default 4; ddp2 runs 1):\n"
+            "every rank connects through the shared DDP plugin (store, backend, store\n"
+            "barrier, configure_ddp) on the virtual network. Prints one line per process,\n"
+            "then the counts, the virtual time and the trace hash (same options, same\n"
+            "hash). --seed S (default 1), --timeout SEC (the group deadline, > 0, default\n"
+            "60), --master-late SEC (node 0 starts late), --port-taken (another process\n"
+            "holds port 29500 on node 0).\n\n"
+            "The options are turned into a scenario (docs/scenario-format.md) that the\n"
+            "scenario parser checks and `ddpsim run`'s runner runs; --print-scenario\n"
+            "prints it instead of running it.\n\n"
+            "Fault SPEC (up to 32): KIND[,key=value...] or, as in a scenario file,\n"
+            "\"KIND key=value...\". KIND: refuse, reset, blackhole, delay, partition, crash,\n"
+            "pause, resolve. Keys: node=N peer=N port=P nodes=I+J (a partition side)\n"
+            "start=SEC end=SEC (seconds, or a duration such as 500ms) count=N p=PROB\n"
+            "ms=DELAY (milliseconds; or delay=DURATION) after=BYTES phase=NAME and\n"
+            "ranks=R[,R...] (last: it takes the rest of the spec). Examples:\n"
             "  --fault partition,nodes=1,end=20     node 1 cut off for 20 s\n"
-            "  --fault crash,phase=barrier,ranks=5  rank 5 dies entering the barrier\n\n"
-            "Exit status: 0 every rank connected, 1 some rank failed, 2 bad input.\n");
+            "  --fault crash,phase=barrier,ranks=5  rank 5 dies entering the barrier\n"
+            "  --fault 'crash ranks=5 phase=\"store connect\"'\n\n"
+            "Exit status: 0 every rank connected and the invariants held, 1 some rank\n"
+            "failed or an invariant did not hold, 2 bad input (one line naming the\n"
+            "option).\n");
 }
 
-static int bad(const char *what, const char *val)
-{
-    fprintf(stderr, "ddpsim sim: bad %s \"%s\" (see ddpsim sim --help)\n", what, val);
-    return 2;
-}
+typedef struct sim_cli {
+    const char *accel, *backend, *plugin, *trace_path, *chrome;
+    int nodes, procs, port_taken, timeline, print;
+    uint64_t seed;
+    int64_t timeout_ns, master_late_ns;
+    const char *faults[DDP_SCN_MAX_FAULTS];
+    int nfaults;
+} sim_cli_t;
 
-static int parse_fault(char *spec, ddp_sim_fault_t *f)
+/* --fault: collected as given; the scenario parser judges them. */
+static int add_fault(const char *v, void *dst)
 {
-    memset(f, 0, sizeof *f);
-    f->node = f->task = f->peer_node = -1;
-    char *save = NULL, *tok = strtok_r(spec, ",", &save);
-    if (!tok || ddp_sim_fault_kind_parse(tok, &f->kind) != 0) {
-        fprintf(stderr, "ddpsim sim: %s\n", ddp_err_message());
-        return 2;
-    }
-    while ((tok = strtok_r(NULL, ",", &save))) {
-        char *eq = strchr(tok, '=');
-        if (!eq)
-            return bad("fault option (expected key=value)", tok);
-        *eq = '\0';
-        const char *k = tok, *v = eq + 1;
-        double d = atof(v);
-        if (!strcmp(k, "node")) f->node = atoi(v);
-        else if (!strcmp(k, "peer")) f->peer_node = atoi(v);
-        else if (!strcmp(k, "port")) f->port = (uint16_t)atoi(v);
-        else if (!strcmp(k, "start")) f->start_ns = (int64_t)(d * 1e9);
-        else if (!strcmp(k, "end")) f->end_ns = (int64_t)(d * 1e9);
-        else if (!strcmp(k, "count")) f->count = atoi(v);
-        else if (!strcmp(k, "p")) f->probability = d;
-        else if (!strcmp(k, "ms")) f->delay_ns = (int64_t)(d * 1e6);
-        else if (!strcmp(k, "after")) f->after_bytes = atoll(v);
-        else if (!strcmp(k, "phase")) f->phase = v;
-        else if (!strcmp(k, "ranks")) {
-            /* ranks=5 may be followed by more ranks: the rest of the spec. */
-            size_t l = strlen(v) + (save && *save ? strlen(save) + 1 : 0) + 1;
-            char *r = malloc(l);
-            snprintf(r, l, "%s%s%s", v, save && *save ? "," : "", save ? save : "");
-            f->ranks = r;
-            break;
-        } else if (!strcmp(k, "nodes")) {
-            for (const char *p = v; *p;) {
-                int n = atoi(p);
-                if (n < 0 || n > 63)
-                    return bad("partition node", v);
-                f->node_set |= 1ull << n;
-                p = strchr(p, '+') ? strchr(p, '+') + 1 : p + strlen(p);
-            }
-        } else
-            return bad("fault key", k);
-    }
+    sim_cli_t *c = dst;
+    if (!v || !*v || c->nfaults == DDP_SCN_MAX_FAULTS)
+        return -1;
+    for (const char *p = v; *p; p++)
+        if ((unsigned char)*p < 0x20)
+            return -1;
+    c->faults[c->nfaults++] = v;
     return 0;
 }
 
-static int run_one(const char *accel, int nodes, int procs, uint64_t seed,
-                   const ddp_trainer_cfg_t *base, ddp_sim_fault_t *faults,
-                   int nfaults, double master_late, int port_taken,
-                   FILE *trace, const char *chrome, int timeline)
+/* A word of scenario text: as it is when safe, else quoted and escaped,
+ * so that no value can add a statement, a comment or a key. */
+static void put_word(FILE *f, const char *s, size_t n)
 {
-    ddp_sim_opts_t o = {.seed = seed, .trace = trace,
-                        .keep_trace = chrome != NULL || timeline};
-    ddp_sim_t *sim = ddp_sim_new(&o);
-    for (int i = 0; i < nodes; i++) {
-        char host[16], addr[20];
-        snprintf(host, sizeof host, "node%d", i);
-        snprintf(addr, sizeof addr, "10.%d.%d.1", i / 250, i % 250);
-        ddp_sim_add_node(sim, host, addr, 0);
+    int safe = n > 0;
+    for (size_t i = 0; i < n && safe; i++)
+        safe = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.,+:/-",
+                      s[i]) != NULL;
+    if (safe) {
+        fprintf(f, "%.*s", (int)n, s);
+        return;
     }
-    for (int i = 0; i < nfaults; i++)
-        ddp_sim_add_fault(sim, &faults[i]);
-    ddp_sim_launch_t l = {.accelerator = accel, .nodes = nodes,
-                          .procs = strcmp(accel, "ddp2") ? procs : 1,
-                          .cfg = *base,
-                          .master_start_ns = (int64_t)(master_late * 1e9),
-                          .squat_port = port_taken ? 29500 : 0};
-    if (ddp_sim_launch_build(sim, &l) != 0) {
-        fprintf(stderr, "ddpsim sim: %s\n", ddp_err_message());
-        ddp_sim_free(sim);
+    fputc('"', f);
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '"' || s[i] == '\\')
+            fputc('\\', f);
+        fputc(s[i], f);
+    }
+    fputc('"', f);
+}
+
+/* One comma-form key=value as scenario words: start=SEC / end=SEC take a
+ * unit when the value is a plain number, ms=MS becomes delay=MSms. */
+static void put_fault_key(FILE *f, const char *tok, size_t len)
+{
+    const char *eq = memchr(tok, '=', len);
+    fputc(' ', f);
+    if (!eq) {
+        put_word(f, tok, len);
+        return;
+    }
+    size_t kl = (size_t)(eq - tok), vl = len - kl - 1;
+    char val[512];
+    snprintf(val, sizeof val, "%.*s", (int)vl, eq + 1);
+    double d;
+    int number = ddp_opt_num(val, -1e300, 1e300, 0, &d) == 0;
+    int is_ms = kl == 2 && !strncmp(tok, "ms", 2);
+    int is_sec = (kl == 5 && !strncmp(tok, "start", 5)) || (kl == 3 && !strncmp(tok, "end", 3));
+    put_word(f, is_ms ? "delay" : tok, is_ms ? 5 : kl);
+    fputc('=', f);
+    if (number && (is_ms || is_sec))
+        fprintf(f, "%s%s", val, is_ms ? "ms" : "s");
+    else
+        put_word(f, val, strlen(val));
+}
+
+/* --fault SPEC as a `fault` statement. */
+static void put_fault(FILE *f, const char *spec)
+{
+    size_t k = strcspn(spec, ", ");
+    if (spec[k] == ' ') { /* already in the scenario's syntax */
+        fprintf(f, "fault %s\n", spec);
+        return;
+    }
+    fprintf(f, "fault ");
+    put_word(f, spec, k);
+    for (const char *p = spec + k; *p == ',';) {
+        p++;
+        size_t len = strcspn(p, ",");
+        if (!strncmp(p, "ranks=", 6)) /* a rank list: the rest of the spec */
+            len = strlen(p);
+        if (len)
+            put_fault_key(f, p, len);
+        p += len;
+    }
+    fputc('\n', f);
+}
+
+/* The option that wrote each line of the scenario text. */
+typedef struct origin {
+    const char *opt, *value;
+} origin_t;
+
+#define SIM_MAX_LINES (16 + DDP_SCN_MAX_FAULTS)
+
+static void line(FILE *f, origin_t *org, int *n, const char *opt, const char *value,
+                 const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static void line(FILE *f, origin_t *org, int *n, const char *opt, const char *value,
+                 const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(f, fmt, ap);
+    va_end(ap);
+    if (*n + 1 < SIM_MAX_LINES)
+        org[++*n] = (origin_t){opt, value};
+}
+
+/* The options as scenario text (malloc'd); org[i]: line i's option. */
+static char *to_scenario(const sim_cli_t *c, origin_t *org)
+{
+    char *text = NULL, num[32];
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return NULL;
+    int n = 0;
+    line(f, org, &n, NULL, NULL, "scenario \"ddpsim sim\"\n");
+    snprintf(num, sizeof num, "%d", c->nodes);
+    line(f, org, &n, "--nodes", num, "nodes %d\n", c->nodes);
+    snprintf(num, sizeof num, "%d", c->procs);
+    line(f, org, &n, "--procs", num, "devices %d\n", c->procs);
+    line(f, org, &n, "--seed", NULL, "seed %llu\n", (unsigned long long)c->seed);
+    line(f, org, &n, "--timeout", NULL, "timeout %lldns\n", (long long)c->timeout_ns);
+    line(f, org, &n, "--master-late", NULL, "master_late %lldns\n",
+         (long long)c->master_late_ns);
+    if (c->backend) {
+        fprintf(f, "backend ");
+        put_word(f, c->backend, strlen(c->backend));
+        line(f, org, &n, "--backend", c->backend, "\n");
+    }
+    if (c->plugin) {
+        fprintf(f, "plugin ");
+        put_word(f, c->plugin, strlen(c->plugin));
+        line(f, org, &n, "--plugin", c->plugin, "\n");
+    }
+    if (c->port_taken)
+        line(f, org, &n, "--port-taken", NULL, "port_taken\n");
+    for (int i = 0; i < c->nfaults; i++) {
+        put_fault(f, c->faults[i]);
+        if (n + 1 < SIM_MAX_LINES)
+            org[++n] = (origin_t){"--fault", c->faults[i]};
+    }
+    line(f, org, &n, NULL, NULL, "expect invariants\n");
+    if (fclose(f) != 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+/* "sim:LINE:COL: expected ..." -> one line naming the option. */
+static int bad_scenario(const char *err, const origin_t *org)
+{
+    int ln = 0, off = 0;
+    if (sscanf(err, "sim:%d:%*d: %n", &ln, &off) >= 1 && off > 0 && ln > 0 &&
+        ln < SIM_MAX_LINES && org[ln].opt) {
+        if (org[ln].value)
+            fprintf(stderr, "ddpsim sim: bad %s \"%s\"; %s\n", org[ln].opt, org[ln].value,
+                    err + off);
+        else
+            fprintf(stderr, "ddpsim sim: bad %s; %s\n", org[ln].opt, err + off);
+    } else {
+        fprintf(stderr, "ddpsim sim: %s\n", err);
+    }
+    return 2;
+}
+
+/* One accelerator: run, print, 0 when every rank connected and the
+ * invariants held, 1 when not, 2 when it could not be built. */
+static int run_one(const sim_cli_t *c, const ddp_scenario_t *s, const char *accel,
+                   FILE *trace)
+{
+    char *tr = NULL;
+    size_t cap = ((size_t)c->nodes * (size_t)(c->procs + 1) + 16) * 800;
+    cap = cap > (64u << 20) ? 64u << 20 : cap;
+    char *report = malloc(cap);
+    if (!report) {
+        fprintf(stderr, "ddpsim sim: out of memory\n");
         return 2;
     }
-    ddp_sim_result_t res = ddp_sim_run(sim);
-    int failed = 0, ranks = 0;
-    printf("%s on %d node(s) x %d, seed %llu\n", accel, nodes, l.procs,
-           (unsigned long long)seed);
-    printf("  %-5s %-7s %-9s %12s %7s  %s\n", "rank", "node", "outcome",
-           "connected", "retries", "first error");
-    /* In rank order: tasks are numbered in launch order, not rank order. */
-    int nt = ddp_sim_task_count(sim);
-    const ddp_sim_outcome_t **by_rank = calloc((size_t)nt, sizeof *by_rank);
-    for (int i = 0; by_rank && i < nt; i++) {
-        const ddp_sim_outcome_t *x = ddp_sim_outcome(sim, i);
-        if (x->rank >= 0 && x->rank < nt && !x->thread && !by_rank[x->rank])
-            by_rank[x->rank] = x;
+    int keep = c->chrome || c->timeline;
+    ddp_scn_run_opts_t o = {.trace = trace, .keep_trace = keep,
+                            .trace_out = keep ? &tr : NULL, .report = report,
+                            .report_len = cap};
+    ddp_scn_result_t r;
+    if (ddp_scenario_run(s, accel, &o, &r) != 0) {
+        fprintf(stderr, "ddpsim sim: %s: %s\n", accel, r.why);
+        free(report);
+        return 2;
     }
-    for (int i = 0; by_rank && i < nt; i++) {
-        const ddp_sim_outcome_t *x = by_rank[i];
-        if (!x)
-            continue;
-        ranks++;
-        int ok = x->rc == 0 && x->state == DDP_SIM_TASK_EXITED && x->connect_ns >= 0;
-        failed += !ok;
-        char conn[32] = "-";
-        if (x->connect_ns >= 0)
-            snprintf(conn, sizeof conn, "%.6f s", (double)x->connect_ns / 1e9);
-        printf("  %-5d node%-3d %-9s %12s %7d  %s\n", x->rank, x->node,
-               ok ? "ok" : x->state == DDP_SIM_TASK_CRASHED ? "CRASHED" : "FAIL",
-               conn, x->retries, ok ? "" : x->message);
-    }
-    free(by_rank);
-    ddp_sim_stats_t st;
-    ddp_sim_stats(sim, &st);
-    printf("  %d rank(s), %d failed; virtual %.6f s; %llu hand-offs; trace hash "
-           "%016llx%s\n",
-           ranks, failed, (double)st.virtual_ns / 1e9,
-           (unsigned long long)st.handoffs, (unsigned long long)st.trace_hash,
-           res == DDP_SIM_DEADLOCK ? "; DEADLOCK" : "");
-    if (res == DDP_SIM_DEADLOCK)
-        printf("%s", ddp_sim_deadlock_report(sim));
-    const char *tr = ddp_sim_trace(sim, NULL);
-    if (timeline)
+    printf("%s on %d node(s) x %d, seed %llu\n%s", accel, c->nodes,
+           strcmp(accel, "ddp2") ? c->procs : 1, (unsigned long long)c->seed, report);
+    int failed = r.failed + r.crashed;
+    printf("  %d rank(s): %d ok, %d failed, %d crashed; virtual %.6f s; %d connect "
+           "retries; trace hash %016llx%s\n",
+           r.ranks, r.ok, r.failed, r.crashed, (double)r.virtual_ns / 1e9, r.retries,
+           (unsigned long long)r.trace_hash,
+           r.sim_result == DDP_SIM_DEADLOCK ? "; DEADLOCK" : "");
+    if (!r.invariants_ok)
+        printf("  %s\n", r.why);
+    if (tr && c->timeline)
         ddp_sim_export_timeline(tr, stdout);
-    if (chrome) {
-        FILE *f = fopen(chrome, "w");
+    if (tr && c->chrome) {
+        FILE *f = fopen(c->chrome, "w");
         if (!f || ddp_sim_export_chrome(tr, f) != 0) {
-            fprintf(stderr, "ddpsim sim: cannot write %s\n", chrome);
+            fprintf(stderr, "ddpsim sim: cannot write --trace-chrome %s\n", c->chrome);
             failed++;
         }
         if (f)
             fclose(f);
     }
-    ddp_sim_free(sim);
-    return failed || ranks == 0 ? 1 : 0;
+    free(tr);
+    free(report);
+    return failed || !r.ranks || r.ok != r.ranks || !r.invariants_ok ? 1 : 0;
 }
 
 int ddp_cmd_sim(ddp_sys_t *sys, int argc, char **argv)
 {
     (void)sys;
-    const char *accel = "ddp", *trace_path = NULL, *chrome = NULL;
-    int nodes = 2, procs = 4, timeline = 0, port_taken = 0, nfaults = 0, rc = 0;
-    double master_late = 0;
-    uint64_t seed = 1;
-    ddp_trainer_cfg_t cfg = {.timeout_ns = 60 * DDP_NS_PER_S};
-    ddp_sim_fault_t faults[32];
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            sim_usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--timeline")) {
-            timeline = 1;
-            continue;
-        } else if (!strcmp(a, "--port-taken")) {
-            port_taken = 1;
-            continue;
-        }
-        if (!v)
-            return bad("option (missing value)", a);
-        i++;
-        if (!strcmp(a, "--accelerator")) accel = v;
-        else if (!strcmp(a, "--nodes") && (nodes = atoi(v)) < 1) return bad("--nodes", v);
-        else if (!strcmp(a, "--procs") && (procs = atoi(v)) < 1) return bad("--procs", v);
-        else if (!strcmp(a, "--seed")) seed = strtoull(v, NULL, 10);
-        else if (!strcmp(a, "--timeout")) cfg.timeout_ns = (int64_t)(atof(v) * 1e9);
-        else if (!strcmp(a, "--backend")) cfg.backend = v;
-        else if (!strcmp(a, "--master-late")) master_late = atof(v);
-        else if (!strcmp(a, "--trace")) trace_path = v;
-        else if (!strcmp(a, "--trace-chrome")) chrome = v;
-        else if (!strcmp(a, "--plugin")) {
-            if (!(cfg.plugin = ddp_plugin_find(v)))
-                return bad("--plugin", v);
-        } else if (!strcmp(a, "--fault")) {
-            if (nfaults == 32)
-                return bad("--fault (at most 32)", v);
-            if (parse_fault(argv[i], &faults[nfaults]) != 0)
-                return 2;
-            nfaults++;
-        } else if (strncmp(a, "--", 2) || (strcmp(a, "--nodes") && strcmp(a, "--procs")))
-            return bad("option", a);
+    sim_cli_t c = {.accel = "ddp", .nodes = 2, .procs = 4, .seed = 1,
+                   .timeout_ns = 60 * DDP_NS_PER_S};
+    int n;
+    const char *file = "a file to write";
+    const ddp_opt_t opts[] = {
+        OPT_FN("accelerator", &c.accel, ddp_opt_accel_or_all, ddp_opt_accel_form(1)),
+        OPT_INT("nodes", &c.nodes, 1, 4096),
+        OPT_INT("procs", &c.procs, 1, 64),
+        OPT_U64("seed", &c.seed, 0),
+        OPT_NS_POS("timeout", &c.timeout_ns, 1e7),
+        OPT_STR("backend", &c.backend, "a backend name (tcp, nccl)"),
+        OPT_FN("plugin", &c.plugin, ddp_opt_plugin_name, ddp_opt_plugin_form()),
+        OPT_FN("fault", &c, add_fault,
+               "KIND[,key=value...] (see ddpsim sim --help), at most 32 of them"),
+        OPT_NS("master-late", &c.master_late_ns, 0, 1e7),
+        OPT_FLAG("port-taken", 0, &c.port_taken, 1),
+        OPT_STR("trace", &c.trace_path, file),
+        OPT_STR("trace-chrome", &c.chrome, file),
+        OPT_FLAG("timeline", 0, &c.timeline, 1),
+        OPT_FLAG("print-scenario", 0, &c.print, 1),
+        OPT_HELP,
+    };
+    ddp_opt_spec_t sp = {DDP_OPT_SPEC("sim", opts, sim_usage), .max_operands = 0};
+    DDP_OPT_PARSE_OR_RETURN(&sp, argc, argv, &n);
+    origin_t org[SIM_MAX_LINES] = {{0}};
+    char *text = to_scenario(&c, org), err[1024];
+    ddp_scenario_t *s = NULL;
+    if (!text) {
+        fprintf(stderr, "ddpsim sim: out of memory\n");
+        return 2;
     }
-    if (strcmp(accel, "all") && !ddp_accel_find(accel))
-        return bad("--accelerator", accel);
-    FILE *trace = trace_path ? fopen(trace_path, "w") : NULL;
-    if (trace_path && !trace)
-        return bad("--trace file", trace_path);
+    if (ddp_scenario_parse(text, "sim", NULL, &s, err, sizeof err) != 0) {
+        free(text);
+        return bad_scenario(err, org);
+    }
+    if (c.print) {
+        fputs(text, stdout);
+        free(text);
+        ddp_scenario_free(s);
+        return 0;
+    }
+    free(text);
+    if (ddp_opt_writable("sim", "--trace", c.trace_path) ||
+        ddp_opt_writable("sim", "--trace-chrome", c.chrome)) {
+        ddp_scenario_free(s);
+        return 2;
+    }
+    FILE *trace = c.trace_path ? fopen(c.trace_path, "w") : NULL;
+    int rc = 0;
     for (size_t i = 0; i < ddp_accel_count(); i++) {
-        const char *name = strcmp(accel, "all") ? accel : ddp_accel_at(i)->name;
-        int r = run_one(name, nodes, procs, seed, &cfg, faults, nfaults, master_late,
-                        port_taken, trace, chrome, timeline);
+        const char *name = strcmp(c.accel, "all") ? c.accel : ddp_accel_at(i)->name;
+        int r = run_one(&c, s, name, trace);
         rc = r > rc ? r : rc;
-        if (strcmp(accel, "all"))
+        if (strcmp(c.accel, "all"))
             break;
     }
     if (trace)
         fclose(trace);
-    for (int i = 0; i < nfaults; i++)
-        free((char *)faults[i].ranks);
+    ddp_scenario_free(s);
     return rc;
 }

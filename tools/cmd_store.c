@@ -7,7 +7,7 @@
  *
  * Exit status: 0 ok, 1 failure (the error context is printed), 2 bad usage.
  * `check` exits 1 when a key is missing, so scripts can branch on it. */
-#include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -20,8 +20,15 @@
 #include "ddp/log.h"
 #include "ddp/store.h"
 #include "ddp/sys.h"
+#include "opt.h"
 
 #define CLI_DEFAULT_TIMEOUT_S 30
+#define PROTO_FORM "auto, legacy or current"
+
+static int parse_proto(const char *value, void *dst)
+{
+    return ddp_store_proto_parse(value, dst) == 0 ? 0 : -1;
+}
 
 static void store_usage(FILE *f)
 {
@@ -49,29 +56,12 @@ static void store_usage(FILE *f)
             "  delete KEY        delete KEY, print 1 if it existed, else 0\n"
             "  keys              list the keys, one per line\n"
             "  numkeys           print the number of keys\n\n"
-            "--host defaults to $MASTER_ADDR or 127.0.0.1, --port to "
-            "$MASTER_PORT or %d;\n--timeout (default %d s) bounds connecting "
-            "and the command.\n",
+            "--host defaults to $MASTER_ADDR or 127.0.0.1, --port (1..65535) to "
+            "$MASTER_PORT or\n%d; --timeout SEC (>= 0, default %d s) bounds "
+            "connecting and the command.\nOptions come before COMMAND.\n\n"
+            "Exit status: 0 ok, 1 failure (check: a key is missing), 2 bad usage.\n",
             DDP_STORE_DEFAULT_PORT, DDP_STORE_DEFAULT_PORT,
             CLI_DEFAULT_TIMEOUT_S);
-}
-
-static int usage_error(const char *fmt, const char *arg)
-{
-    fprintf(stderr, "ddpsim store: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n(see 'ddpsim store --help')\n");
-    return 2;
-}
-
-static int parse_port(const char *s, uint16_t *out)
-{
-    char *end = NULL;
-    long v = strtol(s, &end, 10);
-    if (!s[0] || *end || v < 0 || v > 65535)
-        return -1;
-    *out = (uint16_t)v;
-    return 0;
 }
 
 /* ---------------------------------------------------------------- serve */
@@ -89,24 +79,20 @@ static void on_signal(int sig)
 static int cmd_serve(ddp_sys_t *sys, int argc, char **argv)
 {
     ddp_store_server_opts_t o = {.port = DDP_STORE_DEFAULT_PORT};
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--host") && i + 1 < argc) {
-            o.host = argv[++i];
-        } else if (!strcmp(argv[i], "--protocol") && i + 1 < argc) {
-            if (ddp_store_proto_parse(argv[++i], &o.protocol) != 0)
-                return usage_error("%s", ddp_err_message());
-        } else if (!strcmp(argv[i], "--port") && i + 1 < argc) {
-            if (parse_port(argv[++i], &o.port) != 0)
-                return usage_error("bad port \"%s\" (0..65535)", argv[i]);
-        } else if (!strcmp(argv[i], "--quiet")) {
-            ddp_log_set_level(DDP_LOG_ERROR);
-        } else if (!strcmp(argv[i], "--help")) {
-            store_usage(stdout);
-            return 0;
-        } else {
-            return usage_error("unknown serve option \"%s\"", argv[i]);
-        }
-    }
+    int port = DDP_STORE_DEFAULT_PORT, quiet = 0, n;
+    const ddp_opt_t opts[] = {
+        OPT_STR("host", &o.host, "an address or host name to listen on"),
+        OPT_FN("protocol", &o.protocol, parse_proto, PROTO_FORM),
+        OPT_INT("port", &port, 0, 65535),
+        OPT_FLAG("quiet", 0, &quiet, 1),
+        OPT_HELP,
+    };
+    ddp_opt_spec_t sp = {DDP_OPT_SPEC("store serve", opts, store_usage),
+                         .max_operands = 0};
+    DDP_OPT_PARSE_OR_RETURN(&sp, argc, argv, &n);
+    o.port = (uint16_t)port;
+    if (quiet)
+        ddp_log_set_level(DDP_LOG_ERROR);
     ddp_store_server_t *srv = NULL;
     if (ddp_store_server_new(sys, &o, &srv) != 0) {
         fprintf(stderr, "ddpsim store serve: %s\n", ddp_err_message());
@@ -133,15 +119,18 @@ static int cmd_serve(ddp_sys_t *sys, int argc, char **argv)
 typedef struct client_cmd {
     const char *name;
     int min_args, max_args; /* after the command name; -1: any */
+    const char *form;
 } client_cmd_t;
 
 static const client_cmd_t client_cmds[] = {
-    {"get", 1, 1},   {"set", 2, 2},    {"add", 2, 2},  {"wait", 1, -1},
-    {"check", 1, -1}, {"delete", 1, 1}, {"keys", 0, 0}, {"numkeys", 0, 0},
+    {"get", 1, 1, "get KEY"},          {"set", 2, 2, "set KEY VALUE"},
+    {"add", 2, 2, "add KEY DELTA"},    {"wait", 1, -1, "wait KEY..."},
+    {"check", 1, -1, "check KEY..."},  {"delete", 1, 1, "delete KEY"},
+    {"keys", 0, 0, "keys"},            {"numkeys", 0, 0, "numkeys"},
 };
 
 static int run_client_cmd(ddp_store_t *st, const char *cmd, int n,
-                          char **args, int64_t dl)
+                          char **args, long long delta, int64_t dl)
 {
     const char *const *keys = (const char *const *)args;
     int64_t v = 0;
@@ -159,12 +148,7 @@ static int run_client_cmd(ddp_store_t *st, const char *cmd, int n,
         if (rc == 0)
             rc = ddp_store_ping(st, dl);
     } else if (!strcmp(cmd, "add")) {
-        char *end = NULL;
-        errno = 0;
-        long long d = strtoll(args[1], &end, 10);
-        if (!args[1][0] || *end || errno)
-            return usage_error("bad DELTA \"%s\" (an integer)", args[1]);
-        if ((rc = ddp_store_add(st, args[0], d, &v, dl)) == 0)
+        if ((rc = ddp_store_add(st, args[0], delta, &v, dl)) == 0)
             printf("%" PRId64 "\n", v);
     } else if (!strcmp(cmd, "wait")) {
         rc = ddp_store_wait(st, keys, (size_t)n, dl);
@@ -204,55 +188,55 @@ static int cmd_client(ddp_sys_t *sys, int argc, char **argv)
     const ddp_env_t *env = ddp_sys_env(sys);
     const char *host = ddp_env_get(env, "MASTER_ADDR");
     const char *port_s = ddp_env_get(env, "MASTER_PORT");
-    uint16_t port = DDP_STORE_DEFAULT_PORT;
+    int port = DDP_STORE_DEFAULT_PORT, n;
     double timeout_s = CLI_DEFAULT_TIMEOUT_S;
     ddp_store_proto_t proto = DDP_STORE_PROTO_AUTO;
     if (!host || !host[0])
         host = "127.0.0.1";
-    if (port_s && port_s[0] && parse_port(port_s, &port) != 0)
-        return usage_error("MASTER_PORT=\"%s\" is not a port (0..65535)",
-                           port_s);
+    /* A client cannot connect to port 0 (serve's "a free port"). */
+    const ddp_opt_t opts[] = {
+        OPT_STR("host", &host, "the master's host name or address"),
+        OPT_FN("protocol", &proto, parse_proto, PROTO_FORM),
+        {"port", 0, DDP_OPT_INT, &port, 1, 65535, 0,
+         "a port 1..65535 (0, a free port, is for serve only)", NULL},
+        OPT_SEC("timeout", &timeout_s, 0, 1e9),
+        OPT_HELP,
+    };
+    ddp_opt_spec_t sp = {DDP_OPT_SPEC("store", opts, store_usage), .in_order = 1,
+                         .min_operands = 1, .max_operands = -1,
+                         .operands = "a COMMAND (get, set, add, wait, check, delete, "
+                                     "keys, numkeys) or serve"};
+    /* An invalid MASTER_PORT is an error even when --port overrides it. */
+    if (port_s && port_s[0] && ddp_opt_apply(&sp, "port", port_s, "MASTER_PORT") != 0)
+        return 2;
+    DDP_OPT_PARSE_OR_RETURN(&sp, argc, argv, &n);
     int i = 1;
-    for (; i < argc && argv[i][0] == '-'; i++) {
-        if (!strcmp(argv[i], "--host") && i + 1 < argc) {
-            host = argv[++i];
-        } else if (!strcmp(argv[i], "--port") && i + 1 < argc) {
-            if (parse_port(argv[++i], &port) != 0)
-                return usage_error("bad port \"%s\" (0..65535)", argv[i]);
-        } else if (!strcmp(argv[i], "--protocol") && i + 1 < argc) {
-            if (ddp_store_proto_parse(argv[++i], &proto) != 0)
-                return usage_error("%s", ddp_err_message());
-        } else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) {
-            char *end = NULL;
-            timeout_s = strtod(argv[++i], &end);
-            if (!argv[i][0] || *end || !(timeout_s >= 0 && timeout_s < 1e9))
-                return usage_error("bad timeout \"%s\" (seconds >= 0)",
-                                   argv[i]);
-        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            store_usage(stdout);
-            return 0;
-        } else {
-            return usage_error("unknown option \"%s\"", argv[i]);
-        }
-    }
-    if (i >= argc)
-        return usage_error("%s", "missing COMMAND");
+    argc = 1 + n;
     const char *cmd = argv[i];
     if (!strcmp(cmd, "serve"))
-        return usage_error("%s", "serve options go after \"serve\"");
+        return ddp_opt_bad("store", "COMMAND", "serve",
+                           "serve first, then its options: ddpsim store serve [--host H] "
+                           "[--port P] [--quiet]");
     int nargs = argc - i - 1;
     const client_cmd_t *cc = NULL;
     for (size_t k = 0; k < sizeof client_cmds / sizeof *client_cmds; k++)
         if (!strcmp(cmd, client_cmds[k].name))
             cc = &client_cmds[k];
     if (!cc)
-        return usage_error("unknown command \"%s\"", cmd);
-    if (nargs < cc->min_args || (cc->max_args >= 0 && nargs > cc->max_args))
-        return usage_error("wrong number of arguments for \"%s\"", cmd);
+        return ddp_opt_bad("store", "COMMAND", cmd, "one of get, set, add, wait, check, "
+                                                    "delete, keys, numkeys or serve");
+    if (nargs < cc->min_args || (cc->max_args >= 0 && nargs > cc->max_args)) {
+        fprintf(stderr, "ddpsim store: wrong number of arguments for %s (%d); expected %s\n",
+                cmd, nargs, cc->form);
+        return 2;
+    }
 
+    long long delta = 0;
+    if (!strcmp(cmd, "add") && ddp_opt_int(argv[i + 2], LLONG_MIN, LLONG_MAX, &delta))
+        return ddp_opt_bad("store add", "DELTA", argv[i + 2], "an integer");
     int64_t dl = ddp_sys_deadline_in(sys, (int64_t)(timeout_s * 1e9));
     ddp_store_client_opts_t o = {.host = host,
-                                 .port = port,
+                                 .port = (uint16_t)port,
                                  .connect_deadline = dl,
                                  .seed = (uint64_t)ddp_sys_now(sys),
                                  .protocol = proto};
@@ -262,7 +246,7 @@ static int cmd_client(ddp_sys_t *sys, int argc, char **argv)
         fprintf(stderr, "ddpsim store: %s\n", ddp_err_message());
         return 1;
     }
-    int rc = run_client_cmd(st, cmd, nargs, argv + i + 1, dl);
+    int rc = run_client_cmd(st, cmd, nargs, argv + i + 1, delta, dl);
     ddp_store_free(st);
     fflush(stdout);
     return rc;
@@ -272,9 +256,5 @@ int ddp_cmd_store(ddp_sys_t *sys, int argc, char **argv)
 {
     if (argc >= 2 && !strcmp(argv[1], "serve"))
         return cmd_serve(sys, argc - 1, argv + 1);
-    if (argc < 2) {
-        store_usage(stderr);
-        return 2;
-    }
     return cmd_client(sys, argc, argv);
 }

@@ -16,6 +16,7 @@
 #include "ddp/plugin.h"
 #include "ddp/real.h"
 #include "ddp/sys.h"
+#include "opt.h"
 
 static void train_usage(FILE *f)
 {
@@ -34,7 +35,9 @@ static void train_usage(FILE *f)
             "through the shared DDP plugin (store on rank 0, backend, barrier,\n"
             "configure_ddp). --train SEC: each rank then \"trains\" SEC seconds before\n"
             "teardown, with the store up (default 0). Defaults: ddp, 1 device, 1 node,\n"
-            "1800 s, tcp on CPU.\n\n"
+            "1800 s, tcp on CPU. Ranges: --devices (or --num-processes) 1..64,\n"
+            "--num-nodes 1..100000, --gpus 0..64, --timeout and --store-timeout seconds\n"
+            "> 0, --train seconds >= 0, --seed a non-negative integer.\n\n"
             "Each process prints \"rank R/W (local L, node N) ACCEL BACKEND: ok, connected\n"
             "in S s\" or \"... FAIL: error\".\n\n"
             "--plan FILE --process N: run process N of a launch plan written by\n"
@@ -42,13 +45,6 @@ static void train_usage(FILE *f)
             "the other options do not apply).\n\n"
             "Exit status: 0 this process (and its workers) connected, 1 it failed,\n"
             "2 bad options.\n");
-}
-
-static int bad(const char *opt, const char *val, const char *form)
-{
-    fprintf(stderr, "ddpsim train: bad %s \"%s\"; expected %s\n", opt, val ? val : "",
-            form);
-    return 2;
 }
 
 static void print_result(ddp_sys_t *sys, const ddp_run_result_t *r, void *arg)
@@ -77,71 +73,34 @@ static void print_result(ddp_sys_t *sys, const ddp_run_result_t *r, void *arg)
 int ddp_cmd_train(ddp_sys_t *sys, int argc, char **argv)
 {
     ddp_trainer_cfg_t cfg = {.accelerator = "ddp", .on_result = print_result};
+    int n;
     const char *plan = NULL;
-    long process = -1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            train_usage(stdout);
-            return 0;
-        }
-        if (!v)
-            return bad("option (missing value)", a, "--OPTION VALUE (see --help)");
-        i++;
-        char *end;
-        double d = strtod(v, &end);
-        int num = *v && !*end;
-        if (!strcmp(a, "--accelerator")) {
-            if (!ddp_accel_find(v))
-                return bad(a, v, "ddp, ddp_spawn, ddp_cpu, ddp2, ddp_hpc or ddp_cpu_hpc");
-            cfg.accelerator = v;
-        } else if (!strcmp(a, "--devices") || !strcmp(a, "--num-processes")) {
-            if (!num || d < 1 || d > 64 || d != (int)d)
-                return bad(a, v, "an integer 1..64");
-            cfg.num_processes = (int)d;
-        } else if (!strcmp(a, "--num-nodes")) {
-            if (!num || d < 1 || d > 100000 || d != (int)d)
-                return bad(a, v, "an integer >= 1");
-            cfg.num_nodes = (int)d;
-        } else if (!strcmp(a, "--gpus")) {
-            if (!num || d < 0 || d > 64 || d != (int)d)
-                return bad(a, v, "an integer 0..64");
-            cfg.gpus = (int)d;
-        } else if (!strcmp(a, "--timeout") || !strcmp(a, "--store-timeout")) {
-            if (!num || d <= 0)
-                return bad(a, v, "seconds > 0");
-            *(!strcmp(a, "--timeout") ? &cfg.timeout_ns : &cfg.store_timeout_ns) =
-                (int64_t)(d * 1e9);
-        } else if (!strcmp(a, "--train")) {
-            if (!num || d < 0)
-                return bad(a, v, "seconds >= 0");
-            cfg.train_ns = (int64_t)(d * 1e9);
-        } else if (!strcmp(a, "--seed")) {
-            if (!num || d < 0)
-                return bad(a, v, "an integer >= 0");
-            cfg.seed = strtoull(v, NULL, 10);
-        } else if (!strcmp(a, "--backend")) {
-            cfg.backend = v;
-        } else if (!strcmp(a, "--cluster")) {
-            cfg.cluster = v;
-        } else if (!strcmp(a, "--plan")) {
-            plan = v;
-        } else if (!strcmp(a, "--process")) {
-            if (!num || d < 0 || d > 1e6 || d != (long)d)
-                return bad(a, v, "a process index >= 0 of the plan");
-            process = (long)d;
-        } else if (!strcmp(a, "--plugin")) {
-            if (!(cfg.plugin = ddp_plugin_find(v)))
-                return bad(a, v, "default, subgroups or rpc");
-        } else {
-            return bad("option", a, "one of the options of --help");
-        }
+    int process = -1;
+    const ddp_opt_t opts[] = {
+        OPT_FN("accelerator", &cfg.accelerator, ddp_opt_accel, ddp_opt_accel_form(0)),
+        OPT_INT("devices", &cfg.num_processes, 1, 64),
+        OPT_INT("num-processes", &cfg.num_processes, 1, 64),
+        OPT_INT("num-nodes", &cfg.num_nodes, 1, 100000),
+        OPT_INT("gpus", &cfg.gpus, 0, 64),
+        OPT_NS_POS("timeout", &cfg.timeout_ns, 1e7),
+        OPT_NS_POS("store-timeout", &cfg.store_timeout_ns, 1e7),
+        OPT_NS("train", &cfg.train_ns, 0, 1e7),
+        OPT_U64("seed", &cfg.seed, 0),
+        OPT_STR("backend", &cfg.backend, "a backend name (tcp, nccl)"),
+        OPT_STR("cluster", &cfg.cluster, "a cluster environment name"),
+        OPT_FN("plugin", &cfg.plugin, ddp_opt_plugin, ddp_opt_plugin_form()),
+        OPT_STR("plan", &plan, "a plan file written by ddpsim run --real"),
+        OPT_INT("process", &process, 0, 1000000),
+        OPT_HELP,
+    };
+    ddp_opt_spec_t sp = {DDP_OPT_SPEC("train", opts, train_usage), .max_operands = 0};
+    DDP_OPT_PARSE_OR_RETURN(&sp, argc, argv, &n);
+    if (!plan != (process < 0)) {
+        fprintf(stderr, "ddpsim train: --plan FILE and --process N go together\n");
+        return 2;
     }
-    if (!plan != (process < 0))
-        return bad("options", plan ? "--plan" : "--process", "--plan FILE and --process N "
-                                                           "together");
     if (plan) { /* one process of `ddpsim run --real`: all it runs is in the plan */
-        int rc = ddp_real_child(sys, plan, (int)process);
+        int rc = ddp_real_child(sys, plan, process);
         if (rc < 0)
             fprintf(stderr, "ddpsim train: %s\n", ddp_err_message());
         return rc < 0 ? 2 : rc;
@@ -151,26 +110,29 @@ int ddp_cmd_train(ddp_sys_t *sys, int argc, char **argv)
     return rc || res.children_failed ? 1 : 0;
 }
 
+static void hold_port_usage(FILE *f)
+{
+    fprintf(f, "usage: ddpsim hold-port PORT [--seconds S]\n\nListens on 0.0.0.0:PORT "
+               "(1..65535) and accepts nothing for S seconds (>= 0, default 3600,\nat most "
+               "10000000): a port another process already holds, for real scenario\nruns "
+               "(port_taken).\n\nExit status: 0 after S seconds, 1 the port cannot be "
+               "listened on, 2 bad usage.\n");
+}
+
 /* `ddpsim hold-port PORT [--seconds S]`: listen on 0.0.0.0:PORT and accept
  * nothing for S seconds (default 3600): "another process holds the port",
  * as real scenario runs need it (port_taken). */
 int ddp_cmd_hold_port(ddp_sys_t *sys, int argc, char **argv)
 {
-    if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        printf("usage: ddpsim hold-port PORT [--seconds S]\n\nListens on 0.0.0.0:PORT "
-               "and accepts nothing for S seconds (default 3600):\na port another "
-               "process already holds, for real scenario runs (port_taken).\n");
-        return 0;
-    }
-    char *end;
-    long port = argc >= 2 ? strtol(argv[1], &end, 10) : 0;
-    if (argc < 2 || *end || port < 1 || port > 65535)
-        return bad("port", argc >= 2 ? argv[1] : "", "an integer 1..65535");
     double secs = 3600;
-    if (argc == 4 && !strcmp(argv[2], "--seconds"))
-        secs = strtod(argv[3], NULL);
-    else if (argc != 2)
-        return bad("arguments", argv[2], "PORT [--seconds S]");
+    int n;
+    long long port;
+    const ddp_opt_t opts[] = {OPT_SEC("seconds", &secs, 0, 1e7), OPT_HELP};
+    ddp_opt_spec_t sp = {DDP_OPT_SPEC("hold-port", opts, hold_port_usage),
+                         .min_operands = 1, .max_operands = 1, .operands = "one PORT"};
+    DDP_OPT_PARSE_OR_RETURN(&sp, argc, argv, &n);
+    if (ddp_opt_int(argv[1], 1, 65535, &port) != 0)
+        return ddp_opt_bad("hold-port", "PORT", argv[1], "an integer 1..65535");
     ddp_addr_t any;
     ddp_addr_parse("0.0.0.0", (uint16_t)port, &any);
     int fd = ddp_sys_listen(sys, &any, 16);

@@ -2,8 +2,10 @@
 # tests/real/launch-test.sh — `ddpsim launch` (torchrun's contract) on real
 # processes: the environment each worker gets, TorchElastic detection, the
 # ddp_cpu -> ddp_cpu_hpc selection and a real 4-rank connection, two
-# launchers as two "nodes", the devices x nodes = WORLD_SIZE check, and the
-# launcher's own exit statuses, timeout and usage errors.
+# launchers as two "nodes", the devices x nodes = WORLD_SIZE check, the
+# launcher's own exit statuses, timeout and usage errors, and signals:
+# SIGINT/SIGTERM/SIGHUP forwarded to the workers, SIGKILL after the grace
+# period or at a second signal, exit 128+N, no worker left.
 #
 #   sh tests/real/launch-test.sh          (DDPSIM=path overrides ./ddpsim)
 #
@@ -176,5 +178,92 @@ rc=$?
     { fail "--node-rank out of range: rc $rc" && show "$work/out10"; }
 "$ddpsim" launch --help >"$work/out11" 2>&1 && grep -q 'TORCHELASTIC_RUN_ID' "$work/out11" &&
     ok "--help lists the environment" || fail "--help"
+PET_NNODES=abc "$ddpsim" launch -- true >"$work/out12" 2>&1
+rc=$?
+[ $rc -eq 2 ] && grep -qxF 'ddpsim launch: bad --nnodes "abc" (from PET_NNODES); expected an integer 1..100000' "$work/out12" &&
+    ok "PET_NNODES=abc -> exit 2 naming --nnodes and PET_NNODES" ||
+    { fail "PET_NNODES=abc: rc $rc" && show "$work/out12"; }
+
+# 7. Signals to the launcher (torchrun's behaviour): SIGINT, SIGTERM and
+# SIGHUP are forwarded to every worker; those still running after
+# --grace-period (or at a second signal) get SIGKILL; the launcher exits
+# 128+N and leaves no worker behind. Each worker writes its pid (the pid of
+# the `sleep` it execs) to $work/pid.LOCAL_RANK. Every wait is bounded.
+alive() { # the pids in $work/pid.* still running
+    for f in "$work"/pid.*; do
+        [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && cat "$f"
+    done
+}
+# launch_bg NAME WORKER-SCRIPT LAUNCH-OPTION...: the launcher in the
+# background with 3 workers ($lpid); returns once all 3 wrote their pid.
+launch_bg() {
+    name=$1 script=$2
+    shift 2
+    rm -f "$work"/pid.*
+    "$ddpsim" launch --nproc-per-node 3 "$@" -- sh -c "$script" "$work" \
+        >"$work/$name.out" 2>&1 &
+    lpid=$!
+    n=0
+    while [ "$(ls "$work"/pid.* 2>/dev/null | wc -l)" -lt 3 ] && [ $n -lt 200 ]; do
+        sleep 0.1
+        n=$((n + 1))
+    done
+    [ $n -lt 200 ] || fail "$name: the 3 workers did not start within 20 s"
+}
+# reap NAME: wait (30 s at most) for the launcher to end; its status in $rc.
+reap() {
+    n=0
+    while kill -0 "$lpid" 2>/dev/null && [ $n -lt 300 ]; do sleep 0.1; n=$((n + 1)); done
+    if kill -0 "$lpid" 2>/dev/null; then
+        fail "$1: the launcher still runs 30 s after the signal"
+        kill -KILL "$lpid" 2>/dev/null
+    fi
+    wait "$lpid"
+    rc=$?
+    sleep 0.2
+    left=$(alive | tr '\n' ' ')
+    if [ -n "$left" ]; then
+        fail "$1: workers left running: $left"
+        alive | xargs kill -KILL 2>/dev/null
+    fi
+}
+# verdict NAME WANT PATTERN MESSAGE: after reap, ok when the launcher exited
+# WANT, left no worker and said PATTERN.
+verdict() {
+    if [ $rc -eq "$2" ] && [ -z "$left" ] && grep -qF "$3" "$work/$1.out"; then
+        ok "$4"
+    else
+        fail "$1: exit $rc (want $2), workers left: ${left:-none}, or no \"$3\""
+        show "$work/$1.out"
+    fi
+}
+sleeper='echo $$ > "$0/pid.$LOCAL_RANK"; exec sleep 60'
+for sig in INT TERM HUP; do
+    case $sig in INT) want=130 ;; TERM) want=143 ;; HUP) want=129 ;; esac
+    launch_bg "sig$sig" "$sleeper"
+    kill -"$sig" "$lpid"
+    reap "SIG$sig"
+    verdict "sig$sig" $want "got SIG$sig: forwarding it to 3 worker(s)" \
+        "SIG$sig to the launcher: forwarded to its 3 workers, exit $rc, no worker left"
+done
+# Workers that ignore SIGTERM: SIGKILL once the grace period is over.
+stubborn='trap "" TERM; echo $$ > "$0/pid.$LOCAL_RANK"; exec sleep 60'
+launch_bg grace "$stubborn" --grace-period 1
+kill -TERM "$lpid"
+reap "grace period"
+verdict grace 143 '3 worker(s) still running 1 s after SIGTERM (--grace-period): SIGKILL' \
+    "workers ignoring SIGTERM: SIGKILL after --grace-period 1, exit 143, none left"
+# ... or at once on a second signal, however long the grace period.
+launch_bg twice "$stubborn" --grace-period 3600
+kill -TERM "$lpid"
+n=0
+while ! grep -q 'got SIGTERM: forwarding' "$work/twice.out" && [ $n -lt 200 ]; do
+    sleep 0.1
+    n=$((n + 1))
+done
+kill -TERM "$lpid"
+reap "second signal"
+verdict twice 143 'SIGTERM again: SIGKILL to the 3 worker(s) still running' \
+    "a second SIGTERM during a 3600 s grace period: SIGKILL at once, exit 143, none left"
 
 finish

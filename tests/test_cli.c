@@ -1,0 +1,372 @@
+/* tests/test_cli.c — the ddpsim command line: every subcommand's bad options
+ * (unknown option, missing value, junk, out of range) exit 2 with exactly
+ * one line on stderr naming the subcommand, the option and its valid form;
+ * the command-line bugs of issue 12; the run table (expected / actual /
+ * verdict, titles, messages in full and wrapped to COLUMNS), output paths
+ * checked before the first run, and an all-skipped run's exit status.
+ *
+ * It runs the built command ($DDPSIM, set by `make test`) and skips outside
+ * `make test`. */
+#include "test.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ddp/sys.h"
+
+static int have_ddpsim(void)
+{
+    char bin[400];
+    return ddp_test_ddpsim_bin(bin, sizeof bin) != NULL;
+}
+
+/* One bad command line: exit 2, one line on stderr, naming "ddpsim CMD",
+ * the option (want) and a valid form ("expected ..."). */
+typedef struct bad_case {
+    const char *args, *want;
+} bad_case_t;
+
+static int check_bad(const char *args, const char *want)
+{
+    char err[4096];
+    int st = ddp_test_ddpsim_io(NULL, args, 1, err, sizeof err);
+    char sub[64];
+    snprintf(sub, sizeof sub, "ddpsim %.*s", (int)strcspn(args, " "), args);
+    const char *nl = strchr(err, '\n');
+    int one_line = nl && nl[1] == '\0';
+    int good = st == 2 && one_line && !strncmp(err, sub, strlen(sub)) &&
+               strstr(err, want) && strstr(err, "expected");
+    if (!good)
+        printf("\n  ddpsim %s: exit %d (want 2), stderr (want one line with \"%s\", "
+               "\"%s\" and \"expected\"):\n%s",
+               args, st, sub, want, err);
+    return good;
+}
+
+static void run_bad_cases(const bad_case_t *c, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        CU_ASSERT_TRUE(check_bad(c[i].args, c[i].want));
+}
+
+#define RUN_BAD(table) run_bad_cases(table, sizeof table / sizeof table[0])
+
+static void test_bad_run_replay_explore(void)
+{
+    if (!have_ddpsim())
+        return; /* outside `make test`: no command to run */
+    static const bad_case_t c[] = {
+        {"run --bogus scenarios/clean-start.scn", "\"--bogus\""},
+        {"run scenarios/clean-start.scn --jobs", "--jobs"},
+        {"run scenarios/clean-start.scn --jobs abc", "--jobs \"abc\""},
+        {"run scenarios/clean-start.scn --jobs 65", "--jobs \"65\""},
+        {"run scenarios/clean-start.scn --seed 0", "--seed \"0\""},
+        {"run scenarios/clean-start.scn --seed -3", "--seed \"-3\""},
+        {"run scenarios/clean-start.scn --seed 12x", "--seed \"12x\""},
+        {"run scenarios/clean-start.scn --accelerator nope", "--accelerator \"nope\""},
+        {"run scenarios/clean-start.scn --verbose=1", "--verbose"},
+        {"run", "scenario FILE"},
+        {"replay --bogus scenarios/clean-start.scn", "\"--bogus\""},
+        {"replay scenarios/clean-start.scn --seed", "--seed"},
+        {"replay scenarios/clean-start.scn --seed x1", "--seed \"x1\""},
+        {"replay scenarios/clean-start.scn scenarios/port-taken.scn", "one scenario FILE"},
+        {"explore --bogus", "\"--bogus\""},
+        {"explore --runs", "--runs"},
+        {"explore --ranks abc", "--ranks \"abc\""},
+        {"explore --ranks 5000", "--ranks \"5000\""},
+        {"explore --max-faults 33", "--max-faults \"33\""},
+        {"explore --seed ' 5'", "--seed \" 5\""},
+        {"explore --progress=1", "--progress"},
+    };
+    RUN_BAD(c);
+}
+
+static void test_bad_launch_train_hold_port(void)
+{
+    if (!have_ddpsim())
+        return;
+    struct ddp_sys *sys = ddp_test_sys();
+    uint16_t port = 0;
+    CU_ASSERT_EQUAL_FATAL(ddp_sys_free_port(sys, &port), 0);
+    ddp_sys_free(sys);
+    char hp[4][96];
+    snprintf(hp[0], sizeof hp[0], "hold-port %u --bogus", port);
+    snprintf(hp[1], sizeof hp[1], "hold-port %u --seconds", port);
+    snprintf(hp[2], sizeof hp[2], "hold-port %u --seconds abc", port); /* issue 12 */
+    snprintf(hp[3], sizeof hp[3], "hold-port %u --seconds -1", port);
+    const bad_case_t c[] = {
+        {"launch --bogus -- true", "\"--bogus\""},
+        {"launch --nproc-per-node", "--nproc-per-node"},
+        {"launch --nproc-per-node abc -- true", "--nproc-per-node \"abc\""},
+        {"launch --nproc_per_node 65 -- true", "--nproc-per-node \"65\""},
+        {"launch --master-port 70000 -- true", "--master-port \"70000\""},
+        {"launch --timeout 0 -- true", "--timeout \"0\""},
+        {"launch --grace-period -1 -- true", "--grace-period \"-1\""},
+        {"launch --grace-period=soon -- true", "--grace-period \"soon\""},
+        {"launch --nnodes 2 --node-rank 2 -- true", "--node-rank \"2\""},
+        {"launch --nproc-per-node 2", "PROG"},
+        {"train --bogus", "\"--bogus\""},
+        {"train --devices", "--devices"},
+        {"train --devices x", "--devices \"x\""},
+        {"train --devices 65", "--devices \"65\""},
+        {"train --timeout -1", "--timeout \"-1\""},
+        {"train --seed 1.5", "--seed \"1.5\""},
+        {"train --train abc", "--train \"abc\""},
+        {"train --accelerator nope", "--accelerator \"nope\""},
+        {hp[0], "\"--bogus\""},
+        {hp[1], "--seconds"},
+        {hp[2], "--seconds \"abc\""},
+        {hp[3], "--seconds \"-1\""},
+        {"hold-port 70000", "PORT \"70000\""},
+        {"hold-port abc", "PORT \"abc\""},
+        {"hold-port", "PORT"},
+    };
+    RUN_BAD(c);
+}
+
+static void test_bad_list_demo_env_hostlist(void)
+{
+    if (!have_ddpsim())
+        return;
+    static const bad_case_t c[] = {
+        {"list --bogus", "\"--bogus\""},
+        {"list", "accelerators"},
+        {"list nonsense", "\"nonsense\""},
+        {"demo --bogus", "\"--bogus\""},
+        {"demo --ranks", "--ranks"},
+        {"demo --ranks x", "--ranks \"x\""},
+        {"demo --ranks 2000", "--ranks \"2000\""},
+        {"demo --timeout 0", "--timeout \"0\""},
+        {"demo --timeout 1.5", "--timeout \"1.5\""},
+        {"env --bogus", "\"--bogus\""},
+        {"env --devices", "--devices"},
+        {"env --devices=abc", "--devices \"abc\""},
+        {"env --devices 0", "--devices \"0\""},
+        {"env --num-nodes 2000000", "--num-nodes \"2000000\""},
+        {"hostlist --bogus node1", "\"--bogus\""},
+        {"hostlist", "EXPR"},
+    };
+    RUN_BAD(c);
+}
+
+static void test_bad_store(void)
+{
+    if (!have_ddpsim())
+        return;
+    /* --timeout 1: an old binary that connects anyway fails fast. */
+    static const bad_case_t c[] = {
+        {"store --bogus get k", "\"--bogus\""},
+        {"store --port", "--port needs a value"}, /* issue 12: not "unknown option" */
+        {"store --timeout 1 --port 0 get k", "--port \"0\""}, /* issue 12: not 29500 */
+        {"store --timeout 1 --port 70000 get k", "--port \"70000\""},
+        {"store --timeout abc get k", "--timeout \"abc\""},
+        {"store --timeout -1 get k", "--timeout \"-1\""},
+        {"store --timeout 1 --port 1 add k 1x", "DELTA \"1x\""},
+        {"store --timeout 1 --port 1 frobnicate k", "COMMAND \"frobnicate\""},
+        {"store --timeout 1 --port 1 get", "get KEY"},
+        {"store", "COMMAND"},
+        {"store serve --bogus", "\"--bogus\""},
+        {"store serve --port", "--port"},
+        {"store serve --port abc", "--port \"abc\""},
+        {"store serve --port 70000", "--port \"70000\""},
+        {"store serve extra", "no arguments"},
+    };
+    RUN_BAD(c);
+    /* MASTER_PORT is the default of --port: checked as strictly. */
+    char err[2048];
+    CU_ASSERT_EQUAL(ddp_test_ddpsim_io("MASTER_PORT=abc", "store --timeout 1 get k", 1,
+                                       err, sizeof err), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "--port \"abc\" (from MASTER_PORT)"));
+}
+
+/* The bugs issue 12 lists for `ddpsim sim`: each ran a clean cluster and
+ * exited 0 (or printed "0 rank(s), 0 failed" with no message). */
+static void test_bad_sim(void)
+{
+    if (!have_ddpsim())
+        return;
+    static const bad_case_t c[] = {
+        {"sim --master-late abc", "--master-late \"abc\""},
+        {"sim --timeout abc", "--timeout \"abc\""},
+        {"sim --seed abc", "--seed \"abc\""},
+        {"sim --fault delay,ms=abc", "--fault \"delay,ms=abc\""},
+        {"sim --fault crash,phase=nonsense,ranks=1", "--fault \"crash,phase=nonsense"},
+        {"sim --fault partition", "--fault \"partition\""},
+        {"sim --procs 66", "--procs \"66\""},
+        {"sim --bogus", "unknown option \"--bogus\""},
+        {"sim --nodes 0", "--nodes \"0\""},
+        {"sim --nodes", "--nodes needs a value"},
+        {"sim --fault", "--fault"},
+        {"sim --fault meteor", "--fault \"meteor\""},
+        {"sim --fault crash,node=5", "--fault \"crash,node=5\""},
+        {"sim --fault 'crash ranks=1 phase=\"nowhere\"'", "--fault \"crash ranks=1"},
+        {"sim --fault refuse,when=now", "--fault \"refuse,when=now\""},
+        {"sim --plugin nope", "--plugin \"nope\""},
+        {"sim --backend nope", "--backend \"nope\""},
+        {"sim --accelerator nope", "--accelerator \"nope\""},
+        {"sim --t 5", "ambiguous option \"--t\""},
+        {"sim --trace /nonexistent/dir/t.jsonl", "--trace \"/nonexistent/dir/t.jsonl\""},
+    };
+    RUN_BAD(c);
+    char err[2048];
+    /* an unknown option is not "missing value" */
+    ddp_test_ddpsim_io(NULL, "sim --bogus", 1, err, sizeof err);
+    CU_ASSERT_PTR_NULL(strstr(err, "missing value"));
+}
+
+/* The comma form of --fault and the scenario form are one syntax: the same
+ * scenario statement, and a valid one runs. */
+static void test_sim_faults(void)
+{
+    if (!have_ddpsim())
+        return;
+    char out[8192];
+    CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, "sim --print-scenario --fault "
+                                             "'crash,phase=store connect,ranks=1,3' "
+                                             "--fault delay,ms=5 --fault partition,nodes=1,"
+                                             "end=20 --fault 'pause ranks=2 end=3s'",
+                                       0, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fault crash phase=\"store connect\" ranks=1,3\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fault delay delay=5ms\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fault partition nodes=1 end=20s\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fault pause ranks=2 end=3s\n"));
+    /* a value cannot add a statement of its own */
+    CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, "sim --print-scenario --fault "
+                                             "'crash,phase=x\" expect ok #,ranks=1'",
+                                       0, out, sizeof out), 2);
+    CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, "sim --nodes 2 --procs 2 --fault "
+                                             "crash,phase=barrier,ranks=3",
+                                       0, out, sizeof out), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "CRASHED"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "4 rank(s): 0 ok, 3 failed, 1 crashed"));
+    CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, "sim --nodes 2 --procs 2", 0, out, sizeof out),
+                    0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "4 rank(s): 4 ok, 0 failed, 0 crashed"));
+}
+
+/* s with every run of blanks and newlines made one blank: what a reader
+ * reads, however it was wrapped. */
+static void squash(const char *s, char *out, size_t n)
+{
+    size_t k = 0;
+    for (; *s && k + 1 < n; s++) {
+        int blank = *s == ' ' || *s == '\n';
+        if (!blank || (k && out[k - 1] != ' '))
+            out[k++] = blank ? ' ' : *s;
+    }
+    out[k] = '\0';
+}
+
+/* The run table: expected, actual, verdict, the title, the messages in
+ * full under the table and wrapped to COLUMNS, a legend. */
+static void test_run_table(void)
+{
+    if (!have_ddpsim())
+        return;
+    char out[16384];
+    CU_ASSERT_EQUAL(ddp_test_ddpsim_io("COLUMNS=60", "run scenarios/port-taken.scn "
+                                                     "--accelerator ddp --no-progress",
+                                       0, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "expected actual verdict"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "port-taken: \"rank 0's port is already taken\"\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "port-taken ddp         fail     fail   ok "));
+    /* the legend, and the whole first error wrapped at 60: every word is
+     * there, and no line but the table's is longer */
+    static char flat[16384];
+    squash(out, flat, sizeof flat);
+    CU_ASSERT_PTR_NOT_NULL(strstr(flat, "verdict ok: the expected outcome happened"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(flat, "rank 0, store server: rank 0 could not bind "
+                                        "node0:29500: address in use (EADDRINUSE: Address "
+                                        "already in use); hint: another job or a stale "
+                                        "master holds port 29500: pick a free MASTER_PORT "
+                                        "(or unset it to get one)"));
+    int longest = 0, len = 0;
+    for (const char *p = out; *p; p++) {
+        if (*p != '\n') {
+            len++;
+            continue;
+        }
+        if (strncmp(p - len, "port-taken ", 11) && strncmp(p - len, "scenario ", 9))
+            longest = len > longest ? len : longest;
+        len = 0;
+    }
+    CU_ASSERT_TRUE(longest <= 60);
+    /* A failing expectation: FAIL, expected ok, actual fail, why wrapped. */
+    FILE *f = fopen("build/test-cli-wrong.scn", "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs("scenario \"wrong on purpose\"\nport_taken\nexpect ok\n", f);
+    fclose(f);
+    CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, "run build/test-cli-wrong.scn --accelerator "
+                                             "ddp2",
+                                       0, out, sizeof out), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "test-cli-wrong ddp2        ok       fail   FAIL"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "    why: line 3: expected rank 0 to connect"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "0 ok, 1 failed"));
+    remove("build/test-cli-wrong.scn");
+}
+
+/* Output paths are checked before the first run (exit 2, nothing run). */
+static void test_run_output_paths(void)
+{
+    if (!have_ddpsim())
+        return;
+    static const char *const opts[] = {
+        "--junit /nonexistent/dir/j.xml", "--trace /nonexistent/dir/t.jsonl",
+        "--trace-chrome build", "--compare --markdown /nonexistent/dir/m.md"};
+    static const char *const names[] = {"--junit", "--trace", "--trace-chrome",
+                                        "--markdown"};
+    for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
+        char args[256], out[8192];
+        snprintf(args, sizeof args, "run scenarios/clean-start.scn --accelerator ddp %s",
+                 opts[i]);
+        CU_ASSERT_TRUE(check_bad(args, names[i]));
+        CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, args, 0, out, sizeof out), 2);
+        CU_ASSERT_PTR_NULL(strstr(out, "run(s) of")); /* no run started */
+    }
+    /* a writable path that did not exist is not left behind by the check */
+    char out[8192];
+    remove("build/test-cli-junit.xml");
+    CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, "run scenarios/clean-start.scn --accelerator "
+                                             "ddp --junit build/test-cli-junit.xml --seed 3",
+                                       0, out, sizeof out), 0);
+    CU_ASSERT_EQUAL(access("build/test-cli-junit.xml", R_OK), 0);
+    remove("build/test-cli-junit.xml");
+}
+
+/* Every run skipped: nothing tested, exit 3 with a line saying why. */
+static void test_run_all_skipped(void)
+{
+    if (!have_ddpsim())
+        return;
+    char err[4096];
+    int st = ddp_test_ddpsim_io(NULL, "run --real scenarios/partition-heals.scn "
+                                      "--accelerator ddp --no-progress",
+                                1, err, sizeof err);
+    CU_ASSERT_EQUAL(st, 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "every run was skipped"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "needs --netns"));
+}
+
+/* `make test` (like `make run` and plain `make`) leaves ./ddpsim. */
+static void test_symlink(void)
+{
+    char bin[400];
+    if (!ddp_test_ddpsim_bin(bin, sizeof bin) || !strstr(bin, "/build/default/"))
+        return; /* only the default build makes the link */
+    CU_ASSERT_EQUAL(access("ddpsim", X_OK), 0);
+}
+
+DDP_SUITE("cli", NULL, NULL,
+          {"run, replay, explore: bad options exit 2, one line", test_bad_run_replay_explore},
+          {"launch, train, hold-port: bad options exit 2, one line",
+           test_bad_launch_train_hold_port},
+          {"list, demo, env, hostlist: bad options exit 2, one line",
+           test_bad_list_demo_env_hostlist},
+          {"store: bad options, --port 0, MASTER_PORT", test_bad_store},
+          {"sim: the bugs of issue 12 exit 2 naming the option", test_bad_sim},
+          {"sim: --fault forms become one scenario statement", test_sim_faults},
+          {"run table: expected, actual, verdict, title, messages", test_run_table},
+          {"run: output paths checked before the first run", test_run_output_paths},
+          {"run: every run skipped exits 3", test_run_all_skipped},
+          {"make test leaves ./ddpsim", test_symlink})
