@@ -56,10 +56,15 @@ static void run_usage(FILE *f)
             "  --compare           each run for real and in the simulator: the outcome\n"
             "                      classes side by side; exit 1 if any pair differs\n"
             "  --markdown FILE     with --compare: the table as Markdown\n"
+            "  --exec 'CMD ARGS'   every rank's process runs this program instead (a real\n"
+            "                      PyTorch job, say) with the environment the scenario's\n"
+            "                      cluster and launcher give it; the simulator models it\n"
+            "                      with ddpsim's own Trainer (docs/real-runs.md)\n"
             "Every output FILE is checked before the first run.\n\n"
             "Exit status: 0 every expectation and invariant held (skips aside), 1 some\n"
             "did not, 2 bad input (one line naming the option; a scenario error is\n"
-            "printed as file:line:col: expected ...; nothing runs), 3 every run was\n"
+            "printed as file:line:col: expected ...; nothing runs), 127 the --exec (or\n"
+            "`exec`) program does not exist (a real run; nothing runs), 3 every run was\n"
             "skipped (nothing was tested), 128+N when signal N (INT, TERM, HUP) stopped\n"
             "a real run; its processes are killed and its namespaces deleted first.\n");
 }
@@ -305,7 +310,7 @@ static int load_all(char **files, int nfiles, ddp_scenario_t **sc, const char *c
 
 /* Shared option parsing of run and replay. */
 typedef struct cli {
-    const char *accel, *trace_path, *chrome, *junit, *tag, *markdown;
+    const char *accel, *trace_path, *chrome, *junit, *tag, *markdown, *exec;
     int compare;
     run_opts_t ro;
     int jobs, progress;
@@ -328,6 +333,7 @@ static int parse_cli(const char *cmd, int argc, char **argv, cli_t *c,
         OPT_STR("trace-chrome", &c->chrome, file),
         OPT_STR("junit", &c->junit, file),
         OPT_STR("markdown", &c->markdown, file),
+        OPT_STR("exec", &c->exec, "a command line (every rank's program)"),
         OPT_INT("jobs", &c->jobs, 1, 64),
         OPT_FLAG("verbose", 'v', &c->ro.verbose, 1),
         OPT_FLAG("timeline", 0, &c->ro.timeline, 1),
@@ -638,6 +644,22 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
         rc = 2;
         goto out;
     }
+    /* --exec: every scenario's ranks run this program (as `exec` in the
+     * file would say); a program that is not there runs nothing. */
+    if (c.exec && strlen(c.exec) >= sizeof sc[0]->exec) {
+        fprintf(stderr, "ddpsim %s: --exec: at most %zu characters\n", cmd,
+                sizeof sc[0]->exec - 1);
+        rc = 2;
+        goto out;
+    }
+    for (int i = 0; c.exec && i < c.nfiles; i++)
+        snprintf(sc[i]->exec, sizeof sc[i]->exec, "%s", c.exec);
+    for (int i = 0; c.ro.real && i < c.nfiles; i++)
+        if (sc[i]->exec[0] && ddp_real_check_exec(sys, sc[i]->exec) != 0) {
+            fprintf(stderr, "ddpsim %s: %s: %s\n", cmd, c.files[i], ddp_err_message());
+            rc = 127;
+            goto out;
+        }
     jobs = calloc((size_t)c.nfiles * ddp_accel_count(), sizeof *jobs);
     for (int i = 0; i < c.nfiles; i++) {
         if (c.tag && !ddp_scenario_has_tag(sc[i], c.tag))
