@@ -18,6 +18,7 @@
 #include "ddp/err.h"
 #include "ddp/pg.h"
 #include "ddp/plugin.h"
+#include "ddp/sys.h"
 
 #define MAX_INCLUDE_DEPTH 8
 #define MAX_TOKENS 48
@@ -491,6 +492,20 @@ static int st_expect(pctx_t *p, token_t *tok, int ntok)
 static int parse_text(pctx_t *p, const char *text, const char *file,
                       const char *dir, int depth);
 
+/* Scenario files and includes are read like rank files: through the sys
+ * seam's bounded read (a FIFO, a device or a huge file is refused with a
+ * sentence, never read until memory runs out). */
+static int read_scenario_file(const char *path, char **buf)
+{
+    ddp_sys_t *sys = ddp_sys_posix_new(ddp_env_new());
+    if (!sys)
+        return ddp_err_set(-ENOMEM, "out of memory reading \"%s\"", path);
+    int rc = ddp_sys_read_file(sys, path, buf, NULL);
+    ddp_sys_free(sys);
+    return rc;
+}
+
+
 static int st_include(pctx_t *p, token_t *tok, int ntok, const char *dir, int depth)
 {
     if (need_args(p, tok, ntok, 1, "a file name in quotes"))
@@ -503,28 +518,10 @@ static int st_include(pctx_t *p, token_t *tok, int ntok, const char *dir, int de
         snprintf(path, sizeof path, "%s", tok[1].text);
     else
         snprintf(path, sizeof path, "%s/%s", dir, tok[1].text);
-    FILE *f = fopen(path, "r");
-    if (!f)
+    char *buf = NULL;
+    if (read_scenario_file(path, &buf) != 0)
         return perr(p, tok[1].col, "expected a readable file, got \"%s\" (%s)", path,
-                    strerror(errno));
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    size_t r;
-    while (buf && (r = fread(buf + len, 1, cap - len - 1, f)) > 0) {
-        len += r;
-        if (len + 1 == cap) {
-            char *nb = realloc(buf, cap *= 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-            }
-            buf = nb;
-        }
-    }
-    fclose(f);
-    if (!buf)
-        return perr(p, tok[1].col, "out of memory reading \"%s\"", path);
-    buf[len] = '\0';
+                    ddp_err_ctx()->what);
     char sub[1024];
     snprintf(sub, sizeof sub, "%s", path);
     char *slash = strrchr(sub, '/');
@@ -865,28 +862,12 @@ int ddp_scenario_load(const char *path, ddp_scenario_t **out, char *err,
                       size_t errlen)
 {
     *out = NULL;
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return ddp_err_set(DDP_ECONFIG, "%s", err);
+    char *buf = NULL;
+    if (read_scenario_file(path, &buf) != 0) {
+        int code = ddp_err_ctx()->code;
+        snprintf(err, errlen, "%s", ddp_err_ctx()->what);
+        return ddp_err_set(code == -ENOMEM ? code : DDP_ECONFIG, "%s", err);
     }
-    size_t cap = 4096, len = 0, r;
-    char *buf = malloc(cap);
-    while (buf && (r = fread(buf + len, 1, cap - len - 1, f)) > 0) {
-        len += r;
-        if (len + 1 == cap) {
-            char *nb = realloc(buf, cap *= 2);
-            if (!nb)
-                free(buf);
-            buf = nb;
-        }
-    }
-    fclose(f);
-    if (!buf) {
-        snprintf(err, errlen, "%s: out of memory", path);
-        return ddp_err_set(-ENOMEM, "%s", err);
-    }
-    buf[len] = '\0';
     char dir[1024];
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');

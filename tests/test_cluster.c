@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ddp/cluster.h"
@@ -381,6 +382,11 @@ static const bad_row_t bad_rows[] = {
      "/nonexistent/rankfile"},
     {"lsf", {"LSB_DJOB_RANKFILE="}, G_ADDR, DDP_ECONFIG,
      "LSB_DJOB_RANKFILE is empty", "jsrun"},
+    /* rank files are read bounded and only when regular */
+    {NULL, {LSF_OK, "LSB_DJOB_RANKFILE=/dev/zero"}, G_ADDR, DDP_EUNSUPPORTED,
+     "LSB_DJOB_RANKFILE=\"/dev/zero\"", "it is a character device"},
+    {NULL, {LSF_OK, "LSB_DJOB_RANKFILE=/"}, G_NODE, -EISDIR,
+     "LSB_DJOB_RANKFILE=\"/\"", "it is a directory"},
     /* mpi */
     {NULL, {MPI_OK, "OMPI_COMM_WORLD_RANK=9"}, G_GLOBAL, DDP_ECONFIG,
      "OMPI_COMM_WORLD_RANK=\"9\"", "0..7 (OMPI_COMM_WORLD_SIZE=8)"},
@@ -746,6 +752,26 @@ static void test_lsf_rankfile(void)
         ddp_sys_free(sys);
         unlink(path);
     }
+    /* A FIFO as the rank file: refused at once, never waited on. */
+    char fifo[] = "/tmp/ddpsim-rankfifo-XXXXXX";
+    int fd = mkstemp(fifo);
+    CU_ASSERT_FATAL(fd >= 0);
+    close(fd);
+    unlink(fifo);
+    CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
+    const char *env[MAXENV] = {LSF_OK};
+    ddp_sys_t *sys = sys_with(env);
+    ddp_env_set(ddp_sys_env(sys), "LSB_DJOB_RANKFILE", fifo);
+    ddp_cluster_t *c = open_or_fail(sys, NULL);
+    char addr[256];
+    alarm(20);
+    CU_ASSERT_EQUAL(ddp_cluster_main_address(c, addr, sizeof addr), DDP_EUNSUPPORTED);
+    alarm(0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_message(), "a FIFO (named pipe)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_message(), fifo));
+    ddp_cluster_close(c);
+    ddp_sys_free(sys);
+    unlink(fifo);
 }
 
 static void test_mpi_port(void)

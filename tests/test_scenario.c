@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "ddp/accel.h"
 #include "ddp/env.h"
@@ -117,6 +119,36 @@ static void test_bad_inputs_cli(void)
         CU_ASSERT_TRUE(good);
     }
     free_list(files, n);
+}
+
+/* Scenario files are read bounded, regular files only: a device, a FIFO
+ * (no writer: must not block) or a directory is a sentence naming it. */
+static void test_bounded_loads(void)
+{
+    char fifo[] = "build/test-scenario-fifo";
+    unlink(fifo);
+    CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
+    static const struct {
+        const char *path, *why;
+    } rows[] = {
+        {"/dev/zero", "cannot read \"/dev/zero\": it is a character device"},
+        {"build/test-scenario-fifo", "it is a FIFO (named pipe)"},
+        {"scenarios", "cannot read \"scenarios\": it is a directory"},
+        {"scenarios/nothere.scn", "cannot open \"scenarios/nothere.scn\": No such file"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        char err[1024] = "";
+        ddp_scenario_t *s = (ddp_scenario_t *)1;
+        alarm(20);
+        int rc = ddp_scenario_load(rows[i].path, &s, err, sizeof err);
+        alarm(0);
+        CU_ASSERT_EQUAL(rc, DDP_ECONFIG);
+        CU_ASSERT_PTR_NULL(s);
+        if (!strstr(err, rows[i].why))
+            printf("\n  %s: %s\n", rows[i].path, err);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, rows[i].why));
+    }
+    unlink(fifo);
 }
 
 static char *write_mem(const ddp_scenario_t *s)
@@ -353,6 +385,7 @@ static void test_cli(void)
 DDP_SUITE("scenario", NULL, NULL,
           {"malformed files: file:line:col errors (library)", test_bad_inputs_library},
           {"malformed files: ddpsim run exits 2 with the error", test_bad_inputs_cli},
+          {"scenario files: bounded reads of regular files only", test_bounded_loads},
           {"bundled scenarios round-trip through write", test_round_trip},
           {"bundled scenarios x accelerators meet their expectations", test_bundled_library},
           {"wrong expectations are reported with their line", test_wrong_expectations_fail},
