@@ -195,7 +195,9 @@ int ddp_real_arm_faults(ddp_sys_t *sys)
     FILE *m = open_memstream(&text, &len);
     if (!m)
         return ddp_err_set(-ENOMEM, "out of memory");
-    fprintf(m, "scenario \"real faults\"\nnodes %lld\n",
+    /* The runner checked the targets against the real cluster; devices 64
+     * only bounds the ranks the parser checks them against here. */
+    fprintf(m, "scenario \"real faults\"\nnodes %lld\ndevices 64\n",
             (long long)env_i64(sys, "DDPSIM_NODES", 64));
     for (const char *c = spec; *c; c++)
         fputc(*c == ';' ? '\n' : *c, m);
