@@ -6,6 +6,7 @@
 #   make bench      benchmarks (figures only, no assertions)
 #   make coverage   per-accelerator coverage and the parity gate
 #   make real-scenarios / netns-scenarios / real-test / fidelity   real runs
+#   make fuzz       libFuzzer harnesses, FUZZ_SECONDS each (clang)
 #   make install    PREFIX=/usr/local (lib, headers, pkg-config, command)
 #   make deps       install missing Debian packages (apt-get, as root)
 #
@@ -61,7 +62,7 @@ TESTBIN   := $(B)/ddpsim-test
 DEPS_OK   := build/.deps-ok
 
 .PHONY: all lib run test bench install deps clean hw-test real-scenarios \
-        netns-scenarios netns-clean real-test fidelity
+        netns-scenarios netns-clean real-test fidelity fuzz
 all: $(STATIC) $(SHARED) $(DDPSIM) $(TESTBIN) $(BENCH_BIN) ddpsim
 
 lib: $(STATIC) $(SHARED)
@@ -138,6 +139,33 @@ fidelity: $(DDPSIM)
 	@sh scripts/deps.sh --real
 	DDPSIM=$(DDPSIM) sh scripts/fidelity.sh
 
+# libFuzzer harnesses (tests/fuzz/, docs/fuzzing.md): the store server over
+# a fake sys, hostlists, the scenario parser and writer, built with clang +
+# ASan/UBSan into build/fuzz/ and run FUZZ_SECONDS each from their seed
+# corpora; a crash fails and names its reproducer.
+FUZZ_SECONDS ?= 10
+FUZZ_CC   ?= clang
+FB        := build/fuzz
+FUZZ_FLAGS := -std=c11 -O1 -g -fPIC -pthread -Wall -Wextra -Werror -Wshadow \
+              -Wstrict-prototypes -Wmissing-prototypes -fno-omit-frame-pointer \
+              -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FB)/%.o)
+FUZZ_BIN  := $(patsubst tests/fuzz/%.c,$(FB)/%,$(sort $(wildcard tests/fuzz/fuzz_*.c)))
+
+$(FB)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+$(FB)/libddpsim.a: $(FUZZ_LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+$(FB)/fuzz_%: tests/fuzz/fuzz_%.c $(FB)/tests/fuzz/fake_sys.o $(FB)/libddpsim.a
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+.SECONDARY: $(FB)/tests/fuzz/fake_sys.o
+fuzz:
+	@sh scripts/deps.sh --fuzz
+	$(MAKE) --no-print-directory $(FUZZ_BIN)
+	sh tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_BIN)
+
 # NCCL on real GPUs; prints "no GPU: skipped" and succeeds without one.
 hw-test: all $(BENCH_BIN)
 	B=$(B) sh scripts/hw-test.sh
@@ -157,5 +185,5 @@ install: $(STATIC) $(SHARED) $(DDPSIM)
 clean:
 	rm -rf build ddpsim
 
--include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(FUZZ_LIB_OBJ:.o=.d)
 -include coverage/coverage.mk
