@@ -1476,3 +1476,22 @@ int ddp_scenario_write(const ddp_scenario_t *s, FILE *o)
     }
     return ferror(o) ? -EIO : 0;
 }
+
+char *ddp_scenario_text(const ddp_scenario_t *s)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    if (!m) {
+        ddp_err_set(-ENOMEM, "out of memory");
+        return NULL;
+    }
+    int rc = ddp_scenario_write(s, m);
+    if (fclose(m) != 0 && rc == 0)
+        rc = ddp_err_set(-ENOMEM, "out of memory");
+    if (rc != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}

@@ -106,6 +106,8 @@ void ddp_scenario_free(ddp_scenario_t *s);
  * parse(write(s)) is s again (ddp_scenario_equal): quoting, zero values a
  * kind needs, long host lists (several `hosts` lines) included. */
 int ddp_scenario_write(const ddp_scenario_t *s, FILE *out);
+/* The same into a malloc'd string (NULL, with the error set, on failure). */
+char *ddp_scenario_text(const ddp_scenario_t *s);
 /* 1 when a and b describe the same scenario (every field but `file` and
  * the line numbers), else 0 with the first difference in why. */
 int ddp_scenario_equal(const ddp_scenario_t *a, const ddp_scenario_t *b, char *why,

@@ -1,22 +1,21 @@
 /* tests/fuzz/fuzz_hostlist.c — libFuzzer harness for core/hostlist.c: any
  * input is an expression; when it expands, compressing the hosts must
  * succeed and expanding that must give the same hosts in the same order
- * (expand -> compress -> expand is the identity). */
+ * (expand -> compress -> expand is the identity; else abort). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ddp/cluster.h"
+#include "fuzz.h"
 
 static int fuzz_hostlist_one(const uint8_t *d, size_t n)
 {
     if (n > 4096)
         return 0; /* long inputs only slow the search down */
-    char *expr = malloc(n + 1);
+    char *expr = fuzz_cstr(d, n);
     if (!expr)
         return 0;
-    memcpy(expr, d, n);
-    expr[n] = '\0';
     char **hosts = NULL, **back = NULL, *c = NULL;
     size_t nh = 0, nb = 0;
     int bad = 0;
@@ -33,12 +32,4 @@ static int fuzz_hostlist_one(const uint8_t *d, size_t n)
     return bad;
 }
 
-#ifndef DDP_FUZZ_NO_ENTRY
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
-    if (fuzz_hostlist_one(data, size))
-        abort(); /* expand -> compress -> expand changed the hosts */
-    return 0;
-}
-#endif
+DDP_FUZZ_ENTRY(fuzz_hostlist_one)

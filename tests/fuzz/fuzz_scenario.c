@@ -11,40 +11,23 @@
 #include <string.h>
 
 #include "ddp/scenario.h"
-
-static char *scenario_text(const ddp_scenario_t *s)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&buf, &len);
-    if (!m)
-        return NULL;
-    int rc = ddp_scenario_write(s, m);
-    fclose(m);
-    if (rc) {
-        free(buf);
-        return NULL;
-    }
-    return buf;
-}
+#include "fuzz.h"
 
 static int fuzz_scenario_one(const uint8_t *d, size_t n)
 {
     if (n > 1 << 16)
         return 0;
-    char *text = malloc(n + 1);
+    char *text = fuzz_cstr(d, n);
     if (!text)
         return 0;
-    memcpy(text, d, n);
-    text[n] = '\0';
     char err[1024];
     ddp_scenario_t *a = NULL, *b = NULL;
     int bad = 0;
     if (ddp_scenario_parse(text, "fuzz.scn", "/nonexistent-ddpsim-fuzz", &a, err,
                            sizeof err) == 0) {
-        char *t1 = scenario_text(a), *t2 = NULL;
+        char *t1 = ddp_scenario_text(a), *t2 = NULL;
         bad = !t1 || ddp_scenario_parse(t1, "written.scn", NULL, &b, err, sizeof err) != 0 ||
-              !ddp_scenario_equal(a, b, err, sizeof err) || !(t2 = scenario_text(b)) ||
+              !ddp_scenario_equal(a, b, err, sizeof err) || !(t2 = ddp_scenario_text(b)) ||
               strcmp(t1, t2) != 0;
         if (bad)
             fprintf(stderr, "round trip: %s\n--- written:\n%s", err, t1 ? t1 : "(none)\n");
@@ -57,12 +40,4 @@ static int fuzz_scenario_one(const uint8_t *d, size_t n)
     return bad;
 }
 
-#ifndef DDP_FUZZ_NO_ENTRY
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
-    if (fuzz_scenario_one(data, size))
-        abort(); /* parse -> write -> parse changed the scenario */
-    return 0;
-}
-#endif
+DDP_FUZZ_ENTRY(fuzz_scenario_one)

@@ -24,6 +24,7 @@
 #include "ddp/log.h"
 #include "ddp/store.h"
 #include "fake_sys.h"
+#include "fuzz.h"
 
 static int step(ddp_store_server_t *srv, fake_sys_t *f)
 {
@@ -109,12 +110,4 @@ static int fuzz_store_server_one(const uint8_t *d, size_t n)
     return bad;
 }
 
-#ifndef DDP_FUZZ_NO_ENTRY
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
-    if (fuzz_store_server_one(data, size))
-        abort(); /* a server step failed, or it holds more clients than allowed */
-    return 0;
-}
-#endif
+DDP_FUZZ_ENTRY(fuzz_store_server_one)

@@ -8,19 +8,11 @@
 # Needs scontrol (a minimal SLURM_CONF is written as in vs-scontrol.sh).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/conf.sh"
 out=$here/scontrol-22.05.txt
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ddpsim-hostlist.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
-cat >"$tmp/slurm.conf" <<CONF
-ClusterName=ddpsim-hostlist
-SlurmctldHost=localhost
-AuthType=auth/none
-CredType=cred/none
-NodeName=localhost CPUs=1 State=UNKNOWN
-PartitionName=p Nodes=localhost Default=YES
-CONF
-SLURM_CONF=$tmp/slurm.conf
-export SLURM_CONF
+hostlist_conf "$tmp"
 {
     cat <<'EDGE'
 a[1-2]b[3-4]

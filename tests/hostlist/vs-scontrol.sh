@@ -15,6 +15,7 @@ if [ "${1:-}" = --require ]; then require=1; shift; fi
 n=${1:-1200}
 seed=${SEED:-1}
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/conf.sh"
 ddpsim=${DDPSIM:-$here/../../ddpsim}
 if ! command -v scontrol >/dev/null 2>&1; then
     echo "hostlist vs scontrol: skipped (scontrol not installed; sh scripts/deps.sh --real)"
@@ -25,16 +26,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/ddpsim-hostlist.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
 if [ -z "${SLURM_CONF:-}" ] || ! scontrol show hostnames a >/dev/null 2>&1; then
     # The least scontrol needs to parse a hostlist: no daemon is contacted.
-    cat >"$tmp/slurm.conf" <<CONF
-ClusterName=ddpsim-hostlist
-SlurmctldHost=localhost
-AuthType=auth/none
-CredType=cred/none
-NodeName=localhost CPUs=1 State=UNKNOWN
-PartitionName=p Nodes=localhost Default=YES
-CONF
-    SLURM_CONF=$tmp/slurm.conf
-    export SLURM_CONF
+    hostlist_conf "$tmp"
 fi
 if ! scontrol show hostnames 'a[1-2]' >/dev/null 2>&1; then
     echo "hostlist vs scontrol: skipped (scontrol cannot run: $(scontrol show hostnames a 2>&1 | head -1))"
