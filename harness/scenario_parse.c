@@ -48,7 +48,7 @@ typedef struct where {
 } where_t;
 
 /* The words of a fault that name a target, checked against the cluster. */
-enum { AT_KIND, AT_NODE, AT_PEER, AT_NODES, AT_RANKS, AT_PHASE, AT_COUNT };
+enum { AT_NODE, AT_PEER, AT_NODES, AT_RANKS, AT_PHASE, AT_COUNT };
 
 typedef struct pctx {
     ddp_scenario_t *s;
@@ -200,9 +200,12 @@ static int parse_duration(pctx_t *p, const char *v, int col, int64_t *out)
         if (strcmp(u, units[i].u))
             continue;
         int64_t x = 0;
-        for (const char *c = v; c < u && x <= limit; c++)
-            x = x * 10 + (*c - '0');
-        if (x <= limit / units[i].ns) {
+        int big = 0;
+        for (const char *c = v; c < u && !big; c++) {
+            big = x > (limit - 9) / 10;
+            x = big ? x : x * 10 + (*c - '0');
+        }
+        if (!big && x <= limit / units[i].ns) {
             *out = x * units[i].ns;
             return 0;
         }
@@ -475,7 +478,6 @@ static int st_fault(pctx_t *p, token_t *tok, int ntok)
                                    "partition, crash, pause, resolve), got %s",
                     got(&tok[1], g, sizeof g));
     s->fault_line[s->nfaults] = p->line;
-    at[AT_KIND] = here(p, tok[1].col);
     s->nfaults++; /* owned strings are freed with the scenario from here on */
     int have_end = 0, have_delay = 0, end_col = 0, nodes_col = 0;
     for (int i = 2; i < ntok; i++) {
