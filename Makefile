@@ -7,6 +7,7 @@
 #   make coverage   per-accelerator coverage and the parity gate
 #   make real-scenarios / netns-scenarios / real-test / fidelity   real runs
 #   make torch-test real PyTorch against ddpsim's store (tests/torch/)
+#   make fuzz       libFuzzer harnesses, FUZZ_SECONDS each (clang)
 #   make install    PREFIX=/usr/local (lib, headers, pkg-config, command)
 #   make deps       install missing Debian packages (apt-get, as root)
 #
@@ -62,7 +63,7 @@ TESTBIN   := $(B)/ddpsim-test
 DEPS_OK   := build/.deps-ok
 
 .PHONY: all lib run test check-layers bench install deps clean hw-test real-scenarios \
-        netns-scenarios netns-clean real-test fidelity torch-test
+        netns-scenarios netns-clean real-test fidelity torch-test fuzz
 all: $(STATIC) $(SHARED) $(DDPSIM) $(TESTBIN) $(BENCH_BIN) ddpsim
 
 lib: $(STATIC) $(SHARED)
@@ -153,6 +154,32 @@ fidelity: $(DDPSIM)
 torch-test: $(DDPSIM)
 	@sh scripts/deps.sh --torch
 	DDPSIM=$(DDPSIM) sh tests/torch/run.sh
+# libFuzzer harnesses (tests/fuzz/, docs/fuzzing.md): the store server over
+# a fake sys, hostlists, the scenario parser and writer, built with clang +
+# ASan/UBSan into build/fuzz/ and run FUZZ_SECONDS each from their seed
+# corpora; a crash fails and names its reproducer.
+FUZZ_SECONDS ?= 10
+FUZZ_CC   ?= clang
+FB        := build/fuzz
+FUZZ_FLAGS := -std=c11 -O1 -g -fPIC -pthread -Wall -Wextra -Werror -Wshadow \
+              -Wstrict-prototypes -Wmissing-prototypes -fno-omit-frame-pointer \
+              -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FB)/%.o)
+FUZZ_BIN  := $(patsubst tests/fuzz/%.c,$(FB)/%,$(sort $(wildcard tests/fuzz/fuzz_*.c)))
+
+$(FB)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+$(FB)/libddpsim.a: $(FUZZ_LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+$(FB)/fuzz_%: tests/fuzz/fuzz_%.c $(FB)/tests/fuzz/fake_sys.o $(FB)/libddpsim.a
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+.SECONDARY: $(FB)/tests/fuzz/fake_sys.o
+fuzz:
+	@sh scripts/deps.sh --fuzz
+	$(MAKE) --no-print-directory $(FUZZ_BIN)
+	sh tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_BIN)
 
 # NCCL on real GPUs; prints "no GPU: skipped" and succeeds without one.
 hw-test: all $(BENCH_BIN)
@@ -173,5 +200,5 @@ install: $(STATIC) $(SHARED) $(DDPSIM)
 clean:
 	rm -rf build ddpsim
 
--include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(FUZZ_LIB_OBJ:.o=.d)
 -include coverage/coverage.mk

@@ -204,6 +204,51 @@ void ddp_env_free_array(char **arr)
     free(arr);
 }
 
+/* Python's int(str) for ASCII text (what Lightning's int(os.environ[...])
+ * accepts): surrounding whitespace " \t\n\v\f\r", one optional sign right
+ * before the digits, decimal digits with single underscores between them. */
+static int py_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' ||
+           c == '\r';
+}
+
+int ddp_env_parse_long(const char *text, long *out)
+{
+    const char *c = text;
+    if (!c)
+        return -EINVAL;
+    while (py_space(*c))
+        c++;
+    int neg = *c == '-';
+    if (*c == '+' || *c == '-')
+        c++;
+    if (*c < '0' || *c > '9')
+        return -EINVAL;
+    /* Accumulated as a negative number: LONG_MIN has no positive twin. */
+    long x = 0;
+    int range = 0;
+    for (;; c++) {
+        if (*c == '_' && c[1] >= '0' && c[1] <= '9')
+            c++;
+        if (*c < '0' || *c > '9')
+            break;
+        int d = *c - '0';
+        if (x < (LONG_MIN + d) / 10)
+            range = 1;
+        else
+            x = x * 10 - d;
+    }
+    while (py_space(*c))
+        c++;
+    if (*c)
+        return -EINVAL;
+    if (range || (!neg && x == LONG_MIN))
+        return -ERANGE;
+    *out = neg ? x : -x;
+    return 0;
+}
+
 int ddp_env_get_long(const ddp_env_t *env, const char *key, long min, long max,
                      long *out)
 {
@@ -212,10 +257,8 @@ int ddp_env_get_long(const ddp_env_t *env, const char *key, long min, long max,
         return ddp_err_set(DDP_ENOT_FOUND,
                            "%s is not set; expected an integer %ld..%ld", key,
                            min, max);
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (!*v || *end || errno == ERANGE || x < min || x > max)
+    long x = 0;
+    if (ddp_env_parse_long(v, &x) != 0 || x < min || x > max)
         return ddp_err_set(DDP_ECONFIG,
                            "%s=\"%s\" is not valid; expected an integer "
                            "%ld..%ld",

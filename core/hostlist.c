@@ -2,8 +2,8 @@
  *
  * Lightning's own parser was a regex shortcut and picked the wrong root host
  * for several real node lists (#5160, #14896), so we implement the grammar
- * SLURM itself accepts (src/common/hostlist.c) and produce the same order as
- * `scontrol show hostnames`:
+ * SLURM itself accepts (src/common/hostlist.c) and produce the order of
+ * `scontrol show hostnames` (SLURM 22.05):
  *
  *   list    := element (sep element)*      sep := ',' or whitespace
  *   element := (literal | group)+          a host name with bracket groups
@@ -12,13 +12,19 @@
  *
  * A range is printed with the width of its first number ("[08-10]" gives 08 09
  * 10, "[8-10]" gives 8 9 10), like SLURM. Several groups in one element give
- * their cartesian product, the last group varying fastest, which is the order
- * SLURM's recursive suffix expansion yields.
+ * their cartesian product in scontrol's order: the last group varies
+ * fastest, then the first, the second, ..., the one before the last
+ * (expand_element). tests/hostlist/ holds a table recorded from scontrol and
+ * a script that compares with a live one.
  *
- * We are stricter than SLURM on malformed input: where SLURM silently drops
- * empty elements ("a,,b") or accepts "[5-]" as 5, we report an error, because
- * a node list that parses "somehow" is exactly how ranks end up talking to the
- * wrong master.
+ * Where we differ from SLURM 22.05 (docs/cluster-environments.md lists it):
+ *  - extension: text after a name's last group is a suffix ("gpu[1-2]-ib"),
+ *    which SLURM 22.05 rejects (later releases accept it);
+ *  - stricter on malformed input: where SLURM silently drops empty elements
+ *    ("a,,b") or accepts "[5-]" as 5, "n]" or "node[1-" as literal names, we
+ *    report an error, because a node list that parses "somehow" is exactly
+ *    how ranks end up talking to the wrong master; and a host name holds at
+ *    most 64 pieces (groups and the text between them).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -220,12 +226,25 @@ static void group_at(const hl_seg_t *g, uint64_t i, uint64_t *num, int *width)
     }
 }
 
-/* Emits every host of one element: an odometer over its groups, the last
- * group turning fastest. */
+/* Emits every host of one element: an odometer over its groups in SLURM's
+ * order. scontrol turns the last group fastest, then the first, the second
+ * and so on up to the one before the last: a[1-2]b[3-4]c[5-6] gives a1b3c5
+ * a1b3c6 a2b3c5 a2b3c6 a1b4c5 ... (recorded from SLURM 22.05,
+ * tests/hostlist/scontrol-22.05.txt). With one or two groups that is plain
+ * "last fastest". */
 static int expand_element(const hl_seg_t *segs, size_t nseg, uint64_t total,
                           hl_vec_t *out)
 {
     uint64_t idx[64] = {0}; /* nseg is bounded by the caller */
+    size_t turn[64], ngroups = 0; /* segment indices, fastest first */
+    for (size_t k = 0; k < nseg; k++)
+        if (segs[k].ranges)
+            turn[ngroups++] = k;
+    if (ngroups > 1) {
+        size_t last = turn[ngroups - 1];
+        memmove(turn + 1, turn, (ngroups - 1) * sizeof turn[0]);
+        turn[0] = last;
+    }
     for (uint64_t h = 0; h < total; h++) {
         char buf[1024];
         size_t len = 0;
@@ -254,9 +273,8 @@ static int expand_element(const hl_seg_t *segs, size_t nseg, uint64_t total,
         int rc = vec_push(out, s);
         if (rc < 0)
             return rc;
-        for (size_t k = nseg; k-- > 0;) {
-            if (!segs[k].ranges)
-                continue;
+        for (size_t g = 0; g < ngroups; g++) {
+            size_t k = turn[g];
             if (++idx[k] < segs[k].count)
                 break;
             idx[k] = 0;
@@ -278,9 +296,10 @@ static int parse_element(const char *expr, const char **p, uint64_t max,
     memset(segs, 0, sizeof segs);
     while (*s && !is_sep(*s)) {
         if (nseg == sizeof segs / sizeof segs[0]) {
-            rc = hl_error(expr, "too many bracket groups in one host name at "
+            rc = hl_error(expr, "more than %zu pieces (bracket groups and "
+                                "the text between them) in one host name at "
                                 "position %zu",
-                          POS(s));
+                          sizeof segs / sizeof segs[0], POS(s));
             goto done;
         }
         hl_seg_t *seg = &segs[nseg];

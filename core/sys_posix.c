@@ -408,38 +408,107 @@ static int px_local_addr(ddp_sys_t *s, int fd, ddp_addr_t *out)
     return 0;
 }
 
+/* What a non-regular file is, for the error. */
+static const char *file_kind(mode_t m)
+{
+    return S_ISFIFO(m)  ? "a FIFO (named pipe)"
+           : S_ISCHR(m) ? "a character device"
+           : S_ISBLK(m) ? "a block device"
+           : S_ISSOCK(m) ? "a socket"
+                         : "not a regular file";
+}
+
+static int too_big(const char *path, const char *size)
+{
+    return ddp_err_set(DDP_ELIMIT,
+                       "cannot read \"%s\": it holds %s, more than the %d MiB "
+                       "ddpsim reads from one file; expected a scenario, "
+                       "include or rank file (check that the path names the "
+                       "file you meant)",
+                       path, size, DDP_SYS_READ_MAX >> 20);
+}
+
+/* Bounded and non-blocking: O_NONBLOCK so that opening a FIFO without a
+ * writer returns at once, fstat before the first byte so that a FIFO,
+ * device or directory is refused by type, and never more than
+ * DDP_SYS_READ_MAX bytes even from a file whose size says 0 (procfs) or
+ * that grows while we read. */
 static int px_read_file(ddp_sys_t *s, const char *path, char **data,
                         size_t *len)
 {
     (void)s;
     SYS_FAULT("sys/fs/read", EIO);
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
         return ddp_err_set(-errno, "cannot open \"%s\": %s", path,
                            strerror(errno));
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    size_t r;
-    while (buf && (r = fread(buf + n, 1, cap - n - 1, f)) > 0) {
-        n += r;
-        if (cap - n - 1 == 0) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return ddp_err_set(-e, "cannot stat \"%s\": %s", path, strerror(e));
     }
-    int err = ferror(f);
-    fclose(f);
-    if (!buf)
-        return -ENOMEM;
-    if (err) {
+    if (S_ISDIR(st.st_mode)) {
+        close(fd);
+        return ddp_err_set(-EISDIR, "cannot read \"%s\": it is a directory; "
+                                    "expected a file",
+                           path);
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return ddp_err_set(DDP_EUNSUPPORTED,
+                           "cannot read \"%s\": it is %s; expected a regular "
+                           "file (ddpsim reads whole files, and this one may "
+                           "never end or block)",
+                           path, file_kind(st.st_mode));
+    }
+    if (st.st_size > DDP_SYS_READ_MAX) {
+        close(fd);
+        char size[48];
+        snprintf(size, sizeof size, "%lld bytes", (long long)st.st_size);
+        return too_big(path, size);
+    }
+    /* One byte past the cap tells a file at the cap from a longer one. */
+    size_t cap = (size_t)st.st_size + 2, n = 0;
+    if (cap < 4096)
+        cap = 4096;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (!buf) {
+            close(fd);
+            return ddp_err_set(-ENOMEM, "out of memory reading \"%s\"", path);
+        }
+        if (n + 1 == cap) {
+            if (n > DDP_SYS_READ_MAX)
+                break;
+            size_t ncap = cap * 2 > (size_t)DDP_SYS_READ_MAX + 2
+                              ? (size_t)DDP_SYS_READ_MAX + 2
+                              : cap * 2;
+            char *nb = realloc(buf, ncap);
+            if (!nb)
+                free(buf);
+            buf = nb;
+            cap = ncap;
+            continue;
+        }
+        ssize_t r = read(fd, buf + n, cap - n - 1);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int e = errno;
+            free(buf);
+            close(fd);
+            return ddp_err_set(-e, "error reading \"%s\": %s", path,
+                               strerror(e));
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    if (n > DDP_SYS_READ_MAX) {
         free(buf);
-        return ddp_err_set(-EIO, "error reading \"%s\"", path);
+        return too_big(path, "more bytes than that as it was read");
     }
     buf[n] = '\0';
     *data = buf;

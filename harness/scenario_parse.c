@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "ddp/err.h"
 #include "ddp/pg.h"
 #include "ddp/plugin.h"
+#include "ddp/sys.h"
 
 #define MAX_INCLUDE_DEPTH 8
 #define MAX_TOKENS 48
@@ -38,6 +40,16 @@ typedef struct token {
     int len;    /* characters in the source line (quotes included) */
 } token_t;
 
+/* Where a word was, for errors found only at the end of the file (a fault
+ * aimed past the cluster that later lines declared). */
+typedef struct where {
+    const char *file; /* kept alive until the parse ends (pctx_t.names) */
+    int line, col;
+} where_t;
+
+/* The words of a fault that name a target, checked against the cluster. */
+enum { AT_NODE, AT_PEER, AT_NODES, AT_RANKS, AT_PHASE, AT_COUNT };
+
 typedef struct pctx {
     ddp_scenario_t *s;
     char *err;
@@ -46,9 +58,22 @@ typedef struct pctx {
     int line;
     int failed;
     int scenario_line; /* where `scenario` was seen (0: not yet) */
-    int hosts_line;
     int nodes_line;    /* where `nodes` was seen (0: not) */
+    where_t hosts_at;  /* the last `hosts` value (line 0: none) */
+    where_t fault_at[DDP_SCN_MAX_FAULTS][AT_COUNT]; /* line 0: key not given */
+    where_t *env_at;   /* per s->env entry: its node= value (line 0: none) */
+    char **names;      /* included files' names, freed at the end */
+    int nnames;
 } pctx_t;
+
+static where_t here(const pctx_t *p, int col)
+{
+    return (where_t){.file = p->file, .line = p->line, .col = col};
+}
+
+/* An error at a remembered place. */
+#define PERR_AT(p, w, ...)                                                     \
+    ((p)->file = (w).file, (p)->line = (w).line, perr((p), (w).col, __VA_ARGS__))
 
 /* The column just past a token: where "end of line" is reported. */
 #define END_OF(t) ((t).col + (t).len)
@@ -159,17 +184,41 @@ static int parse_int(pctx_t *p, const char *v, int col, long min, long max,
     return rc;
 }
 
-/* 30s, 500ms, 1.5m, 100us, 2h, 0s */
+/* 30s, 500ms, 1.5m, 100us, 2h, 0s. A whole number is read exactly (the
+ * writer prints whole numbers of its unit, so any duration reads back to
+ * the same nanosecond); a fraction goes through strtod. */
 static int parse_duration(pctx_t *p, const char *v, int col, int64_t *out)
 {
-    char *end;
-    errno = 0;
-    double x = strtod(v, &end);
-    static const struct { const char *u; double ns; } units[] = {
-        {"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"m", 60e9}, {"h", 3600e9}};
-    for (size_t i = 0; end != v && !errno && x >= 0 && i < sizeof units / sizeof units[0]; i++)
-        if (!strcmp(end, units[i].u) && x * units[i].ns < 9e18) {
-            *out = (int64_t)(x * units[i].ns + 0.5);
+    static const struct { const char *u; int64_t ns; } units[] = {
+        {"ns", 1}, {"us", 1000}, {"ms", DDP_NS_PER_MS}, {"s", DDP_NS_PER_S},
+        {"m", 60 * DDP_NS_PER_S}, {"h", 3600 * DDP_NS_PER_S}};
+    const int64_t limit = INT64_C(9000000000000000000);
+    const char *u = v;
+    while (isdigit((unsigned char)*u))
+        u++;
+    for (size_t i = 0; u != v && i < sizeof units / sizeof units[0]; i++) {
+        if (strcmp(u, units[i].u))
+            continue;
+        int64_t x = 0;
+        int big = 0;
+        for (const char *c = v; c < u && !big; c++) {
+            big = x > (limit - 9) / 10;
+            x = big ? x : x * 10 + (*c - '0');
+        }
+        if (!big && x <= limit / units[i].ns) {
+            *out = x * units[i].ns;
+            return 0;
+        }
+    }
+    /* A decimal fraction: digits with one '.' (no sign, exponent or hex). */
+    int digits = 0, dots = 0;
+    for (u = v; isdigit((unsigned char)*u) || *u == '.'; u++)
+        digits += *u != '.', dots += *u == '.';
+    char *end = NULL;
+    double x = digits && dots == 1 ? strtod(v, &end) : -1;
+    for (size_t i = 0; x >= 0 && end == u && i < sizeof units / sizeof units[0]; i++)
+        if (!strcmp(end, units[i].u) && x * (double)units[i].ns < 9e18) {
+            *out = (int64_t)(x * (double)units[i].ns + 0.5);
             return 0;
         }
     return perr(p, col, "expected a duration such as 30s, 500ms, 2m or 100us, "
@@ -278,9 +327,14 @@ static int st_env(pctx_t *p, token_t *tok, int ntok, int unset)
 {
     ddp_scenario_t *s = p->s;
     int node = -1, i = 1;
+    where_t node_at = {0};
+    /* node=N (or node=all, the default: how a variable itself named node
+     * is written, `env node=all node=VALUE`) selects the processes. */
     if (i < ntok && tok[i].eq && !strcmp(tok[i].text, "node")) {
-        if (parse_node(p, tok[i].eq, tok[i].vcol, &node))
+        if (strcmp(tok[i].eq, "all") && parse_node(p, tok[i].eq, tok[i].vcol, &node))
             return DDP_ECONFIG;
+        if (node >= 0)
+            node_at = here(p, tok[i].vcol);
         i++;
     }
     if (i >= ntok)
@@ -301,14 +355,107 @@ static int st_env(pctx_t *p, token_t *tok, int ntok, int unset)
             return perr(p, t->col, "expected a variable name of at most %zu characters",
                         sizeof s->env[0].key - 1);
         ddp_scn_env_t *e = realloc(s->env, sizeof *e * (size_t)(s->nenv + 1));
-        if (!e)
+        if (e)
+            s->env = e;
+        where_t *w = e ? realloc(p->env_at, sizeof *w * (size_t)(s->nenv + 1)) : NULL;
+        if (!w)
             return perr(p, t->col, "out of memory");
-        s->env = e;
+        p->env_at = w;
+        p->env_at[s->nenv] = node_at;
         e = &s->env[s->nenv++];
         e->node = node;
         snprintf(e->key, sizeof e->key, "%s", t->text);
         e->value = unset ? NULL : strdup(t->eq);
     }
+    return 0;
+}
+
+/* A key repeated on a fault or expect line (mentions= may repeat) is an
+ * error at the repeat: the second value would silently win (or leak). */
+static int once(pctx_t *p, const token_t *tok, int i, const char *what)
+{
+    for (int j = 2; j < i; j++)
+        if (tok[j].eq && !strcmp(tok[j].text, tok[i].text))
+            return perr(p, tok[i].col, "expected each key once on %s line, got a second "
+                                       "%s= (the first is at column %d)",
+                        what, tok[i].text, tok[j].col);
+    return 0;
+}
+
+/* ---- phases a crash fault may name ---- */
+
+/* Longest phase name that can match: ddp_ident_set_phase keeps this many
+ * characters (the error context's phase field). */
+#define PHASE_MAX (sizeof((ddp_errctx_t *)0)->phase - 1)
+
+static const char *plugin_phase(const ddp_plugin_t *pl, const char *v)
+{
+    for (const char *const *ph = pl && pl->phases ? pl->phases : NULL; ph && *ph; ph++)
+        if (!strcmp(*ph, v))
+            return *ph;
+    return NULL;
+}
+
+static const char *default_phase(const char *v)
+{
+    for (size_t j = 0; j < NPHASES; j++)
+        if (!strcmp(phases[j], v))
+            return phases[j];
+    return NULL;
+}
+
+/* The plugin the scenario runs ("default" without a plugin line). */
+static const ddp_plugin_t *scenario_plugin(const ddp_scenario_t *s)
+{
+    return ddp_plugin_find(s->plugin[0] ? s->plugin : "default");
+}
+
+/* The first registered plugin that declares phase v (or NULL). */
+static const ddp_plugin_t *phase_owner(const char *v, const char **name)
+{
+    for (size_t i = 0; i < ddp_plugin_count(); i++)
+        if ((*name = plugin_phase(ddp_plugin_at(i), v)))
+            return ddp_plugin_at(i);
+    return NULL;
+}
+
+/* `; or one plugin "x" declares: "a", "b"` for error messages. */
+static const char *declared_phases(const ddp_plugin_t *pl, char *buf, size_t n)
+{
+    buf[0] = '\0';
+    if (!pl || !pl->phases || !pl->phases[0])
+        return buf;
+    size_t off = (size_t)snprintf(buf, n, "; or one plugin \"%s\" declares:", pl->name);
+    for (const char *const *ph = pl->phases; *ph && off < n; ph++)
+        off += (size_t)snprintf(buf + off, n - off, "%s \"%s\"", ph == pl->phases ? "" : ",",
+                                *ph);
+    return buf;
+}
+
+/* phase=NAME: the default plugin's phases, those of the scenario's plugin
+ * when its line came already, else those any registered plugin declares
+ * (finish() then checks the scenario really runs that plugin). */
+static int parse_phase(pctx_t *p, const char *v, int col, const char **out)
+{
+    const ddp_plugin_t *pl = p->s->plugin[0] ? scenario_plugin(p->s) : NULL;
+    const char *name = default_phase(v);
+    if (!name)
+        name = pl ? plugin_phase(pl, v) : (phase_owner(v, &name) ? name : NULL);
+    if (!name) {
+        char more[600];
+        return perr(p, col, "expected a phase (\"init_ddp_connection\", \"store server\", "
+                            "\"store connect\", \"wait for workers\", \"process group init\", "
+                            "\"barrier\", \"connected\", \"configure_ddp\", \"teardown\"%s), "
+                            "got \"%.60s\"",
+                    pl ? declared_phases(pl, more, sizeof more)
+                       : "; or one a registered plugin declares",
+                    v);
+    }
+    if (strlen(name) > PHASE_MAX)
+        return perr(p, col, "expected a phase name of at most %zu characters (what "
+                            "ddp_ident_set_phase keeps), got one of %zu",
+                    PHASE_MAX, strlen(name));
+    *out = name;
     return 0;
 }
 
@@ -322,7 +469,9 @@ static int st_fault(pctx_t *p, token_t *tok, int ntok)
     if (s->nfaults == DDP_SCN_MAX_FAULTS)
         return perr(p, tok[0].col, "expected at most %d faults, got more", DDP_SCN_MAX_FAULTS);
     ddp_sim_fault_t *f = &s->faults[s->nfaults];
+    where_t *at = p->fault_at[s->nfaults];
     memset(f, 0, sizeof *f);
+    memset(at, 0, sizeof p->fault_at[0]);
     f->node = f->task = f->peer_node = -1;
     if (tok[1].eq || ddp_sim_fault_kind_parse(tok[1].text, &f->kind) != 0)
         return perr(p, tok[1].col, "expected a fault kind (refuse, reset, blackhole, delay, "
@@ -330,7 +479,7 @@ static int st_fault(pctx_t *p, token_t *tok, int ntok)
                     got(&tok[1], g, sizeof g));
     s->fault_line[s->nfaults] = p->line;
     s->nfaults++; /* owned strings are freed with the scenario from here on */
-    int have_target = 0, have_end = 0, have_delay = 0;
+    int have_end = 0, have_delay = 0, end_col = 0, nodes_col = 0;
     for (int i = 2; i < ntok; i++) {
         token_t *t = &tok[i];
         const char *k = t->text, *v = t->eq;
@@ -338,30 +487,35 @@ static int st_fault(pctx_t *p, token_t *tok, int ntok)
         if (!v)
             return perr(p, t->col, "expected key=value (node=, peer=, port=, nodes=, ranks=, "
                                    "start=, end=, count=, p=, delay=, after=, phase=), got \"%.60s\"", k);
+        if (once(p, tok, i, "a fault"))
+            return DDP_ECONFIG;
         int rc = 0;
         if (!strcmp(k, "node")) {
             rc = parse_node(p, v, c, &f->node);
-            have_target = 1;
+            at[AT_NODE] = here(p, c);
         } else if (!strcmp(k, "peer")) {
             rc = parse_node(p, v, c, &f->peer_node);
+            at[AT_PEER] = here(p, c);
         } else if (!strcmp(k, "port")) {
             int port = 0;
             rc = parse_int(p, v, c, 1, 65535, "a port", &port);
             f->port = (uint16_t)port;
         } else if (!strcmp(k, "nodes")) {
             rc = parse_node_set(p, v, c, &f->node_set);
-            have_target = 1;
+            at[AT_NODES] = here(p, c);
+            nodes_col = t->col;
         } else if (!strcmp(k, "ranks")) {
             char buf[128];
             rc = parse_rank_list(p, v, c, buf, sizeof buf);
-            if (rc == 0)
-                f->ranks = strdup(buf);
-            have_target = 1;
+            if (rc == 0 && !(f->ranks = strdup(buf)))
+                rc = perr(p, c, "out of memory");
+            at[AT_RANKS] = here(p, c);
         } else if (!strcmp(k, "start")) {
             rc = parse_duration(p, v, c, &f->start_ns);
         } else if (!strcmp(k, "end")) {
             rc = parse_duration(p, v, c, &f->end_ns);
             have_end = 1;
+            end_col = t->col;
         } else if (!strcmp(k, "count")) {
             rc = parse_int(p, v, c, 1, INT_MAX, "a count", &f->count);
         } else if (!strcmp(k, "p")) {
@@ -378,15 +532,8 @@ static int st_fault(pctx_t *p, token_t *tok, int ntok)
             rc = parse_long(p, v, c, 0, LONG_MAX, "a byte count", &b);
             f->after_bytes = b;
         } else if (!strcmp(k, "phase")) {
-            size_t j = 0;
-            while (j < NPHASES && strcmp(phases[j], v))
-                j++;
-            if (j == NPHASES)
-                rc = perr(p, c, "expected a phase (\"store connect\", \"wait for workers\", "
-                                "\"process group init\", \"barrier\", \"connected\", "
-                                "\"configure_ddp\", \"teardown\", ...), got \"%.60s\"", v);
-            else
-                f->phase = phases[j];
+            rc = parse_phase(p, v, c, &f->phase);
+            at[AT_PHASE] = here(p, c);
         } else {
             rc = perr(p, t->col, "expected a fault key (node, peer, port, nodes, ranks, start, "
                                  "end, count, p, delay, after, phase), got \"%.60s\"", k);
@@ -395,13 +542,19 @@ static int st_fault(pctx_t *p, token_t *tok, int ntok)
             return rc;
     }
     int last = END_OF(tok[ntok - 1]);
-    if (f->end_ns && f->end_ns <= f->start_ns)
-        return perr(p, tok[1].col, "expected end= after start=, got end <= start");
+    /* end=0s included: the window must hold some time (a pause that ends
+     * at 0 never pauses; "no end" is no end= at all). */
+    if (have_end && f->end_ns <= f->start_ns)
+        return perr(p, end_col, "expected end= after start=, got end <= start");
     if (f->kind == DDP_FAULT_PARTITION && !f->node_set)
         return perr(p, last, "expected nodes= (one side of the partition), got end of line");
+    if (f->node_set && f->kind != DDP_FAULT_PARTITION)
+        return perr(p, nodes_col, "expected nodes= only on partition faults (a %s takes "
+                                  "node= or ranks=), got it on %s",
+                    tok[1].text, tok[1].text);
     if (f->kind == DDP_FAULT_DELAY && !have_delay)
         return perr(p, last, "expected delay= (extra latency), got end of line");
-    if ((f->kind == DDP_FAULT_CRASH || f->kind == DDP_FAULT_PAUSE) && !have_target)
+    if ((f->kind == DDP_FAULT_CRASH || f->kind == DDP_FAULT_PAUSE) && f->node < 0 && !f->ranks)
         return perr(p, last, "expected ranks= or node= (whom the %s hits), got end of line",
                     tok[1].text);
     if (f->kind == DDP_FAULT_PAUSE && !have_end)
@@ -442,6 +595,8 @@ static int st_expect(pctx_t *p, token_t *tok, int ntok)
         if (e->kind == DDP_EXPECT_INVARIANTS)
             return perr(p, t->col, "expected end of line after \"expect invariants\", got \"%s=\"",
                         t->text);
+        if (strcmp(t->text, "mentions") && once(p, tok, i, "an expect"))
+            return DDP_ECONFIG;
         if (!strcmp(t->text, "ranks")) {
             if (!strcmp(v, "others") || !strcmp(v, "all"))
                 snprintf(e->ranks, sizeof e->ranks, "%s", !strcmp(v, "all") ? "" : v);
@@ -491,6 +646,20 @@ static int st_expect(pctx_t *p, token_t *tok, int ntok)
 static int parse_text(pctx_t *p, const char *text, const char *file,
                       const char *dir, int depth);
 
+/* Scenario files and includes are read like rank files: through the sys
+ * seam's bounded read (a FIFO, a device or a huge file is refused with a
+ * sentence, never read until memory runs out). */
+static int read_scenario_file(const char *path, char **buf)
+{
+    ddp_sys_t *sys = ddp_sys_posix_new(ddp_env_new());
+    if (!sys)
+        return ddp_err_set(-ENOMEM, "out of memory reading \"%s\"", path);
+    int rc = ddp_sys_read_file(sys, path, buf, NULL);
+    ddp_sys_free(sys);
+    return rc;
+}
+
+
 static int st_include(pctx_t *p, token_t *tok, int ntok, const char *dir, int depth)
 {
     if (need_args(p, tok, ntok, 1, "a file name in quotes"))
@@ -503,28 +672,10 @@ static int st_include(pctx_t *p, token_t *tok, int ntok, const char *dir, int de
         snprintf(path, sizeof path, "%s", tok[1].text);
     else
         snprintf(path, sizeof path, "%s/%s", dir, tok[1].text);
-    FILE *f = fopen(path, "r");
-    if (!f)
+    char *buf = NULL;
+    if (read_scenario_file(path, &buf) != 0)
         return perr(p, tok[1].col, "expected a readable file, got \"%s\" (%s)", path,
-                    strerror(errno));
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    size_t r;
-    while (buf && (r = fread(buf + len, 1, cap - len - 1, f)) > 0) {
-        len += r;
-        if (len + 1 == cap) {
-            char *nb = realloc(buf, cap *= 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-            }
-            buf = nb;
-        }
-    }
-    fclose(f);
-    if (!buf)
-        return perr(p, tok[1].col, "out of memory reading \"%s\"", path);
-    buf[len] = '\0';
+                    ddp_err_ctx()->what);
     char sub[1024];
     snprintf(sub, sizeof sub, "%s", path);
     char *slash = strrchr(sub, '/');
@@ -534,9 +685,17 @@ static int st_include(pctx_t *p, token_t *tok, int ntok, const char *dir, int de
         snprintf(sub, sizeof sub, ".");
     const char *saved_file = p->file;
     int saved_line = p->line;
+    /* Kept to the end of the parse: finish() may report at a line of it. */
     char *fname = strdup(path);
+    char **names = fname ? realloc(p->names, sizeof *names * (size_t)(p->nnames + 1)) : NULL;
+    if (!names) {
+        free(fname);
+        free(buf);
+        return perr(p, tok[1].col, "out of memory");
+    }
+    p->names = names;
+    p->names[p->nnames++] = fname;
     int rc = parse_text(p, buf, fname, sub, depth + 1);
-    free(fname);
     free(buf);
     p->file = saved_file;
     p->line = saved_line;
@@ -601,29 +760,40 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
         return parse_int(p, tok[1].text, tok[1].col, 0, 64, "a GPU count", &s->gpus);
     }
     if (!strcmp(kw, "hosts")) {
+        /* Each line adds hosts after those of earlier lines (the writer
+         * splits a long list over several lines). */
         ONE("a hostlist expression such as \"gpu[01-04]\"");
         char **h = NULL;
-        size_t n = 0;
-        if (ddp_hostlist_expand(tok[1].text, 4096, &h, &n) != 0)
+        size_t n = 0, have = (size_t)s->nhosts;
+        if (have >= 4096 || ddp_hostlist_expand(tok[1].text, 4096 - have, &h, &n) != 0)
             return perr(p, tok[1].col, "expected a hostlist expression such as \"gpu[01-04]\", "
-                                       "got \"%.60s\": %s", tok[1].text, ddp_err_message());
+                                       "got \"%.60s\": %s",
+                        tok[1].text, have >= 4096 ? "the scenario has 4096 hosts already"
+                                                  : ddp_err_message());
         if (n == 0) {
             ddp_hostlist_free(h, n);
             return perr(p, tok[1].col, "expected at least one host, got an empty list");
         }
-        ddp_hostlist_free(s->hosts, (size_t)s->nhosts);
-        s->hosts = h;
-        s->nhosts = (int)n;
-        for (size_t i = 0; i < n; i++)
+        char **all = realloc(s->hosts, sizeof *all * (have + n));
+        if (!all) {
+            ddp_hostlist_free(h, n);
+            return perr(p, tok[1].col, "out of memory");
+        }
+        memcpy(all + have, h, sizeof *h * n);
+        free(h); /* the names now belong to s->hosts */
+        s->hosts = all;
+        s->nhosts = (int)(have + n);
+        for (size_t i = have; i < have + n; i++)
             for (size_t j = 0; j < i; j++)
-                if (!strcmp(h[i], h[j]))
+                if (!strcmp(all[i], all[j]))
                     return perr(p, tok[1].col, "expected distinct host names, got \"%s\" twice",
-                                h[i]);
-        if (p->nodes_line && s->nodes != (int)n)
-            return perr(p, tok[1].col, "expected %d hosts (`nodes %d` on line %d), got %zu",
-                        s->nodes, s->nodes, p->nodes_line, n);
-        s->nodes = (int)n;
-        p->hosts_line = p->line;
+                                all[i]);
+        if (p->nodes_line && s->nodes < s->nhosts)
+            return perr(p, tok[1].col, "expected %d hosts (`nodes %d` on line %d), got %d",
+                        s->nodes, s->nodes, p->nodes_line, s->nhosts);
+        if (!p->nodes_line)
+            s->nodes = s->nhosts;
+        p->hosts_at = here(p, tok[1].col);
         return 0;
     }
     if (!strcmp(kw, "launcher")) {
@@ -815,10 +985,98 @@ void ddp_scenario_free(ddp_scenario_t *s)
     free(s);
 }
 
+/* The most processes per node any accelerator the scenario runs can give
+ * one rank each: ddp2 runs one rank per node (its rank is the node rank,
+ * whatever the launcher starts); every other accelerator runs `devices`
+ * per node, or `tasks_per_node` when an external launcher starts more. */
+static int ranks_per_node(const ddp_scenario_t *s, int *only_ddp2)
+{
+    int per = 0;
+    *only_ddp2 = 1;
+    for (size_t i = 0; i < ddp_accel_count(); i++) {
+        const char *a = ddp_accel_at(i)->name;
+        if (!ddp_scenario_has_accel(s, a))
+            continue;
+        int ddp2 = !strcmp(a, "ddp2");
+        int n = ddp2 ? 1 : s->tasks_per_node > s->devices ? s->tasks_per_node : s->devices;
+        *only_ddp2 &= ddp2;
+        if (n > per)
+            per = n;
+    }
+    return per;
+}
+
+/* The highest rank in a list the parser validated ("0,3-5" -> 5). */
+static long highest_rank(const char *list)
+{
+    long top = -1;
+    for (const char *c = list; c && *c;) {
+        char *e;
+        long x = strtol(c, &e, 10);
+        if (*e == '-')
+            x = strtol(e + 1, &e, 10);
+        if (x > top)
+            top = x;
+        c = *e ? e + 1 : e;
+    }
+    return top;
+}
+
+static int check_node(pctx_t *p, where_t at, int node, const char *key)
+{
+    if (node < p->s->nodes)
+        return 0;
+    return PERR_AT(p, at, "expected %s a node 0..%d (the cluster has %d node%s), got %d", key,
+                   p->s->nodes - 1, p->s->nodes, p->s->nodes == 1 ? "" : "s", node);
+}
+
+/* A fault's targets against the cluster the whole file declared: a rank,
+ * node or phase that does not exist would never fire, and a fault test
+ * would silently pass as a clean run. */
+static int check_fault(pctx_t *p, int i)
+{
+    const ddp_scenario_t *s = p->s;
+    const ddp_sim_fault_t *f = &s->faults[i];
+    const where_t *at = p->fault_at[i];
+    if (at[AT_NODE].line && check_node(p, at[AT_NODE], f->node, "node= to be"))
+        return DDP_ECONFIG;
+    if (at[AT_PEER].line && check_node(p, at[AT_PEER], f->peer_node, "peer= to be"))
+        return DDP_ECONFIG;
+    for (int b = s->nodes; b < 64; b++)
+        if (f->node_set >> b & 1)
+            return check_node(p, at[AT_NODES], b, "every node of nodes= to be");
+    if (f->kind == DDP_FAULT_PARTITION && s->nodes <= 64 &&
+        f->node_set == (s->nodes == 64 ? ~0ull : (1ull << s->nodes) - 1))
+        return PERR_AT(p, at[AT_NODES], "expected a partition leaving some nodes on the "
+                                        "other side, got every node on one side");
+    int only_ddp2, per = ranks_per_node(s, &only_ddp2);
+    long top = highest_rank(f->ranks), world = (long)s->nodes * per;
+    if (f->ranks && top >= world)
+        return PERR_AT(p, at[AT_RANKS], "expected ranks 0..%ld (the largest world of the "
+                                        "scenario's accelerators: %d node%s x %d rank%s per "
+                                        "node%s), got rank %ld",
+                       world - 1, s->nodes, s->nodes == 1 ? "" : "s", per, per == 1 ? "" : "s",
+                       only_ddp2 ? ", ddp2 runs one per node" : "", top);
+    if (f->phase && !default_phase(f->phase)) {
+        const ddp_plugin_t *pl = scenario_plugin(s);
+        if (!plugin_phase(pl, f->phase)) {
+            const char *name = NULL;
+            const ddp_plugin_t *owner = phase_owner(f->phase, &name);
+            return PERR_AT(p, at[AT_PHASE], "expected a phase the scenario's plugin \"%s\" "
+                                            "enters, got \"%s\", a phase of plugin \"%s\" "
+                                            "(add `plugin %s`, or aim at another phase)",
+                           pl ? pl->name : "default", f->phase, owner ? owner->name : "?",
+                           owner ? owner->name : "?");
+        }
+    }
+    return 0;
+}
+
 /* Whole-file checks, reported at the statement that is wrong. */
-static int finish(pctx_t *p, int last_line)
+static int finish(pctx_t *p, const char *file, int last_line)
 {
     ddp_scenario_t *s = p->s;
+    p->file = file;
     if (!p->scenario_line) {
         p->line = 1;
         return perr(p, 1, "expected a `scenario \"NAME\"` line, got none in the file");
@@ -828,18 +1086,15 @@ static int finish(pctx_t *p, int last_line)
         return perr(p, 1, "expected at least one `expect` line (ok, fail, crashed or "
                           "invariants), got end of file");
     }
-    for (int i = 0; i < s->nfaults; i++) {
-        const ddp_sim_fault_t *f = &s->faults[i];
-        p->line = s->fault_line[i];
-        if (f->node >= s->nodes || f->peer_node >= s->nodes ||
-            (s->nodes < 64 && (f->node_set >> s->nodes)))
-            return perr(p, 1, "expected fault nodes below the node count %d, got a node "
-                              "outside the cluster", s->nodes);
-        if (f->kind == DDP_FAULT_PARTITION && s->nodes <= 64 &&
-            f->node_set == (s->nodes == 64 ? ~0ull : (1ull << s->nodes) - 1))
-            return perr(p, 1, "expected a partition leaving some nodes on the other side, "
-                              "got every node on one side");
-    }
+    if (p->nodes_line && s->nhosts && s->nhosts != s->nodes)
+        return PERR_AT(p, p->hosts_at, "expected %d hosts (`nodes %d` on line %d), got %d",
+                       s->nodes, s->nodes, p->nodes_line, s->nhosts);
+    for (int i = 0; i < s->nfaults; i++)
+        if (check_fault(p, i))
+            return DDP_ECONFIG;
+    for (int i = 0; i < s->nenv; i++)
+        if (p->env_at[i].line && check_node(p, p->env_at[i], s->env[i].node, "node= to be"))
+            return DDP_ECONFIG;
     return 0;
 }
 
@@ -855,10 +1110,12 @@ int ddp_scenario_parse(const char *text, const char *name, const char *dir,
     snprintf(s->file, sizeof s->file, "%s", name ? name : "");
     pctx_t p = {.s = s, .err = err, .errlen = errlen};
     int rc = parse_text(&p, text, name ? name : "<text>", dir, 0);
-    int lines = p.line;
-    p.file = name ? name : "<text>";
     if (rc == 0)
-        rc = finish(&p, lines);
+        rc = finish(&p, name ? name : "<text>", p.line);
+    for (int i = 0; i < p.nnames; i++)
+        free(p.names[i]);
+    free(p.names);
+    free(p.env_at);
     if (rc) {
         ddp_scenario_free(s);
         return ddp_err_set(DDP_ECONFIG, "%s", err && errlen ? err : "scenario parse error");
@@ -871,28 +1128,12 @@ int ddp_scenario_load(const char *path, ddp_scenario_t **out, char *err,
                       size_t errlen)
 {
     *out = NULL;
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return ddp_err_set(DDP_ECONFIG, "%s", err);
+    char *buf = NULL;
+    if (read_scenario_file(path, &buf) != 0) {
+        int code = ddp_err_ctx()->code;
+        snprintf(err, errlen, "%s", ddp_err_ctx()->what);
+        return ddp_err_set(code == -ENOMEM ? code : DDP_ECONFIG, "%s", err);
     }
-    size_t cap = 4096, len = 0, r;
-    char *buf = malloc(cap);
-    while (buf && (r = fread(buf + len, 1, cap - len - 1, f)) > 0) {
-        len += r;
-        if (len + 1 == cap) {
-            char *nb = realloc(buf, cap *= 2);
-            if (!nb)
-                free(buf);
-            buf = nb;
-        }
-    }
-    fclose(f);
-    if (!buf) {
-        snprintf(err, errlen, "%s: out of memory", path);
-        return ddp_err_set(-ENOMEM, "%s", err);
-    }
-    buf[len] = '\0';
     char dir[1024];
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
@@ -938,6 +1179,98 @@ const char *ddp_scn_error_class(int code)
     return buf;
 }
 
+/* ---- equality (round trips: parse -> write -> parse) ---- */
+
+static int str_eq(const char *a, const char *b)
+{
+    return (!a || !*a) ? (!b || !*b) : (b && !strcmp(a, b));
+}
+
+#define DIFF(cond, ...)                                                        \
+    do {                                                                       \
+        if (cond) {                                                            \
+            snprintf(why, n, __VA_ARGS__);                                     \
+            return 0;                                                          \
+        }                                                                      \
+    } while (0)
+
+static int fault_equal(const ddp_sim_fault_t *a, const ddp_sim_fault_t *b, int i,
+                       char *why, size_t n)
+{
+    DIFF(a->kind != b->kind || a->node != b->node || a->task != b->task ||
+             a->peer_node != b->peer_node || a->port != b->port ||
+             a->node_set != b->node_set,
+         "fault %d: kind, node, task, peer, port or nodes differ", i + 1);
+    DIFF(a->start_ns != b->start_ns || a->end_ns != b->end_ns,
+         "fault %d: start/end %lld/%lld vs %lld/%lld ns", i + 1, (long long)a->start_ns,
+         (long long)a->end_ns, (long long)b->start_ns, (long long)b->end_ns);
+    DIFF(a->count != b->count || a->probability != b->probability ||
+             a->delay_ns != b->delay_ns || a->after_bytes != b->after_bytes,
+         "fault %d: count, p, delay or after differ", i + 1);
+    DIFF(!str_eq(a->phase, b->phase) || !str_eq(a->ranks, b->ranks),
+         "fault %d: phase or ranks differ", i + 1);
+    return 1;
+}
+
+int ddp_scenario_equal(const ddp_scenario_t *a, const ddp_scenario_t *b, char *why,
+                       size_t n)
+{
+    char tmp[8];
+    if (!why || !n)
+        why = tmp, n = sizeof tmp;
+    why[0] = '\0';
+    DIFF(strcmp(a->name, b->name), "name \"%s\" vs \"%s\"", a->name, b->name);
+    DIFF(a->ntags != b->ntags, "%d vs %d tags", a->ntags, b->ntags);
+    for (int i = 0; i < a->ntags; i++)
+        DIFF(strcmp(a->tags[i], b->tags[i]), "tag \"%s\" vs \"%s\"", a->tags[i], b->tags[i]);
+    DIFF(a->nodes != b->nodes || a->devices != b->devices || a->num_nodes != b->num_nodes ||
+             a->tasks_per_node != b->tasks_per_node || a->gpus != b->gpus ||
+             a->launcher != b->launcher,
+         "nodes, devices, num_nodes, tasks_per_node, gpus or launcher differ");
+    DIFF(a->nhosts != b->nhosts, "%d vs %d hosts", a->nhosts, b->nhosts);
+    for (int i = 0; i < a->nhosts; i++)
+        DIFF(strcmp(a->hosts[i], b->hosts[i]), "host %d \"%s\" vs \"%s\"", i, a->hosts[i],
+             b->hosts[i]);
+    DIFF(a->naccels != b->naccels, "%d vs %d accelerators", a->naccels, b->naccels);
+    for (int i = 0; i < a->naccels; i++)
+        DIFF(strcmp(a->accels[i], b->accels[i]), "accelerator %d differs", i);
+    DIFF(strcmp(a->backend, b->backend) || strcmp(a->plugin, b->plugin) ||
+             strcmp(a->cluster, b->cluster),
+         "backend, plugin or cluster differ");
+    DIFF(strcmp(a->exec, b->exec), "exec \"%s\" vs \"%s\"", a->exec, b->exec);
+    DIFF(a->timeout_ns != b->timeout_ns || a->store_timeout_ns != b->store_timeout_ns ||
+             a->train_ns != b->train_ns || a->master_late_ns != b->master_late_ns ||
+             a->latency_ns != b->latency_ns,
+         "timeout, store_timeout, train, master_late or latency differ");
+    DIFF(a->seed != b->seed || a->port != b->port || a->no_port != b->no_port ||
+             a->port_taken != b->port_taken,
+         "seed, port or port_taken differ");
+    DIFF(strcmp(a->master_addr, b->master_addr), "master_addr \"%s\" vs \"%s\"",
+         a->master_addr, b->master_addr);
+    DIFF(a->nenv != b->nenv, "%d vs %d env entries", a->nenv, b->nenv);
+    for (int i = 0; i < a->nenv; i++)
+        DIFF(a->env[i].node != b->env[i].node || strcmp(a->env[i].key, b->env[i].key) ||
+                 !a->env[i].value != !b->env[i].value ||
+                 (a->env[i].value && strcmp(a->env[i].value, b->env[i].value)),
+             "env entry %d (%s) differs", i, a->env[i].key);
+    DIFF(a->nfaults != b->nfaults, "%d vs %d faults", a->nfaults, b->nfaults);
+    for (int i = 0; i < a->nfaults; i++)
+        if (!fault_equal(&a->faults[i], &b->faults[i], i, why, n))
+            return 0;
+    DIFF(a->nexpect != b->nexpect, "%d vs %d expect lines", a->nexpect, b->nexpect);
+    for (int i = 0; i < a->nexpect; i++) {
+        const ddp_scn_expect_t *x = &a->expect[i], *y = &b->expect[i];
+        DIFF(x->kind != y->kind || strcmp(x->ranks, y->ranks) || strcmp(x->error, y->error) ||
+                 x->nmentions != y->nmentions || x->within_ns != y->within_ns ||
+                 x->some != y->some,
+             "expect %d differs", i + 1);
+        for (int m = 0; m < x->nmentions; m++)
+            DIFF(strcmp(x->mentions[m], y->mentions[m]), "expect %d: mentions differ", i + 1);
+    }
+    return 1;
+}
+#undef DIFF
+
 /* ---- writing (explore's shrunk schedules, round trips) ---- */
 static void put_duration(FILE *o, const char *key, int64_t ns)
 {
@@ -962,25 +1295,63 @@ static void put_quoted(FILE *o, const char *s)
     fputc('"', o);
 }
 
+/* A word as the lexer reads it back: bare when it is a plain word, else
+ * quoted (blanks, '#', '"', '\\', '=' or nothing at all). */
+static void put_word(FILE *o, const char *s)
+{
+    if (!*s || strpbrk(s, " \t#\"\\="))
+        put_quoted(o, s);
+    else
+        fputs(s, o);
+}
+
+/* The hosts in order, as `hosts` lines whose words fit the lexer: the most
+ * hosts whose compressed expression stays within a word, line after line. */
+static int put_hosts(const ddp_scenario_t *s, FILE *o)
+{
+    const char *const *h = (const char *const *)s->hosts;
+    for (int i = 0; i < s->nhosts;) {
+        int lo = 1, hi = s->nhosts - i;
+        while (lo < hi) { /* the largest count that fits (1 always does) */
+            int mid = lo + (hi - lo + 1) / 2;
+            char *e = NULL;
+            int fits = ddp_hostlist_compress(h + i, (size_t)mid, &e) == 0 &&
+                       strlen(e) < TOKEN_MAX;
+            free(e);
+            if (fits)
+                lo = mid;
+            else
+                hi = mid - 1;
+        }
+        char *expr = NULL;
+        if (ddp_hostlist_compress(h + i, (size_t)lo, &expr) != 0)
+            return -EINVAL;
+        fprintf(o, "hosts ");
+        put_quoted(o, expr);
+        fputc('\n', o);
+        free(expr);
+        i += lo;
+    }
+    return 0;
+}
+
 int ddp_scenario_write(const ddp_scenario_t *s, FILE *o)
 {
     fprintf(o, "scenario ");
-    put_quoted(o, s->name[0] ? s->name : "unnamed");
+    put_quoted(o, s->name);
     fputc('\n', o);
     if (s->ntags) {
         fprintf(o, "tags");
-        for (int i = 0; i < s->ntags; i++)
-            fprintf(o, " %s", s->tags[i]);
+        for (int i = 0; i < s->ntags; i++) {
+            fputc(' ', o);
+            put_word(o, s->tags[i]);
+        }
         fputc('\n', o);
     }
     if (s->nhosts) {
-        char *expr = NULL;
-        if (ddp_hostlist_compress((const char *const *)s->hosts, (size_t)s->nhosts, &expr) == 0) {
-            fprintf(o, "hosts ");
-            put_quoted(o, expr);
-            fputc('\n', o);
-        }
-        free(expr);
+        if (put_hosts(s, o) != 0)
+            return ddp_err_set(-EINVAL, "the scenario's host names cannot be written as "
+                                        "hostlists");
     } else {
         fprintf(o, "nodes %d\n", s->nodes);
     }
@@ -999,17 +1370,23 @@ int ddp_scenario_write(const ddp_scenario_t *s, FILE *o)
     for (int i = 0; i < s->naccels; i++)
         fprintf(o, " %s", s->accels[i]);
     fputc('\n', o);
-    if (s->backend[0])
-        fprintf(o, "backend %s\n", s->backend);
-    if (s->plugin[0])
-        fprintf(o, "plugin %s\n", s->plugin);
+    static const struct { const char *kw; size_t off; } names[] = {
+        {"backend", offsetof(ddp_scenario_t, backend)},
+        {"plugin", offsetof(ddp_scenario_t, plugin)},
+        {"cluster", offsetof(ddp_scenario_t, cluster)}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *v = (const char *)s + names[i].off;
+        if (v[0]) {
+            fprintf(o, "%s ", names[i].kw);
+            put_word(o, v);
+            fputc('\n', o);
+        }
+    }
     if (s->exec[0]) {
         fputs("exec ", o);
         put_quoted(o, s->exec);
         fputc('\n', o);
     }
-    if (s->cluster[0])
-        fprintf(o, "cluster %s\n", s->cluster);
     put_duration(o, "timeout ", s->timeout_ns);
     fputc('\n', o);
     if (s->store_timeout_ns) {
@@ -1025,8 +1402,11 @@ int ddp_scenario_write(const ddp_scenario_t *s, FILE *o)
         fprintf(o, "port none\n");
     else if (s->port)
         fprintf(o, "port %u\n", (unsigned)s->port);
-    if (s->master_addr[0])
-        fprintf(o, "master_addr %s\n", strcmp(s->master_addr, "-") ? s->master_addr : "none");
+    if (s->master_addr[0]) {
+        fprintf(o, "master_addr ");
+        put_word(o, strcmp(s->master_addr, "-") ? s->master_addr : "none");
+        fputc('\n', o);
+    }
     if (s->master_late_ns) {
         put_duration(o, "master_late ", s->master_late_ns);
         fputc('\n', o);
@@ -1042,6 +1422,8 @@ int ddp_scenario_write(const ddp_scenario_t *s, FILE *o)
         fprintf(o, "%s", e->value ? "env " : "unset ");
         if (e->node >= 0)
             fprintf(o, "node=%d ", e->node);
+        else if (e->value && !strcmp(e->key, "node"))
+            fprintf(o, "node=all "); /* else read back as the selector */
         fprintf(o, "%s", e->key);
         if (e->value) {
             fputc('=', o);
@@ -1071,13 +1453,14 @@ int ddp_scenario_write(const ddp_scenario_t *s, FILE *o)
             fprintf(o, " ranks=%s", f->ranks);
         if (f->start_ns)
             put_duration(o, " start=", f->start_ns);
-        if (f->end_ns)
+        /* A pause needs its end= and a delay its delay=, even at 0. */
+        if (f->end_ns || f->kind == DDP_FAULT_PAUSE)
             put_duration(o, " end=", f->end_ns);
         if (f->count)
             fprintf(o, " count=%d", f->count);
-        if (f->probability > 0 && f->probability < 1)
-            fprintf(o, " p=%.6g", f->probability);
-        if (f->delay_ns)
+        if (f->probability > 0)
+            fprintf(o, " p=%.17g", f->probability);
+        if (f->delay_ns || f->kind == DDP_FAULT_DELAY)
             put_duration(o, " delay=", f->delay_ns);
         if (f->after_bytes)
             fprintf(o, " after=%lld", (long long)f->after_bytes);
@@ -1106,4 +1489,23 @@ int ddp_scenario_write(const ddp_scenario_t *s, FILE *o)
         fputc('\n', o);
     }
     return ferror(o) ? -EIO : 0;
+}
+
+char *ddp_scenario_text(const ddp_scenario_t *s)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    if (!m) {
+        ddp_err_set(-ENOMEM, "out of memory");
+        return NULL;
+    }
+    int rc = ddp_scenario_write(s, m);
+    if (fclose(m) != 0 && rc == 0)
+        rc = ddp_err_set(-ENOMEM, "out of memory");
+    if (rc != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
 }

@@ -101,8 +101,11 @@ static void rpc_teardown(const ddp_plugin_t *self, ddp_ctx_t *ctx)
     ddp_plugin_default_teardown(self, ctx);
 }
 
+static const char *const phases[] = {"rpc init", "rpc server", NULL};
+
 const ddp_plugin_t ddp__plugin_rpc = {
     .name = "rpc",
+    .phases = phases,
     .init_ddp_connection = rpc_init,
     .teardown = rpc_teardown,
 };

@@ -67,8 +67,11 @@ static void sg_teardown(const ddp_plugin_t *self, ddp_ctx_t *ctx)
     ddp_plugin_default_teardown(self, ctx);
 }
 
+static const char *const phases[] = {"subgroups split", NULL};
+
 const ddp_plugin_t ddp__plugin_subgroups = {
     .name = "subgroups",
+    .phases = phases,
     .init_ddp_connection = sg_init,
     .configure_ddp = sg_configure,
     .teardown = sg_teardown,

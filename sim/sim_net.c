@@ -943,6 +943,10 @@ static int sm_read_file(ddp_sys_t *sy, const char *path, char **data,
     SIM_POINT(t, "sys/fs/read", EIO);
     for (int i = 0; i < t->sim->nfiles; i++)
         if (!strcmp(t->sim->files[i].path, path)) {
+            if (strlen(t->sim->files[i].content) > DDP_SYS_READ_MAX)
+                return ddp_err_set(DDP_ELIMIT, "cannot read \"%s\": more than "
+                                               "the %d MiB ddpsim reads from one file",
+                                   path, DDP_SYS_READ_MAX >> 20);
             *data = strdup(t->sim->files[i].content);
             if (!*data)
                 return -ENOMEM;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ddp/cluster.h"
@@ -190,6 +191,11 @@ static const getter_row_t getter_rows[] = {
     {NULL, {TE_OK, "MASTER_ADDR=te-host", "MASTER_PORT=1234"},
      "torchelastic", "te-host", 1234, 4, 3, 1, 1, 1},
     {NULL, {TE_OK}, "torchelastic", "127.0.0.1", 12910, 4, 3, 1, 1, 1},
+    /* integers as Python's int() reads them: blanks around, a sign, _ */
+    {NULL,
+     {"WORLD_SIZE= 4 ", "RANK=+3", "LOCAL_RANK=1\n", "GROUP_RANK=0_1",
+      "LOCAL_WORLD_SIZE=\t2", "MASTER_PORT= 29_500 "},
+     "torchelastic", "127.0.0.1", 29500, 4, 3, 1, 1, 1},
     {"torchelastic", {"WORLD_SIZE=2", "RANK=1", "LOCAL_RANK=1"},
      "torchelastic", "127.0.0.1", 12910, 2, 1, 1, 0, 1},
     /* lsf: the rank file is not read by these getters */
@@ -292,6 +298,12 @@ static const bad_row_t bad_rows[] = {
      "SLURM_PROCID=\"\"", "0..7"},
     {NULL, {SLURM_OK, "SLURM_PROCID=3x"}, G_GLOBAL, DDP_ECONFIG,
      "SLURM_PROCID=\"3x\"", "0..7"},
+    {NULL, {SLURM_OK, "SLURM_PROCID=3 x"}, G_GLOBAL, DDP_ECONFIG,
+     "SLURM_PROCID=\"3 x\"", "0..7"},
+    {NULL, {SLURM_OK, "SLURM_PROCID=3__0"}, G_GLOBAL, DDP_ECONFIG,
+     "SLURM_PROCID=\"3__0\"", "0..7"},
+    {NULL, {SLURM_OK, "SLURM_PROCID=+-3"}, G_GLOBAL, DDP_ECONFIG,
+     "SLURM_PROCID=\"+-3\"", "0..7"},
     {NULL, {SLURM_OK, "SLURM_LOCALID=2"}, G_LOCAL, DDP_ECONFIG,
      "SLURM_LOCALID=\"2\" is not a valid local rank",
      "0..1 (SLURM_NTASKS_PER_NODE=2)"},
@@ -370,6 +382,11 @@ static const bad_row_t bad_rows[] = {
      "/nonexistent/rankfile"},
     {"lsf", {"LSB_DJOB_RANKFILE="}, G_ADDR, DDP_ECONFIG,
      "LSB_DJOB_RANKFILE is empty", "jsrun"},
+    /* rank files are read bounded and only when regular */
+    {NULL, {LSF_OK, "LSB_DJOB_RANKFILE=/dev/zero"}, G_ADDR, DDP_EUNSUPPORTED,
+     "LSB_DJOB_RANKFILE=\"/dev/zero\"", "it is a character device"},
+    {NULL, {LSF_OK, "LSB_DJOB_RANKFILE=/"}, G_NODE, -EISDIR,
+     "LSB_DJOB_RANKFILE=\"/\"", "it is a directory"},
     /* mpi */
     {NULL, {MPI_OK, "OMPI_COMM_WORLD_RANK=9"}, G_GLOBAL, DDP_ECONFIG,
      "OMPI_COMM_WORLD_RANK=\"9\"", "0..7 (OMPI_COMM_WORLD_SIZE=8)"},
@@ -735,6 +752,26 @@ static void test_lsf_rankfile(void)
         ddp_sys_free(sys);
         unlink(path);
     }
+    /* A FIFO as the rank file: refused at once, never waited on. */
+    char fifo[] = "/tmp/ddpsim-rankfifo-XXXXXX";
+    int fd = mkstemp(fifo);
+    CU_ASSERT_FATAL(fd >= 0);
+    close(fd);
+    unlink(fifo);
+    CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
+    const char *env[MAXENV] = {LSF_OK};
+    ddp_sys_t *sys = sys_with(env);
+    ddp_env_set(ddp_sys_env(sys), "LSB_DJOB_RANKFILE", fifo);
+    ddp_cluster_t *c = open_or_fail(sys, NULL);
+    char addr[256];
+    alarm(20);
+    CU_ASSERT_EQUAL(ddp_cluster_main_address(c, addr, sizeof addr), DDP_EUNSUPPORTED);
+    alarm(0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_message(), "a FIFO (named pipe)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_message(), fifo));
+    ddp_cluster_close(c);
+    ddp_sys_free(sys);
+    unlink(fifo);
 }
 
 static void test_mpi_port(void)

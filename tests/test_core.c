@@ -1,5 +1,7 @@
 /* tests/test_core.c — errors, logging, the environment map and the PRNG. */
 #include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,6 +109,129 @@ static void test_env_get_long(void)
     ddp_env_free(e);
 }
 
+/* The integer rule against Python 3.11.7's int(): every row was recorded
+ * with python3 -c 'print(int(s))' ("ERR": ValueError). Rows beyond a long
+ * are integers to Python but -ERANGE here (no rank or port is that big). */
+static void test_env_int_python_table(void)
+{
+    static const struct {
+        const char *text, *py;
+    } rows[] = {
+        {"7", "7"}, {" 7", "7"}, {"7 ", "7"}, {"\t7\n", "7"}, {"\v\f7\r", "7"},
+        {"+7", "7"}, {"-7", "-7"}, {"-0", "0"}, {"+0", "0"}, {"007", "7"},
+        {"1_000", "1000"}, {"1_0_0", "100"}, {"0_7", "7"}, {"_7", "ERR"},
+        {"7_", "ERR"}, {"7__7", "ERR"}, {"+ 7", "ERR"}, {"- 7", "ERR"},
+        {"++7", "ERR"}, {"+-7", "ERR"}, {"7x", "ERR"}, {"x7", "ERR"},
+        {"0x10", "ERR"}, {"1e3", "ERR"}, {"7.0", "ERR"}, {"", "ERR"},
+        {" ", "ERR"}, {"+", "ERR"}, {"-", "ERR"}, {"_", "ERR"}, {"7 7", "ERR"},
+        {"1,000", "ERR"}, {"1_", "ERR"}, {"\x1c" "7", "ERR"},
+        {"9223372036854775807", "9223372036854775807"},
+        {"-9223372036854775808", "-9223372036854775808"},
+        {"9223372036854775808", "RANGE"}, {"-9223372036854775809", "RANGE"},
+        {"99999999999999999999999", "RANGE"}, {"10_000_000_000_000_000_000", "RANGE"},
+        {"\xc2\xa0" "7", "ERR"}, /* Python: 7 (NO-BREAK SPACE); ASCII only here */
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        long v = 12345;
+        int rc = ddp_env_parse_long(rows[i].text, &v);
+        char got[32];
+        if (rc == 0)
+            snprintf(got, sizeof got, "%ld", v);
+        else
+            snprintf(got, sizeof got, "%s", rc == -ERANGE ? "RANGE" : "ERR");
+        if (strcmp(got, rows[i].py))
+            printf("\n  row %zu: got %s, want %s\n", i, got, rows[i].py);
+        CU_ASSERT_STRING_EQUAL(got, rows[i].py);
+        if (rc)
+            CU_ASSERT_EQUAL(v, 12345); /* untouched on error */
+    }
+}
+
+/* The same rule through the typed read: trailing blanks are fine now,
+ * junk still names the variable, its value and the range. */
+static void test_env_int_through_get_long(void)
+{
+    ddp_env_t *e = ddp_env_new();
+    long v = -1;
+    static const char *const ok[] = {"3 ", " 3", "+3", "3\n", " +3\t", "0_3"};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        ddp_env_set(e, "RANK", ok[i]);
+        v = -1;
+        CU_ASSERT_EQUAL(ddp_env_get_long(e, "RANK", 0, 10, &v), 0);
+        CU_ASSERT_EQUAL(v, 3);
+    }
+    ddp_env_set(e, "RANK", "3 x");
+    CU_ASSERT_EQUAL(ddp_env_get_long(e, "RANK", 0, 10, &v), DDP_ECONFIG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_message(), "RANK=\"3 x\" is not valid; "
+                                                     "expected an integer 0..10"));
+    ddp_env_set(e, "RANK", "99999999999999999999");
+    CU_ASSERT_EQUAL(ddp_env_get_long(e, "RANK", 0, 10, &v), DDP_ECONFIG);
+    ddp_env_free(e);
+}
+
+/* Live against python3 when it is installed: 2000 random strings over an
+ * alphabet that reaches every rule (blanks, signs, underscores, digits,
+ * junk), one python3 process classifying all of them. */
+static void test_env_int_vs_python(void)
+{
+    FILE *probe = popen("command -v python3 >/dev/null 2>&1 && echo yes", "r");
+    char yes[8] = "";
+    if (probe) {
+        if (!fgets(yes, sizeof yes, probe))
+            yes[0] = '\0';
+        pclose(probe);
+    }
+    if (strncmp(yes, "yes", 3))
+        return; /* no python3: the table above still holds */
+    static const char alpha[] = " \t\n+-_0123456789x";
+    enum { N = 2000 };
+    char (*s)[12] = calloc(N, sizeof *s);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    const char *path = "build/test-env-int.txt";
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    uint64_t x = 88172645463325252ull;
+    for (int i = 0; i < N; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        int len = 1 + (int)(x % 8);
+        for (int k = 0; k < len; k++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            /* digits twice as likely, so valid numbers are common */
+            size_t pick = (size_t)(x % (sizeof alpha - 1 + 10));
+            s[i][k] = pick < sizeof alpha - 1 ? alpha[pick] : (char)('0' + pick % 10);
+        }
+        for (int k = 0; k < len; k++)
+            fprintf(f, "%02x", (unsigned char)s[i][k]);
+        fputc('\n', f);
+    }
+    fclose(f);
+    FILE *p = popen("python3 -c 'import sys\n"
+                    "for l in open(sys.argv[1]):\n"
+                    "    t = bytes.fromhex(l.strip()).decode()\n"
+                    "    try: print(int(t))\n"
+                    "    except ValueError: print(\"ERR\")' build/test-env-int.txt",
+                    "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    int bad = 0, valid = 0;
+    for (int i = 0; i < N; i++) {
+        char want[64] = "", got[32];
+        if (!fgets(want, sizeof want, p))
+            break;
+        want[strcspn(want, "\n")] = '\0';
+        long v;
+        int rc = ddp_env_parse_long(s[i], &v);
+        snprintf(got, sizeof got, rc == 0 ? "%ld" : "ERR", v);
+        valid += rc == 0;
+        if (strcmp(got, want) && bad++ < 5)
+            printf("\n  \"%s\": python %s, ddpsim %s\n", s[i], want, got);
+    }
+    pclose(p);
+    remove(path);
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_TRUE(valid > N / 10); /* the draw reaches valid numbers too */
+    free(s);
+}
+
 static char g_last_line[512];
 static void capture_sink(void *arg, ddp_log_level_t lvl, const char *line)
 {
@@ -186,6 +311,9 @@ DDP_SUITE("core", NULL, NULL,
           {"error context sentence", test_err_context},
           {"environment map", test_env_map},
           {"environment typed reads", test_env_get_long},
+          {"integer values: Python int() table", test_env_int_python_table},
+          {"integer values: typed reads take int() forms", test_env_int_through_get_long},
+          {"integer values: live against python3", test_env_int_vs_python},
           {"log levels and prefix", test_log_levels},
           {"seeded prng", test_rng},
           {"addresses", test_addr})

@@ -1,9 +1,11 @@
 /* tests/test_hostlist.c — SLURM hostlist expansion and compression.
  *
- * The expected outputs of the valid expressions were checked against SLURM
- * 22.05's `scontrol show hostnames` / `scontrol show hostlist`, except the
- * rows marked "ddpsim extension" (suffixes after brackets, several groups),
- * which that SLURM version rejects and newer ones accept. */
+ * The expected outputs of the valid expressions are SLURM 22.05's
+ * `scontrol show hostnames` / `scontrol show hostlist`: the rows below were
+ * checked by hand, tests/hostlist/scontrol-22.05.txt was recorded from
+ * scontrol (tests/hostlist/record.sh), and tests/hostlist/vs-scontrol.sh
+ * compares against a live scontrol in CI. Rows marked "ddpsim extension"
+ * (text after a name's last bracket group) are rejected by SLURM 22.05. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,11 +57,17 @@ static void test_expand_table(void)
         {"[1-3]", "1 2 3"},
         {"n[1-2],n[1-2]", "n1 n2 n1 n2"}, /* duplicates kept, as SLURM */
         {"n[0-0]", "n0"},
-        /* ddpsim extensions: groups and suffixes. */
+        /* Several groups: the last turns fastest, then the first, ... */
         {"a[1-2]b[3-4]", "a1b3 a1b4 a2b3 a2b4"},
+        {"a[1-2]b[3-4]c[5-6]",
+         "a1b3c5 a1b3c6 a2b3c5 a2b3c6 a1b4c5 a1b4c6 a2b4c5 a2b4c6"},
+        {"a[1-2][3-4][5]", "a135 a235 a145 a245"}, /* scontrol, yes */
+        /* ddpsim extension: a suffix after the last group. */
         {"a[1-2]-ib", "a1-ib a2-ib"},
         {"a[1-2]b[3-4]c", "a1b3c a1b4c a2b3c a2b4c"},
         {"x[1-2]y[01-02]z", "x1y01z x1y02z x2y01z x2y02z"},
+        {"x[1-2]y[1-2]z[1-2]w",
+         "x1y1z1w x1y1z2w x2y1z1w x2y1z2w x1y2z1w x1y2z2w x2y2z1w x2y2z2w"},
         {"r[1-2]n[1,3],gpu[09-10]-ib",
          "r1n1 r1n3 r2n1 r2n3 gpu09-ib gpu10-ib"},
     };
@@ -302,6 +310,49 @@ static void test_compress_round_trip_random(void)
     }
 }
 
+/* The table recorded from scontrol (SLURM 22.05.8): each expression's
+ * expansion and the compression of its hosts, byte for byte. */
+static void test_scontrol_table(void)
+{
+    FILE *f = fopen("tests/hostlist/scontrol-22.05.txt", "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    static char line[1 << 16];
+    int rows = 0, bad = 0;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (line[0] == '#' || !line[0])
+            continue;
+        char *t1 = strchr(line, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+        CU_ASSERT_PTR_NOT_NULL_FATAL(t2);
+        *t1 = *t2 = '\0';
+        const char *expr = line, *want = t1 + 1, *want_c = t2 + 1;
+        rows++;
+        char **hosts = NULL;
+        size_t n = 0;
+        int rc = ddp_hostlist_expand(expr, 0, &hosts, &n);
+        CU_ASSERT_EQUAL(rc, 0);
+        char joined[1 << 14];
+        size_t off = 0;
+        joined[0] = '\0';
+        for (size_t i = 0; i < n && off < sizeof joined; i++)
+            off += (size_t)snprintf(joined + off, sizeof joined - off, "%s%s",
+                                    i ? " " : "", hosts[i]);
+        char *c = NULL;
+        if (rc == 0)
+            CU_ASSERT_EQUAL(ddp_hostlist_compress((const char *const *)hosts, n, &c), 0);
+        if (rc || strcmp(joined, want) || !c || strcmp(c, want_c)) {
+            if (bad++ < 5)
+                printf("\n  %s\n    scontrol: %s | %s\n    ddpsim:   %s | %s\n", expr,
+                       want, want_c, joined, c ? c : "(none)");
+        }
+        free(c);
+        ddp_hostlist_free(hosts, n);
+    }
+    fclose(f);
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_TRUE(rows >= 250);
+}
+
 static int run_cmd(const char *args, char *out, size_t n)
 {
     return ddp_test_ddpsim(args, 0, out, n);
@@ -329,6 +380,7 @@ static void test_cmd_hostlist(void)
 
 DDP_SUITE("hostlist", NULL, NULL,
           {"expand table", test_expand_table},
+          {"expansion and compression table recorded from scontrol", test_scontrol_table},
           {"lightning root table", test_lightning_root_table},
           {"invalid expressions", test_invalid_table},
           {"max hosts", test_max_hosts},

@@ -3,10 +3,14 @@
  * bundled library round-trips through ddp_scenario_write and meets every
  * expectation for every accelerator; verdicts can fail; runs repeat. */
 #include <dirent.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "ddp/accel.h"
 #include "ddp/env.h"
@@ -119,48 +123,283 @@ static void test_bad_inputs_cli(void)
     free_list(files, n);
 }
 
-static char *write_mem(const ddp_scenario_t *s)
+/* Scenario files are read bounded, regular files only: a device, a FIFO
+ * (no writer: must not block) or a directory is a sentence naming it. */
+static void test_bounded_loads(void)
 {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    ddp_scenario_write(s, f);
-    fclose(f);
-    return buf;
+    char fifo[] = "build/test-scenario-fifo";
+    unlink(fifo);
+    CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
+    static const struct {
+        const char *path, *why;
+    } rows[] = {
+        {"/dev/zero", "cannot read \"/dev/zero\": it is a character device"},
+        {"build/test-scenario-fifo", "it is a FIFO (named pipe)"},
+        {"scenarios", "cannot read \"scenarios\": it is a directory"},
+        {"scenarios/nothere.scn", "cannot open \"scenarios/nothere.scn\": No such file"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        char err[1024] = "";
+        ddp_scenario_t *s = (ddp_scenario_t *)1;
+        alarm(20);
+        int rc = ddp_scenario_load(rows[i].path, &s, err, sizeof err);
+        alarm(0);
+        CU_ASSERT_EQUAL(rc, DDP_ECONFIG);
+        CU_ASSERT_PTR_NULL(s);
+        if (!strstr(err, rows[i].why))
+            printf("\n  %s: %s\n", rows[i].path, err);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, rows[i].why));
+    }
+    unlink(fifo);
 }
 
-/* Every bundled scenario: write -> parse -> write is a fixed point, and the
- * rewritten scenario runs the same (same trace hash). */
+static ddp_scenario_t *parse(const char *text);
+
+static char *write_mem(const ddp_scenario_t *s) { return ddp_scenario_text(s); }
+
+/* parse -> write -> parse gives s back: the same scenario (every field),
+ * and writing that gives the same text again. 1 if so (else printed). */
+static int round_trips(const ddp_scenario_t *a, const char *what)
+{
+    char err[1024], why[256];
+    ddp_scenario_t *b = NULL;
+    char *t1 = write_mem(a);
+    int rc = ddp_scenario_parse(t1, "rewritten", NULL, &b, err, sizeof err);
+    int ok = rc == 0 && ddp_scenario_equal(a, b, why, sizeof why);
+    char *t2 = ok ? write_mem(b) : NULL;
+    ok = ok && !strcmp(t1, t2);
+    if (!ok)
+        printf("\n  %s does not round-trip: %s\n%s", what, rc ? err : why, t1);
+    free(t1);
+    free(t2);
+    ddp_scenario_free(b);
+    return ok;
+}
+
+/* The corpus (the bundled library and tests/scenarios/roundtrip, whose
+ * files hold what is hard to write back) round-trips; a rewritten bundled
+ * scenario runs the same (same trace hash). */
 static void test_round_trip(void)
 {
-    char **files;
-    int n = list_scn(GOOD_DIR, &files);
-    CU_ASSERT_TRUE(n >= 30);
-    for (int i = 0; i < n; i++) {
-        char err[1024];
-        ddp_scenario_t *a = NULL, *b = NULL;
-        CU_ASSERT_EQUAL_FATAL(ddp_scenario_load(files[i], &a, err, sizeof err), 0);
-        char *t1 = write_mem(a);
-        int rc = ddp_scenario_parse(t1, "rewritten", NULL, &b, err, sizeof err);
-        if (rc)
-            printf("\n  %s rewritten does not parse: %s\n%s", files[i], err, t1);
-        CU_ASSERT_EQUAL_FATAL(rc, 0);
-        char *t2 = write_mem(b);
-        CU_ASSERT_STRING_EQUAL(t1, t2);
-        if (!strstr(files[i], "scale")) {
-            const char *acc = a->naccels ? a->accels[0] : "ddp_hpc";
-            ddp_scn_result_t ra, rb;
-            CU_ASSERT_EQUAL(ddp_scenario_run(a, acc, NULL, &ra), 0);
-            CU_ASSERT_EQUAL(ddp_scenario_run(b, acc, NULL, &rb), 0);
-            CU_ASSERT_EQUAL(ra.trace_hash, rb.trace_hash);
-            CU_ASSERT_EQUAL(ra.pass, rb.pass);
+    static const char *const dirs[] = {GOOD_DIR, "tests/scenarios/roundtrip"};
+    int total = 0;
+    for (size_t d = 0; d < 2; d++) {
+        char **files;
+        int n = list_scn(dirs[d], &files);
+        CU_ASSERT_TRUE(n >= (d == 0 ? 30 : 6));
+        for (int i = 0; i < n; i++, total++) {
+            char err[1024];
+            ddp_scenario_t *a = NULL, *b = NULL;
+            int rc = ddp_scenario_load(files[i], &a, err, sizeof err);
+            if (rc)
+                printf("\n  %s: %s\n", files[i], err);
+            CU_ASSERT_EQUAL_FATAL(rc, 0);
+            CU_ASSERT_TRUE(round_trips(a, files[i]));
+            char *t1 = write_mem(a);
+            if (d == 0 && !strstr(files[i], "scale") &&
+                ddp_scenario_parse(t1, "rewritten", NULL, &b, err, sizeof err) == 0) {
+                const char *acc = a->naccels ? a->accels[0] : "ddp_hpc";
+                ddp_scn_result_t ra, rb;
+                CU_ASSERT_EQUAL(ddp_scenario_run(a, acc, NULL, &ra), 0);
+                CU_ASSERT_EQUAL(ddp_scenario_run(b, acc, NULL, &rb), 0);
+                CU_ASSERT_EQUAL(ra.trace_hash, rb.trace_hash);
+                CU_ASSERT_EQUAL(ra.pass, rb.pass);
+            }
+            free(t1);
+            ddp_scenario_free(a);
+            ddp_scenario_free(b);
         }
-        free(t1);
-        free(t2);
-        ddp_scenario_free(a);
-        ddp_scenario_free(b);
+        free_list(files, n);
     }
-    free_list(files, n);
+    CU_ASSERT_TRUE(total >= 36);
+}
+
+/* What the writer used to lose, one case each (issue 15): quoted tags and
+ * master_addr, delay=0ms, a pause's end, an env variable named node, a
+ * hosts list longer than a line, a probability's digits. */
+static void test_writer_cases(void)
+{
+    static const char *const cases[] = {
+        "scenario \"x\"\ntags \"two words\" plain\nexpect ok\n",
+        "scenario \"x\"\nmaster_addr \"a host\"\nexpect ok\n",
+        "scenario \"x\"\nfault delay delay=0ms\nexpect ok\n",
+        "scenario \"x\"\nfault pause ranks=1 start=2s end=3s\nexpect ok\n",
+        "scenario \"x\"\nenv node=all node=3\nexpect ok\n",
+        "scenario \"x\"\nhosts \"gpu[1-1000]-ib\"\nexpect ok\n",
+        "scenario \"x\"\nfault refuse p=0.1234567891\nexpect ok\n",
+        "scenario \"\"\nexpect ok\n",
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ddp_scenario_t *s = parse(cases[i]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+        CU_ASSERT_TRUE(round_trips(s, cases[i]));
+        ddp_scenario_free(s);
+    }
+    /* The long list: several hosts lines, each within a line and a word. */
+    ddp_scenario_t *s = parse("scenario \"x\"\nhosts \"gpu[1-1000]-ib\"\nexpect ok\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    char *t = write_mem(s);
+    int lines = 0;
+    for (char *l = strstr(t, "hosts "); l; l = strstr(l + 1, "\nhosts ")) {
+        lines++;
+        CU_ASSERT_TRUE(strcspn(l + 1, "\n") < 520);
+    }
+    CU_ASSERT_TRUE(lines > 10);
+    CU_ASSERT_EQUAL(s->nhosts, 1000);
+    free(t);
+    ddp_scenario_free(s);
+}
+
+/* ---- generated scenarios ---- */
+
+typedef struct gen {
+    uint64_t x;
+    char *buf;
+    size_t len, cap;
+} gen_t;
+
+static uint64_t gen_next(gen_t *g)
+{
+    g->x ^= g->x << 13, g->x ^= g->x >> 7, g->x ^= g->x << 17;
+    return g->x;
+}
+static int gen_below(gen_t *g, int n) { return (int)(gen_next(g) % (uint64_t)n); }
+static const char *gen_pick(gen_t *g, const char *const *v, int n) { return v[gen_below(g, n)]; }
+
+static void gen_put(gen_t *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void gen_put(gen_t *g, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (g->len + (size_t)w + 1 > g->cap) {
+        g->cap = (g->len + (size_t)w + 1) * 2;
+        g->buf = realloc(g->buf, g->cap);
+    }
+    va_start(ap, fmt);
+    vsnprintf(g->buf + g->len, g->cap - g->len, fmt, ap);
+    va_end(ap);
+    g->len += (size_t)w;
+}
+
+static const char *gen_duration(gen_t *g, char *b, size_t n)
+{
+    static const char *const units[] = {"ns", "us", "ms", "s", "m", "h"};
+    if (gen_below(g, 4) == 0)
+        snprintf(b, n, "%d.%d%s", gen_below(g, 100), gen_below(g, 1000), gen_pick(g, units, 3) );
+    else
+        snprintf(b, n, "%d%s", gen_below(g, 5) ? gen_below(g, 90) : gen_below(g, 1 << 30),
+                 gen_pick(g, units, 6));
+    return b;
+}
+
+/* A word, sometimes needing quotes: blanks, '#', '"', '\\', '='. */
+static const char *gen_text(gen_t *g, char *b, size_t n)
+{
+    static const char alpha[] = "abz09_-. #\"\\=";
+    int len = gen_below(g, 10);
+    size_t k = 0;
+    b[k++] = '"';
+    for (int i = 0; i < len && k + 3 < n; i++) {
+        char c = alpha[gen_below(g, gen_below(g, 3) ? 9 : (int)sizeof alpha - 1)];
+        if (c == '"' || c == '\\')
+            b[k++] = '\\';
+        b[k++] = c;
+    }
+    b[k++] = '"';
+    b[k] = '\0';
+    return b;
+}
+
+/* One random scenario text: mostly valid statements in a random order. */
+static void gen_scenario(gen_t *g)
+{
+    char a[64], b[64];
+    static const char *const kinds[] = {"refuse", "reset", "blackhole", "delay",
+                                        "partition", "crash", "pause", "resolve"};
+    static const char *const accels[] = {"ddp", "ddp_spawn", "ddp_cpu", "ddp2", "ddp_hpc",
+                                         "ddp_cpu_hpc"};
+    static const char *const launchers[] = {"auto", "per-node", "slurm", "torchrun", "mpi", "lsf"};
+    static const char *const hostlists[] = {"n[1-3]", "a,b,c", "gpu[01-02]-ib", "x[1-700]y",
+                                            "r[1-2]n[1-2]", "h[1-4000]"};
+    static const char *const phases[] = {"barrier", "wait for workers", "configure_ddp",
+                                         "teardown", "store connect"};
+    int nodes = 1 + gen_below(g, 4);
+    g->len = 0;
+    gen_put(g, "scenario %s\n", gen_text(g, a, sizeof a));
+    if (gen_below(g, 3) == 0)
+        gen_put(g, "hosts \"%s\"\n", gen_pick(g, hostlists, 6));
+    else
+        gen_put(g, "nodes %d\n", nodes);
+    int n = gen_below(g, 14);
+    for (int i = 0; i < n; i++) {
+        switch (gen_below(g, 16)) {
+        case 0: gen_put(g, "tags %s word\n", gen_text(g, a, sizeof a)); break;
+        case 1: gen_put(g, "devices %d\n", 1 + gen_below(g, 4)); break;
+        case 2: gen_put(g, "accelerators %s %s\n", gen_pick(g, accels, 6), gen_pick(g, accels, 6)); break;
+        case 3: gen_put(g, "launcher %s\ntasks_per_node %d\n", gen_pick(g, launchers, 6), 1 + gen_below(g, 3)); break;
+        case 4: gen_put(g, "timeout %s\nstore_timeout %s\n", gen_duration(g, a, sizeof a), gen_duration(g, b, sizeof b)); break;
+        case 5: gen_put(g, "master_addr %s\n", gen_below(g, 3) ? gen_text(g, a, sizeof a) : "none"); break;
+        case 6: gen_put(g, "port %d\nport_taken\n", 1 + gen_below(g, 65535)); break;
+        case 7: gen_put(g, "env %s%s=%s\n", gen_below(g, 2) ? "node=all " : "node=0 ",
+                        gen_below(g, 2) ? "node" : "K_1", gen_text(g, a, sizeof a)); break;
+        case 8: gen_put(g, "unset %snode\n", gen_below(g, 2) ? "node=0 " : ""); break;
+        case 9: gen_put(g, "seed %llu\nlatency %s\n", (unsigned long long)gen_next(g), gen_duration(g, a, sizeof a)); break;
+        default: {
+            const char *k = gen_pick(g, kinds, 8);
+            gen_put(g, "fault %s", k);
+            if (!strcmp(k, "partition"))
+                gen_put(g, " nodes=%d", gen_below(g, nodes));
+            if (!strcmp(k, "delay"))
+                gen_put(g, " delay=%s", gen_below(g, 3) ? gen_duration(g, a, sizeof a) : "0ms");
+            if (!strcmp(k, "crash") || !strcmp(k, "pause") || gen_below(g, 3) == 0)
+                gen_put(g, " ranks=%d", gen_below(g, 4));
+            if (!strcmp(k, "crash") && gen_below(g, 2))
+                gen_put(g, " phase=\"%s\"", gen_pick(g, phases, 5));
+            if (gen_below(g, 2))
+                gen_put(g, " start=%dms", gen_below(g, 500));
+            if (!strcmp(k, "pause") || gen_below(g, 3) == 0)
+                gen_put(g, " end=%ds", 1 + gen_below(g, 100));
+            if (gen_below(g, 3) == 0)
+                gen_put(g, " p=0.%d count=%d", 1 + gen_below(g, 99999), 1 + gen_below(g, 5));
+            if (gen_below(g, 4) == 0)
+                gen_put(g, " peer=%d port=%d", gen_below(g, nodes), 29500 + gen_below(g, 3));
+            gen_put(g, "\n");
+        }
+        }
+    }
+    static const char *const expects[] = {"expect ok\n", "expect invariants\n",
+                                          "expect fail ranks=others error=timeout\n",
+                                          "expect crashed ranks=1 within=90s\n"};
+    for (int i = 0, ne = 1 + gen_below(g, 2); i < ne; i++)
+        gen_put(g, "%s", gen_pick(g, expects, 4));
+    if (gen_below(g, 4) == 0)
+        gen_put(g, "expect fail mentions=%s match=some\n", gen_text(g, a, sizeof a));
+}
+
+/* 3000 generated scenarios: every one the parser accepts round-trips. */
+static void test_round_trip_generated(void)
+{
+    gen_t g = {.x = 0x9e3779b97f4a7c15ull};
+    int accepted = 0, bad = 0;
+    for (int i = 0; i < 3000; i++) {
+        gen_scenario(&g);
+        char err[1024];
+        ddp_scenario_t *s = NULL;
+        if (ddp_scenario_parse(g.buf, "generated.scn", NULL, &s, err, sizeof err) != 0)
+            continue;
+        accepted++;
+        if (!round_trips(s, g.buf) && bad++ > 3) {
+            ddp_scenario_free(s);
+            break;
+        }
+        ddp_scenario_free(s);
+    }
+    free(g.buf);
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_TRUE(accepted >= 1500); /* the generator mostly writes valid ones */
+    printf("(%d of 3000 accepted) ", accepted);
 }
 
 /* The bundled library meets every expectation and invariant for every
@@ -285,6 +524,93 @@ static void test_leak_invariant(void)
     ddp_scenario_free(s);
 }
 
+/* A user plugin with phases of its own: after the default connection it
+ * enters "handshake", then "warm up", as a custom init would. */
+static int phased_init(const ddp_plugin_t *self, ddp_ctx_t *ctx, ddp_cluster_t *env,
+                       int rank, int world)
+{
+    int rc = ddp_plugin_default_init_ddp_connection(self, ctx, env, rank, world);
+    if (rc == 0) {
+        ddp_ident_set_phase("handshake");
+        ddp_ident_set_phase("warm up");
+    }
+    return rc;
+}
+static const char *const phased_phases[] = {"handshake", "warm up", NULL};
+static const ddp_plugin_t phased = {.name = "test-phased", .init_ddp_connection = phased_init,
+                                    .phases = phased_phases};
+static const char *const long_phases[] = {
+    "a phase whose name is longer than the forty-seven characters kept", NULL};
+static const ddp_plugin_t long_named = {.name = "test-long-phase", .phases = long_phases};
+
+/* The parser accepts a plugin's declared phases (before or after its plugin
+ * line) and only for the plugin the scenario runs; a crash aimed at one
+ * fires when the plugin enters it, under every accelerator. */
+static void test_plugin_phases(void)
+{
+    CU_ASSERT_EQUAL(ddp_plugin_register(&phased), 0);
+    CU_ASSERT_EQUAL(ddp_plugin_register(&long_named), 0);
+    static const char *const ok[] = {
+        "scenario \"x\"\nplugin test-phased\nfault crash ranks=1 phase=\"handshake\"\n"
+        "expect crashed ranks=1\nexpect invariants\n",
+        "scenario \"x\"\nfault crash ranks=1 phase=\"handshake\"\nplugin test-phased\n"
+        "expect crashed ranks=1\nexpect invariants\n",
+    };
+    for (size_t i = 0; i < 2; i++) {
+        ddp_scenario_t *s = parse(ok[i]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+        CU_ASSERT_STRING_EQUAL(s->faults[0].phase, "handshake");
+        CU_ASSERT_TRUE(round_trips(s, ok[i]));
+        for (size_t a = 0; i == 0 && a < ddp_accel_count(); a++) {
+            const char *acc = ddp_accel_at(a)->name;
+            ddp_scn_result_t r;
+            CU_ASSERT_EQUAL(ddp_scenario_run(s, acc, NULL, &r), 0);
+            if (!r.pass || r.crashed != 1)
+                printf("\n  %s: crashed %d: %s\n", acc, r.crashed, r.why);
+            CU_ASSERT_TRUE(r.pass);
+            CU_ASSERT_EQUAL(r.crashed, 1);
+        }
+        ddp_scenario_free(s);
+    }
+    /* Without the fault the plugin connects cleanly: the crash is the fault's. */
+    ddp_scenario_t *s = parse("scenario \"x\"\nplugin test-phased\nexpect ok\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    ddp_scn_result_t r;
+    CU_ASSERT_EQUAL(ddp_scenario_run(s, "ddp_hpc", NULL, &r), 0);
+    CU_ASSERT_TRUE(r.pass);
+    ddp_scenario_free(s);
+    static const char *const bad[][2] = {
+        {"scenario \"x\"\nfault crash ranks=1 phase=\"handshake\"\nexpect invariants\n",
+         "inline.scn:2:27: expected a phase the scenario's plugin \"default\" enters, got "
+         "\"handshake\", a phase of plugin \"test-phased\" (add `plugin test-phased`"},
+        {"scenario \"x\"\nfault crash ranks=1 phase=\"handshake\"\nplugin subgroups\n"
+         "expect invariants\n",
+         "inline.scn:2:27: expected a phase the scenario's plugin \"subgroups\" enters"},
+        {"scenario \"x\"\nplugin subgroups\nfault crash ranks=1 phase=\"handshake\"\n"
+         "expect invariants\n",
+         "inline.scn:3:27: expected a phase (\"init_ddp_connection\""},
+        {"scenario \"x\"\nplugin test-phased\nfault crash ranks=1 phase=\"lunch\"\n"
+         "expect invariants\n",
+         "\"teardown\"; or one plugin \"test-phased\" declares: \"handshake\", \"warm up\"), "
+         "got \"lunch\""},
+        {"scenario \"x\"\nfault crash ranks=1 phase=\"lunch\"\nexpect invariants\n",
+         "; or one a registered plugin declares), got \"lunch\""},
+        {"scenario \"x\"\nplugin test-long-phase\nfault crash ranks=0 phase=\"a phase whose "
+         "name is longer than the forty-seven characters kept\"\nexpect invariants\n",
+         "expected a phase name of at most 47 characters"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char err[1024] = "";
+        ddp_scenario_t *b = NULL;
+        CU_ASSERT_EQUAL(ddp_scenario_parse(bad[i][0], "inline.scn", NULL, &b, err, sizeof err),
+                        DDP_ECONFIG);
+        if (!strstr(err, bad[i][1]))
+            printf("\n  case %zu: want \"%s\" in: %s\n", i, bad[i][1], err);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, bad[i][1]));
+        ddp_scenario_free(b);
+    }
+}
+
 /* Same seed, same trace; another seed, another schedule. */
 static void test_determinism(void)
 {
@@ -353,10 +679,14 @@ static void test_cli(void)
 DDP_SUITE("scenario", NULL, NULL,
           {"malformed files: file:line:col errors (library)", test_bad_inputs_library},
           {"malformed files: ddpsim run exits 2 with the error", test_bad_inputs_cli},
-          {"bundled scenarios round-trip through write", test_round_trip},
+          {"scenario files: bounded reads of regular files only", test_bounded_loads},
+          {"corpus round-trips: parse -> write -> parse", test_round_trip},
+          {"writer: what it used to lose", test_writer_cases},
+          {"generated scenarios round-trip", test_round_trip_generated},
           {"bundled scenarios x accelerators meet their expectations", test_bundled_library},
           {"wrong expectations are reported with their line", test_wrong_expectations_fail},
           {"train D: every rank trains D, then ends cleanly", test_train},
           {"leaked socket invariant", test_leak_invariant},
+          {"plugin-declared phases: parsed, validated, faulted", test_plugin_phases},
           {"same seed same trace, other seed other trace", test_determinism},
           {"ddpsim run / replay / list", test_cli})

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ddp/env.h"
@@ -221,6 +223,69 @@ static void test_read_file(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_message(), path));
 }
 
+/* Bounded reads: what is not a regular file is refused by type before any
+ * byte is read (a FIFO without a writer must not block: the alarm turns a
+ * hang into a failed run), and no file yields more than DDP_SYS_READ_MAX
+ * bytes, whatever its size claims. */
+static void expect_refused(const char *path, int code, const char *why)
+{
+    char *data = (char *)1;
+    size_t len = 99;
+    alarm(20);
+    int rc = ddp_sys_read_file(S, path, &data, &len);
+    alarm(0);
+    CU_ASSERT_EQUAL(rc, code);
+    CU_ASSERT_PTR_EQUAL(data, (char *)1); /* nothing handed out */
+    const char *m = ddp_err_message();
+    if (rc != code || !strstr(m, path) || !strstr(m, why))
+        printf("\n  %s: rc %d (%s): %s\n", path, rc, ddp_err_name(rc), m);
+    CU_ASSERT_PTR_NOT_NULL(strstr(m, path));
+    CU_ASSERT_PTR_NOT_NULL(strstr(m, why));
+}
+
+static void test_read_file_bounded(void)
+{
+    char dir[] = "/tmp/ddpsim-read-XXXXXX";
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+    char fifo[64], big[64], at_cap[64];
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    snprintf(big, sizeof big, "%s/big", dir);
+    snprintf(at_cap, sizeof at_cap, "%s/at-cap", dir);
+    CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
+    expect_refused(fifo, DDP_EUNSUPPORTED, "a FIFO (named pipe)");
+    expect_refused(dir, -EISDIR, "it is a directory");
+    expect_refused("/dev/zero", DDP_EUNSUPPORTED, "a character device");
+    expect_refused("/dev/null", DDP_EUNSUPPORTED, "a character device");
+    /* Sparse files: sizes without the disk space. */
+    int fd = open(big, O_CREAT | O_WRONLY, 0600);
+    CU_ASSERT_FATAL(fd >= 0);
+    CU_ASSERT_EQUAL(ftruncate(fd, (off_t)DDP_SYS_READ_MAX + 1), 0);
+    close(fd);
+    expect_refused(big, DDP_ELIMIT, "more than the 16 MiB ddpsim reads");
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_message(), "16777217 bytes"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_message(), "check that the path"));
+    fd = open(at_cap, O_CREAT | O_WRONLY, 0600);
+    CU_ASSERT_FATAL(fd >= 0);
+    CU_ASSERT_EQUAL(ftruncate(fd, (off_t)DDP_SYS_READ_MAX), 0);
+    close(fd);
+    char *data = NULL;
+    size_t len = 0;
+    CU_ASSERT_EQUAL(ddp_sys_read_file(S, at_cap, &data, &len), 0);
+    CU_ASSERT_EQUAL(len, (size_t)DDP_SYS_READ_MAX);
+    CU_ASSERT_PTR_NOT_NULL(data);
+    free(data);
+    /* procfs says size 0 and still has content. */
+    data = NULL;
+    CU_ASSERT_EQUAL(ddp_sys_read_file(S, "/proc/self/status", &data, &len), 0);
+    CU_ASSERT_PTR_NOT_NULL(data ? strstr(data, "Name:") : NULL);
+    CU_ASSERT_EQUAL(len, data ? strlen(data) : 0);
+    free(data);
+    unlink(fifo);
+    unlink(big);
+    unlink(at_cap);
+    rmdir(dir);
+}
+
 static void test_fault_points(void)
 {
     uint16_t port = 0;
@@ -262,5 +327,6 @@ DDP_SUITE("sys_posix", suite_init, suite_cleanup,
           {"name resolution", test_resolve},
           {"spawn, wait, kill", test_spawn_wait_kill},
           {"read file", test_read_file},
+          {"read file: bounded, regular files only", test_read_file_bounded},
           {"libfiu fault points", test_fault_points},
           {"clock and sleep", test_sleep_until})

@@ -78,8 +78,13 @@ static void stages_teardown(const ddp_plugin_t *self, ddp_ctx_t *ctx)
     ddp_plugin_default_teardown(self, ctx); /* store, default group, server */
 }
 
+/* The phases this plugin enters besides the default's: a scenario may aim
+ * `fault crash phase="stage split"` at it. */
+static const char *const stages_phases[] = {"stage split", NULL};
+
 const ddp_plugin_t stages_plugin = {
     .name = "stages",
+    .phases = stages_phases,
     .init_ddp_connection = stages_init,
     .configure_ddp = stages_configure,
     .teardown = stages_teardown,

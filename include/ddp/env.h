@@ -45,6 +45,14 @@ void ddp_env_free_array(char **arr);
  * error context set), or DDP_ECONFIG (bad value). */
 int ddp_env_get_long(const ddp_env_t *env, const char *key, long min, long max,
                      long *out);
+/* The one rule for integer values (docs/cluster-environments.md), Python's
+ * int(text) as Lightning applies it to os.environ: surrounding ASCII
+ * whitespace, one optional + or - right before the digits, decimal digits
+ * with single underscores between two digits ("1_000"), nothing else.
+ * Non-ASCII text is rejected (Python would also take Unicode spaces and
+ * digits). 0 (stored), -EINVAL (not an integer) or -ERANGE (an integer that
+ * does not fit a long); no error context is set. */
+int ddp_env_parse_long(const char *text, long *out);
 
 #ifdef __cplusplus
 }

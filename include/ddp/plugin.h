@@ -102,6 +102,11 @@ struct ddp_plugin {
                          ddp_model_t *model);
     void (*teardown)(const ddp_plugin_t *self, ddp_ctx_t *ctx);
     void *data; /* for the plugin's own use */
+    /* The plugin's own phases (NULL-terminated; NULL: none), the names it
+     * passes to ddp_ident_set_phase: a scenario running this plugin may aim
+     * `fault crash phase="NAME"` at them (docs/scenario-format.md). Static
+     * storage, names of at most 47 characters. */
+    const char *const *phases;
 };
 
 /* The shared defaults (callable from custom members). */

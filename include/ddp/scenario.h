@@ -84,7 +84,9 @@ typedef struct ddp_scenario {
     int nenv;
     /* faults and expectations */
     ddp_sim_fault_t faults[DDP_SCN_MAX_FAULTS]; /* .ranks owned; .phase
-                                                   points at a static name */
+                                                   points at a static name
+                                                   (the parser's table or a
+                                                   plugin's `phases`) */
     int fault_line[DDP_SCN_MAX_FAULTS];
     int nfaults;
     ddp_scn_expect_t expect[DDP_SCN_MAX_EXPECT];
@@ -102,8 +104,16 @@ int ddp_scenario_parse(const char *text, const char *name, const char *dir,
 /* A scenario with every default and no expectation (explore builds on it). */
 ddp_scenario_t *ddp_scenario_new(void);
 void ddp_scenario_free(ddp_scenario_t *s);
-/* Writes s in the file format (loadable again). */
+/* Writes s in the file format. For every scenario the parser accepts,
+ * parse(write(s)) is s again (ddp_scenario_equal): quoting, zero values a
+ * kind needs, long host lists (several `hosts` lines) included. */
 int ddp_scenario_write(const ddp_scenario_t *s, FILE *out);
+/* The same into a malloc'd string (NULL, with the error set, on failure). */
+char *ddp_scenario_text(const ddp_scenario_t *s);
+/* 1 when a and b describe the same scenario (every field but `file` and
+ * the line numbers), else 0 with the first difference in why. */
+int ddp_scenario_equal(const ddp_scenario_t *a, const ddp_scenario_t *b, char *why,
+                       size_t n);
 /* 1 if the scenario runs this accelerator. */
 int ddp_scenario_has_accel(const ddp_scenario_t *s, const char *accel);
 int ddp_scenario_has_tag(const ddp_scenario_t *s, const char *tag);

@@ -116,7 +116,8 @@ typedef struct ddp_sys_ops {
     /* Waits for the thread to return; *rc = its return value. */
     int (*thread_join)(ddp_sys_t *sys, ddp_thread_t th, int *rc,
                        int64_t deadline);
-    /* Whole file into a malloc'd, NUL-terminated buffer (*len excludes it). */
+    /* Whole regular file into a malloc'd, NUL-terminated buffer (*len
+     * excludes it), bounded: see ddp_sys_read_file. */
     int (*read_file)(ddp_sys_t *sys, const char *path, char **data,
                      size_t *len);
     void (*destroy)(ddp_sys_t *sys);
@@ -237,7 +238,12 @@ static inline int ddp_sys_thread_join(ddp_sys_t *s, ddp_thread_t th, int *rc,
 {
     return s->ops->thread_join(s, th, rc, deadline);
 }
-/* -ENOENT etc. with an error naming the path. */
+/* Reads a whole regular file of at most DDP_SYS_READ_MAX bytes (scenario
+ * files, includes, rank files such as LSB_DJOB_RANKFILE). Never blocks and
+ * never reads more than the cap: a larger file is DDP_ELIMIT, a directory
+ * -EISDIR, a FIFO, device or socket DDP_EUNSUPPORTED (refused before any
+ * byte is read), else -ENOENT etc.; each error names the path. */
+#define DDP_SYS_READ_MAX (16 << 20)
 static inline int ddp_sys_read_file(ddp_sys_t *s, const char *path,
                                     char **data, size_t *len)
 {
