@@ -233,9 +233,11 @@ static int read_results(const char *path, proc_t *ps, int np, const ddp_plan_t *
  * the machine needs (PATH), where coverage goes (make coverage's second
  * matrix) and the log level (errors travel in the result records). A
  * foreign program also gets MASTER_ADDR as a node address (it cannot read
- * ddpsim's host table) and the scenario's timeouts (DDPSIM_TIMEOUT_S,
- * DDPSIM_TRAIN_S: examples/torch_ddp.py passes them to torch). */
-static ddp_env_t *proc_env(ddp_sys_t *sys, const ddp_plan_t *plan, const ddp_plan_proc_t *x)
+ * ddpsim's host table), the scenario's timeouts (DDPSIM_TIMEOUT_S,
+ * DDPSIM_TRAIN_S: examples/torch_ddp.py passes them to torch) and, in
+ * namespaces, the interface gloo and NCCL bind. */
+static ddp_env_t *proc_env(ddp_sys_t *sys, const ddp_plan_t *plan, const ddp_plan_proc_t *x,
+                           int netns)
 {
     ddp_env_t *env = ddp_env_clone(x->env);
     if (!env)
@@ -262,6 +264,15 @@ static ddp_env_t *proc_env(ddp_sys_t *sys, const ddp_plan_t *plan, const ddp_pla
                  (double)(plan->entry.timeout_ns ? plan->entry.timeout_ns
                                                  : DDP_DEFAULT_PG_TIMEOUT_S * DDP_NS_PER_S) / 1e9);
     ddp_env_setf(env, "DDPSIM_TRAIN_S", "%.3f", (double)plan->entry.train_ns / 1e9);
+    /* In a namespace this machine's host name resolves to loopback: gloo
+     * (and NCCL) must use the node's own interface, as ddpsim's tcp backend
+     * uses the node's address (DDP_TCP_ADDR). */
+    if (netns) {
+        if (!ddp_env_has(env, "GLOO_SOCKET_IFNAME"))
+            ddp_env_set(env, "GLOO_SOCKET_IFNAME", "eth0");
+        if (!ddp_env_has(env, "NCCL_SOCKET_IFNAME"))
+            ddp_env_set(env, "NCCL_SOCKET_IFNAME", "eth0");
+    }
     return env;
 }
 
@@ -465,7 +476,7 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             if (p->started || now < p->start_ns)
                 continue;
             const ddp_plan_proc_t *x = &plan->procs[p->task];
-            ddp_env_t *env = proc_env(sys, plan, x);
+            ddp_env_t *env = proc_env(sys, plan, x, o->netns);
             char *argv[16], nsname[32], idx[16], outp[320], errp[320];
             int k = 0;
             if (o->netns) {

@@ -276,7 +276,8 @@ struct ddp_real_proxy {
     ddp_sys_t *sys;
     const ddp_plan_t *p;
     int64_t t0;
-    int lfd;
+    int lfd;           /* -1 until the store listens (see proxy_main) */
+    ddp_addr_t listen; /* its port chosen at start */
     ddp_addr_t target;
     volatile int stop;
     ddp_thread_t th;
@@ -387,10 +388,28 @@ static int pconn_write(ddp_real_proxy_t *x, pconn_t *c, int d)
     return 0;
 }
 
+/* 1 once the store behind the proxy accepts a connection. Until then the
+ * proxy does not listen, so a client's connect is refused (and retried,
+ * as torch retries a refused connect) instead of being accepted here and
+ * reset once the store turns out not to be there: torch gives up on a
+ * reset. */
+static int store_up(ddp_real_proxy_t *x)
+{
+    int fd = ddp_sys_connect(x->sys, &x->target,
+                             ddp_sys_deadline_in(x->sys, 200 * DDP_NS_PER_MS));
+    if (fd < 0)
+        return 0;
+    ddp_sys_close(x->sys, fd);
+    x->lfd = ddp_sys_listen(x->sys, &x->listen, 128);
+    return x->lfd >= 0;
+}
+
 static int proxy_main(ddp_sys_t *sys, void *arg)
 {
     ddp_real_proxy_t *x = arg;
     ddp_pollfd_t pf[1 + 2 * PROXY_CONNS];
+    while (!x->stop && x->lfd < 0 && !store_up(x))
+        ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 50 * DDP_NS_PER_MS));
     while (!x->stop) {
         int64_t now = ddp_sys_now(sys), wake = now + 20 * DDP_NS_PER_MS;
         int n = 0;
@@ -441,19 +460,19 @@ int ddp__real_proxy_start(ddp_sys_t *sys, const ddp_plan_t *p, int64_t t0,
     x->p = p;
     x->t0 = t0;
     x->target = *target;
-    x->lfd = ddp_sys_listen(sys, listen, 128);
-    ddp_addr_t at;
-    int rc = x->lfd < 0 ? x->lfd : ddp_sys_local_addr(sys, x->lfd, &at);
+    x->listen = *listen;
+    x->lfd = -1;
+    /* The port is fixed now (the nft rules name it); it is listened on
+     * once the store is up. */
+    int rc = ddp_sys_free_port(sys, &x->listen.port);
     if (rc == 0)
         rc = ddp_sys_thread_start(sys, proxy_main, x, "delay-proxy", &x->th);
     if (rc) {
-        if (x->lfd >= 0)
-            ddp_sys_close(sys, x->lfd);
         free(x);
         return ddp_err_wrap("the delay proxy in front of the store");
     }
     x->running = 1;
-    *port = at.port;
+    *port = x->listen.port;
     *out = x;
     return 0;
 }
@@ -465,7 +484,8 @@ void ddp__real_proxy_stop(ddp_real_proxy_t *x)
     x->stop = 1;
     if (x->running)
         ddp_sys_thread_join(x->sys, x->th, NULL, ddp_sys_deadline_in(x->sys, 5 * DDP_NS_PER_S));
-    ddp_sys_close(x->sys, x->lfd);
+    if (x->lfd >= 0)
+        ddp_sys_close(x->sys, x->lfd);
     free(x);
 }
 
