@@ -60,6 +60,7 @@
 #include "backends_priv.h"
 #include "ddp/env.h"
 #include "ddp/err.h"
+#include "ddp/faults.h"
 #include "ddp/log.h"
 #include "ddp/pg.h"
 
@@ -532,7 +533,7 @@ static int connect_retryable(int rc)
 static int connect_once(tcp_pg_t *pg, const ddp_addr_t *a, int64_t deadline)
 {
     ddp_sys_t *sys = pg->base.sys;
-    int rc = ddp_fault_point("pg/tcp/connect", ECONNREFUSED);
+    int rc = ddp_fault_fire(DDP_FP_PG_TCP_CONNECT);
     if (rc)
         return rc;
     int fd = ddp_sys_connect(sys, a, deadline);
@@ -540,7 +541,7 @@ static int connect_once(tcp_pg_t *pg, const ddp_addr_t *a, int64_t deadline)
         return fd;
     uint8_t h[TCP_HELLO_LEN];
     hello_encode(h, pg->base.rank, pg->base.world, pg->hash);
-    rc = ddp_fault_point("pg/tcp/handshake", EPROTO);
+    rc = ddp_fault_fire(DDP_FP_PG_TCP_HANDSHAKE);
     if (!rc)
         rc = ddp_sys_send_all(sys, fd, h, sizeof h, deadline);
     if (rc) {
@@ -636,7 +637,7 @@ static int accept_predecessor(tcp_pg_t *pg, int lfd, int64_t start,
         int rc = ddp_sys_recv_all(sys, fd, h, sizeof h, hello_dl);
         if (rc)
             snprintf(why, sizeof why, "no hello (%s)", ddp_err_name(rc));
-        else if (ddp_fault_point("pg/tcp/handshake", EPROTO))
+        else if (ddp_fault_fire(DDP_FP_PG_TCP_HANDSHAKE))
             snprintf(why, sizeof why, "fault point pg/tcp/handshake fired");
         else if (hello_check(pg, h, pg->prev_rank, why, sizeof why) == 0) {
             hello_encode(h, pg->base.rank, pg->base.world, pg->hash);

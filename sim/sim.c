@@ -21,6 +21,7 @@
 
 #include "ddp/env.h"
 #include "ddp/err.h"
+#include "ddp/faults.h"
 #include "ddp/log.h"
 #include "sim_priv.h"
 
@@ -407,6 +408,7 @@ static void *task_thread(void *arg)
     ddp_sim_task_t *t = arg;
     ddp_sim_t *sim = t->sim;
     tls_task = t;
+    ddp_fault_thread_armed_only(1); /* only the armed points cost anything */
     ddp_ident_set_rank(t->out.rank);
     if (t->out.state == DDP_SIM_TASK_NEW)
         t->out.state = DDP_SIM_TASK_RUNNING;

@@ -11,7 +11,6 @@
  * ECONNRESET, EADDRINUSE, deadlines, -EAGAIN for "try once".
  */
 #include <errno.h>
-#include <fiu.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +18,7 @@
 
 #include "ddp/env.h"
 #include "ddp/err.h"
+#include "ddp/faults.h"
 #include "sim_priv.h"
 
 enum { SK_LISTEN = 1, SK_STREAM };
@@ -434,16 +434,16 @@ void ddp__sim_net_free(ddp_sim_t *sim)
             return DDP_ECANCELED;                                              \
     } while (0)
 
-#define SIM_POINT(t, name, deferr)                                             \
+/* A point of ddp/faults.h that fires fails the op as in the POSIX sys,
+ * and leaves a trace line. Unarmed, it costs two reads (ddp_fault_fire). */
+#define SIM_POINT(t, point)                                                       \
     do {                                                                       \
-        if (fiu_fail(name)) {                                                  \
-            intptr_t fi_ = (intptr_t)fiu_failinfo();                           \
-            int e_ = fi_ > 0 ? (int)fi_ : (deferr);                            \
+        int fe_ = ddp_fault_fire(DDP_FP_##point);                                 \
+        if (fe_) {                                                             \
             ddp__sim_trace((t)->sim, (t)->id, "fault",                         \
-                           "\"point\":\"%s\",\"errno\":\"%s\"", name,          \
-                           strerrorname_np(e_));                               \
-            return ddp_err_set(-e_, "fault point %s fired (%s)", name,         \
-                               strerror(e_));                                  \
+                           "\"point\":\"%s\",\"errno\":\"%s\"",              \
+                           ddp_fault_name(DDP_FP_##point), strerrorname_np(-fe_)); \
+            return fe_;                                                        \
         }                                                                      \
     } while (0)
 
@@ -485,7 +485,7 @@ static int sm_resolve(ddp_sys_t *s, const char *host, uint16_t port,
 {
     ddp_sim_task_t *t = me(s);
     SIM_ENTER(t);
-    int fe = ddp__sim_call_fault(t, "sys/net/resolve", -1, port);
+    int fe = ddp__sim_call_fault(t, DDP_FP_SYS_NET_RESOLVE, -1, port);
     if (fe)
         return ddp_err_set(DDP_ENOT_FOUND, "cannot resolve host \"%s\": %s "
                                            "(injected)", host, strerror(fe));
@@ -529,7 +529,7 @@ static int sm_listen(ddp_sys_t *s, const ddp_addr_t *a, int backlog)
     char as[DDP_ADDR_STRLEN];
     ddp_addr_format(a, as, sizeof as);
     SIM_ENTER(t);
-    SIM_POINT(t, "sys/net/listen", EADDRINUSE);
+    SIM_POINT(t, SYS_NET_LISTEN);
     int ok;
     int node = local_node_of(t, a, &ok);
     if (!ok)
@@ -594,7 +594,7 @@ static int sm_accept(ddp_sys_t *sy, int fd, ddp_addr_t *peer, int64_t deadline)
 {
     ddp_sim_task_t *t = me(sy);
     SIM_ENTER(t);
-    SIM_POINT(t, "sys/net/accept", ECONNABORTED);
+    SIM_POINT(t, SYS_NET_ACCEPT);
     int64_t start = ddp__sim_task_now(t);
     for (;;) {
         sock_t *l = own_sock(t, fd, SK_LISTEN);
@@ -631,7 +631,7 @@ static int sm_connect(ddp_sys_t *sy, const ddp_addr_t *a, int64_t deadline)
     int dst = ddp__sim_node_by_ip(sim, a);
     if (dst == -2)
         dst = t->out.node;
-    int fe = ddp__sim_call_fault(t, "sys/net/connect", dst, a->port);
+    int fe = ddp__sim_call_fault(t, DDP_FP_SYS_NET_CONNECT, dst, a->port);
     int64_t start = ddp__sim_task_now(t);
     ddp__sim_trace(sim, t->id, "connect", "\"to\":\"%s\"", as);
     if (fe && fe != ETIMEDOUT) {
@@ -687,7 +687,7 @@ static ssize_t sm_send(ddp_sys_t *sy, int fd, const void *buf, size_t n,
     ddp_sim_task_t *t = me(sy);
     (void)deadline;
     SIM_ENTER(t);
-    SIM_POINT(t, "sys/net/send", ECONNRESET);
+    SIM_POINT(t, SYS_NET_SEND);
     sock_t *s = own_sock(t, fd, SK_STREAM);
     if (!s)
         return -EBADF;
@@ -727,7 +727,7 @@ static ssize_t sm_recv(ddp_sys_t *sy, int fd, void *buf, size_t n,
 {
     ddp_sim_task_t *t = me(sy);
     SIM_ENTER(t);
-    SIM_POINT(t, "sys/net/recv", ECONNRESET);
+    SIM_POINT(t, SYS_NET_RECV);
     int64_t start = ddp__sim_task_now(t);
     for (;;) {
         sock_t *s = own_sock(t, fd, SK_STREAM);
@@ -782,7 +782,7 @@ static int sm_poll(ddp_sys_t *sy, ddp_pollfd_t *fds, int nfds, int64_t deadline)
 {
     ddp_sim_task_t *t = me(sy);
     SIM_ENTER(t);
-    SIM_POINT(t, "sys/net/poll", EINTR);
+    SIM_POINT(t, SYS_NET_POLL);
     int64_t start = ddp__sim_task_now(t);
     waitq_t *stackq[64], **qs = stackq;
     if (nfds > 64)
@@ -841,7 +841,7 @@ static int sm_spawn(ddp_sys_t *sy, const ddp_spawn_t *w, ddp_pid_t *pid)
 {
     ddp_sim_task_t *t = me(sy);
     SIM_ENTER(t);
-    SIM_POINT(t, "sys/proc/spawn", EAGAIN);
+    SIM_POINT(t, SYS_PROC_SPAWN);
     return ddp__sim_spawn_child(t, w, pid);
 }
 
@@ -911,7 +911,7 @@ static int sm_thread_start(ddp_sys_t *sy, ddp_thread_fn fn, void *arg,
 {
     ddp_sim_task_t *t = me(sy);
     SIM_ENTER(t);
-    SIM_POINT(t, "sys/proc/thread", EAGAIN);
+    SIM_POINT(t, SYS_PROC_THREAD);
     return ddp__sim_thread(t, fn, arg, name, out);
 }
 
@@ -940,7 +940,7 @@ static int sm_read_file(ddp_sys_t *sy, const char *path, char **data,
 {
     ddp_sim_task_t *t = me(sy);
     SIM_ENTER(t);
-    SIM_POINT(t, "sys/fs/read", EIO);
+    SIM_POINT(t, SYS_FS_READ);
     for (int i = 0; i < t->sim->nfiles; i++)
         if (!strcmp(t->sim->files[i].path, path)) {
             *data = strdup(t->sim->files[i].content);

@@ -13,6 +13,7 @@
 
 #include "ddp/env.h"
 #include "ddp/err.h"
+#include "ddp/faults.h"
 #include "ddp/log.h"
 #include "ddp/pg.h"
 #include "ddp/sim.h"
@@ -746,17 +747,17 @@ static void test_sim_fault_points(void)
     for (int i = 0; i < 2; i++) {
         simrun_t s;
         sim_setup(&s, 16 + (uint64_t)i, 2, 4, body_barrier, NULL, NULL);
-        fiu_enable(points[i], 1, NULL, FIU_ONETIME);
+        ddp_fault_enable(points[i], 1, NULL, FIU_ONETIME);
         CU_ASSERT_EQUAL(ddp_sim_run(s.sim), DDP_SIM_DONE);
-        fiu_disable(points[i]);
+        ddp_fault_disable(points[i]);
         CU_ASSERT_EQUAL(sim_count_ok(&s), 4);
         ddp_sim_free(s.sim);
     }
     simrun_t s;
     sim_setup(&s, 18, 2, 4, body_barrier, NULL, NULL);
-    fiu_enable("pg/tcp/connect", 1, (void *)(intptr_t)ECONNREFUSED, 0);
+    ddp_fault_enable("pg/tcp/connect", 1, (void *)(intptr_t)ECONNREFUSED, 0);
     CU_ASSERT_EQUAL(ddp_sim_run(s.sim), DDP_SIM_DONE);
-    fiu_disable("pg/tcp/connect");
+    ddp_fault_disable("pg/tcp/connect");
     CU_ASSERT_EQUAL(sim_count_ok(&s), 0);
     const ddp_sim_outcome_t *o = sim_out(&s, 2);
     CU_ASSERT_EQUAL(o->rc, DDP_ETIMEOUT);

@@ -156,6 +156,7 @@ typedef enum ddp_sim_fault_kind {
     DDP_FAULT_CRASH,      /* a rank (task) or node dies */
     DDP_FAULT_PAUSE,      /* a task is alive but silent for a window */
     DDP_FAULT_RESOLVE,    /* name resolution fails */
+    DDP_FAULT_POINT,      /* a fault point of ddp/faults.h fires (.point) */
     DDP_FAULT_KIND_COUNT
 } ddp_sim_fault_kind_t;
 
@@ -175,9 +176,12 @@ typedef struct ddp_sim_fault {
     const char *phase; /* CRASH: fire when the task enters this phase */
     const char *ranks; /* also aim at these global ranks ("5" or "5,9";
                           NULL = any): matched against the task's identity */
+    const char *point; /* POINT: the point's name ("pg/tcp/handshake"); it
+                          fails with its default errno (ddp/faults.h) */
 } ddp_sim_fault_t;
 
-/* Adds a fault; returns its index. */
+/* Adds a fault; returns its index, or DDP_ECONFIG (error set) for a kind
+ * out of range or a POINT fault whose point the simulator never checks. */
 int ddp_sim_add_fault(ddp_sim_t *sim, const ddp_sim_fault_t *f);
 const char *ddp_sim_fault_kind_name(ddp_sim_fault_kind_t k);
 int ddp_sim_fault_kind_parse(const char *name, ddp_sim_fault_kind_t *out);
