@@ -16,6 +16,7 @@
 #include "ddp/accel.h"
 #include "ddp/cluster.h"
 #include "ddp/err.h"
+#include "ddp/faults.h"
 #include "ddp/pg.h"
 #include "ddp/plugin.h"
 
@@ -318,7 +319,7 @@ static int st_fault(pctx_t *p, token_t *tok, int ntok)
     char g[80];
     if (ntok < 2)
         return perr(p, tok[0].col + 5, "expected a fault kind (refuse, reset, blackhole, "
-                                       "delay, partition, crash, pause, resolve), got end of line");
+                                       "delay, partition, crash, pause, resolve, point), got end of line");
     if (s->nfaults == DDP_SCN_MAX_FAULTS)
         return perr(p, tok[0].col, "expected at most %d faults, got more", DDP_SCN_MAX_FAULTS);
     ddp_sim_fault_t *f = &s->faults[s->nfaults];
@@ -326,7 +327,7 @@ static int st_fault(pctx_t *p, token_t *tok, int ntok)
     f->node = f->task = f->peer_node = -1;
     if (tok[1].eq || ddp_sim_fault_kind_parse(tok[1].text, &f->kind) != 0)
         return perr(p, tok[1].col, "expected a fault kind (refuse, reset, blackhole, delay, "
-                                   "partition, crash, pause, resolve), got %s",
+                                   "partition, crash, pause, resolve, point), got %s",
                     got(&tok[1], g, sizeof g));
     s->fault_line[s->nfaults] = p->line;
     s->nfaults++; /* owned strings are freed with the scenario from here on */
@@ -337,7 +338,8 @@ static int st_fault(pctx_t *p, token_t *tok, int ntok)
         int c = t->vcol;
         if (!v)
             return perr(p, t->col, "expected key=value (node=, peer=, port=, nodes=, ranks=, "
-                                   "start=, end=, count=, p=, delay=, after=, phase=), got \"%.60s\"", k);
+                                   "start=, end=, count=, p=, delay=, after=, phase=, point=), "
+                                   "got \"%.60s\"", k);
         int rc = 0;
         if (!strcmp(k, "node")) {
             rc = parse_node(p, v, c, &f->node);
@@ -387,9 +389,14 @@ static int st_fault(pctx_t *p, token_t *tok, int ntok)
                                 "\"configure_ddp\", \"teardown\", ...), got \"%.60s\"", v);
             else
                 f->phase = phases[j];
+        } else if (!strcmp(k, "point")) {
+            if (ddp_sim_fault_point_check(v) != 0)
+                rc = perr(p, c, "%s", ddp_err_ctx()->what);
+            else
+                f->point = ddp_fault_point_find(v)->name; /* static text */
         } else {
             rc = perr(p, t->col, "expected a fault key (node, peer, port, nodes, ranks, start, "
-                                 "end, count, p, delay, after, phase), got \"%.60s\"", k);
+                                 "end, count, p, delay, after, phase, point), got \"%.60s\"", k);
         }
         if (rc)
             return rc;
@@ -408,6 +415,12 @@ static int st_fault(pctx_t *p, token_t *tok, int ntok)
         return perr(p, last, "expected end= (when the pause ends), got end of line");
     if (f->phase && f->kind != DDP_FAULT_CRASH)
         return perr(p, tok[1].col, "expected phase= only on crash faults, got it on %s",
+                    tok[1].text);
+    if (f->kind == DDP_FAULT_POINT && !f->point)
+        return perr(p, last, "expected point= (a fault point such as pg/tcp/handshake; "
+                             "docs/fault-points.md), got end of line");
+    if (f->point && f->kind != DDP_FAULT_POINT)
+        return perr(p, tok[1].col, "expected point= only on point faults, got it on %s",
                     tok[1].text);
     return 0;
 }
@@ -1074,6 +1087,8 @@ int ddp_scenario_write(const ddp_scenario_t *s, FILE *o)
             fprintf(o, " phase=");
             put_quoted(o, f->phase);
         }
+        if (f->point)
+            fprintf(o, " point=%s", f->point);
         fputc('\n', o);
     }
     static const char *const kinds[] = {"ok", "fail", "crashed", "invariants"};

@@ -49,6 +49,10 @@ int ddp_sim_fault_kind_parse(const char *name, ddp_sim_fault_kind_t *out)
  * would never check it. */
 static const ddp_fault_info_t *sim_point(const char *name)
 {
+    if (!name || !*name) {
+        ddp_err_set(DDP_ECONFIG, "a point fault needs the name of a fault point");
+        return NULL;
+    }
     const ddp_fault_info_t *fp = ddp_fault_point_find(name);
     if (!fp)
         ddp_err_set(DDP_ECONFIG, "fault point \"%s\" does not exist (ddpsim "
@@ -65,6 +69,11 @@ static const ddp_fault_info_t *sim_point(const char *name)
     else
         return fp;
     return NULL;
+}
+
+int ddp_sim_fault_point_check(const char *name)
+{
+    return sim_point(name) ? 0 : DDP_ECONFIG;
 }
 
 int ddp_sim_add_fault(ddp_sim_t *sim, const ddp_sim_fault_t *f)

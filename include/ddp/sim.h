@@ -184,6 +184,9 @@ typedef struct ddp_sim_fault {
  * out of range or a POINT fault whose point the simulator never checks. */
 int ddp_sim_add_fault(ddp_sim_t *sim, const ddp_sim_fault_t *f);
 const char *ddp_sim_fault_kind_name(ddp_sim_fault_kind_t k);
+/* 0 when a point fault may name this point (listed in ddp/faults.h and
+ * checked in the simulator); else DDP_ECONFIG with an error saying why. */
+int ddp_sim_fault_point_check(const char *name);
 int ddp_sim_fault_kind_parse(const char *name, ddp_sim_fault_kind_t *out);
 
 #ifdef __cplusplus
