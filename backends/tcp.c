@@ -1058,21 +1058,48 @@ static int ring_allgather(tcp_pg_t *pg, const blocks_t *b, int own,
 
 /* ------------------------------------------------------------ collectives */
 
+/* Two passes along the ring, O(1) messages per rank: the reduce pass goes
+ * 0 -> 1 -> ... -> world-1, each rank folding its own buffer into what it
+ * received (combine), so world-1 ends with r0 op r1 op ... in rank order;
+ * the result pass goes world-1 -> 0 -> 1 -> ... -> world-2. Every rank ends
+ * with the same bytes. Without combine it is a barrier: a rank's result
+ * pass arrives only after every rank entered the first. buf holds bytes
+ * (count elements of t when combining). */
+static int ring_chain(tcp_pg_t *pg, void *buf, size_t bytes, size_t count,
+                      ddp_dtype_t t, ddp_redop_t op, int combine,
+                      int64_t deadline)
+{
+    int w = pg->base.world, me = pg->base.rank;
+    uint8_t stackbuf[256], *in = stackbuf;
+    if (bytes > sizeof stackbuf && !(in = malloc(bytes)))
+        return ddp_err_set(-ENOMEM, "tcp %s: out of memory", pg->what);
+    int rc = 0;
+    if (me > 0) { /* the reduce pass */
+        rc = ring_xfer(pg, NULL, 0, in, bytes, 0, deadline);
+        if (rc == 0 && combine) {
+            ddp_reduce_into(in, buf, count, t, op);
+            memcpy(buf, in, bytes);
+        }
+    }
+    if (rc == 0 && me < w - 1)
+        rc = ring_xfer(pg, buf, bytes, NULL, 0, 0, deadline);
+    if (rc == 0 && me < w - 1) /* the result pass */
+        rc = ring_xfer(pg, NULL, 0, buf, bytes, 0, deadline);
+    if (rc == 0 && (me == w - 1 || me < w - 2))
+        rc = ring_xfer(pg, buf, bytes, NULL, 0, 0, deadline);
+    if (in != stackbuf)
+        free(in);
+    return rc;
+}
+
 static int tcp_barrier(ddp_pg_t *g, int64_t deadline)
 {
     tcp_pg_t *pg = T(g);
     int rc = coll_begin(pg, COLL_BARRIER, 0, 0, 0, deadline);
     if (rc)
         return rc > 0 ? 0 : rc;
-    uint8_t stackbuf[256], *tok = stackbuf;
-    size_t w = (size_t)g->world;
-    if (w > sizeof stackbuf && !(tok = malloc(w)))
-        return break_group(pg, ddp_err_set(-ENOMEM, "tcp barrier: out of memory"));
-    memset(tok, 1, w);
-    blocks_t b = {tok, w, 1, g->world};
-    rc = ring_allgather(pg, &b, g->rank, deadline);
-    if (tok != stackbuf)
-        free(tok);
+    uint8_t token = 1;
+    rc = ring_chain(pg, &token, 1, 1, DDP_INT32, DDP_SUM, 0, deadline);
     return rc ? break_group(pg, rc) : 0;
 }
 
@@ -1111,27 +1138,6 @@ static int tcp_allgather(ddp_pg_t *g, const void *in, size_t bytes, void *out,
     return rc ? break_group(pg, rc) : 0;
 }
 
-/* Small buffers: gather everything, reduce locally in rank order. */
-static int allreduce_small(tcp_pg_t *pg, void *buf, size_t count, ddp_dtype_t t,
-                           ddp_redop_t op, int64_t deadline)
-{
-    size_t bytes = count * ddp_dtype_size(t);
-    int w = pg->base.world;
-    uint8_t *all = malloc((size_t)w * bytes);
-    if (!all)
-        return ddp_err_set(-ENOMEM, "tcp allreduce: out of memory");
-    memcpy(all + (size_t)pg->base.rank * bytes, buf, bytes);
-    blocks_t b = {all, (size_t)w * bytes, 1, w};
-    int rc = ring_allgather(pg, &b, pg->base.rank, deadline);
-    if (rc == 0) {
-        for (int r = 1; r < w; r++)
-            ddp_reduce_into(all, all + (size_t)r * bytes, count, t, op);
-        memcpy(buf, all, bytes);
-    }
-    free(all);
-    return rc;
-}
-
 /* Large buffers: reduce-scatter (after it rank r owns block r+1 fully
  * reduced), then allgather of the reduced blocks. */
 static int allreduce_ring(tcp_pg_t *pg, void *buf, size_t count, ddp_dtype_t t,
@@ -1166,7 +1172,8 @@ static int tcp_allreduce(ddp_pg_t *g, void *buf, size_t count, ddp_dtype_t t,
     if (rc)
         return rc > 0 ? 0 : rc;
     if (count * ddp_dtype_size(t) < TCP_SMALL_BYTES)
-        rc = allreduce_small(pg, buf, count, t, op, deadline);
+        rc = ring_chain(pg, buf, count * ddp_dtype_size(t), count, t, op, 1,
+                        deadline);
     else
         rc = allreduce_ring(pg, buf, count, t, op, deadline);
     return rc ? break_group(pg, rc) : 0;
