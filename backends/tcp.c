@@ -474,7 +474,12 @@ static int fetch_peers(tcp_pg_t *pg, ddp_addr_t *succ, int64_t deadline)
     tcp_key(pg, key, sizeof key, "peers", me);
     int64_t start = now(pg);
     ddp_buf_t b = {0};
-    int rc = ddp_store_get(pg->base.store, key, &b, deadline);
+    /* WAIT, then GET: two round trips while rank 0 is still gathering (a
+     * GET of a missing key asks CHECK, then WAIT, then GET). */
+    const char *k[1] = {key};
+    int rc = ddp_store_wait(pg->base.store, k, 1, deadline);
+    if (rc == 0)
+        rc = ddp_store_get(pg->base.store, key, &b, deadline);
     if (rc) {
         ddp_err_wrap("tcp bootstrap: waiting for this rank's ring neighbours "
                      "\"%s\" from rank 0",

@@ -452,6 +452,8 @@ ddp_sim_t *ddp_sim_new(const ddp_sim_opts_t *opts)
         sim->o.time_limit_ns = 4 * 3600 * DDP_NS_PER_S;
     if (sim->o.somaxconn <= 0)
         sim->o.somaxconn = 4096;
+    if (sim->o.rcvbuf == 0)
+        sim->o.rcvbuf = 256 * 1024;
     ddp_rng_seed(&sim->rng, sim->o.seed);
     sim->vt = VT0;
     sim->trace_hash = 0xcbf29ce484222325ull;

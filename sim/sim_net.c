@@ -9,6 +9,16 @@
  * Data is delivered as events in FIFO order per direction, after latency +
  * size/bandwidth. The calls keep the POSIX sys's semantics: short reads, EOF,
  * ECONNRESET, EADDRINUSE, deadlines, -EAGAIN for "try once".
+ *
+ * Flow control: a stream's bytes sent and not yet read by the peer (in
+ * flight or waiting in its receive queue) never exceed the receive window
+ * (opts.rcvbuf, 256 KiB by default), so a reader that falls behind blocks
+ * its writer, as a full socket buffer does: send() writes what fits and
+ * waits (up to its deadline) while nothing fits, and POLLOUT says whether
+ * anything fits. A read that empties the window below full wakes the
+ * writer at once. Received data stays in the segments the sender queued;
+ * recv frees each one as it is consumed, so memory follows what is unread,
+ * not what a run ever sent.
  */
 #include <errno.h>
 #include <signal.h>
@@ -24,6 +34,13 @@
 enum { SK_LISTEN = 1, SK_STREAM };
 enum { ST_CONNECTING = 1, ST_ESTABLISHED, ST_CLOSED };
 
+/* A delivered piece of a stream, waiting to be read. */
+typedef struct seg {
+    struct seg *next;
+    size_t len, off;
+    uint8_t data[];
+} seg_t;
+
 typedef struct sock {
     int fd, type, owner, node;
     int closed; /* by its owner */
@@ -35,8 +52,9 @@ typedef struct sock {
     int nacc, acc_cap;
     /* stream */
     int state, peer, connect_err, syn_tries;
-    uint8_t *rx;
-    size_t rx_len, rx_off, rx_cap;
+    seg_t *rx_head, *rx_tail; /* delivered, unread */
+    size_t rx_bytes;
+    size_t unacked; /* sent and not yet read by the peer (the window) */
     int rx_eof, rx_reset, tx_shut;
     int64_t tx_last; /* arrival time of the last byte sent (FIFO) */
     int64_t sent, reset_after;
@@ -301,22 +319,47 @@ static void on_synack(ddp_sim_t *sim, sim_event_t *ev)
     sock_wake(sim, c);
 }
 
-static void rx_append(sock_t *s, const uint8_t *d, size_t n)
+/* Queues a delivered segment (the event's payload, taken over). */
+static void rx_queue(sock_t *s, seg_t *g)
 {
-    if (s->rx_off > 0 && s->rx_off == s->rx_len)
-        s->rx_off = s->rx_len = 0;
-    if (s->rx_len + n > s->rx_cap) {
-        if (s->rx_off) {
-            memmove(s->rx, s->rx + s->rx_off, s->rx_len - s->rx_off);
-            s->rx_len -= s->rx_off;
-            s->rx_off = 0;
-        }
-        while (s->rx_len + n > s->rx_cap)
-            s->rx_cap = s->rx_cap ? s->rx_cap * 2 : 4096;
-        s->rx = xrealloc(s->rx, s->rx_cap);
+    g->next = NULL;
+    if (s->rx_tail)
+        s->rx_tail->next = g;
+    else
+        s->rx_head = g;
+    s->rx_tail = g;
+    s->rx_bytes += g->len - g->off;
+}
+
+static void rx_drop(sock_t *s)
+{
+    for (seg_t *g = s->rx_head, *n; g; g = n) {
+        n = g->next;
+        free(g);
     }
-    memcpy(s->rx + s->rx_len, d, n);
-    s->rx_len += n;
+    s->rx_head = s->rx_tail = NULL;
+    s->rx_bytes = 0;
+}
+
+/* Moves up to n unread bytes into buf, freeing the segments it empties. */
+static size_t rx_take(sock_t *s, uint8_t *buf, size_t n)
+{
+    size_t got = 0;
+    while (got < n && s->rx_head) {
+        seg_t *g = s->rx_head;
+        size_t k = g->len - g->off < n - got ? g->len - g->off : n - got;
+        memcpy(buf + got, g->data + g->off, k);
+        g->off += k;
+        got += k;
+        if (g->off == g->len) {
+            s->rx_head = g->next;
+            if (!s->rx_head)
+                s->rx_tail = NULL;
+            free(g);
+        }
+    }
+    s->rx_bytes -= got;
+    return got;
 }
 
 void ddp__sim_net_event(ddp_sim_t *sim, sim_event_t *ev)
@@ -341,7 +384,8 @@ void ddp__sim_net_event(ddp_sim_t *sim, sim_event_t *ev)
             }
             break;
         }
-        rx_append(s, ev->data, ev->len);
+        rx_queue(s, ev->data);
+        ev->data = NULL; /* the socket owns it now */
         sock_wake(sim, s);
         break;
     case EV_FIN:
@@ -369,17 +413,23 @@ static void sock_close(ddp_sim_t *sim, sock_t *s, int graceful)
             sock_t *a = sock_get(sim, s->acceptq[i]);
             if (a) {
                 a->closed = 1;
+                rx_drop(a);
                 if (graceful)
                     send_segment(sim, a, EV_RST, NULL, 0);
             }
         }
         s->nacc = 0;
+        free(s->acceptq);
+        s->acceptq = NULL;
+        s->acc_cap = 0;
     } else if (s->state == ST_ESTABLISHED && graceful) {
         /* Unread data makes Linux send RST instead of FIN. */
-        int unread = s->rx_len > s->rx_off;
+        int unread = s->rx_bytes > 0;
         send_segment(sim, s, unread ? EV_RST : EV_FIN, NULL, 0);
     }
+    rx_drop(s); /* nobody reads a closed socket: free what it held */
     sock_wake(sim, s);
+    ddp__waitq_free(&s->waiters); /* no task parks on it any more */
 }
 
 /* A process's exit (or crash) closes the sockets of all its threads; a
@@ -416,7 +466,7 @@ void ddp__sim_net_free(ddp_sim_t *sim)
         sock_t *s = sim->socks[i];
         if (!s)
             continue;
-        free(s->rx);
+        rx_drop(s);
         free(s->acceptq);
         ddp__waitq_free(&s->waiters);
         free(s);
@@ -681,20 +731,39 @@ static int sm_connect(ddp_sys_t *sy, const ddp_addr_t *a, int64_t deadline)
     }
 }
 
+/* What fits in the peer's receive window now. */
+static size_t window_room(const ddp_sim_t *sim, const sock_t *s)
+{
+    return s->unacked < sim->o.rcvbuf ? sim->o.rcvbuf - s->unacked : 0;
+}
+
 static ssize_t sm_send(ddp_sys_t *sy, int fd, const void *buf, size_t n,
                        int64_t deadline)
 {
     ddp_sim_task_t *t = me(sy);
-    (void)deadline;
     SIM_ENTER(t);
     SIM_POINT(t, SYS_NET_SEND);
-    sock_t *s = own_sock(t, fd, SK_STREAM);
-    if (!s)
-        return -EBADF;
-    if (s->rx_reset)
-        return ddp_err_set(-ECONNRESET, "send: connection reset by peer");
-    if (s->tx_shut || s->state != ST_ESTABLISHED)
-        return ddp_err_set(-EPIPE, "send: connection is not open");
+    int64_t start = ddp__sim_task_now(t);
+    sock_t *s;
+    for (;;) {
+        if (!(s = own_sock(t, fd, SK_STREAM)))
+            return -EBADF;
+        if (s->rx_reset)
+            return ddp_err_set(-ECONNRESET, "send: connection reset by peer");
+        if (s->tx_shut || s->state != ST_ESTABLISHED)
+            return ddp_err_set(-EPIPE, "send: connection is not open");
+        if (n == 0 || window_room(t->sim, s) > 0)
+            break;
+        char what[96], peer[DDP_ADDR_STRLEN];
+        snprintf(what, sizeof what, "send to %s (receive window full)",
+                 ddp_addr_format(&s->remote, peer, sizeof peer));
+        int rc = block_on(t, s, deadline, start,
+                          "the peer's receive window stayed full until the "
+                          "deadline (it stopped reading)",
+                          what);
+        if (rc)
+            return rc;
+    }
     if (n == 0)
         return 0;
     /* Reset after N bytes (a fault on this connection). */
@@ -710,15 +779,18 @@ static ssize_t sm_send(ddp_sys_t *sy, int fd, const void *buf, size_t n,
         s->reset_after = -1;
         return ddp_err_set(-ECONNRESET, "send: connection reset by peer");
     }
-    size_t w = n;
-    if (t->sim->o.short_io && n > 1)
-        w = 1 + (size_t)ddp_rng_below(&t->sim->rng, n);
-    uint8_t *copy = malloc(w);
-    if (!copy)
+    size_t w = n < window_room(t->sim, s) ? n : window_room(t->sim, s);
+    if (t->sim->o.short_io && w > 1)
+        w = 1 + (size_t)ddp_rng_below(&t->sim->rng, w);
+    seg_t *g = malloc(sizeof *g + w);
+    if (!g)
         return -ENOMEM;
-    memcpy(copy, buf, w);
+    g->len = w;
+    g->off = 0;
+    memcpy(g->data, buf, w);
     s->sent += (int64_t)w;
-    send_segment(t->sim, s, EV_DATA, copy, w);
+    s->unacked += w;
+    send_segment(t->sim, s, EV_DATA, g, w);
     return (ssize_t)w;
 }
 
@@ -733,13 +805,21 @@ static ssize_t sm_recv(ddp_sys_t *sy, int fd, void *buf, size_t n,
         sock_t *s = own_sock(t, fd, SK_STREAM);
         if (!s)
             return -EBADF;
-        size_t avail = s->rx_len - s->rx_off;
+        size_t avail = s->rx_bytes;
         if (avail > 0 && n > 0) {
             size_t r = avail < n ? avail : n;
             if (t->sim->o.short_io && r > 1)
                 r = 1 + (size_t)ddp_rng_below(&t->sim->rng, r);
-            memcpy(buf, s->rx + s->rx_off, r);
-            s->rx_off += r;
+            r = rx_take(s, buf, r);
+            /* The window update: a writer blocked on a full window may go
+             * on (woken only then: a wake-up costs a hand-off). */
+            sock_t *w = sock_get(t->sim, s->peer);
+            if (w && !w->closed) {
+                int was_full = window_room(t->sim, w) == 0;
+                w->unacked = w->unacked > r ? w->unacked - r : 0;
+                if (was_full)
+                    sock_wake(t->sim, w);
+            }
             return (ssize_t)r;
         }
         if (s->rx_reset)
@@ -766,13 +846,14 @@ static short readiness(ddp_sim_task_t *t, int fd, short want)
         if (s->nacc > 0)
             r |= DDP_POLLIN;
     } else {
-        if (s->rx_len > s->rx_off || s->rx_eof || s->rx_reset)
+        if (s->rx_bytes > 0 || s->rx_eof || s->rx_reset)
             r |= DDP_POLLIN;
         if (s->rx_reset)
             r |= DDP_POLLERR | DDP_POLLHUP;
         else if (s->rx_eof)
             r |= DDP_POLLHUP;
-        if (s->state == ST_ESTABLISHED && !s->tx_shut)
+        if (s->state == ST_ESTABLISHED && !s->tx_shut &&
+            window_room(t->sim, s) > 0)
             r |= DDP_POLLOUT;
     }
     return (short)(r & (want | DDP_POLLERR | DDP_POLLHUP));

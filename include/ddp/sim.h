@@ -38,6 +38,8 @@ typedef struct ddp_sim_opts {
     FILE *trace;           /* JSON lines written here as they happen (or NULL) */
     int keep_trace;        /* also keep the trace in memory (ddp_sim_trace) */
     int somaxconn;         /* listen backlog cap; 0 -> 4096 */
+    size_t rcvbuf;         /* receive window of every stream: bytes sent and
+                              not yet read; 0 -> 256 KiB */
 } ddp_sim_opts_t;
 
 ddp_sim_t *ddp_sim_new(const ddp_sim_opts_t *opts);
