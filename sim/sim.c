@@ -795,6 +795,7 @@ void ddp_sim_stats(const ddp_sim_t *sim, ddp_sim_stats_t *out)
     out->events = sim->events;
     out->trace_hash = sim->trace_hash;
     out->trace_lines = sim->trace_lines;
+    out->rx_peak_bytes = sim->rx_peak;
 }
 
 const char *ddp_sim_deadlock_report(const ddp_sim_t *sim)

@@ -320,8 +320,11 @@ static void on_synack(ddp_sim_t *sim, sim_event_t *ev)
 }
 
 /* Queues a delivered segment (the event's payload, taken over). */
-static void rx_queue(sock_t *s, seg_t *g)
+static void rx_queue(ddp_sim_t *sim, sock_t *s, seg_t *g)
 {
+    sim->rx_held += g->len - g->off;
+    if (sim->rx_held > sim->rx_peak)
+        sim->rx_peak = sim->rx_held;
     g->next = NULL;
     if (s->rx_tail)
         s->rx_tail->next = g;
@@ -331,8 +334,9 @@ static void rx_queue(sock_t *s, seg_t *g)
     s->rx_bytes += g->len - g->off;
 }
 
-static void rx_drop(sock_t *s)
+static void rx_drop(ddp_sim_t *sim, sock_t *s)
 {
+    sim->rx_held -= s->rx_bytes;
     for (seg_t *g = s->rx_head, *n; g; g = n) {
         n = g->next;
         free(g);
@@ -342,7 +346,7 @@ static void rx_drop(sock_t *s)
 }
 
 /* Moves up to n unread bytes into buf, freeing the segments it empties. */
-static size_t rx_take(sock_t *s, uint8_t *buf, size_t n)
+static size_t rx_take(ddp_sim_t *sim, sock_t *s, uint8_t *buf, size_t n)
 {
     size_t got = 0;
     while (got < n && s->rx_head) {
@@ -359,6 +363,7 @@ static size_t rx_take(sock_t *s, uint8_t *buf, size_t n)
         }
     }
     s->rx_bytes -= got;
+    sim->rx_held -= got;
     return got;
 }
 
@@ -384,7 +389,7 @@ void ddp__sim_net_event(ddp_sim_t *sim, sim_event_t *ev)
             }
             break;
         }
-        rx_queue(s, ev->data);
+        rx_queue(sim, s, ev->data);
         ev->data = NULL; /* the socket owns it now */
         sock_wake(sim, s);
         break;
@@ -413,7 +418,7 @@ static void sock_close(ddp_sim_t *sim, sock_t *s, int graceful)
             sock_t *a = sock_get(sim, s->acceptq[i]);
             if (a) {
                 a->closed = 1;
-                rx_drop(a);
+                rx_drop(sim, a);
                 if (graceful)
                     send_segment(sim, a, EV_RST, NULL, 0);
             }
@@ -427,7 +432,7 @@ static void sock_close(ddp_sim_t *sim, sock_t *s, int graceful)
         int unread = s->rx_bytes > 0;
         send_segment(sim, s, unread ? EV_RST : EV_FIN, NULL, 0);
     }
-    rx_drop(s); /* nobody reads a closed socket: free what it held */
+    rx_drop(sim, s); /* nobody reads a closed socket: free what it held */
     sock_wake(sim, s);
     ddp__waitq_free(&s->waiters); /* no task parks on it any more */
 }
@@ -466,7 +471,7 @@ void ddp__sim_net_free(ddp_sim_t *sim)
         sock_t *s = sim->socks[i];
         if (!s)
             continue;
-        rx_drop(s);
+        rx_drop(sim, s);
         free(s->acceptq);
         ddp__waitq_free(&s->waiters);
         free(s);
@@ -810,7 +815,7 @@ static ssize_t sm_recv(ddp_sys_t *sy, int fd, void *buf, size_t n,
             size_t r = avail < n ? avail : n;
             if (t->sim->o.short_io && r > 1)
                 r = 1 + (size_t)ddp_rng_below(&t->sim->rng, r);
-            r = rx_take(s, buf, r);
+            r = rx_take(t->sim, s, buf, r);
             /* The window update: a writer blocked on a full window may go
              * on (woken only then: a wake-up costs a hand-off). */
             sock_t *w = sock_get(t->sim, s->peer);

@@ -116,6 +116,7 @@ struct ddp_sim {
     int unfinished; /* tasks not yet exited, crashed or cancelled */
     int time_limited;
     uint64_t handoffs, events;
+    uint64_t rx_held, rx_peak; /* bytes in receive queues: now, at most */
     ddp_sim_fault_t *faults;
     int *fault_fired;
     int nfaults;

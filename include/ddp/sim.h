@@ -131,6 +131,8 @@ typedef struct ddp_sim_stats {
     uint64_t events;     /* timers + deliveries processed */
     uint64_t trace_hash; /* FNV-1a 64 over the trace bytes */
     uint64_t trace_lines;
+    uint64_t rx_peak_bytes; /* most bytes ever held in receive queues at once
+                               (delivered, not yet read), all sockets */
 } ddp_sim_stats_t;
 void ddp_sim_stats(const ddp_sim_t *sim, ddp_sim_stats_t *out);
 
