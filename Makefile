@@ -61,7 +61,8 @@ TESTBIN   := $(B)/ddpsim-test
 DEPS_OK   := build/.deps-ok
 
 .PHONY: all lib run test bench install deps clean hw-test real-scenarios \
-        netns-scenarios netns-clean real-test fidelity
+        netns-scenarios netns-clean real-test fidelity fault-points-doc \
+        check-fault-points-doc
 all: $(STATIC) $(SHARED) $(DDPSIM) $(TESTBIN) $(BENCH_BIN) ddpsim
 
 lib: $(STATIC) $(SHARED)
@@ -98,8 +99,20 @@ $(B)/bench/%: bench/%.c $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(STATIC) $(LDFLAGS) $(LDLIBS)
 
+# docs/fault-points.md is generated from include/ddp/faults.h and the page's
+# template; `make test` fails when the committed page is out of date.
+FPDOC := $(B)/fault-points-doc
+$(FPDOC): scripts/fault-points-doc.c $(STATIC)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(STATIC) $(LDFLAGS) $(LDLIBS)
+fault-points-doc: $(FPDOC)
+	$(FPDOC) docs/fault-points.md.in > docs/fault-points.md
+check-fault-points-doc: $(FPDOC)
+	@$(FPDOC) docs/fault-points.md.in | cmp -s - docs/fault-points.md || { \
+	    echo "docs/fault-points.md does not match include/ddp/faults.h and" \
+	         "docs/fault-points.md.in: run make fault-points-doc"; exit 1; }
+
 # TESTS="suite ..." runs only those suites; JUNIT=file writes JUnit XML.
-test: $(TESTBIN) $(DDPSIM)
+test: $(TESTBIN) $(DDPSIM) check-fault-points-doc
 	DDPSIM=$(abspath $(DDPSIM)) $(TESTBIN) $(if $(JUNIT),--junit $(JUNIT)) $(TESTS)
 
 # The main job: every bundled scenario x every accelerator in the simulator.
