@@ -3,38 +3,41 @@
  * Written only against the sys seam, so the same code runs over real sockets
  * and inside the simulator's virtual network.
  *
- * Bootstrap (NCCL's shape, docs/architecture.md):
+ * Bootstrap (NCCL's shape, docs/architecture.md), O(1) work per rank but
+ * rank 0's:
  *  1. every rank listens on a free port of the address its hostname resolves
  *     to (DDP_TCP_ADDR in the rank's environment overrides the name) and
  *     publishes "host:port" under "<prefix>/tcp/addr/<rank>";
- *  2. rank 0 gathers every address (multi_get, batches of 128) and publishes
- *     the ring table under "<prefix>/tcp/ring": "<rank> <successor> <addr>"
- *     per line, so every other rank needs one store read, not world reads;
+ *  2. rank 0 gathers every address (multi_get, batches of 128) and gives each
+ *     rank its ring neighbours, as NCCL's root does: one short entry per rank
+ *     under "<prefix>/tcp/peers/<rank>", "<header> <world> <prev> <prev addr>
+ *     <next> <next addr>" (multi_set, batches of 128); each rank reads only
+ *     its own entry (WAIT, then GET), never a table of the whole world;
  *  3. every rank connects to its successor and sends a hello (u64 magic,
  *     u32 rank, u32 world, u64 group hash), accepts from its predecessor
  *     (checking the hello; strays are closed and the accept goes on until
- *     the deadline), replies with its own hello, and finally reads the
- *     successor's reply. Sending the hello before accepting, and reading the
- *     reply after, is what keeps the all-ranks-at-once handshake free of a
- *     circular wait.
+ *     the deadline) and replies with its own hello, and reads the
+ *     successor's reply. One poll watches the listener and the outgoing
+ *     connection together, so a rank whose hello was dropped connects again
+ *     while it still waits for its predecessor: no circular wait.
  *
  * Collectives run over the ring only (no connections beyond it):
  *  - every collective starts with a 32-byte header exchanged with both ring
  *    neighbours (kind, sequence number, size, dtype/op/root), so ranks that
  *    call different collectives or sizes fail with DDP_EPROTOCOL naming the
  *    neighbour's call instead of hanging or returning garbage;
- *  - barrier: a ring allgather of one-byte tokens (world-1 token hops; after
- *    it every rank has heard, through the ring, from every rank);
+ *  - barrier and small allreduce (< TCP_SMALL_BYTES): two passes along the
+ *    ring (ring_chain), O(1) messages per rank: 0 -> 1 -> ... -> world-1
+ *    folds the buffers in rank order (bit-identical float results on every
+ *    rank), world-1 -> 0 -> ... -> world-2 hands the result on. A barrier is
+ *    the same with a one-byte token and no fold: nobody leaves before the
+ *    last rank entered. 2(world-1) hops of latency, where an allgather of
+ *    every buffer took world-1 hops but world-1 steps on every rank;
  *  - broadcast: a pipeline from the root; every rank forwards what it has
  *    received so far, in chunks of TCP_CHUNK bytes;
  *  - allgather: world-1 ring steps of one block each;
  *  - allreduce, >= TCP_SMALL_BYTES: ring reduce-scatter then ring allgather
- *    (2(world-1) steps of bytes/world each);
- *  - allreduce, small: a ring allgather of the whole buffers, then every rank
- *    reduces all of them locally in rank order. That is world-1 hops, fewer
- *    than reduce-to-root + broadcast (2(world-1)), needs no extra
- *    connections (recursive doubling would), and gives bit-identical float
- *    results on every rank.
+ *    (2(world-1) steps of bytes/world each).
  * Every ring step sends to the successor while receiving from the
  * predecessor (poll on both, non-blocking partial send/recv), so no rank
  * blocks in a send that waits for a receive on the next rank.
@@ -50,7 +53,6 @@
  * PyTorch, whose prefixes carry a group counter.
  */
 #include <errno.h>
-#include <fiu.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -270,6 +270,10 @@ const char *ddp_real_unsupported(const ddp_scenario_t *s, const char *accel, int
                 snprintf(buf, n, "fault reset after=%lld (line %d): a mid-stream reset "
                                  "needs the simulator", (long long)f->after_bytes,
                          s->fault_line[i]);
+            else if (f->kind == DDP_FAULT_POINT)
+                snprintf(buf, n, "fault point point=%s (line %d): real runs do not aim "
+                                 "fault points (fiu-run -c 'enable name=%s' hits every "
+                                 "process)", f->point, s->fault_line[i], f->point);
             else if ((f->kind == DDP_FAULT_PARTITION || f->kind == DDP_FAULT_DELAY) && !netns)
                 snprintf(buf, n, "fault %s (line %d) needs --netns", kind, s->fault_line[i]);
             else if (f->kind == DDP_FAULT_DELAY && (f->node >= 0 || f->peer_node >= 0 || f->ranks))

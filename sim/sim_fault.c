@@ -49,22 +49,19 @@ int ddp_sim_fault_kind_parse(const char *name, ddp_sim_fault_kind_t *out)
  * would never check it. */
 static const ddp_fault_info_t *sim_point(const char *name)
 {
-    if (!name || !*name) {
-        ddp_err_set(DDP_ECONFIG, "a point fault needs the name of a fault point");
-        return NULL;
-    }
     const ddp_fault_info_t *fp = ddp_fault_point_find(name);
     if (!fp)
-        ddp_err_set(DDP_ECONFIG, "fault point \"%s\" does not exist (ddpsim "
-                                 "list faults, docs/fault-points.md)",
+        ddp_err_set(DDP_ECONFIG, "expected the name of a fault point "
+                                 "(docs/fault-points.md), got \"%.60s\"",
                     name ? name : "");
     else if (fp->id == DDP_FP_DDP_PHASE_ENTER)
-        ddp_err_set(DDP_ECONFIG, "fault point %s fails nothing; crash a rank "
-                                 "at a phase with a crash fault and phase=",
+        ddp_err_set(DDP_ECONFIG, "expected a fault point that fails something, "
+                                 "got %s (to crash a rank at a phase, use a "
+                                 "crash fault with phase=)",
                     fp->name);
     else if (fp->where && !(fp->where & DDP_FP_SIM))
-        ddp_err_set(DDP_ECONFIG, "fault point %s is checked only by the POSIX "
-                                 "sys, never in the simulator",
+        ddp_err_set(DDP_ECONFIG, "expected a fault point the simulator checks, "
+                                 "got %s (checked only by the POSIX sys)",
                     fp->name);
     else
         return fp;

@@ -41,7 +41,7 @@ static void explore_usage(FILE *f)
             "  --runs K           runs (default 100)\n"
             "  --seed S           run i is drawn from S and i alone (default 1)\n"
             "  --faults KINDS     comma list of refuse, reset, blackhole, delay, partition,\n"
-            "                     crash, pause, resolve, or all (default all)\n"
+            "                     crash, pause, resolve, point, or all (default all)\n"
             "  --max-faults M     at most M faults per run (0..%d, default 3)\n"
             "  --accelerator NAME only this accelerator (default: drawn per run)\n"
             "  --plugin NAME      the DDP plugin (default, subgroups, rpc)\n"
@@ -143,7 +143,7 @@ int ddp_cmd_explore(ddp_sys_t *sys, int argc, char **argv)
         } else if (!strcmp(a, "--faults")) {
             if (parse_kinds(v, &o.kinds))
                 return bad(a, v, "a comma list of refuse, reset, blackhole, delay, "
-                                 "partition, crash, pause, resolve (or all)");
+                                 "partition, crash, pause, resolve, point (or all)");
         } else if (!strcmp(a, "--max-faults")) {
             if (parse_num(v, 0, DDP_SCN_MAX_FAULTS, &x))
                 return bad(a, v, "a whole number of faults in 0..32");
