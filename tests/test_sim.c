@@ -596,8 +596,11 @@ static int point_task(ddp_sys_t *sys, void *arg)
 {
     point_run_t *p = arg;
     int me = ddp_sim_task_of(sys);
-    for (int i = 0; i < 3; i++)
-        p->rc[me][i] = ddp_sys_read_file(sys, "/etc/hosts", &(char *){NULL}, NULL);
+    for (int i = 0; i < 3; i++) {
+        char *data = NULL;
+        p->rc[me][i] = ddp_sys_read_file(sys, "/etc/hosts", &data, NULL);
+        free(data);
+    }
     return 0;
 }
 
