@@ -601,6 +601,18 @@ typedef struct hs {
     char cause[256];  /* why the last connect attempt failed */
 } hs_t;
 
+/* Gives up on the successor: the last attempt's cause, with `code`. */
+static int connect_failed(tcp_pg_t *pg, const hs_t *h, int code)
+{
+    peer_err(code, pg->next_rank, pg->next_addr, now(pg) - h->start,
+             "tcp bootstrap: connect to ring successor rank %d at %s failed "
+             "after %d attempt(s): %s",
+             pg->next_rank, pg->next_addr, pg->attempts, h->cause);
+    return ddp_err_hint("check that rank %d is alive and that %s is reachable "
+                        "from this host (firewall, DDP_TCP_ADDR)",
+                        pg->next_rank, pg->next_addr);
+}
+
 /* One connect attempt. 0: connected (hello sent) or retry later (retry_at
  * set); < 0: give up, with the error set. */
 static int hs_connect(tcp_pg_t *pg, hs_t *h)
@@ -615,14 +627,7 @@ static int hs_connect(tcp_pg_t *pg, hs_t *h)
     int64_t t = now(pg);
     if (!connect_retryable(fd) || t >= h->deadline) {
         int code = fd == -ETIMEDOUT || t >= h->deadline ? DDP_ETIMEOUT : fd;
-        peer_err(code, pg->next_rank, pg->next_addr, t - h->start,
-                 "tcp bootstrap: connect to ring successor rank %d at %s "
-                 "failed after %d attempt(s): %s",
-                 pg->next_rank, pg->next_addr, pg->attempts, h->cause);
-        return ddp_err_hint("check that rank %d is alive and that %s is "
-                            "reachable from this host (firewall, "
-                            "DDP_TCP_ADDR)",
-                            pg->next_rank, pg->next_addr);
+        return connect_failed(pg, h, code);
     }
     h->retry_at = backoff_next(pg, h->deadline);
     return 0;
@@ -716,16 +721,8 @@ static int hs_accept(tcp_pg_t *pg, int lfd, hs_t *h)
 static int hs_timeout(tcp_pg_t *pg, hs_t *h)
 {
     int64_t waited = now(pg) - h->start;
-    if (!h->out_done && pg->next_fd < 0 && pg->attempts > 0 && h->cause[0]) {
-        peer_err(DDP_ETIMEOUT, pg->next_rank, pg->next_addr, waited,
-                 "tcp bootstrap: connect to ring successor rank %d at %s "
-                 "failed after %d attempt(s): %s",
-                 pg->next_rank, pg->next_addr, pg->attempts, h->cause);
-        return ddp_err_hint("check that rank %d is alive and that %s is "
-                            "reachable from this host (firewall, "
-                            "DDP_TCP_ADDR)",
-                            pg->next_rank, pg->next_addr);
-    }
+    if (!h->out_done && pg->next_fd < 0 && pg->attempts > 0 && h->cause[0])
+        return connect_failed(pg, h, DDP_ETIMEOUT);
     if (!h->in_done) {
         char rej[260] = "";
         if (h->strays)

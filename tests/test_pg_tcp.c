@@ -500,17 +500,21 @@ static int sim_count_ok(simrun_t *s)
     return ok;
 }
 
-static void test_sim_collectives(void)
+/* `ranks` ranks on 2 nodes run body; every one of them must succeed. */
+static void sim_all_ok(uint64_t seed, int ranks, rank_body_fn body, void *arg)
 {
     simrun_t s;
-    sim_setup(&s, 11, 2, WORLD, body_all, NULL, NULL);
+    sim_setup(&s, seed, 2, ranks, body, arg, NULL);
     CU_ASSERT_EQUAL(ddp_sim_run(s.sim), DDP_SIM_DONE);
-    CU_ASSERT_EQUAL(sim_count_ok(&s), WORLD);
-    for (int r = 0; r < WORLD; r++)
+    CU_ASSERT_EQUAL(sim_count_ok(&s), ranks);
+    for (int r = 0; r < ranks; r++)
         if (s.why[r].text[0])
-            fprintf(stderr, "\n  sim rank %d: %s", r, s.why[r].text);
+            fprintf(stderr, "\n  sim seed %llu rank %d: %s", (unsigned long long)seed,
+                    r, s.why[r].text);
     ddp_sim_free(s.sim);
 }
+
+static void test_sim_collectives(void) { sim_all_ok(11, WORLD, body_all, NULL); }
 
 /* Rank 5 dies as it enters the allreduce; nobody may hang. */
 static int body_crash(ddp_pg_t *pg, ddp_sys_t *sys, int64_t dl, why_t *w, void *arg)
@@ -830,17 +834,7 @@ static int body_entries(ddp_pg_t *pg, ddp_sys_t *sys, int64_t dl, why_t *w, void
     return rc ? rc : brc ? failf(w, brc, "barrier") : 0;
 }
 
-static void test_sim_bootstrap_entries(void)
-{
-    simrun_t s;
-    sim_setup(&s, 31, 2, WORLD, body_entries, NULL, NULL);
-    CU_ASSERT_EQUAL(ddp_sim_run(s.sim), DDP_SIM_DONE);
-    CU_ASSERT_EQUAL(sim_count_ok(&s), WORLD);
-    for (int r = 0; r < WORLD; r++)
-        if (s.why[r].text[0])
-            fprintf(stderr, "\n  rank %d: %s", r, s.why[r].text);
-    ddp_sim_free(s.sim);
-}
+static void test_sim_bootstrap_entries(void) { sim_all_ok(31, WORLD, body_entries, NULL); }
 
 /* The barrier (two passes along the ring) returns on no rank before the
  * last rank entered it; rank 3 enters 3 s late. */
@@ -866,15 +860,11 @@ static int body_late_barrier(ddp_pg_t *pg, ddp_sys_t *sys, int64_t dl, why_t *w,
 static void test_sim_barrier_waits_for_all(void)
 {
     barrier_times_t bt = {{0}, {0}};
-    simrun_t s;
-    sim_setup(&s, 32, 2, WORLD, body_late_barrier, &bt, NULL);
-    CU_ASSERT_EQUAL(ddp_sim_run(s.sim), DDP_SIM_DONE);
-    CU_ASSERT_EQUAL(sim_count_ok(&s), WORLD);
+    sim_all_ok(32, WORLD, body_late_barrier, &bt);
     for (int r = 0; r < WORLD; r++) {
         CU_ASSERT(bt.left[r] >= bt.entered[3]);
         CU_ASSERT(bt.entered[r] > 0);
     }
-    ddp_sim_free(s.sim);
 }
 
 /* Small allreduces fold the ranks' buffers in rank order, so floats come
@@ -906,11 +896,7 @@ static int body_fold(ddp_pg_t *pg, ddp_sys_t *sys, int64_t dl, why_t *w, void *a
 
 static void test_sim_small_allreduce_rank_order(void)
 {
-    simrun_t s;
-    sim_setup(&s, 33, 2, WORLD, body_fold, NULL, NULL);
-    CU_ASSERT_EQUAL(ddp_sim_run(s.sim), DDP_SIM_DONE);
-    CU_ASSERT_EQUAL(sim_count_ok(&s), WORLD);
-    ddp_sim_free(s.sim);
+    sim_all_ok(33, WORLD, body_fold, NULL);
 }
 
 /* The handshake under random faults on pg/tcp/handshake: a rank whose hello
@@ -995,16 +981,8 @@ static int body_configure(ddp_pg_t *pg, ddp_sys_t *sys, int64_t dl, why_t *w, vo
 
 static void test_sim_configure_check(void)
 {
-    for (int corrupt = 0; corrupt < 2; corrupt++) {
-        simrun_t s;
-        sim_setup(&s, 34, 2, 6, body_configure, &corrupt, NULL);
-        CU_ASSERT_EQUAL(ddp_sim_run(s.sim), DDP_SIM_DONE);
-        CU_ASSERT_EQUAL(sim_count_ok(&s), 6);
-        for (int r = 0; r < 6; r++)
-            if (s.why[r].text[0])
-                fprintf(stderr, "\n  corrupt %d rank %d: %s", corrupt, r, s.why[r].text);
-        ddp_sim_free(s.sim);
-    }
+    for (int corrupt = 0; corrupt < 2; corrupt++)
+        sim_all_ok(34 + (uint64_t)corrupt, 6, body_configure, &corrupt);
 }
 
 /* ------------------------------------------------ local pieces */
