@@ -917,9 +917,13 @@ static int ring_xfer(tcp_pg_t *pg, const void *sbuf, size_t slen, void *rbuf,
             p[n++] = (ddp_pollfd_t){.fd = pg->prev_fd, .events = DDP_POLLIN};
         }
         int rc = ddp_sys_poll(sys, p, n, deadline);
-        if (rc < 0 && rc != -EINTR && rc != -EAGAIN)
+        if (rc == -EINTR || rc == -EAGAIN) {
+            transient_pause(pg, deadline);
+            rc = 0;
+        }
+        if (rc < 0)
             return rc;
-        if (rc <= 0) {
+        if (rc == 0) {
             if (now(pg) >= deadline)
                 return xfer_timeout(pg, roff < rlen, roff, rlen);
             continue;
