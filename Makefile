@@ -63,7 +63,8 @@ TESTBIN   := $(B)/ddpsim-test
 DEPS_OK   := build/.deps-ok
 
 .PHONY: all lib run test check-layers bench install deps clean hw-test real-scenarios \
-        netns-scenarios netns-clean real-test fidelity torch-test fuzz
+        netns-scenarios netns-clean real-test fidelity torch-test fuzz fault-points-doc \
+        check-fault-points-doc
 all: $(STATIC) $(SHARED) $(DDPSIM) $(TESTBIN) $(BENCH_BIN) ddpsim
 
 lib: $(STATIC) $(SHARED)
@@ -100,9 +101,21 @@ $(B)/bench/%: bench/%.c $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(STATIC) $(LDFLAGS) $(LDLIBS)
 
+# docs/fault-points.md is generated from include/ddp/faults.h and the page's
+# template; `make test` fails when the committed page is out of date.
+FPDOC := $(B)/fault-points-doc
+$(FPDOC): scripts/fault-points-doc.c $(STATIC)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(STATIC) $(LDFLAGS) $(LDLIBS)
+fault-points-doc: $(FPDOC)
+	$(FPDOC) docs/fault-points.md.in > docs/fault-points.md
+check-fault-points-doc: $(FPDOC)
+	@$(FPDOC) docs/fault-points.md.in | cmp -s - docs/fault-points.md || { \
+	    echo "docs/fault-points.md does not match include/ddp/faults.h and" \
+	         "docs/fault-points.md.in: run make fault-points-doc"; exit 1; }
+
 # TESTS="suite ..." runs only those suites; JUNIT=file writes JUnit XML.
 # `make test` and `make run` leave ./ddpsim in place, as a plain `make` does.
-test: $(TESTBIN) $(DDPSIM) ddpsim check-layers
+test: $(TESTBIN) $(DDPSIM) ddpsim check-layers check-fault-points-doc
 	DDPSIM=$(abspath $(DDPSIM)) $(TESTBIN) $(if $(JUNIT),--junit $(JUNIT)) $(TESTS)
 	@$(if $(TESTS),,$(if $(SANITIZE),,sh tests/example-test.sh))
 

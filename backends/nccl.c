@@ -57,6 +57,7 @@
 
 #include "backends_priv.h"
 #include "ddp/err.h"
+#include "ddp/faults.h"
 #include "ddp/log.h"
 #include "ddp/pg.h"
 #include "ddp/store.h"
@@ -560,7 +561,7 @@ static int exchange_uid(npg_t *p, int64_t deadline, ncclUniqueId *uid)
     char key[sizeof p->pg.prefix + 16];
     snprintf(key, sizeof key, "%s/nccl/uid", p->pg.prefix);
     int64_t start = ddp_sys_now(sys);
-    int rc = ddp_fault_point("pg/nccl/uid", ECONNRESET);
+    int rc = ddp_fault_fire(DDP_FP_PG_NCCL_UID);
     if (p->pg.rank == 0) {
         if (!rc) {
             ncclResult_t r = g_api.get_unique_id(uid);
@@ -679,7 +680,7 @@ static int nccl_init(const ddp_pg_init_t *in, ddp_pg_t **out)
     }
 
     int stall = 0;
-    if (fiu_fail("pg/nccl/init")) {
+    if (ddp_fault_hit(DDP_FP_PG_NCCL_INIT)) {
         intptr_t fi = (intptr_t)fiu_failinfo();
         if (fi > 0) {
             rc = ddp_err_set(-(int)fi,

@@ -3,38 +3,41 @@
  * Written only against the sys seam, so the same code runs over real sockets
  * and inside the simulator's virtual network.
  *
- * Bootstrap (NCCL's shape, docs/architecture.md):
+ * Bootstrap (NCCL's shape, docs/architecture.md), O(1) work per rank but
+ * rank 0's:
  *  1. every rank listens on a free port of the address its hostname resolves
  *     to (DDP_TCP_ADDR in the rank's environment overrides the name) and
  *     publishes "host:port" under "<prefix>/tcp/addr/<rank>";
- *  2. rank 0 gathers every address (multi_get, batches of 128) and publishes
- *     the ring table under "<prefix>/tcp/ring": "<rank> <successor> <addr>"
- *     per line, so every other rank needs one store read, not world reads;
+ *  2. rank 0 gathers every address (multi_get, batches of 128) and gives each
+ *     rank its ring neighbours, as NCCL's root does: one short entry per rank
+ *     under "<prefix>/tcp/peers/<rank>", "<header> <world> <prev> <prev addr>
+ *     <next> <next addr>" (multi_set, batches of 128); each rank reads only
+ *     its own entry (WAIT, then GET), never a table of the whole world;
  *  3. every rank connects to its successor and sends a hello (u64 magic,
  *     u32 rank, u32 world, u64 group hash), accepts from its predecessor
  *     (checking the hello; strays are closed and the accept goes on until
- *     the deadline), replies with its own hello, and finally reads the
- *     successor's reply. Sending the hello before accepting, and reading the
- *     reply after, is what keeps the all-ranks-at-once handshake free of a
- *     circular wait.
+ *     the deadline) and replies with its own hello, and reads the
+ *     successor's reply. One poll watches the listener and the outgoing
+ *     connection together, so a rank whose hello was dropped connects again
+ *     while it still waits for its predecessor: no circular wait.
  *
  * Collectives run over the ring only (no connections beyond it):
  *  - every collective starts with a 32-byte header exchanged with both ring
  *    neighbours (kind, sequence number, size, dtype/op/root), so ranks that
  *    call different collectives or sizes fail with DDP_EPROTOCOL naming the
  *    neighbour's call instead of hanging or returning garbage;
- *  - barrier: a ring allgather of one-byte tokens (world-1 token hops; after
- *    it every rank has heard, through the ring, from every rank);
+ *  - barrier and small allreduce (< TCP_SMALL_BYTES): two passes along the
+ *    ring (ring_chain), O(1) messages per rank: 0 -> 1 -> ... -> world-1
+ *    folds the buffers in rank order (bit-identical float results on every
+ *    rank), world-1 -> 0 -> ... -> world-2 hands the result on. A barrier is
+ *    the same with a one-byte token and no fold: nobody leaves before the
+ *    last rank entered. 2(world-1) hops of latency, where an allgather of
+ *    every buffer took world-1 hops but world-1 steps on every rank;
  *  - broadcast: a pipeline from the root; every rank forwards what it has
  *    received so far, in chunks of TCP_CHUNK bytes;
  *  - allgather: world-1 ring steps of one block each;
  *  - allreduce, >= TCP_SMALL_BYTES: ring reduce-scatter then ring allgather
- *    (2(world-1) steps of bytes/world each);
- *  - allreduce, small: a ring allgather of the whole buffers, then every rank
- *    reduces all of them locally in rank order. That is world-1 hops, fewer
- *    than reduce-to-root + broadcast (2(world-1)), needs no extra
- *    connections (recursive doubling would), and gives bit-identical float
- *    results on every rank.
+ *    (2(world-1) steps of bytes/world each).
  * Every ring step sends to the successor while receiving from the
  * predecessor (poll on both, non-blocking partial send/recv), so no rank
  * blocks in a send that waits for a receive on the next rank.
@@ -50,7 +53,6 @@
  * PyTorch, whose prefixes carry a group counter.
  */
 #include <errno.h>
-#include <fiu.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -60,6 +62,7 @@
 #include "backends_priv.h"
 #include "ddp/env.h"
 #include "ddp/err.h"
+#include "ddp/faults.h"
 #include "ddp/log.h"
 #include "ddp/pg.h"
 
@@ -75,7 +78,7 @@
 #define TCP_BACKOFF_INITIAL_NS (50 * DDP_NS_PER_MS)
 #define TCP_BACKOFF_MAX_NS (2 * DDP_NS_PER_S)
 #define TCP_GATHER_BATCH 128
-#define TCP_RING_HEADER "ddp-tcp-ring 1"
+#define TCP_PEERS_HEADER "ddp-tcp-peers 1"
 
 typedef enum coll_kind {
     COLL_BARRIER = 1,
@@ -309,17 +312,24 @@ static int tcp_listen(tcp_pg_t *pg, ddp_addr_t *pub)
 }
 
 /* A rank whose bootstrap fails before the ring exists says so under the key
- * the others wait on (its address, or rank 0's ring table), so they fail at
- * once with the real cause instead of timing out without a hint
- * (pytorch#129367). Best effort, with a short deadline of its own. */
+ * the others wait on (its address, or every rank's peers entry when rank 0
+ * gives up), so they fail at once with the real cause instead of timing out
+ * without a hint (pytorch#129367). Best effort, with a short deadline of its
+ * own. */
 #define TCP_ERROR_MARK "error "
 
-static void publish_error(tcp_pg_t *pg, const char *key, const char *lead)
+/* What a failing rank passes on: the first failing rank's own words, not a
+ * wrapper of them. */
+static void error_text(tcp_pg_t *pg, const char *lead, char *msg, size_t n)
+{
+    snprintf(msg, n, "%s%s%s", lead, TCP_ERROR_MARK,
+             pg->cause[0] ? pg->cause : ddp_err_message());
+}
+
+static void publish_error(tcp_pg_t *pg, const char *key)
 {
     char msg[768];
-    /* Pass on the first failing rank's own words, not a wrapper of them. */
-    snprintf(msg, sizeof msg, "%s%s%s", lead, TCP_ERROR_MARK,
-             pg->cause[0] ? pg->cause : ddp_err_message());
+    error_text(pg, "", msg, sizeof msg);
     ddp_errctx_t saved = *ddp_err_ctx(); /* keep this rank's own error */
     ddp_store_set_str(pg->base.store, key, msg,
                       ddp_sys_deadline_in(pg->base.sys, DDP_NS_PER_S));
@@ -405,107 +415,116 @@ static int gather_addrs(tcp_pg_t *pg, ddp_addr_t *addrs, int64_t deadline)
     return rc;
 }
 
-/* Rank 0 writes the table; everyone reads it back: the ring as rank 0 saw
- * it, whatever stale keys the store may also hold. */
-static int publish_ring(tcp_pg_t *pg, const ddp_addr_t *addrs, int64_t deadline)
+/* Rank 0 tells each rank its ring neighbours, as NCCL's root does: rank r's
+ * entry "<header> <world> <prev> <prev addr> <next> <next addr>" under
+ * "<prefix>/tcp/peers/<r>", TCP_GATHER_BATCH entries per MULTI_SET. Each
+ * rank then reads one short entry, not a table of the whole world. With
+ * addrs NULL every entry says why rank 0 gave up instead (errmsg). */
+static int publish_peers(tcp_pg_t *pg, const ddp_addr_t *addrs,
+                         const char *errmsg, int64_t deadline)
 {
     int world = pg->base.world;
-    size_t cap = 32 + (size_t)world * (DDP_ADDR_STRLEN + 24);
-    char *t = malloc(cap);
-    if (!t)
-        return ddp_err_set(-ENOMEM, "tcp bootstrap: out of memory");
-    size_t off = (size_t)snprintf(t, cap, "%s %d\n", TCP_RING_HEADER, world);
-    for (int r = 0; r < world; r++) {
-        char as[DDP_ADDR_STRLEN];
-        int s = (r + 1) % world;
-        off += (size_t)snprintf(t + off, cap - off, "%d %d %s\n", r, s,
-                                ddp_addr_format(&addrs[s], as, sizeof as));
+    enum { VLEN = 2 * DDP_ADDR_STRLEN + 64 };
+    char(*keys)[160] = malloc(TCP_GATHER_BATCH * sizeof *keys);
+    char(*text)[VLEN] = addrs ? malloc(TCP_GATHER_BATCH * sizeof *text) : NULL;
+    const char *kp[TCP_GATHER_BATCH];
+    ddp_buf_t vals[TCP_GATHER_BATCH];
+    int rc = keys && (text || !addrs) ? 0 : ddp_err_set(-ENOMEM, "tcp bootstrap: "
+                                                                 "out of memory");
+    for (int base = 0; rc == 0 && base < world; base += TCP_GATHER_BATCH) {
+        int nb = world - base < TCP_GATHER_BATCH ? world - base : TCP_GATHER_BATCH;
+        for (int i = 0; i < nb; i++) {
+            int r = base + i, prev = (r + world - 1) % world, next = (r + 1) % world;
+            tcp_key(pg, keys[i], sizeof keys[i], "peers", r);
+            kp[i] = keys[i];
+            if (!addrs) {
+                vals[i] = (ddp_buf_t){.data = (uint8_t *)errmsg, .len = strlen(errmsg)};
+                continue;
+            }
+            char pa[DDP_ADDR_STRLEN], na[DDP_ADDR_STRLEN];
+            int n = snprintf(text[i], VLEN, "%s %d %d %s %d %s", TCP_PEERS_HEADER,
+                             world, prev, ddp_addr_format(&addrs[prev], pa, sizeof pa),
+                             next, ddp_addr_format(&addrs[next], na, sizeof na));
+            vals[i] = (ddp_buf_t){.data = (uint8_t *)text[i], .len = (size_t)n};
+        }
+        rc = ddp_store_multi_set(pg->base.store, kp, vals, (size_t)nb, deadline);
+        if (rc)
+            ddp_err_wrap("tcp bootstrap: rank 0 could not publish the ring "
+                         "neighbours under \"%s/tcp/peers/\"",
+                         pg->base.prefix);
     }
-    char key[160];
-    tcp_key(pg, key, sizeof key, "ring", -1);
-    int rc = ddp_store_set(pg->base.store, key, t, off, deadline);
-    free(t);
-    if (rc)
-        ddp_err_wrap("tcp bootstrap: rank 0 could not publish the ring table "
-                     "\"%s\"",
-                     key);
+    free(keys);
+    free(text);
     return rc;
 }
 
-/* Reads the table; fills every rank's address (each rank is some rank's
- * successor) and this rank's neighbours. */
-static int fetch_ring(tcp_pg_t *pg, ddp_addr_t *addrs, int64_t deadline)
+/* Rank 0 gave up: every rank waiting for its entry learns why. */
+static void publish_peers_error(tcp_pg_t *pg)
+{
+    char msg[800];
+    error_text(pg, TCP_PEERS_HEADER " ", msg, sizeof msg);
+    ddp_errctx_t saved = *ddp_err_ctx();
+    publish_peers(pg, NULL, msg, ddp_sys_deadline_in(pg->base.sys, DDP_NS_PER_S));
+    *ddp_err_ctx() = saved;
+}
+
+/* Reads this rank's entry: its neighbours' ranks and addresses. */
+static int fetch_peers(tcp_pg_t *pg, ddp_addr_t *succ, int64_t deadline)
 {
     int world = pg->base.world, me = pg->base.rank;
     char key[160];
-    tcp_key(pg, key, sizeof key, "ring", -1);
+    tcp_key(pg, key, sizeof key, "peers", me);
     int64_t start = now(pg);
     ddp_buf_t b = {0};
-    int rc = ddp_store_get(pg->base.store, key, &b, deadline);
+    /* WAIT, then GET: two round trips while rank 0 is still gathering (a
+     * GET of a missing key asks CHECK, then WAIT, then GET). */
+    const char *k[1] = {key};
+    int rc = ddp_store_wait(pg->base.store, k, 1, deadline);
+    if (rc == 0)
+        rc = ddp_store_get(pg->base.store, key, &b, deadline);
     if (rc) {
-        ddp_err_wrap("tcp bootstrap: waiting for the ring table \"%s\" from "
-                     "rank 0",
+        ddp_err_wrap("tcp bootstrap: waiting for this rank's ring neighbours "
+                     "\"%s\" from rank 0",
                      key);
         ddp_err_peer(0);
         ddp_err_waited(now(pg) - start);
-        ddp_err_hint("rank 0 publishes it once every rank has published its "
+        ddp_err_hint("rank 0 publishes them once every rank has published its "
                      "address; look for a rank that did not start");
         return rc;
     }
-    char *text = malloc(b.len + 1);
-    if (!text) {
-        ddp_buf_free(&b);
-        return ddp_err_set(-ENOMEM, "tcp bootstrap: out of memory");
-    }
-    memcpy(text, b.data, b.len);
-    text[b.len] = '\0';
+    char text[1024];
+    size_t l = b.len < sizeof text - 1 ? b.len : sizeof text - 1;
+    memcpy(text, b.data, l);
+    text[l] = '\0';
     ddp_buf_free(&b);
-    const char *errmark = TCP_RING_HEADER " " TCP_ERROR_MARK;
-    if (!strncmp(text, errmark, strlen(errmark))) {
-        rc = peer_err(DDP_EPEER_LOST, 0, NULL, now(pg) - start,
-                      "tcp bootstrap: rank 0 gave up on the group because: %s",
-                      text + strlen(errmark));
-        free(text);
-        return rc;
+    const char *errmark = TCP_PEERS_HEADER " " TCP_ERROR_MARK;
+    if (!strncmp(text, errmark, strlen(errmark)))
+        return peer_err(DDP_EPEER_LOST, 0, NULL, now(pg) - start,
+                        "tcp bootstrap: rank 0 gave up on the group because: %s",
+                        text + strlen(errmark));
+    int tw = -1, prev = -1, next = -1;
+    char pa[DDP_ADDR_STRLEN + 8], na[DDP_ADDR_STRLEN + 8];
+    ddp_addr_t pred;
+    int fields = sscanf(text, TCP_PEERS_HEADER " %d %d %71s %d %71s", &tw, &prev,
+                        pa, &next, na);
+    if (fields >= 1 && tw != world) {
+        ddp_err_set(DDP_EPROTOCOL,
+                    "tcp bootstrap: rank 0's ring entry \"%s\" is for a world of "
+                    "%d, this rank was started with world %d",
+                    key, tw, world);
+        return ddp_err_hint("every rank needs the same world size, and each "
+                            "group instance a fresh prefix");
     }
-    int seen = 0, tw = -1;
-    pg->next_rank = pg->prev_rank = -1;
-    char *save = NULL;
-    char *line = strtok_r(text, "\n", &save);
-    if (!line || sscanf(line, TCP_RING_HEADER " %d", &tw) != 1 || tw != world) {
-        rc = ddp_err_set(DDP_EPROTOCOL,
-                         "tcp bootstrap: ring table \"%s\" is for a world of "
-                         "%d, this rank was started with world %d",
-                         key, tw, world);
-        ddp_err_hint("every rank needs the same world size, and each group "
-                     "instance a fresh prefix");
-    }
-    while (rc == 0 && (line = strtok_r(NULL, "\n", &save))) {
-        int r, s;
-        char as[DDP_ADDR_STRLEN + 8];
-        if (sscanf(line, "%d %d %71s", &r, &s, as) != 3 || r < 0 ||
-            r >= world || s < 0 || s >= world || parse_hostport(as, &addrs[s])) {
-            rc = ddp_err_set(DDP_EPROTOCOL, "tcp bootstrap: bad ring table "
-                                            "line \"%.80s\" in \"%s\"",
-                             line, key);
-            break;
-        }
-        seen++;
-        if (r == me)
-            pg->next_rank = s;
-        if (s == me)
-            pg->prev_rank = r;
-    }
-    free(text);
-    if (rc == 0 && (seen != world || pg->next_rank < 0 || pg->prev_rank < 0))
-        rc = ddp_err_set(DDP_EPROTOCOL, "tcp bootstrap: ring table \"%s\" has "
-                                        "%d entries for a world of %d",
-                         key, seen, world);
-    if (rc == 0) {
-        ddp_addr_format(&addrs[pg->next_rank], pg->next_addr, sizeof pg->next_addr);
-        ddp_addr_format(&addrs[pg->prev_rank], pg->prev_addr, sizeof pg->prev_addr);
-    }
-    return rc;
+    if (fields != 5 || prev != (me + world - 1) % world || next != (me + 1) % world ||
+        parse_hostport(pa, &pred) || parse_hostport(na, succ))
+        return ddp_err_set(DDP_EPROTOCOL, "tcp bootstrap: bad ring entry "
+                                          "\"%.120s\" in \"%s\"",
+                           text, key);
+    pg->prev_rank = prev;
+    pg->next_rank = next;
+    ddp_addr_format(&pred, pg->prev_addr, sizeof pg->prev_addr);
+    ddp_addr_format(succ, pg->next_addr, sizeof pg->next_addr);
+    return 0;
 }
 
 static int connect_retryable(int rc)
@@ -532,7 +551,7 @@ static int connect_retryable(int rc)
 static int connect_once(tcp_pg_t *pg, const ddp_addr_t *a, int64_t deadline)
 {
     ddp_sys_t *sys = pg->base.sys;
-    int rc = ddp_fault_point("pg/tcp/connect", ECONNREFUSED);
+    int rc = ddp_fault_fire(DDP_FP_PG_TCP_CONNECT);
     if (rc)
         return rc;
     int fd = ddp_sys_connect(sys, a, deadline);
@@ -540,7 +559,7 @@ static int connect_once(tcp_pg_t *pg, const ddp_addr_t *a, int64_t deadline)
         return fd;
     uint8_t h[TCP_HELLO_LEN];
     hello_encode(h, pg->base.rank, pg->base.world, pg->hash);
-    rc = ddp_fault_point("pg/tcp/handshake", EPROTO);
+    rc = ddp_fault_fire(DDP_FP_PG_TCP_HANDSHAKE);
     if (!rc)
         rc = ddp_sys_send_all(sys, fd, h, sizeof h, deadline);
     if (rc) {
@@ -550,160 +569,235 @@ static int connect_once(tcp_pg_t *pg, const ddp_addr_t *a, int64_t deadline)
     return fd;
 }
 
-/* Sleeps the next jittered exponential backoff step (never past the
- * deadline). The jitter comes from a seeded PRNG: runs replay exactly. */
-static int backoff_sleep(tcp_pg_t *pg, int64_t deadline)
+/* When to try the successor again: the next jittered exponential backoff
+ * step, never past the deadline. The jitter comes from a seeded PRNG: runs
+ * replay exactly. */
+static int64_t backoff_next(tcp_pg_t *pg, int64_t deadline)
 {
     int64_t jitter = (int64_t)(ddp_rng_double(&pg->rng) * (double)pg->backoff * 0.5);
     int64_t until = min64(now(pg) + pg->backoff + jitter, deadline);
     pg->backoff = min64(pg->backoff * 3 / 2, TCP_BACKOFF_MAX_NS);
-    int rc = ddp_sys_sleep_until(pg->base.sys, until);
-    if (rc)
-        ddp_err_wrap("tcp bootstrap: backoff before reconnecting to rank %d",
-                     pg->next_rank);
-    return rc;
+    return until;
 }
 
-/* Connects to the successor (retrying refused/reset/... with backoff until
- * the deadline) and sends the hello; the reply is read later (read_reply),
- * after this rank has accepted its predecessor. */
-static int connect_successor(tcp_pg_t *pg, const ddp_addr_t *a, int64_t start,
-                             int64_t deadline)
+/* A poll or accept that returned EINTR/EAGAIN: a short pause before the next
+ * try, so that a fault point returning it on every call cannot spin a
+ * simulated task (whose clock moves only while it waits). */
+static void transient_pause(tcp_pg_t *pg, int64_t deadline)
 {
-    for (;;) {
-        pg->attempts++;
-        int fd = connect_once(pg, a, deadline);
-        if (fd >= 0) {
-            pg->next_fd = fd;
+    ddp_errctx_t saved = *ddp_err_ctx();
+    ddp_sys_sleep_until(pg->base.sys, min64(now(pg) + DDP_NS_PER_MS, deadline));
+    *ddp_err_ctx() = saved;
+}
+
+/* The handshake in progress (see handshake()). */
+typedef struct hs {
+    const ddp_addr_t *succ;
+    int64_t start, deadline;
+    int64_t retry_at; /* next connect attempt while next_fd < 0 */
+    int out_done, in_done;
+    int strays;       /* connections the listener rejected */
+    char last[200];   /* the last one and why */
+    char cause[256];  /* why the last connect attempt failed */
+} hs_t;
+
+/* Gives up on the successor: the last attempt's cause, with `code`. */
+static int connect_failed(tcp_pg_t *pg, const hs_t *h, int code)
+{
+    peer_err(code, pg->next_rank, pg->next_addr, now(pg) - h->start,
+             "tcp bootstrap: connect to ring successor rank %d at %s failed "
+             "after %d attempt(s): %s",
+             pg->next_rank, pg->next_addr, pg->attempts, h->cause);
+    return ddp_err_hint("check that rank %d is alive and that %s is reachable "
+                        "from this host (firewall, DDP_TCP_ADDR)",
+                        pg->next_rank, pg->next_addr);
+}
+
+/* One connect attempt. 0: connected (hello sent) or retry later (retry_at
+ * set); < 0: give up, with the error set. */
+static int hs_connect(tcp_pg_t *pg, hs_t *h)
+{
+    pg->attempts++;
+    int fd = connect_once(pg, h->succ, h->deadline);
+    if (fd >= 0) {
+        pg->next_fd = fd;
+        return 0;
+    }
+    snprintf(h->cause, sizeof h->cause, "%s", ddp_err_ctx()->what);
+    int64_t t = now(pg);
+    if (!connect_retryable(fd) || t >= h->deadline) {
+        int code = fd == -ETIMEDOUT || t >= h->deadline ? DDP_ETIMEOUT : fd;
+        return connect_failed(pg, h, code);
+    }
+    h->retry_at = backoff_next(pg, h->deadline);
+    return 0;
+}
+
+/* The successor's reply is readable (or its connection ended). 0: checked
+ * (out_done), or the connection was dropped and is made again later;
+ * < 0: give up. */
+static int hs_reply(tcp_pg_t *pg, hs_t *h)
+{
+    uint8_t b[TCP_HELLO_LEN];
+    char why[160];
+    int rc = ddp_sys_recv_all(pg->base.sys, pg->next_fd, b, sizeof b, h->deadline);
+    if (rc == 0) {
+        if (hello_check(pg, b, pg->next_rank, why, sizeof why) == 0) {
+            h->out_done = 1;
             return 0;
         }
-        char cause[256];
-        snprintf(cause, sizeof cause, "%s", ddp_err_ctx()->what);
-        int64_t t = now(pg);
-        if (!connect_retryable(fd) || t >= deadline) {
-            int code = fd == -ETIMEDOUT || t >= deadline ? DDP_ETIMEOUT : fd;
-            peer_err(code, pg->next_rank, pg->next_addr, t - start,
-                     "tcp bootstrap: connect to ring successor rank %d at %s "
-                     "failed after %d attempt(s): %s",
-                     pg->next_rank, pg->next_addr, pg->attempts, cause);
-            return ddp_err_hint("check that rank %d is alive and that %s is "
-                                "reachable from this host (firewall, "
-                                "DDP_TCP_ADDR)",
-                                pg->next_rank, pg->next_addr);
-        }
-        int rc = backoff_sleep(pg, deadline);
-        if (rc)
-            return rc;
+        return peer_err(DDP_EPROTOCOL, pg->next_rank, pg->next_addr,
+                        now(pg) - h->start,
+                        "tcp bootstrap: ring successor rank %d at %s answered "
+                        "as %s",
+                        pg->next_rank, pg->next_addr, why);
     }
+    close_fd(pg, &pg->next_fd);
+    if (!connect_retryable(rc) || now(pg) >= h->deadline)
+        return peer_err(rc == DDP_ETIMEOUT || now(pg) >= h->deadline ? DDP_ETIMEOUT : rc,
+                        pg->next_rank, pg->next_addr, now(pg) - h->start,
+                        "tcp bootstrap: ring successor rank %d at %s accepted "
+                        "the connection but never completed the handshake (%s)",
+                        pg->next_rank, pg->next_addr, ddp_err_name(rc));
+    ddp_debug("tcp group \"%s\": successor rank %d dropped the handshake (%s); "
+              "reconnecting", pg->base.prefix, pg->next_rank, ddp_err_name(rc));
+    h->retry_at = backoff_next(pg, h->deadline);
+    return 0;
 }
 
-/* Accepts until the predecessor says a valid hello (closing strays), then
- * replies with this rank's hello. */
-static int accept_predecessor(tcp_pg_t *pg, int lfd, int64_t start,
-                              int64_t deadline)
+/* The listener is readable: accepts one connection and, when it is the
+ * predecessor saying a valid hello, replies (in_done). A stray is closed.
+ * < 0 only when accept itself failed for good. */
+static int hs_accept(tcp_pg_t *pg, int lfd, hs_t *h)
 {
     ddp_sys_t *sys = pg->base.sys;
-    int strays = 0;
-    char last[200] = "";
-    for (;;) {
-        ddp_addr_t peer;
-        int fd = ddp_sys_accept(sys, lfd, &peer, deadline);
-        /* A connection aborted before accept is not the predecessor's last
-         * word; but even a storm of them must end at the deadline. */
-        int transient = fd == -EINTR || fd == -ECONNABORTED;
-        if (transient && now(pg) < deadline)
-            continue;
-        if (fd < 0) {
-            int code = transient || fd == -EAGAIN || fd == DDP_ETIMEOUT
-                           ? DDP_ETIMEOUT : fd;
-            char rej[260] = "";
-            if (strays)
-                snprintf(rej, sizeof rej, "; rejected %d stray connection(s), "
-                                          "last %s", strays, last);
-            peer_err(code, pg->prev_rank, pg->prev_addr, now(pg) - start,
-                     "tcp bootstrap: no valid connection from ring "
-                     "predecessor rank %d (%s) arrived%s%s",
-                     pg->prev_rank, pg->prev_addr, rej,
-                     code == DDP_ETIMEOUT ? "" : " (accept failed)");
-            return ddp_err_hint("rank %d may have died or may be unable to "
-                                "reach this rank's listen address",
-                                pg->prev_rank);
-        }
-        char pa[DDP_ADDR_STRLEN], why[160] = "";
-        ddp_addr_format(&peer, pa, sizeof pa);
-        uint8_t h[TCP_HELLO_LEN];
-        int64_t hello_dl = min64(deadline, now(pg) + TCP_HELLO_TIMEOUT_NS);
-        int rc = ddp_sys_recv_all(sys, fd, h, sizeof h, hello_dl);
-        if (rc)
-            snprintf(why, sizeof why, "no hello (%s)", ddp_err_name(rc));
-        else if (ddp_fault_point("pg/tcp/handshake", EPROTO))
-            snprintf(why, sizeof why, "fault point pg/tcp/handshake fired");
-        else if (hello_check(pg, h, pg->prev_rank, why, sizeof why) == 0) {
-            hello_encode(h, pg->base.rank, pg->base.world, pg->hash);
-            rc = ddp_sys_send_all(sys, fd, h, sizeof h, deadline);
-            if (rc == 0) {
-                pg->prev_fd = fd;
-                return 0;
-            }
-            snprintf(why, sizeof why, "reply failed (%s)", ddp_err_name(rc));
-        }
-        strays++;
-        snprintf(last, sizeof last, "%s: %s", pa, why);
-        ddp_debug("tcp group \"%s\": rejected connection from %s", pg->base.prefix,
-                  last);
-        ddp_sys_close(sys, fd);
+    ddp_addr_t peer;
+    int fd = ddp_sys_accept(sys, lfd, &peer, now(pg)); /* poll said ready */
+    /* A connection aborted before accept is not the predecessor's last
+     * word; but even a storm of them must end at the deadline. */
+    if (fd == -EINTR || fd == -ECONNABORTED || fd == -EAGAIN || fd == DDP_ETIMEOUT) {
+        if (fd != -EAGAIN && fd != DDP_ETIMEOUT)
+            transient_pause(pg, h->deadline);
+        return 0;
     }
-}
-
-/* Reads the successor's reply; a connection it dropped (our hello was late,
- * a fault) is made again while the deadline allows. */
-static int read_reply(tcp_pg_t *pg, const ddp_addr_t *a, int64_t start,
-                      int64_t deadline)
-{
-    ddp_sys_t *sys = pg->base.sys;
-    for (;;) {
-        uint8_t h[TCP_HELLO_LEN];
-        char why[160];
-        int rc = ddp_sys_recv_all(sys, pg->next_fd, h, sizeof h, deadline);
+    if (fd < 0) {
+        peer_err(fd, pg->prev_rank, pg->prev_addr, now(pg) - h->start,
+                 "tcp bootstrap: no valid connection from ring predecessor "
+                 "rank %d (%s) arrived (accept failed)",
+                 pg->prev_rank, pg->prev_addr);
+        return ddp_err_hint("rank %d may have died or may be unable to reach "
+                            "this rank's listen address",
+                            pg->prev_rank);
+    }
+    char pa[DDP_ADDR_STRLEN], why[160] = "";
+    ddp_addr_format(&peer, pa, sizeof pa);
+    uint8_t b[TCP_HELLO_LEN];
+    int64_t hello_dl = min64(h->deadline, now(pg) + TCP_HELLO_TIMEOUT_NS);
+    int rc = ddp_sys_recv_all(sys, fd, b, sizeof b, hello_dl);
+    if (rc)
+        snprintf(why, sizeof why, "no hello (%s)", ddp_err_name(rc));
+    else if (ddp_fault_fire(DDP_FP_PG_TCP_HANDSHAKE))
+        snprintf(why, sizeof why, "fault point %s fired",
+                 ddp_fault_name(DDP_FP_PG_TCP_HANDSHAKE));
+    else if (hello_check(pg, b, pg->prev_rank, why, sizeof why) == 0) {
+        hello_encode(b, pg->base.rank, pg->base.world, pg->hash);
+        rc = ddp_sys_send_all(sys, fd, b, sizeof b, h->deadline);
         if (rc == 0) {
-            if (hello_check(pg, h, pg->next_rank, why, sizeof why) == 0)
-                return 0;
-            return peer_err(DDP_EPROTOCOL, pg->next_rank, pg->next_addr,
-                            now(pg) - start,
-                            "tcp bootstrap: ring successor rank %d at %s "
-                            "answered as %s",
-                            pg->next_rank, pg->next_addr, why);
+            pg->prev_fd = fd;
+            h->in_done = 1;
+            return 0;
         }
-        close_fd(pg, &pg->next_fd);
-        if (!connect_retryable(rc) || now(pg) >= deadline)
-            return peer_err(rc == DDP_ETIMEOUT || now(pg) >= deadline ? DDP_ETIMEOUT : rc,
-                            pg->next_rank, pg->next_addr, now(pg) - start,
-                            "tcp bootstrap: ring successor rank %d at %s "
-                            "accepted the connection but never completed the "
-                            "handshake (%s)",
-                            pg->next_rank, pg->next_addr, ddp_err_name(rc));
-        ddp_debug("tcp group \"%s\": successor rank %d dropped the handshake "
-                  "(%s); reconnecting", pg->base.prefix, pg->next_rank,
-                  ddp_err_name(rc));
-        rc = backoff_sleep(pg, deadline);
-        if (rc == 0)
-            rc = connect_successor(pg, a, start, deadline);
-        if (rc)
+        snprintf(why, sizeof why, "reply failed (%s)", ddp_err_name(rc));
+    }
+    h->strays++;
+    snprintf(h->last, sizeof h->last, "%s: %s", pa, why);
+    ddp_debug("tcp group \"%s\": rejected connection from %s", pg->base.prefix,
+              h->last);
+    ddp_sys_close(sys, fd);
+    return 0;
+}
+
+/* The deadline passed with the handshake unfinished: says which side. */
+static int hs_timeout(tcp_pg_t *pg, hs_t *h)
+{
+    int64_t waited = now(pg) - h->start;
+    if (!h->out_done && pg->next_fd < 0 && pg->attempts > 0 && h->cause[0])
+        return connect_failed(pg, h, DDP_ETIMEOUT);
+    if (!h->in_done) {
+        char rej[260] = "";
+        if (h->strays)
+            snprintf(rej, sizeof rej, "; rejected %d stray connection(s), last %s",
+                     h->strays, h->last);
+        peer_err(DDP_ETIMEOUT, pg->prev_rank, pg->prev_addr, waited,
+                 "tcp bootstrap: no valid connection from ring predecessor "
+                 "rank %d (%s) arrived%s",
+                 pg->prev_rank, pg->prev_addr, rej);
+        return ddp_err_hint("rank %d may have died or may be unable to reach "
+                            "this rank's listen address",
+                            pg->prev_rank);
+    }
+    return peer_err(DDP_ETIMEOUT, pg->next_rank, pg->next_addr, waited,
+                    "tcp bootstrap: ring successor rank %d at %s accepted the "
+                    "connection but never completed the handshake (%s)",
+                    pg->next_rank, pg->next_addr, ddp_err_name(DDP_ETIMEOUT));
+}
+
+/* The ring handshake, both directions at once: connect to the successor and
+ * send the hello, then read its reply (a connection it drops is made again
+ * after a backoff); accept connections until the predecessor says a valid
+ * hello (strays are closed), and reply to it. One poll watches the listener
+ * and the outgoing connection together. Waiting in accept alone (as this
+ * code did before) is a circular wait: when the successor has rejected this
+ * rank's hello, this rank reconnects only after its own accept returns, and
+ * if every rank of the ring is in that state, each waits for a predecessor
+ * that waits for it, until the deadline (seen 2 times in 108 runs with
+ * random faults on pg/tcp/handshake; tests/test_pg_tcp.c replays one). */
+static int handshake(tcp_pg_t *pg, int lfd, const ddp_addr_t *succ,
+                     int64_t start, int64_t deadline)
+{
+    hs_t h = {.succ = succ, .start = start, .deadline = deadline};
+    while (!h.out_done || !h.in_done) {
+        int rc = 0;
+        if (!h.out_done && pg->next_fd < 0 && now(pg) >= h.retry_at &&
+            (rc = hs_connect(pg, &h)) != 0)
+            return rc;
+        if (now(pg) >= deadline)
+            return hs_timeout(pg, &h);
+        ddp_pollfd_t p[2];
+        int n = 0, il = -1, io = -1;
+        if (!h.in_done) {
+            il = n;
+            p[n++] = (ddp_pollfd_t){.fd = lfd, .events = DDP_POLLIN};
+        }
+        if (!h.out_done && pg->next_fd >= 0) {
+            io = n;
+            p[n++] = (ddp_pollfd_t){.fd = pg->next_fd, .events = DDP_POLLIN};
+        }
+        int64_t wake = !h.out_done && pg->next_fd < 0 ? min64(h.retry_at, deadline)
+                                                      : deadline;
+        rc = n ? ddp_sys_poll(pg->base.sys, p, n, wake)
+               : ddp_sys_sleep_until(pg->base.sys, wake);
+        if (rc == -EINTR || rc == -EAGAIN) {
+            transient_pause(pg, deadline);
+            continue;
+        }
+        if (rc < 0)
+            return rc;
+        if (io >= 0 && p[io].revents && (rc = hs_reply(pg, &h)) != 0)
+            return rc;
+        if (il >= 0 && p[il].revents && (rc = hs_accept(pg, lfd, &h)) != 0)
             return rc;
     }
+    return 0;
 }
 
 static int bootstrap(tcp_pg_t *pg, int64_t deadline)
 {
     int world = pg->base.world, me = pg->base.rank;
     int64_t start = now(pg);
-    char akey[160], rkey[160], as[DDP_ADDR_STRLEN] = "";
+    char akey[160], as[DDP_ADDR_STRLEN] = "";
     tcp_key(pg, akey, sizeof akey, "addr", me);
-    tcp_key(pg, rkey, sizeof rkey, "ring", -1);
-    ddp_addr_t pub;
-    ddp_addr_t *addrs = calloc((size_t)world, sizeof *addrs);
-    if (!addrs)
-        return ddp_err_set(-ENOMEM, "tcp bootstrap: out of memory");
+    ddp_addr_t pub, succ;
     int lfd = tcp_listen(pg, &pub);
     int rc = lfd < 0 ? lfd : 0;
     if (rc == 0) {
@@ -714,31 +808,29 @@ static int bootstrap(tcp_pg_t *pg, int64_t deadline)
                          "under \"%s\"",
                          akey);
     } else {
-        publish_error(pg, akey, "");
+        publish_error(pg, akey);
     }
     if (me == 0) {
+        ddp_addr_t *addrs = rc == 0 ? calloc((size_t)world, sizeof *addrs) : NULL;
+        if (rc == 0 && !addrs)
+            rc = ddp_err_set(-ENOMEM, "tcp bootstrap: out of memory");
         if (rc == 0)
             rc = gather_addrs(pg, addrs, deadline);
         if (rc == 0)
-            rc = publish_ring(pg, addrs, deadline);
+            rc = publish_peers(pg, addrs, NULL, deadline);
         else
-            publish_error(pg, rkey, TCP_RING_HEADER " ");
+            publish_peers_error(pg);
+        free(addrs);
     }
     if (rc == 0)
-        rc = fetch_ring(pg, addrs, deadline);
-    ddp_addr_t succ = rc == 0 ? addrs[pg->next_rank] : pub;
-    free(addrs);
+        rc = fetch_peers(pg, &succ, deadline);
     if (rc == 0) {
         ddp_debug("tcp group \"%s\": listening on %s, ring %d -> %d -> %d",
                   pg->base.prefix, as, pg->prev_rank, me, pg->next_rank);
-        rc = connect_successor(pg, &succ, start, deadline);
+        rc = handshake(pg, lfd, &succ, start, deadline);
     }
-    if (rc == 0)
-        rc = accept_predecessor(pg, lfd, start, deadline);
     if (lfd >= 0) /* the ring is all this group needs */
         ddp_sys_close(pg->base.sys, lfd);
-    if (rc == 0)
-        rc = read_reply(pg, &succ, start, deadline);
     if (rc)
         close_ring(pg);
     return rc;
@@ -825,9 +917,13 @@ static int ring_xfer(tcp_pg_t *pg, const void *sbuf, size_t slen, void *rbuf,
             p[n++] = (ddp_pollfd_t){.fd = pg->prev_fd, .events = DDP_POLLIN};
         }
         int rc = ddp_sys_poll(sys, p, n, deadline);
-        if (rc < 0 && rc != -EINTR && rc != -EAGAIN)
+        if (rc == -EINTR || rc == -EAGAIN) {
+            transient_pause(pg, deadline);
+            rc = 0;
+        }
+        if (rc < 0)
             return rc;
-        if (rc <= 0) {
+        if (rc == 0) {
             if (now(pg) >= deadline)
                 return xfer_timeout(pg, roff < rlen, roff, rlen);
             continue;
@@ -970,21 +1066,48 @@ static int ring_allgather(tcp_pg_t *pg, const blocks_t *b, int own,
 
 /* ------------------------------------------------------------ collectives */
 
+/* Two passes along the ring, O(1) messages per rank: the reduce pass goes
+ * 0 -> 1 -> ... -> world-1, each rank folding its own buffer into what it
+ * received (combine), so world-1 ends with r0 op r1 op ... in rank order;
+ * the result pass goes world-1 -> 0 -> 1 -> ... -> world-2. Every rank ends
+ * with the same bytes. Without combine it is a barrier: a rank's result
+ * pass arrives only after every rank entered the first. buf holds bytes
+ * (count elements of t when combining). */
+static int ring_chain(tcp_pg_t *pg, void *buf, size_t bytes, size_t count,
+                      ddp_dtype_t t, ddp_redop_t op, int combine,
+                      int64_t deadline)
+{
+    int w = pg->base.world, me = pg->base.rank;
+    uint8_t stackbuf[256], *in = stackbuf;
+    if (bytes > sizeof stackbuf && !(in = malloc(bytes)))
+        return ddp_err_set(-ENOMEM, "tcp %s: out of memory", pg->what);
+    int rc = 0;
+    if (me > 0) { /* the reduce pass */
+        rc = ring_xfer(pg, NULL, 0, in, bytes, 0, deadline);
+        if (rc == 0 && combine) {
+            ddp_reduce_into(in, buf, count, t, op);
+            memcpy(buf, in, bytes);
+        }
+    }
+    if (rc == 0 && me < w - 1)
+        rc = ring_xfer(pg, buf, bytes, NULL, 0, 0, deadline);
+    if (rc == 0 && me < w - 1) /* the result pass */
+        rc = ring_xfer(pg, NULL, 0, buf, bytes, 0, deadline);
+    if (rc == 0 && (me == w - 1 || me < w - 2))
+        rc = ring_xfer(pg, buf, bytes, NULL, 0, 0, deadline);
+    if (in != stackbuf)
+        free(in);
+    return rc;
+}
+
 static int tcp_barrier(ddp_pg_t *g, int64_t deadline)
 {
     tcp_pg_t *pg = T(g);
     int rc = coll_begin(pg, COLL_BARRIER, 0, 0, 0, deadline);
     if (rc)
         return rc > 0 ? 0 : rc;
-    uint8_t stackbuf[256], *tok = stackbuf;
-    size_t w = (size_t)g->world;
-    if (w > sizeof stackbuf && !(tok = malloc(w)))
-        return break_group(pg, ddp_err_set(-ENOMEM, "tcp barrier: out of memory"));
-    memset(tok, 1, w);
-    blocks_t b = {tok, w, 1, g->world};
-    rc = ring_allgather(pg, &b, g->rank, deadline);
-    if (tok != stackbuf)
-        free(tok);
+    uint8_t token = 1;
+    rc = ring_chain(pg, &token, 1, 1, DDP_INT32, DDP_SUM, 0, deadline);
     return rc ? break_group(pg, rc) : 0;
 }
 
@@ -1023,27 +1146,6 @@ static int tcp_allgather(ddp_pg_t *g, const void *in, size_t bytes, void *out,
     return rc ? break_group(pg, rc) : 0;
 }
 
-/* Small buffers: gather everything, reduce locally in rank order. */
-static int allreduce_small(tcp_pg_t *pg, void *buf, size_t count, ddp_dtype_t t,
-                           ddp_redop_t op, int64_t deadline)
-{
-    size_t bytes = count * ddp_dtype_size(t);
-    int w = pg->base.world;
-    uint8_t *all = malloc((size_t)w * bytes);
-    if (!all)
-        return ddp_err_set(-ENOMEM, "tcp allreduce: out of memory");
-    memcpy(all + (size_t)pg->base.rank * bytes, buf, bytes);
-    blocks_t b = {all, (size_t)w * bytes, 1, w};
-    int rc = ring_allgather(pg, &b, pg->base.rank, deadline);
-    if (rc == 0) {
-        for (int r = 1; r < w; r++)
-            ddp_reduce_into(all, all + (size_t)r * bytes, count, t, op);
-        memcpy(buf, all, bytes);
-    }
-    free(all);
-    return rc;
-}
-
 /* Large buffers: reduce-scatter (after it rank r owns block r+1 fully
  * reduced), then allgather of the reduced blocks. */
 static int allreduce_ring(tcp_pg_t *pg, void *buf, size_t count, ddp_dtype_t t,
@@ -1078,7 +1180,8 @@ static int tcp_allreduce(ddp_pg_t *g, void *buf, size_t count, ddp_dtype_t t,
     if (rc)
         return rc > 0 ? 0 : rc;
     if (count * ddp_dtype_size(t) < TCP_SMALL_BYTES)
-        rc = allreduce_small(pg, buf, count, t, op, deadline);
+        rc = ring_chain(pg, buf, count * ddp_dtype_size(t), count, t, op, 1,
+                        deadline);
     else
         rc = allreduce_ring(pg, buf, count, t, op, deadline);
     return rc ? break_group(pg, rc) : 0;

@@ -2,11 +2,16 @@
  * backend + store barrier + configure_ddp) through the shared plugin:
  *  - simulated: ddp_hpc under SLURM on N/8 nodes x 8 ranks (N = 512, 4096);
  *  - real: N processes on loopback (torchrun contract, ddp_cpu_hpc), N = 8, 32.
- * Figures only. bench/plugin_init.sh adds OpenMPI's mpirun for comparison.
+ * A sim line also gives the process's peak RSS so far (getrusage: run one
+ * N per process for that N's peak) and the most bytes the simulated
+ * sockets held unread at once. Figures only. bench/plugin_init.sh adds
+ * OpenMPI's mpirun for comparison, bench/smpi_init.sh SimGrid's SMPI and
+ * bench/plugin_init_scale.sh the growth from 1,024 to 16,384 ranks.
  *   plugin_init [sim N ...] [real N ...] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "ddp/accel.h"
@@ -45,8 +50,12 @@ static void bench_sim(int n)
     }
     ddp_sim_stats_t st;
     ddp_sim_stats(sim, &st);
-    printf("sim   %5d ranks: wall %7.3f s, virtual %.3f s, hand-offs %llu, ok %d/%d\n",
-           n, dt, (double)st.virtual_ns / 1e9, (unsigned long long)st.handoffs, ok, n);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("sim   %5d ranks: wall %7.3f s, virtual %.3f s, hand-offs %llu, ok %d/%d, "
+           "peak RSS %.1f MiB, unread at most %.1f KiB\n",
+           n, dt, (double)st.virtual_ns / 1e9, (unsigned long long)st.handoffs, ok, n,
+           (double)ru.ru_maxrss / 1024.0, (double)st.rx_peak_bytes / 1024.0);
     fflush(stdout);
     ddp_sim_free(sim);
 }

@@ -1,8 +1,8 @@
 /* core/err.c — error codes, names and the thread-local error context. */
 #include "ddp/err.h"
+#include "ddp/faults.h"
 
 #include <errno.h>
-#include <fiu.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -66,7 +66,7 @@ void ddp_ident_set_phase(const char *phase)
     snprintf(tls_phase, sizeof tls_phase, "%s", phase ? phase : "");
     /* Phase changes are a fault point, so a fault can strike a rank as it
      * enters a phase ("crash rank 3 during barrier"); see fault-points.md. */
-    fiu_do_on("ddp/phase/enter", (void)0);
+    (void)ddp_fault_hit(DDP_FP_DDP_PHASE_ENTER);
 }
 const char *ddp_ident_phase(void) { return tls_phase; }
 
@@ -173,13 +173,4 @@ const char *ddp_err_message(void)
 {
     static _Thread_local char buf[1024];
     return ddp_err_format(&tls_ctx, buf, sizeof buf);
-}
-
-int ddp_fault_point(const char *name, int deferr)
-{
-    if (!fiu_fail(name))
-        return 0;
-    intptr_t fi = (intptr_t)fiu_failinfo();
-    int e = fi > 0 ? (int)fi : deferr;
-    return ddp_err_set(-e, "fault point %s fired (%s)", name, strerror(e));
 }

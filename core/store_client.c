@@ -73,6 +73,7 @@
 #include <string.h>
 
 #include "ddp/err.h"
+#include "ddp/faults.h"
 #include "ddp/log.h"
 #include "bytebuf.h"
 #include "store_priv.h"
@@ -282,7 +283,7 @@ static int send_req(client_t *c, int op, int64_t deadline)
         return ddp_err_set(-ENOMEM, "out of memory building a %zu-byte %s "
                                     "request",
                            c->req.len, ddp_store_op_name(op));
-    if ((rc = ddp_fault_point("store/client/send", ECONNRESET)) == 0)
+    if ((rc = ddp_fault_fire(DDP_FP_STORE_CLIENT_SEND)) == 0)
         rc = ddp_sys_send_all(c->st.sys, c->fd, c->req.data, c->req.len,
                               deadline);
     if (rc == 0)
@@ -352,7 +353,7 @@ static int recv_exact(client_t *c, void *buf, size_t n, int op,
     int rc = check_alive(c);
     if (rc)
         return rc;
-    if ((rc = ddp_fault_point("store/client/recv", ECONNRESET)) == 0)
+    if ((rc = ddp_fault_fire(DDP_FP_STORE_CLIENT_RECV)) == 0)
         rc = rx(c, buf, n, deadline);
     return rc ? io_fail(c, rc, op, "reading the reply to") : 0;
 }
@@ -449,8 +450,8 @@ static int do_wait(client_t *c, const char *const *keys, size_t n, int raw,
         return rc;
     int r = DDP_ETIMEOUT;
     uint8_t b = 0;
-    if (!fiu_fail("store/client/wait")) {
-        if ((rc = ddp_fault_point("store/client/recv", ECONNRESET)) != 0)
+    if (!ddp_fault_hit(DDP_FP_STORE_CLIENT_WAIT)) {
+        if ((rc = ddp_fault_fire(DDP_FP_STORE_CLIENT_RECV)) != 0)
             return io_fail(c, rc, DDP_STORE_OP_WAIT, "waiting for");
         /* One byte with the caller's deadline: this is the only read that
          * may legitimately outlive it, and then we cancel. */
@@ -891,7 +892,7 @@ static int open_conn(client_t *c, int64_t deadline)
     int n = ddp_sys_resolve(sys, c->host, c->port, addrs, 8);
     if (n < 0)
         return n;
-    int rc = ddp_fault_point("store/client/connect", ECONNREFUSED);
+    int rc = ddp_fault_fire(DDP_FP_STORE_CLIENT_CONNECT);
     int fd = rc;
     for (int i = 0; rc == 0 && i < n; i++) {
         fd = ddp_sys_connect(sys, &addrs[i], deadline);
@@ -932,7 +933,7 @@ static int attempt(client_t *c, int64_t deadline, int *hs_lost)
     /* VALIDATE has no reply: send it with the PING in one segment. */
     begin(c, DDP_STORE_OP_VALIDATE);
     put_u32(c, DDP_STORE_MAGIC);
-    if ((rc = ddp_fault_point("store/client/validate", ECONNRESET)) != 0) {
+    if ((rc = ddp_fault_fire(DDP_FP_STORE_CLIENT_VALIDATE)) != 0) {
         poison(c, "handshake fault");
         *hs_lost = 1;
         return rc;

@@ -46,6 +46,7 @@
 #include <string.h>
 
 #include "ddp/err.h"
+#include "ddp/faults.h"
 #include "ddp/log.h"
 #include "bytebuf.h"
 #include "kvmap.h"
@@ -740,7 +741,7 @@ enum { H_OK = 0, H_MORE, H_BAD, H_DROP };
  * and the connection dropped (a server dying mid-request). */
 #define REPLY_FAULT()                                                          \
     do {                                                                       \
-        if (fiu_fail("store/server/reply")) {                                  \
+        if (ddp_fault_hit(DDP_FP_STORE_SERVER_REPLY)) {                                  \
             srv_fail(srv, "fault point store/server/reply fired");             \
             return H_DROP;                                                     \
         }                                                                      \
@@ -1078,7 +1079,7 @@ static int handle_one(ddp_store_server_t *srv, conn_t *c)
                                  "0x%08X: not a TCPStore client",
                             u32, DDP_STORE_MAGIC),
                    H_BAD;
-        if (fiu_fail("store/server/validate"))
+        if (ddp_fault_hit(DDP_FP_STORE_SERVER_VALIDATE))
             return srv_fail(srv, "fault point store/server/validate fired"),
                    H_DROP;
         c->validated = 1;
@@ -1269,7 +1270,7 @@ static void conn_process(ddp_store_server_t *srv, conn_t *c)
 static void conn_flush(ddp_store_server_t *srv, conn_t *c)
 {
     while (!c->dead && out_pending(c) > 0) {
-        if (fiu_fail("store/server/send")) {
+        if (ddp_fault_hit(DDP_FP_STORE_SERVER_SEND)) {
             ddp_info("store server: dropping client %s: fault point "
                      "store/server/send fired",
                      c->name);
@@ -1317,7 +1318,7 @@ static void conn_read(ddp_store_server_t *srv, conn_t *c)
     size_t budget = SRV_RECV_BUDGET;
     int eof = 0;
     while (!c->dead && budget > 0 && out_pending(c) < SRV_OUT_HIGH) {
-        if (fiu_fail("store/server/recv")) {
+        if (ddp_fault_hit(DDP_FP_STORE_SERVER_RECV)) {
             ddp_info("store server: dropping client %s: fault point "
                      "store/server/recv fired",
                      c->name);
@@ -1458,7 +1459,7 @@ static void accept_some(ddp_store_server_t *srv)
         }
         char name[DDP_ADDR_STRLEN];
         ddp_addr_format(&peer, name, sizeof name);
-        if (fiu_fail("store/server/accept")) {
+        if (ddp_fault_hit(DDP_FP_STORE_SERVER_ACCEPT)) {
             ddp_info("store server: fault point store/server/accept fired: "
                      "closing %s",
                      name);

@@ -8,7 +8,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <fiu.h>
 #include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -30,18 +29,17 @@
 
 #include "ddp/env.h"
 #include "ddp/err.h"
+#include "ddp/faults.h"
 
 extern char **environ;
 
-/* Fail with -failinfo (or -deferr) when the fault point is enabled. */
-#define SYS_FAULT(name, deferr)                                                \
+/* Fail with -failinfo (or the point's default errno) when the fault point
+ * (ddp/faults.h) is enabled. */
+#define SYS_FAULT(id)                                                          \
     do {                                                                       \
-        if (fiu_fail(name)) {                                                  \
-            intptr_t fi_ = (intptr_t)fiu_failinfo();                           \
-            int e_ = fi_ > 0 ? (int)fi_ : (deferr);                            \
-            return ddp_err_set(-e_, "fault point %s fired (%s)", name,         \
-                               strerror(e_));                                  \
-        }                                                                      \
+        int fe_ = ddp_fault_fire(DDP_FP_##id);                                 \
+        if (fe_)                                                               \
+            return fe_;                                                        \
     } while (0)
 
 static int64_t px_now(ddp_sys_t *s)
@@ -68,7 +66,7 @@ static int timeout_ms(ddp_sys_t *s, int64_t deadline)
 static int px_sleep_until(ddp_sys_t *s, int64_t deadline)
 {
     (void)s;
-    SYS_FAULT("sys/time/sleep", EINTR);
+    SYS_FAULT(SYS_TIME_SLEEP);
     if (deadline == DDP_DEADLINE_NEVER)
         return ddp_err_set(-EINVAL, "sleep without a deadline");
     struct timespec ts = {.tv_sec = deadline / DDP_NS_PER_S,
@@ -149,7 +147,7 @@ static int hosts_table(ddp_sys_t *s, const char *host, uint16_t port, ddp_addr_t
 static int px_resolve(ddp_sys_t *s, const char *host, uint16_t port,
                       ddp_addr_t *out, int max)
 {
-    SYS_FAULT("sys/net/resolve", EHOSTUNREACH);
+    SYS_FAULT(SYS_NET_RESOLVE);
     if (max <= 0)
         return ddp_err_set(-EINVAL, "resolve: no room for addresses");
     if (ddp_addr_parse(host, port, &out[0]) == 0)
@@ -186,7 +184,7 @@ static int px_resolve(ddp_sys_t *s, const char *host, uint16_t port,
 static int px_hostname(ddp_sys_t *s, char *buf, size_t n)
 {
     (void)s;
-    SYS_FAULT("sys/net/hostname", EFAULT);
+    SYS_FAULT(SYS_NET_HOSTNAME);
     if (gethostname(buf, n) != 0)
         return ddp_err_set(-errno, "gethostname: %s", strerror(errno));
     buf[n - 1] = '\0';
@@ -198,7 +196,7 @@ static int px_listen(ddp_sys_t *s, const ddp_addr_t *a, int backlog)
     (void)s;
     char as[DDP_ADDR_STRLEN];
     ddp_addr_format(a, as, sizeof as);
-    SYS_FAULT("sys/net/listen", EADDRINUSE);
+    SYS_FAULT(SYS_NET_LISTEN);
     int fd = socket(a->family == 6 ? AF_INET6 : AF_INET,
                     SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
@@ -237,7 +235,7 @@ static int wait_fd(ddp_sys_t *s, int fd, short ev, int64_t deadline)
 
 static int px_accept(ddp_sys_t *s, int fd, ddp_addr_t *peer, int64_t deadline)
 {
-    SYS_FAULT("sys/net/accept", ECONNABORTED);
+    SYS_FAULT(SYS_NET_ACCEPT);
     int64_t start = px_now(s);
     for (;;) {
         struct sockaddr_storage ss;
@@ -272,7 +270,7 @@ static int px_connect(ddp_sys_t *s, const ddp_addr_t *a, int64_t deadline)
     char as[DDP_ADDR_STRLEN];
     ddp_addr_format(a, as, sizeof as);
     tls_call_addr = *a;
-    SYS_FAULT("sys/net/connect", ECONNREFUSED);
+    SYS_FAULT(SYS_NET_CONNECT);
     int64_t start = px_now(s);
     int fd = socket(a->family == 6 ? AF_INET6 : AF_INET,
                     SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -313,7 +311,7 @@ static int px_connect(ddp_sys_t *s, const ddp_addr_t *a, int64_t deadline)
 static ssize_t px_send(ddp_sys_t *s, int fd, const void *buf, size_t n,
                        int64_t deadline)
 {
-    SYS_FAULT("sys/net/send", ECONNRESET);
+    SYS_FAULT(SYS_NET_SEND);
     int64_t start = px_now(s);
     for (;;) {
         ssize_t w = send(fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -338,7 +336,7 @@ static ssize_t px_send(ddp_sys_t *s, int fd, const void *buf, size_t n,
 static ssize_t px_recv(ddp_sys_t *s, int fd, void *buf, size_t n,
                        int64_t deadline)
 {
-    SYS_FAULT("sys/net/recv", ECONNRESET);
+    SYS_FAULT(SYS_NET_RECV);
     int64_t start = px_now(s);
     for (;;) {
         ssize_t r = recv(fd, buf, n, MSG_DONTWAIT);
@@ -362,7 +360,7 @@ static ssize_t px_recv(ddp_sys_t *s, int fd, void *buf, size_t n,
 
 static int px_poll(ddp_sys_t *s, ddp_pollfd_t *fds, int nfds, int64_t deadline)
 {
-    SYS_FAULT("sys/net/poll", EINTR);
+    SYS_FAULT(SYS_NET_POLL);
     struct pollfd stackp[64], *p = stackp;
     if (nfds > 64 && !(p = malloc(sizeof *p * (size_t)nfds)))
         return -ENOMEM;
@@ -437,7 +435,7 @@ static int px_read_file(ddp_sys_t *s, const char *path, char **data,
                         size_t *len)
 {
     (void)s;
-    SYS_FAULT("sys/fs/read", EIO);
+    SYS_FAULT(SYS_FS_READ);
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0)
         return ddp_err_set(-errno, "cannot open \"%s\": %s", path,
@@ -532,7 +530,7 @@ static int px_somaxconn(ddp_sys_t *s)
 
 static int px_spawn(ddp_sys_t *s, const ddp_spawn_t *w, ddp_pid_t *pid)
 {
-    SYS_FAULT("sys/proc/spawn", EAGAIN);
+    SYS_FAULT(SYS_PROC_SPAWN);
     char **envp = ddp_env_to_array(w->env ? w->env : s->env);
     if (!envp)
         return -ENOMEM;
@@ -579,7 +577,7 @@ static int px_spawn(ddp_sys_t *s, const ddp_spawn_t *w, ddp_pid_t *pid)
 
 static int px_wait(ddp_sys_t *s, ddp_pid_t pid, int *status, int64_t deadline)
 {
-    SYS_FAULT("sys/proc/wait", ECHILD);
+    SYS_FAULT(SYS_PROC_WAIT);
     int64_t start = px_now(s);
     for (;;) {
         int st;
@@ -608,7 +606,7 @@ static int px_wait(ddp_sys_t *s, ddp_pid_t pid, int *status, int64_t deadline)
 static int px_kill(ddp_sys_t *s, ddp_pid_t pid, int sig)
 {
     (void)s;
-    SYS_FAULT("sys/proc/kill", ESRCH);
+    SYS_FAULT(SYS_PROC_KILL);
     if (pid == DDP_PID_SELF)
         return raise(sig) == 0 ? 0 : ddp_err_set(-errno, "raise: %s", strerror(errno));
     return kill((pid_t)pid, sig) == 0 ? 0
@@ -636,7 +634,7 @@ static void *px_thread_main(void *p)
 static int px_thread_start(ddp_sys_t *s, ddp_thread_fn fn, void *arg,
                            const char *name, ddp_thread_t *out)
 {
-    SYS_FAULT("sys/proc/thread", EAGAIN);
+    SYS_FAULT(SYS_PROC_THREAD);
     px_thread_t *t = calloc(1, sizeof *t);
     if (!t)
         return -ENOMEM;

@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "ddp/err.h"
+#include "ddp/faults.h"
 #include "ddp/scenario.h"
 #include "ddp/sys.h"
 
@@ -198,6 +199,22 @@ static void draw_window(ddp_rng_t *r, ddp_sim_fault_t *f, int forever_pct)
         f->end_ns = f->start_ns + draw_log(r, DDP_NS_PER_MS, EXPLORE_TIMEOUT_NS / 2);
 }
 
+/* A fault point of the tcp backend or the store (ddp/faults.h), uniformly:
+ * the protocol steps whose error paths the other kinds reach only through
+ * the network. */
+static const char *draw_point(ddp_rng_t *r)
+{
+    const char *pts[DDP_FP_COUNT];
+    int n = 0;
+    for (int id = 0; id < DDP_FP_COUNT; id++) {
+        const ddp_fault_info_t *fp = ddp_fault_info((ddp_fault_id_t)id);
+        if (fp->layer == DDP_FP_LAYER_PG_TCP || fp->layer == DDP_FP_LAYER_STORE_CLIENT ||
+            fp->layer == DDP_FP_LAYER_STORE_SERVER)
+            pts[n++] = fp->name;
+    }
+    return pts[ddp_rng_below(r, (uint64_t)n)];
+}
+
 /* One fault of kind k on a cluster of `nodes` nodes and `world` ranks.
  * Returns 0 when the kind cannot apply (a partition of one node). */
 static int draw_fault(ddp_rng_t *r, ddp_sim_fault_kind_t k, int nodes,
@@ -266,6 +283,24 @@ static int draw_fault(ddp_rng_t *r, ddp_sim_fault_kind_t k, int nodes,
         f->count = (int)ddp_rng_below(r, 6);
         if (ddp_rng_below(r, 4) == 0)
             f->ranks = draw_rank(r, world);
+        draw_window(r, f, f->count ? 70 : 20);
+        break;
+    case DDP_FAULT_POINT:
+        f->point = draw_point(r);
+        switch (ddp_rng_below(r, 4)) {
+        case 0:
+        case 1:
+            f->ranks = draw_rank(r, world);
+            break;
+        case 2:
+            f->node = (int)ddp_rng_below(r, (uint64_t)nodes);
+            break;
+        default: /* any rank */
+            break;
+        }
+        f->count = (int)ddp_rng_below(r, 6); /* 0: every check in the window */
+        if (ddp_rng_below(r, 4) == 0)
+            f->probability = 0.05 + 0.9 * ddp_rng_double(r);
         draw_window(r, f, f->count ? 70 : 20);
         break;
     default:

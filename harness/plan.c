@@ -13,6 +13,7 @@
 #include "ddp/accel.h"
 #include "ddp/cluster.h"
 #include "ddp/err.h"
+#include "ddp/faults.h"
 
 #define LSF_RANKFILE "/sim/lsf/rankfile"
 #define DEFAULT_PORT 29500
@@ -564,6 +565,8 @@ int ddp_plan_write(const ddp_plan_t *p, FILE *o)
         put_str(o, f->ranks ? f->ranks : "");
         fputs(" phase=", o);
         put_str(o, f->phase ? f->phase : "");
+        fputs(" point=", o);
+        put_str(o, f->point ? f->point : "");
         fputc('\n', o);
     }
     for (int i = 0; i < p->nprocs; i++) {
@@ -745,10 +748,17 @@ static int rd_fault(rd_t *r, ddp_plan_t *p)
     if ((rc = rd_int(r, "delay", &delay)) || (rc = rd_int(r, "after", &after)) ||
         (rc = rd_i(r, "line", &line)))
         return rc;
-    char *ranks = NULL, *phase = NULL;
+    char *ranks = NULL, *phase = NULL, *point = NULL;
     if ((rc = rd_key(r, "ranks")) == 0 && (rc = rd_str(r, &ranks)) == 0 &&
-        (rc = rd_key(r, "phase")) == 0)
-        rc = rd_str(r, &phase);
+        (rc = rd_key(r, "phase")) == 0 && (rc = rd_str(r, &phase)) == 0 &&
+        (rc = rd_key(r, "point")) == 0 && (rc = rd_str(r, &point)) == 0 && *point) {
+        const ddp_fault_info_t *fp = ddp_fault_point_find(point);
+        if (fp)
+            f.point = fp->name; /* the table's static name, as the parser's */
+        else
+            rc = rd_err(r, "a fault point of ddp/faults.h");
+    }
+    free(point);
     f.port = (uint16_t)port;
     f.start_ns = start;
     f.end_ns = end;

@@ -84,6 +84,10 @@ static const char *plan_unsupported(const ddp_plan_t *p, int netns, char *buf, s
                              "node's namespace; aim it with node= instead", kind, line);
         else if (nft)
             continue;
+        else if (f->kind == DDP_FAULT_POINT)
+            snprintf(buf, n, "fault point point=%s (line %d): real runs do not aim fault "
+                             "points (fiu-run -c 'enable name=%s' hits every process)",
+                     f->point, line, f->point);
         else if (f->kind == DDP_FAULT_RESET)
             snprintf(buf, n, "fault reset after=%lld (line %d): a mid-stream reset "
                              "needs the simulator", (long long)f->after_bytes, line);

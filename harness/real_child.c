@@ -5,7 +5,6 @@
  * results file (docs/real-runs.md). Workers an accelerator forks inherit
  * all of it. */
 #include <errno.h>
-#include <fiu-control.h>
 #include <fiu.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -15,6 +14,7 @@
 #include "ddp/accel.h"
 #include "ddp/env.h"
 #include "ddp/err.h"
+#include "ddp/faults.h"
 #include "ddp/plan.h"
 #include "ddp/real.h"
 #include "real_priv.h"
@@ -113,7 +113,7 @@ static int aims_here(const ddp_sim_fault_t *f)
 static int net_cb(const char *name, int *failnum, void **failinfo, unsigned int *flags)
 {
     (void)failnum, (void)flags;
-    int resolve = !strcmp(name, "sys/net/resolve");
+    int resolve = !strcmp(name, ddp_fault_name(DDP_FP_SYS_NET_RESOLVE));
     const ddp_addr_t *a = resolve ? NULL : ddp_sys_posix_call_addr();
     for (int i = 0; i < self.p->nfaults; i++) {
         const ddp_sim_fault_t *f = &self.p->faults[i];
@@ -171,9 +171,12 @@ static int arm_faults(void)
         return ddp_err_set(-ENOMEM, "out of memory");
     ddp_rng_seed(&self.rng, self.p->seed * 7919 + (uint64_t)self.index);
     fiu_init(0);
-    if ((net && fiu_enable_external("sys/net/connect", 1, NULL, 0, net_cb)) ||
-        (res && fiu_enable_external("sys/net/resolve", 1, NULL, 0, net_cb)) ||
-        (phase && fiu_enable_external("ddp/phase/enter", 1, NULL, 0, phase_cb)))
+    if ((net && ddp_fault_enable_external(ddp_fault_name(DDP_FP_SYS_NET_CONNECT), 1, NULL, 0,
+                                          net_cb)) ||
+        (res && ddp_fault_enable_external(ddp_fault_name(DDP_FP_SYS_NET_RESOLVE), 1, NULL, 0,
+                                          net_cb)) ||
+        (phase && ddp_fault_enable_external(ddp_fault_name(DDP_FP_DDP_PHASE_ENTER), 1, NULL, 0,
+                                            phase_cb)))
         return ddp_err_set(DDP_EINTERNAL, "libfiu: cannot enable the fault points");
     return 0;
 }
@@ -241,9 +244,9 @@ int ddp_real_child(ddp_sys_t *sys, const char *plan_path, int index)
     ddp_run_result_t res;
     rc = ddp_accel_run(sys, &cfg, &res);
     /* Its workers have exited (ddp_accel_run waited for them). */
-    fiu_disable("sys/net/connect");
-    fiu_disable("sys/net/resolve");
-    fiu_disable("ddp/phase/enter");
+    ddp_fault_disable(ddp_fault_name(DDP_FP_SYS_NET_CONNECT));
+    ddp_fault_disable(ddp_fault_name(DDP_FP_SYS_NET_RESOLVE));
+    ddp_fault_disable(ddp_fault_name(DDP_FP_DDP_PHASE_ENTER));
     free(self.fired);
     ddp_plan_free(p);
     self.p = NULL;

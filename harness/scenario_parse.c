@@ -17,6 +17,7 @@
 #include "ddp/accel.h"
 #include "ddp/cluster.h"
 #include "ddp/err.h"
+#include "ddp/faults.h"
 #include "ddp/pg.h"
 #include "ddp/plugin.h"
 #include "ddp/sys.h"
@@ -465,7 +466,7 @@ static int st_fault(pctx_t *p, token_t *tok, int ntok)
     char g[80];
     if (ntok < 2)
         return perr(p, tok[0].col + 5, "expected a fault kind (refuse, reset, blackhole, "
-                                       "delay, partition, crash, pause, resolve), got end of line");
+                                       "delay, partition, crash, pause, resolve, point), got end of line");
     if (s->nfaults == DDP_SCN_MAX_FAULTS)
         return perr(p, tok[0].col, "expected at most %d faults, got more", DDP_SCN_MAX_FAULTS);
     ddp_sim_fault_t *f = &s->faults[s->nfaults];
@@ -475,7 +476,7 @@ static int st_fault(pctx_t *p, token_t *tok, int ntok)
     f->node = f->task = f->peer_node = -1;
     if (tok[1].eq || ddp_sim_fault_kind_parse(tok[1].text, &f->kind) != 0)
         return perr(p, tok[1].col, "expected a fault kind (refuse, reset, blackhole, delay, "
-                                   "partition, crash, pause, resolve), got %s",
+                                   "partition, crash, pause, resolve, point), got %s",
                     got(&tok[1], g, sizeof g));
     s->fault_line[s->nfaults] = p->line;
     s->nfaults++; /* owned strings are freed with the scenario from here on */
@@ -486,7 +487,8 @@ static int st_fault(pctx_t *p, token_t *tok, int ntok)
         int c = t->vcol;
         if (!v)
             return perr(p, t->col, "expected key=value (node=, peer=, port=, nodes=, ranks=, "
-                                   "start=, end=, count=, p=, delay=, after=, phase=), got \"%.60s\"", k);
+                                   "start=, end=, count=, p=, delay=, after=, phase=, point=), "
+                                   "got \"%.60s\"", k);
         if (once(p, tok, i, "a fault"))
             return DDP_ECONFIG;
         int rc = 0;
@@ -534,9 +536,14 @@ static int st_fault(pctx_t *p, token_t *tok, int ntok)
         } else if (!strcmp(k, "phase")) {
             rc = parse_phase(p, v, c, &f->phase);
             at[AT_PHASE] = here(p, c);
+        } else if (!strcmp(k, "point")) {
+            if (ddp_sim_fault_point_check(v) != 0)
+                rc = perr(p, c, "%s", ddp_err_ctx()->what);
+            else
+                f->point = ddp_fault_point_find(v)->name; /* static text */
         } else {
             rc = perr(p, t->col, "expected a fault key (node, peer, port, nodes, ranks, start, "
-                                 "end, count, p, delay, after, phase), got \"%.60s\"", k);
+                                 "end, count, p, delay, after, phase, point), got \"%.60s\"", k);
         }
         if (rc)
             return rc;
@@ -561,6 +568,12 @@ static int st_fault(pctx_t *p, token_t *tok, int ntok)
         return perr(p, last, "expected end= (when the pause ends), got end of line");
     if (f->phase && f->kind != DDP_FAULT_CRASH)
         return perr(p, tok[1].col, "expected phase= only on crash faults, got it on %s",
+                    tok[1].text);
+    if (f->kind == DDP_FAULT_POINT && !f->point)
+        return perr(p, last, "expected point= (a fault point such as pg/tcp/handshake; "
+                             "docs/fault-points.md), got end of line");
+    if (f->point && f->kind != DDP_FAULT_POINT)
+        return perr(p, tok[1].col, "expected point= only on point faults, got it on %s",
                     tok[1].text);
     return 0;
 }
@@ -1207,8 +1220,9 @@ static int fault_equal(const ddp_sim_fault_t *a, const ddp_sim_fault_t *b, int i
     DIFF(a->count != b->count || a->probability != b->probability ||
              a->delay_ns != b->delay_ns || a->after_bytes != b->after_bytes,
          "fault %d: count, p, delay or after differ", i + 1);
-    DIFF(!str_eq(a->phase, b->phase) || !str_eq(a->ranks, b->ranks),
-         "fault %d: phase or ranks differ", i + 1);
+    DIFF(!str_eq(a->phase, b->phase) || !str_eq(a->ranks, b->ranks) ||
+             !str_eq(a->point, b->point),
+         "fault %d: phase, ranks or point differ", i + 1);
     return 1;
 }
 
@@ -1468,6 +1482,8 @@ int ddp_scenario_write(const ddp_scenario_t *s, FILE *o)
             fprintf(o, " phase=");
             put_quoted(o, f->phase);
         }
+        if (f->point)
+            fprintf(o, " point=%s", f->point);
         fputc('\n', o);
     }
     static const char *const kinds[] = {"ok", "fail", "crashed", "invariants"};

@@ -21,6 +21,7 @@
 
 #include "ddp/env.h"
 #include "ddp/err.h"
+#include "ddp/faults.h"
 #include "ddp/log.h"
 #include "sim_priv.h"
 
@@ -407,6 +408,7 @@ static void *task_thread(void *arg)
     ddp_sim_task_t *t = arg;
     ddp_sim_t *sim = t->sim;
     tls_task = t;
+    ddp_fault_thread_armed_only(1); /* only the armed points cost anything */
     ddp_ident_set_rank(t->out.rank);
     if (t->out.state == DDP_SIM_TASK_NEW)
         t->out.state = DDP_SIM_TASK_RUNNING;
@@ -453,6 +455,8 @@ ddp_sim_t *ddp_sim_new(const ddp_sim_opts_t *opts)
         sim->o.time_limit_ns = 4 * 3600 * DDP_NS_PER_S;
     if (sim->o.somaxconn <= 0)
         sim->o.somaxconn = 4096;
+    if (sim->o.rcvbuf == 0)
+        sim->o.rcvbuf = 256 * 1024;
     ddp_rng_seed(&sim->rng, sim->o.seed);
     sim->vt = VT0;
     sim->trace_hash = 0xcbf29ce484222325ull;
@@ -795,6 +799,7 @@ void ddp_sim_stats(const ddp_sim_t *sim, ddp_sim_stats_t *out)
     out->events = sim->events;
     out->trace_hash = sim->trace_hash;
     out->trace_lines = sim->trace_lines;
+    out->rx_peak_bytes = sim->rx_peak;
 }
 
 const char *ddp_sim_deadlock_report(const ddp_sim_t *sim)

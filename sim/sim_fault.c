@@ -1,16 +1,17 @@
 /* sim/sim_fault.c — the fault engine.
  *
  * Per-call faults (refuse / reset / black-hole a connect, fail a name
- * resolution, crash a rank entering a phase) are realised through libfiu:
- * the engine enables the same named points the POSIX sys checks
- * ("sys/net/connect", "sys/net/resolve", "ddp/phase/enter") with
- * fiu_enable_external callbacks. A callback runs in the calling task's thread,
- * looks at that task and the schedule, and draws any randomness from the
- * run's seeded PRNG, never libfiu's. Link faults (partition, delay) and
- * timed crashes act on the virtual network and the event queue.
+ * resolution, crash a rank entering a phase, fire any point of
+ * ddp/faults.h) are realised through libfiu: the engine arms the same named
+ * points the POSIX sys checks (sys/net/connect, sys/net/resolve,
+ * ddp/phase/enter, and each `point` fault's point) with one external
+ * callback. The callback runs in the calling task's thread, looks at that
+ * task and the schedule, and draws any randomness from the run's seeded
+ * PRNG, never libfiu's. Link faults (partition, delay) and timed crashes act
+ * on the virtual network and the event queue. Points the engine did not arm
+ * are not consulted at all in task threads (ddp_fault_thread_armed_only).
  */
 #include <errno.h>
-#include <fiu-control.h>
 #include <fiu.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,11 +19,12 @@
 #include <strings.h>
 
 #include "ddp/err.h"
+#include "ddp/faults.h"
 #include "sim_priv.h"
 
 static const char *const kind_names[DDP_FAULT_KIND_COUNT] = {
     "refuse", "reset", "blackhole", "delay", "partition", "crash", "pause",
-    "resolve"};
+    "resolve", "point"};
 
 const char *ddp_sim_fault_kind_name(ddp_sim_fault_kind_t k)
 {
@@ -39,14 +41,45 @@ int ddp_sim_fault_kind_parse(const char *name, ddp_sim_fault_kind_t *out)
     return ddp_err_set(DDP_ECONFIG,
                        "unknown fault kind \"%s\"; expected one of refuse, "
                        "reset, blackhole, delay, partition, crash, pause, "
-                       "resolve",
+                       "resolve, point",
                        name);
+}
+
+/* The point a POINT fault fires, or NULL (error set) when the simulator
+ * would never check it. */
+static const ddp_fault_info_t *sim_point(const char *name)
+{
+    const ddp_fault_info_t *fp = ddp_fault_point_find(name);
+    if (!fp)
+        ddp_err_set(DDP_ECONFIG, "expected the name of a fault point "
+                                 "(docs/fault-points.md), got \"%.60s\"",
+                    name ? name : "");
+    else if (fp->id == DDP_FP_DDP_PHASE_ENTER)
+        ddp_err_set(DDP_ECONFIG, "expected a fault point that fails something, "
+                                 "got %s (to crash a rank at a phase, use a "
+                                 "crash fault with phase=)",
+                    fp->name);
+    else if (fp->where && !(fp->where & DDP_FP_SIM))
+        ddp_err_set(DDP_ECONFIG, "expected a fault point the simulator checks, "
+                                 "got %s (checked only by the POSIX sys)",
+                    fp->name);
+    else
+        return fp;
+    return NULL;
+}
+
+int ddp_sim_fault_point_check(const char *name)
+{
+    return sim_point(name) ? 0 : DDP_ECONFIG;
 }
 
 int ddp_sim_add_fault(ddp_sim_t *sim, const ddp_sim_fault_t *f)
 {
     if (f->kind < 0 || f->kind >= DDP_FAULT_KIND_COUNT)
         return ddp_err_set(DDP_ECONFIG, "fault kind %d is not valid", f->kind);
+    const ddp_fault_info_t *fp = NULL;
+    if (f->kind == DDP_FAULT_POINT && !(fp = sim_point(f->point)))
+        return DDP_ECONFIG;
     ddp_sim_fault_t *nf = realloc(sim->faults, sizeof *nf * (size_t)(sim->nfaults + 1));
     int *nc = realloc(sim->fault_fired, sizeof *nc * (size_t)(sim->nfaults + 1));
     if (!nf || !nc) {
@@ -56,6 +89,7 @@ int ddp_sim_add_fault(ddp_sim_t *sim, const ddp_sim_fault_t *f)
     sim->faults = nf;
     sim->fault_fired = nc;
     sim->faults[sim->nfaults] = *f;
+    sim->faults[sim->nfaults].point = fp ? fp->name : NULL; /* static text */
     sim->fault_fired[sim->nfaults] = 0;
     return sim->nfaults++;
 }
@@ -163,9 +197,9 @@ static _Thread_local struct {
 } call;
 
 /* The per-call points: which fault kinds each answers, and with what errno. */
-static int call_errno(const char *point, const ddp_sim_fault_t *f)
+static int call_errno(ddp_fault_id_t point, const ddp_sim_fault_t *f)
 {
-    if (!strcmp(point, "sys/net/resolve"))
+    if (point == DDP_FP_SYS_NET_RESOLVE)
         return f->kind == DDP_FAULT_RESOLVE ? EHOSTUNREACH : 0;
     if ((f->peer_node >= 0 && f->peer_node != call.dst_node) ||
         (f->port && f->port != call.port))
@@ -176,18 +210,13 @@ static int call_errno(const char *point, const ddp_sim_fault_t *f)
                                                               : 0;
 }
 
-/* Callback for sys/net/connect and sys/net/resolve. */
-static int call_cb(const char *name, int *failnum, void **failinfo,
-                   unsigned int *flags)
+/* A refuse/reset/blackhole or resolve fault for this connect/resolve. */
+static int call_hook(ddp_sim_task_t *t, ddp_fault_id_t point)
 {
-    (void)failnum, (void)failinfo, (void)flags;
-    ddp_sim_task_t *t = ddp__sim_current();
-    if (!t)
-        return 0;
     ddp_sim_t *sim = t->sim;
     for (int i = 0; i < sim->nfaults; i++) {
         const ddp_sim_fault_t *f = &sim->faults[i];
-        int e = call_errno(name, f);
+        int e = call_errno(point, f);
         if (e && active(sim, f) && aims_at(f, t) && draw(sim, i)) {
             call.err = e;
             ddp__sim_trace(sim, t->id, "fault", "\"fault\":\"%s\",\"port\":%u",
@@ -198,17 +227,15 @@ static int call_cb(const char *name, int *failnum, void **failinfo,
     return 0;
 }
 
-static int phase_cb(const char *name, int *failnum, void **failinfo,
-                    unsigned int *flags)
+/* Every phase change is traced; the rank identity and the moment the
+ * plugin reports "connected" become the task's outcome; a crash fault
+ * aimed at the phase kills the task. */
+static void phase_hook(ddp_sim_task_t *t)
 {
-    (void)name, (void)failnum, (void)failinfo, (void)flags;
-    ddp_sim_task_t *t = ddp__sim_current();
-    if (!t || t->killed)
-        return 0;
+    if (t->killed)
+        return;
     ddp_sim_t *sim = t->sim;
     const char *phase = ddp_ident_phase();
-    /* Every phase change is traced; the rank identity and the moment the
-     * plugin reports "connected" become the task's outcome. */
     if (ddp_ident_rank() >= 0)
         t->out.rank = ddp_ident_rank();
     if (ddp_ident_world() > 0)
@@ -225,10 +252,48 @@ static int phase_cb(const char *name, int *failnum, void **failinfo,
             ddp__sim_trace(sim, t->id, "fault", "\"fault\":\"crash\",\"phase\":\"%s\"",
                            phase);
             ddp__sim_kill_task(sim, t, 1);
-            return 0; /* the task's next sim call fails: it is dead */
+            return; /* the task's next sim call fails: it is dead */
+        }
+    }
+}
+
+/* A `point` fault on this point: it fires with the point's default errno
+ * (failinfo NULL). */
+static int point_hook(ddp_sim_task_t *t, const char *name)
+{
+    ddp_sim_t *sim = t->sim;
+    for (int i = 0; i < sim->nfaults; i++) {
+        const ddp_sim_fault_t *f = &sim->faults[i];
+        if (f->kind == DDP_FAULT_POINT && !strcmp(f->point, name) &&
+            active(sim, f) && aims_at(f, t) && draw(sim, i)) {
+            ddp__sim_trace(sim, t->id, "fault", "\"fault\":\"point\",\"point\":\"%s\"",
+                           name);
+            return 1;
         }
     }
     return 0;
+}
+
+/* The one callback of every point the engine arms. */
+static int engine_cb(const char *name, int *failnum, void **failinfo,
+                     unsigned int *flags)
+{
+    (void)failnum, (void)flags;
+    ddp_sim_task_t *t = ddp__sim_current();
+    *failinfo = NULL; /* libfiu keeps it per point: no errno left over */
+    if (!t)
+        return 0;
+    const ddp_fault_info_t *fp = ddp_fault_point_find(name);
+    if (!fp)
+        return 0;
+    if (fp->id == DDP_FP_DDP_PHASE_ENTER) {
+        phase_hook(t);
+        return 0;
+    }
+    if ((fp->id == DDP_FP_SYS_NET_CONNECT || fp->id == DDP_FP_SYS_NET_RESOLVE) &&
+        call_hook(t, fp->id))
+        return 1;
+    return point_hook(t, name);
 }
 
 /* A timed crash aimed at ranks: every process whose rank is listed dies. */
@@ -263,19 +328,20 @@ int ddp__sim_blackholed(ddp_sim_t *sim, int task, int dst_node, uint16_t port)
     return 0;
 }
 
-int ddp__sim_call_fault(ddp_sim_task_t *t, const char *point, int dst_node,
+int ddp__sim_call_fault(ddp_sim_task_t *t, ddp_fault_id_t point, int dst_node,
                         uint16_t port)
 {
     (void)t;
     call.dst_node = dst_node;
     call.port = port;
     call.err = 0;
-    if (!fiu_fail(point))
+    if (!ddp_fault_hit(point))
         return 0;
-    /* A point enabled by hand (fiu_enable with failinfo = errno) also works. */
+    /* A point enabled by hand (ddp_fault_enable with failinfo = errno) or a
+     * `point` fault (failinfo NULL: the point's default) also works. */
     if (!call.err) {
         intptr_t fi = (intptr_t)fiu_failinfo();
-        call.err = fi > 0 ? (int)fi : ECONNREFUSED;
+        call.err = fi > 0 ? (int)fi : ddp_fault_info(point)->deferr;
     }
     return call.err;
 }
@@ -298,48 +364,57 @@ int ddp__sim_pause_point(ddp_sim_task_t *t)
     return 0;
 }
 
-void ddp__sim_faults_arm(ddp_sim_t *sim)
+/* Arms (on = 1) or disarms the points the faults need: always
+ * ddp/phase/enter (the trace and the outcomes), sys/net/connect and
+ * sys/net/resolve when a fault acts there, each `point` fault's point.
+ * Disarming also turns off connect, resolve and phase if a test had
+ * enabled them by hand. */
+static void arm_points(ddp_sim_t *sim, int on)
 {
-    int need_connect = 0, need_resolve = 0, need_phase = 0;
+    unsigned char need[DDP_FP_COUNT] = {0};
+    need[DDP_FP_DDP_PHASE_ENTER] = 1;
+    need[DDP_FP_SYS_NET_CONNECT] = need[DDP_FP_SYS_NET_RESOLVE] = !on;
     for (int i = 0; i < sim->nfaults; i++) {
         const ddp_sim_fault_t *f = &sim->faults[i];
         switch (f->kind) {
         case DDP_FAULT_REFUSE:
         case DDP_FAULT_BLACKHOLE:
-            need_connect = 1;
+            need[DDP_FP_SYS_NET_CONNECT] = 1;
             break;
         case DDP_FAULT_RESET:
-            need_connect |= f->after_bytes <= 0;
+            need[DDP_FP_SYS_NET_CONNECT] |= f->after_bytes <= 0;
             break;
         case DDP_FAULT_RESOLVE:
-            need_resolve = 1;
+            need[DDP_FP_SYS_NET_RESOLVE] = 1;
             break;
-        case DDP_FAULT_CRASH:
-            if (f->phase && f->phase[0]) {
-                need_phase = 1;
-            } else {
-                sim_event_t ev = {.t = VT0 + f->start_ns, .type = EV_CRASH,
-                                  .a = f->task, .b = f->task < 0 ? f->node : -1,
-                                  .x = i};
-                ddp__sim_push_event(sim, ev);
-            }
+        case DDP_FAULT_POINT:
+            need[ddp_fault_point_find(f->point)->id] = 1;
             break;
         default:
             break;
         }
     }
-    if (need_connect)
-        fiu_enable_external("sys/net/connect", 1, NULL, 0, call_cb);
-    if (need_resolve)
-        fiu_enable_external("sys/net/resolve", 1, NULL, 0, call_cb);
-    (void)need_phase; /* phases are always watched: trace + outcomes */
-    fiu_enable_external("ddp/phase/enter", 1, NULL, 0, phase_cb);
+    for (int id = 0; id < DDP_FP_COUNT; id++) {
+        const char *name = ddp_fault_name((ddp_fault_id_t)id);
+        if (need[id] && on)
+            ddp_fault_enable_external(name, 1, NULL, 0, engine_cb);
+        else if (need[id])
+            ddp_fault_disable(name);
+    }
 }
 
-void ddp__sim_faults_disarm(ddp_sim_t *sim)
+void ddp__sim_faults_arm(ddp_sim_t *sim)
 {
-    (void)sim;
-    fiu_disable("sys/net/connect");
-    fiu_disable("sys/net/resolve");
-    fiu_disable("ddp/phase/enter");
+    for (int i = 0; i < sim->nfaults; i++) {
+        const ddp_sim_fault_t *f = &sim->faults[i];
+        if (f->kind == DDP_FAULT_CRASH && !(f->phase && f->phase[0])) {
+            sim_event_t ev = {.t = VT0 + f->start_ns, .type = EV_CRASH,
+                              .a = f->task, .b = f->task < 0 ? f->node : -1,
+                              .x = i};
+            ddp__sim_push_event(sim, ev);
+        }
+    }
+    arm_points(sim, 1);
 }
+
+void ddp__sim_faults_disarm(ddp_sim_t *sim) { arm_points(sim, 0); }

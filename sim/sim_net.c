@@ -9,9 +9,18 @@
  * Data is delivered as events in FIFO order per direction, after latency +
  * size/bandwidth. The calls keep the POSIX sys's semantics: short reads, EOF,
  * ECONNRESET, EADDRINUSE, deadlines, -EAGAIN for "try once".
+ *
+ * Flow control: a stream's bytes sent and not yet read by the peer (in
+ * flight or waiting in its receive queue) never exceed the receive window
+ * (opts.rcvbuf, 256 KiB by default), so a reader that falls behind blocks
+ * its writer, as a full socket buffer does: send() writes what fits and
+ * waits (up to its deadline) while nothing fits, and POLLOUT says whether
+ * anything fits. A read that empties the window below full wakes the
+ * writer at once. Received data stays in the segments the sender queued;
+ * recv frees each one as it is consumed, so memory follows what is unread,
+ * not what a run ever sent.
  */
 #include <errno.h>
-#include <fiu.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,10 +28,18 @@
 
 #include "ddp/env.h"
 #include "ddp/err.h"
+#include "ddp/faults.h"
 #include "sim_priv.h"
 
 enum { SK_LISTEN = 1, SK_STREAM };
 enum { ST_CONNECTING = 1, ST_ESTABLISHED, ST_CLOSED };
+
+/* A delivered piece of a stream, waiting to be read. */
+typedef struct seg {
+    struct seg *next;
+    size_t len, off;
+    uint8_t data[];
+} seg_t;
 
 typedef struct sock {
     int fd, type, owner, node;
@@ -35,8 +52,9 @@ typedef struct sock {
     int nacc, acc_cap;
     /* stream */
     int state, peer, connect_err, syn_tries;
-    uint8_t *rx;
-    size_t rx_len, rx_off, rx_cap;
+    seg_t *rx_head, *rx_tail; /* delivered, unread */
+    size_t rx_bytes;
+    size_t unacked; /* sent and not yet read by the peer (the window) */
     int rx_eof, rx_reset, tx_shut;
     int64_t tx_last; /* arrival time of the last byte sent (FIFO) */
     int64_t sent, reset_after;
@@ -301,22 +319,52 @@ static void on_synack(ddp_sim_t *sim, sim_event_t *ev)
     sock_wake(sim, c);
 }
 
-static void rx_append(sock_t *s, const uint8_t *d, size_t n)
+/* Queues a delivered segment (the event's payload, taken over). */
+static void rx_queue(ddp_sim_t *sim, sock_t *s, seg_t *g)
 {
-    if (s->rx_off > 0 && s->rx_off == s->rx_len)
-        s->rx_off = s->rx_len = 0;
-    if (s->rx_len + n > s->rx_cap) {
-        if (s->rx_off) {
-            memmove(s->rx, s->rx + s->rx_off, s->rx_len - s->rx_off);
-            s->rx_len -= s->rx_off;
-            s->rx_off = 0;
-        }
-        while (s->rx_len + n > s->rx_cap)
-            s->rx_cap = s->rx_cap ? s->rx_cap * 2 : 4096;
-        s->rx = xrealloc(s->rx, s->rx_cap);
+    sim->rx_held += g->len - g->off;
+    if (sim->rx_held > sim->rx_peak)
+        sim->rx_peak = sim->rx_held;
+    g->next = NULL;
+    if (s->rx_tail)
+        s->rx_tail->next = g;
+    else
+        s->rx_head = g;
+    s->rx_tail = g;
+    s->rx_bytes += g->len - g->off;
+}
+
+static void rx_drop(ddp_sim_t *sim, sock_t *s)
+{
+    sim->rx_held -= s->rx_bytes;
+    for (seg_t *g = s->rx_head, *n; g; g = n) {
+        n = g->next;
+        free(g);
     }
-    memcpy(s->rx + s->rx_len, d, n);
-    s->rx_len += n;
+    s->rx_head = s->rx_tail = NULL;
+    s->rx_bytes = 0;
+}
+
+/* Moves up to n unread bytes into buf, freeing the segments it empties. */
+static size_t rx_take(ddp_sim_t *sim, sock_t *s, uint8_t *buf, size_t n)
+{
+    size_t got = 0;
+    while (got < n && s->rx_head) {
+        seg_t *g = s->rx_head;
+        size_t k = g->len - g->off < n - got ? g->len - g->off : n - got;
+        memcpy(buf + got, g->data + g->off, k);
+        g->off += k;
+        got += k;
+        if (g->off == g->len) {
+            s->rx_head = g->next;
+            if (!s->rx_head)
+                s->rx_tail = NULL;
+            free(g);
+        }
+    }
+    s->rx_bytes -= got;
+    sim->rx_held -= got;
+    return got;
 }
 
 void ddp__sim_net_event(ddp_sim_t *sim, sim_event_t *ev)
@@ -341,7 +389,8 @@ void ddp__sim_net_event(ddp_sim_t *sim, sim_event_t *ev)
             }
             break;
         }
-        rx_append(s, ev->data, ev->len);
+        rx_queue(sim, s, ev->data);
+        ev->data = NULL; /* the socket owns it now */
         sock_wake(sim, s);
         break;
     case EV_FIN:
@@ -369,17 +418,23 @@ static void sock_close(ddp_sim_t *sim, sock_t *s, int graceful)
             sock_t *a = sock_get(sim, s->acceptq[i]);
             if (a) {
                 a->closed = 1;
+                rx_drop(sim, a);
                 if (graceful)
                     send_segment(sim, a, EV_RST, NULL, 0);
             }
         }
         s->nacc = 0;
+        free(s->acceptq);
+        s->acceptq = NULL;
+        s->acc_cap = 0;
     } else if (s->state == ST_ESTABLISHED && graceful) {
         /* Unread data makes Linux send RST instead of FIN. */
-        int unread = s->rx_len > s->rx_off;
+        int unread = s->rx_bytes > 0;
         send_segment(sim, s, unread ? EV_RST : EV_FIN, NULL, 0);
     }
+    rx_drop(sim, s); /* nobody reads a closed socket: free what it held */
     sock_wake(sim, s);
+    ddp__waitq_free(&s->waiters); /* no task parks on it any more */
 }
 
 /* A process's exit (or crash) closes the sockets of all its threads; a
@@ -416,7 +471,7 @@ void ddp__sim_net_free(ddp_sim_t *sim)
         sock_t *s = sim->socks[i];
         if (!s)
             continue;
-        free(s->rx);
+        rx_drop(sim, s);
         free(s->acceptq);
         ddp__waitq_free(&s->waiters);
         free(s);
@@ -434,16 +489,16 @@ void ddp__sim_net_free(ddp_sim_t *sim)
             return DDP_ECANCELED;                                              \
     } while (0)
 
-#define SIM_POINT(t, name, deferr)                                             \
+/* A point of ddp/faults.h that fires fails the op as in the POSIX sys,
+ * and leaves a trace line. Unarmed, it costs two reads (ddp_fault_fire). */
+#define SIM_POINT(t, point)                                                       \
     do {                                                                       \
-        if (fiu_fail(name)) {                                                  \
-            intptr_t fi_ = (intptr_t)fiu_failinfo();                           \
-            int e_ = fi_ > 0 ? (int)fi_ : (deferr);                            \
+        int fe_ = ddp_fault_fire(DDP_FP_##point);                                 \
+        if (fe_) {                                                             \
             ddp__sim_trace((t)->sim, (t)->id, "fault",                         \
-                           "\"point\":\"%s\",\"errno\":\"%s\"", name,          \
-                           strerrorname_np(e_));                               \
-            return ddp_err_set(-e_, "fault point %s fired (%s)", name,         \
-                               strerror(e_));                                  \
+                           "\"point\":\"%s\",\"errno\":\"%s\"",              \
+                           ddp_fault_name(DDP_FP_##point), strerrorname_np(-fe_)); \
+            return fe_;                                                        \
         }                                                                      \
     } while (0)
 
@@ -485,7 +540,7 @@ static int sm_resolve(ddp_sys_t *s, const char *host, uint16_t port,
 {
     ddp_sim_task_t *t = me(s);
     SIM_ENTER(t);
-    int fe = ddp__sim_call_fault(t, "sys/net/resolve", -1, port);
+    int fe = ddp__sim_call_fault(t, DDP_FP_SYS_NET_RESOLVE, -1, port);
     if (fe)
         return ddp_err_set(DDP_ENOT_FOUND, "cannot resolve host \"%s\": %s "
                                            "(injected)", host, strerror(fe));
@@ -529,7 +584,7 @@ static int sm_listen(ddp_sys_t *s, const ddp_addr_t *a, int backlog)
     char as[DDP_ADDR_STRLEN];
     ddp_addr_format(a, as, sizeof as);
     SIM_ENTER(t);
-    SIM_POINT(t, "sys/net/listen", EADDRINUSE);
+    SIM_POINT(t, SYS_NET_LISTEN);
     int ok;
     int node = local_node_of(t, a, &ok);
     if (!ok)
@@ -594,7 +649,7 @@ static int sm_accept(ddp_sys_t *sy, int fd, ddp_addr_t *peer, int64_t deadline)
 {
     ddp_sim_task_t *t = me(sy);
     SIM_ENTER(t);
-    SIM_POINT(t, "sys/net/accept", ECONNABORTED);
+    SIM_POINT(t, SYS_NET_ACCEPT);
     int64_t start = ddp__sim_task_now(t);
     for (;;) {
         sock_t *l = own_sock(t, fd, SK_LISTEN);
@@ -631,7 +686,7 @@ static int sm_connect(ddp_sys_t *sy, const ddp_addr_t *a, int64_t deadline)
     int dst = ddp__sim_node_by_ip(sim, a);
     if (dst == -2)
         dst = t->out.node;
-    int fe = ddp__sim_call_fault(t, "sys/net/connect", dst, a->port);
+    int fe = ddp__sim_call_fault(t, DDP_FP_SYS_NET_CONNECT, dst, a->port);
     int64_t start = ddp__sim_task_now(t);
     ddp__sim_trace(sim, t->id, "connect", "\"to\":\"%s\"", as);
     if (fe && fe != ETIMEDOUT) {
@@ -681,20 +736,39 @@ static int sm_connect(ddp_sys_t *sy, const ddp_addr_t *a, int64_t deadline)
     }
 }
 
+/* What fits in the peer's receive window now. */
+static size_t window_room(const ddp_sim_t *sim, const sock_t *s)
+{
+    return s->unacked < sim->o.rcvbuf ? sim->o.rcvbuf - s->unacked : 0;
+}
+
 static ssize_t sm_send(ddp_sys_t *sy, int fd, const void *buf, size_t n,
                        int64_t deadline)
 {
     ddp_sim_task_t *t = me(sy);
-    (void)deadline;
     SIM_ENTER(t);
-    SIM_POINT(t, "sys/net/send", ECONNRESET);
-    sock_t *s = own_sock(t, fd, SK_STREAM);
-    if (!s)
-        return -EBADF;
-    if (s->rx_reset)
-        return ddp_err_set(-ECONNRESET, "send: connection reset by peer");
-    if (s->tx_shut || s->state != ST_ESTABLISHED)
-        return ddp_err_set(-EPIPE, "send: connection is not open");
+    SIM_POINT(t, SYS_NET_SEND);
+    int64_t start = ddp__sim_task_now(t);
+    sock_t *s;
+    for (;;) {
+        if (!(s = own_sock(t, fd, SK_STREAM)))
+            return -EBADF;
+        if (s->rx_reset)
+            return ddp_err_set(-ECONNRESET, "send: connection reset by peer");
+        if (s->tx_shut || s->state != ST_ESTABLISHED)
+            return ddp_err_set(-EPIPE, "send: connection is not open");
+        if (n == 0 || window_room(t->sim, s) > 0)
+            break;
+        char what[96], peer[DDP_ADDR_STRLEN];
+        snprintf(what, sizeof what, "send to %s (receive window full)",
+                 ddp_addr_format(&s->remote, peer, sizeof peer));
+        int rc = block_on(t, s, deadline, start,
+                          "the peer's receive window stayed full until the "
+                          "deadline (it stopped reading)",
+                          what);
+        if (rc)
+            return rc;
+    }
     if (n == 0)
         return 0;
     /* Reset after N bytes (a fault on this connection). */
@@ -710,15 +784,18 @@ static ssize_t sm_send(ddp_sys_t *sy, int fd, const void *buf, size_t n,
         s->reset_after = -1;
         return ddp_err_set(-ECONNRESET, "send: connection reset by peer");
     }
-    size_t w = n;
-    if (t->sim->o.short_io && n > 1)
-        w = 1 + (size_t)ddp_rng_below(&t->sim->rng, n);
-    uint8_t *copy = malloc(w);
-    if (!copy)
+    size_t w = n < window_room(t->sim, s) ? n : window_room(t->sim, s);
+    if (t->sim->o.short_io && w > 1)
+        w = 1 + (size_t)ddp_rng_below(&t->sim->rng, w);
+    seg_t *g = malloc(sizeof *g + w);
+    if (!g)
         return -ENOMEM;
-    memcpy(copy, buf, w);
+    g->len = w;
+    g->off = 0;
+    memcpy(g->data, buf, w);
     s->sent += (int64_t)w;
-    send_segment(t->sim, s, EV_DATA, copy, w);
+    s->unacked += w;
+    send_segment(t->sim, s, EV_DATA, g, w);
     return (ssize_t)w;
 }
 
@@ -727,19 +804,27 @@ static ssize_t sm_recv(ddp_sys_t *sy, int fd, void *buf, size_t n,
 {
     ddp_sim_task_t *t = me(sy);
     SIM_ENTER(t);
-    SIM_POINT(t, "sys/net/recv", ECONNRESET);
+    SIM_POINT(t, SYS_NET_RECV);
     int64_t start = ddp__sim_task_now(t);
     for (;;) {
         sock_t *s = own_sock(t, fd, SK_STREAM);
         if (!s)
             return -EBADF;
-        size_t avail = s->rx_len - s->rx_off;
+        size_t avail = s->rx_bytes;
         if (avail > 0 && n > 0) {
             size_t r = avail < n ? avail : n;
             if (t->sim->o.short_io && r > 1)
                 r = 1 + (size_t)ddp_rng_below(&t->sim->rng, r);
-            memcpy(buf, s->rx + s->rx_off, r);
-            s->rx_off += r;
+            r = rx_take(t->sim, s, buf, r);
+            /* The window update: a writer blocked on a full window may go
+             * on (woken only then: a wake-up costs a hand-off). */
+            sock_t *w = sock_get(t->sim, s->peer);
+            if (w && !w->closed) {
+                int was_full = window_room(t->sim, w) == 0;
+                w->unacked = w->unacked > r ? w->unacked - r : 0;
+                if (was_full)
+                    sock_wake(t->sim, w);
+            }
             return (ssize_t)r;
         }
         if (s->rx_reset)
@@ -766,13 +851,14 @@ static short readiness(ddp_sim_task_t *t, int fd, short want)
         if (s->nacc > 0)
             r |= DDP_POLLIN;
     } else {
-        if (s->rx_len > s->rx_off || s->rx_eof || s->rx_reset)
+        if (s->rx_bytes > 0 || s->rx_eof || s->rx_reset)
             r |= DDP_POLLIN;
         if (s->rx_reset)
             r |= DDP_POLLERR | DDP_POLLHUP;
         else if (s->rx_eof)
             r |= DDP_POLLHUP;
-        if (s->state == ST_ESTABLISHED && !s->tx_shut)
+        if (s->state == ST_ESTABLISHED && !s->tx_shut &&
+            window_room(t->sim, s) > 0)
             r |= DDP_POLLOUT;
     }
     return (short)(r & (want | DDP_POLLERR | DDP_POLLHUP));
@@ -782,7 +868,7 @@ static int sm_poll(ddp_sys_t *sy, ddp_pollfd_t *fds, int nfds, int64_t deadline)
 {
     ddp_sim_task_t *t = me(sy);
     SIM_ENTER(t);
-    SIM_POINT(t, "sys/net/poll", EINTR);
+    SIM_POINT(t, SYS_NET_POLL);
     int64_t start = ddp__sim_task_now(t);
     waitq_t *stackq[64], **qs = stackq;
     if (nfds > 64)
@@ -841,7 +927,7 @@ static int sm_spawn(ddp_sys_t *sy, const ddp_spawn_t *w, ddp_pid_t *pid)
 {
     ddp_sim_task_t *t = me(sy);
     SIM_ENTER(t);
-    SIM_POINT(t, "sys/proc/spawn", EAGAIN);
+    SIM_POINT(t, SYS_PROC_SPAWN);
     return ddp__sim_spawn_child(t, w, pid);
 }
 
@@ -911,7 +997,7 @@ static int sm_thread_start(ddp_sys_t *sy, ddp_thread_fn fn, void *arg,
 {
     ddp_sim_task_t *t = me(sy);
     SIM_ENTER(t);
-    SIM_POINT(t, "sys/proc/thread", EAGAIN);
+    SIM_POINT(t, SYS_PROC_THREAD);
     return ddp__sim_thread(t, fn, arg, name, out);
 }
 
@@ -940,7 +1026,7 @@ static int sm_read_file(ddp_sys_t *sy, const char *path, char **data,
 {
     ddp_sim_task_t *t = me(sy);
     SIM_ENTER(t);
-    SIM_POINT(t, "sys/fs/read", EIO);
+    SIM_POINT(t, SYS_FS_READ);
     for (int i = 0; i < t->sim->nfiles; i++)
         if (!strcmp(t->sim->files[i].path, path)) {
             if (strlen(t->sim->files[i].content) > DDP_SYS_READ_MAX)

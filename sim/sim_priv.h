@@ -8,6 +8,7 @@
 #include <semaphore.h>
 #include <stdint.h>
 
+#include "ddp/faults.h"
 #include "ddp/log.h"
 #include "ddp/sim.h"
 #include "ddp/sys.h"
@@ -116,6 +117,7 @@ struct ddp_sim {
     int unfinished; /* tasks not yet exited, crashed or cancelled */
     int time_limited;
     uint64_t handoffs, events;
+    uint64_t rx_held, rx_peak; /* bytes in receive queues: now, at most */
     ddp_sim_fault_t *faults;
     int *fault_fired;
     int nfaults;
@@ -167,7 +169,7 @@ int ddp__sim_link(ddp_sim_t *sim, int from, int to, int64_t *extra,
 /* Per-call decision for a connect / resolve: 0 none, else the errno to fail
  * with (ETIMEDOUT = black hole: hang to the deadline). */
 int ddp__sim_blackholed(ddp_sim_t *sim, int task, int dst_node, uint16_t port);
-int ddp__sim_call_fault(ddp_sim_task_t *t, const char *point, int dst_node,
+int ddp__sim_call_fault(ddp_sim_task_t *t, ddp_fault_id_t point, int dst_node,
                         uint16_t port);
 void ddp__sim_faults_arm(ddp_sim_t *sim);
 void ddp__sim_crash_ranks(ddp_sim_t *sim, int fault);

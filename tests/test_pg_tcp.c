@@ -13,8 +13,10 @@
 
 #include "ddp/env.h"
 #include "ddp/err.h"
+#include "ddp/faults.h"
 #include "ddp/log.h"
 #include "ddp/pg.h"
+#include "ddp/plugin.h"
 #include "ddp/sim.h"
 #include "ddp/store.h"
 #include "ddp/sys.h"
@@ -498,17 +500,21 @@ static int sim_count_ok(simrun_t *s)
     return ok;
 }
 
-static void test_sim_collectives(void)
+/* `ranks` ranks on 2 nodes run body; every one of them must succeed. */
+static void sim_all_ok(uint64_t seed, int ranks, rank_body_fn body, void *arg)
 {
     simrun_t s;
-    sim_setup(&s, 11, 2, WORLD, body_all, NULL, NULL);
+    sim_setup(&s, seed, 2, ranks, body, arg, NULL);
     CU_ASSERT_EQUAL(ddp_sim_run(s.sim), DDP_SIM_DONE);
-    CU_ASSERT_EQUAL(sim_count_ok(&s), WORLD);
-    for (int r = 0; r < WORLD; r++)
+    CU_ASSERT_EQUAL(sim_count_ok(&s), ranks);
+    for (int r = 0; r < ranks; r++)
         if (s.why[r].text[0])
-            fprintf(stderr, "\n  sim rank %d: %s", r, s.why[r].text);
+            fprintf(stderr, "\n  sim seed %llu rank %d: %s", (unsigned long long)seed,
+                    r, s.why[r].text);
     ddp_sim_free(s.sim);
 }
+
+static void test_sim_collectives(void) { sim_all_ok(11, WORLD, body_all, NULL); }
 
 /* Rank 5 dies as it enters the allreduce; nobody may hang. */
 static int body_crash(ddp_pg_t *pg, ddp_sys_t *sys, int64_t dl, why_t *w, void *arg)
@@ -746,17 +752,17 @@ static void test_sim_fault_points(void)
     for (int i = 0; i < 2; i++) {
         simrun_t s;
         sim_setup(&s, 16 + (uint64_t)i, 2, 4, body_barrier, NULL, NULL);
-        fiu_enable(points[i], 1, NULL, FIU_ONETIME);
+        ddp_fault_enable(points[i], 1, NULL, FIU_ONETIME);
         CU_ASSERT_EQUAL(ddp_sim_run(s.sim), DDP_SIM_DONE);
-        fiu_disable(points[i]);
+        ddp_fault_disable(points[i]);
         CU_ASSERT_EQUAL(sim_count_ok(&s), 4);
         ddp_sim_free(s.sim);
     }
     simrun_t s;
     sim_setup(&s, 18, 2, 4, body_barrier, NULL, NULL);
-    fiu_enable("pg/tcp/connect", 1, (void *)(intptr_t)ECONNREFUSED, 0);
+    ddp_fault_enable("pg/tcp/connect", 1, (void *)(intptr_t)ECONNREFUSED, 0);
     CU_ASSERT_EQUAL(ddp_sim_run(s.sim), DDP_SIM_DONE);
-    fiu_disable("pg/tcp/connect");
+    ddp_fault_disable("pg/tcp/connect");
     CU_ASSERT_EQUAL(sim_count_ok(&s), 0);
     const ddp_sim_outcome_t *o = sim_out(&s, 2);
     CU_ASSERT_EQUAL(o->rc, DDP_ETIMEOUT);
@@ -787,6 +793,196 @@ static void test_sim_listen_failure_propagates(void)
         }
         ddp_sim_free(s.sim);
     }
+}
+
+/* ------------------------------------------------ bootstrap and O(1) collectives */
+
+/* Rank 0 hands each rank one entry with its ring neighbours and their
+ * addresses (the ones they published); there is no whole-world table. */
+static int body_entries(ddp_pg_t *pg, ddp_sys_t *sys, int64_t dl, why_t *w, void *arg)
+{
+    (void)sys, (void)arg;
+    int me = ddp_pg_rank(pg), world = ddp_pg_world(pg);
+    int prev = (me + world - 1) % world, next = (me + 1) % world;
+    char key[64], want[256], got[256];
+    ddp_buf_t a = {0}, b = {0}, e = {0};
+    snprintf(key, sizeof key, "sim_pg/tcp/addr/%d", prev);
+    int rc = ddp_store_get(pg->store, key, &a, dl);
+    snprintf(key, sizeof key, "sim_pg/tcp/addr/%d", next);
+    if (rc == 0)
+        rc = ddp_store_get(pg->store, key, &b, dl);
+    snprintf(key, sizeof key, "sim_pg/tcp/peers/%d", me);
+    if (rc == 0)
+        rc = ddp_store_get(pg->store, key, &e, dl);
+    if (rc == 0) {
+        snprintf(want, sizeof want, "ddp-tcp-peers 1 %d %d %.*s %d %.*s", world, prev,
+                 (int)a.len, (const char *)a.data, next, (int)b.len,
+                 (const char *)b.data);
+        snprintf(got, sizeof got, "%.*s", (int)e.len, (const char *)e.data);
+        if (strcmp(got, want))
+            rc = failf(w, 0, "entry \"%s\", want \"%s\"", got, want);
+    } else {
+        failf(w, rc, "reading the bootstrap keys");
+    }
+    ddp_buf_free(&a);
+    ddp_buf_free(&b);
+    ddp_buf_free(&e);
+    const char *ring[1] = {"sim_pg/tcp/ring"};
+    if (rc == 0 && ddp_store_check(pg->store, ring, 1, dl) != 0)
+        rc = failf(w, 0, "a whole-ring table was published");
+    int brc = ddp_pg_barrier(pg, dl);
+    return rc ? rc : brc ? failf(w, brc, "barrier") : 0;
+}
+
+static void test_sim_bootstrap_entries(void) { sim_all_ok(31, WORLD, body_entries, NULL); }
+
+/* The barrier (two passes along the ring) returns on no rank before the
+ * last rank entered it; rank 3 enters 3 s late. */
+typedef struct barrier_times {
+    int64_t entered[WORLD], left[WORLD];
+} barrier_times_t;
+
+static int body_late_barrier(ddp_pg_t *pg, ddp_sys_t *sys, int64_t dl, why_t *w,
+                             void *arg)
+{
+    barrier_times_t *bt = arg;
+    int me = ddp_pg_rank(pg);
+    if (me == 3)
+        ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 3 * DDP_NS_PER_S));
+    bt->entered[me] = ddp_sys_now(sys);
+    int rc = ddp_pg_barrier(pg, dl);
+    bt->left[me] = ddp_sys_now(sys);
+    if (rc == 0)
+        rc = ddp_pg_barrier(pg, dl); /* and the next one stays in step */
+    return rc ? failf(w, rc, "barrier") : 0;
+}
+
+static void test_sim_barrier_waits_for_all(void)
+{
+    barrier_times_t bt = {{0}, {0}};
+    sim_all_ok(32, WORLD, body_late_barrier, &bt);
+    for (int r = 0; r < WORLD; r++) {
+        CU_ASSERT(bt.left[r] >= bt.entered[3]);
+        CU_ASSERT(bt.entered[r] > 0);
+    }
+}
+
+/* Small allreduces fold the ranks' buffers in rank order, so floats come
+ * out bit-identical on every rank and equal to a sequential left fold. */
+static float fold_val(int r, size_t i)
+{
+    static const float v[] = {1e8f, 1.0f, -1e8f, 0.5f, 3.25f, 1e-3f, -7.0f, 2.0f};
+    return v[((size_t)r + i) % (sizeof v / sizeof v[0])] * (float)(i + 1);
+}
+
+static int body_fold(ddp_pg_t *pg, ddp_sys_t *sys, int64_t dl, why_t *w, void *arg)
+{
+    (void)sys, (void)arg;
+    enum { N = 5 };
+    int me = ddp_pg_rank(pg), world = ddp_pg_world(pg);
+    float b[N], want[N];
+    for (size_t i = 0; i < N; i++) {
+        b[i] = fold_val(me, i);
+        want[i] = fold_val(0, i);
+        for (int r = 1; r < world; r++)
+            want[i] = want[i] + fold_val(r, i);
+    }
+    int rc = ddp_pg_allreduce(pg, b, N, DDP_FLOAT, DDP_SUM, dl);
+    if (rc)
+        return failf(w, rc, "allreduce");
+    return memcmp(b, want, sizeof b) ? failf(w, 0, "not the left fold in rank order")
+                                     : 0;
+}
+
+static void test_sim_small_allreduce_rank_order(void)
+{
+    sim_all_ok(33, WORLD, body_fold, NULL);
+}
+
+/* The handshake under random faults on pg/tcp/handshake: a rank whose hello
+ * its successor rejected connects again even while it waits for its own
+ * predecessor. Before, every rank of a ring could end up waiting in accept
+ * for a predecessor that reconnects only after its own accept returned,
+ * and the group failed at the deadline ("no valid connection from ring
+ * predecessor ... rejected N stray connection(s)"); seed 1 of
+ * scenarios/tcp-handshake-faults.scn was such a schedule. Finite faults
+ * must never fail the group. */
+static void test_sim_handshake_faults(void)
+{
+    int formed = 0, runs = 0;
+    for (uint64_t seed = 1; seed <= 24; seed++) {
+        simrun_t s;
+        int world = 2 + (int)(seed % 3);
+        sim_setup(&s, seed, 1, world, body_barrier, NULL, NULL);
+        ddp_sim_add_fault(s.sim, &(ddp_sim_fault_t){.kind = DDP_FAULT_POINT,
+                                                    .node = -1, .task = -1,
+                                                    .peer_node = -1,
+                                                    .point = "pg/tcp/handshake",
+                                                    .count = 6, .probability = 0.5});
+        CU_ASSERT_EQUAL(ddp_sim_run(s.sim), DDP_SIM_DONE);
+        formed += sim_count_ok(&s) == world;
+        runs++;
+        for (int r = 0; r < world; r++)
+            if (sim_out(&s, r)->rc)
+                fprintf(stderr, "\n  seed %llu rank %d: %s", (unsigned long long)seed,
+                        r, sim_out(&s, r)->message);
+        ddp_sim_free(s.sim);
+    }
+    CU_ASSERT_EQUAL(formed, runs);
+}
+
+/* configure_ddp's check: a backend whose broadcast corrupts group rank 2's
+ * copy of the parameters must fail every rank with an error naming rank 2;
+ * without the corruption every rank ends with rank 0's checksum. */
+static int corrupt_broadcast(ddp_pg_t *pg, void *buf, size_t bytes, int root,
+                             int64_t deadline)
+{
+    int rc = ddp_pg_backend_find("tcp")->broadcast(pg, buf, bytes, root, deadline);
+    if (rc == 0 && bytes > sizeof(uint64_t) && ddp_pg_rank(pg) == 2)
+        ((uint8_t *)buf)[bytes / 2] ^= 0x40;
+    return rc;
+}
+
+static int body_configure(ddp_pg_t *pg, ddp_sys_t *sys, int64_t dl, why_t *w, void *arg)
+{
+    const int *corrupt = arg;
+    static ddp_pg_ops_t ops;
+    ops = *ddp_pg_backend_find("tcp");
+    ops.broadcast = corrupt_broadcast;
+    if (*corrupt)
+        pg->ops = &ops;
+    ddp_ctx_t ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.sys = sys;
+    ctx.pg = pg;
+    ctx.deadline = dl;
+    ddp_model_t m;
+    /* Each rank starts from other parameters; rank 0's must win. */
+    if (ddp_model_init(&m, 4096, 100 + (uint64_t)ddp_pg_rank(pg)) != 0)
+        return failf(w, -ENOMEM, "model");
+    ddp_model_t ref;
+    ddp_model_init(&ref, 4096, 100);
+    int rc = ddp_plugin_default_configure_ddp(NULL, &ctx, &m);
+    if (!*corrupt)
+        rc = rc ? failf(w, rc, "configure_ddp")
+             : m.checksum != ddp_model_checksum(&ref) ? failf(w, 0, "not rank 0's checksum")
+                                                      : 0;
+    else if (rc != DDP_EPROTOCOL)
+        rc = failf(w, rc, "configure_ddp returned %d, want DDP_EPROTOCOL", rc);
+    else if (!strstr(ddp_err_message(), "group rank 2 holds bytes other than rank 0's"))
+        rc = failf(w, 0, "error \"%s\" does not name rank 2", ddp_err_message());
+    else
+        rc = 0;
+    ddp_model_free(&m);
+    ddp_model_free(&ref);
+    pg->ops = ddp_pg_backend_find("tcp");
+    return rc;
+}
+
+static void test_sim_configure_check(void)
+{
+    for (int corrupt = 0; corrupt < 2; corrupt++)
+        sim_all_ok(34 + (uint64_t)corrupt, 6, body_configure, &corrupt);
 }
 
 /* ------------------------------------------------ local pieces */
@@ -864,4 +1060,9 @@ DDP_SUITE("pg_tcp", suite_init, suite_cleanup,
           {"simulator: mismatched collective sizes", test_sim_mismatched_calls},
           {"simulator: abort", test_sim_abort},
           {"simulator: pg/tcp fault points", test_sim_fault_points},
-          {"simulator: a rank that cannot listen", test_sim_listen_failure_propagates})
+          {"simulator: a rank that cannot listen", test_sim_listen_failure_propagates},
+          {"simulator: each rank gets only its ring neighbours", test_sim_bootstrap_entries},
+          {"simulator: the barrier waits for the last rank", test_sim_barrier_waits_for_all},
+          {"simulator: small allreduce folds in rank order", test_sim_small_allreduce_rank_order},
+          {"simulator: handshake under pg/tcp/handshake faults", test_sim_handshake_faults},
+          {"simulator: configure_ddp names a rank whose bytes differ", test_sim_configure_check})

@@ -2,11 +2,15 @@
  * faults, determinism, deadlock reports. Uses raw sys calls; the store-level
  * scenarios are in tests/test_sim_store.c. */
 #include <errno.h>
+#include <fiu-control.h>
+#include <fiu.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ddp/err.h"
+#include "ddp/faults.h"
 #include "ddp/sim.h"
 #include "ddp/sys.h"
 #include "test.h"
@@ -432,6 +436,209 @@ static void test_trace_exports(void)
     ddp_sim_free(sim);
 }
 
+/* ---- the receive window ---- */
+
+#define WIN 4096
+#define WIN_BYTES (64 * 1024)
+
+typedef struct window_run {
+    int64_t reader_starts; /* virtual, relative to the writer's clock */
+    ssize_t first_send;    /* what one send of WIN_BYTES wrote */
+    ssize_t try_once;      /* a send with a past deadline, window full */
+    int pollout_full;      /* poll's POLLOUT on a full window (0: not set) */
+    int timed_out;         /* send_all with a deadline before the reader */
+    int64_t writer_done;   /* when send_all of the rest returned */
+    int64_t reader_began;
+    int intact;            /* the reader got every byte, in order */
+} window_run_t;
+
+static uint8_t wbyte(size_t i) { return (uint8_t)(i * 13 + 7); }
+
+static int window_writer(ddp_sys_t *sys, void *arg)
+{
+    window_run_t *w = arg;
+    int64_t dl = ddp_sys_deadline_in(sys, 30 * DDP_NS_PER_S);
+    int c = ddp_sys_connect_host(sys, "node0", PORT, dl);
+    if (c < 0)
+        return 1;
+    uint8_t *buf = malloc(WIN_BYTES);
+    for (size_t i = 0; i < WIN_BYTES; i++)
+        buf[i] = wbyte(i);
+    size_t off = 0;
+    w->first_send = ddp_sys_send(sys, c, buf, WIN_BYTES, dl);
+    off += w->first_send > 0 ? (size_t)w->first_send : 0;
+    w->try_once = ddp_sys_send(sys, c, buf + off, WIN_BYTES - off, ddp_sys_now(sys));
+    ddp_pollfd_t p = {.fd = c, .events = DDP_POLLOUT};
+    w->pollout_full = ddp_sys_poll(sys, &p, 1, ddp_sys_now(sys)) > 0 &&
+                      (p.revents & DDP_POLLOUT);
+    w->timed_out = ddp_sys_send_all(sys, c, buf + off, WIN_BYTES - off,
+                                    ddp_sys_deadline_in(sys, DDP_NS_PER_S / 2)) ==
+                   DDP_ETIMEOUT;
+    /* No byte went out while timing out: the window was full throughout. */
+    int rc = ddp_sys_send_all(sys, c, buf + off, WIN_BYTES - off, dl);
+    w->writer_done = ddp_sys_now(sys);
+    free(buf);
+    ddp_sys_close(sys, c);
+    return rc ? 2 : 0;
+}
+
+static int window_reader(ddp_sys_t *sys, void *arg)
+{
+    window_run_t *w = arg;
+    ddp_addr_t any;
+    ddp_addr_parse("0.0.0.0", PORT, &any);
+    int l = ddp_sys_listen(sys, &any, 16);
+    int64_t dl = ddp_sys_deadline_in(sys, 30 * DDP_NS_PER_S);
+    int c = l < 0 ? l : ddp_sys_accept(sys, l, NULL, dl);
+    if (c < 0)
+        return 1;
+    ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, DDP_NS_PER_S));
+    w->reader_began = ddp_sys_now(sys);
+    uint8_t *buf = malloc(WIN_BYTES);
+    int rc = ddp_sys_recv_all(sys, c, buf, WIN_BYTES, dl);
+    w->intact = rc == 0;
+    for (size_t i = 0; rc == 0 && i < WIN_BYTES; i++)
+        w->intact &= buf[i] == wbyte(i);
+    free(buf);
+    ddp_sys_close(sys, c);
+    ddp_sys_close(sys, l);
+    return rc ? 2 : 0;
+}
+
+/* A writer faster than its reader: every send stops at the window, a
+ * try-once send and POLLOUT say "full", a deadline passes without a byte
+ * moving, and the rest goes once the reader reads; the receive queues never
+ * hold more than the window. */
+static void test_receive_window(void)
+{
+    ddp_sim_opts_t o = {.seed = 5, .rcvbuf = WIN};
+    ddp_sim_t *sim = ddp_sim_new(&o);
+    ddp_sim_add_node(sim, "node0", "10.0.0.1", 0);
+    ddp_sim_add_node(sim, "node1", "10.0.0.2", 0);
+    window_run_t w = {0};
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "reader", .rank = -1},
+                     window_reader, &w);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = "writer", .rank = -1,
+                                                 .start_ns = DDP_NS_PER_MS},
+                     window_writer, &w);
+    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+    CU_ASSERT_EQUAL(ddp_sim_outcome(sim, 0)->rc, 0);
+    CU_ASSERT_EQUAL(ddp_sim_outcome(sim, 1)->rc, 0);
+    CU_ASSERT_EQUAL(w.first_send, WIN);
+    CU_ASSERT_EQUAL(w.try_once, -EAGAIN);
+    CU_ASSERT_EQUAL(w.pollout_full, 0);
+    CU_ASSERT_EQUAL(w.timed_out, 1);
+    CU_ASSERT(w.writer_done >= w.reader_began);
+    CU_ASSERT_EQUAL(w.intact, 1);
+    ddp_sim_stats_t st;
+    ddp_sim_stats(sim, &st);
+    CU_ASSERT(st.rx_peak_bytes > 0);
+    CU_ASSERT(st.rx_peak_bytes <= WIN);
+    ddp_sim_free(sim);
+}
+
+/* ---- fault points (ddp/faults.h) ---- */
+
+static void test_fault_point_table(void)
+{
+    for (int i = 0; i < DDP_FP_COUNT; i++) {
+        const ddp_fault_info_t *f = ddp_fault_info((ddp_fault_id_t)i);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        CU_ASSERT_EQUAL(f->id, i);
+        CU_ASSERT_PTR_EQUAL(ddp_fault_point_find(f->name), f);
+        CU_ASSERT(f->fails && f->fails[0]);
+        CU_ASSERT_STRING_NOT_EQUAL(ddp_fault_layer_name(f->layer), "?");
+        for (int j = 0; j < i; j++)
+            CU_ASSERT_STRING_NOT_EQUAL(ddp_fault_info((ddp_fault_id_t)j)->name, f->name);
+    }
+    CU_ASSERT_PTR_NULL(ddp_fault_info(DDP_FP_COUNT));
+    CU_ASSERT_PTR_NULL(ddp_fault_point_find("sys/net/conect"));
+    CU_ASSERT_PTR_NULL(ddp_fault_point_find(NULL));
+    CU_ASSERT_EQUAL(ddp_fault_point_find("pg/tcp/handshake")->deferr, EPROTO);
+    CU_ASSERT_EQUAL(ddp_fault_point_find("store/server/reply")->deferr, 0);
+    CU_ASSERT(ddp_fault_point_matches("sys/net/*", DDP_FP_SYS_NET_SEND));
+    CU_ASSERT(!ddp_fault_point_matches("sys/net/*", DDP_FP_SYS_FS_READ));
+    CU_ASSERT(ddp_fault_point_matches("*", DDP_FP_PG_NCCL_INIT));
+    CU_ASSERT(!ddp_fault_point_matches("sys/net/send", DDP_FP_SYS_NET_RECV));
+}
+
+/* A point enabled behind ddpsim's back (plain fiu_enable) fires in an
+ * ordinary thread, is skipped in a thread that checks armed points only,
+ * and fires there too once armed through ddp_fault_enable. */
+static void test_fault_armed_points(void)
+{
+    fiu_enable("pg/tcp/connect", 1, NULL, 0);
+    CU_ASSERT_EQUAL(ddp_fault_fire(DDP_FP_PG_TCP_CONNECT), -ECONNREFUSED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_message(), "fault point pg/tcp/connect fired"));
+    ddp_fault_thread_armed_only(1);
+    CU_ASSERT_EQUAL(ddp_fault_armed(DDP_FP_PG_TCP_CONNECT), 0);
+    CU_ASSERT_EQUAL(ddp_fault_fire(DDP_FP_PG_TCP_CONNECT), 0);
+    CU_ASSERT_EQUAL(ddp_fault_enable("pg/tcp/*", 1, (void *)(intptr_t)EHOSTUNREACH, 0), 0);
+    CU_ASSERT_EQUAL(ddp_fault_armed(DDP_FP_PG_TCP_HANDSHAKE), 1);
+    CU_ASSERT_EQUAL(ddp_fault_fire(DDP_FP_PG_TCP_HANDSHAKE), -EHOSTUNREACH);
+    /* libfiu prefers the exact entry: failinfo NULL, the default errno */
+    CU_ASSERT_EQUAL(ddp_fault_fire(DDP_FP_PG_TCP_CONNECT), -ECONNREFUSED);
+    CU_ASSERT_EQUAL(ddp_fault_disable("pg/tcp/*"), 0);
+    CU_ASSERT_EQUAL(ddp_fault_armed(DDP_FP_PG_TCP_CONNECT), 0);
+    CU_ASSERT_EQUAL(ddp_fault_fire(DDP_FP_PG_TCP_CONNECT), 0);
+    ddp_fault_thread_armed_only(0);
+    fiu_disable("pg/tcp/connect");
+    CU_ASSERT_EQUAL(ddp_fault_fire(DDP_FP_PG_TCP_CONNECT), 0);
+}
+
+/* A `point` fault fires only in the tasks it aims at, the count times it
+ * allows, and a point the simulator never checks is refused up front. */
+typedef struct point_run {
+    int rc[2][3];
+} point_run_t;
+
+static int point_task(ddp_sys_t *sys, void *arg)
+{
+    point_run_t *p = arg;
+    int me = ddp_sim_task_of(sys);
+    for (int i = 0; i < 3; i++) {
+        char *data = NULL;
+        p->rc[me][i] = ddp_sys_read_file(sys, "/etc/hosts", &data, NULL);
+        free(data);
+    }
+    return 0;
+}
+
+static void test_point_faults(void)
+{
+    ddp_sim_t *sim = two_nodes(9, 1);
+    ddp_sim_add_file(sim, "/etc/hosts", "x");
+    point_run_t p;
+    memset(&p, 0x55, sizeof p);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "r0", .rank = 0},
+                     point_task, &p);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = "r1", .rank = 1},
+                     point_task, &p);
+    ddp_sim_fault_t f = {.kind = DDP_FAULT_POINT, .node = -1, .task = -1, .peer_node = -1,
+                         .point = "sys/fs/read", .ranks = "1", .count = 2};
+    CU_ASSERT_EQUAL(ddp_sim_add_fault(sim, &f), 0);
+    f.point = "sys/time/sleep";
+    CU_ASSERT_EQUAL(ddp_sim_add_fault(sim, &f), DDP_ECONFIG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_message(), "checked only by the POSIX sys"));
+    f.point = "ddp/phase/enter";
+    CU_ASSERT_EQUAL(ddp_sim_add_fault(sim, &f), DDP_ECONFIG);
+    f.point = "no/such/point";
+    CU_ASSERT_EQUAL(ddp_sim_add_fault(sim, &f), DDP_ECONFIG);
+    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+    for (int i = 0; i < 3; i++)
+        CU_ASSERT_EQUAL(p.rc[0][i], 0);
+    CU_ASSERT_EQUAL(p.rc[1][0], -EIO);
+    CU_ASSERT_EQUAL(p.rc[1][1], -EIO);
+    CU_ASSERT_EQUAL(p.rc[1][2], 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_sim_trace(sim, NULL),
+                                  "\"fault\":\"point\",\"point\":\"sys/fs/read\""));
+    ddp_sim_free(sim);
+    /* Nothing stays armed after the run. */
+    ddp_fault_thread_armed_only(1);
+    CU_ASSERT_EQUAL(ddp_fault_armed(DDP_FP_SYS_FS_READ), 0);
+    ddp_fault_thread_armed_only(0);
+}
+
 DDP_SUITE("sim", NULL, NULL,
           {"chrome trace and timeline exports", test_trace_exports},
           {"echo over the virtual network", test_echo},
@@ -443,4 +650,8 @@ DDP_SUITE("sim", NULL, NULL,
           {"crash at phase and node crash at time", test_crash_faults},
           {"refuse (count) and resolve faults", test_refuse_fault_and_resolve},
           {"spawn and wait for child tasks", test_spawn_in_sim},
-          {"node clock skew", test_clock_skew})
+          {"node clock skew", test_clock_skew},
+          {"receive window: a slow reader holds its writer", test_receive_window},
+          {"fault point table and lookups", test_fault_point_table},
+          {"fault points: armed-only threads skip unarmed points", test_fault_armed_points},
+          {"point faults: aimed, counted, checked", test_point_faults})

@@ -41,7 +41,7 @@ static void explore_usage(FILE *f)
             "  --runs K           runs (1..100000000, default 100)\n"
             "  --seed S           run i is drawn from S and i alone (default 1)\n"
             "  --faults KINDS     comma list of refuse, reset, blackhole, delay, partition,\n"
-            "                     crash, pause, resolve, or all (default all)\n"
+            "                     crash, pause, resolve, point, or all (default all)\n"
             "  --max-faults M     at most M faults per run (0..%d, default 3)\n"
             "  --accelerator NAME only this accelerator (default: drawn per run)\n"
             "  --plugin NAME      the DDP plugin (default, subgroups, rpc)\n"
@@ -98,7 +98,7 @@ int ddp_cmd_explore(ddp_sys_t *sys, int argc, char **argv)
         OPT_U64("seed", &o.seed, 0),
         OPT_FN("faults", &o.kinds, parse_kinds,
                "a comma list of refuse, reset, blackhole, delay, partition, crash, "
-               "pause, resolve (or all)"),
+               "pause, resolve, point (or all)"),
         OPT_INT("max-faults", &max_faults, 0, DDP_SCN_MAX_FAULTS),
         OPT_FN("accelerator", &o.accelerator, ddp_opt_accel, ddp_opt_accel_form(0)),
         OPT_FN("plugin", &o.plugin, ddp_opt_plugin_name, ddp_opt_plugin_form()),

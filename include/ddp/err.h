@@ -80,7 +80,9 @@ const char *ddp_err_message(void);
 
 /* A named libfiu fault point guarding one step: 0 when it is off; when it
  * fires, -failinfo (or -deferr when failinfo is not a positive errno), with
- * an error naming the point. See docs/fault-points.md. */
+ * an error naming the point. ddpsim's own points are listed in
+ * ddp/faults.h (ddp_fault_fire takes their ids); this form is for a
+ * plugin's own points. See docs/fault-points.md. */
 int ddp_fault_point(const char *name, int deferr);
 
 /* Thread identity used by errors and logging (thread-local). */

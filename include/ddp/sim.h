@@ -38,6 +38,8 @@ typedef struct ddp_sim_opts {
     FILE *trace;           /* JSON lines written here as they happen (or NULL) */
     int keep_trace;        /* also keep the trace in memory (ddp_sim_trace) */
     int somaxconn;         /* listen backlog cap; 0 -> 4096 */
+    size_t rcvbuf;         /* receive window of every stream: bytes sent and
+                              not yet read; 0 -> 256 KiB */
 } ddp_sim_opts_t;
 
 ddp_sim_t *ddp_sim_new(const ddp_sim_opts_t *opts);
@@ -131,6 +133,8 @@ typedef struct ddp_sim_stats {
     uint64_t events;     /* timers + deliveries processed */
     uint64_t trace_hash; /* FNV-1a 64 over the trace bytes */
     uint64_t trace_lines;
+    uint64_t rx_peak_bytes; /* most bytes ever held in receive queues at once
+                               (delivered, not yet read), all sockets */
 } ddp_sim_stats_t;
 void ddp_sim_stats(const ddp_sim_t *sim, ddp_sim_stats_t *out);
 
@@ -158,6 +162,7 @@ typedef enum ddp_sim_fault_kind {
     DDP_FAULT_CRASH,      /* a rank (task) or node dies */
     DDP_FAULT_PAUSE,      /* a task is alive but silent for a window */
     DDP_FAULT_RESOLVE,    /* name resolution fails */
+    DDP_FAULT_POINT,      /* a fault point of ddp/faults.h fires (.point) */
     DDP_FAULT_KIND_COUNT
 } ddp_sim_fault_kind_t;
 
@@ -177,11 +182,17 @@ typedef struct ddp_sim_fault {
     const char *phase; /* CRASH: fire when the task enters this phase */
     const char *ranks; /* also aim at these global ranks ("5" or "5,9";
                           NULL = any): matched against the task's identity */
+    const char *point; /* POINT: the point's name ("pg/tcp/handshake"); it
+                          fails with its default errno (ddp/faults.h) */
 } ddp_sim_fault_t;
 
-/* Adds a fault; returns its index. */
+/* Adds a fault; returns its index, or DDP_ECONFIG (error set) for a kind
+ * out of range or a POINT fault whose point the simulator never checks. */
 int ddp_sim_add_fault(ddp_sim_t *sim, const ddp_sim_fault_t *f);
 const char *ddp_sim_fault_kind_name(ddp_sim_fault_kind_t k);
+/* 0 when a point fault may name this point (listed in ddp/faults.h and
+ * checked in the simulator); else DDP_ECONFIG with an error saying why. */
+int ddp_sim_fault_point_check(const char *name);
 int ddp_sim_fault_kind_parse(const char *name, ddp_sim_fault_kind_t *out);
 
 #ifdef __cplusplus
