@@ -20,7 +20,7 @@
 #define MAX_PROCS 64
 #define SLACK_NS (120 * DDP_NS_PER_S)
 /* A foreign program still running this long after the scenario's deadline
- * is killed and counts as timed out. */
+ * is killed and counts as timed out (ddp_real_opts_t.exec_grace_ns). */
 #define EXEC_GRACE_NS (30 * DDP_NS_PER_S)
 
 /* Has the port holder said it holds the port? */
@@ -288,7 +288,7 @@ static void out_path(char *buf, size_t n, const char *base, int task, const char
 
 /* A foreign program's outcome, from how it ended and its stderr. */
 static void exec_outcome(const ddp_plan_t *plan, const proc_t *p, const char *base,
-                         ddp_sim_outcome_t *x)
+                         int64_t grace, ddp_sim_outcome_t *x)
 {
     char path[320];
     memset(x, 0, sizeof *x);
@@ -303,7 +303,7 @@ static void exec_outcome(const ddp_plan_t *plan, const proc_t *p, const char *ba
         x->rc = x->code = DDP_ETIMEOUT;
         snprintf(x->message, sizeof x->message,
                  "still running at the scenario's deadline plus %.0f s of grace "
-                 "(%.1f s): killed", (double)EXEC_GRACE_NS / 1e9,
+                 "(%.1f s): killed", (double)grace / 1e9,
                  (double)plan->limit_ns / 1e9);
         return;
     }
@@ -392,8 +392,8 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
     snprintf(plan->results, sizeof plan->results, "%s.tsv", base);
     snprintf(plan_path, sizeof plan_path, "%s.plan", base);
     plan->t0 = t0;
-    plan->limit_ns = s->master_late_ns + s->timeout_ns + s->train_ns +
-                     (exec ? EXEC_GRACE_NS : SLACK_NS);
+    int64_t grace = o->exec_grace_ns > 0 ? o->exec_grace_ns : EXEC_GRACE_NS;
+    plan->limit_ns = s->master_late_ns + s->timeout_ns + s->train_ns + (exec ? grace : SLACK_NS);
     for (int i = 0; i < plan->nnodes; i++)
         ddp__real_node_ip(o->netns, i, plan->nodes[i].addr, sizeof plan->nodes[i].addr);
     FILE *rf = fopen(plan->results, "w");
@@ -573,7 +573,7 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
         if (!no)
             break;
         outs = no;
-        exec_outcome(plan, &ps[i], base, &outs[n++]);
+        exec_outcome(plan, &ps[i], base, grace, &outs[n++]);
     }
     for (int i = 0; exec && i < np; i++) {
         char path[320];

@@ -60,6 +60,8 @@ static void run_usage(FILE *f)
             "                      PyTorch job, say) with the environment the scenario's\n"
             "                      cluster and launcher give it; the simulator models it\n"
             "                      with ddpsim's own Trainer (docs/real-runs.md)\n"
+            "  --grace SEC         a foreign program still running SEC past the scenario's\n"
+            "                      deadline is killed, a timeout (default 30)\n"
             "Every output FILE is checked before the first run.\n\n"
             "Exit status: 0 every expectation and invariant held (skips aside), 1 some\n"
             "did not, 2 bad input (one line naming the option; a scenario error is\n"
@@ -96,6 +98,7 @@ typedef struct run_opts {
     const char *chrome;
     int verbose, timeline;
     int real, netns; /* --real [--netns]: real processes */
+    int64_t exec_grace_ns; /* --grace */
 } run_opts_t;
 
 /* The outcome class `--compare` puts side by side: ok, or the error class
@@ -127,7 +130,8 @@ static void run_job(ddp_sys_t *sys, job_t *j, const run_opts_t *ro)
         ddp_real_opts_t ropts = {.ddpsim = ddp_tool_self, .netns = ro->netns,
                                  .seed = ro->seed, .report = j->report,
                                  .report_len = sizeof j->report,
-                                 .interrupted = &g_interrupted};
+                                 .interrupted = &g_interrupted,
+                                 .exec_grace_ns = ro->exec_grace_ns};
         int64_t t0 = ddp_sys_now(sys);
         j->rc = ddp_real_run(sys, j->s, j->accel, &ropts, &j->r);
         j->r.wall_s = (double)(ddp_sys_now(sys) - t0) / 1e9;
@@ -334,6 +338,7 @@ static int parse_cli(const char *cmd, int argc, char **argv, cli_t *c,
         OPT_STR("junit", &c->junit, file),
         OPT_STR("markdown", &c->markdown, file),
         OPT_STR("exec", &c->exec, "a command line (every rank's program)"),
+        OPT_NS_POS("grace", &c->ro.exec_grace_ns, 3600),
         OPT_INT("jobs", &c->jobs, 1, 64),
         OPT_FLAG("verbose", 'v', &c->ro.verbose, 1),
         OPT_FLAG("timeline", 0, &c->ro.timeline, 1),

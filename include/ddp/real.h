@@ -37,6 +37,9 @@ typedef struct ddp_real_opts {
      * stops: its processes are killed, its namespaces deleted, and the
      * result fails with "interrupted". */
     volatile sig_atomic_t *interrupted;
+    /* A foreign program (exec) still running this long past the scenario's
+     * deadline is killed and reported as a timeout (0: 30 s). */
+    int64_t exec_grace_ns;
 } ddp_real_opts_t;
 
 /* NULL when s can run for real (with netns or not); else why not. */

@@ -21,7 +21,7 @@
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root" || exit 1
-tests=${DDPSIM_REAL_TESTS:-launch-test srun-test mpirun-test interrupt-test}
+tests=${DDPSIM_REAL_TESTS:-launch-test srun-test mpirun-test interrupt-test exec-test}
 limit=${DDPSIM_REAL_TIMEOUT:-300}
 
 if [ -z "${DDPSIM:-}" ] && [ ! -x "$root/ddpsim" ]; then

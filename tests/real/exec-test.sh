@@ -1,0 +1,126 @@
+#!/bin/sh
+# tests/real/exec-test.sh — foreign programs under scenarios (`exec`,
+# `ddpsim run --real --exec`), without torch:
+#   - a program that is not there: one line naming it, exit 127, nothing runs;
+#   - every rank's environment (RANK, LOCAL_RANK, WORLD_SIZE, NODE_RANK,
+#     torchrun's variables, MASTER_ADDR as an address, MASTER_PORT);
+#   - exit status + stderr classified as torch's messages say (addrinuse,
+#     timeout);
+#   - a program that hangs: killed at the deadline plus --grace, a timeout,
+#     no process left;
+#   - as root with --netns: SIGINT while nft rules and the delay proxy are in
+#     force: exit 130, no process, no namespace (and its nft tables) left.
+#
+#   sh tests/real/exec-test.sh      (DDPSIM=path overrides ./ddpsim)
+set -u
+root=$(cd "$(dirname "$0")/../.." && pwd)
+test=exec-test
+. "$root/tests/real/lib.sh"
+scrub_env 'SLURM_[A-Z_]*\|TORCHELASTIC_[A-Z_]*\|OMPI_[A-Z_]*\|PMI_[A-Z_]*'
+cd "$root" || exit 1
+scn=tests/real/scenarios
+
+# 1. A missing program.
+"$ddpsim" run --real --exec 'no-such-program-4711 --flag' scenarios/clean-start.scn \
+    >"$work/missing.out" 2>&1
+rc=$?
+if [ $rc -eq 127 ] && [ "$(wc -l <"$work/missing.out")" -eq 1 ] &&
+    grep -q 'no-such-program-4711: command not found' "$work/missing.out"; then
+    ok "a missing --exec program: exit 127, one line naming it"
+else
+    fail "a missing --exec program: exit $rc (want 127) or not one line naming it"
+    show "$work/missing.out"
+fi
+
+# 2. The environment every rank gets.
+mkdir -p "$work/env"
+cat >"$work/env.scn" <<EOS
+scenario "exec: the environment of every rank"
+nodes 2
+devices 2
+accelerators ddp
+launcher torchrun
+timeout 20s
+seed 7
+port 38203
+env EXEC_ENV_DIR=$work/env
+exec "sh -c 'env | sort > \$EXEC_ENV_DIR/env.\$RANK'"
+expect ok
+EOS
+"$ddpsim" run --real "$work/env.scn" --no-progress >"$work/env.out" 2>&1 ||
+    { fail "the environment run failed"; show "$work/env.out"; }
+envok=1
+for r in 0 1 2 3; do
+    f=$work/env/env.$r
+    node=$((r / 2)) local=$((r % 2))
+    for want in "RANK=$r" "LOCAL_RANK=$local" "WORLD_SIZE=4" "GROUP_RANK=$node" \
+        "NODE_RANK=$node" "LOCAL_WORLD_SIZE=2" "MASTER_ADDR=127.0.0.1" "MASTER_PORT=38203"; do
+        grep -qx "$want" "$f" 2>/dev/null || {
+            fail "rank $r: expected $want in its environment"
+            envok=0
+        }
+    done
+done
+[ $envok -eq 1 ] && ok "4 ranks: RANK, LOCAL_RANK, WORLD_SIZE, GROUP_RANK, NODE_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR (an address), MASTER_PORT"
+
+# 3. Classified outcomes.
+if "$ddpsim" run --real "$scn/exec-classes.scn" --no-progress >"$work/classes.out" 2>&1; then
+    ok "exit status and stderr classified: rank 0 addrinuse, the others timeout"
+else
+    fail "classification"
+    show "$work/classes.out"
+fi
+
+# 4. A program that hangs.
+start=$(date +%s)
+"$ddpsim" run --real --grace 1 "$scn/exec-hang.scn" --no-progress >"$work/hang.out" 2>&1
+rc=$?
+took=$(($(date +%s) - start))
+if [ $rc -eq 0 ] && grep -q 'still running at the scenario' "$work/hang.out"; then
+    ok "a hanging program: killed at the deadline + grace, reported as a timeout (${took} s)"
+else
+    fail "a hanging program: exit $rc or not reported as killed at the deadline"
+    show "$work/hang.out"
+fi
+sleep 0.3
+if pgrep -x -f 'sleep 600' >/dev/null; then
+    fail "a hanging program's process is left: $(pgrep -a -x -f 'sleep 600')"
+    pkill -KILL -x -f 'sleep 600'
+else
+    ok "no process of the hanging program left"
+fi
+
+# 5. SIGINT with nft rules and the proxy in force (netns, root).
+if [ "$(id -u)" -eq 0 ] && command -v nft >/dev/null 2>&1 && command -v ip >/dev/null 2>&1; then
+    before=$(ip netns list 2>/dev/null | awk '/^ddps/ {print $1}' | sort | tr '\n' ' ')
+    "$ddpsim" run --netns "$scn/exec-netns-hang.scn" --no-progress >"$work/int.out" 2>&1 &
+    pid=$!
+    n=0
+    while ! pgrep -x -f 'sleep 600' >/dev/null && [ $n -lt 200 ]; do sleep 0.1; n=$((n + 1)); done
+    sleep 1 # the nft rules are added at time 0, the proxy before the start
+    made=$(ip netns list 2>/dev/null | awk '/^ddps/ {print $1}' | sort | tr '\n' ' ')
+    rules=0
+    for ns in $made; do
+        case " $before " in *" $ns "*) continue ;; esac
+        ip netns exec "$ns" nft list tables 2>/dev/null | grep -q 'ddpsim_proxy\|inet f' && rules=1
+    done
+    kill -INT $pid
+    wait $pid
+    rc=$?
+    sleep 0.3
+    after=$(ip netns list 2>/dev/null | awk '/^ddps/ {print $1}' | sort | tr '\n' ' ')
+    [ $rules -eq 1 ] && ok "netns: the nft tables were in place when interrupted" ||
+        fail "netns: no nft table of the run found before the interrupt"
+    [ $rc -eq 130 ] && ok "netns: SIGINT: exit 130" || { fail "netns: SIGINT: exit $rc"; show "$work/int.out"; }
+    if pgrep -x -f 'sleep 600' >/dev/null; then
+        fail "netns: processes left: $(pgrep -a -x -f 'sleep 600')"
+        pkill -KILL -x -f 'sleep 600'
+    else
+        ok "netns: no process left"
+    fi
+    [ "$after" = "$before" ] && ok "netns: its namespaces (and their nft tables) deleted" ||
+        fail "netns: namespaces left: $after (before: $before)"
+else
+    echo "skip: netns interrupt (needs root, nftables and iproute2)"
+fi
+finish

@@ -1,0 +1,79 @@
+/* tests/test_real_exec.c — a foreign program's outcome class from its exit
+ * status and stderr (harness/real_exec.c): torch 1.13's own messages, as
+ * seen from real runs, map to the simulator's classes. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../harness/real_priv.h"
+#include "ddp/env.h"
+#include "ddp/err.h"
+#include "ddp/real.h"
+#include "ddp/scenario.h"
+#include "test.h"
+
+static void test_torch_messages(void)
+{
+    static const struct {
+        int status;
+        const char *err, *class, *line;
+    } cases[] = {
+        {0, "", "", ""},
+        {1,
+         "Traceback (most recent call last):\n  File \"x.py\", line 3\n"
+         "RuntimeError: The server socket has failed to listen on any local network "
+         "address. The server socket has failed to bind to [::]:31557 (errno: 98 - "
+         "Address already in use).\n",
+         "addrinuse", "RuntimeError: The server socket has failed to listen"},
+        {1, "    return TCPStore(\n           ^^^\nTimeoutError: The client socket has "
+            "timed out after 5s while trying to connect to (127.0.0.1, 31556).\n",
+         "timeout", "TimeoutError: The client socket"},
+        {1, "  pg = ProcessGroupGloo(...)\nRuntimeError: Socket Timeout\n", "timeout",
+         "RuntimeError: Socket Timeout"},
+        {1, "RuntimeError: [./gloo/transport/tcp/unbound_buffer.cc:133] Timed out waiting "
+            "10000ms for send operation to complete\n",
+         "timeout", "RuntimeError: [./gloo"},
+        {1, "RuntimeError: Connection reset by peer\n", "peer_lost",
+         "RuntimeError: Connection reset by peer"},
+        {1, "ValueError: Error initializing torch.distributed using env:// rendezvous: "
+            "environment variable RANK expected, but not set\n",
+         "config", "ValueError: Error initializing"},
+        /* a warning after the exception does not hide it */
+        {1, "RuntimeError: Socket Timeout\nwarning: leaked semaphore\n", "timeout",
+         "RuntimeError: Socket Timeout"},
+        {2, "something odd\n", "internal", "something odd"},
+        {137, "", "internal", "nothing on stderr"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char msg[600];
+        int code = ddp__real_classify(cases[i].status, cases[i].err, msg, sizeof msg);
+        if (!cases[i].status) {
+            CU_ASSERT_EQUAL(code, 0);
+            continue;
+        }
+        CU_ASSERT_STRING_EQUAL(ddp_scn_error_class(code), cases[i].class);
+        CU_ASSERT_PTR_NOT_NULL(strstr(msg, cases[i].line));
+        if (strcmp(ddp_scn_error_class(code), cases[i].class) || !strstr(msg, cases[i].line))
+            printf("\n  case %zu: %s: %s\n", i, ddp_scn_error_class(code), msg);
+    }
+}
+
+static void test_check_exec(void)
+{
+    ddp_sys_t *sys = ddp_test_sys();
+    ddp_env_set(ddp_sys_env(sys), "PATH", "/usr/bin:/bin");
+    CU_ASSERT_EQUAL(ddp_real_check_exec(sys, "sh -c 'exit 0'"), 0);
+    CU_ASSERT_EQUAL(ddp_real_check_exec(sys, "FOO=1 BAR=2 sh -c true"), 0);
+    CU_ASSERT_EQUAL(ddp_real_check_exec(sys, "/bin/sh -c true"), 0);
+    CU_ASSERT_EQUAL(ddp_real_check_exec(sys, "no-such-prog-4711 x"), -ENOENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_message(), "no-such-prog-4711"));
+    CU_ASSERT_EQUAL(ddp_real_check_exec(sys, "/no/such/file"), -ENOENT);
+    CU_ASSERT_EQUAL(ddp_real_check_exec(sys, "/etc/passwd"), -ENOENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_message(), "not executable"));
+    CU_ASSERT_EQUAL(ddp_real_check_exec(sys, "   "), -ENOENT);
+    ddp_sys_free(sys);
+}
+
+DDP_SUITE("real_exec", NULL, NULL,
+          {"torch's messages become outcome classes", test_torch_messages},
+          {"an exec program that is not there", test_check_exec})
