@@ -13,6 +13,36 @@ trap 'rm -rf "$tmp"' EXIT
 rc=0
 "$DDPSIM" run --compare --tag real scenarios/*.scn --no-progress --markdown "$tmp/loopback.md" || rc=1
 "$DDPSIM" run --compare --netns --tag netns scenarios/*.scn --no-progress --markdown "$tmp/netns.md" || rc=1
+# A real PyTorch job (examples/torch_ddp.py) for the same scenarios, once
+# each (its first accelerator: a torch program launches nothing itself, so
+# the accelerator only picks the launcher's variables). Its differences are
+# findings, not failures: docs/fidelity.md explains each.
+TORCH_EXEC=${TORCH_EXEC:-scripts/torch-python examples/torch_ddp.py}
+torch=0
+if scripts/torch-python -c 'import torch' >/dev/null 2>&1; then
+    torch=1
+    "$DDPSIM" run --compare --accelerator first --exec "$TORCH_EXEC" --tag real scenarios/*.scn \
+        --no-progress --markdown "$tmp/torch.md" >/dev/null 2>&1
+else
+    echo "fidelity: no Python here imports torch: the torch column is left out" \
+         "(sh scripts/deps.sh --torch)"
+fi
+# The loopback table with the torch job's class beside ddpsim's own real
+# run: rows are "| scenario | accelerator | simulator | real | same | note |".
+add_torch() {
+    awk -F' [|] ' -v t="$tmp/torch.md" -v on=$torch '
+        BEGIN { if (on) while ((getline l < t) > 0) {
+                    n = split(l, f, / [|] /); if (n >= 6) { sub(/^[|] /, "", f[1]);
+                    cls[f[1] "|" f[2]] = f[4]; note[f[1] "|" f[2]] = f[6] } } }
+        /^[|] scenario / { print "| scenario | accelerator | simulator | ddpsim real | torch job | same | note |"; next }
+        /^[|]---/ { print "|---|---|---|---|---|---|---|"; next }
+        /^[|] / { k = $1; sub(/^[|] /, "", k); k = k "|" $2
+                  tc = (k in cls) ? cls[k] : "-"; nt = $6; sub(/ [|]$/, "", nt)
+                  if ((k in note) && tc != $3) { tn = note[k]; sub(/ [|]$/, "", tn); nt = nt (nt == "" ? "" : "; ") "torch: " tn }
+                  same = ($3 == $4 && (tc == "-" || tc == $3)) ? "yes" : ($4 == "skip" ? "-" : "no")
+                  printf "| %s | %s | %s | %s | %s | %s | %s |\n", substr($1, 3), $2, $3, $4, tc, same, nt; next }
+        { print }' "$tmp/loopback.md"
+}
 {
     echo "# Fidelity: the simulator vs real processes"
     echo
@@ -27,7 +57,11 @@ rc=0
     echo
     echo "## Loopback (\`ddpsim run --compare --tag real\`)"
     echo
-    cat "$tmp/loopback.md"
+    echo "The torch job column is a real PyTorch job (examples/torch_ddp.py, gloo, env://)"
+    echo "run under the same scenario with \`--exec\`, once per scenario (its first"
+    echo "accelerator): see \"Against a real PyTorch job\" below for every difference."
+    echo
+    add_torch
     echo
     echo "## Network namespaces (\`ddpsim run --compare --netns --tag netns\`)"
     echo

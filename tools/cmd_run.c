@@ -38,7 +38,8 @@ static void run_usage(FILE *f)
             "retries. Under the table: each run's first error in full (wrapped to $COLUMNS,\n"
             "else the terminal's width, else 80), a legend and the counts.\n\n"
             "  --accelerator NAME  only this accelerator (ddp, ddp_spawn, ddp_cpu, ddp2,\n"
-            "                      ddp_hpc, ddp_cpu_hpc) or all (default)\n"
+            "                      ddp_hpc, ddp_cpu_hpc), all (default), or first: each\n"
+            "                      scenario's first listed accelerator\n"
             "  --seed N            override every scenario's seed (N >= 1)\n"
             "  --tag TAG           only scenarios carrying this tag (e.g. real)\n"
             "  --trace FILE        write every run's JSON-lines trace to FILE\n"
@@ -322,6 +323,24 @@ typedef struct cli {
     int nfiles;
 } cli_t;
 
+/* --accelerator: a name, all, or first (each scenario's first listed). */
+static int accel_choice(const char *value, void *dst)
+{
+    if (value && !strcmp(value, "first")) {
+        *(const char **)dst = value;
+        return 0;
+    }
+    return ddp_opt_accel_or_all(value, dst);
+}
+
+static const char *accel_choice_form(void)
+{
+    static char buf[320];
+    snprintf(buf, sizeof buf, "%s, or first (each scenario's first accelerator)",
+             ddp_opt_accel_form(1));
+    return buf;
+}
+
 static int parse_cli(const char *cmd, int argc, char **argv, cli_t *c,
                      void (*usage)(FILE *), int replay)
 {
@@ -330,7 +349,7 @@ static int parse_cli(const char *cmd, int argc, char **argv, cli_t *c,
     c->progress = isatty(2);
     const char *file = "a file to write";
     const ddp_opt_t opts[] = {
-        OPT_FN("accelerator", &c->accel, ddp_opt_accel_or_all, ddp_opt_accel_form(1)),
+        OPT_FN("accelerator", &c->accel, accel_choice, accel_choice_form()),
         OPT_U64("seed", &c->ro.seed, 1),
         OPT_STR("tag", &c->tag, "a tag word (real, netns, ...)"),
         OPT_STR("trace", &c->trace_path, file),
@@ -669,12 +688,17 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
     for (int i = 0; i < c.nfiles; i++) {
         if (c.tag && !ddp_scenario_has_tag(sc[i], c.tag))
             continue;
+        int first = !strcmp(c.accel, "first");
         for (size_t a = 0; a < ddp_accel_count(); a++) {
             const char *name = ddp_accel_at(a)->name;
-            if ((strcmp(c.accel, "all") && strcmp(c.accel, name)) ||
+            if (first && sc[i]->naccels && strcmp(sc[i]->accels[0], name))
+                continue; /* its first listed (or, listing none, the first of all) */
+            if ((!first && strcmp(c.accel, "all") && strcmp(c.accel, name)) ||
                 !ddp_scenario_has_accel(sc[i], name))
                 continue;
             jobs[njobs++] = (job_t){.s = sc[i], .path = c.files[i], .accel = name};
+            if (first)
+                break;
         }
     }
     if (njobs == 0) {
