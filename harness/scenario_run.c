@@ -252,6 +252,26 @@ static int check_invariants(judge_t *j, ddp_sim_result_t res)
     if (res == DDP_SIM_TIME_LIMIT)
         return say(j, "invariant: the run hit the simulator's time limit with tasks "
                       "still waiting (a wait without a deadline?)");
+    if (res == DDP_SIM_LIVELOCK || res == DDP_SIM_WALL_LIMIT) {
+        /* "livelock ...: N task(s) running\n  task A (node n): what\n..." */
+        char tasks[400] = "";
+        size_t off = 0;
+        const char *rep = j->deadlock_report ? j->deadlock_report : "";
+        const char *nl = strchr(rep, '\n');
+        for (const char *l = nl ? nl + 1 : ""; *l && off + 40 < sizeof tasks;) {
+            const char *e = strchr(l, '\n'), *name = strstr(l, "task ");
+            size_t len = e ? (size_t)(e - l) : strlen(l);
+            if (name && name < l + len) {
+                const char *sp = strchr(name + 5, ' ');
+                off += (size_t)snprintf(tasks + off, sizeof tasks - off, "%s%.*s",
+                                        off ? ", " : "", (int)(sp ? sp - name - 5 : 0),
+                                        name + 5);
+            }
+            l = e ? e + 1 : l + len;
+        }
+        return say(j, "harness failure: the run was stopped (%.*s): tasks %s",
+                   nl ? (int)(nl - rep) : (int)strlen(rep), rep, tasks[0] ? tasks : "?");
+    }
     int64_t bound = s->master_late_ns + s->timeout_ns + s->train_ns + DEADLINE_SLACK_NS;
     int world = -1, nok = 0;
     char *seen = calloc((size_t)j->n + 1, 1);
@@ -451,16 +471,21 @@ int ddp_scenario_run(const ddp_scenario_t *s, const char *accel,
     snprintf(r->accelerator, sizeof r->accelerator, "%s", accel);
     ddp_plan_t *plan = NULL;
     ddp_sim_t *sim = NULL;
-    ddp_sim_opts_t so = {.trace = o->trace, .keep_trace = o->keep_trace};
+    ddp_sys_t *wall = o->wall_limit_ns >= 0 ? ddp_sys_posix_new(ddp_env_new()) : NULL;
+    ddp_sim_opts_t so = {.trace = o->trace, .keep_trace = o->keep_trace, .wall_clock = wall,
+                         .wall_limit_ns = o->wall_limit_ns ? o->wall_limit_ns
+                                                           : 600 * DDP_NS_PER_S};
     int rc = ddp_scenario_plan(s, accel, o->seed, &plan);
     if (rc == 0)
         rc = ddp_plan_simulate(plan, &so, &sim, NULL);
     if (rc) {
         snprintf(r->why, sizeof r->why, "cannot build the run: %s", ddp_err_message());
         ddp_plan_free(plan);
+        ddp_sys_free(wall);
         return rc;
     }
     ddp_sim_result_t res = ddp_sim_run(sim);
+    ddp_sys_free(wall);
     ddp_sim_stats_t st;
     ddp_sim_stats(sim, &st);
     r->trace_hash = st.trace_hash;

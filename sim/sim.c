@@ -346,8 +346,75 @@ void ddp__sim_park_unwinding(ddp_sim_task_t *t, waitq_t *q, const char *what)
     t->parked = 0;
 }
 
+/* Stops the run from inside a task's sim call: every task is cancelled
+ * (its next sim call fails with DDP_ECANCELED, a parked one wakes), and the
+ * report names the tasks that were running, with what they last waited on. */
+static void halt(ddp_sim_t *sim, ddp_sim_result_t why, const char *what)
+{
+    sim->halted = why;
+    sim->cancelling = 1;
+    size_t cap = 512 + (size_t)sim->ntasks * 200, len = 0;
+    free(sim->deadlock);
+    sim->deadlock = xrealloc(NULL, cap);
+    int running = 0;
+    for (int i = 0; i < sim->ntasks; i++)
+        running += sim->tasks[i]->started && !sim->tasks[i]->finished;
+    len += (size_t)snprintf(sim->deadlock, cap, "%s at virtual %.6f s: %d task(s) running\n",
+                            what, (double)(sim->vt - VT0) / 1e9, running);
+    for (int i = 0; i < sim->ntasks; i++) {
+        ddp_sim_task_t *t = sim->tasks[i];
+        if (t->out.state == DDP_SIM_TASK_NEW) {
+            t->out.state = DDP_SIM_TASK_CANCELED;
+            t->killed = 1;
+            sim->unfinished--;
+            continue;
+        }
+        if (!t->started || t->finished)
+            continue;
+        if (len < cap)
+            len += (size_t)snprintf(sim->deadlock + len, cap - len,
+                                    "  task %s (node %s): %s\n", t->name,
+                                    sim->nodes[t->out.node].host,
+                                    t->parked ? t->wait_desc : "running");
+        snprintf(t->out.message, sizeof t->out.message, "harness: %s; the task was %s",
+                 what, t->parked ? t->wait_desc : "running");
+        t->killed = 1;
+        if (t->parked)
+            make_runnable(sim, t);
+    }
+    ddp__sim_trace(sim, -1, why == DDP_SIM_LIVELOCK ? "livelock" : "wall_limit",
+                   "\"running\":%d", running);
+}
+
+/* Every sim call of a task passes here (ddp__sim_check_killed): the bounds
+ * of the run beyond virtual time. */
+static void tick(ddp_sim_t *sim)
+{
+    if (sim->halted || sim->cancelling)
+        return;
+    if (sim->vt != sim->tick_vt) {
+        sim->tick_vt = sim->vt;
+        sim->tick_calls = 0;
+        return;
+    }
+    uint64_t n = ++sim->tick_calls;
+    if (n > (sim->o.livelock_calls ? sim->o.livelock_calls : 10000000ull)) {
+        char what[160];
+        snprintf(what, sizeof what, "livelock: virtual time stood still for %llu sim calls",
+                 (unsigned long long)(n - 1));
+        halt(sim, DDP_SIM_LIVELOCK, what);
+    } else if (sim->o.wall_clock && sim->o.wall_limit_ns > 0 && (n & 4095) == 0 &&
+               ddp_sys_now(sim->o.wall_clock) - sim->wall_start > sim->o.wall_limit_ns) {
+        char what[160];
+        snprintf(what, sizeof what, "wall-clock limit: still running after %.1f s of real "
+                                    "time", (double)sim->o.wall_limit_ns / 1e9);
+        halt(sim, DDP_SIM_WALL_LIMIT, what);
+    }
+}
+
 int ddp__sim_check_killed(ddp_sim_task_t *t)
 {
+    tick(t->sim);
     if (!t->killed)
         return 0;
     /* A task that ignores DDP_ECANCELED forever would never unwind. */
@@ -639,21 +706,27 @@ ddp_sim_result_t ddp_sim_run(ddp_sim_t *sim)
     }
     ddp_log_set_sink(ddp__sim_log_sink, sim);
     ddp__sim_faults_arm(sim);
+    if (sim->o.wall_clock)
+        sim->wall_start = ddp_sys_now(sim->o.wall_clock);
+    sim->tick_vt = sim->vt;
     dispatch(sim, NULL, 0);
     sem_wait(&sim->main_sem);
 
-    ddp_sim_result_t res = DDP_SIM_DONE;
+    ddp_sim_result_t res = sim->halted ? sim->halted : DDP_SIM_DONE;
     int stuck = 0;
     for (int i = 0; i < sim->ntasks; i++) {
         ddp_sim_task_t *t = sim->tasks[i];
         if (t->started && t->out.state == DDP_SIM_TASK_RUNNING)
             stuck++;
     }
-    if (stuck) {
-        res = sim->time_limited ? DDP_SIM_TIME_LIMIT : DDP_SIM_DEADLOCK;
+    if (stuck) { /* after a halt: tasks that did not unwind yet */
+        if (!sim->halted)
+            res = sim->time_limited ? DDP_SIM_TIME_LIMIT : DDP_SIM_DEADLOCK;
         /* Report who waits on what, then unwind every parked task. */
         size_t cap = 256 + (size_t)stuck * 256, len = 0;
-        sim->deadlock = xrealloc(NULL, cap);
+        if (!sim->halted)
+            sim->deadlock = xrealloc(NULL, cap);
+        for (int pass = 0; pass < 1 && !sim->halted; pass++) {
         len += (size_t)snprintf(sim->deadlock, cap, "%s at virtual %.6f s: %d task(s) waiting\n",
                         res == DDP_SIM_DEADLOCK ? "deadlock" : "time limit",
                         (double)(sim->vt - VT0) / 1e9, stuck);
@@ -668,6 +741,7 @@ ddp_sim_result_t ddp_sim_run(ddp_sim_t *sim)
         }
         ddp__sim_trace(sim, -1, res == DDP_SIM_DEADLOCK ? "deadlock" : "time_limit",
                        "\"waiting\":%d", stuck);
+        }
         sim->cancelling = 1;
         for (int i = 0; i < sim->ntasks; i++) {
             ddp_sim_task_t *t = sim->tasks[i];
@@ -677,7 +751,8 @@ ddp_sim_result_t ddp_sim_run(ddp_sim_t *sim)
                 continue;
             }
             if (t->started && t->out.state == DDP_SIM_TASK_RUNNING) {
-                snprintf(t->out.message, sizeof t->out.message,
+                if (!sim->halted)
+                    snprintf(t->out.message, sizeof t->out.message,
                          "%s: still waiting (%s)",
                          res == DDP_SIM_DEADLOCK ? "deadlock" : "time limit",
                          t->wait_desc);

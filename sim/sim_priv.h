@@ -116,6 +116,10 @@ struct ddp_sim {
     int cancelling;
     int unfinished; /* tasks not yet exited, crashed or cancelled */
     int time_limited;
+    ddp_sim_result_t halted;  /* LIVELOCK / WALL_LIMIT: stopped by ddp__sim_tick */
+    int64_t tick_vt;          /* virtual time at the last tick that saw it move */
+    uint64_t tick_calls;      /* sim calls since */
+    int64_t wall_start;       /* ddp_sys_now(o.wall_clock) at ddp_sim_run */
     uint64_t handoffs, events;
     uint64_t rx_held, rx_peak; /* bytes in receive queues: now, at most */
     ddp_sim_fault_t *faults;

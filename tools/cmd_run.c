@@ -61,6 +61,10 @@ static void run_usage(FILE *f)
             "                      PyTorch job, say) with the environment the scenario's\n"
             "                      cluster and launcher give it; the simulator models it\n"
             "                      with ddpsim's own Trainer (docs/real-runs.md)\n"
+            "  --wall-limit SEC    a simulated run still going after SEC of real time is\n"
+            "                      stopped, a harness failure naming its running tasks\n"
+            "                      (default 600; a run whose virtual time stands still is\n"
+            "                      stopped after 10,000,000 sim calls whatever this says)\n"
             "  --grace SEC         a foreign program still running SEC past the scenario's\n"
             "                      deadline is killed, a timeout (default 30)\n"
             "Every output FILE is checked before the first run.\n\n"
@@ -100,6 +104,7 @@ typedef struct run_opts {
     int verbose, timeline;
     int real, netns; /* --real [--netns]: real processes */
     int64_t exec_grace_ns; /* --grace */
+    int64_t wall_limit_ns; /* --wall-limit */
 } run_opts_t;
 
 /* The outcome class `--compare` puts side by side: ok, or the error class
@@ -142,6 +147,7 @@ static void run_job(ddp_sys_t *sys, job_t *j, const run_opts_t *ro)
     }
     char *tr = NULL;
     ddp_scn_run_opts_t o = {.seed = ro->seed, .trace = ro->trace,
+                            .wall_limit_ns = ro->wall_limit_ns,
                             .keep_trace = ro->chrome || ro->timeline,
                             .trace_out = ro->chrome || ro->timeline ? &tr : NULL,
                             .report = j->report, .report_len = sizeof j->report};
@@ -358,6 +364,7 @@ static int parse_cli(const char *cmd, int argc, char **argv, cli_t *c,
         OPT_STR("markdown", &c->markdown, file),
         OPT_STR("exec", &c->exec, "a command line (every rank's program)"),
         OPT_NS_POS("grace", &c->ro.exec_grace_ns, 3600),
+        OPT_NS_POS("wall-limit", &c->ro.wall_limit_ns, 86400),
         OPT_INT("jobs", &c->jobs, 1, 64),
         OPT_FLAG("verbose", 'v', &c->ro.verbose, 1),
         OPT_FLAG("timeline", 0, &c->ro.timeline, 1),

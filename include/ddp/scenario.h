@@ -151,6 +151,11 @@ typedef struct ddp_scn_run_opts {
     char **trace_out;   /* receives a malloc'd copy of the trace */
     char *report;       /* per-rank lines of the run (or NULL) */
     size_t report_len;
+    /* The run's real-time budget beside its virtual deadline: a run still
+     * going after it is stopped and fails as a harness failure naming the
+     * tasks that were running (0: 600 s; < 0: none). A run whose virtual
+     * time stands still (a livelock) is stopped whatever this says. */
+    int64_t wall_limit_ns;
 } ddp_scn_run_opts_t;
 
 /* Runs s for accel in a fresh simulation; fills r. Returns 0 when it ran

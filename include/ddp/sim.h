@@ -40,6 +40,18 @@ typedef struct ddp_sim_opts {
     int somaxconn;         /* listen backlog cap; 0 -> 4096 */
     size_t rcvbuf;         /* receive window of every stream: bytes sent and
                               not yet read; 0 -> 256 KiB */
+    /* Bounds on the run itself, beside the virtual time limit. A run whose
+     * virtual time does not move while its tasks keep making sim calls
+     * (livelock_calls of them at one virtual instant; 0 -> 10,000,000) is
+     * stopped: DDP_SIM_LIVELOCK. With a wall clock (a POSIX sys: the
+     * simulator reads no clock of its own), a run still going after
+     * wall_limit_ns of real time is stopped: DDP_SIM_WALL_LIMIT. Either
+     * way every task is cancelled and the report names those that were
+     * running. The livelock bound is a count, so it stops a run at the same
+     * point in every replay. */
+    uint64_t livelock_calls;
+    ddp_sys_t *wall_clock;
+    int64_t wall_limit_ns; /* 0: no wall limit */
 } ddp_sim_opts_t;
 
 ddp_sim_t *ddp_sim_new(const ddp_sim_opts_t *opts);
@@ -73,6 +85,8 @@ typedef enum ddp_sim_result {
     DDP_SIM_DONE = 0,     /* every task finished */
     DDP_SIM_DEADLOCK = 1, /* every task parked, nothing pending */
     DDP_SIM_TIME_LIMIT = 2,
+    DDP_SIM_LIVELOCK = 3,   /* virtual time stood still (livelock_calls) */
+    DDP_SIM_WALL_LIMIT = 4, /* the run took more than wall_limit_ns */
 } ddp_sim_result_t;
 
 /* Runs to completion. Tasks still parked at a deadlock or limit are
@@ -138,7 +152,8 @@ typedef struct ddp_sim_stats {
 } ddp_sim_stats_t;
 void ddp_sim_stats(const ddp_sim_t *sim, ddp_sim_stats_t *out);
 
-/* The deadlock report (empty when none): one line per parked task. */
+/* The deadlock report (empty when none): one line per parked task; after
+ * a livelock or the wall limit, one line per task that was running. */
 const char *ddp_sim_deadlock_report(const ddp_sim_t *sim);
 /* The in-memory trace (opts.keep_trace), NUL-terminated. */
 const char *ddp_sim_trace(const ddp_sim_t *sim, size_t *len);

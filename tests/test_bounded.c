@@ -1,0 +1,116 @@
+/* tests/test_bounded.c — every simulation is bounded beside its virtual
+ * deadline: a run whose virtual time stands still while its tasks keep
+ * calling (a livelock) is stopped at the same point in every replay, and a
+ * run over its wall-clock budget is stopped; both name the tasks that were
+ * running and fail as harness failures, never spin. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ddp/err.h"
+#include "ddp/plugin.h"
+#include "ddp/scenario.h"
+#include "ddp/sim.h"
+#include "ddp/sys.h"
+#include "test.h"
+
+/* Calls the sim forever without letting virtual time move. */
+static int spinner(ddp_sys_t *sys, void *arg)
+{
+    (void)arg;
+    int rc;
+    while ((rc = ddp_sys_sleep_until(sys, ddp_sys_now(sys))) == 0)
+        ;
+    return rc;
+}
+
+static int sleeper(ddp_sys_t *sys, void *arg)
+{
+    (void)arg;
+    return ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 3600 * DDP_NS_PER_S));
+}
+
+static ddp_sim_result_t run_spin(const ddp_sim_opts_t *o, char *report, size_t n,
+                                 uint64_t *hash)
+{
+    ddp_sim_t *sim = ddp_sim_new(o);
+    ddp_sim_add_node(sim, "node0", "10.0.0.1", 0);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "spinner", .rank = 0},
+                     spinner, NULL);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "sleeper", .rank = 1},
+                     sleeper, NULL);
+    ddp_sim_result_t res = ddp_sim_run(sim);
+    snprintf(report, n, "%s", ddp_sim_deadlock_report(sim));
+    ddp_sim_stats_t st;
+    ddp_sim_stats(sim, &st);
+    *hash = st.trace_hash;
+    for (int t = 0; t < ddp_sim_task_count(sim); t++)
+        CU_ASSERT_NOT_EQUAL(ddp_sim_outcome(sim, t)->state, DDP_SIM_TASK_RUNNING);
+    ddp_sim_free(sim);
+    return res;
+}
+
+static void test_livelock(void)
+{
+    char rep[1024];
+    uint64_t h1, h2;
+    ddp_sim_opts_t o = {.seed = 3, .livelock_calls = 100000, .keep_trace = 1};
+    CU_ASSERT_EQUAL(run_spin(&o, rep, sizeof rep, &h1), DDP_SIM_LIVELOCK);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "livelock: virtual time stood still for 100000"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "task spinner (node node0): running"));
+    /* the spinner never blocks, so the sleeper never got the baton */
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, ": 1 task(s) running"));
+    CU_ASSERT_PTR_NULL(strstr(rep, "task sleeper"));
+    /* a count, not a clock: the replay stops at the same point */
+    CU_ASSERT_EQUAL(run_spin(&o, rep, sizeof rep, &h2), DDP_SIM_LIVELOCK);
+    CU_ASSERT_EQUAL(h1, h2);
+}
+
+static void test_wall_limit(void)
+{
+    char rep[1024];
+    uint64_t h;
+    ddp_sys_t *wall = ddp_test_sys();
+    ddp_sim_opts_t o = {.seed = 3, .livelock_calls = UINT64_MAX, .wall_clock = wall,
+                        .wall_limit_ns = 200 * DDP_NS_PER_MS};
+    CU_ASSERT_EQUAL(run_spin(&o, rep, sizeof rep, &h), DDP_SIM_WALL_LIMIT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "wall-clock limit: still running after 0.2 s"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "task spinner"));
+    ddp_sys_free(wall);
+}
+
+/* A plugin whose connection spins: the scenario fails as a harness
+ * failure naming the spinning ranks, under its wall budget. */
+static int spin_init(const ddp_plugin_t *self, ddp_ctx_t *ctx, ddp_cluster_t *env, int r,
+                     int n)
+{
+    (void)self, (void)env, (void)r, (void)n;
+    return spinner(ctx->sys, NULL);
+}
+static const ddp_plugin_t spin = {.name = "test_spin", .init_ddp_connection = spin_init};
+
+static void test_scenario_harness_failure(void)
+{
+    CU_ASSERT_EQUAL_FATAL(ddp_plugin_register(&spin), 0);
+    char err[256];
+    ddp_scenario_t *s = NULL;
+    CU_ASSERT_EQUAL_FATAL(ddp_scenario_parse("scenario \"spins\"\nnodes 1\ndevices 2\n"
+                                             "plugin test_spin\nexpect invariants\n",
+                                             "spin.scn", NULL, &s, err, sizeof err),
+                          0);
+    ddp_scn_result_t r;
+    ddp_scn_run_opts_t o = {.wall_limit_ns = 300 * DDP_NS_PER_MS};
+    CU_ASSERT_EQUAL(ddp_scenario_run(s, "ddp_hpc", &o, &r), 0);
+    CU_ASSERT_FALSE(r.pass);
+    CU_ASSERT_TRUE(r.sim_result == DDP_SIM_WALL_LIMIT || r.sim_result == DDP_SIM_LIVELOCK);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.why, "harness failure: the run was stopped"));
+    /* the first rank to run spins and starves the other: it is named */
+    CU_ASSERT_TRUE(strstr(r.why, "tasks rank0") || strstr(r.why, "tasks rank1"));
+    if (!strstr(r.why, "tasks rank"))
+        printf("\n  %s\n", r.why);
+    ddp_scenario_free(s);
+}
+
+DDP_SUITE("bounded", NULL, NULL, {"livelock: stopped by count, same in a replay", test_livelock},
+          {"wall-clock limit", test_wall_limit},
+          {"a spinning plugin: a harness failure naming the ranks",
+           test_scenario_harness_failure})
