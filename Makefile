@@ -63,7 +63,7 @@ TESTBIN   := $(B)/ddpsim-test
 DEPS_OK   := build/.deps-ok
 
 .PHONY: all lib run test check-layers bench install deps clean hw-test real-scenarios \
-        netns-scenarios netns-clean real-test fidelity torch-test fuzz fault-points-doc \
+        netns-scenarios netns-clean real-test fidelity torch-test torch-scenarios fuzz fault-points-doc \
         check-fault-points-doc
 all: $(STATIC) $(SHARED) $(DDPSIM) $(TESTBIN) $(BENCH_BIN) ddpsim
 
@@ -167,6 +167,19 @@ fidelity: $(DDPSIM)
 torch-test: $(DDPSIM)
 	@sh scripts/deps.sh --torch
 	DDPSIM=$(DDPSIM) sh tests/torch/run.sh
+# The scenarios tagged torch with a real PyTorch job as every rank
+# (examples/torch_ddp.py, docs/real-runs.md): as root in network namespaces,
+# where all of their faults can be realised, else on loopback (the others
+# are skipped with the reason). One line and success without torch.
+torch-scenarios: $(DDPSIM)
+	@sh scripts/deps.sh --torch
+	@if ! scripts/torch-python -c 'import torch' >/dev/null 2>&1; then \
+	    echo "torch-scenarios: skipped: no Python here imports torch (sh scripts/deps.sh --torch)"; \
+	elif [ "$$(id -u)" -eq 0 ]; then \
+	    $(DDPSIM) run --netns --tag torch scenarios/*.scn --no-progress $(if $(JUNIT),--junit $(JUNIT)); \
+	else \
+	    $(DDPSIM) run --real --tag torch scenarios/*.scn --no-progress $(if $(JUNIT),--junit $(JUNIT)); \
+	fi
 # libFuzzer harnesses (tests/fuzz/, docs/fuzzing.md): the store server over
 # a fake sys, hostlists, the scenario parser and writer, built with clang +
 # ASan/UBSan into build/fuzz/ and run FUZZ_SECONDS each from their seed

@@ -7,10 +7,11 @@ PKGS="build-essential pkg-config libfiu-dev fiu-utils libcunit1-dev lcov gcovr"
 [ "${1:-}" = "--bench" ] && PKGS="$PKGS redis-server redis-tools openmpi-bin libopenmpi-dev"
 # --fuzz: make fuzz (clang with its libFuzzer runtime).
 [ "${1:-}" = "--fuzz" ] && PKGS="$PKGS clang libclang-rt-dev"
-# --real: real runs (a single-node SLURM, OpenMPI, ip netns, setsid).
-[ "${1:-}" = "--real" ] && PKGS="$PKGS slurmctld slurmd slurm-client munge openmpi-bin iproute2 util-linux"
-# --torch: Debian's PyTorch (imports in /usr/bin/python3) for make torch-test.
-[ "${1:-}" = "--torch" ] && PKGS="$PKGS python3-torch"
+# --real: real runs (a single-node SLURM, OpenMPI, ip netns, nft, setsid).
+[ "${1:-}" = "--real" ] && PKGS="$PKGS slurmctld slurmd slurm-client munge openmpi-bin iproute2 nftables util-linux"
+# --torch: Debian's PyTorch (imports in /usr/bin/python3) for make torch-test
+# and the torch scenarios, with what those run in namespaces.
+[ "${1:-}" = "--torch" ] && PKGS="$PKGS python3-torch iproute2 nftables util-linux"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
