@@ -505,55 +505,47 @@ static void put_str(FILE *o, const char *s)
     fputc('"', o);
 }
 
+/* A line "KW "A"" or "KW "A" "B"". */
+static void put_line(FILE *o, const char *kw, const char *a, const char *b)
+{
+    fprintf(o, "%s ", kw);
+    put_str(o, a);
+    if (b) {
+        fputc(' ', o);
+        put_str(o, b);
+    }
+    fputc('\n', o);
+}
+
 static int put_env(void *arg, const char *key, const char *value)
 {
-    FILE *o = arg;
-    fputs("env ", o);
-    put_str(o, key);
-    fputc(' ', o);
-    put_str(o, value);
-    fputc('\n', o);
+    put_line(arg, "env", key, value);
     return 0;
 }
 
 int ddp_plan_write(const ddp_plan_t *p, FILE *o)
 {
     const ddp_plan_entry_t *e = &p->entry;
-    fputs("ddpsim-plan 1\nname ", o);
-    put_str(o, p->name);
-    fprintf(o, "\nrun seed=%" PRIu64 " latency=%" PRId64 " world=%d limit=%" PRId64
-               " t0=%" PRId64 "\nresults ",
+    fputs("ddpsim-plan 1\n", o);
+    put_line(o, "name", p->name, NULL);
+    fprintf(o, "run seed=%" PRIu64 " latency=%" PRId64 " world=%d limit=%" PRId64
+               " t0=%" PRId64 "\n",
             p->seed, p->latency_ns, p->expected_world, p->limit_ns, p->t0);
-    put_str(o, p->results);
-    fprintf(o, "\nentry accelerator=%s nodes=%d processes=%d gpus=%d timeout=%" PRId64
+    put_line(o, "results", p->results, NULL);
+    fprintf(o, "entry accelerator=%s nodes=%d processes=%d gpus=%d timeout=%" PRId64
                " store_timeout=%" PRId64 " train=%" PRId64 " seed=%" PRIu64
                " protocol=%d\n",
             e->accelerator[0] ? e->accelerator : "-", e->num_nodes, e->num_processes,
             e->gpus, e->timeout_ns, e->store_timeout_ns, e->train_ns, e->seed,
             e->store_protocol);
-    fputs("backend ", o);
-    put_str(o, e->backend);
-    fputs("\ncluster ", o);
-    put_str(o, e->cluster);
-    fputs("\nplugin ", o);
-    put_str(o, e->plugin);
-    fputs("\nexec ", o);
-    put_str(o, e->exec);
-    fputc('\n', o);
-    for (int i = 0; i < p->nnodes; i++) {
-        fputs("node ", o);
-        put_str(o, p->nodes[i].host);
-        fputc(' ', o);
-        put_str(o, p->nodes[i].addr);
-        fputc('\n', o);
-    }
-    for (int i = 0; i < p->nfiles; i++) {
-        fputs("file ", o);
-        put_str(o, p->files[i].path);
-        fputc(' ', o);
-        put_str(o, p->files[i].content);
-        fputc('\n', o);
-    }
+    put_line(o, "backend", e->backend, NULL);
+    put_line(o, "cluster", e->cluster, NULL);
+    put_line(o, "plugin", e->plugin, NULL);
+    put_line(o, "exec", e->exec, NULL);
+    for (int i = 0; i < p->nnodes; i++)
+        put_line(o, "node", p->nodes[i].host, p->nodes[i].addr);
+    for (int i = 0; i < p->nfiles; i++)
+        put_line(o, "file", p->files[i].path, p->files[i].content);
     for (int i = 0; i < p->nfaults; i++) {
         const ddp_sim_fault_t *f = &p->faults[i];
         fprintf(o, "fault %s node=%d task=%d peer=%d port=%u set=%" PRIu64
