@@ -172,67 +172,83 @@ ddp_launcher_t ddp_launcher_for(const char *accel, ddp_launcher_t asked)
     return DDP_LAUNCH_PER_NODE;
 }
 
-/* What the launcher itself puts into task `p` of node `n`. */
-static void launcher_env(ddp_env_t *env, ddp_launcher_t kind, int n, int p,
-                         int nodes, int per_node, const char *nodelist)
-{
-    int rank = n * per_node + p, world = nodes * per_node;
-    switch (kind) {
-    case DDP_LAUNCH_PER_NODE:
-    case DDP_LAUNCH_AUTO:
-    case DDP_LAUNCH_COUNT:
-        ddp_env_setf(env, "NODE_RANK", "%d", n);
-        break;
-    case DDP_LAUNCH_SLURM:
-        ddp_env_setf(env, "SLURM_NTASKS", "%d", world);
-        ddp_env_setf(env, "SLURM_NTASKS_PER_NODE", "%d", per_node);
-        ddp_env_setf(env, "SLURM_NNODES", "%d", nodes);
-        ddp_env_setf(env, "SLURM_PROCID", "%d", rank);
-        ddp_env_setf(env, "SLURM_LOCALID", "%d", p);
-        ddp_env_setf(env, "SLURM_NODEID", "%d", n);
-        ddp_env_set(env, "SLURM_NODELIST", nodelist);
-        ddp_env_set(env, "SLURM_JOB_ID", "4242");
-        ddp_env_set(env, "SLURM_JOB_NAME", "train");
-        break;
-    case DDP_LAUNCH_TORCHRUN:
-        ddp_env_setf(env, "RANK", "%d", rank);
-        ddp_env_setf(env, "LOCAL_RANK", "%d", p);
-        ddp_env_setf(env, "GROUP_RANK", "%d", n);
-        ddp_env_setf(env, "LOCAL_WORLD_SIZE", "%d", per_node);
-        ddp_env_setf(env, "WORLD_SIZE", "%d", world);
-        break;
-    case DDP_LAUNCH_MPI:
-        ddp_env_setf(env, "OMPI_COMM_WORLD_SIZE", "%d", world);
-        ddp_env_setf(env, "OMPI_COMM_WORLD_RANK", "%d", rank);
-        ddp_env_setf(env, "OMPI_COMM_WORLD_LOCAL_RANK", "%d", p);
-        ddp_env_setf(env, "OMPI_COMM_WORLD_LOCAL_SIZE", "%d", per_node);
-        ddp_env_setf(env, "OMPI_COMM_WORLD_NODE_RANK", "%d", p);
-        ddp_env_set(env, "PMIX_NAMESPACE", "prterun-sim-4242@1");
-        break;
-    case DDP_LAUNCH_LSF:
-        ddp_env_set(env, "LSB_JOBID", "4242");
-        ddp_env_set(env, "LSB_DJOB_RANKFILE", LSF_RANKFILE);
-        ddp_env_setf(env, "JSM_NAMESPACE_SIZE", "%d", world);
-        ddp_env_setf(env, "JSM_NAMESPACE_RANK", "%d", rank);
-        ddp_env_setf(env, "JSM_NAMESPACE_LOCAL_RANK", "%d", p);
-        ddp_env_setf(env, "JSM_NAMESPACE_LOCAL_SIZE", "%d", per_node);
-        break;
-    }
-}
+/* The variables a launcher gives task k of node n, as tables: each entry
+ * a name and which value it gets. */
+typedef enum { V_RANK, V_LOCAL, V_NODE, V_WORLD, V_PER_NODE, V_NODES, V_NODELIST, V_TEXT } vkind_t;
+typedef struct lvar {
+    const char *key;
+    vkind_t v;
+    const char *text; /* V_TEXT */
+} lvar_t;
 
+static const lvar_t per_node_vars[] = {{"NODE_RANK", V_NODE, NULL}, {NULL, 0, NULL}};
+static const lvar_t slurm_vars[] = {
+    {"SLURM_NTASKS", V_WORLD, NULL},      {"SLURM_NTASKS_PER_NODE", V_PER_NODE, NULL},
+    {"SLURM_NNODES", V_NODES, NULL},      {"SLURM_PROCID", V_RANK, NULL},
+    {"SLURM_LOCALID", V_LOCAL, NULL},     {"SLURM_NODEID", V_NODE, NULL},
+    {"SLURM_NODELIST", V_NODELIST, NULL}, {"SLURM_JOB_ID", V_TEXT, "4242"},
+    {"SLURM_JOB_NAME", V_TEXT, "train"},  {NULL, 0, NULL}};
+static const lvar_t torchrun_vars[] = {
+    {"RANK", V_RANK, NULL},   {"LOCAL_RANK", V_LOCAL, NULL}, {"GROUP_RANK", V_NODE, NULL},
+    {"LOCAL_WORLD_SIZE", V_PER_NODE, NULL}, {"WORLD_SIZE", V_WORLD, NULL}, {NULL, 0, NULL}};
+static const lvar_t mpi_vars[] = {
+    {"OMPI_COMM_WORLD_SIZE", V_WORLD, NULL},
+    {"OMPI_COMM_WORLD_RANK", V_RANK, NULL},
+    {"OMPI_COMM_WORLD_LOCAL_RANK", V_LOCAL, NULL},
+    {"OMPI_COMM_WORLD_LOCAL_SIZE", V_PER_NODE, NULL},
+    {"OMPI_COMM_WORLD_NODE_RANK", V_LOCAL, NULL},
+    {"PMIX_NAMESPACE", V_TEXT, "prterun-sim-4242@1"},
+    {NULL, 0, NULL}};
+static const lvar_t lsf_vars[] = {
+    {"LSB_JOBID", V_TEXT, "4242"},          {"LSB_DJOB_RANKFILE", V_TEXT, LSF_RANKFILE},
+    {"JSM_NAMESPACE_SIZE", V_WORLD, NULL},  {"JSM_NAMESPACE_RANK", V_RANK, NULL},
+    {"JSM_NAMESPACE_LOCAL_RANK", V_LOCAL, NULL},
+    {"JSM_NAMESPACE_LOCAL_SIZE", V_PER_NODE, NULL}, {NULL, 0, NULL}};
 /* What a foreign program's process gets besides its launcher's variables:
  * what Lightning's accelerator gives the processes it starts (NODE_RANK,
  * LOCAL_RANK, WORLD_SIZE), what torch's env:// rendezvous reads (RANK,
  * WORLD_SIZE) and torchrun's group variables (GROUP_RANK,
  * LOCAL_WORLD_SIZE). A launcher's own value of any of them stays. */
-static void rank_env(ddp_env_t *env, int n, int k, int nodes, int per_node)
+static const lvar_t rank_vars[] = {
+    {"RANK", V_RANK, NULL},      {"LOCAL_RANK", V_LOCAL, NULL}, {"WORLD_SIZE", V_WORLD, NULL},
+    {"NODE_RANK", V_NODE, NULL}, {"GROUP_RANK", V_NODE, NULL},
+    {"LOCAL_WORLD_SIZE", V_PER_NODE, NULL}, {NULL, 0, NULL}};
+
+typedef struct where {
+    int n, k, nodes, per_node;
+    const char *nodelist;
+} where_t;
+
+/* Sets the table's variables for task w (keep: leave a set one alone). */
+static void set_vars(ddp_env_t *env, const lvar_t *t, const where_t *w, int keep)
 {
-    const char *keys[] = {"RANK", "LOCAL_RANK", "WORLD_SIZE", "NODE_RANK", "GROUP_RANK",
-                          "LOCAL_WORLD_SIZE"};
-    int vals[] = {n * per_node + k, k, nodes * per_node, n, n, per_node};
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-        if (!ddp_env_has(env, keys[i]))
-            ddp_env_setf(env, keys[i], "%d", vals[i]);
+    for (; t->key; t++) {
+        if (keep && ddp_env_has(env, t->key))
+            continue;
+        int v = 0;
+        switch (t->v) {
+        case V_RANK: v = w->n * w->per_node + w->k; break;
+        case V_LOCAL: v = w->k; break;
+        case V_NODE: v = w->n; break;
+        case V_WORLD: v = w->nodes * w->per_node; break;
+        case V_PER_NODE: v = w->per_node; break;
+        case V_NODES: v = w->nodes; break;
+        case V_NODELIST: ddp_env_set(env, t->key, w->nodelist); continue;
+        case V_TEXT: ddp_env_set(env, t->key, t->text); continue;
+        }
+        ddp_env_setf(env, t->key, "%d", v);
+    }
+}
+
+static const lvar_t *launcher_vars(ddp_launcher_t kind)
+{
+    switch (kind) {
+    case DDP_LAUNCH_SLURM: return slurm_vars;
+    case DDP_LAUNCH_TORCHRUN: return torchrun_vars;
+    case DDP_LAUNCH_MPI: return mpi_vars;
+    case DDP_LAUNCH_LSF: return lsf_vars;
+    default: return per_node_vars;
+    }
 }
 
 /* The LSF rank file: the launch node first (it runs no rank), then one
@@ -313,9 +329,10 @@ int ddp_plan_launch(ddp_plan_t *p, const ddp_launch_t *l)
                 ddp_env_set(env, "MASTER_ADDR", master);
             if (!l->no_port)
                 ddp_env_setf(env, "MASTER_PORT", "%u", (unsigned)port);
-            launcher_env(env, kind, n, k, p->nnodes, per_node, nodelist);
+            where_t w = {n, k, p->nnodes, per_node, nodelist};
+            set_vars(env, launcher_vars(kind), &w, 0);
             if (exec)
-                rank_env(env, n, k, p->nnodes, per_node);
+                set_vars(env, rank_vars, &w, 1);
             if (l->extra_env)
                 ddp_env_foreach(l->extra_env, copy_var, env);
             if (l->edit_env)
