@@ -885,9 +885,12 @@ static void print_summary(FILE *log, long long runs, int ranks, uint64_t seed,
 /* What the shards of one sweep share: every option that shapes a run. */
 static void sweep_of(const ddp_explore_opts_t *o, int runs, char *buf, size_t n)
 {
+    /* the library's defaults spelled out: 0 kinds is all, 0 faults is 3 */
+    unsigned all = (1u << DDP_FAULT_KIND_COUNT) - 1;
     snprintf(buf, n, "explore --ranks %d --runs %d --seed %" PRIu64 " --faults 0x%x "
                      "--max-faults %d --accelerator %s --plugin %s",
-             o->ranks > 0 ? o->ranks : 16, runs, o->seed, o->kinds, o->max_faults,
+             o->ranks > 0 ? o->ranks : 16, runs, o->seed, o->kinds ? o->kinds : all,
+             o->max_faults == 0 ? 3 : o->max_faults < 0 ? 0 : o->max_faults,
              o->accelerator ? o->accelerator : "(drawn)", o->plugin ? o->plugin : "default");
 }
 

@@ -442,7 +442,13 @@ static char *read_all(const char *path)
             cap *= 2;
         }
     }
+    int e = ferror(f) ? errno : 0;
     fclose(f);
+    if (buf && e) {
+        free(buf);
+        ddp_err_set(-e, "cannot read the result file %s: %s", path, strerror(e));
+        return NULL;
+    }
     if (!buf)
         ddp_err_set(-ENOMEM, "out of memory reading %s", path);
     else
