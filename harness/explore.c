@@ -1008,7 +1008,9 @@ int ddp_explore_print_merged(const ddp_shard_file_t *m, FILE *log, const char *o
         const ddp_shard_row_t *row = &m->rows[i];
         if (row->text)
             fputs(row->text, log);
-        if (out_dir && *out_dir && (row->shrunk || row->original) &&
+        /* A scenario that could not be built has no shrunk one, and the
+         * unsharded run wrote no file for it either. */
+        if (out_dir && *out_dir && row->shrunk &&
             write_scenarios(out_dir, m->seed, row->index, row->shrunk, row->original,
                             log) != 0)
             rc = -1;

@@ -156,12 +156,14 @@ static void put_str(FILE *f, const char *s)
 static void put_object(FILE *f, const field_t *fl, size_t n, const void *obj)
 {
     const char *base = obj;
+    const char *sep = "";
     fputc('{', f);
     for (size_t i = 0; i < n; i++) {
         const void *p = base + fl[i].off;
         if (fl[i].type == F_PSTR && !*(char *const *)p)
-            continue;
-        fprintf(f, "%s\"%s\":", i ? "," : "", fl[i].key);
+            continue; /* NULL: no key */
+        fprintf(f, "%s\"%s\":", sep, fl[i].key);
+        sep = ",";
         switch (fl[i].type) {
         case F_INT: fprintf(f, "%d", *(const int *)p); break;
         case F_LL: fprintf(f, "%lld", *(const long long *)p); break;
@@ -633,6 +635,7 @@ int ddp_shard_merge(ddp_shard_file_t *parts, int n, const char *const *names,
             memset(&parts[i].rows[j], 0, sizeof parts[i].rows[j]);
         }
     }
-    qsort(out->rows, (size_t)out->nrows, sizeof *out->rows, by_index);
+    if (out->nrows > 1)
+        qsort(out->rows, (size_t)out->nrows, sizeof *out->rows, by_index);
     return 0;
 }

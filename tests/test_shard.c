@@ -541,12 +541,14 @@ static void test_merge_explore(void)
         CU_ASSERT_EQUAL_FATAL(ddp_plugin_register(&leaky_plugin), 0);
     char dir[] = "/tmp/ddp-shard-XXXXXX";
     CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
-    char full_dir[128], merged_dir[128], shard_dir[128];
-    snprintf(full_dir, sizeof full_dir, "%s/full", dir);
-    snprintf(merged_dir, sizeof merged_dir, "%s/merged", dir);
-    snprintf(shard_dir, sizeof shard_dir, "%s/shards", dir);
-    CU_ASSERT_EQUAL_FATAL(mkdir(full_dir, 0777) | mkdir(merged_dir, 0777) |
-                              mkdir(shard_dir, 0777), 0);
+    /* the unsharded run's --out, merge's --out, the result files */
+    char sub[3][128];
+    for (int i = 0; i < 3; i++) {
+        snprintf(sub[i], sizeof sub[i], "%s/%s", dir, i == 0 ? "full" : i == 1 ? "merged"
+                                                                               : "shards");
+        CU_ASSERT_EQUAL_FATAL(mkdir(sub[i], 0777), 0);
+    }
+    const char *full_dir = sub[0], *merged_dir = sub[1], *shard_dir = sub[2];
     /* Seed 3, 24 runs: violations in runs 11, 15 and 21 (shards 3, 1, 1 of 3). */
     ddp_explore_opts_t base = {.ranks = 8, .runs = 24, .seed = 3, .max_faults = 2,
                                .plugin = "planted_leak"};

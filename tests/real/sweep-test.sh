@@ -25,22 +25,8 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 test=sweep-test
 . "$root/tests/real/lib.sh"
 need sbatch "sh scripts/deps.sh --real"
-sdir=$work/slurm
-cleanup() {
-    sh "$root/tests/slurm/stop.sh" "$sdir" >/dev/null 2>&1
-    rm -rf "$work"
-}
-scrub_env 'SLURM_[A-Z_]*'
 cd "$root" || exit 1
-
-t0=$(date +%s)
-if ! sh "$root/tests/slurm/start.sh" "$sdir" >"$work/start.out" 2>"$work/start.err"; then
-    fail "tests/slurm/start.sh could not bring up SLURM"
-    show "$work/start.err"
-    exit 1
-fi
-. "$sdir/env.sh"
-ok "single-node SLURM up ($(sinfo -h -o '%N %T %c CPUs') in $(($(date +%s) - t0)) s)"
+slurm_up
 
 # Times out: "(1.2 s)" at a line's end, "in 1.2 s (3.4 runs/s)", time="...".
 untimed() {
