@@ -18,6 +18,8 @@
 #                 stopped by cleanup() on every exit; the caller's SLURM_*
 #                 scrubbed first; SLURM_CONF exported; an "ok:" line, or
 #                 exit 1 with start.sh's errors
+#   slurm_queue_empty  ok when no job is left in its queue (a job still
+#                 COMPLETING gets 15 s to leave it), else FAIL
 ddpsim=${DDPSIM:-$root/ddpsim}
 case $ddpsim in /*) ;; *) ddpsim=$(pwd)/$ddpsim ;; esac
 [ -x "$ddpsim" ] || {
@@ -76,4 +78,14 @@ slurm_up() {
     fi
     . "$sdir/env.sh"
     ok "single-node SLURM up ($(sinfo -h -o '%N %T %c CPUs') in $(($(date +%s) - _t0)) s)"
+}
+
+slurm_queue_empty() {
+    _i=0
+    while _left=$(squeue -h -o '%i %T' 2>/dev/null) && [ -n "$_left" ] && [ $_i -lt 30 ]; do
+        case $_left in *PENDING* | *RUNNING*) break ;; esac # not just finishing
+        sleep 0.5
+        _i=$((_i + 1))
+    done
+    if [ -z "$_left" ]; then ok "no job left in the queue"; else fail "jobs left in the queue: $_left"; fi
 }

@@ -148,7 +148,6 @@ else
 fi
 
 # Nothing may be left running in the cluster.
-left=$(squeue -h -o '%i %T' 2>/dev/null)
-[ -z "$left" ] && ok "no job left in the queue" || fail "jobs left in the queue: $left"
+slurm_queue_empty
 
 finish
