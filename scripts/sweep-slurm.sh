@@ -126,10 +126,7 @@ array=$(eval sbatch --parsable $sbatch_args --array=1-"$shards" --job-name=ddpsi
     2>"$dir/sbatch.err") ||
     die "sbatch --array=1-$shards failed: $(cat "$dir/sbatch.err")"
 array=${array%%;*} # --parsable: "JOBID[;CLUSTER]"
-case $array in '' | *[!0-9]*)
-    scancel "$array" 2>/dev/null
-    die "sbatch printed no job id: \"$array\" $(cat "$dir/sbatch.err")" ;;
-esac
+case $array in '' | *[!0-9]*) die "sbatch printed no job id: \"$array\" $(cat "$dir/sbatch.err")" ;; esac
 # shellcheck disable=SC2086
 merge=$(eval sbatch --parsable $sbatch_args --dependency=afterany:"$array" \
     --kill-on-invalid-dep=yes --job-name=ddpsim-sweep-merge --chdir="$(q "$(pwd)")" \
@@ -149,7 +146,7 @@ while [ ! -f "$dir/merge.rc" ]; do
     if [ $((now - start)) -ge "$deadline" ]; then
         scancel "$array" "$merge" 2>/dev/null
         left=$(squeue -h -j "$array,$merge" -o '%i %T' 2>/dev/null | tr '\n' ' ')
-        printf 'sweep-slurm: the sweep did not finish within --deadline %s s; jobs %s and %s cancelled (still listed: %s); the shards logs: %s/shard-*.log\n' \
+        printf 'sweep-slurm: the sweep did not finish within --deadline %s s; jobs %s and %s cancelled (still listed: %s); the logs of the shards: %s/shard-*.log\n' \
             "$deadline" "$array" "$merge" "${left:-none}" "$dir" >&2
         exit 124
     fi
