@@ -2,8 +2,10 @@
 # (included by the Makefile; manual: docs/coverage.md).
 #
 #   make coverage               instrumented build, the scenario suite once per
-#                               accelerator, lcov tracefiles, coverage/html/,
-#                               parity report; fails on a parity violation
+#                               accelerator in COV_SHARDS shards (ddpsim run
+#                               --shard K/N; default 2), a tracefile per shard
+#                               merged with lcov -a, coverage/html/, parity
+#                               report; fails on a parity violation
 #   make coverage-plant-check   the gate's own test: builds a variant where
 #                               ddp_spawn skips the plugin's barrier and
 #                               succeeds only if the gate catches it
@@ -21,6 +23,7 @@ COV_PARITY     := $(COV_OUT)/parity
 COV_PLANT      ?= ddp_spawn
 COV_PLANT_B    := build/plant-cov
 COV_PLANT_OUT  := build/coverage-plant
+COV_SHARDS     ?= 2
 COV_CFLAGS     := -std=c11 -O2 -g -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
                   -Wstrict-prototypes -Wmissing-prototypes -Wno-format-truncation
 
@@ -34,7 +37,7 @@ coverage: $(DEPS_OK) $(COV_PARITY)
 	@PARITY=$(COV_PARITY) sh coverage/selftest.sh >$(COV_OUT)/selftest.log 2>&1 || \
 	    { cat $(COV_OUT)/selftest.log; exit 1; }
 	@tail -n 1 $(COV_OUT)/selftest.log
-	@MAKE="$(MAKE)" B=build/default-cov OUT=$(COV_OUT) sh coverage/run.sh
+	@MAKE="$(MAKE)" B=build/default-cov OUT=$(COV_OUT) SHARDS=$(COV_SHARDS) sh coverage/run.sh
 
 coverage-selftest: $(COV_PARITY)
 	PARITY=$(COV_PARITY) sh coverage/selftest.sh
@@ -43,7 +46,7 @@ coverage-report: $(COV_PARITY)
 	@MAKE="$(MAKE)" B=build/default-cov OUT=$(COV_OUT) REPORT_ONLY=1 sh coverage/run.sh
 
 coverage-plant-check: $(DEPS_OK) $(COV_PARITY)
-	@MAKE="$(MAKE)" B=$(COV_PLANT_B) OUT=$(COV_PLANT_OUT) PLANT=$(COV_PLANT) \
+	@MAKE="$(MAKE)" B=$(COV_PLANT_B) OUT=$(COV_PLANT_OUT) PLANT=$(COV_PLANT) SHARDS=$(COV_SHARDS) \
 	    sh coverage/plant-check.sh
 
 coverage-clean:

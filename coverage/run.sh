@@ -4,9 +4,11 @@
 #
 #  1. builds the instrumented ddpsim ($B, COVERAGE=1) and the parity tool;
 #  2. captures a zero baseline (lcov -c -i) so unexecuted files show 0 %;
-#  3. for each accelerator: runs the scenario suite for it in its own
+#  3. for each accelerator: runs the scenario suite for it as $SHARDS shards
+#     (shard K: the scenario files i with i mod N = K-1), each in its own
 #     process(es) with its own GCOV_PREFIX, copies the .gcno files beside the
-#     .gcda files and captures $OUT/<accel>.info (test name = accelerator);
+#     .gcda files, captures $OUT/<accel>.<K>.info (test name = accelerator)
+#     and merges the shards' tracefiles with `lcov -a` into $OUT/<accel>.info;
 #  4. the same scenario simulated and as real processes: $OUT/pair_*.info;
 #  5. merges baseline + accelerators into $OUT/all.info, renders $HTML
 #     (genhtml: branches, per-test details);
@@ -30,7 +32,25 @@ cd "$ROOT" || exit 2
 # pipeline. "auto" (the default) means SUITE_SIM when `ddpsim run` exists
 # and scenarios/*.scn are there, else the stand-in (standin_suite below).
 : "${RUN_SIM:=auto}"
-SUITE_SIM='"$DDPSIM" run scenarios/*.scn --accelerator "$ACCEL"'
+SUITE_SIM='"$DDPSIM" run $SHARD_FILES --accelerator "$ACCEL"'
+# SHARDS=N: the suite of each accelerator as N shards, one tracefile each,
+# merged with lcov -a before the gate. Shard K runs the files i of
+# scenarios/*.scn (in the glob's order) with i mod N = K-1 ($SHARD_FILES):
+# the partition rule of `ddpsim run --shard` (docs/sweeps.md) applied to the
+# files, so that every file is also parsed in one shard only and every count
+# the report shows adds up to the unsharded run's: the report is the same
+# for every N (docs/coverage.md § 2). A shard whose files list no run for
+# the accelerator runs nothing (ddpsim run says so and exits 2) but its
+# parsing is counted. A RUN_SIM that does not name $SHARD_FILES runs once.
+: "${SHARDS:=2}"
+# shard_files K N: the scenario files of shard K of N.
+shard_files() {
+    _i=0
+    for _f in scenarios/*.scn; do
+        [ $((_i % $2)) -eq $(($1 - 1)) ] && printf ' %s' "$_f"
+        _i=$((_i + 1))
+    done
+}
 # The second matrix: one scenario simulated, then as real processes on
 # loopback, for one accelerator ($PAIR_ACCEL). "auto": SUITE_PAIR_* when
 # `ddpsim run --real` exists and $PAIR_SCENARIO is there, else stand-ins.
@@ -170,6 +190,12 @@ choose_commands() {
             [ "$PAIR_REAL" = auto ] && PAIR_REAL=standin_pair_real
         fi
     fi
+    case $SHARDS in '' | *[!0-9]* | 0) fail "SHARDS=$SHARDS: expected a number >= 1" ;; esac
+    case $RUN_SIM in
+    *SHARD_FILES*) ;;
+    *) [ "$SHARDS" -gt 1 ] && say "RUN_SIM does not take \$SHARD_FILES: one shard per accelerator"
+       SHARDS=1 ;;
+    esac
     if [ -z "${ACCELS:-}" ]; then
         ACCELS=$("$DDPSIM" list accelerators 2>/dev/null | tr '\n' ' ')
         case "$ACCELS" in
@@ -241,22 +267,47 @@ collect() {
         -o "$OUT/baseline.info" ||
         { cat "$OUT/logs/baseline.lcov"; fail "baseline capture (lcov -c -i) failed"; }
 
-    # 3. The suite, once per accelerator.
+    # 3. The suite, once per accelerator, in $SHARDS shards (sets ACCEL.K;
+    # SHARDS_<accel>: the ones that ran).
     SETS=""
     for ACCEL in $ACCELS; do
-        run_set "$ACCEL" "$RUN_SIM"
-        _rc=$?
-        case $_rc in
-        0) say "$ACCEL: scenario suite passed" ;;
-        1) say "$ACCEL: scenario suite had failed expectations (coverage kept; $OUT/logs/$ACCEL.log)"
-           SIM_FAILED="$SIM_FAILED $ACCEL" ;;
-        *) tail -n 20 "$OUT/logs/$ACCEL.log" >&2
-           fail "$ACCEL: scenario suite exited $_rc (bad input or a crash: no usable counters)" ;;
-        esac
-        has_gcda "$ACCEL" ||
-            fail "$ACCEL: no .gcda under $OUT/gcda/$ACCEL (GCOV_PREFIX_STRIP=$STRIP wrong?)"
-        SETS="$SETS $ACCEL"
+        _failed=""
+        _sets=""
+        _k=1
+        while [ $_k -le "$SHARDS" ]; do
+            SHARD_FILES=$(shard_files $_k "$SHARDS")
+            export SHARD_FILES
+            _set=$ACCEL.$_k
+            _k=$((_k + 1))
+            [ -n "$SHARD_FILES" ] || continue # more shards than files
+            run_set "$_set" "$RUN_SIM"
+            _rc=$?
+            case $_rc in
+            0) ;;
+            1) _failed="$_failed $OUT/logs/$_set.log" ;;
+            2) grep -q 'nothing to run' "$OUT/logs/$_set.log" || {
+                   tail -n 20 "$OUT/logs/$_set.log" >&2
+                   fail "$ACCEL: scenario suite (shard $_set) exited 2 (bad input)"
+               } ;;
+            *) tail -n 20 "$OUT/logs/$_set.log" >&2
+               fail "$ACCEL: scenario suite (shard $_set) exited $_rc (a crash: no usable counters)" ;;
+            esac
+            has_gcda "$_set" ||
+                fail "$ACCEL: no .gcda under $OUT/gcda/$_set (GCOV_PREFIX_STRIP=$STRIP wrong?)"
+            _sets="$_sets $_set"
+        done
+        SETS="$SETS$_sets"
+        eval "SHARDS_$ACCEL=\$_sets"
+        _of=""
+        [ "$SHARDS" -gt 1 ] && _of=" ($SHARDS shards)"
+        if [ -z "$_failed" ]; then
+            say "$ACCEL: scenario suite passed$_of"
+        else
+            say "$ACCEL: scenario suite had failed expectations$_of (coverage kept;$_failed)"
+            SIM_FAILED="$SIM_FAILED $ACCEL"
+        fi
     done
+    SHARD_FILES=
 
     # 4. The pair: one scenario, simulated and real.
     if [ -n "$PAIR_SIM" ] && [ -n "$PAIR_REAL" ]; then
@@ -280,7 +331,8 @@ collect() {
     say "capturing tracefiles:$SETS"
     _n=0
     for _s in $SETS; do
-        lcov_log "$OUT/logs/$_s.lcov" -c -d "$OUT/gcda/$_s" -t "$_s" -o "$OUT/$_s.info" &
+        # the test name: the accelerator (ddp_cpu.2 -> ddp_cpu), or pair_*
+        lcov_log "$OUT/logs/$_s.lcov" -c -d "$OUT/gcda/$_s" -t "${_s%.*}" -o "$OUT/$_s.info" &
         _n=$((_n + 1))
         if [ $_n -ge "$JOBS" ]; then wait; _n=0; fi
     done
@@ -289,12 +341,26 @@ collect() {
         [ -s "$OUT/$_s.info" ] || { cat "$OUT/logs/$_s.lcov" >&2; fail "capture of $_s failed"; }
     done
     for _s in $OUTSIDE; do
-        lcov_log "$OUT/logs/$_s.outside.lcov" -c -d "$OUT/gcda/$_s.outside" -t "$_s" \
+        lcov_log "$OUT/logs/$_s.outside.lcov" -c -d "$OUT/gcda/$_s.outside" -t "${_s%.*}" \
             -o "$OUT/$_s.outside.info" &&
             lcov_log "$OUT/logs/$_s.outside.lcov" -a "$OUT/$_s.info" \
                 -a "$OUT/$_s.outside.info" -o "$OUT/$_s.merged.info" &&
             mv "$OUT/$_s.merged.info" "$OUT/$_s.info" ||
             { cat "$OUT/logs/$_s.outside.lcov" >&2; fail "capture of $_s's recovered counters failed"; }
+    done
+
+    # The shards of each accelerator into its tracefile (lcov -a sums the
+    # counts; one shard is its tracefile as captured).
+    for ACCEL in $ACCELS; do
+        if [ "$SHARDS" -eq 1 ]; then
+            mv "$OUT/$ACCEL.1.info" "$OUT/$ACCEL.info" || fail "no $OUT/$ACCEL.1.info"
+            continue
+        fi
+        _merge=""
+        for _s in $(eval "echo \$SHARDS_$ACCEL"); do _merge="$_merge -a $OUT/$_s.info"; done
+        # shellcheck disable=SC2086
+        lcov_log "$OUT/logs/$ACCEL.merge.lcov" $_merge -o "$OUT/$ACCEL.info" ||
+            { cat "$OUT/logs/$ACCEL.merge.lcov" >&2; fail "$ACCEL: lcov -a of its $SHARDS shards failed"; }
     done
 
     # 5. Merge (baseline + accelerators; the pair is another question) and HTML.

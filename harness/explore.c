@@ -802,6 +802,26 @@ static int write_file(const char *path, const char *text)
     return ok ? 0 : -1;
 }
 
+/* Writes DIR/explore-S-I.scn (shrunk) and DIR/explore-S-I-original.scn (as
+ * drawn); a text that is NULL, or a file that cannot be written, gets a
+ * line on log. 0, or -1 when something was not written. */
+static int write_scenarios(const char *dir, uint64_t seed, long long i, const char *shrunk,
+                           const char *original, FILE *log)
+{
+    int rc = 0;
+    for (int k = 0; k < 2; k++) {
+        char path[1024];
+        const char *text = k ? original : shrunk;
+        snprintf(path, sizeof path, "%s/explore-%" PRIu64 "-%lld%s.scn", dir, seed, i,
+                 k ? "-original" : "");
+        if (!text || write_file(path, text) != 0) {
+            fprintf(log, "  could not write %s\n", path);
+            rc = -1;
+        }
+    }
+    return rc;
+}
+
 /* Parses the written text back and runs it: the replay must give the same
  * trace and still violate. */
 static void check_replay(FILE *log, const char *text, const char *accel,
@@ -830,9 +850,11 @@ static void check_replay(FILE *log, const char *text, const char *accel,
     ddp_scenario_free(p);
 }
 
+/* Reports run i's violation on log. With texts (a result row), the shrunk
+ * and the drawn scenario's texts are handed over in it too. */
 static void report_violation(const ddp_explore_opts_t *o, FILE *log, int i,
                              const ddp_scenario_t *s, const char *accel,
-                             const ddp_scn_result_t *r)
+                             const ddp_scn_result_t *r, ddp_shard_row_t *texts)
 {
     fprintf(log, "VIOLATION in run %d (seed %" PRIu64 "): %s on %d node(s) x %d "
                  "device(s), world %d, %d fault(s), sim seed %" PRIu64 "\n",
@@ -852,6 +874,7 @@ static void report_violation(const ddp_explore_opts_t *o, FILE *log, int i,
     if (steps)
         fprintf(log, "  shrunk why: %s\n", mr.why[0] ? mr.why : "(no reason given)");
     char *text = scn_text(m);
+    char *otext = texts || (o->out_dir && *o->out_dir) ? scn_text(s) : NULL;
     char base[64], path[1024];
     snprintf(base, sizeof base, "explore-%" PRIu64 "-%d.scn", o->seed, i);
     if (o->out_dir && *o->out_dir) {
@@ -859,12 +882,7 @@ static void report_violation(const ddp_explore_opts_t *o, FILE *log, int i,
         char orig[1024];
         snprintf(orig, sizeof orig, "%s/explore-%" PRIu64 "-%d-original.scn",
                  o->out_dir, o->seed, i);
-        char *otext = scn_text(s);
-        if (!text || write_file(path, text) != 0)
-            fprintf(log, "  could not write %s\n", path);
-        if (!otext || write_file(orig, otext) != 0)
-            fprintf(log, "  could not write %s\n", orig);
-        free(otext);
+        (void)write_scenarios(o->out_dir, o->seed, i, text, otext, log); /* said on log */
         fprintf(log, "  replay: ddpsim replay %s --seed %" PRIu64 "\n", path, m->seed);
         fprintf(log, "  (the run as drawn: ddpsim replay %s --seed %" PRIu64 ")\n",
                 orig, s->seed);
@@ -875,9 +893,86 @@ static void report_violation(const ddp_explore_opts_t *o, FILE *log, int i,
     }
     check_replay(log, text, accel, &mr);
     print_scenario(log, base, text);
-    free(text);
+    if (texts) {
+        texts->shrunk = text;
+        texts->original = otext;
+    } else {
+        free(text);
+        free(otext);
+    }
     ddp_scenario_free(m);
     fflush(log);
+}
+
+/* The last line of a sweep (or of one shard of it). */
+static void print_summary(FILE *log, long long runs, int ranks, uint64_t seed,
+                          const ddp_shard_t *shard, long long violations, double wall_s)
+{
+    char sh[48] = "";
+    if (shard && shard->n > 0)
+        snprintf(sh, sizeof sh, ", shard %d/%d", shard->k, shard->n);
+    fprintf(log, "explore: %lld run(s) of %d rank(s), seed %" PRIu64 "%s: %lld "
+                 "violation(s) in %.1f s (%.1f runs/s)\n",
+            runs, ranks, seed, sh, violations, wall_s, wall_s > 0 ? runs / wall_s : 0.0);
+    fflush(log);
+}
+
+/* What the shards of one sweep share: every option that shapes a run. */
+static void sweep_of(const ddp_explore_opts_t *o, int runs, char *buf, size_t n)
+{
+    /* the library's defaults spelled out: 0 kinds is all, 0 faults is 3 */
+    unsigned all = (1u << DDP_FAULT_KIND_COUNT) - 1;
+    snprintf(buf, n, "explore --ranks %d --runs %d --seed %" PRIu64 " --faults 0x%x "
+                     "--max-faults %d --accelerator %s --plugin %s",
+             o->ranks > 0 ? o->ranks : 16, runs, o->seed, o->kinds ? o->kinds : all,
+             o->max_faults == 0 ? 3 : o->max_faults < 0 ? 0 : o->max_faults,
+             o->accelerator ? o->accelerator : "(drawn)", o->plugin ? o->plugin : "default");
+}
+
+/* Runs s; a violation is reported on log (and, with results, kept as a
+ * row). Returns 1 for a violation, else 0. */
+static int run_one(const ddp_explore_opts_t *o, FILE *log, int i, const ddp_scenario_t *s,
+                   const char *accel)
+{
+    ddp_scn_result_t r;
+    memset(&r, 0, sizeof r);
+    ddp_scn_run_opts_t ro = {0};
+    int rc = ddp_scenario_run(s, accel, &ro, &r);
+    if (rc == 0 && r.invariants_ok)
+        return 0;
+    if (o->progress)
+        fputs("\r\033[K", stderr);
+    /* With a result file the report is made in memory first: the row keeps
+     * exactly what log gets. */
+    ddp_shard_row_t *row = o->results ? ddp_shard_add_row(o->results) : NULL;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = row ? open_memstream(&buf, &len) : NULL;
+    FILE *out = mem ? mem : log;
+    if (rc != 0) {
+        fprintf(out, "VIOLATION in run %d (seed %" PRIu64 "): the scenario "
+                     "could not be built: %s\n",
+                i, o->seed, ddp_err_message());
+        char *text = scn_text(s);
+        print_scenario(out, "scenario", text);
+        if (row)
+            row->original = text;
+        else
+            free(text);
+    } else {
+        report_violation(o, out, i, s, accel, &r, row);
+    }
+    if (mem) {
+        fclose(mem);
+        fputs(buf, log);
+        fflush(log);
+        row->text = buf;
+    }
+    if (row) {
+        row->index = i;
+        snprintf(row->name, sizeof row->name, "explore-%" PRIu64 "-%d", o->seed, i);
+    }
+    return 1;
 }
 
 int ddp_explore(const ddp_explore_opts_t *o, ddp_explore_stats_t *st)
@@ -888,9 +983,22 @@ int ddp_explore(const ddp_explore_opts_t *o, ddp_explore_stats_t *st)
     if (!st)
         st = &local;
     memset(st, 0, sizeof *st);
+    /* Shard K of N: the runs K-1, K-1+N, ... (the progress counts them). */
+    const ddp_shard_t *sh = &o->shard;
+    int first = sh->n > 0 ? sh->k - 1 : 0, stride = sh->n > 0 ? sh->n : 1;
+    int mine = (int)ddp_shard_size(sh, runs);
+    if (o->results) {
+        ddp_shard_file_t *f = o->results;
+        snprintf(f->kind, sizeof f->kind, "explore");
+        f->shard = sh->n > 0 ? *sh : (ddp_shard_t){1, 1};
+        sweep_of(o, runs, f->sweep, sizeof f->sweep);
+        f->total = runs;
+        f->ranks = o->ranks > 0 ? o->ranks : 16;
+        f->seed = o->seed;
+    }
     double t0 = wall_now(), last_draw = 0;
-    int step = runs >= 10 ? runs / 10 : 1;
-    for (int i = 0; i < runs; i++) {
+    int step = mine >= 10 ? mine / 10 : 1;
+    for (int i = first; i < runs; i += stride) {
         char accel[16];
         ddp_scenario_t *s = ddp_explore_draw(o, i, accel, sizeof accel);
         if (!s) {
@@ -900,36 +1008,18 @@ int ddp_explore(const ddp_explore_opts_t *o, ddp_explore_stats_t *st)
             st->wall_s = wall_now() - t0;
             return -1;
         }
-        ddp_scn_result_t r;
-        memset(&r, 0, sizeof r);
-        ddp_scn_run_opts_t ro = {0};
-        int rc = ddp_scenario_run(s, accel, &ro, &r);
+        st->violations += run_one(o, log, i, s, accel);
         st->runs++;
-        if (rc != 0 || !r.invariants_ok) {
-            st->violations++;
-            if (o->progress)
-                fputs("\r\033[K", stderr);
-            if (rc != 0) {
-                fprintf(log, "VIOLATION in run %d (seed %" PRIu64 "): the scenario "
-                             "could not be built: %s\n",
-                        i, o->seed, ddp_err_message());
-                char *text = scn_text(s);
-                print_scenario(log, "scenario", text);
-                free(text);
-            } else {
-                report_violation(o, log, i, s, accel, &r);
-            }
-        }
         ddp_scenario_free(s);
         double now = wall_now();
         if (o->progress) {
-            if (now - last_draw > 0.1 || i + 1 == runs) {
-                progress_bar(i + 1, runs, st->violations, now - t0);
+            if (now - last_draw > 0.1 || st->runs == mine) {
+                progress_bar(st->runs, mine, st->violations, now - t0);
                 last_draw = now;
             }
-        } else if ((i + 1) % step == 0 || i + 1 == runs) {
+        } else if (st->runs % step == 0 || st->runs == mine) {
             fprintf(log, "explore: %d/%d runs (%d%%), %d violation(s), %.1f s\n",
-                    i + 1, runs, (int)((long long)(i + 1) * 100 / runs),
+                    st->runs, mine, (int)((long long)st->runs * 100 / mine),
                     st->violations, now - t0);
             fflush(log);
         }
@@ -937,10 +1027,29 @@ int ddp_explore(const ddp_explore_opts_t *o, ddp_explore_stats_t *st)
     if (o->progress)
         fputc('\n', stderr);
     st->wall_s = wall_now() - t0;
-    fprintf(log, "explore: %d run(s) of %d rank(s), seed %" PRIu64 ": %d "
-                 "violation(s) in %.1f s (%.1f runs/s)\n",
-            st->runs, o->ranks > 0 ? o->ranks : 16, o->seed, st->violations,
-            st->wall_s, st->wall_s > 0 ? st->runs / st->wall_s : 0.0);
-    fflush(log);
+    if (o->results) {
+        o->results->runs = st->runs;
+        o->results->wall_s = st->wall_s;
+    }
+    print_summary(log, st->runs, o->ranks > 0 ? o->ranks : 16, o->seed, sh, st->violations,
+                  st->wall_s);
     return 0;
+}
+
+int ddp_explore_print_merged(const ddp_shard_file_t *m, FILE *log, const char *out_dir)
+{
+    int rc = 0;
+    for (int i = 0; i < m->nrows; i++) {
+        const ddp_shard_row_t *row = &m->rows[i];
+        if (row->text)
+            fputs(row->text, log);
+        /* A scenario that could not be built has no shrunk one, and the
+         * unsharded run wrote no file for it either. */
+        if (out_dir && *out_dir && row->shrunk &&
+            write_scenarios(out_dir, m->seed, row->index, row->shrunk, row->original,
+                            log) != 0)
+            rc = -1;
+    }
+    print_summary(log, m->runs, m->ranks, m->seed, NULL, m->nrows, m->wall_s);
+    return rc ? rc : m->nrows;
 }

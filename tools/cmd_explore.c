@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cmds.h"
@@ -21,7 +20,8 @@ static void explore_usage(FILE *f)
     fprintf(f,
             "usage: ddpsim explore [--ranks N] [--runs K] [--seed S] [--faults KINDS]\n"
             "                      [--max-faults M] [--accelerator NAME] [--plugin NAME]\n"
-            "                      [--out DIR] [--progress | --no-progress]\n\n"
+            "                      [--out DIR] [--shard K/N] [--results FILE]\n"
+            "                      [--progress | --no-progress]\n\n"
             "Runs K random fault schedules (default 100) on a simulated cluster of N ranks\n"
             "(default 16, split over 1-4 nodes of at most 64 processes), each through one\n"
             "accelerator drawn among ddp, ddp_spawn, ddp_cpu, ddp2, ddp_hpc and ddp_cpu_hpc\n"
@@ -46,10 +46,15 @@ static void explore_usage(FILE *f)
             "  --accelerator NAME only this accelerator (default: drawn per run)\n"
             "  --plugin NAME      the DDP plugin (default, subgroups, rpc)\n"
             "  --out DIR          write each violation as scenario files into DIR\n"
+            "  --shard K/N        only the runs i with i mod N = K-1 (shard K of N; the\n"
+            "                     other shards run the rest: docs/sweeps.md)\n"
+            "  --results FILE     a result file (JSON lines) for `ddpsim merge`: every\n"
+            "                     violation with its report and its scenarios\n"
             "  --progress         a progress bar on stderr (default when it is a terminal)\n"
             "  --no-progress      a plain line every 10 %% of the runs instead\n\n"
             "Same options, same runs: the output is deterministic (but for the times).\n\n"
-            "Exit status: 0 no violation, 1 some violation, 2 bad input.\n",
+            "Exit status: 0 no violation, 1 some violation, 2 bad input (or the result\n"
+            "file could not be written).\n",
             DDP_SCN_MAX_FAULTS);
 }
 
@@ -75,23 +80,13 @@ static int parse_kinds(const char *v, void *dst)
     return set ? 0 : -1;
 }
 
-/* --out: a directory that exists or can be made. */
-static int out_dir(const char *v, void *dst)
-{
-    struct stat sb;
-    if (!v || !*v || (stat(v, &sb) != 0 && mkdir(v, 0777) != 0) || stat(v, &sb) != 0 ||
-        !S_ISDIR(sb.st_mode))
-        return -1;
-    *(const char **)dst = v;
-    return 0;
-}
-
 int ddp_cmd_explore(ddp_sys_t *sys, int argc, char **argv)
 {
     (void)sys;
     ddp_explore_opts_t o = {.ranks = 16, .runs = 100, .seed = 1, .max_faults = 3,
                             .progress = isatty(2), .log = stdout};
     int max_faults = 3, n;
+    const char *results = NULL;
     const ddp_opt_t opts[] = {
         OPT_INT("ranks", &o.ranks, 1, 4096),
         OPT_INT("runs", &o.runs, 1, 100000000),
@@ -102,17 +97,27 @@ int ddp_cmd_explore(ddp_sys_t *sys, int argc, char **argv)
         OPT_INT("max-faults", &max_faults, 0, DDP_SCN_MAX_FAULTS),
         OPT_FN("accelerator", &o.accelerator, ddp_opt_accel, ddp_opt_accel_form(0)),
         OPT_FN("plugin", &o.plugin, ddp_opt_plugin_name, ddp_opt_plugin_form()),
-        OPT_FN("out", &o.out_dir, out_dir, "a directory that exists or can be made"),
+        OPT_FN("out", &o.out_dir, ddp_opt_dir, DDP_OPT_DIR_FORM),
+        OPT_FN("shard", &o.shard, ddp_opt_shard, DDP_OPT_SHARD_FORM),
+        OPT_STR("results", &results, "a file to write"),
         OPT_FLAG("progress", 0, &o.progress, 1),
         OPT_FLAG("no-progress", 0, &o.progress, 0),
         OPT_HELP,
     };
     ddp_opt_spec_t sp = {DDP_OPT_SPEC("explore", opts, explore_usage), .max_operands = 0};
     DDP_OPT_PARSE_OR_RETURN(&sp, argc, argv, &n);
-    o.max_faults = max_faults ? max_faults : -1; /* the library's 0 means 3 */
-    ddp_explore_stats_t st;
-    int rc = ddp_explore(&o, &st);
-    if (rc < 0)
+    if (ddp_opt_writable("explore", "--results", results))
         return 2;
-    return st.violations ? 1 : 0;
+    o.max_faults = max_faults ? max_faults : -1; /* the library's 0 means 3 */
+    ddp_shard_file_t rf = {0};
+    if (results)
+        o.results = &rf;
+    ddp_explore_stats_t st;
+    int rc = ddp_explore(&o, &st) < 0 ? 2 : st.violations ? 1 : 0;
+    if (rc != 2 && results && ddp_shard_write(&rf, results) != 0) {
+        fprintf(stderr, "ddpsim explore: %s\n", ddp_err_message());
+        rc = 2;
+    }
+    ddp_shard_file_free(&rf);
+    return rc;
 }

@@ -27,7 +27,8 @@ static void run_usage(FILE *f)
             "usage: ddpsim run FILE... [--accelerator NAME|all] [--seed N] [--tag TAG]\n"
             "                  [--trace FILE] [--trace-chrome FILE] [--junit FILE]\n"
             "                  [--jobs N] [--verbose] [--progress|--no-progress]\n"
-            "                  [--real [--netns]] [--compare [--markdown FILE]]\n\n"
+            "                  [--real [--netns]] [--compare [--markdown FILE]]\n"
+            "                  [--shard K/N] [--results FILE]\n\n"
             "Runs each scenario file (docs/scenario-format.md) in the simulator for each\n"
             "selected accelerator it lists (default: all), checks its expectations and the\n"
             "invariants (no deadlock, deadlines kept, ranks agree, no leaked sockets,\n"
@@ -46,6 +47,11 @@ static void run_usage(FILE *f)
             "  --trace-chrome FILE Chrome/Perfetto trace of the run (exactly one run)\n"
             "  --junit FILE        JUnit XML: one testcase per scenario x accelerator\n"
             "  --jobs N            run in N worker processes (1..64, default 1)\n"
+            "  --shard K/N         only the runs i (0, 1, ... in the order of the table:\n"
+            "                      files as given, accelerators in registry order) with\n"
+            "                      i mod N = K-1; the other shards run the rest\n"
+            "  --results FILE      a result file (JSON lines) of these runs for `ddpsim\n"
+            "                      merge`, which prints the whole sweep's table and JUnit\n"
             "  --verbose, -v       per-process outcomes under each row\n"
             "  --progress          progress on stderr (default: when it is a terminal)\n"
             "  --no-progress       no progress line\n"
@@ -88,14 +94,10 @@ static void replay_usage(FILE *f)
             "It takes the options of ddpsim run too. Exit status as for ddpsim run.\n");
 }
 
-typedef struct job {
-    const ddp_scenario_t *s;
-    const char *path;
-    const char *accel;
-    ddp_scn_result_t r;
-    int rc; /* ddp_scenario_run's return */
-    char report[8192];
-} job_t;
+/* A run of the list: its scenario and accelerator, its place in the whole
+ * list (index) and on the command line (file), the table's columns and the
+ * result: a row of a result file as it is (--results, ddpsim merge). */
+typedef ddp_shard_row_t job_t;
 
 typedef struct run_opts {
     uint64_t seed;
@@ -321,8 +323,9 @@ static int load_all(char **files, int nfiles, ddp_scenario_t **sc, const char *c
 
 /* Shared option parsing of run and replay. */
 typedef struct cli {
-    const char *accel, *trace_path, *chrome, *junit, *tag, *markdown, *exec;
+    const char *accel, *trace_path, *chrome, *junit, *tag, *markdown, *exec, *results;
     int compare;
+    ddp_shard_t shard;
     run_opts_t ro;
     int jobs, progress;
     char **files;
@@ -366,6 +369,8 @@ static int parse_cli(const char *cmd, int argc, char **argv, cli_t *c,
         OPT_NS_POS("grace", &c->ro.exec_grace_ns, 3600),
         OPT_NS_POS("wall-limit", &c->ro.wall_limit_ns, 86400),
         OPT_INT("jobs", &c->jobs, 1, 64),
+        OPT_FN("shard", &c->shard, ddp_opt_shard, DDP_OPT_SHARD_FORM),
+        OPT_STR("results", &c->results, file),
         OPT_FLAG("verbose", 'v', &c->ro.verbose, 1),
         OPT_FLAG("timeline", 0, &c->ro.timeline, 1),
         OPT_FLAG("progress", 0, &c->progress, 1),
@@ -389,8 +394,19 @@ static int parse_cli(const char *cmd, int argc, char **argv, cli_t *c,
                         "--compare with it\n", cmd);
         return 2;
     }
+    if (replay && (c->shard.n || c->results)) {
+        fprintf(stderr, "ddpsim replay: --shard and --results are ddpsim run's (replay "
+                        "runs one scenario); expected neither\n");
+        return 2;
+    }
+    if (c->results && c->compare) {
+        fprintf(stderr, "ddpsim %s: --results keeps the outcome table's runs, not the "
+                        "--compare table; expected one of them\n", cmd);
+        return 2;
+    }
     /* Every output path before the first run: a bad one wastes no run. */
-    if (ddp_opt_writable(cmd, "--trace", c->trace_path) ||
+    if (ddp_opt_writable(cmd, "--results", c->results) ||
+        ddp_opt_writable(cmd, "--trace", c->trace_path) ||
         ddp_opt_writable(cmd, "--trace-chrome", c->chrome) ||
         ddp_opt_writable(cmd, "--junit", c->junit) ||
         ddp_opt_writable(cmd, "--markdown", c->markdown))
@@ -491,15 +507,14 @@ typedef struct table {
 
 static void print_row(const job_t *j, const table_t *t)
 {
-    char b[256], e[32], a[32];
+    char b[256];
     const ddp_scn_result_t *r = &j->r;
     char virt[32] = "-";
     if (!r->skipped)
         snprintf(virt, sizeof virt, "%.3f s", (double)r->virtual_ns / 1e9);
     printf("%-*s %-11s %-*s %-*s %-7s %10s %7d\n", t->name_w,
-           base_name(j->path, b, sizeof b), j->accel, t->exp_w,
-           expected_outcome(j->s, e, sizeof e), t->act_w, actual_outcome(j, a, sizeof a),
-           r->skipped ? "skip" : r->pass ? "ok" : "FAIL", virt, r->retries);
+           base_name(j->path, b, sizeof b), j->accel, t->exp_w, j->expected, t->act_w,
+           j->actual, r->skipped ? "skip" : r->pass ? "ok" : "FAIL", virt, r->retries);
     if (!r->pass && !r->skipped) {
         printf("    why: ");
         wrap(r->why, 9, 9, t->width);
@@ -523,7 +538,7 @@ static void print_messages(const job_t *jobs, int njobs, int width)
     for (int i = 0; i < njobs; i++) {
         const char *m = message_of(&jobs[i]);
         int seen = 0;
-        for (int k = i - 1; k >= 0 && jobs[k].s == jobs[i].s && !seen; k--)
+        for (int k = i - 1; k >= 0 && jobs[k].file == jobs[i].file && !seen; k--)
             seen = jobs[k].r.skipped == jobs[i].r.skipped && !strcmp(message_of(&jobs[k]), m);
         if (!*m || seen)
             continue;
@@ -535,7 +550,7 @@ static void print_messages(const job_t *jobs, int njobs, int width)
         }
         char b[256], head[512];
         int off = snprintf(head, sizeof head, "%s (", base_name(jobs[i].path, b, sizeof b));
-        for (int k = i, nk = 0; k < njobs && jobs[k].s == jobs[i].s; k++)
+        for (int k = i, nk = 0; k < njobs && jobs[k].file == jobs[i].file; k++)
             if (jobs[k].r.skipped == jobs[i].r.skipped && !strcmp(message_of(&jobs[k]), m) &&
                 off < (int)sizeof head)
                 off += snprintf(head + off, sizeof head - (size_t)off, "%s%s",
@@ -573,15 +588,14 @@ static void print_legend(int width, int ok, int expected_fail)
 }
 
 /* The whole table: the header, each scenario's title, then its rows. */
-static void print_table(ddp_sys_t *sys, const cli_t *c, const job_t *jobs, int njobs,
-                        int replay, int ok, int expected_fail)
+static void print_table(ddp_sys_t *sys, const ddp_run_report_t *rep, const job_t *jobs,
+                        int njobs, int ok, int expected_fail)
 {
     table_t t = {.name_w = 8, .exp_w = 8, .act_w = 6, .width = out_width(sys)};
     for (int i = 0; i < njobs; i++) {
-        char b[256], e[32], a[32];
+        char b[256];
         int l = (int)strlen(base_name(jobs[i].path, b, sizeof b));
-        int el = (int)strlen(expected_outcome(jobs[i].s, e, sizeof e));
-        int al = (int)strlen(actual_outcome(&jobs[i], a, sizeof a));
+        int el = (int)strlen(jobs[i].expected), al = (int)strlen(jobs[i].actual);
         t.name_w = l > t.name_w ? l : t.name_w;
         t.exp_w = el > t.exp_w ? el : t.exp_w;
         t.act_w = al > t.act_w ? al : t.act_w;
@@ -589,23 +603,108 @@ static void print_table(ddp_sys_t *sys, const cli_t *c, const job_t *jobs, int n
     printf("%-*s %-11s %-*s %-*s %-7s %10s %7s\n", t.name_w, "scenario", "accelerator",
            t.exp_w, "expected", t.act_w, "actual", "verdict", "virtual", "retries");
     for (int i = 0; i < njobs; i++) {
-        if (i == 0 || jobs[i].s != jobs[i - 1].s) {
+        if (i == 0 || jobs[i].file != jobs[i - 1].file) {
             char b[256];
-            char title[sizeof jobs[i].s->name + 2];
+            char title[sizeof jobs[i].title + 2];
             printf("%s: ", base_name(jobs[i].path, b, sizeof b));
-            snprintf(title, sizeof title, "\"%s\"", jobs[i].s->name);
+            snprintf(title, sizeof title, "\"%s\"", jobs[i].title);
             wrap(title, (int)strlen(b) + 2, 4, t.width);
         }
         print_row(&jobs[i], &t);
-        if (c->ro.verbose)
+        if (rep->verbose)
             printf("%s", jobs[i].report);
-        if (replay)
+        if (rep->replay)
             printf("    seed %llu, trace hash %016llx\n",
-                   (unsigned long long)(c->ro.seed ? c->ro.seed : jobs[i].s->seed),
+                   (unsigned long long)(rep->seed ? rep->seed : jobs[i].s->seed),
                    (unsigned long long)jobs[i].r.trace_hash);
     }
     print_messages(jobs, njobs, t.width);
     print_legend(t.width, ok, expected_fail);
+}
+
+int ddp_run_report(ddp_sys_t *sys, const ddp_run_report_t *rep, const job_t *jobs,
+                   int njobs)
+{
+    const char *cmd = rep->cmd;
+    int failed = 0, skipped = 0, expected_fail = 0;
+    for (int i = 0; i < njobs; i++) {
+        failed += !jobs[i].r.pass && !jobs[i].r.skipped;
+        skipped += jobs[i].r.skipped;
+        expected_fail += jobs[i].r.pass && !jobs[i].r.skipped && jobs[i].r.first_error[0];
+    }
+    print_table(sys, rep, jobs, njobs, njobs - failed - skipped, expected_fail);
+    printf("%d run(s) of %d scenario file(s)", njobs, rep->nfiles);
+    if (rep->shard.n)
+        printf(" (shard %d/%d of %lld run(s))", rep->shard.k, rep->shard.n, rep->total);
+    printf(": %d ok, %d failed", njobs - failed - skipped, failed);
+    if (skipped)
+        printf(", %d skipped", skipped);
+    printf(" (%.1f s)\n", rep->wall_s);
+    if (rep->junit && write_junit(rep->junit, jobs, njobs) != 0) {
+        fprintf(stderr, "ddpsim %s: cannot write %s\n", cmd, rep->junit);
+        failed++;
+    }
+    int rc = failed ? 1 : 0;
+    if (!failed && njobs && skipped == njobs) {
+        /* Nothing was tested: not a pass. */
+        char b[256];
+        fprintf(stderr, "ddpsim %s: every run was skipped (%d of %d), so nothing was tested "
+                        "(exit 3); the first: %s %s: %s\n", cmd, skipped, njobs,
+                base_name(jobs[0].path, b, sizeof b), jobs[0].accel, message_of(&jobs[0]));
+        rc = 3;
+    }
+    if (rep->interrupted) {
+        fprintf(stderr, "ddpsim %s: interrupted by signal %d\n", cmd, rep->interrupted);
+        rc = 128 + rep->interrupted;
+    }
+    return rc;
+}
+
+/* A job of the list: what the table and a result file need of it. */
+static void new_job(job_t *j, const ddp_scenario_t *s, int file, const char *path,
+                    const char *accel, long long index)
+{
+    memset(j, 0, sizeof *j);
+    j->s = s;
+    j->file = file;
+    j->index = index;
+    snprintf(j->path, sizeof j->path, "%s", path);
+    snprintf(j->title, sizeof j->title, "%s", s->name);
+    snprintf(j->accel, sizeof j->accel, "%s", accel);
+    expected_outcome(s, j->expected, sizeof j->expected);
+}
+
+/* FNV-1a over the run list's (file, accelerator) pairs: shards of one
+ * sweep have the same. */
+static uint64_t list_hash_add(uint64_t h, const char *path, const char *accel)
+{
+    for (int k = 0; k < 2; k++) {
+        for (const char *p = k ? accel : path; *p; p++)
+            h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+        h = (h ^ (unsigned char)(k ? '\n' : '\t')) * 0x100000001b3ull;
+    }
+    return h;
+}
+
+/* --results: the runs of this shard, and what its sweep is. */
+static int write_results(const cli_t *c, job_t *jobs, int njobs, long long total,
+                         uint64_t list_hash, double wall)
+{
+    ddp_shard_file_t f = {.shard = c->shard.n ? c->shard : (ddp_shard_t){1, 1},
+                          .total = total, .runs = njobs, .files = c->nfiles,
+                          .interrupted = (int)g_interrupted, .wall_s = wall,
+                          .rows = jobs, .nrows = njobs, .cap = njobs};
+    snprintf(f.kind, sizeof f.kind, "run");
+    snprintf(f.sweep, sizeof f.sweep, "run %lld run(s) of %d file(s), list %016llx, "
+             "--accelerator %s --tag %s --seed %llu%s%s%s", total, c->nfiles,
+             (unsigned long long)list_hash, c->accel, c->tag ? c->tag : "(any)",
+             (unsigned long long)c->ro.seed, c->ro.netns ? " --netns" : c->ro.real ? " --real" : "",
+             c->exec ? " --exec " : "", c->exec ? c->exec : "");
+    if (ddp_shard_write(&f, c->results) != 0) {
+        fprintf(stderr, "ddpsim run: %s\n", ddp_err_message());
+        return -1;
+    }
+    return 0;
 }
 
 /* --compare: each job also in the simulator; both outcome classes side
@@ -671,6 +770,8 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
     ddp_scenario_t **sc = calloc((size_t)c.nfiles, sizeof *sc);
     job_t *jobs = NULL;
     int njobs = 0, rc = 0;
+    long long total = 0; /* runs in the whole list (all shards) */
+    uint64_t list_hash = 0xcbf29ce484222325ull;
     if (load_all(c.files, c.nfiles, sc, cmd)) {
         rc = 2;
         goto out;
@@ -691,7 +792,14 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
             rc = 127;
             goto out;
         }
+    /* The run list: files as given, each times the accelerators in the
+     * registry's order; --shard keeps the runs it owns (docs/sweeps.md). */
     jobs = calloc((size_t)c.nfiles * ddp_accel_count(), sizeof *jobs);
+    if (!jobs) {
+        fprintf(stderr, "ddpsim %s: out of memory for %d scenario file(s)\n", cmd, c.nfiles);
+        rc = 1;
+        goto out;
+    }
     for (int i = 0; i < c.nfiles; i++) {
         if (c.tag && !ddp_scenario_has_tag(sc[i], c.tag))
             continue;
@@ -703,17 +811,24 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
             if ((!first && strcmp(c.accel, "all") && strcmp(c.accel, name)) ||
                 !ddp_scenario_has_accel(sc[i], name))
                 continue;
-            jobs[njobs++] = (job_t){.s = sc[i], .path = c.files[i], .accel = name};
+            if (ddp_shard_owns(&c.shard, total))
+                new_job(&jobs[njobs++], sc[i], i, c.files[i], name, total);
+            list_hash = list_hash_add(list_hash, c.files[i], name);
+            total++;
             if (first)
                 break;
         }
     }
-    if (njobs == 0) {
+    if (total == 0) {
         fprintf(stderr, "ddpsim %s: nothing to run: no scenario%s lists accelerator "
                         "%s\n", cmd, c.tag ? " with that tag" : "", c.accel);
         rc = 2;
         goto out;
     }
+    if (njobs == 0)
+        fprintf(stderr, "ddpsim %s: shard %d/%d has no run: the list has %lld (shard K "
+                        "of N runs K-1, K-1+N, ...); nothing to do\n", cmd, c.shard.k,
+                c.shard.n, total);
     if (c.chrome && njobs != 1) {
         fprintf(stderr, "ddpsim %s: --trace-chrome needs exactly one run, got %d "
                         "(choose one file and one --accelerator)\n", cmd, njobs);
@@ -757,41 +872,24 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
             fprintf(stderr, "\r%*s\r", 70, "");
     }
     double wall = (double)(ddp_sys_now(sys) - t0) / 1e9;
+    for (int i = 0; i < njobs; i++) {
+        char a[32];
+        snprintf(jobs[i].actual, sizeof jobs[i].actual, "%s",
+                 actual_outcome(&jobs[i], a, sizeof a));
+    }
     if (c.compare) {
         rc = compare(sys, &c, jobs, njobs, wall);
         if (g_interrupted)
             rc = 128 + g_interrupted;
         goto out;
     }
-    int failed = 0, skipped = 0, expected_fail = 0;
-    for (int i = 0; i < njobs; i++) {
-        failed += !jobs[i].r.pass && !jobs[i].r.skipped;
-        skipped += jobs[i].r.skipped;
-        expected_fail += jobs[i].r.pass && !jobs[i].r.skipped && jobs[i].r.first_error[0];
-    }
-    print_table(sys, &c, jobs, njobs, replay, njobs - failed - skipped, expected_fail);
-    printf("%d run(s) of %d scenario file(s): %d ok, %d failed", njobs, c.nfiles,
-           njobs - failed - skipped, failed);
-    if (skipped)
-        printf(", %d skipped", skipped);
-    printf(" (%.1f s)\n", wall);
-    if (c.junit && write_junit(c.junit, jobs, njobs) != 0) {
-        fprintf(stderr, "ddpsim %s: cannot write %s\n", cmd, c.junit);
-        failed++;
-    }
-    rc = failed ? 1 : 0;
-    if (!failed && skipped == njobs) {
-        /* Nothing was tested: not a pass. */
-        char b[256];
-        fprintf(stderr, "ddpsim %s: every run was skipped (%d of %d), so nothing was tested "
-                        "(exit 3); the first: %s %s: %s\n", cmd, skipped, njobs,
-                base_name(jobs[0].path, b, sizeof b), jobs[0].accel, message_of(&jobs[0]));
-        rc = 3;
-    }
-    if (g_interrupted) {
-        fprintf(stderr, "ddpsim %s: interrupted by signal %d\n", cmd, (int)g_interrupted);
-        rc = 128 + g_interrupted;
-    }
+    ddp_run_report_t rep = {.cmd = cmd, .nfiles = c.nfiles, .wall_s = wall,
+                            .verbose = c.ro.verbose, .replay = replay, .seed = c.ro.seed,
+                            .junit = c.junit, .interrupted = (int)g_interrupted,
+                            .shard = c.shard, .total = total};
+    rc = ddp_run_report(sys, &rep, jobs, njobs);
+    if (c.results && write_results(&c, jobs, njobs, total, list_hash, wall) != 0)
+        rc = 2;
 out:
     if (c.ro.trace)
         fclose(c.ro.trace);

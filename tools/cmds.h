@@ -3,6 +3,10 @@
 #ifndef DDP_TOOLS_CMDS_H
 #define DDP_TOOLS_CMDS_H
 
+#include <stdint.h>
+
+#include "ddp/scenario.h"
+
 struct ddp_sys;
 
 /* argv[0] is the subcommand name ("hostlist", ...). */
@@ -24,5 +28,24 @@ extern const char *ddp_tool_self;
  * as under nohup); fn NULL with the same hup restores the default actions. */
 void ddp_tool_catch_signals(void (*fn)(int), int hup);
 int ddp_cmd_explore(struct ddp_sys *sys, int argc, char **argv);
+int ddp_cmd_merge(struct ddp_sys *sys, int argc, char **argv);
+
+/* What follows a list of runs (tools/cmd_run.c): the outcome table, the
+ * counts line, JUnit, and the exit status ddpsim run documents. ddpsim run
+ * calls it on its runs, ddpsim merge on the merged shards'. */
+typedef struct ddp_run_report {
+    const char *cmd;    /* "run", "replay", "merge": messages name it */
+    int nfiles;         /* scenario files named on the command line */
+    double wall_s;
+    int verbose;        /* each row's per-process lines */
+    int replay;         /* each row's seed and trace hash (rows have .s) */
+    uint64_t seed;      /* replay: --seed (0: the scenario's) */
+    const char *junit;  /* JUnit XML path (NULL: none) */
+    int interrupted;    /* the signal that stopped the runs (0: none) */
+    ddp_shard_t shard;  /* {0, 0}: the whole list; else the counts line says */
+    long long total;    /* runs in the whole list */
+} ddp_run_report_t;
+int ddp_run_report(struct ddp_sys *sys, const ddp_run_report_t *rep,
+                   const ddp_shard_row_t *rows, int nrows);
 
 #endif

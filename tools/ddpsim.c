@@ -23,6 +23,8 @@ static const command_t commands[] = {
      "replay one scenario exactly (same seed): per-rank outcomes, trace hash"},
     {"explore", ddp_cmd_explore,
      "random fault schedules; invariant violations, replay commands, shrinking"},
+    {"merge", ddp_cmd_merge,
+     "combine the result files of run/explore --shard K/N into the whole sweep's"},
     {"launch", ddp_cmd_launch, "torchrun-style launcher: run PROG N times with RANK, LOCAL_RANK, ..."},
     {"train", ddp_cmd_train,
      "run the Trainer's connection in this process, for real (srun/mpirun/...)"},

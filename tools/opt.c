@@ -12,6 +12,7 @@
 
 #include "ddp/accel.h"
 #include "ddp/plugin.h"
+#include "ddp/scenario.h"
 
 #define OPT_VAL_BASE 256 /* getopt_long's val for table entry i: BASE + i */
 
@@ -355,6 +356,23 @@ int ddp_opt_plugin_name(const char *value, void *dst)
         return -1;
     *(const char **)dst = value;
     return 0;
+}
+
+int ddp_opt_dir(const char *value, void *dst)
+{
+    struct stat sb;
+    if (!value || !*value || (stat(value, &sb) != 0 && mkdir(value, 0777) != 0) ||
+        stat(value, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return -1;
+    *(const char **)dst = value;
+    return 0;
+}
+
+_Static_assert(DDP_SHARD_MAX == 100000, "DDP_OPT_SHARD_FORM names DDP_SHARD_MAX");
+
+int ddp_opt_shard(const char *value, void *dst)
+{
+    return ddp_shard_parse(value, dst);
 }
 
 /* "one of a, b or c" into buf. */

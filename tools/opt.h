@@ -104,6 +104,15 @@ int ddp_opt_plugin_name(const char *value, void *dst); /* the name, checked */
 const char *ddp_opt_accel_form(int with_all);
 const char *ddp_opt_plugin_form(void);
 
+/* A directory that exists or can be made (made, mode 0777 less the umask;
+ * dst: const char **). */
+int ddp_opt_dir(const char *value, void *dst);
+#define DDP_OPT_DIR_FORM "a directory that exists or can be made"
+
+/* --shard K/N (dst: ddp_shard_t *; docs/sweeps.md). */
+int ddp_opt_shard(const char *value, void *dst);
+#define DDP_OPT_SHARD_FORM "K/N with 1 <= K <= N <= 100000 (shard K of N)"
+
 /* What a command returns after ddp_opt_parse returned rc != 0. */
 #define DDP_OPT_EXIT(rc) ((rc) == 1 ? 0 : (rc))
 /* Parses, or returns from the calling command: 0 after --help, 2 after bad

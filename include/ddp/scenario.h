@@ -163,6 +163,79 @@ typedef struct ddp_scn_run_opts {
 int ddp_scenario_run(const ddp_scenario_t *s, const char *accel,
                      const ddp_scn_run_opts_t *o, ddp_scn_result_t *r);
 
+/* ---- sharded sweeps (harness/shard.c, docs/sweeps.md) ----
+ *
+ * A sweep is a list of runs numbered 0, 1, 2, ... in a fixed order: `ddpsim
+ * run`'s scenario files in the order given, each times the accelerators in
+ * the registry's order (after --tag and --accelerator), or `ddpsim
+ * explore`'s run indices 0..runs-1. Shard K of N holds the runs i with
+ * i mod N = K - 1: shards are disjoint, their union is the whole list, and
+ * which shard holds a run depends on nothing but i, K and N. */
+#define DDP_SHARD_MAX 100000
+
+typedef struct ddp_shard {
+    int k, n; /* shard k of n, 1 <= k <= n; {0, 0}: the whole list */
+} ddp_shard_t;
+
+/* "K/N", decimal, 1 <= K <= N <= DDP_SHARD_MAX. 0, or -1 (out untouched). */
+int ddp_shard_parse(const char *text, ddp_shard_t *out);
+/* 1 when run i belongs to s (always for the whole list), else 0. */
+int ddp_shard_owns(const ddp_shard_t *s, long long i);
+/* How many of the runs 0..total-1 belong to s. */
+long long ddp_shard_size(const ddp_shard_t *s, long long total);
+
+/* One row of a result file: a run of `ddpsim run`, or a violation of
+ * `ddpsim explore`. */
+typedef struct ddp_shard_row {
+    long long index; /* its place in the whole sweep */
+    /* ddpsim run */
+    const ddp_scenario_t *s; /* the scenario (not in the file: NULL when read) */
+    int file;                /* its file's place on the command line */
+    char path[512], title[160], accel[16];
+    char expected[32], actual[32]; /* the table's columns */
+    ddp_scn_result_t r;
+    int rc;                  /* ddp_scenario_run's (or the real run's) return */
+    char report[8192];       /* per-process lines */
+    /* ddpsim explore */
+    char name[64];           /* explore-S-I */
+    char *text;              /* the violation's report as explore printed it */
+    char *shrunk, *original; /* the scenario files (NULL: none) */
+} ddp_shard_row_t;
+
+/* A result file (JSON lines: a header object, then one object per row;
+ * docs/sweeps.md has every key). */
+typedef struct ddp_shard_file {
+    char kind[16];      /* "run" or "explore" */
+    ddp_shard_t shard;  /* {0, 0} after ddp_shard_merge */
+    char sweep[1024];   /* what shards of one sweep share (their options) */
+    long long total;    /* runs in the whole sweep */
+    long long runs;     /* runs this file covers */
+    int files;          /* run: scenario files named */
+    int ranks;          /* explore: world size */
+    uint64_t seed;      /* explore: --seed */
+    int interrupted;    /* run: the signal that stopped it (0: none) */
+    double wall_s;      /* its wall time (merged: the sum) */
+    ddp_shard_row_t *rows; /* in index order */
+    int nrows, cap;
+} ddp_shard_file_t;
+
+/* A new zeroed row at the end of f; NULL when out of memory. */
+ddp_shard_row_t *ddp_shard_add_row(ddp_shard_file_t *f);
+/* Writes f to path (through path.tmp and a rename: a reader never sees half
+ * a file). 0, or < 0 with the error set. */
+int ddp_shard_write(const ddp_shard_file_t *f, const char *path);
+/* Reads a file ddp_shard_write wrote into *f (zeroed first). 0, or < 0
+ * with the error set to "PATH:LINE: expected ...". */
+int ddp_shard_read(const char *path, ddp_shard_file_t *f);
+/* Combines the result files parts[0..n) (names: their paths, for messages)
+ * of one sweep into *out, rows in index order; parts' rows move to out.
+ * Checks that they are of one kind and one sweep, that shards 1..N are all
+ * there once each, and that every run of the sweep is in exactly one of
+ * them. 0, or DDP_ECONFIG with the error saying which shard or run. */
+int ddp_shard_merge(ddp_shard_file_t *parts, int n, const char *const *names,
+                    ddp_shard_file_t *out);
+void ddp_shard_file_free(ddp_shard_file_t *f);
+
 /* ---- exploration (harness/explore.c, docs/explore.md) ---- */
 typedef struct ddp_explore_opts {
     int ranks;          /* world size to explore (0: 16); split over 1..4
@@ -180,6 +253,10 @@ typedef struct ddp_explore_opts {
                             and explore-S-I-original.scn here (NULL: none) */
     FILE *log;          /* violations, replay commands, quiet progress
                            lines, the summary (NULL: stdout) */
+    ddp_shard_t shard;  /* only the runs i this shard owns ({0, 0}: all) */
+    ddp_shard_file_t *results; /* NULL, or filled: the header, and a row per
+                                  violation (its report as printed, the
+                                  shrunk and the drawn scenario) */
 } ddp_explore_opts_t;
 
 typedef struct ddp_explore_stats {
@@ -206,6 +283,11 @@ ddp_scenario_t *ddp_explore_shrink(const ddp_scenario_t *s, const char *accel,
  * writes each violation. 0 when every run ran (st->violations says how
  * many violated), < 0 when a run could not be drawn. */
 int ddp_explore(const ddp_explore_opts_t *o, ddp_explore_stats_t *st);
+/* Prints a merged explore result file as ddp_explore printed the whole
+ * sweep (each violation's report in run order, then the summary line) and,
+ * with out_dir, writes each violation's scenario files there. Returns the
+ * number of violations, or < 0 when a file could not be written. */
+int ddp_explore_print_merged(const ddp_shard_file_t *m, FILE *log, const char *out_dir);
 
 #ifdef __cplusplus
 }

@@ -14,6 +14,12 @@
 #                 the caller's own job decides the detection
 #   finish        the last line: exit 1 with the count of failed checks, or
 #                 "all checks passed"
+#   slurm_up      a single-node SLURM (tests/slurm/start.sh) in $work/slurm,
+#                 stopped by cleanup() on every exit; the caller's SLURM_*
+#                 scrubbed first; SLURM_CONF exported; an "ok:" line, or
+#                 exit 1 with start.sh's errors
+#   slurm_queue_empty  ok when no job is left in its queue (a job still
+#                 COMPLETING gets 15 s to leave it), else FAIL
 ddpsim=${DDPSIM:-$root/ddpsim}
 case $ddpsim in /*) ;; *) ddpsim=$(pwd)/$ddpsim ;; esac
 [ -x "$ddpsim" ] || {
@@ -53,4 +59,33 @@ finish() {
         exit 1
     }
     echo "$test: all checks passed"
+}
+
+slurm_up() {
+    need srun "sh scripts/deps.sh --real"
+    sdir=$work/slurm
+    cleanup() {
+        sh "$root/tests/slurm/stop.sh" "$sdir" >/dev/null 2>&1
+        rm -rf "$work"
+    }
+    # Nothing of the caller's own SLURM job (if any) may leak into the tasks.
+    scrub_env 'SLURM_[A-Z_]*'
+    _t0=$(date +%s)
+    if ! sh "$root/tests/slurm/start.sh" "$sdir" >"$work/start.out" 2>"$work/start.err"; then
+        fail "tests/slurm/start.sh could not bring up SLURM"
+        show "$work/start.err"
+        exit 1
+    fi
+    . "$sdir/env.sh"
+    ok "single-node SLURM up ($(sinfo -h -o '%N %T %c CPUs') in $(($(date +%s) - _t0)) s)"
+}
+
+slurm_queue_empty() {
+    _i=0
+    while _left=$(squeue -h -o '%i %T' 2>/dev/null) && [ -n "$_left" ] && [ $_i -lt 30 ]; do
+        case $_left in *PENDING* | *RUNNING*) break ;; esac # not just finishing
+        sleep 0.5
+        _i=$((_i + 1))
+    done
+    if [ -z "$_left" ]; then ok "no job left in the queue"; else fail "jobs left in the queue: $_left"; fi
 }

@@ -1,6 +1,7 @@
 #!/bin/sh
 # tests/real/run-all.sh — the real-launcher tests, in order: launch-test
 # (ddpsim launch, torchrun's contract), srun-test (a real single-node SLURM),
+# sweep-test (a sweep as a 4-task SLURM job array, merged = unsharded),
 # mpirun-test (OpenMPI), interrupt-test (`ddpsim run --real` stopped by
 # SIGINT/SIGTERM leaves no process or namespace behind). One
 # "PASS name (S s)" / "FAIL name (S s)" line per test, each test's own lines
@@ -21,7 +22,7 @@
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root" || exit 1
-tests=${DDPSIM_REAL_TESTS:-launch-test srun-test mpirun-test interrupt-test exec-test}
+tests=${DDPSIM_REAL_TESTS:-launch-test srun-test sweep-test mpirun-test interrupt-test exec-test}
 limit=${DDPSIM_REAL_TIMEOUT:-300}
 
 if [ -z "${DDPSIM:-}" ] && [ ! -x "$root/ddpsim" ]; then
@@ -40,7 +41,7 @@ cleanup() {
         kill -TERM "$child" 2>/dev/null
         wait "$child" 2>/dev/null
     fi
-    for d in "$tmp"/ddpsim-srun-test.*/slurm; do
+    for d in "$tmp"/ddpsim-*-test.*/slurm; do
         [ -d "$d" ] && sh "$root/tests/slurm/stop.sh" "$d" >/dev/null 2>&1
     done
     rm -rf "$tmp"

@@ -27,24 +27,7 @@ set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 test=srun-test
 . "$root/tests/real/lib.sh"
-need srun "sh scripts/deps.sh --real"
-sdir=$work/slurm
-cleanup() {
-    sh "$root/tests/slurm/stop.sh" "$sdir" >/dev/null 2>&1
-    rm -rf "$work"
-}
-
-# Nothing of the caller's own SLURM job (if any) may leak into the tasks.
-scrub_env 'SLURM_[A-Z_]*'
-
-t0=$(date +%s)
-if ! sh "$root/tests/slurm/start.sh" "$sdir" >"$work/start.out" 2>"$work/start.err"; then
-    fail "tests/slurm/start.sh could not bring up SLURM"
-    show "$work/start.err"
-    exit 1
-fi
-. "$sdir/env.sh"
-ok "single-node SLURM up ($(sinfo -h -o '%N %T %c CPUs') in $(($(date +%s) - t0)) s)"
+slurm_up
 host=$(hostname -s)
 
 # 1. ddpsim env in every task, beside what SLURM gave the task.
@@ -165,7 +148,6 @@ else
 fi
 
 # Nothing may be left running in the cluster.
-left=$(squeue -h -o '%i %T' 2>/dev/null)
-[ -z "$left" ] && ok "no job left in the queue" || fail "jobs left in the queue: $left"
+slurm_queue_empty
 
 finish
