@@ -60,7 +60,8 @@ typedef struct envcase {
     int tasks_per_node;  /* S_EXTERNAL: tasks per node (0: devices) */
     const char *master_addr; /* exported MASTER_ADDR ("" none) */
     const char *port;        /* exported MASTER_PORT (NULL none) */
-    const char *group_rank;  /* S_MANUAL: GROUP_RANK instead of NODE_RANK */
+    int group_rank;          /* S_MANUAL: 1 GROUP_RANK instead of NODE_RANK,
+                                2 both, GROUP_RANK counting the nodes down */
     const char *hosts[4];    /* node host names (NULL: node0, node1, ...) */
     const char *nodelist;    /* S_EXTERNAL slurm: SLURM_NODELIST */
     /* Where every rank must end up connecting (the cluster environment's
@@ -120,7 +121,9 @@ static ddp_env_t *launched_env(const envcase_t *c, int n, int k)
         setf(e, "NODE_RANK", n);
         break;
     case S_MANUAL:
-        setf(e, c->group_rank ? "GROUP_RANK" : "NODE_RANK", n);
+        setf(e, c->group_rank == 1 ? "GROUP_RANK" : "NODE_RANK", n);
+        if (c->group_rank == 2) /* a stale one: NODE_RANK wins (2.x) */
+            setf(e, "GROUP_RANK", c->nodes - 1 - n);
         setf(e, "LOCAL_RANK", k);
         setf(e, "WORLD_SIZE", world);
         break;
@@ -589,8 +592,11 @@ static const envcase_t g_cases[] = {
      .devices = 2, .master_addr = "node0", .port = "29500", .want_addr = "node0",
      .want_port = "29500"},
     {"ddp by hand 2x2, GROUP_RANK", "ddp", "ddp", .shape = S_MANUAL, .nodes = 2,
-     .devices = 2, .master_addr = "node0", .port = "29501", .group_rank = "1",
+     .devices = 2, .master_addr = "node0", .port = "29501", .group_rank = 1,
      .want_addr = "node0", .want_port = "29501"},
+    {"ddp by hand 2x1, NODE_RANK over GROUP_RANK", "ddp", "ddp", .shape = S_MANUAL,
+     .nodes = 2, .devices = 1, .master_addr = "node0", .port = "29502", .group_rank = 2,
+     .want_addr = "node0", .want_port = "29502"},
     /* Kubeflow PyTorchJob, chosen by name: one process per pod. */
     {"ddp_hpc kubeflow 3 pods", "ddp_hpc", "ddp_hpc", .shape = S_KUBEFLOW, .nodes = 3,
      .devices = 1, .master_addr = "node0", .port = "23456", .want_addr = "node0",
