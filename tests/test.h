@@ -77,4 +77,8 @@ int ddp_test_ddpsim(const char *args, int with_stderr, char *out, size_t n);
 int ddp_test_ddpsim_io(const char *env, const char *args, int want_stderr, char *out,
                        size_t n);
 
+/* How many file descriptors this process has open (/proc/self/fd), -1
+ * when it cannot tell: tests that count what a run left open. */
+int ddp_test_open_fds(void);
+
 #endif

@@ -101,12 +101,13 @@ static int server_main(ddp_sys_t *sys, void *arg)
 }
 
 /* Every operation once; the first failure ends the client (its error path
- * frees what it holds). */
-static int ops(ddp_sys_t *sys, ddp_store_t *st, int me)
+ * frees what it holds). `alone`: the client also sets the key it waits for
+ * (real runs, where a peer's failure must not stall it for seconds). */
+static int ops(ddp_sys_t *sys, ddp_store_t *st, int me, int alone)
 {
-    char mine[8], theirs[8];
-    snprintf(mine, sizeof mine, "k%d", me);
-    snprintf(theirs, sizeof theirs, "k%d", 1 - me);
+    char mine[16], theirs[16];
+    snprintf(mine, sizeof mine, "%sk%d", alone ? "solo/" : "", me);
+    snprintf(theirs, sizeof theirs, "%sk%d", alone ? "solo/" : "", alone ? me + 2 : 1 - me);
     const char *keys[2] = {mine, theirs};
     ddp_buf_t vals[1] = {{.data = (uint8_t *)"a", .len = 1}};
     ddp_buf_t v = {0}, cas = {0}, pop = {0}, got[2] = {{0}};
@@ -115,6 +116,7 @@ static int ops(ddp_sys_t *sys, ddp_store_t *st, int me)
     size_t nlist = 0;
     int rc;
     if ((rc = ddp_store_set_str(st, mine, "v", soon(sys))) ||
+        (alone && (rc = ddp_store_set_str(st, theirs, "w", soon(sys)))) ||
         (rc = ddp_store_ping(st, soon(sys))) ||
         (rc = ddp_store_add(st, "counter", 1, &n, soon(sys))) ||
         (rc = ddp_store_wait(st, keys, 2, ddp_sys_deadline_in(sys, 3 * DDP_NS_PER_S))) ||
@@ -154,7 +156,7 @@ static int client_main(ddp_sys_t *sys, void *arg)
     int rc = 0;
     ddp_store_t *st = ddp_store_client_connect(sys, &o, &rc);
     if (st)
-        rc = ops(sys, st, ca->me);
+        rc = ops(sys, st, ca->me, 0);
     ca->r->rc[ca->me] = rc;
     snprintf(ca->r->msg[ca->me], sizeof ca->r->msg[0], "%s", rc ? ddp_err_message() : "");
     ddp_store_free(st);
@@ -180,6 +182,96 @@ static ddp_sim_t *store_sim(store_run_t *r, client_arg_t ca[2])
     return sim;
 }
 
+/* ------------------------------------ workload: real sockets (POSIX) */
+
+typedef struct real_client {
+    ddp_sys_t *sys;
+    uint16_t port;
+    int me, rc;
+    char msg[512];
+} real_client_t;
+
+static void *real_client_main(void *arg)
+{
+    real_client_t *c = arg;
+    ddp_store_client_opts_t o = {.host = "127.0.0.1", .port = c->port,
+                                 .seed = 5 + (uint64_t)c->me,
+                                 .connect_deadline = ddp_test_deadline_ms(c->sys, 2000)};
+    int rc = 0;
+    ddp_store_t *st = ddp_store_client_connect(c->sys, &o, &rc);
+    if (st)
+        rc = ops(c->sys, st, c->me, 1);
+    c->rc = rc;
+    snprintf(c->msg, sizeof c->msg, "%s", rc ? ddp_err_message() : "");
+    ddp_store_free(st);
+    return NULL;
+}
+
+/* The server's loop, in slices of 2 ms so that the end of a run does not
+ * wait out run()'s 50 ms ones. */
+typedef struct real_server {
+    ddp_sys_t *sys;
+    ddp_store_server_t *srv;
+    atomic_int stop;
+} real_server_t;
+
+static void *real_server_main(void *arg)
+{
+    real_server_t *r = arg;
+    while (!atomic_load(&r->stop))
+        if (ddp_store_server_step(r->srv, ddp_test_deadline_ms(r->sys, 2)) < 0)
+            break;
+    return NULL;
+}
+
+/* A server thread on loopback and two client threads, real sockets; the
+ * process's open descriptors are counted before and after. */
+static int real_once(const char *point, int target, char *why, size_t n)
+{
+    ddp_sys_t *sys = ddp_test_sys();
+    int fds = ddp_test_open_fds();
+    ddp_store_server_opts_t so = {.host = "127.0.0.1"};
+    real_server_t rs = {.sys = sys};
+    int bad = 0;
+    pthread_t sth;
+    if (ddp_store_server_new(sys, &so, &rs.srv) != 0 ||
+        pthread_create(&sth, NULL, real_server_main, &rs) != 0) {
+        snprintf(why, n, "the server did not start: %s", ddp_err_message());
+        ddp_store_server_free(rs.srv);
+        ddp_sys_free(sys);
+        return -1;
+    }
+    ddp_store_server_t *srv = rs.srv;
+    real_client_t c[2];
+    pthread_t th[2];
+    fs_arm(point, target);
+    for (int i = 0; i < 2; i++) {
+        c[i] = (real_client_t){.sys = sys, .port = ddp_store_server_addr(srv).port, .me = i};
+        pthread_create(&th[i], NULL, real_client_main, &c[i]);
+    }
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    fiu_disable(point);
+    atomic_store(&rs.stop, 1);
+    pthread_join(sth, NULL);
+    ddp_store_server_free(srv);
+    int calls = atomic_load(&g_fs.calls);
+    for (int i = 0; i < 2 && !bad; i++)
+        if (c[i].rc && (!atomic_load(&g_fs.fired) || strlen(c[i].msg) < 24)) {
+            snprintf(why, n, "client %d failed%s: %s", i,
+                     atomic_load(&g_fs.fired) ? " without a cause" : " without a fault",
+                     c[i].msg);
+            bad = 1;
+        }
+    int left = ddp_test_open_fds() - fds;
+    if (!bad && left != 0) {
+        snprintf(why, n, "%d descriptor(s) still open after teardown", left);
+        bad = 1;
+    }
+    ddp_sys_free(sys);
+    return bad ? -1 : calls;
+}
+
 /* ------------------------------------------------- workload: plugin */
 
 static const char PLUGIN_SCN[] = "scenario \"faultsim: two ranks, tcp\"\n"
@@ -189,7 +281,7 @@ static const char PLUGIN_SCN[] = "scenario \"faultsim: two ranks, tcp\"\n"
 
 /* ------------------------------------------------------------ the loop */
 
-typedef enum { W_STORE, W_PLUGIN } workload_t;
+typedef enum { W_STORE, W_PLUGIN, W_REAL } workload_t;
 
 typedef struct verdict {
     int bad;
@@ -206,6 +298,13 @@ static void say(verdict_t *v, const char *fmt, const char *a, const char *b)
  * the invariants of every run; returns how often the point was called. */
 static int run_once(workload_t w, const char *point, int target, verdict_t *v)
 {
+    if (w == W_REAL) {
+        char why[700] = "";
+        int calls = real_once(point, target, why, sizeof why);
+        if (calls < 0)
+            say(v, "%s%s", why, "");
+        return calls < 0 ? atomic_load(&g_fs.calls) : calls;
+    }
     ddp_sim_t *sim = NULL;
     ddp_plan_t *plan = NULL;
     ddp_scenario_t *s = NULL;
@@ -322,12 +421,22 @@ static const point_t g_points[] = {
     {"sys/proc/thread", W_PLUGIN},   {"store/client/send", W_PLUGIN},
     {"store/client/recv", W_PLUGIN}, {"store/server/reply", W_PLUGIN},
     {"pg/tcp/connect", W_PLUGIN},    {"pg/tcp/handshake", W_PLUGIN},
+    /* real sockets: the POSIX sys and the same store paths */
+    {"sys/net/accept", W_REAL},      {"sys/net/connect", W_REAL},
+    {"sys/net/send", W_REAL},        {"sys/net/recv", W_REAL},
+    {"sys/net/poll", W_REAL},        {"sys/net/resolve", W_REAL},
+    {"store/client/connect", W_REAL},
+    {"store/client/validate", W_REAL}, {"store/client/wait", W_REAL},
+    {"store/client/send", W_REAL},   {"store/client/recv", W_REAL},
+    {"store/server/accept", W_REAL}, {"store/server/validate", W_REAL},
+    {"store/server/recv", W_REAL},   {"store/server/reply", W_REAL},
+    {"store/server/send", W_REAL},
 };
 #define NPOINTS (sizeof g_points / sizeof g_points[0])
 
 /* Points of docs/fault-points.md this loop leaves to others, and why. */
 static const char *const g_elsewhere[] = {
-    "sys/time/sleep",   /* POSIX only: the simulator's sleep has no point */
+    "sys/time/sleep",   /* only a retry sleeps: no clean run reaches it */
     "sys/net/hostname", /* LSF's node rank only; POSIX only */
     "sys/proc/spawn",   /* ddp's relaunch: no socket or buffer of these paths */
     "sys/proc/wait",    "sys/proc/kill", "sys/fs/read",
@@ -348,7 +457,7 @@ static void faultsim(workload_t w)
         CU_ASSERT_EQUAL(v.bad, 0);
         if (calls == 0) {
             printf("\n  %s: never called by the %s workload\n", p->name,
-                   w == W_STORE ? "store" : "plugin");
+                   w == W_STORE ? "store" : w == W_PLUGIN ? "plugin" : "real");
             CU_FAIL("a listed point is never reached");
             continue;
         }
@@ -377,8 +486,10 @@ static void faultsim(workload_t w)
             CU_FAIL("memory leaked on an error path");
         }
 #if !HAVE_LSAN
-        /* Without LSan: up to 8 calls, evenly spread, first and last. */
-        int step = calls > 8 ? (calls + 6) / 7 : 1;
+        /* Without LSan: up to 8 calls (3 with real sockets), evenly spread,
+         * first and last. */
+        int most = w == W_REAL ? 3 : 8;
+        int step = calls > most ? (calls + most - 2) / (most - 1) : 1;
         for (int n = 1; n <= calls; n = n + step > calls && n < calls ? calls : n + step)
             if (leaks_after(w, p->name, n)) {
                 printf("\n  %s, call %d of %d: the heap grows run after run\n", p->name,
@@ -393,6 +504,7 @@ static void faultsim(workload_t w)
 
 static void test_store_faultsim(void) { faultsim(W_STORE); }
 static void test_plugin_faultsim(void) { faultsim(W_PLUGIN); }
+static void test_real_faultsim(void) { faultsim(W_REAL); }
 
 /* The loop's list and docs/fault-points.md agree: every point the document
  * names is looped over here or left to another suite with a reason. */
@@ -437,8 +549,16 @@ static void test_points_are_the_documented_ones(void)
     ddp_sys_free(sys);
 }
 
-DDP_SUITE("behave_leaks", ddp_behave_suite_init, ddp_behave_suite_cleanup,
+static int suite_init(void)
+{
+    fiu_init(0); /* before any fiu_enable, also when this suite runs alone */
+    return ddp_behave_suite_init();
+}
+
+DDP_SUITE("behave_leaks", suite_init, ddp_behave_suite_cleanup,
           {"the loop's points are docs/fault-points.md's", test_points_are_the_documented_ones},
           {"faultsim: store client and server, every point, every call", test_store_faultsim},
           {"faultsim: plugin, store and tcp backend, every point, every call",
-           test_plugin_faultsim})
+           test_plugin_faultsim},
+          {"faultsim: store over real loopback sockets, descriptors counted",
+           test_real_faultsim})

@@ -1,6 +1,7 @@
 /* tests/util.c — helpers shared by the suites. */
 #include "test.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <sys/wait.h>
 
@@ -109,4 +110,16 @@ int ddp_test_ddpsim_io(const char *env, const char *args, int want_stderr, char 
     snprintf(cmd, sizeof cmd, "timeout -k 5 %d env %s %s %s %s", DDP_TEST_DDPSIM_LIMIT_S,
              env ? env : "", bin, args, want_stderr ? "2>&1 >/dev/null" : "2>/dev/null");
     return shell_read(cmd, out, n);
+}
+
+int ddp_test_open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n - 1; /* the directory's own descriptor */
 }
