@@ -7,7 +7,10 @@
 
 #include "ddp/err.h"
 #include "ddp/log.h"
+#include "ddp/plan.h"
 #include "ddp/plugin.h"
+#include "ddp/scenario.h"
+#include "ddp/store.h"
 #include "test.h"
 
 #define MAX_TASKS 1024
@@ -119,4 +122,57 @@ int ddp_behave_trace_times(const char *trace, const char *task, const char *kind
         l = nl ? nl + 1 : NULL;
     }
     return n;
+}
+
+ddp_sim_t *ddp_behave_sim(const ddp_sim_opts_t *so, int nodes)
+{
+    ddp_sim_t *sim = ddp_sim_new(so);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sim);
+    for (int i = 0; i < nodes; i++) {
+        char host[16], addr[24];
+        snprintf(host, sizeof host, "node%d", i);
+        snprintf(addr, sizeof addr, "10.0.%d.1", i);
+        CU_ASSERT_FATAL(ddp_sim_add_node(sim, host, addr, 0) >= 0);
+    }
+    return sim;
+}
+
+ddp_sim_t *ddp_behave_scenario(const char *text, const char *accel,
+                               const ddp_sim_opts_t *so, ddp_plan_t **plan)
+{
+    ddp_scenario_t *s = NULL;
+    char err[256] = "";
+    int rc = ddp_scenario_parse(text, "behave", NULL, &s, err, sizeof err);
+    if (rc)
+        printf("\n  %s\n", err);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    CU_ASSERT_EQUAL_FATAL(ddp_scenario_plan(s, accel, 0, plan), 0);
+    ddp_sim_t *sim = NULL;
+    CU_ASSERT_EQUAL_FATAL(ddp_plan_simulate(*plan, so, &sim, NULL), 0);
+    ddp_scenario_free(s);
+    return sim;
+}
+
+int ddp_behave_serve(ddp_sys_t *sys, uint16_t port, atomic_int *done, int want,
+                     int64_t limit_ns)
+{
+    ddp_store_server_opts_t so = {.port = port};
+    ddp_store_server_t *srv = NULL;
+    int rc = ddp_store_server_new(sys, &so, &srv);
+    if (rc)
+        return rc;
+    int64_t dl = ddp_sys_deadline_in(sys, limit_ns);
+    while (atomic_load(done) < want && ddp_sys_now(sys) < dl)
+        if (ddp_store_server_step(srv, dl) == DDP_ECANCELED)
+            break;
+    ddp_store_server_free(srv);
+    return 0;
+}
+
+ddp_store_t *ddp_behave_client(ddp_sys_t *sys, uint64_t seed, int64_t within_ns, int *rc)
+{
+    ddp_store_client_opts_t o = {.host = "node0", .port = 29500, .seed = seed,
+                                 .connect_deadline = ddp_sys_deadline_in(sys, within_ns)};
+    *rc = 0;
+    return ddp_store_client_connect(sys, &o, rc);
 }

@@ -4,11 +4,15 @@
 #ifndef DDP_TEST_BEHAVE_H
 #define DDP_TEST_BEHAVE_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "ddp/env.h"
 #include "ddp/sim.h"
+#include "ddp/sys.h"
+
+struct ddp_plan;
 
 /* The registered name of the recording plugin: a plan entry naming it runs
  * it in every process that connects. */
@@ -33,6 +37,30 @@ void ddp_behave_rec_reset(void);
 /* Suite init/cleanup: registers the recorder; quiets logs below ERROR. */
 int ddp_behave_suite_init(void);
 int ddp_behave_suite_cleanup(void);
+
+/* A simulation (options so, or the defaults) with nodes node0, node1, ...
+ * at 10.0.<i>.1. */
+ddp_sim_t *ddp_behave_sim(const ddp_sim_opts_t *so, int nodes);
+/* A scenario written in the test, planned for accel and set up in a fresh
+ * simulation (each step asserted); *plan is the caller's to free. */
+ddp_sim_t *ddp_behave_scenario(const char *text, const char *accel,
+                               const ddp_sim_opts_t *so, struct ddp_plan **plan);
+/* Inside a task: a store server on `port` of its node, serving until *done
+ * reaches want (or limit_ns passes), then freed. 0, or why it could not
+ * listen. */
+int ddp_behave_serve(ddp_sys_t *sys, uint16_t port, atomic_int *done, int want,
+                     int64_t limit_ns);
+
+/* A client of the store at node0:29500 (seed: its backoff jitter), its
+ * connect retried for within_ns; NULL with *rc set when it could not. */
+struct ddp_store;
+struct ddp_store *ddp_behave_client(ddp_sys_t *sys, uint64_t seed, int64_t within_ns,
+                                    int *rc);
+/* The argument of a test's task: the run it belongs to and its rank. */
+typedef struct ddp_behave_task {
+    void *run;
+    int rank;
+} ddp_behave_task_t;
 
 /* How many processes (not threads) of sim ended with leaked sockets, and
  * the first one's name in who (may be NULL). */

@@ -30,7 +30,11 @@ typedef struct pfacts {
     const char *facts[8];
 } pfacts_t;
 
+/* What a case is about (one test each). */
+typedef enum { G_MISSING, G_DUPLICATE, G_LAYOUT, G_ADDRESS, G_CONFIG } group_t;
+
 typedef struct errcase {
+    group_t group;
     const char *file; /* a scenario of scenarios/, or */
     const char *text; /* one written here */
     const char *accel;
@@ -40,7 +44,7 @@ typedef struct errcase {
 static const errcase_t g_cases[] = {
     /* Node 0 starts 90 s late: node 1's ranks give up connecting at their
      * 60 s deadline, rank 0 then waits its own 60 s for them. */
-    {"scenarios/master-too-late.scn", NULL, "ddp_hpc",
+    {G_MISSING, "scenarios/master-too-late.scn", NULL, "ddp_hpc",
      {{0, 0, 0, DDP_ETIMEOUT,
        {"rank 0, wait for workers: ", "ranks 2, 3 never joined",
         "Timed out after 60.0 seconds waiting for clients", "2/4 clients joined",
@@ -54,7 +58,7 @@ static const errcase_t g_cases[] = {
       {3, 1, 0, -ECONNREFUSED,
        {"rank 3, store connect: ", "node0:29500", "after 60.0 s"}}}},
     /* Rank 1 dies joining: rank 0 names it after the 10 s timeout. */
-    {"scenarios/crash-joining.scn", NULL, "ddp",
+    {G_MISSING, "scenarios/crash-joining.scn", NULL, "ddp",
      {{0, 0, 0, DDP_ETIMEOUT,
        {"rank 0, wait for workers: ", "ranks 1 never joined", "3/4 clients joined",
         "Timed out after 10.0 seconds", "[node0:29500]"}},
@@ -62,7 +66,7 @@ static const errcase_t g_cases[] = {
        {"rank 2, process group init: ", "from rank 0", "after 10.0 s", "node0:29500"}}}},
     /* Rank 1 dies entering the barrier: rank 0 names it; rank 2 says how
      * long it waited and the barrier's key. */
-    {"scenarios/crash-before-barrier.scn", NULL, "ddp_spawn",
+    {G_MISSING, "scenarios/crash-before-barrier.scn", NULL, "ddp_spawn",
      {{0, 0, 0, DDP_ETIMEOUT,
        {"rank 0, barrier: ", "ranks 1 never reached the barrier",
         "Timed out after 60.0 s in the store-based barrier",
@@ -70,13 +74,13 @@ static const errcase_t g_cases[] = {
       {2, 1, 0, DDP_ETIMEOUT,
        {"rank 2, barrier: ", "Timed out after 60.0 s", "world_size=4"}}}},
     /* Node 1 dies 1 ms in. */
-    {"scenarios/crash-node.scn", NULL, "ddp_cpu_hpc",
+    {G_MISSING, "scenarios/crash-node.scn", NULL, "ddp_cpu_hpc",
      {{0, 0, 0, DDP_ETIMEOUT,
        {"rank 0, wait for workers: ", "ranks 2, 3 never joined",
         "Timed out after 10.0 seconds", "2/4 clients joined"}},
       {1, 0, 0, DDP_ETIMEOUT, {"rank 1, process group init: ", "after 10.0 s"}}}},
     /* Rank 1 dies in configure_ddp: its ring neighbours name it. */
-    {"scenarios/crash-configure.scn", NULL, "ddp_hpc",
+    {G_MISSING, "scenarios/crash-configure.scn", NULL, "ddp_hpc",
      {{0, 0, 0, DDP_EPEER_LOST,
        {"rank 0, configure_ddp: ", "tcp broadcast", "ring successor rank 1",
         "(peer rank 1)", "rank 1 exited or failed"}},
@@ -84,7 +88,7 @@ static const errcase_t g_cases[] = {
        {"rank 2, configure_ddp: ", "ring predecessor rank 1", "closed the connection (EOF)",
         "(peer rank 1)"}}}},
     /* A squatter holds 29500 on node 0. */
-    {"scenarios/port-taken.scn", NULL, "ddp_hpc",
+    {G_ADDRESS, "scenarios/port-taken.scn", NULL, "ddp_hpc",
      {{0, 0, 0, -EADDRINUSE,
        {"rank 0, store server: ", "rank 0 could not bind node0:29500: address in use",
         "holds port 29500", "pick a free MASTER_PORT"}},
@@ -94,7 +98,7 @@ static const errcase_t g_cases[] = {
       {3, 1, 0, DDP_ETIMEOUT, {"rank 3, store connect: ", "node0:29500", "after 10.0 s"}}}},
     /* NODE_RANK=0 on every node (#5651): node 1's processes claim ranks 0
      * and 1 again; rank 0 on node 0 waits for 2 and 3. */
-    {"scenarios/node-rank-misdetected.scn", NULL, "ddp",
+    {G_DUPLICATE, "scenarios/node-rank-misdetected.scn", NULL, "ddp",
      {{0, 0, 0, DDP_ETIMEOUT,
        {"rank 0, wait for workers: ", "ranks 2, 3 never joined", "2/4 clients joined",
         "after 10.0 seconds"}},
@@ -104,13 +108,13 @@ static const errcase_t g_cases[] = {
       {1, 1, 0, DDP_ECONFIG,
        {"rank 1, wait for workers: ", "already joined as global rank 1",
         "(ddp, node rank 0, local rank 1)", "ranks are duplicated"}}}},
-    {"scenarios/node-rank-misdetected.scn", NULL, "ddp_cpu",
+    {G_DUPLICATE, "scenarios/node-rank-misdetected.scn", NULL, "ddp_cpu",
      {{1, 1, 0, DDP_ECONFIG,
        {"rank 1, wait for workers: ", "already joined as global rank 1",
         "(ddp_cpu, node rank 0, local rank 1)"}}}},
     /* srun --ntasks-per-node 2 for 4 devices (#4389): both tasks of a node
      * are its local rank 0. */
-    {"scenarios/slurm-ntasks-mismatch.scn", NULL, "ddp",
+    {G_DUPLICATE, "scenarios/slurm-ntasks-mismatch.scn", NULL, "ddp",
      {{0, 0, 1, -EADDRINUSE,
        {"rank 0, store server: ", "could not bind node0:19242",
         "another rank 0 already serves a rendezvous store there", "Lightning #4389"}},
@@ -119,7 +123,7 @@ static const errcase_t g_cases[] = {
         "(ddp, node rank 1, local rank 0)", "srun --ntasks-per-node"}}}},
     /* ddp_hpc validates the launcher's layout (#4389) before any rank
      * math. */
-    {NULL,
+    {G_LAYOUT, NULL,
      "scenario \"ddp_hpc, srun 2 tasks per node for 4 devices\"\n"
      "include \"scenarios/common/slurm.inc\"\naccelerators ddp_hpc\n"
      "devices 4\ntasks_per_node 2\nexpect fail\n",
@@ -127,7 +131,7 @@ static const errcase_t g_cases[] = {
      {{2, 1, 0, DDP_ECONFIG,
        {"rank 2: ", "devices=4 was requested but SLURM runs 2 tasks per node",
         "SLURM_NTASKS_PER_NODE=2", "set devices=2, or --ntasks-per-node=4"}}}},
-    {NULL,
+    {G_LAYOUT, NULL,
      "scenario \"ddp_cpu_hpc, srun on 2 nodes for num_nodes 3\"\n"
      "include \"scenarios/common/slurm.inc\"\naccelerators ddp_cpu_hpc\n"
      "num_nodes 3\nexpect fail\n",
@@ -135,7 +139,7 @@ static const errcase_t g_cases[] = {
      {{1, 0, 0, DDP_ECONFIG,
        {"rank 1: ", "num_nodes=3 was requested but the SLURM job has 2 nodes",
         "SLURM_NNODES=2", "set num_nodes=2, or --nodes=3"}}}},
-    {NULL,
+    {G_LAYOUT, NULL,
      "scenario \"ddp_cpu_hpc, torchrun 1 process per node for 2 devices\"\n"
      "include \"scenarios/common/base.inc\"\nlauncher torchrun\naccelerators ddp_cpu_hpc\n"
      "tasks_per_node 1\nexpect fail\n",
@@ -145,55 +149,55 @@ static const errcase_t g_cases[] = {
         "WORLD_SIZE=2 set by torchrun", "--nproc-per-node=2 --nnodes=2"}}}},
     /* Every connect to the master refused / its name never resolves /
      * node 1 cut off for longer than the deadline. */
-    {"scenarios/refuse-forever.scn", NULL, "ddp_hpc",
+    {G_ADDRESS, "scenarios/refuse-forever.scn", NULL, "ddp_hpc",
      {{1, 0, 0, -ECONNREFUSED,
        {"rank 1, store connect: ", "could not connect to the store at node0:29500",
         "Connection refused (injected)", "after 60.0 s"}},
       {3, 1, 0, -ECONNREFUSED, {"rank 3, store connect: ", "node0:29500", "after 60.0 s"}}}},
-    {"scenarios/resolve-fails.scn", NULL, "ddp",
+    {G_ADDRESS, "scenarios/resolve-fails.scn", NULL, "ddp",
      {{2, 1, 0, DDP_ENOT_FOUND,
        {"rank 2, store connect: ", "cannot resolve host \"node0\"", "node0:29500",
         "after 60.0 s"}}}},
-    {"scenarios/partition-outlasts.scn", NULL, "ddp2",
+    {G_MISSING, "scenarios/partition-outlasts.scn", NULL, "ddp2",
      {{0, 0, 0, DDP_ETIMEOUT,
        {"rank 0, wait for workers: ", "ranks 1 never joined", "1/2 clients joined",
         "after 60.0 seconds"}},
       {1, 1, 0, DDP_ETIMEOUT,
        {"rank 1, store connect: ", "connect to 10.0.0.1:29500 did not complete in time",
         "node0:29500", "after 60.0 s"}}}},
-    {"scenarios/pause-outlasts.scn", NULL, "ddp_hpc",
+    {G_MISSING, "scenarios/pause-outlasts.scn", NULL, "ddp_hpc",
      {{0, 0, 0, DDP_ETIMEOUT,
        {"rank 0, wait for workers: ", "ranks 1 never joined", "3/4 clients joined",
         "after 60.0 seconds"}}}},
     /* No MASTER_PORT on a per-node launch: each node picks its own free
      * port, node 1 connects to node 0 on the wrong one. */
-    {"scenarios/missing-master-port.scn", NULL, "ddp",
+    {G_MISSING, "scenarios/missing-master-port.scn", NULL, "ddp",
      {{0, 0, 0, DDP_ETIMEOUT, {"rank 0, wait for workers: ", "ranks 2, 3 never joined"}},
       {2, 1, 0, -ECONNREFUSED,
        {"rank 2, store connect: ", "could not connect to the store at node0:",
         "after 10.0 s"}}}},
     /* An interactive allocation: Lightning's environment, no MASTER_ADDR,
      * so node 1 looks for the master on itself. */
-    {"scenarios/slurm-interactive-no-master.scn", NULL, "ddp",
+    {G_MISSING, "scenarios/slurm-interactive-no-master.scn", NULL, "ddp",
      {{2, 1, 0, -ECONNREFUSED,
        {"rank 2, store connect: ", "could not connect to the store at 127.0.0.1:",
         "after 60.0 s"}},
       {0, 0, 0, DDP_ETIMEOUT, {"ranks 2, 3 never joined", "after 60.0 seconds"}}}},
     /* Configuration errors name the variable, its value and the form. */
-    {"scenarios/mpi-no-master-addr.scn", NULL, "ddp_hpc",
+    {G_CONFIG, "scenarios/mpi-no-master-addr.scn", NULL, "ddp_hpc",
      {{3, 1, 0, DDP_ECONFIG,
        {"rank 3, init_ddp_connection: ",
         "MASTER_ADDR is not set and the 4 ranks span several nodes",
         "OMPI_COMM_WORLD_LOCAL_SIZE=2", "mpirun -x MASTER_ADDR="}}}},
-    {"scenarios/lsf-missing-rankfile.scn", NULL, "ddp_hpc",
+    {G_CONFIG, "scenarios/lsf-missing-rankfile.scn", NULL, "ddp_hpc",
      {{1, 0, 0, -ENOENT,
        {"rank 1: ", "LSB_DJOB_RANKFILE=\"/gone/rankfile\"",
         "cannot open \"/gone/rankfile\""}}}},
-    {"scenarios/slurm-bad-nodelist.scn", NULL, "ddp_hpc",
+    {G_CONFIG, "scenarios/slurm-bad-nodelist.scn", NULL, "ddp_hpc",
      {{2, 1, 0, DDP_ECONFIG,
        {"rank 2, init_ddp_connection: ", "SLURM_NODELIST: invalid hostlist \"gpu[01-02\"",
         "unbalanced '[' at position 4"}}}},
-    {"scenarios/torchrun-bad-world.scn", NULL, "ddp_cpu_hpc",
+    {G_CONFIG, "scenarios/torchrun-bad-world.scn", NULL, "ddp_cpu_hpc",
      {{0, 0, 0, DDP_ECONFIG,
        {"rank 0: ", "WORLD_SIZE=\"four\" is not a valid world size",
         "expected an integer >= 1"}}}},
@@ -266,58 +270,20 @@ static void run_case(const errcase_t *c)
     ddp_scenario_free(s);
 }
 
-/* Which failures a group of the table covers. */
-static void run_matching(int (*pick)(const errcase_t *))
+static void run_group(group_t g)
 {
     for (size_t i = 0; i < NCASES; i++)
-        if (pick(&g_cases[i]))
+        if (g_cases[i].group == g)
             run_case(&g_cases[i]);
 }
 
-static int has(const errcase_t *c, const char *word)
-{
-    return c->file ? strstr(c->file, word) != NULL : strstr(c->text, word) != NULL;
-}
-static int is_missing(const errcase_t *c)
-{
-    return has(c, "too-late") || has(c, "crash") || has(c, "outlasts") ||
-           has(c, "missing-master-port") || has(c, "interactive-no-master");
-}
-static int is_duplicate(const errcase_t *c)
-{
-    return has(c, "misdetected") || has(c, "ntasks-mismatch");
-}
-static int is_layout(const errcase_t *c) { return !c->file; }
-static int is_address(const errcase_t *c)
-{
-    return has(c, "port-taken") || has(c, "refuse") || has(c, "resolve");
-}
-static int is_config(const errcase_t *c)
-{
-    return has(c, "mpi-no") || has(c, "lsf-missing") || has(c, "bad-");
-}
-
-static void test_missing_ranks(void) { run_matching(is_missing); }
-static void test_duplicated_ranks(void) { run_matching(is_duplicate); }
-static void test_layout(void) { run_matching(is_layout); }
-static void test_address(void) { run_matching(is_address); }
-static void test_config(void) { run_matching(is_config); }
-
-/* Every case belongs to exactly one test above. */
-static void test_table_partition(void)
-{
-    for (size_t i = 0; i < NCASES; i++) {
-        const errcase_t *c = &g_cases[i];
-        int n = is_missing(c) + is_duplicate(c) + is_layout(c) + is_address(c) +
-                is_config(c);
-        if (n != 1)
-            printf("\n  %s is in %d groups\n", case_name(c), n);
-        CU_ASSERT_EQUAL(n, 1);
-    }
-}
+static void test_missing_ranks(void) { run_group(G_MISSING); }
+static void test_duplicated_ranks(void) { run_group(G_DUPLICATE); }
+static void test_layout(void) { run_group(G_LAYOUT); }
+static void test_address(void) { run_group(G_ADDRESS); }
+static void test_config(void) { run_group(G_CONFIG); }
 
 DDP_SUITE("behave_errors", ddp_behave_suite_init, ddp_behave_suite_cleanup,
-          {"every case is in one group", test_table_partition},
           {"missing ranks: which, how many, where, how long", test_missing_ranks},
           {"duplicated ranks: which rank, node and local rank", test_duplicated_ranks},
           {"launcher layout against devices and num_nodes (#4389)", test_layout},

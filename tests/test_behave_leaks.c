@@ -87,18 +87,8 @@ static int64_t soon(ddp_sys_t *sys) { return ddp_sys_deadline_in(sys, DDP_NS_PER
 static int server_main(ddp_sys_t *sys, void *arg)
 {
     store_run_t *r = arg;
-    ddp_store_server_opts_t so = {.port = 29500};
-    ddp_store_server_t *srv = NULL;
-    int rc = ddp_store_server_new(sys, &so, &srv);
-    if (rc)
-        return 0; /* a failed listen: the clients time out */
-    int64_t dl = ddp_sys_deadline_in(sys, 20 * DDP_NS_PER_S);
-    while (atomic_load(&r->done) < 2 && ddp_sys_now(sys) < dl) {
-        rc = ddp_store_server_step(srv, dl);
-        if (rc == DDP_ECANCELED)
-            break;
-    }
-    ddp_store_server_free(srv);
+    /* a failed listen: the clients time out */
+    (void)ddp_behave_serve(sys, 29500, &r->done, 2, 20 * DDP_NS_PER_S);
     return 0;
 }
 
@@ -145,38 +135,30 @@ static int ops(ddp_sys_t *sys, ddp_store_t *st, int me, int alone)
     return rc < 0 ? rc : 0;
 }
 
-typedef struct client_arg {
-    store_run_t *r;
-    int me;
-} client_arg_t;
-
 static int client_main(ddp_sys_t *sys, void *arg)
 {
-    client_arg_t *ca = arg;
-    ddp_store_client_opts_t o = {.host = "node0", .port = 29500, .seed = 3 + (uint64_t)ca->me,
-                                 .connect_deadline = ddp_sys_deadline_in(sys, 2 * DDP_NS_PER_S)};
+    ddp_behave_task_t *ca = arg;
+    store_run_t *r = ca->run;
     int rc = 0;
-    ddp_store_t *st = ddp_store_client_connect(sys, &o, &rc);
+    ddp_store_t *st = ddp_behave_client(sys, 3 + (uint64_t)ca->rank, 2 * DDP_NS_PER_S, &rc);
     if (st)
-        rc = ops(sys, st, ca->me, 0);
-    ca->r->rc[ca->me] = rc;
-    snprintf(ca->r->msg[ca->me], sizeof ca->r->msg[0], "%s", rc ? ddp_err_message() : "");
+        rc = ops(sys, st, ca->rank, 0);
+    r->rc[ca->rank] = rc;
+    snprintf(r->msg[ca->rank], sizeof r->msg[0], "%s", rc ? ddp_err_message() : "");
     ddp_store_free(st);
-    atomic_fetch_add(&ca->r->done, 1);
+    atomic_fetch_add(&r->done, 1);
     return rc ? 1 : 0;
 }
 
-static ddp_sim_t *store_sim(store_run_t *r, client_arg_t ca[2])
+static ddp_sim_t *store_sim(store_run_t *r, ddp_behave_task_t ca[2])
 {
     ddp_sim_opts_t so = {.seed = 9};
-    ddp_sim_t *sim = ddp_sim_new(&so);
-    ddp_sim_add_node(sim, "node0", "10.0.0.1", 0);
-    ddp_sim_add_node(sim, "node1", "10.0.1.1", 0);
+    ddp_sim_t *sim = ddp_behave_sim(&so, 2);
     memset(r, 0, sizeof *r);
     ddp_sim_task_opts_t srv = {.node = 0, .name = "server", .rank = -1};
     ddp_sim_add_task(sim, &srv, server_main, r);
     for (int i = 0; i < 2; i++) {
-        ca[i] = (client_arg_t){.r = r, .me = i};
+        ca[i] = (ddp_behave_task_t){.run = r, .rank = i};
         ddp_sim_task_opts_t to = {.node = i, .name = i ? "client1" : "client0", .rank = i,
                                   .start_ns = DDP_NS_PER_MS};
         ddp_sim_add_task(sim, &to, client_main, &ca[i]);
@@ -309,18 +291,12 @@ static int run_once(workload_t w, const char *point, int target, verdict_t *v)
     }
     ddp_sim_t *sim = NULL;
     ddp_plan_t *plan = NULL;
-    ddp_scenario_t *s = NULL;
     store_run_t r;
-    client_arg_t ca[2];
+    ddp_behave_task_t ca[2];
     if (w == W_STORE) {
         sim = store_sim(&r, ca);
     } else {
-        char err[256];
-        CU_ASSERT_EQUAL_FATAL(ddp_scenario_parse(PLUGIN_SCN, "faultsim", NULL, &s, err,
-                                                 sizeof err),
-                              0);
-        CU_ASSERT_EQUAL_FATAL(ddp_scenario_plan(s, "ddp_cpu_hpc", 0, &plan), 0);
-        CU_ASSERT_EQUAL_FATAL(ddp_plan_simulate(plan, NULL, &sim, NULL), 0);
+        sim = ddp_behave_scenario(PLUGIN_SCN, "ddp_cpu_hpc", NULL, &plan);
     }
     fs_arm(point, target);
     ddp_sim_result_t res = ddp_sim_run(sim);
@@ -344,7 +320,6 @@ static int run_once(workload_t w, const char *point, int target, verdict_t *v)
         say(v, "without a fault a client failed: %s%s", r.rc[0] ? r.msg[0] : r.msg[1], "");
     ddp_sim_free(sim);
     ddp_plan_free(plan);
-    ddp_scenario_free(s);
     return calls;
 }
 

@@ -119,9 +119,11 @@ static int suite_init(void)
 /* ----------------------------------------------- ranks on the pg API */
 
 /* A store server on node 0 and `world` rank tasks (rank r on node r % 2),
- * each with a store client, running body(); `absent` ranks never start. */
+ * each with a store client, forming the nccl group "g" and running body()
+ * on it; `absent` ranks never start. */
 typedef struct pgrun pgrun_t;
-typedef int (*body_fn)(pgrun_t *r, ddp_sys_t *sys, ddp_store_t *st, int rank);
+/* Runs on a rank whose group "g" (device rank / 2) formed; NULL: init only. */
+typedef int (*body_fn)(pgrun_t *r, ddp_sys_t *sys, ddp_pg_t *pg, int64_t deadline);
 
 struct pgrun {
     int world;
@@ -137,41 +139,39 @@ struct pgrun {
     int64_t value[16];
 };
 
-typedef struct rank_arg {
-    pgrun_t *r;
-    int rank;
-} rank_arg_t;
-
 static int pg_server(ddp_sys_t *sys, void *arg)
 {
     pgrun_t *r = arg;
-    ddp_store_server_opts_t so = {.port = 29500};
-    ddp_store_server_t *srv = NULL;
-    if (ddp_store_server_new(sys, &so, &srv))
-        return 1;
-    int started = r->world - __builtin_popcount(r->absent);
-    int64_t dl = ddp_sys_deadline_in(sys, r->timeout_ns + 10 * S);
-    while (atomic_load(&r->done) < started && ddp_sys_now(sys) < dl)
-        if (ddp_store_server_step(srv, dl) == DDP_ECANCELED)
-            break;
-    ddp_store_server_free(srv);
-    return 0;
+    return ddp_behave_serve(sys, 29500, &r->done, r->world - __builtin_popcount(r->absent),
+                            r->timeout_ns + 10 * S) != 0;
 }
 
 static int pg_rank(ddp_sys_t *sys, void *arg)
 {
-    rank_arg_t *a = arg;
-    pgrun_t *r = a->r;
+    ddp_behave_task_t *a = arg;
+    pgrun_t *r = a->run;
+    int rank = a->rank;
     int64_t t0 = ddp_sys_now(sys) - MS; /* the run's time 0: tasks start 1 ms in */
-    ddp_store_client_opts_t o = {.host = "node0", .port = 29500, .seed = 1 + (uint64_t)a->rank,
-                                 .connect_deadline = ddp_sys_deadline_in(sys, 10 * S)};
     int rc = 0;
-    ddp_store_t *st = ddp_store_client_connect(sys, &o, &rc);
-    if (st)
-        rc = r->body(r, sys, st, a->rank);
-    r->rc[a->rank] = rc;
-    snprintf(r->msg[a->rank], sizeof r->msg[0], "%s", rc ? ddp_err_message() : "");
-    r->end[a->rank] = ddp_sys_now(sys) - t0;
+    ddp_store_t *st = ddp_behave_client(sys, 1 + (uint64_t)rank, 10 * S, &rc);
+    if (st) {
+        ddp_pg_init_t in = {.sys = sys, .store = st, .prefix = "g", .rank = rank,
+                            .world = r->world, .device = rank / 2,
+                            .deadline = ddp_sys_deadline_in(sys, r->timeout_ns)};
+        ddp_pg_t *pg = NULL;
+        rc = ddp_pg_new("nccl", &in, &pg);
+        if (rc == 0 && r->body)
+            rc = r->body(r, sys, pg, in.deadline);
+        char msg[sizeof r->msg[0]];
+        snprintf(msg, sizeof msg, "%s", rc ? ddp_err_message() : "");
+        if (pg)
+            ddp_pg_destroy(pg);
+        snprintf(r->msg[rank], sizeof r->msg[0], "%s", msg);
+    } else {
+        snprintf(r->msg[rank], sizeof r->msg[0], "%s", ddp_err_message());
+    }
+    r->rc[rank] = rc;
+    r->end[rank] = ddp_sys_now(sys) - t0;
     ddp_store_free(st);
     atomic_fetch_add(&r->done, 1);
     return rc ? 1 : 0;
@@ -180,31 +180,22 @@ static int pg_rank(ddp_sys_t *sys, void *arg)
 static void pg_run(pgrun_t *r)
 {
     ddp_sim_opts_t so = {.seed = 3};
-    ddp_sim_t *sim = ddp_sim_new(&so);
-    ddp_sim_add_node(sim, "node0", "10.0.0.1", 0);
-    ddp_sim_add_node(sim, "node1", "10.0.1.1", 0);
+    ddp_sim_t *sim = ddp_behave_sim(&so, 2);
     ddp_sim_task_opts_t srv = {.node = 0, .name = "store", .rank = -1};
     ddp_sim_add_task(sim, &srv, pg_server, r);
-    rank_arg_t args[16];
+    ddp_behave_task_t args[16];
     for (int k = 0; k < r->world; k++) {
         if (r->absent & (1u << k))
             continue;
         char name[16];
         snprintf(name, sizeof name, "rank%d", k);
-        args[k] = (rank_arg_t){.r = r, .rank = k};
+        args[k] = (ddp_behave_task_t){.run = r, .rank = k};
         ddp_sim_task_opts_t to = {.node = k % 2, .name = name, .rank = k, .start_ns = MS};
         ddp_sim_add_task(sim, &to, pg_rank, &args[k]);
     }
     CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
     CU_ASSERT_EQUAL(ddp_behave_leaked(sim, NULL, 0), 0);
     ddp_sim_free(sim);
-}
-
-static ddp_pg_init_t pg_args(pgrun_t *r, ddp_sys_t *sys, ddp_store_t *st, int rank)
-{
-    return (ddp_pg_init_t){.sys = sys, .store = st, .prefix = "g", .rank = rank,
-                           .world = r->world, .device = rank / 2,
-                           .deadline = ddp_sys_deadline_in(sys, r->timeout_ns)};
 }
 
 /* Everything the fakes handed out was given back. */
@@ -232,14 +223,10 @@ static void check_msg(const char *who, const char *msg, const char *const *facts
 /* ------------------------------------------------------------ bodies */
 
 /* init, every collective with values only a real exchange gives, destroy. */
-static int body_collectives(pgrun_t *r, ddp_sys_t *sys, ddp_store_t *st, int rank)
+static int body_collectives(pgrun_t *r, ddp_sys_t *sys, ddp_pg_t *pg, int64_t dl)
 {
-    ddp_pg_init_t in = pg_args(r, sys, st, rank);
-    ddp_pg_t *pg = NULL;
-    int rc = ddp_pg_new("nccl", &in, &pg);
-    if (rc)
-        return rc;
-    int64_t dl = in.deadline;
+    (void)sys;
+    int rank = ddp_pg_rank(pg), rc;
     int64_t v = rank + 1;
     char b[8] = "";
     if (rank == 2)
@@ -253,7 +240,6 @@ static int body_collectives(pgrun_t *r, ddp_sys_t *sys, ddp_store_t *st, int ran
     r->sub_rank[rank] = strcmp(b, "root2") == 0;
     for (int k = 0; k < 4; k++)
         r->sub_world[rank] += all[k] == 100 + k;
-    ddp_pg_destroy(pg);
     return rc;
 }
 
@@ -294,15 +280,7 @@ static void test_collectives_and_teardown(void)
 
 /* Rank 0 never starts: the others wait for the id until the group deadline
  * (20 s), not the store's timeout, and name the key. */
-static int body_init_only(pgrun_t *r, ddp_sys_t *sys, ddp_store_t *st, int rank)
-{
-    ddp_pg_init_t in = pg_args(r, sys, st, rank);
-    ddp_pg_t *pg = NULL;
-    int rc = ddp_pg_new("nccl", &in, &pg);
-    if (pg)
-        ddp_pg_destroy(pg);
-    return rc;
-}
+#define body_init_only NULL
 
 static void test_uid_waits_group_deadline(void)
 {
@@ -352,22 +330,15 @@ static void test_init_polls_then_aborts(void)
 /* Rank 1's communicator fails during the first collective: rank 1 aborts
  * at once; rank 0's collective then never completes and is aborted at the
  * deadline; afterwards both groups fail fast. */
-static int body_fault(pgrun_t *r, ddp_sys_t *sys, ddp_store_t *st, int rank)
+static int body_fault(pgrun_t *r, ddp_sys_t *sys, ddp_pg_t *pg, int64_t dl)
 {
-    ddp_pg_init_t in = pg_args(r, sys, st, rank);
-    ddp_pg_t *pg = NULL;
-    int rc = ddp_pg_new("nccl", &in, &pg);
-    if (rc)
-        return rc;
     int64_t v = 1;
-    rc = ddp_pg_allreduce(pg, &v, 1, DDP_INT64, DDP_SUM, in.deadline);
-    char first[700];
-    snprintf(first, sizeof first, "%s", ddp_err_message());
+    int rc = ddp_pg_allreduce(pg, &v, 1, DDP_INT64, DDP_SUM, dl);
+    ddp_errctx_t first = *ddp_err_ctx();
     int64_t t = ddp_sys_now(sys);
-    int again = ddp_pg_barrier(pg, in.deadline);
-    r->value[rank] = again == DDP_ECANCELED && ddp_sys_now(sys) == t;
-    ddp_pg_destroy(pg);
-    ddp_err_set(rc, "%s", first);
+    int again = ddp_pg_barrier(pg, dl);
+    r->value[ddp_pg_rank(pg)] = again == DDP_ECANCELED && ddp_sys_now(sys) == t;
+    *ddp_err_ctx() = first;
     return rc;
 }
 
@@ -425,19 +396,17 @@ static void test_init_fault_point(void)
 
 /* Split: colour = rank % 2, key = 3 - rank, so each subgroup is ordered by
  * falling rank; a no-colour split joins nothing. */
-static int body_split(pgrun_t *r, ddp_sys_t *sys, ddp_store_t *st, int rank)
+static int body_split(pgrun_t *r, ddp_sys_t *sys, ddp_pg_t *pg, int64_t dl)
 {
-    ddp_pg_init_t in = pg_args(r, sys, st, rank);
-    ddp_pg_t *pg = NULL, *sub = NULL, *none = (ddp_pg_t *)&in;
-    int rc = ddp_pg_new("nccl", &in, &pg);
-    if (rc)
-        return rc;
-    rc = ddp_pg_split(pg, rank % 2, 3 - rank, "half", &sub, in.deadline);
+    (void)sys;
+    int rank = ddp_pg_rank(pg);
+    ddp_pg_t *sub = NULL, *none = pg;
+    int rc = ddp_pg_split(pg, rank % 2, 3 - rank, "half", &sub, dl);
     if (rc == 0)
-        rc = ddp_pg_split(pg, DDP_PG_NO_COLOR, 0, "none", &none, in.deadline);
+        rc = ddp_pg_split(pg, DDP_PG_NO_COLOR, 0, "none", &none, dl);
     int64_t v = rank + 1;
     if (rc == 0 && sub)
-        rc = ddp_pg_allreduce(sub, &v, 1, DDP_INT64, DDP_SUM, in.deadline);
+        rc = ddp_pg_allreduce(sub, &v, 1, DDP_INT64, DDP_SUM, dl);
     if (rc == 0 && sub && strcmp(sub->prefix, "g/half"))
         rc = ddp_err_set(DDP_EPROTOCOL, "subgroup prefix %s", sub->prefix);
     if (rc == 0 && none)
@@ -447,7 +416,6 @@ static int body_split(pgrun_t *r, ddp_sys_t *sys, ddp_store_t *st, int rank)
     r->value[rank] = v;
     if (sub)
         ddp_pg_destroy(sub);
-    ddp_pg_destroy(pg);
     return rc;
 }
 
@@ -478,21 +446,6 @@ static void test_split(void)
 
 /* ---------------------------------------------- through the plugin */
 
-static ddp_sim_t *scenario_sim(const char *text, const char *accel, ddp_plan_t **plan)
-{
-    ddp_scenario_t *s = NULL;
-    char err[256] = "";
-    int rc = ddp_scenario_parse(text, "nccl", NULL, &s, err, sizeof err);
-    if (rc)
-        printf("\n  %s\n", err);
-    CU_ASSERT_EQUAL_FATAL(rc, 0);
-    CU_ASSERT_EQUAL_FATAL(ddp_scenario_plan(s, accel, 0, plan), 0);
-    ddp_sim_t *sim = NULL;
-    CU_ASSERT_EQUAL_FATAL(ddp_plan_simulate(*plan, NULL, &sim, NULL), 0);
-    ddp_scenario_free(s);
-    return sim;
-}
-
 /* Every GPU accelerator on 2 nodes x 2 GPUs: nccl chosen by default, one
  * device per local rank, every rank connected and configured, and at the
  * end every communicator finalized and destroyed. */
@@ -506,10 +459,10 @@ static void test_every_gpu_accelerator(void)
         int ddp2 = !strcmp(accels[a], "ddp2");
         int world = ddp2 ? 2 : 4;
         ddp_plan_t *plan = NULL;
-        ddp_sim_t *sim = scenario_sim("scenario \"nccl\"\nnodes 2\ndevices 2\ngpus 2\n"
+        ddp_sim_t *sim = ddp_behave_scenario("scenario \"nccl\"\nnodes 2\ndevices 2\ngpus 2\n"
                                       "plugin behave-recorder\ntimeout 60s\n"
                                       "expect ok\n",
-                                      accels[a], &plan);
+                                      accels[a], NULL, &plan);
         CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
         int ok = 0;
         for (int t = 0; t < ddp_sim_task_count(sim); t++) {
@@ -551,9 +504,9 @@ static void test_subgroups_plugin(void)
     if (delegated())
         return;
     ddp_plan_t *plan = NULL;
-    ddp_sim_t *sim = scenario_sim("scenario \"nccl subgroups\"\nnodes 2\ndevices 2\ngpus 2\n"
+    ddp_sim_t *sim = ddp_behave_scenario("scenario \"nccl subgroups\"\nnodes 2\ndevices 2\ngpus 2\n"
                                   "plugin subgroups\ntimeout 60s\nexpect ok\n",
-                                  "ddp_hpc", &plan);
+                                  "ddp_hpc", NULL, &plan);
     CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
     for (int t = 0; t < ddp_sim_task_count(sim); t++) {
         const ddp_sim_outcome_t *o = ddp_sim_outcome(sim, t);

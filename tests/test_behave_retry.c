@@ -145,9 +145,7 @@ static int client_main(ddp_sys_t *sys, void *arg)
 static void test_client_schedule(void)
 {
     ddp_sim_opts_t so = {.seed = 5, .keep_trace = 1, .latency_ns = 1000};
-    ddp_sim_t *sim = ddp_sim_new(&so);
-    ddp_sim_add_node(sim, "node0", "10.0.0.1", 0);
-    ddp_sim_add_node(sim, "node1", "10.0.1.1", 0);
+    ddp_sim_t *sim = ddp_behave_sim(&so, 2);
     cl_t cl[NCLIENTS];
     for (int i = 0; i < NCLIENTS; i++) {
         char name[16];

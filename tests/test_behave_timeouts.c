@@ -79,26 +79,9 @@ static const tcase_t g_cases[] = {
 };
 #define NCASES (sizeof g_cases / sizeof g_cases[0])
 
-/* Runs the scenario and returns the simulation (the caller frees it). */
-static ddp_sim_t *simulate_opts(const char *text, const char *accel, ddp_plan_t **plan,
-                                const ddp_sim_opts_t *so)
-{
-    ddp_scenario_t *s = NULL;
-    char err[256] = "";
-    int rc = ddp_scenario_parse(text, "timeouts", NULL, &s, err, sizeof err);
-    if (rc)
-        printf("\n  %s\n", err);
-    CU_ASSERT_EQUAL_FATAL(rc, 0);
-    CU_ASSERT_EQUAL_FATAL(ddp_scenario_plan(s, accel, 0, plan), 0);
-    ddp_sim_t *sim = NULL;
-    CU_ASSERT_EQUAL_FATAL(ddp_plan_simulate(*plan, so, &sim, NULL), 0);
-    ddp_scenario_free(s);
-    return sim;
-}
-
 static ddp_sim_t *simulate(const char *text, const char *accel, ddp_plan_t **plan)
 {
-    return simulate_opts(text, accel, plan, NULL);
+    return ddp_behave_scenario(text, accel, NULL, plan);
 }
 
 static const ddp_sim_outcome_t *rank_outcome(const ddp_sim_t *sim, int rank)
@@ -156,7 +139,7 @@ static void test_request_waits_store_timeout(void)
 {
     ddp_plan_t *plan = NULL;
     ddp_sim_opts_t so = {.keep_trace = 1};
-    ddp_sim_t *sim = simulate_opts(g_cases[4].text, "ddp_hpc", &plan, &so);
+    ddp_sim_t *sim = ddp_behave_scenario(g_cases[4].text, "ddp_hpc", &so, &plan);
     CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
     const ddp_sim_outcome_t *o = rank_outcome(sim, 2);
     CU_ASSERT_PTR_NOT_NULL_FATAL(o);

@@ -496,69 +496,53 @@ static void leave(struct ncclComm *c)
     free(c);
 }
 
-ncclResult_t ncclCommAbort(ncclComm_t comm)
-{
-    pthread_mutex_lock(&g_mu);
-    ncclResult_t r = ncclSuccess;
-    if (!valid(comm))
-        r = fail(ncclInvalidArgument, "abort of a freed communicator");
-    else {
-        g.aborts++;
-        leave(comm);
-    }
-    pthread_mutex_unlock(&g_mu);
-    return r;
-}
+typedef enum { END_ABORT, END_FINALIZE, END_DESTROY } end_t;
 
-ncclResult_t ncclCommFinalize(ncclComm_t comm)
+static ncclResult_t end_comm(ncclComm_t comm, end_t how)
 {
+    static const char *const what[] = {"abort", "finalize", "destroy"};
     pthread_mutex_lock(&g_mu);
-    ncclResult_t r = ncclInProgress;
-    if (!valid(comm))
-        r = fail(ncclInvalidArgument, "finalize of a freed communicator");
-    else {
+    ncclResult_t r = how == END_FINALIZE ? ncclInProgress : ncclSuccess;
+    if (!valid(comm)) {
+        char why[64];
+        snprintf(why, sizeof why, "%s of a freed communicator", what[how]);
+        r = fail(ncclInvalidArgument, why);
+    } else if (how == END_FINALIZE) {
         g.finalizes++;
         comm->finalize = 1;
+    } else {
+        g.aborts += how == END_ABORT;
+        g.destroys += how == END_DESTROY;
+        g.destroyed_unfinalized += how == END_DESTROY && comm->finalize != 2;
+        leave(comm);
     }
     pthread_mutex_unlock(&g_mu);
     return r;
 }
 
-ncclResult_t ncclCommDestroy(ncclComm_t comm)
+ncclResult_t ncclCommAbort(ncclComm_t comm) { return end_comm(comm, END_ABORT); }
+ncclResult_t ncclCommFinalize(ncclComm_t comm) { return end_comm(comm, END_FINALIZE); }
+ncclResult_t ncclCommDestroy(ncclComm_t comm) { return end_comm(comm, END_DESTROY); }
+
+/* The size of a formed communicator, or this rank's place in it. */
+static ncclResult_t comm_int(const ncclComm_t comm, int *out, int rank)
 {
     pthread_mutex_lock(&g_mu);
     ncclResult_t r = ncclSuccess;
-    if (!valid(comm))
-        r = fail(ncclInvalidArgument, "destroy of a freed communicator");
-    else {
-        g.destroys++;
-        g.destroyed_unfinalized += comm->finalize != 2;
-        leave(comm);
-    }
+    if (!valid(comm) || !comm->cl)
+        r = fail(ncclInvalidUsage, "a communicator not formed (yet)");
+    else
+        *out = rank ? comm->rank : comm->cl->nranks;
     pthread_mutex_unlock(&g_mu);
     return r;
 }
 
 ncclResult_t ncclCommCount(const ncclComm_t comm, int *count)
 {
-    pthread_mutex_lock(&g_mu);
-    ncclResult_t r = ncclSuccess;
-    if (!valid(comm) || !comm->cl)
-        r = fail(ncclInvalidUsage, "count of a communicator not formed");
-    else
-        *count = comm->cl->nranks;
-    pthread_mutex_unlock(&g_mu);
-    return r;
+    return comm_int(comm, count, 0);
 }
 
 ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank)
 {
-    pthread_mutex_lock(&g_mu);
-    ncclResult_t r = ncclSuccess;
-    if (!valid(comm) || !comm->cl)
-        r = fail(ncclInvalidUsage, "rank of a communicator not formed");
-    else
-        *rank = comm->rank;
-    pthread_mutex_unlock(&g_mu);
-    return r;
+    return comm_int(comm, rank, 1);
 }
