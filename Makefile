@@ -32,8 +32,10 @@ LDLIBS    += -lfiu -ldl -lpthread -lm
 # The nccl backend compiles against the CUDA toolkit's nccl.h when present;
 # libnccl and the CUDA runtime are loaded with dlopen at run time.
 CUDA_HOME ?= /usr/local/cuda
+FAKE_NCCL_DIR := $(B)/fake_nccl
 ifneq ($(wildcard $(CUDA_HOME)/include/nccl.h),)
 CPPFLAGS  += -DDDP_HAVE_NCCL_H -isystem $(CUDA_HOME)/include
+FAKE_NCCL := $(FAKE_NCCL_DIR)/libcudart.so.13 $(FAKE_NCCL_DIR)/libnccl.so.2
 endif
 ifneq ($(SANITIZE),)
 CFLAGS    += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -O1
@@ -65,7 +67,7 @@ DEPS_OK   := build/.deps-ok
 .PHONY: all lib run test check-layers bench install deps clean hw-test real-scenarios \
         netns-scenarios netns-clean real-test fidelity torch-test torch-scenarios fuzz fault-points-doc \
         check-fault-points-doc
-all: $(STATIC) $(SHARED) $(DDPSIM) $(TESTBIN) $(BENCH_BIN) ddpsim
+all: $(STATIC) $(SHARED) $(DDPSIM) $(TESTBIN) $(BENCH_BIN) ddpsim $(FAKE_NCCL)
 
 lib: $(STATIC) $(SHARED)
 
@@ -113,10 +115,23 @@ check-fault-points-doc: $(FPDOC)
 	    echo "docs/fault-points.md does not match include/ddp/faults.h and" \
 	         "docs/fault-points.md.in: run make fault-points-doc"; exit 1; }
 
+# A FAKE libnccl.so.2 / libcudart.so.13 pair (tests/fake_nccl/fake.h) for
+# the nccl backend's tests without a GPU (tests/test_behave_nccl.c runs them
+# in child processes whose LD_LIBRARY_PATH starts with $(B)/fake_nccl).
+# Built against nccl.h, so only where the backend is; never installed.
+$(FAKE_NCCL_DIR)/libcudart.so.13: tests/fake_nccl/fake_cudart.c tests/fake_nccl/fake.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -shared -Wl,-soname,libcudart.so.13 $(LDFLAGS) -o $@ $<
+$(FAKE_NCCL_DIR)/libnccl.so.2: tests/fake_nccl/fake_nccl.c tests/fake_nccl/fake.h \
+                               $(FAKE_NCCL_DIR)/libcudart.so.13
+	$(CC) $(CPPFLAGS) $(CFLAGS) -shared -Wl,-soname,libnccl.so.2 $(LDFLAGS) -o $@ $< \
+	    -L$(FAKE_NCCL_DIR) -l:libcudart.so.13 -Wl,-rpath,'$$ORIGIN' -lpthread
+
 # TESTS="suite ..." runs only those suites; JUNIT=file writes JUnit XML.
 # `make test` and `make run` leave ./ddpsim in place, as a plain `make` does.
-test: $(TESTBIN) $(DDPSIM) ddpsim check-layers check-fault-points-doc
-	DDPSIM=$(abspath $(DDPSIM)) $(TESTBIN) $(if $(JUNIT),--junit $(JUNIT)) $(TESTS)
+test: $(TESTBIN) $(DDPSIM) ddpsim check-layers check-fault-points-doc $(FAKE_NCCL)
+	DDPSIM=$(abspath $(DDPSIM)) DDP_FAKE_NCCL_DIR=$(abspath $(FAKE_NCCL_DIR)) \
+	    $(TESTBIN) $(if $(JUNIT),--junit $(JUNIT)) $(TESTS)
 	@$(if $(TESTS),,$(if $(SANITIZE),,sh tests/example-test.sh))
 
 # The dependency direction of docs/architecture.md, on includes and calls

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *ddp_strerror(int code)
@@ -132,6 +133,23 @@ int ddp_err_peer(int peer)
     return tls_ctx.code;
 }
 
+/* 1 if the sentence already gives a duration: " after " and a number of
+ * seconds ("after 30.0 s", "after 60.0 seconds"); "failed after 21
+ * attempt(s)" is a count, not a duration. */
+static int says_how_long(const char *what)
+{
+    for (const char *a = strstr(what, " after "); a; a = strstr(a + 1, " after ")) {
+        char *end;
+        const char *num = a + strlen(" after ");
+        if (*num < '0' || *num > '9')
+            continue;
+        (void)strtod(num, &end);
+        if (end[0] == ' ' && end[1] == 's')
+            return 1;
+    }
+    return 0;
+}
+
 char *ddp_err_format(const ddp_errctx_t *c, char *buf, size_t n)
 {
     size_t off = 0;
@@ -159,7 +177,7 @@ char *ddp_err_format(const ddp_errctx_t *c, char *buf, size_t n)
         PUT(" [%s]", c->addr);
     /* Sentences that already say how long ("Timed out after 30.0 s") do
      * not get the figure twice. */
-    if (c->waited_ns >= 0 && !strstr(c->what, " after "))
+    if (c->waited_ns >= 0 && !says_how_long(c->what))
         PUT(" after %.1f s", (double)c->waited_ns / 1e9);
     if (c->code)
         PUT(" (%s: %s)", ddp_err_name(c->code), ddp_strerror(c->code));

@@ -114,6 +114,7 @@ typedef struct client {
     ddp__bb_t in;  /* reply bytes read ahead, [off, len) not yet used */
     int fresh;     /* a request went out and nothing was read since */
     int oom;
+    int64_t op_start; /* when the request being made began (its timeout) */
 } client_t;
 
 static const ddp_store_ops_t client_ops;
@@ -182,6 +183,7 @@ static void put_op(client_t *c, int op)
 
 static void begin(client_t *c, int op)
 {
+    c->op_start = ddp_sys_now(c->st.sys);
     c->req.len = 0;
     c->oom = 0;
     put_op(c, op);
@@ -209,6 +211,7 @@ static int io_fail(client_t *c, int rc, int op, const char *doing)
     if (rc == DDP_ETIMEOUT || rc == -EAGAIN) {
         ddp_err_set(DDP_ETIMEOUT, "timed out %s %s (store at %s)", doing,
                     ddp_store_op_name(op), c->addr);
+        ddp_err_waited(ddp_sys_now(c->st.sys) - c->op_start);
         if (c->proto == LEGACY)
             ddp_err_hint("this client speaks the legacy TCPStore protocol "
                          "(PyTorch 1.9 - 2.0), which a current master "

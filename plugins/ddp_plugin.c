@@ -282,12 +282,15 @@ static int explain_wait_failure(ddp_ctx_t *ctx, int rc, const char *prefix,
     return rc;
 }
 
+/* A failed request is returned (as in reached_own_store): going on would
+ * report it later, from the next request, as a lost connection. */
 static int check_root_cause(ddp_ctx_t *ctx)
 {
     ddp_buf_t v = {0};
-    if (get_if_set(ctx->store, KEY_ROOT_CAUSE, &v, ddp_plugin_store_deadline(ctx)) != 1) {
+    int rc = get_if_set(ctx->store, KEY_ROOT_CAUSE, &v, ddp_plugin_store_deadline(ctx));
+    if (rc != 1) {
         ddp_buf_free(&v);
-        return 0;
+        return rc < 0 ? rc : 0;
     }
     ddp_err_set(-EADDRINUSE, "the master's store is not ours: %.*s",
                 (int)v.len, (const char *)v.data);

@@ -77,4 +77,15 @@ int ddp_test_ddpsim(const char *args, int with_stderr, char *out, size_t n);
 int ddp_test_ddpsim_io(const char *env, const char *args, int want_stderr, char *out,
                        size_t n);
 
+/* Runs this test program again, on `selection` (SUITE/TEST; no single
+ * quotes), with the variables env ("A=1 B=2") added, under `timeout`
+ * (DDP_TEST_DDPSIM_LIMIT_S); its stdout and stderr into out. Returns the
+ * exit status, -1 when it did not exit or cannot be found: the suites that
+ * need a process of their own (a fake library loaded) use it. */
+int ddp_test_run_self(const char *env, const char *selection, char *out, size_t n);
+
+/* How many file descriptors this process has open (/proc/self/fd), -1
+ * when it cannot tell: tests that count what a run left open. */
+int ddp_test_open_fds(void);
+
 #endif

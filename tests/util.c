@@ -1,8 +1,10 @@
 /* tests/util.c — helpers shared by the suites. */
 #include "test.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "ddp/env.h"
 #include "ddp/log.h"
@@ -108,5 +110,30 @@ int ddp_test_ddpsim_io(const char *env, const char *args, int want_stderr, char 
         return -1;
     snprintf(cmd, sizeof cmd, "timeout -k 5 %d env %s %s %s %s", DDP_TEST_DDPSIM_LIMIT_S,
              env ? env : "", bin, args, want_stderr ? "2>&1 >/dev/null" : "2>/dev/null");
+    return shell_read(cmd, out, n);
+}
+
+int ddp_test_open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n - 1; /* the directory's own descriptor */
+}
+
+int ddp_test_run_self(const char *env, const char *selection, char *out, size_t n)
+{
+    char self[512], cmd[1400];
+    out[0] = '\0';
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0)
+        return -1;
+    self[len] = '\0';
+    snprintf(cmd, sizeof cmd, "timeout -k 5 %d env %s '%s' '%s' 2>&1", DDP_TEST_DDPSIM_LIMIT_S,
+             env ? env : "", self, selection);
     return shell_read(cmd, out, n);
 }
