@@ -234,8 +234,8 @@ static int start_store_server(ddp_ctx_t *ctx, const char *addr, uint16_t port,
 /* "ranks 5, 9" — the ranks whose key under `prefix` is absent. A wait that
  * timed out may have left our connection unusable mid-reply, so this asks
  * over a fresh one (bounded by two seconds). */
-static void missing_ranks(ddp_ctx_t *ctx, const char *prefix, int world,
-                          char *out, size_t n)
+static int missing_ranks(ddp_ctx_t *ctx, const char *prefix, int world,
+                         char *out, size_t n)
 {
     ddp_errctx_t saved = *ddp_err_ctx();
     ddp_env_t *e = ddp_sys_env(ctx->sys);
@@ -266,6 +266,7 @@ static void missing_ranks(ddp_ctx_t *ctx, const char *prefix, int world,
         snprintf(out + off, n - off, ", ...");
     ddp_store_free(st);
     *ddp_err_ctx() = saved;
+    return count;
 }
 
 /* On a failed wait: name the ranks that never arrived, or the root cause
@@ -276,9 +277,9 @@ static int explain_wait_failure(ddp_ctx_t *ctx, int rc, const char *prefix,
     if (rc != DDP_ETIMEOUT || !ctx->store)
         return rc;
     char ranks[256];
-    missing_ranks(ctx, prefix, ctx->world_size, ranks, sizeof ranks);
+    int count = missing_ranks(ctx, prefix, ctx->world_size, ranks, sizeof ranks);
     if (ranks[0])
-        ddp_err_wrap("ranks %s never %s", ranks, what);
+        ddp_err_wrap("rank%s %s never %s", count > 1 ? "s" : "", ranks, what);
     return rc;
 }
 

@@ -60,7 +60,7 @@ static const errcase_t g_cases[] = {
     /* Rank 1 dies joining: rank 0 names it after the 10 s timeout. */
     {G_MISSING, "scenarios/crash-joining.scn", NULL, "ddp",
      {{0, 0, 0, DDP_ETIMEOUT,
-       {"rank 0, wait for workers: ", "ranks 1 never joined", "3/4 clients joined",
+       {"rank 0, wait for workers: ", "rank 1 never joined", "3/4 clients joined",
         "Timed out after 10.0 seconds", "[node0:29500]"}},
       {2, 1, 0, DDP_ETIMEOUT,
        {"rank 2, process group init: ", "from rank 0", "after 10.0 s", "node0:29500"}}}},
@@ -68,7 +68,7 @@ static const errcase_t g_cases[] = {
      * long it waited and the barrier's key. */
     {G_MISSING, "scenarios/crash-before-barrier.scn", NULL, "ddp_spawn",
      {{0, 0, 0, DDP_ETIMEOUT,
-       {"rank 0, barrier: ", "ranks 1 never reached the barrier",
+       {"rank 0, barrier: ", "rank 1 never reached the barrier",
         "Timed out after 60.0 s in the store-based barrier",
         "store_based_barrier_key:default_pg", "world_size=4, num_workers_joined=3"}},
       {2, 1, 0, DDP_ETIMEOUT,
@@ -160,14 +160,14 @@ static const errcase_t g_cases[] = {
         "after 60.0 s"}}}},
     {G_MISSING, "scenarios/partition-outlasts.scn", NULL, "ddp2",
      {{0, 0, 0, DDP_ETIMEOUT,
-       {"rank 0, wait for workers: ", "ranks 1 never joined", "1/2 clients joined",
+       {"rank 0, wait for workers: ", "rank 1 never joined", "1/2 clients joined",
         "after 60.0 seconds"}},
       {1, 1, 0, DDP_ETIMEOUT,
        {"rank 1, store connect: ", "connect to 10.0.0.1:29500 did not complete in time",
         "node0:29500", "after 60.0 s"}}}},
     {G_MISSING, "scenarios/pause-outlasts.scn", NULL, "ddp_hpc",
      {{0, 0, 0, DDP_ETIMEOUT,
-       {"rank 0, wait for workers: ", "ranks 1 never joined", "3/4 clients joined",
+       {"rank 0, wait for workers: ", "rank 1 never joined", "3/4 clients joined",
         "after 60.0 seconds"}}}},
     /* No MASTER_PORT on a per-node launch: each node picks its own free
      * port, node 1 connects to node 0 on the wrong one. */

@@ -50,7 +50,7 @@ static const tcase_t g_cases[] = {
      "scenario \"t\"\n" BASE "timeout 45s\nstore_timeout 5s\n"
      "fault crash ranks=3 phase=\"store connect\"\nexpect crashed ranks=3\nexpect fail\n",
      "ddp_hpc", 0, DDP_ETIMEOUT, 45 * S, 100 * MS,
-     {"rank 0, wait for workers: ", "ranks 3 never joined", "after 45.0 seconds"}},
+     {"rank 0, wait for workers: ", "rank 3 never joined", "after 45.0 seconds"}},
     {"tcp bootstrap, the ring table: the group timeout",
      "scenario \"t\"\n" BASE "timeout 45s\nstore_timeout 5s\n"
      "fault crash ranks=3 phase=\"store connect\"\nexpect crashed ranks=3\nexpect fail\n",
@@ -60,7 +60,7 @@ static const tcase_t g_cases[] = {
      "scenario \"t\"\n" BASE "timeout 33s\nstore_timeout 5s\n"
      "fault crash ranks=2 phase=\"barrier\"\nexpect crashed ranks=2\nexpect fail\n",
      "ddp_hpc", 0, DDP_ETIMEOUT, 33 * S, 100 * MS,
-     {"rank 0, barrier: ", "ranks 2 never reached the barrier", "after 33.0 s"}},
+     {"rank 0, barrier: ", "rank 2 never reached the barrier", "after 33.0 s"}},
     /* Messages between node 1 and node 0 take 20 s: the connect (a group
      * wait: SYN and SYN-ACK, VALIDATE+PING and PONG) takes 80 s and
      * succeeds; the next request, a CHECK for another job's root cause,
