@@ -2,7 +2,9 @@
 # tests/real/run-all.sh — the real-launcher tests, in order: launch-test
 # (ddpsim launch, torchrun's contract), srun-test (a real single-node SLURM),
 # mpirun-test (OpenMPI), interrupt-test (`ddpsim run --real` stopped by
-# SIGINT/SIGTERM leaves no process or namespace behind). One
+# SIGINT/SIGTERM leaves no process or namespace behind), store-hostile-test
+# (`ddpsim store serve` under hostile clients: RSS within its memory budget
+# plus a margin, the normal client's GET p99 printed). One
 # "PASS name (S s)" / "FAIL name (S s)" line per test, each test's own lines
 # indented under it, then exactly
 # "N passed, M failed". Exit 0 when all passed, 1 otherwise.
@@ -21,7 +23,7 @@
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root" || exit 1
-tests=${DDPSIM_REAL_TESTS:-launch-test srun-test mpirun-test interrupt-test}
+tests=${DDPSIM_REAL_TESTS:-launch-test srun-test mpirun-test interrupt-test store-hostile-test}
 limit=${DDPSIM_REAL_TIMEOUT:-300}
 
 if [ -z "${DDPSIM:-}" ] && [ ! -x "$root/ddpsim" ]; then
