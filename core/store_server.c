@@ -241,9 +241,16 @@ struct ddp_store_server {
     char msg[256]; /* why the current request failed */
 
     atomic_int stop;
-    atomic_size_t st_clients, st_keys, st_mem, st_mem_peak;
-    atomic_uint_fast64_t st_requests, st_proto, st_unval, st_rejected,
-        st_legacy, st_refused, st_deferred, st_idle, st_denied;
+#define SRV_STATS(X) /* (field of ddp_store_server_stats_t, atomic) */       \
+    X(clients, st_clients) X(keys, st_keys) X(requests, st_requests)           \
+    X(protocol_errors, st_proto) X(unvalidated_dropped, st_unval)              \
+    X(rejected_clients, st_rejected) X(legacy_connections, st_legacy)          \
+    X(memory, st_mem) X(memory_peak, st_mem_peak)                              \
+    X(memory_refused, st_refused) X(deferred, st_deferred)                     \
+    X(idle_dropped, st_idle) X(denied, st_denied)
+#define SRV_STAT_FIELD(out, f) _Atomic(uint64_t) f;
+    SRV_STATS(SRV_STAT_FIELD)
+#undef SRV_STAT_FIELD
 
     pthread_t thread;
     int thread_started;
@@ -2080,21 +2087,21 @@ static void accept_some(ddp_store_server_t *srv)
             ddp_sys_close(srv->sys, fd);
             continue;
         }
+        char why[160] = "";
+        int kind = RL_DENY;
         if (!ddp__store_acl_allows(&srv->acl, &peer)) {
-            srv_warn(srv, RL_DENY,
-                     "store server: refusing client %s: not in the allow "
-                     "list (%s)",
-                     name, srv->allow);
+            snprintf(why, sizeof why, "not in the allow list (%s)",
+                     srv->allow);
             ST_ADD(srv, st_denied, 1);
-            ddp_sys_close(srv->sys, fd);
-            continue;
-        }
-        if (srv->nconns >= srv->o.max_clients) {
-            srv_warn(srv, RL_REFUSE,
-                     "store server: refusing client %s: %zu clients "
-                     "connected (max_clients)",
-                     name, srv->nconns);
+        } else if (srv->nconns >= srv->o.max_clients) {
+            snprintf(why, sizeof why, "%zu clients connected (max_clients)",
+                     srv->nconns);
+            kind = RL_REFUSE;
             ST_ADD(srv, st_rejected, 1);
+        }
+        if (why[0]) {
+            srv_warn(srv, kind, "store server: refusing client %s: %s", name,
+                     why);
             ddp_sys_close(srv->sys, fd);
             continue;
         }
@@ -2344,19 +2351,9 @@ int ddp_store_server_new(ddp_sys_t *sys, const ddp_store_server_opts_t *opts,
     if (srv->max_request > srv->max_reply)
         srv->max_reply = srv->max_request;
     atomic_init(&srv->stop, 0);
-    atomic_init(&srv->st_clients, 0);
-    atomic_init(&srv->st_keys, 0);
-    atomic_init(&srv->st_mem, 0);
-    atomic_init(&srv->st_mem_peak, 0);
-    atomic_init(&srv->st_requests, 0);
-    atomic_init(&srv->st_proto, 0);
-    atomic_init(&srv->st_unval, 0);
-    atomic_init(&srv->st_rejected, 0);
-    atomic_init(&srv->st_legacy, 0);
-    atomic_init(&srv->st_refused, 0);
-    atomic_init(&srv->st_deferred, 0);
-    atomic_init(&srv->st_idle, 0);
-    atomic_init(&srv->st_denied, 0);
+#define SRV_STAT_INIT(out, f) atomic_init(&srv->f, 0);
+    SRV_STATS(SRV_STAT_INIT)
+#undef SRV_STAT_INIT
     int rc = ddp__store_acl_parse(o.allow, &srv->acl);
     if (rc != 0) {
         ddp_store_server_free(srv);
@@ -2458,21 +2455,10 @@ void ddp_store_server_stats(const ddp_store_server_t *srv,
 {
     ddp_store_server_t *s = (ddp_store_server_t *)srv; /* atomics: loads */
     memset(out, 0, sizeof *out);
-#define LD(f) atomic_load_explicit(&s->f, memory_order_relaxed)
-    out->clients = LD(st_clients);
-    out->keys = LD(st_keys);
-    out->requests = LD(st_requests);
-    out->protocol_errors = LD(st_proto);
-    out->unvalidated_dropped = LD(st_unval);
-    out->rejected_clients = LD(st_rejected);
-    out->legacy_connections = LD(st_legacy);
-    out->memory = LD(st_mem);
-    out->memory_peak = LD(st_mem_peak);
-    out->memory_refused = LD(st_refused);
-    out->deferred = LD(st_deferred);
-    out->idle_dropped = LD(st_idle);
-    out->denied = LD(st_denied);
-#undef LD
+#define SRV_STAT_LOAD(field, f)                                                \
+    out->field = atomic_load_explicit(&s->f, memory_order_relaxed);
+    SRV_STATS(SRV_STAT_LOAD)
+#undef SRV_STAT_LOAD
 }
 
 static void *server_thread(void *arg)

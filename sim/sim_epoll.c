@@ -30,17 +30,16 @@ typedef struct reg {
     uint64_t data;
     ep_set_t *set;
     struct reg *fnext;         /* the socket's next registration */
-    struct reg *rprev, *rnext; /* on the set's ready list */
+    struct reg *rnext, **rpprev; /* on the set's ready list (rpprev: the
+                                    pointer that points at this one) */
     int ready;                 /* on it */
-    struct reg *aprev, *anext; /* every registration of the set */
 } reg_t;
 
 struct ep_set {
     int id, proc, open;
     waitq_t waiters;
-    reg_t *rhead, *rtail;
+    reg_t *rhead, **rtailp; /* rtailp: the last rnext, or &rhead */
     int nready;
-    reg_t *all;
 };
 
 struct sim_epoll {
@@ -97,15 +96,11 @@ static void ready_unlink(reg_t *r)
     ep_set_t *s = r->set;
     if (!r->ready)
         return;
-    if (r->rprev)
-        r->rprev->rnext = r->rnext;
-    else
-        s->rhead = r->rnext;
     if (r->rnext)
-        r->rnext->rprev = r->rprev;
+        r->rnext->rpprev = r->rpprev;
     else
-        s->rtail = r->rprev;
-    r->rprev = r->rnext = NULL;
+        s->rtailp = r->rpprev;
+    *r->rpprev = r->rnext;
     r->ready = 0;
     s->nready--;
 }
@@ -115,13 +110,10 @@ static void ready_append(reg_t *r)
     ep_set_t *s = r->set;
     if (r->ready)
         return;
-    r->rprev = s->rtail;
     r->rnext = NULL;
-    if (s->rtail)
-        s->rtail->rnext = r;
-    else
-        s->rhead = r;
-    s->rtail = r;
+    r->rpprev = s->rtailp;
+    *s->rtailp = r;
+    s->rtailp = &r->rnext;
     r->ready = 1;
     s->nready++;
 }
@@ -141,14 +133,19 @@ static void reg_drop(struct sim_epoll *E, reg_t *r)
     while (*p != r)
         p = &(*p)->fnext;
     *p = r->fnext;
-    ep_set_t *s = r->set;
-    if (r->aprev)
-        r->aprev->anext = r->anext;
-    else
-        s->all = r->anext;
-    if (r->anext)
-        r->anext->aprev = r->aprev;
     free(r);
+}
+
+/* Every registration of set s (closing it: rare, so a walk of the
+ * socket table is fine). */
+static void set_clear(struct sim_epoll *E, const ep_set_t *s)
+{
+    for (int fd = 0; fd < E->nbyfd; fd++)
+        for (reg_t *r = E->byfd[fd], *next; r; r = next) {
+            next = r->fnext;
+            if (r->set == s)
+                reg_drop(E, r);
+        }
 }
 
 /* Killed or paused: every sim call checks this first (as sim_net.c). */
@@ -171,6 +168,7 @@ int ddp__sim_epoll_create(ddp_sys_t *sys)
     s->id = E->nsets;
     s->proc = t->proc;
     s->open = 1;
+    s->rtailp = &s->rhead;
     E->sets[E->nsets++] = s;
     return s->id;
 }
@@ -209,10 +207,6 @@ int ddp__sim_epoll_ctl(ddp_sys_t *sys, int ep, int op, int fd, short events,
         r->set = s;
         r->fnext = E->byfd[fd];
         E->byfd[fd] = r;
-        r->anext = s->all;
-        if (s->all)
-            s->all->aprev = r;
-        s->all = r;
         break;
     case DDP_EPOLL_MOD:
     case DDP_EPOLL_DEL:
@@ -303,8 +297,7 @@ int ddp__sim_epoll_close(ddp_sys_t *sys, int ep)
     ep_set_t *s = set_of(t, ep);
     if (!s)
         return -EBADF;
-    while (s->all)
-        reg_drop(E, s->all);
+    set_clear(E, s);
     s->open = 0;
     return 0;
 }
@@ -315,8 +308,7 @@ void ddp__sim_epoll_free(ddp_sim_t *sim)
     if (!E)
         return;
     for (int i = 0; i < E->nsets; i++) {
-        while (E->sets[i]->all)
-            reg_drop(E, E->sets[i]->all);
+        set_clear(E, E->sets[i]);
         ddp__waitq_free(&E->sets[i]->waiters);
         free(E->sets[i]);
     }

@@ -321,18 +321,13 @@ static void test_warnings_rate_limited(void)
     ddp_log_set_level(DDP_LOG_ERROR);
 }
 
-/* The server warns about every client these tests drop on purpose. */
-static ddp_log_level_t g_level;
-static int suite_init(void)
-{
-    g_level = ddp_log_level();
-    ddp_log_set_level(DDP_LOG_ERROR);
-    return 0;
-}
+/* The server warns about every client these tests drop on purpose (the
+ * suite's POSIX sys is unused: the fake one serves). */
+static struct ddp_sys *g_quiet_sys;
+static int suite_init(void) { return ddp_test_suite_sys_init(&g_quiet_sys, 1); }
 static int suite_cleanup(void)
 {
-    ddp_log_set_level(g_level);
-    return 0;
+    return ddp_test_suite_sys_cleanup(&g_quiet_sys);
 }
 
 DDP_SUITE("store_hostile", suite_init, suite_cleanup,
