@@ -723,7 +723,8 @@ static int watched(const ddp_store_server_t *srv, slice_t k)
 /* Tells every connection watching k what changed, as torch 1.13's server
  * does: u8 type, key, old value, new value (each u64 length + bytes; the
  * values referenced, not copied, when large). A watcher that lets too much
- * pile up unread is dropped. */
+ * pile up unread (SRV_WATCH_OUT_MAX, or past its floor while the budget is
+ * full) is dropped. */
 static void notify_watchers(ddp_store_server_t *srv, slice_t k, int type,
                             blob_t *oldv, blob_t *newv)
 {
@@ -740,8 +741,10 @@ static void notify_watchers(ddp_store_server_t *srv, slice_t k, int type,
         } else {
             out_put(c, &t, 1);
             out_put_bytes(c, k.p, k.n);
+            /* Unread notifications may not outgrow the budget either. */
             if (put_value(srv, c, oldv) != 0 || put_value(srv, c, newv) != 0 ||
-                out_total(c) > SRV_WATCH_OUT_MAX)
+                out_total(c) > SRV_WATCH_OUT_MAX ||
+                (out_total(c) > SRV_OUT_FLOOR && mem_fits(srv, 0) != FIT_OK))
                 c->doom = 1;
         }
         mark_dirty(srv, c);
