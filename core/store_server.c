@@ -168,6 +168,7 @@ struct srv_conn {
     int doom;      /* to be dropped at the next safe point */
     int dirty;     /* on the server's dirty list */
     int deferred;  /* on L_MEM: not read until memory frees */
+    int defer_req; /* ... with a whole request waiting (else: its input) */
     short ev;      /* the interest registered in the readiness set */
     tlink_t lk[L_COUNT];
     size_t defer_need; /* what it waits for */
@@ -383,17 +384,41 @@ static size_t grown_cap(const blob_t *b, size_t n, size_t maxv)
     return nc;
 }
 
-/* The capacity a byte buffer gets to take n more bytes (bytebuf.c's rule:
- * first slide, then double from first). */
-static size_t bb_grown_cap(const ddp__bb_t *b, size_t n, size_t first)
+/* The input capacity c needs to take `want` more bytes: doubling (from
+ * 4 KiB), but never past what the current request needs once its length
+ * is known (an 8 MiB SET takes 8 MiB and a few bytes, not 16 MiB). */
+static size_t in_cap_for(const conn_t *c, size_t want)
 {
-    size_t pending = ddp__bb_pending(b);
-    if (b->cap - pending >= n)
-        return b->cap;
-    size_t nc = b->cap ? b->cap : first;
-    while (nc - pending < n && nc <= SIZE_MAX / 2)
+    size_t pending = ddp__bb_pending(&c->in);
+    if (c->in.cap - pending >= want)
+        return c->in.cap;
+    size_t nc = c->in.cap ? c->in.cap : 4096;
+    while (nc - pending < want && nc <= SIZE_MAX / 2)
         nc *= 2;
+    if (c->need >= pending + want && nc > c->need)
+        nc = c->need;
     return nc;
+}
+
+/* Slides the pending input to the front and grows the buffer to cap.
+ * 0 or -ENOMEM. */
+static int in_reserve(conn_t *c, size_t cap)
+{
+    ddp__bb_t *b = &c->in;
+    size_t pending = ddp__bb_pending(b);
+    if (b->off) {
+        memmove(b->data, b->data + b->off, pending);
+        b->off = 0;
+        b->len = pending;
+    }
+    if (cap <= b->cap)
+        return 0;
+    uint8_t *d = realloc(b->data, cap);
+    if (!d)
+        return -ENOMEM;
+    b->data = d;
+    b->cap = cap;
+    return 0;
 }
 
 /* A connection's buffers changed size: srv->mem follows. */
@@ -410,15 +435,15 @@ static void conn_charge(ddp_store_server_t *srv, conn_t *c)
 enum { FIT_OK = 0, FIT_DEFER, FIT_REFUSE };
 
 /* Whether `cost` more bytes fit the budget: yes; not now (other
- * connections' buffers hold the rest: defer); never (the store alone
- * leaves no room: refuse). */
-static int mem_fits(const ddp_store_server_t *srv, size_t cost)
+ * connections' buffers hold the rest: defer); never (the store and the
+ * `own` bytes of the connection asking leave no room: refuse). */
+static int mem_fits(const ddp_store_server_t *srv, size_t cost, size_t own)
 {
     size_t max = srv->o.max_memory;
     if (srv->mem <= max && cost <= max - srv->mem)
         return FIT_OK;
-    return srv->mem_store > max || cost > max - srv->mem_store ? FIT_REFUSE
-                                                               : FIT_DEFER;
+    size_t fixed = srv->mem_store + own;
+    return fixed > max || cost > max - fixed ? FIT_REFUSE : FIT_DEFER;
 }
 
 /* ------------------------------------------------------- connection lists */
@@ -628,7 +653,7 @@ static int put_value(ddp_store_server_t *srv, conn_t *c, blob_t *b)
     size_t n = b ? b->len : 0;
     int copy = n == 0 ||
                (n <= SRV_INLINE_MAX && c->req_inline + n <= SRV_INLINE_REQ &&
-                (mem_fits(srv, n) == FIT_OK ||
+                (mem_fits(srv, n, 0) == FIT_OK ||
                  out_total(c) + 8 + n <= SRV_OUT_FLOOR));
     if (out_reserve(srv, c, 8 + (copy ? n : 0)) != 0 ||
         (!copy && ref_reserve(srv, c, 1) != 0))
@@ -744,7 +769,7 @@ static void notify_watchers(ddp_store_server_t *srv, slice_t k, int type,
             /* Unread notifications may not outgrow the budget either. */
             if (put_value(srv, c, oldv) != 0 || put_value(srv, c, newv) != 0 ||
                 out_total(c) > SRV_WATCH_OUT_MAX ||
-                (out_total(c) > SRV_OUT_FLOOR && mem_fits(srv, 0) != FIT_OK))
+                (out_total(c) > SRV_OUT_FLOOR && mem_fits(srv, 0, 0) != FIT_OK))
                 c->doom = 1;
         }
         mark_dirty(srv, c);
@@ -1213,18 +1238,18 @@ static int budget(ddp_store_server_t *srv, conn_t *c, int op, size_t store,
         cost += out;
     if (cost == 0)
         return H_OK;
-    switch (mem_fits(srv, cost)) {
+    switch (mem_fits(srv, cost, c->charged)) {
     case FIT_OK:
         return H_OK;
     case FIT_DEFER:
         c->defer_need = cost;
         return H_DEFER;
     default:
-        return srv_fail(srv, "%s needs %zu bytes and the store already holds "
-                             "%zu of its %zu-byte memory budget "
-                             "(max_memory)",
+        return srv_fail(srv, "%s needs %zu bytes beside the %zu its request "
+                             "holds, and the store already holds %zu of its "
+                             "%zu-byte memory budget (max_memory)",
                         op == OP_WATCH_KEY ? "WATCH_KEY" : op_name(op), cost,
-                        srv->mem_store, srv->o.max_memory),
+                        c->charged, srv->mem_store, srv->o.max_memory),
                H_LIMIT;
     }
 }
@@ -1748,12 +1773,16 @@ static void conn_violation(ddp_store_server_t *srv, conn_t *c)
 }
 
 /* c waits for memory: it is not read until the budget has room for
- * c->defer_need (resume_deferred). */
-static void conn_defer(ddp_store_server_t *srv, conn_t *c)
+ * c->defer_need (resume_deferred); req: for a whole request (else for
+ * more of its input). */
+static void conn_defer(ddp_store_server_t *srv, conn_t *c, int req)
 {
     if (c->deferred)
         return;
     c->deferred = 1;
+    c->defer_req = req;
+    if (req)
+        tl_del(srv, L_BUSY, c);
     tl_push(srv, L_MEM, c, srv->now);
     ST_ADD(srv, st_deferred, 1);
     srv_warn(srv, RL_MEMORY,
@@ -1776,7 +1805,7 @@ static void conn_process(ddp_store_server_t *srv, conn_t *c)
         if (h == H_MORE)
             break;
         if (h == H_DEFER) {
-            conn_defer(srv, c);
+            conn_defer(srv, c, 1);
             break;
         }
         if (h == H_BAD) {
@@ -1906,7 +1935,10 @@ static void conn_settle(ddp_store_server_t *srv, conn_t *c)
         }
         c->ev = want;
     }
-    int busy = c->validated && (ddp__bb_pending(&c->in) > 0 || unsent > 0);
+    /* A whole request waiting for memory waits for the others: not its
+     * own stall. (One deferred mid-request is still mid-request.) */
+    int busy = c->validated && !(c->deferred && c->defer_req) &&
+               (ddp__bb_pending(&c->in) > 0 || unsent > 0);
     if (busy)
         tl_push(srv, L_BUSY, c, srv->now);
     else
@@ -1933,28 +1965,28 @@ static void conn_read(ddp_store_server_t *srv, conn_t *c)
             want = 4096;
         if (want > SRV_RECV_BUDGET) /* grow as bytes arrive, not on a claim */
             want = SRV_RECV_BUDGET;
-        size_t cap = bb_grown_cap(&c->in, want, 4096);
+        size_t cap = in_cap_for(c, want);
         if (cap > c->in.cap && cap > SRV_IN_FLOOR) {
-            int fit = mem_fits(srv, cap - c->in.cap);
+            int fit = mem_fits(srv, cap - c->in.cap, c->charged);
             if (fit == FIT_REFUSE) {
                 srv_warn(srv, RL_MEMORY,
                          "store server: dropping client %s: its request "
-                         "needs %zu more bytes of buffer and the store "
-                         "already holds %zu of its %zu-byte memory budget "
-                         "(max_memory)",
-                         c->name, cap - c->in.cap, srv->mem_store,
-                         srv->o.max_memory);
+                         "needs %zu more bytes of buffer beside the %zu it "
+                         "holds, and the store already holds %zu of its "
+                         "%zu-byte memory budget (max_memory)",
+                         c->name, cap - c->in.cap, c->charged,
+                         srv->mem_store, srv->o.max_memory);
                 ST_ADD(srv, st_refused, 1);
                 conn_kill(srv, c);
                 return;
             }
             if (fit == FIT_DEFER) {
                 c->defer_need = cap - c->in.cap;
-                conn_defer(srv, c);
+                conn_defer(srv, c, 0);
                 break;
             }
         }
-        if (ddp__bb_reserve(&c->in, want, 4096) != 0) {
+        if (in_reserve(c, cap) != 0) {
             srv_fail(srv, "out of memory buffering a request");
             conn_violation(srv, c);
             return;
@@ -2163,13 +2195,25 @@ static void expire(ddp_store_server_t *srv, int l, int64_t timeout)
 }
 
 /* Deferred connections in order, while the budget has room for what each
- * waits for. */
+ * waits for. When the first does not fit and nothing else is in flight
+ * (only waiting requests hold the memory: they would wait for each other
+ * forever), it is dropped to let the others go on. */
 static void resume_deferred(ddp_store_server_t *srv)
 {
     for (size_t n = 0; srv->tl[L_MEM].head && n < srv->nconns; n++) {
         conn_t *c = srv->tl[L_MEM].head;
-        if (mem_fits(srv, c->defer_need) != FIT_OK)
-            break;
+        if (mem_fits(srv, c->defer_need, 0) != FIT_OK) {
+            if (srv->tl[L_BUSY].head || srv->dead)
+                break;
+            srv_warn(srv, RL_MEMORY,
+                     "store server: dropping client %s: it needs %zu bytes "
+                     "and the rest of the %zu-byte memory budget is held by "
+                     "requests waiting like it (raise max_memory)",
+                     c->name, c->defer_need, srv->o.max_memory);
+            ST_ADD(srv, st_refused, 1);
+            conn_kill(srv, c);
+            break; /* its memory is free after this step's reap */
+        }
         tl_del(srv, L_MEM, c);
         c->deferred = 0;
         mark_dirty(srv, c);
@@ -2249,6 +2293,7 @@ int ddp_store_server_step(ddp_store_server_t *srv, int64_t deadline)
     flush_dirty(srv);
     expire(srv, L_UV, srv->o.validate_timeout_ns);
     expire(srv, L_BUSY, srv->o.idle_timeout_ns);
+    reap(srv); /* (the dirty list is empty here) their memory is free now */
     resume_deferred(srv);
     flush_dirty(srv);
     reap(srv);

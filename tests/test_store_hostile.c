@@ -192,8 +192,9 @@ static void test_stalled_partial_requests(void)
     int slow[5];
     for (int i = 0; i < 5; i++) {
         slow[i] = hx_client(&h, (size_t)1 << 30);
-        /* 3 MiB of an 8 MiB value, then nothing. */
-        hx_set_big(&h, slow[i], "/stall", (size_t)8 << 20, (size_t)3 << 20);
+        /* 768 KiB of a 1 MiB value, then nothing: together more than
+         * the budget, each alone not. */
+        hx_set_big(&h, slow[i], "/stall", (size_t)1 << 20, (size_t)768 << 10);
     }
     hx_steps(&h, 32);
     ddp_store_server_stats_t s = hx_stats(&h);
@@ -204,8 +205,9 @@ static void test_stalled_partial_requests(void)
     /* Within the idle timeout nobody is dropped ... */
     hx_wait(&h, 4);
     CU_ASSERT_EQUAL(hx_stats(&h).clients, 7);
-    /* ... past it, the five stalled ones are, not the silent one nor the
-     * normal client. */
+    /* ... past it, the five stalled ones are (also those not read for want
+     * of memory: they are stalled mid-request all the same), not the
+     * silent one nor the normal client. */
     hx_wait(&h, 2);
     s = hx_stats(&h);
     CU_ASSERT_EQUAL(s.idle_dropped, 5);
@@ -275,6 +277,69 @@ static void test_wait_entries_count(void)
     hx_end(&h);
 }
 
+/* A legacy watcher that never reads pins every old value it is told of:
+ * the memory it holds stops the writes (deferred, not refused) until the
+ * idle timeout drops it; then they go on. */
+static void test_watcher_not_reading(void)
+{
+    hx_t h;
+    size_t budget = (size_t)2 << 20;
+    hx_start(&h, (ddp_store_server_opts_t){.max_memory = budget,
+                                           .max_clients = 8});
+    int w = fake_connect(h.f); /* legacy: its first request is WATCH_KEY */
+    hx_key_req(&h, w, DDP_STORE_LOP_WATCH_KEY, "/w");
+    hx_steps(&h, 2);
+    int setter = hx_client(&h, (size_t)1 << 30);
+    for (int i = 0; i < 40; i++) {
+        hx_set_big(&h, setter, "/w", (size_t)100 << 10, (size_t)100 << 10);
+        hx_steps(&h, 2);
+    }
+    ddp_store_server_stats_t s = hx_stats(&h);
+    CU_ASSERT(s.deferred > 0);
+    CU_ASSERT_EQUAL(s.clients, 2);
+    CU_ASSERT(s.memory_peak <= budget + 2 * PER_CONN_SLACK);
+    hx_wait(&h, 6);
+    hx_steps(&h, 64);
+    s = hx_stats(&h);
+    CU_ASSERT(h.f->conns[w].server_closed);
+    CU_ASSERT_EQUAL(s.idle_dropped, 1);
+    CU_ASSERT_EQUAL(s.clients, 1);
+    CU_ASSERT(s.requests >= 40); /* every SET went through in the end */
+    CU_ASSERT(s.memory < (size_t)1 << 20);
+    hx_end(&h);
+}
+
+/* Two clients whose whole SETs are buffered and wait for memory held only
+ * by each other: the first is dropped so that the second goes on (they
+ * would wait for each other forever). A SET that cannot fit beside its
+ * own buffer is refused at once. */
+static void test_waiting_requests_do_not_deadlock(void)
+{
+    hx_t h;
+    hx_start(&h, (ddp_store_server_opts_t){.max_memory = (size_t)5 << 20,
+                                           .max_clients = 8});
+    int a = hx_client(&h, (size_t)1 << 30), b = hx_client(&h, (size_t)1 << 30);
+    hx_set_big(&h, a, "/a", (size_t)1500 << 10, (size_t)1500 << 10);
+    hx_set_big(&h, b, "/b", (size_t)1500 << 10, (size_t)1500 << 10);
+    hx_steps(&h, 64);
+    ddp_store_server_stats_t s = hx_stats(&h);
+    CU_ASSERT_EQUAL(s.keys, 1 + (s.memory_refused == 0));
+    CU_ASSERT(s.memory_refused <= 1);
+    CU_ASSERT(s.memory_peak <= ((size_t)5 << 20) + 2 * PER_CONN_SLACK);
+    hx_end(&h);
+
+    hx_start(&h, (ddp_store_server_opts_t){.max_memory = (size_t)3 << 20,
+                                           .max_clients = 8});
+    a = hx_client(&h, (size_t)1 << 30);
+    hx_set_big(&h, a, "/a", (size_t)2 << 20, (size_t)2 << 20);
+    hx_steps(&h, 64);
+    s = hx_stats(&h);
+    CU_ASSERT_EQUAL(s.memory_refused, 1);
+    CU_ASSERT_EQUAL(s.keys, 0);
+    CU_ASSERT(h.f->conns[a].server_closed);
+    hx_end(&h);
+}
+
 static int g_warns, g_dropping, g_summaries;
 
 static void count_sink(void *arg, ddp_log_level_t level, const char *line)
@@ -337,4 +402,7 @@ DDP_SUITE("store_hostile", suite_init, suite_cleanup,
            test_stalled_partial_requests},
           {"WAIT entries count against max_keys and the budget",
            test_wait_entries_count},
+          {"a watcher that never reads is bounded", test_watcher_not_reading},
+          {"requests waiting for memory do not deadlock",
+           test_waiting_requests_do_not_deadlock},
           {"warnings are rate limited", test_warnings_rate_limited})
