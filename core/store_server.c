@@ -400,27 +400,6 @@ static size_t in_cap_for(const conn_t *c, size_t want)
     return nc;
 }
 
-/* Slides the pending input to the front and grows the buffer to cap.
- * 0 or -ENOMEM. */
-static int in_reserve(conn_t *c, size_t cap)
-{
-    ddp__bb_t *b = &c->in;
-    size_t pending = ddp__bb_pending(b);
-    if (b->off) {
-        memmove(b->data, b->data + b->off, pending);
-        b->off = 0;
-        b->len = pending;
-    }
-    if (cap <= b->cap)
-        return 0;
-    uint8_t *d = realloc(b->data, cap);
-    if (!d)
-        return -ENOMEM;
-    b->data = d;
-    b->cap = cap;
-    return 0;
-}
-
 /* A connection's buffers changed size: srv->mem follows. */
 static void conn_charge(ddp_store_server_t *srv, conn_t *c)
 {
@@ -1986,7 +1965,7 @@ static void conn_read(ddp_store_server_t *srv, conn_t *c)
                 break;
             }
         }
-        if (in_reserve(c, cap) != 0) {
+        if (ddp__bb_grow(&c->in, cap) != 0) {
             srv_fail(srv, "out of memory buffering a request");
             conn_violation(srv, c);
             return;

@@ -33,12 +33,16 @@ typedef struct hx {
 
 static int64_t s_ns(double s) { return (int64_t)(s * 1e9); }
 
-static void hx_start(hx_t *h, ddp_store_server_opts_t o)
+/* A server over a new fake sys: that budget (0: the default) and max_keys
+ * (0: the default), as many clients as the fake has, 5 s idle timeout. */
+static void hx_start(hx_t *h, size_t max_memory, size_t max_keys)
 {
     h->f = fake_sys_new();
     CU_ASSERT_PTR_NOT_NULL_FATAL(h->f);
-    if (!o.idle_timeout_ns)
-        o.idle_timeout_ns = s_ns(5);
+    ddp_store_server_opts_t o = {.max_memory = max_memory,
+                                 .max_keys = max_keys,
+                                 .max_clients = FAKE_MAX_CONNS,
+                                 .idle_timeout_ns = s_ns(5)};
     CU_ASSERT_EQUAL_FATAL(ddp_store_server_new(&h->f->sys, &o, &h->srv), 0);
 }
 
@@ -136,8 +140,7 @@ static void set_small(hx_t *h, int c, const char *key, const char *val)
 static void test_multi_get_amplification(void)
 {
     hx_t h;
-    hx_start(&h, (ddp_store_server_opts_t){.max_memory = (size_t)64 << 20,
-                                           .max_clients = 8});
+    hx_start(&h, (size_t)64 << 20, 0);
     int normal = hx_client(&h, (size_t)1 << 30);
     hx_set_big(&h, normal, "/big", (size_t)8 << 20, (size_t)8 << 20);
     set_small(&h, normal, "/small", "v");
@@ -183,8 +186,7 @@ static void test_stalled_partial_requests(void)
 {
     hx_t h;
     size_t budget = (size_t)4 << 20;
-    hx_start(&h, (ddp_store_server_opts_t){.max_memory = budget,
-                                           .max_clients = 8});
+    hx_start(&h, budget, 0);
     int normal = hx_client(&h, (size_t)1 << 30);
     set_small(&h, normal, "/k", "value");
     int silent = fake_connect(h.f); /* torch's callback socket: no byte */
@@ -243,8 +245,7 @@ static void wait_many(hx_t *h, int c, int tag, int n, size_t klen)
 static void test_wait_entries_count(void)
 {
     hx_t h;
-    hx_start(&h, (ddp_store_server_opts_t){.max_keys = 2500,
-                                           .max_clients = 8});
+    hx_start(&h, 0, 2500);
     size_t base = hx_stats(&h).memory;
     int c[4];
     for (int i = 0; i < 4; i++) {
@@ -265,8 +266,7 @@ static void test_wait_entries_count(void)
 
     /* The same against the memory budget: 10,000 awaited keys take more
      * than 1.5 MiB (a 200 KiB request), which a 1 MiB budget refuses. */
-    hx_start(&h, (ddp_store_server_opts_t){.max_memory = (size_t)1 << 20,
-                                           .max_clients = 8});
+    hx_start(&h, (size_t)1 << 20, 0);
     int w = hx_client(&h, (size_t)1 << 30);
     wait_many(&h, w, 0, 10000, 8);
     hx_steps(&h, 64);
@@ -284,8 +284,7 @@ static void test_watcher_not_reading(void)
 {
     hx_t h;
     size_t budget = (size_t)2 << 20;
-    hx_start(&h, (ddp_store_server_opts_t){.max_memory = budget,
-                                           .max_clients = 8});
+    hx_start(&h, budget, 0);
     int w = fake_connect(h.f); /* legacy: its first request is WATCH_KEY */
     hx_key_req(&h, w, DDP_STORE_LOP_WATCH_KEY, "/w");
     hx_steps(&h, 2);
@@ -316,8 +315,7 @@ static void test_watcher_not_reading(void)
 static void test_waiting_requests_do_not_deadlock(void)
 {
     hx_t h;
-    hx_start(&h, (ddp_store_server_opts_t){.max_memory = (size_t)5 << 20,
-                                           .max_clients = 8});
+    hx_start(&h, (size_t)5 << 20, 0);
     int a = hx_client(&h, (size_t)1 << 30), b = hx_client(&h, (size_t)1 << 30);
     hx_set_big(&h, a, "/a", (size_t)1500 << 10, (size_t)1500 << 10);
     hx_set_big(&h, b, "/b", (size_t)1500 << 10, (size_t)1500 << 10);
@@ -328,8 +326,7 @@ static void test_waiting_requests_do_not_deadlock(void)
     CU_ASSERT(s.memory_peak <= ((size_t)5 << 20) + 2 * PER_CONN_SLACK);
     hx_end(&h);
 
-    hx_start(&h, (ddp_store_server_opts_t){.max_memory = (size_t)3 << 20,
-                                           .max_clients = 8});
+    hx_start(&h, (size_t)3 << 20, 0);
     a = hx_client(&h, (size_t)1 << 30);
     hx_set_big(&h, a, "/a", (size_t)2 << 20, (size_t)2 << 20);
     hx_steps(&h, 64);
@@ -360,7 +357,7 @@ static void test_warnings_rate_limited(void)
     ddp_log_set_sink(count_sink, NULL);
     g_warns = g_dropping = g_summaries = 0;
     hx_t h;
-    hx_start(&h, (ddp_store_server_opts_t){.max_clients = 8});
+    hx_start(&h, 0, 0);
     for (int round = 0; round < 2; round++) {
         for (int i = 0; i < 7; i++) {
             int c = fake_connect(h.f);
