@@ -1,6 +1,6 @@
 /* bench/store.c — store throughput and rendezvous time on loopback.
  *
- *   store [--ops N] [--ranks R]
+ *   store [--ops N] [--ranks R] [--idle N,N...] [--clients N,N...]
  *
  * Our server on a thread (127.0.0.1, free port), then:
  *  - SET and GET ops/s with 1 and with 50 clients, each client its own
@@ -22,16 +22,32 @@
  *    than the server. Batch threads still get their fair CPU share; they
  *    just do not preempt on wake-up. GET c=50 is also run once with ordinary
  *    threads and printed as "GET c=50 (normal sched)", for comparison.
+ *  - SET/GET as above at each --clients count beyond 1 (default 50,500).
+ *  - GET with an event-loop load generator, as redis-benchmark drives
+ *    redis: one thread, N connections through a readiness set, each with
+ *    one plain TCPStore GET in flight (request: op + key; reply: 8-byte
+ *    length + the 3 bytes), printed as "GET c=N (event loop)". The load
+ *    generators then cost the same on both sides, and the figure is the
+ *    server's, not the scheduler's treatment of N client threads.
  *  - R-client rendezvous (default 1,024): each rank connects, runs
  *    wait_for_workers and the store-based barrier; time until all are done.
+ *  - Idle cost (--idle, default 2000,5000,10000; 0: skip): a child process
+ *    (the bench's own fd limit holds the server's side) opens N validated
+ *    connections that then say nothing; with all N connected, the server's
+ *    CPU share over 2 s (this process's rusage: the server thread, as the
+ *    main thread sleeps) and the GET latency of one more client (p50 and
+ *    p99 of 2,000 GETs).
  * Figures only, no assertions; lines are "NAME: VALUE UNIT" so
  * bench/store.sh can read them. */
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <signal.h>
+#include <time.h>
 
 #include "ddp/err.h"
 #include "ddp/log.h"
@@ -120,6 +136,66 @@ static double run_phase(ddp_store_t **sts, int n, int total, int get,
     return (double)(total / n * n) / ((double)(t1 - t0) / 1e9);
 }
 
+/* ops/s of `total` GETs over n connections driven by one thread. */
+static double event_loop_gets(int n, int total)
+{
+    uint8_t req[1 + 8 + 7];
+    uint64_t kl = 7;
+    req[0] = DDP_STORE_OP_GET;
+    memcpy(req + 1, &kl, 8);
+    memcpy(req + 9, "/el/key", 7);
+    ddp_addr_t a;
+    ddp_addr_parse("127.0.0.1", g_port, &a);
+    int *fd = calloc((size_t)n, sizeof *fd), *got = calloc((size_t)n, sizeof *got);
+    int ep = ddp_sys_epoll_create(g_sys), done = 0, sent = 0, failed = 0;
+    uint8_t v[5] = {DDP_STORE_OP_VALIDATE}, buf[64];
+    uint32_t magic = DDP_STORE_MAGIC;
+    memcpy(v + 1, &magic, 4);
+    int64_t dl = ddp_sys_deadline_in(g_sys, 60 * DDP_NS_PER_S);
+    for (int i = 0; i < n && !failed; i++) {
+        fd[i] = ddp_sys_connect(g_sys, &a, dl);
+        failed = fd[i] < 0 || ddp_sys_send_all(g_sys, fd[i], v, sizeof v, dl) != 0 ||
+                 ddp_sys_epoll_ctl(g_sys, ep, DDP_EPOLL_ADD, fd[i], DDP_POLLIN,
+                                   (uint64_t)i) != 0;
+    }
+    int64_t t0 = ddp_sys_now(g_sys);
+    for (int i = 0; i < n && !failed; i++, sent++)
+        failed = ddp_sys_send_all(g_sys, fd[i], req, sizeof req, dl) != 0;
+    ddp_epoll_event_t ev[256];
+    while (!failed && done < total) {
+        int k = ddp_sys_epoll_wait(g_sys, ep, ev, 256, dl);
+        failed = k <= 0;
+        for (int e = 0; e < k && !failed; e++) {
+            int i = (int)ev[e].data;
+            ssize_t r = ddp_sys_recv(g_sys, fd[i], buf, sizeof buf, 0);
+            if (r == -EAGAIN)
+                continue;
+            failed = r <= 0;
+            got[i] += (int)r;
+            while (!failed && got[i] >= 11) {
+                got[i] -= 11;
+                done++;
+                if (sent < total) {
+                    failed = ddp_sys_send_all(g_sys, fd[i], req, sizeof req, dl) != 0;
+                    sent++;
+                }
+            }
+        }
+    }
+    int64_t t1 = ddp_sys_now(g_sys);
+    for (int i = 0; i < n; i++)
+        if (fd[i] > 0) {
+            ddp_sys_epoll_ctl(g_sys, ep, DDP_EPOLL_DEL, fd[i], 0, 0);
+            ddp_sys_close(g_sys, fd[i]);
+        }
+    ddp_sys_epoll_close(g_sys, ep);
+    free(fd);
+    free(got);
+    if (failed)
+        fprintf(stderr, "bench event loop: %s\n", ddp_err_message());
+    return failed ? -1 : (double)done / ((double)(t1 - t0) / 1e9);
+}
+
 static void bench_ops(int clients, int total)
 {
     ddp_store_t **sts = calloc((size_t)clients, sizeof *sts);
@@ -138,6 +214,10 @@ static void bench_ops(int clients, int total)
         printf("GET c=%d (normal sched): %.0f ops/s (the same with ordinary "
                "client threads)\n",
                clients, get_normal);
+    if (clients > 1)
+        printf("GET c=%d (event loop): %.0f ops/s (%d plain GETs from one "
+               "thread, as redis-benchmark)\n",
+               clients, event_loop_gets(clients, total), total);
 out:
     for (int i = 0; i < clients; i++)
         ddp_store_free(sts[i]);
@@ -209,16 +289,132 @@ static void bench_rendezvous(int world)
     free(rs);
 }
 
+/* The idle clients' process: n validated connections, then silence until
+ * it is killed. */
+static int idle_child(ddp_sys_t *sys, void *arg)
+{
+    int n = *(int *)arg;
+    ddp_addr_t a;
+    ddp_addr_parse("127.0.0.1", g_port, &a);
+    uint8_t v[5] = {DDP_STORE_OP_VALIDATE};
+    uint32_t magic = DDP_STORE_MAGIC;
+    memcpy(v + 1, &magic, 4);
+    for (int i = 0; i < n; i++) {
+        int fd = ddp_sys_connect(sys, &a, ddp_sys_deadline_in(sys, 10 * DDP_NS_PER_S));
+        if (fd < 0 || ddp_sys_send_all(sys, fd, v, sizeof v,
+                                       ddp_sys_deadline_in(sys, DDP_NS_PER_S)) != 0) {
+            fprintf(stderr, "bench idle child: connection %d: %s\n", i, ddp_err_message());
+            return 1;
+        }
+    }
+    for (;;)
+        ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 3600 * DDP_NS_PER_S));
+}
+
+static double cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+           (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void bench_idle(ddp_store_server_t *srv, int n)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)n + 512) {
+        rl.rlim_cur = rl.rlim_max >= (rlim_t)n + 512 ? (rlim_t)n + 512 : rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    ddp_pid_t pid;
+    ddp_spawn_t sp = {.entry = idle_child, .arg = &n, .name = "idle clients"};
+    if (ddp_sys_spawn(g_sys, &sp, &pid) != 0) {
+        fprintf(stderr, "bench: %s\n", ddp_err_message());
+        return;
+    }
+    ddp_store_server_stats_t st;
+    int64_t until = ddp_sys_deadline_in(g_sys, 120 * DDP_NS_PER_S);
+    do {
+        ddp_sys_sleep_until(g_sys, ddp_sys_deadline_in(g_sys, 50 * DDP_NS_PER_MS));
+        ddp_store_server_stats(srv, &st);
+    } while (st.clients < (size_t)n && ddp_sys_now(g_sys) < until);
+    if (st.clients < (size_t)n) {
+        printf("idle=%d: only %zu connected (fd limits?)\n", n, st.clients);
+    } else {
+        double c0 = cpu_s();
+        int64_t t0 = ddp_sys_now(g_sys);
+        ddp_sys_sleep_until(g_sys, ddp_sys_deadline_in(g_sys, 2 * DDP_NS_PER_S));
+        double share = (cpu_s() - c0) / ((double)(ddp_sys_now(g_sys) - t0) / 1e9);
+        ddp_store_t *cl = connect_one(99);
+        enum { NGET = 2000 };
+        static int64_t lat[NGET];
+        int got = 0;
+        for (int i = 0; cl && i < NGET; i++) {
+            ddp_buf_t b = {0};
+            int64_t a = ddp_sys_now(g_sys);
+            if (ddp_store_get(cl, "idle/key", &b, ddp_sys_deadline_in(g_sys, 5 * DDP_NS_PER_S)))
+                break;
+            lat[got++] = ddp_sys_now(g_sys) - a;
+            ddp_buf_free(&b);
+        }
+        ddp_store_free(cl);
+        qsort(lat, (size_t)got, sizeof lat[0], cmp_i64);
+        printf("idle=%d: server CPU %.2f %% of a core; GET p50 %.3f ms, p99 %.3f ms "
+               "(%d GETs, one client)\n",
+               n, share * 100, got ? (double)lat[got / 2] / 1e6 : -1.0,
+               got ? (double)lat[got * 99 / 100] / 1e6 : -1.0, got);
+    }
+    ddp_sys_kill(g_sys, pid, SIGKILL);
+    int status;
+    ddp_sys_wait(g_sys, pid, &status, ddp_sys_deadline_in(g_sys, 10 * DDP_NS_PER_S));
+    until = ddp_sys_deadline_in(g_sys, 30 * DDP_NS_PER_S);
+    do { /* the server sees them go */
+        ddp_sys_sleep_until(g_sys, ddp_sys_deadline_in(g_sys, 50 * DDP_NS_PER_MS));
+        ddp_store_server_stats(srv, &st);
+    } while (st.clients > 0 && ddp_sys_now(g_sys) < until);
+}
+
+/* "N,N,..." into out (at most max); the count, or -1. */
+static int int_list(const char *s, int *out, int max)
+{
+    int n = 0;
+    for (const char *p = s; *p && n < max;) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 0 || v > 1000000 || (*end && *end != ','))
+            return -1;
+        out[n++] = (int)v;
+        p = *end ? end + 1 : end;
+    }
+    return n;
+}
+
 int main(int argc, char **argv)
 {
     int ops = 200000, ranks = 1024;
+    int idle[8] = {2000, 5000, 10000}, nidle = 3;
+    int clients[8] = {50, 500}, nclients = 2;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--ops") && i + 1 < argc)
             ops = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--ranks") && i + 1 < argc)
             ranks = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--idle") && i + 1 < argc &&
+                 (nidle = int_list(argv[++i], idle, 8)) >= 0)
+            ;
+        else if (!strcmp(argv[i], "--clients") && i + 1 < argc &&
+                 (nclients = int_list(argv[++i], clients, 8)) >= 0)
+            ;
         else {
-            fprintf(stderr, "usage: %s [--ops N] [--ranks R]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--ops N] [--ranks R] [--idle N,N...] "
+                            "[--clients N,N...]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -239,11 +435,23 @@ int main(int argc, char **argv)
     printf("store bench: server 127.0.0.1:%u, 3-byte values, client "
            "threads SCHED_BATCH\n",
            g_port);
+    ddp_store_t *setter = connect_one(98);
+    int64_t sdl = ddp_sys_deadline_in(g_sys, 5 * DDP_NS_PER_S);
+    if (!setter || ddp_store_set_str(setter, "idle/key", "xxx", sdl) != 0 ||
+        ddp_store_set_str(setter, "el/key", "xxx", sdl) != 0 ||
+        ddp_store_ping(setter, sdl) != 0)
+        return 1;
+    ddp_store_free(setter);
     /* One client is latency-bound (one round trip per GET): fewer ops
      * give the same figure in a tenth of the time. */
     bench_ops(1, ops / 10 > 1000 ? ops / 10 : ops);
-    bench_ops(50, ops);
+    for (int i = 0; i < nclients; i++)
+        if (clients[i] > 1)
+            bench_ops(clients[i], ops);
     bench_rendezvous(ranks);
+    for (int i = 0; i < nidle; i++)
+        if (idle[i] > 0)
+            bench_idle(srv, idle[i]);
     ddp_store_server_join_thread(srv);
     ddp_store_server_free(srv);
     ddp_sys_free(g_sys);

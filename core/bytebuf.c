@@ -11,24 +11,30 @@ int ddp__bb_reserve(ddp__bb_t *b, size_t n, size_t first_cap)
         b->off = b->len = 0;
     if (b->cap - b->len >= n)
         return 0;
-    if (b->off) { /* reuse the consumed prefix before growing */
-        memmove(b->data, b->data + b->off, b->len - b->off);
-        b->len -= b->off;
-        b->off = 0;
-        if (b->cap - b->len >= n)
-            return 0;
-    }
+    size_t pending = b->len - b->off;
     size_t nc = b->cap ? b->cap : first_cap;
-    while (nc - b->len < n) {
+    while (nc - pending < n) {
         if (nc > SIZE_MAX / 2)
             return -ENOMEM;
         nc *= 2;
     }
-    uint8_t *d = realloc(b->data, nc);
+    return ddp__bb_grow(b, nc);
+}
+
+int ddp__bb_grow(ddp__bb_t *b, size_t cap)
+{
+    if (b->off) { /* reuse the consumed prefix */
+        memmove(b->data, b->data + b->off, b->len - b->off);
+        b->len -= b->off;
+        b->off = 0;
+    }
+    if (cap <= b->cap)
+        return 0;
+    uint8_t *d = realloc(b->data, cap);
     if (!d)
         return -ENOMEM;
     b->data = d;
-    b->cap = nc;
+    b->cap = cap;
     return 0;
 }
 

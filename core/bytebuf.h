@@ -23,6 +23,9 @@ static inline size_t ddp__bb_pending(const ddp__bb_t *b)
 /* Room for n more bytes at data + len (first allocation: first_cap, then
  * doubling). 0 or -ENOMEM (the buffer is then unchanged but for a slide). */
 int ddp__bb_reserve(ddp__bb_t *b, size_t n, size_t first_cap);
+/* Slides the pending bytes to the front and makes the capacity at least
+ * cap (exactly cap when it grows). 0 or -ENOMEM. */
+int ddp__bb_grow(ddp__bb_t *b, size_t cap);
 /* Appends n bytes (the caller reserved room). */
 void ddp__bb_put(ddp__bb_t *b, const void *p, size_t n);
 /* Marks n pending bytes consumed. */

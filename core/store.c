@@ -21,6 +21,8 @@ const char *ddp_store_op_name(int op)
         return #name;
         DDP_STORE_OPCODES(DDP__STORE_OP_NAME)
 #undef DDP__STORE_OP_NAME
+    case DDP_STORE_OP_AUTH:
+        return "AUTH";
     default:
         return "UNKNOWN";
     }

@@ -115,6 +115,8 @@ typedef struct client {
     int fresh;     /* a request went out and nothing was read since */
     int oom;
     int64_t op_start; /* when the request being made began (its timeout) */
+    char *token;   /* opts.token (ddpsim's AUTH frame), or NULL */
+    int auth_lost; /* a server dropped the connection at the token */
 } client_t;
 
 static const ddp_store_ops_t client_ops;
@@ -811,6 +813,7 @@ static void c_free(ddp_store_t *st)
         ddp_sys_close(c->st.sys, c->fd);
     ddp__bb_free(&c->req);
     ddp__bb_free(&c->in);
+    free(c->token);
     free(c);
 }
 
@@ -886,8 +889,27 @@ static int retryable(int rc)
     }
 }
 
-/* Resolve and connect to the first address that accepts: 0 with c->fd
- * set, or the failure. */
+/* ddpsim's AUTH frame (opts.token), the first on a connection: 0 once the
+ * server accepted it, or the failure (connection closed). */
+static int send_token(client_t *c, int64_t deadline)
+{
+    uint8_t ok = 0xFF;
+    begin(c, DDP_STORE_OP_AUTH);
+    put_u32(c, DDP_STORE_AUTH_MAGIC);
+    put_bytes(c, c->token, strlen(c->token));
+    int rc = send_req(c, DDP_STORE_OP_AUTH, deadline);
+    if (rc == 0)
+        rc = rd_u8(c, &ok, DDP_STORE_OP_AUTH, deadline);
+    if (rc == DDP_EPEER_LOST)
+        c->auth_lost = 1;
+    if (rc == 0 && ok != DDP_STORE_AUTH_OK)
+        rc = proto_fail(c, DDP_STORE_OP_AUTH, "status %u, not %d", ok,
+                        DDP_STORE_AUTH_OK);
+    return rc;
+}
+
+/* Resolve and connect to the first address that accepts (then send the
+ * token, when there is one): 0 with c->fd set, or the failure. */
 static int open_conn(client_t *c, int64_t deadline)
 {
     ddp_sys_t *sys = c->st.sys;
@@ -907,7 +929,7 @@ static int open_conn(client_t *c, int64_t deadline)
     c->fd = fd;
     c->lost[0] = '\0';
     c->in.off = c->in.len = 0;
-    return 0;
+    return c->token ? send_token(c, deadline) : 0;
 }
 
 /* A legacy connection after a WAIT timed out: a new one (no handshake),
@@ -930,6 +952,7 @@ static int reopen(client_t *c)
 static int attempt(client_t *c, int64_t deadline, int *hs_lost)
 {
     *hs_lost = 0;
+    c->auth_lost = 0;
     int rc = open_conn(c, deadline);
     if (rc != 0 || c->proto == LEGACY)
         return rc;
@@ -1036,6 +1059,19 @@ ddp_store_t *ddp_store_client_connect(ddp_sys_t *sys,
              strchr(c->host, ':') ? "[%s]:%u" : "%s:%u", c->host,
              (unsigned)c->port);
     ddp_rng_seed(&c->rng, opts->seed);
+    if (opts->token && (strlen(opts->token) > DDP_STORE_MAX_TOKEN ||
+                        !*opts->token)) {
+        *err = ddp_err_set(DDP_ECONFIG, "store client: the token has %zu "
+                                        "bytes; it must have 1 to %d",
+                           strlen(opts->token), DDP_STORE_MAX_TOKEN);
+        c_free(&c->st);
+        return NULL;
+    }
+    if (opts->token && !(c->token = strdup(opts->token))) {
+        *err = ddp_err_set(-ENOMEM, "out of memory for a store client");
+        c_free(&c->st);
+        return NULL;
+    }
     c->want = opts->protocol;
     c->proto = c->want == LEGACY ? LEGACY : CURRENT;
 
@@ -1095,15 +1131,22 @@ ddp_store_t *ddp_store_client_connect(ddp_sys_t *sys,
                 c->addr, c->attempts, c->attempts == 1 ? "" : "s", last);
     ddp_err_addr("%s", c->addr);
     ddp_err_waited(waited);
-    if (hs_lost)
+    if (c->auth_lost)
+        ddp_err_hint("the server dropped the connection right after "
+                     "ddpsim's token frame: it was started with another "
+                     "token, or with none (PyTorch's TCPStore and ddpsim "
+                     "store serve without --token drop it); give both the "
+                     "same --token");
+    else if (hs_lost && c->want == DDP_STORE_PROTO_AUTO)
+        ddp_err_hint("the master took the connection and dropped it at "
+                     "VALIDATE/PING, and did not answer the legacy probe "
+                     "either: overloaded, not a TCPStore, or a ddpsim server "
+                     "whose --token or --allow refuses this client");
+    else if (hs_lost)
         ddp_err_hint("the master accepted the connection and dropped it "
                      "during the VALIDATE/PING handshake: a PyTorch 1.9 - 2.0 "
                      "master (legacy TCPStore protocol) does that; connect "
-                     "with protocol legacy or auto (ddpsim store --protocol)%s",
-                     c->want == DDP_STORE_PROTO_AUTO
-                         ? "; this one did not answer the legacy probe either: "
-                           "overloaded, or not a TCPStore"
-                         : "");
+                     "with protocol legacy or auto (ddpsim store --protocol)");
     else
         ddp_err_hint("is the master (rank 0) running and reachable? check "
                      "MASTER_ADDR/MASTER_PORT");

@@ -61,6 +61,27 @@ static inline int ddp__store_op_from_legacy(int lop)
     }
 }
 
+/* The server's peer allowlist (store_acl.c): CIDR rules; empty = all. */
+typedef struct ddp__store_cidr {
+    int family; /* 4 or 6, as ddp_addr_t */
+    int bits;   /* prefix length */
+    uint8_t ip[16];
+} ddp__store_cidr_t;
+typedef struct ddp__store_acl {
+    ddp__store_cidr_t *rules;
+    size_t n;
+} ddp__store_acl_t;
+/* "CIDR[,CIDR...]" (NULL or "" = everyone): 0, or DDP_ECONFIG with an
+ * error naming the bad entry. */
+int ddp__store_acl_parse(const char *text, ddp__store_acl_t *out);
+/* 1 when a peer at a may connect. */
+int ddp__store_acl_allows(const ddp__store_acl_t *acl, const ddp_addr_t *a);
+void ddp__store_acl_free(ddp__store_acl_t *acl);
+/* 1 when the token sent (a) is the expected one (b), in time that does not
+ * depend on where they differ. */
+int ddp__store_token_eq(const uint8_t *a, size_t an, const uint8_t *b,
+                        size_t bn);
+
 /* "host:port" of a tcp client ("" for other stores). */
 const char *ddp__store_client_addr(const ddp_store_t *st);
 

@@ -1,5 +1,6 @@
 /* core/store_server.c — a TCPStore-protocol server (PyTorch >= 2.4 libuv
- * server semantics; byte layouts and differences: docs/store-protocol.md).
+ * server semantics; byte layouts, limits and differences:
+ * docs/store-protocol.md).
  *
  * Both protocol generations share one key space. Each connection's
  * generation is told from its first request (opts.protocol auto): VALIDATE
@@ -9,30 +10,50 @@
  * mode a connection that has sent nothing is kept (as torch 1.13's server
  * does); the validate timeout starts at its first byte instead.
  *
- * One event loop over ddp_sys_poll: pfds[0] is the listener, pfds[i + 1]
- * belongs to conns[i]. Every socket call goes through the sys seam with
- * deadline 0 ("try once"), so the same loop runs over real sockets and over
- * the simulator's virtual ones, and no client can block the others:
+ * The event loop is a readiness set (ddp_sys_epoll_*): the listener and
+ * every connection are registered once, with the interest they need
+ * (re-registered only when it changes), so a pass costs O(ready
+ * connections), not O(connected): idle connections cost nothing. Every
+ * socket call goes through the sys seam with deadline 0 ("try once"), so
+ * the same loop runs over real sockets and over the simulator's virtual
+ * ones, and no client can block the others:
  *  - input is accumulated per connection and parsed from the start of the
  *    current request each time enough bytes are there (a request may arrive
  *    in any number of pieces, several may arrive in one read);
  *  - a readable connection gets one recv per pass unless that recv filled
  *    the room it was given (a short read means the socket is empty);
  *  - output is queued per connection and written with non-blocking sends
- *    once per pass, after every ready connection was read (so a pass costs
- *    one send per connection that has replies, however many requests it
- *    answered), POLLOUT is asked for only while some is pending;
- *  - a connection with more than SRV_OUT_HIGH bytes of unsent replies is not
- *    read from until it drains (a client that pipelines GETs and never reads
- *    cannot make the server buffer without bound).
- * Any protocol violation (bad first message, oversized length, unknown
- * opcode, over a limit) drops that connection only.
+ *    once per pass, after every ready connection was read; POLLOUT is asked
+ *    for only while some is pending;
+ *  - a reply is never built past the connection's window: with more than
+ *    SRV_OUT_HIGH bytes of replies unsent, its requests are not parsed
+ *    (and it is not read) until it drains. Values are reference-counted
+ *    blobs: a reply copies a small value and sends a large one straight
+ *    from the stored blob, so a MULTI_GET naming an 8 MiB value 31 times
+ *    costs 31 references, not 248 MiB.
  *
- * Key storage: the shared key table (kvmap.h: hash + insertion order; LIST_KEYS
- * order is deterministic, whatever the hash). An entry holds a key's value,
- * its queue and the waiters blocked on it; a waiter sits on two doubly
- * linked lists (its key's and its connection's) so that waking a key and
- * cancelling a connection's wait are both O(waiters involved). */
+ * Memory budget (opts.max_memory): everything held for clients is counted
+ * in srv->mem — keys, values, queue elements, waiters, watches (the store
+ * part, srv->mem_store) and each connection's buffers, including values a
+ * reply still references after the store let go of them. A request that
+ * needs more is deferred when the store leaves room for it (the
+ * connection is not read until memory frees: srv's deferred list, resumed
+ * in order) and refused — that client dropped — when even the store alone
+ * leaves none. Below small floors (SRV_IN_FLOOR of request, SRV_OUT_FLOOR
+ * of reply to a connection with nothing unsent) a connection is always
+ * served, so a normal client's GET is answered whatever the others hold.
+ * A validated connection that has a request or replies in flight and
+ * makes no progress for opts.idle_timeout_ns is dropped; one with nothing
+ * in flight (a WAIT, torch's silent callback socket) never is.
+ * Any protocol violation (bad first message, oversized length, unknown
+ * opcode, over a limit) drops that connection only. Warnings are rate
+ * limited per kind (srv_warn).
+ *
+ * Key storage: the shared key table (kvmap.h: hash + insertion order;
+ * LIST_KEYS order is deterministic, whatever the hash). An entry holds a
+ * key's value, its queue and the waiters blocked on it; a waiter sits on
+ * two doubly linked lists (its key's and its connection's) so that waking
+ * a key and cancelling a connection's wait are both O(waiters involved). */
 #include "ddp/store.h"
 
 #include <errno.h>
@@ -52,17 +73,35 @@
 #include "kvmap.h"
 #include "store_priv.h"
 
-/* run() polls in slices this long so a stop() is noticed in bounded time
+/* run() waits in slices this long so a stop() is noticed in bounded time
  * (no self-pipe: every socket goes through the sys seam). */
 #define SRV_SLICE_NS (50 * DDP_NS_PER_MS)
 /* Bytes read from one connection per step before the next one is served. */
 #define SRV_RECV_BUDGET ((size_t)1 << 20)
-/* Above this much unsent output a connection's requests are not parsed. */
+/* A connection's window: above this much unsent output its requests are
+ * not parsed. */
 #define SRV_OUT_HIGH ((size_t)1 << 20)
 /* Connections accepted per step (the rest wait in the backlog). */
 #define SRV_ACCEPT_BATCH 256
 /* Buffers above this are released once empty, so idle clients stay small. */
-#define SRV_KEEP_BUF ((size_t)64 << 10)
+#define SRV_KEEP_BUF ((size_t)4 << 10)
+/* Request bytes a connection may buffer, and reply bytes it may be sent
+ * when nothing else is unsent to it, whatever the memory budget says. */
+#define SRV_IN_FLOOR ((size_t)16 << 10)
+#define SRV_OUT_FLOOR ((size_t)4 << 10)
+/* A value up to this is copied into a reply (one send with its header);
+ * a larger one, or one past SRV_INLINE_REQ copied for one request, is sent
+ * from the stored blob. */
+#define SRV_INLINE_MAX ((size_t)64 << 10)
+#define SRV_INLINE_REQ ((size_t)256 << 10)
+/* A legacy watcher with more unsent notifications than this is dropped. */
+#define SRV_WATCH_OUT_MAX ((size_t)64 << 20)
+/* Sending this much counts as progress for the idle timeout. */
+#define SRV_PROGRESS_BYTES ((size_t)64 << 10)
+/* Events taken per wait (the rest are reported by the next one). */
+#define SRV_EVENTS 256
+/* One warning per kind per this long; the rest go to debug, counted. */
+#define SRV_WARN_GAP_NS (10 * DDP_NS_PER_S)
 /* After EMFILE and friends the listener rests this long (else it spins). */
 #define SRV_ACCEPT_PAUSE_NS (100 * DDP_NS_PER_MS)
 #define SRV_MIN_MAX_REQUEST ((size_t)64 << 20)
@@ -74,6 +113,12 @@
 typedef struct srv_conn conn_t;
 typedef struct srv_entry entry_t;
 
+/* A value: shared by the store and the replies that still send it. */
+typedef struct blob {
+    size_t refs, len, cap;
+    uint8_t data[];
+} blob_t;
+
 typedef struct waiter {
     conn_t *c;
     entry_t *e;
@@ -83,36 +128,62 @@ typedef struct waiter {
 
 typedef struct qitem {
     struct qitem *next;
-    size_t len;
-    uint8_t data[];
+    blob_t *b;
 } qitem_t;
 
 struct srv_entry {
     ddp__kv_node_t kv; /* first: key, hash chain, insertion order */
-    uint8_t *val;
-    size_t vlen, vcap;
+    blob_t *val;       /* non-NULL exactly when has_val */
     int has_val;
     qitem_t *qhead, *qtail;
     size_t qlen;
     waiter_t *whead, *wtail;
 };
 
+/* A reply's reference to a blob: sent after inline byte `pos`. */
+typedef struct oref {
+    uint64_t pos;
+    blob_t *b;
+} oref_t;
+
+/* The server's connection lists, ordered by the time they were joined:
+ * not yet validated (validate timeout), busy (idle timeout), deferred
+ * (waiting for memory, FIFO). */
+enum { L_UV, L_BUSY, L_MEM, L_COUNT };
+
+typedef struct tlink {
+    conn_t *prev, *next;
+    int64_t t;
+    int on;
+} tlink_t;
+
 struct srv_conn {
     int fd;
-    size_t idx; /* in conns[]; pfds[idx + 1] */
+    size_t idx; /* in conns[] */
     char name[DDP_ADDR_STRLEN];
     int validated; /* its first request completed (VALIDATE, or any legacy
                       request) */
     int gen;       /* 0 until the first request tells: LEGACY or CURRENT */
-    int on_uv;     /* on the server's not-yet-validated list */
-    int dead;  /* closed; freed at the end of the step */
-    int doom;  /* to be dropped at the next safe point */
-    int dirty; /* on the server's dirty list */
-    int64_t accepted_at;
-    conn_t *uprev, *unext; /* not yet validated, in accept order */
+    int authed;    /* sent the server's token */
+    int dead;      /* closed; freed at the end of the step */
+    int doom;      /* to be dropped at the next safe point */
+    int dirty;     /* on the server's dirty list */
+    int deferred;  /* on L_MEM: not read until memory frees */
+    int defer_req; /* ... with a whole request waiting (else: its input) */
+    short ev;      /* the interest registered in the readiness set */
+    tlink_t lk[L_COUNT];
+    size_t defer_need; /* what it waits for */
+    conn_t *dnext;     /* on the dead list */
     ddp__bb_t in;
     size_t need; /* bytes from in.off needed before parsing again */
-    ddp__bb_t out;
+    ddp__bb_t out;    /* inline reply bytes */
+    uint64_t out_in, out_sent; /* inline bytes appended / sent, ever */
+    oref_t *refs;     /* blobs to send, in order: [rhead, rhead + rn) */
+    size_t rhead, rn, rcap, roff; /* roff: bytes of the head blob sent */
+    size_t ref_bytes; /* bytes of those blobs still to send */
+    size_t req_inline; /* value bytes the current request copied */
+    size_t sent_since; /* bytes sent since the last progress */
+    size_t charged;    /* what srv->mem counts for this connection */
     waiter_t *whead, *wtail;
     size_t wait_left; /* keys of the pending WAIT still missing */
     int waiting;
@@ -123,20 +194,29 @@ typedef struct slice {
     size_t n;
 } slice_t;
 
+/* Warning kinds, each rate limited on its own. */
+enum { RL_ACCEPT, RL_REFUSE, RL_DROP, RL_TIMEOUT, RL_MEMORY, RL_DENY,
+       RL_COUNT };
+
 struct ddp_store_server {
     ddp_sys_t *sys;
-    ddp_store_server_opts_t o; /* defaults filled in */
+    ddp_store_server_opts_t o; /* defaults filled in; strings: ours */
     size_t max_request, max_reply;
-    int lfd;
+    int lfd, ep;
     ddp_addr_t addr;
     int64_t accept_paused_until;
+    int accept_paused;
+    int64_t now; /* of the current step */
 
     conn_t **conns;
     size_t nconns, cconns;
-    ddp_pollfd_t *pfds; /* cconns + 1 */
-    conn_t *uv_head, *uv_tail;
+    struct {
+        conn_t *head, *tail;
+    } tl[L_COUNT];
     conn_t **dirty;
     size_t ndirty, cdirty;
+    conn_t *dead;
+    ddp_epoll_event_t evs[SRV_EVENTS];
 
     struct watch { /* legacy WATCH_KEY registrations */
         conn_t *c;
@@ -148,15 +228,31 @@ struct ddp_store_server {
     ddp__kvmap_t keys;
     size_t nvals;   /* keys with a value (GETNUMKEYS) */
     size_t nstored; /* entries with a value or a non-empty queue */
+    size_t mem, mem_store, mem_peak; /* bytes: all, the store's, the most */
+
+    ddp__store_acl_t acl;
+    char *allow, *token; /* copies of the options */
+    size_t token_len;
+    struct {
+        int64_t until;
+        uint64_t quiet;
+    } rl[RL_COUNT];
 
     slice_t *scratch;
     size_t cscratch;
     char msg[256]; /* why the current request failed */
 
     atomic_int stop;
-    atomic_size_t st_clients, st_keys;
-    atomic_uint_fast64_t st_requests, st_proto, st_unval, st_rejected,
-        st_legacy;
+#define SRV_STATS(X) /* (field of ddp_store_server_stats_t, atomic) */       \
+    X(clients, st_clients) X(keys, st_keys) X(requests, st_requests)           \
+    X(protocol_errors, st_proto) X(unvalidated_dropped, st_unval)              \
+    X(rejected_clients, st_rejected) X(legacy_connections, st_legacy)          \
+    X(memory, st_mem) X(memory_peak, st_mem_peak)                              \
+    X(memory_refused, st_refused) X(deferred, st_deferred)                     \
+    X(idle_dropped, st_idle) X(denied, st_denied)
+#define SRV_STAT_FIELD(out, f) _Atomic(uint64_t) f;
+    SRV_STATS(SRV_STAT_FIELD)
+#undef SRV_STAT_FIELD
 
     pthread_t thread;
     int thread_started;
@@ -190,6 +286,191 @@ static int srv_fail(ddp_store_server_t *srv, const char *fmt, ...)
     return -1;
 }
 
+/* A warning of `kind`: the first in SRV_WARN_GAP_NS is logged, the rest
+ * at debug level, and the next logged one says how many there were (a
+ * flood of hostile or broken clients must not flood the log). */
+static void srv_warn(ddp_store_server_t *srv, int kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void srv_warn(ddp_store_server_t *srv, int kind, const char *fmt, ...)
+{
+    if (!ddp_log_enabled(DDP_LOG_WARN))
+        return;
+    char line[640];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    int64_t now = ddp_sys_now(srv->sys);
+    if (srv->rl[kind].until && now < srv->rl[kind].until) {
+        srv->rl[kind].quiet++;
+        ddp_debug("%s", line);
+        return;
+    }
+    if (srv->rl[kind].quiet)
+        ddp_warn("%s (and %" PRIu64 " more like it in the last %.0f s, "
+                 "logged at debug level)",
+                 line, (uint64_t)srv->rl[kind].quiet,
+                 (double)SRV_WARN_GAP_NS / 1e9);
+    else
+        ddp_warn("%s", line);
+    srv->rl[kind].quiet = 0;
+    srv->rl[kind].until = now + SRV_WARN_GAP_NS;
+}
+
+/* --------------------------------------------------------------- memory */
+
+static void mem_add(ddp_store_server_t *srv, size_t n, int store)
+{
+    srv->mem += n;
+    if (store)
+        srv->mem_store += n;
+    if (srv->mem > srv->mem_peak) {
+        srv->mem_peak = srv->mem;
+        ST_SET(srv, st_mem_peak, srv->mem_peak);
+    }
+    ST_SET(srv, st_mem, srv->mem);
+}
+
+static void mem_sub(ddp_store_server_t *srv, size_t n, int store)
+{
+    srv->mem -= n;
+    if (store)
+        srv->mem_store -= n;
+    ST_SET(srv, st_mem, srv->mem);
+}
+
+#define BLOB_COST(cap) (sizeof(blob_t) + (cap))
+#define ENT_COST(klen) (sizeof(entry_t) + (klen) + 1)
+#define WATCH_COST(klen) (sizeof(struct watch) + (klen))
+
+/* A new value held by the store (counted there), or NULL. */
+static blob_t *blob_new(ddp_store_server_t *srv, const void *p, size_t n)
+{
+    blob_t *b = malloc(sizeof *b + (n ? n : 1));
+    if (!b)
+        return NULL;
+    b->refs = 1;
+    b->len = b->cap = n;
+    if (n)
+        memcpy(b->data, p, n);
+    mem_add(srv, BLOB_COST(n), 1);
+    return b;
+}
+
+static void blob_unref(ddp_store_server_t *srv, blob_t *b)
+{
+    if (b && --b->refs == 0) {
+        mem_sub(srv, BLOB_COST(b->cap), 0);
+        free(b);
+    }
+}
+
+/* The store lets go of b: it stops counting there, and lives on while a
+ * reply still sends it. */
+static void blob_unstore(ddp_store_server_t *srv, blob_t *b)
+{
+    if (!b)
+        return;
+    srv->mem_store -= BLOB_COST(b->cap);
+    blob_unref(srv, b);
+}
+
+/* The next capacity of a value that grows to n bytes in place (APPEND):
+ * doubling, but never past the value limit. */
+static size_t grown_cap(const blob_t *b, size_t n, size_t maxv)
+{
+    size_t nc = b->cap ? b->cap : 64;
+    while (nc < n)
+        nc = nc > maxv / 2 ? (n > maxv ? n : maxv) : nc * 2;
+    return nc;
+}
+
+/* The input capacity c needs to take `want` more bytes: doubling (from
+ * 4 KiB), but never past what the current request needs once its length
+ * is known (an 8 MiB SET takes 8 MiB and a few bytes, not 16 MiB). */
+static size_t in_cap_for(const conn_t *c, size_t want)
+{
+    size_t pending = ddp__bb_pending(&c->in);
+    if (c->in.cap - pending >= want)
+        return c->in.cap;
+    size_t nc = c->in.cap ? c->in.cap : 4096;
+    while (nc - pending < want && nc <= SIZE_MAX / 2)
+        nc *= 2;
+    if (c->need >= pending + want && nc > c->need)
+        nc = c->need;
+    return nc;
+}
+
+/* A connection's buffers changed size: srv->mem follows. */
+static void conn_charge(ddp_store_server_t *srv, conn_t *c)
+{
+    size_t cur = sizeof *c + c->in.cap + c->out.cap + c->rcap * sizeof(oref_t);
+    if (cur > c->charged)
+        mem_add(srv, cur - c->charged, 0);
+    else
+        mem_sub(srv, c->charged - cur, 0);
+    c->charged = cur;
+}
+
+enum { FIT_OK = 0, FIT_DEFER, FIT_REFUSE };
+
+/* Whether `cost` more bytes fit the budget: yes; not now (other
+ * connections' buffers hold the rest: defer); never (the store and the
+ * `own` bytes of the connection asking leave no room: refuse). */
+static int mem_fits(const ddp_store_server_t *srv, size_t cost, size_t own)
+{
+    size_t max = srv->o.max_memory;
+    if (srv->mem <= max && cost <= max - srv->mem)
+        return FIT_OK;
+    size_t fixed = srv->mem_store + own;
+    return fixed > max || cost > max - fixed ? FIT_REFUSE : FIT_DEFER;
+}
+
+/* ------------------------------------------------------- connection lists */
+
+static void tl_push(ddp_store_server_t *srv, int l, conn_t *c, int64_t t)
+{
+    tlink_t *k = &c->lk[l];
+    if (k->on)
+        return;
+    k->on = 1;
+    k->t = t;
+    k->prev = srv->tl[l].tail;
+    k->next = NULL;
+    if (srv->tl[l].tail)
+        srv->tl[l].tail->lk[l].next = c;
+    else
+        srv->tl[l].head = c;
+    srv->tl[l].tail = c;
+}
+
+static void tl_del(ddp_store_server_t *srv, int l, conn_t *c)
+{
+    tlink_t *k = &c->lk[l];
+    if (!k->on)
+        return;
+    k->on = 0;
+    if (k->prev)
+        k->prev->lk[l].next = k->next;
+    else
+        srv->tl[l].head = k->next;
+    if (k->next)
+        k->next->lk[l].prev = k->prev;
+    else
+        srv->tl[l].tail = k->prev;
+    k->prev = k->next = NULL;
+}
+
+/* c made progress: its idle timeout starts over. */
+static void conn_progress(ddp_store_server_t *srv, conn_t *c)
+{
+    c->sent_since = 0;
+    if (c->lk[L_BUSY].on) {
+        tl_del(srv, L_BUSY, c);
+        tl_push(srv, L_BUSY, c, srv->now);
+    }
+}
+
 /* ------------------------------------------------------------------ keys */
 
 static int ent_stored(const entry_t *e) { return e->has_val || e->qlen > 0; }
@@ -199,18 +480,24 @@ static entry_t *ent_find(ddp_store_server_t *srv, slice_t k)
     return (entry_t *)ddp__kv_find(&srv->keys, k.p, k.n);
 }
 
-/* Find or create (NULL only on ENOMEM). */
+/* Find or create (NULL only on ENOMEM); a new entry counts in the store. */
 static entry_t *ent_get(ddp_store_server_t *srv, slice_t k)
 {
-    return (entry_t *)ddp__kv_get(&srv->keys, k.p, k.n, sizeof(entry_t));
+    size_t before = srv->keys.n;
+    entry_t *e =
+        (entry_t *)ddp__kv_get(&srv->keys, k.p, k.n, sizeof(entry_t));
+    if (e && srv->keys.n > before)
+        mem_add(srv, ENT_COST(k.n), 1);
+    return e;
 }
 
-/* Frees an entry's value and queue (the map frees the rest). */
+/* Frees an entry's value and queue at teardown (the map frees the rest). */
 static void ent_fini(ddp__kv_node_t *n)
 {
     entry_t *e = (entry_t *)n;
     for (qitem_t *q = e->qhead, *next; q; q = next) {
         next = q->next;
+        free(q->b);
         free(q);
     }
     free(e->val);
@@ -221,7 +508,7 @@ static void ent_maybe_free(ddp_store_server_t *srv, entry_t *e)
 {
     if (!e || e->has_val || e->qlen || e->whead)
         return;
-    ent_fini(&e->kv);
+    mem_sub(srv, ENT_COST(e->kv.klen), 1);
     ddp__kv_remove(&srv->keys, &e->kv);
 }
 
@@ -256,27 +543,61 @@ static void mark_dirty(ddp_store_server_t *srv, conn_t *c)
     c->dirty = 1;
 }
 
-static size_t out_pending(const conn_t *c)
+/* Reply bytes not yet sent: inline and referenced. */
+static size_t out_total(const conn_t *c)
 {
-    return ddp__bb_pending(&c->out);
+    return ddp__bb_pending(&c->out) + c->ref_bytes;
 }
 
-static int out_reserve(conn_t *c, size_t n)
+static int out_reserve(ddp_store_server_t *srv, conn_t *c, size_t n)
 {
-    return ddp__bb_reserve(&c->out, n, 256);
+    if (ddp__bb_reserve(&c->out, n, 256) != 0)
+        return -ENOMEM;
+    conn_charge(srv, c);
+    return 0;
+}
+
+/* Room for n more blob references. */
+static int ref_reserve(ddp_store_server_t *srv, conn_t *c, size_t n)
+{
+    if (c->rhead && c->rhead + c->rn + n > c->rcap) {
+        memmove(c->refs, c->refs + c->rhead, c->rn * sizeof *c->refs);
+        c->rhead = 0;
+    }
+    if (c->rn + n <= c->rcap)
+        return 0;
+    size_t nc = c->rcap ? c->rcap : 8;
+    while (nc < c->rn + n)
+        nc *= 2;
+    oref_t *r = realloc(c->refs, nc * sizeof *r);
+    if (!r)
+        return -ENOMEM;
+    c->refs = r;
+    c->rcap = nc;
+    conn_charge(srv, c);
+    return 0;
 }
 
 /* Appends to c's output (the caller reserved room). */
 static void out_put(conn_t *c, const void *p, size_t n)
 {
     ddp__bb_put(&c->out, p, n);
+    c->out_in += n;
+}
+
+/* Sends b after the inline bytes queued so far (the caller reserved). */
+static void out_ref(conn_t *c, blob_t *b)
+{
+    b->refs++;
+    c->refs[c->rhead + c->rn++] = (oref_t){.pos = c->out_in, .b = b};
+    c->ref_bytes += b->len;
 }
 
 /* A reply for c: reserve, write, mark for flushing. Returns 0 or -ENOMEM
  * (the connection is then doomed: a half-written reply must not be sent). */
 static int reply(ddp_store_server_t *srv, conn_t *c, const void *p, size_t n)
 {
-    if (out_reserve(c, n) != 0) {
+    if (out_reserve(srv, c, n) != 0) {
         c->doom = 1;
         mark_dirty(srv, c);
         return -ENOMEM;
@@ -296,7 +617,7 @@ static int reply_i64(ddp_store_server_t *srv, conn_t *c, int64_t v)
     return reply(srv, c, &v, 8); /* host byte order, as PyTorch does */
 }
 
-/* u64 length + bytes. */
+/* u64 length + bytes (the caller reserved room). */
 static void out_put_bytes(conn_t *c, const void *p, size_t n)
 {
     uint64_t len = n;
@@ -304,41 +625,42 @@ static void out_put_bytes(conn_t *c, const void *p, size_t n)
     out_put(c, p, n);
 }
 
+/* A value field of a reply (u64 length, then the bytes of b, NULL: empty):
+ * copied when small, the request has not copied too much already and the
+ * budget allows it; else sent from the blob itself. 0 or -ENOMEM. */
+static int put_value(ddp_store_server_t *srv, conn_t *c, blob_t *b)
+{
+    size_t n = b ? b->len : 0;
+    int copy = n == 0 ||
+               (n <= SRV_INLINE_MAX && c->req_inline + n <= SRV_INLINE_REQ &&
+                (mem_fits(srv, n, 0) == FIT_OK ||
+                 out_total(c) + 8 + n <= SRV_OUT_FLOOR));
+    if (out_reserve(srv, c, 8 + (copy ? n : 0)) != 0 ||
+        (!copy && ref_reserve(srv, c, 1) != 0))
+        return -ENOMEM;
+    uint64_t len = n;
+    out_put(c, &len, 8);
+    if (copy) {
+        if (n)
+            out_put(c, b->data, n);
+        c->req_inline += n;
+    } else {
+        out_ref(c, b);
+    }
+    mark_dirty(srv, c);
+    return 0;
+}
+
 /* Puts c at the end of the list of connections not yet validated; its
  * validate timeout runs from now. */
 static void uv_link(ddp_store_server_t *srv, conn_t *c)
 {
-    c->accepted_at = ddp_sys_now(srv->sys);
-    c->uprev = srv->uv_tail;
-    c->unext = NULL;
-    if (srv->uv_tail)
-        srv->uv_tail->unext = c;
-    else
-        srv->uv_head = c;
-    srv->uv_tail = c;
-    c->on_uv = 1;
-}
-
-/* Takes c off the list of connections not yet validated. */
-static void uv_unlink(ddp_store_server_t *srv, conn_t *c)
-{
-    if (!c->on_uv)
-        return;
-    c->on_uv = 0;
-    if (c->uprev)
-        c->uprev->unext = c->unext;
-    else
-        srv->uv_head = c->unext;
-    if (c->unext)
-        c->unext->uprev = c->uprev;
-    else
-        srv->uv_tail = c->uprev;
-    c->uprev = c->unext = NULL;
+    tl_push(srv, L_UV, c, ddp_sys_now(srv->sys));
 }
 
 /* ---------------------------------------------------------------- waits */
 
-static void waiter_unlink(waiter_t *w)
+static void waiter_unlink(ddp_store_server_t *srv, waiter_t *w)
 {
     entry_t *e = w->e;
     conn_t *c = w->c;
@@ -359,6 +681,7 @@ static void waiter_unlink(waiter_t *w)
     else
         c->wtail = w->cprev;
     free(w);
+    mem_sub(srv, sizeof *w, 1);
 }
 
 /* Drop every waiter of c (CANCEL_WAIT, disconnect). */
@@ -366,7 +689,7 @@ static void conn_clear_waits(ddp_store_server_t *srv, conn_t *c)
 {
     while (c->whead) {
         entry_t *e = c->whead->e;
-        waiter_unlink(c->whead);
+        waiter_unlink(srv, c->whead);
         ent_maybe_free(srv, e);
     }
     c->waiting = 0;
@@ -381,7 +704,7 @@ static void wake_key(ddp_store_server_t *srv, entry_t *e, int one)
     while (e->whead) {
         waiter_t *w = e->whead;
         conn_t *c = w->c;
-        waiter_unlink(w);
+        waiter_unlink(srv, w);
         if (--c->wait_left == 0) {
             c->waiting = 0;
             reply_u8(srv, c, DDP_STORE_STOP_WAITING); /* dooms c on ENOMEM */
@@ -403,9 +726,12 @@ static int watched(const ddp_store_server_t *srv, slice_t k)
 }
 
 /* Tells every connection watching k what changed, as torch 1.13's server
- * does: u8 type, key, old value, new value (each u64 length + bytes). */
+ * does: u8 type, key, old value, new value (each u64 length + bytes; the
+ * values referenced, not copied, when large). A watcher that lets too much
+ * pile up unread (SRV_WATCH_OUT_MAX, or past its floor while the budget is
+ * full) is dropped. */
 static void notify_watchers(ddp_store_server_t *srv, slice_t k, int type,
-                            slice_t oldv, slice_t newv)
+                            blob_t *oldv, blob_t *newv)
 {
     for (size_t i = 0; i < srv->nwatches; i++) {
         struct watch *w = &srv->watches[i];
@@ -413,16 +739,19 @@ static void notify_watchers(ddp_store_server_t *srv, slice_t k, int type,
             w->c->dead)
             continue;
         conn_t *c = w->c;
-        if (out_reserve(c, 1 + 24 + k.n + oldv.n + newv.n) != 0) {
-            c->doom = 1;
-            mark_dirty(srv, c);
-            continue;
-        }
+        c->req_inline = 0;
         uint8_t t = (uint8_t)type;
-        out_put(c, &t, 1);
-        out_put_bytes(c, k.p, k.n);
-        out_put_bytes(c, oldv.p, oldv.n);
-        out_put_bytes(c, newv.p, newv.n);
+        if (out_reserve(srv, c, 1 + 8 + k.n) != 0) {
+            c->doom = 1;
+        } else {
+            out_put(c, &t, 1);
+            out_put_bytes(c, k.p, k.n);
+            /* Unread notifications may not outgrow the budget either. */
+            if (put_value(srv, c, oldv) != 0 || put_value(srv, c, newv) != 0 ||
+                out_total(c) > SRV_WATCH_OUT_MAX ||
+                (out_total(c) > SRV_OUT_FLOOR && mem_fits(srv, 0, 0) != FIT_OK))
+                c->doom = 1;
+        }
         mark_dirty(srv, c);
     }
 }
@@ -443,6 +772,7 @@ static int watch_add(ddp_store_server_t *srv, conn_t *c, slice_t k)
     if (k.n)
         memcpy(key, k.p, k.n);
     srv->watches[srv->nwatches++] = (struct watch){c, key, k.n};
+    mem_add(srv, WATCH_COST(k.n), 1);
     return 0;
 }
 
@@ -450,6 +780,7 @@ static void watches_drop(ddp_store_server_t *srv, conn_t *c)
 {
     for (size_t i = 0; i < srv->nwatches;) {
         if (srv->watches[i].c == c) {
+            mem_sub(srv, WATCH_COST(srv->watches[i].klen), 1);
             free(srv->watches[i].key);
             srv->watches[i] = srv->watches[--srv->nwatches];
         } else {
@@ -467,19 +798,24 @@ static entry_t *ent_claim(ddp_store_server_t *srv, slice_t k,
                           const char *oom, const char *what, int *had,
                           int *was)
 {
-    entry_t *e = ent_get(srv, k);
-    if (!e)
+    entry_t *e = ent_find(srv, k);
+    if (!e && srv->keys.n >= srv->o.max_keys)
+        return srv_fail(srv, "the store tracks %zu keys, stored or awaited "
+                             "(max_keys); refusing a new %s",
+                        srv->keys.n, what),
+               NULL;
+    if (!e && !(e = ent_get(srv, k)))
         return srv_fail(srv, "%s", oom), NULL;
     *had = e->has_val;
     *was = ent_stored(e);
-    if (!*was && srv->nstored >= srv->o.max_keys) {
-        ent_maybe_free(srv, e);
-        return srv_fail(srv, "the store holds %zu keys (max_keys); refusing "
-                             "a new %s",
-                        srv->nstored, what),
-               NULL;
-    }
     return e;
+}
+
+/* Whether SET of an n-byte value can reuse b's buffer: b is the store's
+ * alone and not much larger (a SET loop does not malloc). */
+static int reuse_blob(const blob_t *b, size_t n)
+{
+    return b && b->refs == 1 && b->cap >= n && b->cap <= 2 * n + 64;
 }
 
 /* Make k hold exactly v (created when missing). 0, or -1 with srv->msg. */
@@ -491,40 +827,33 @@ static int store_set(ddp_store_server_t *srv, slice_t k, slice_t v)
     if (!e)
         return -1;
     /* A watched key's old value goes out after the overwrite: keep it. */
-    uint8_t *old = NULL;
-    size_t oldn = 0;
+    blob_t *old = NULL;
     int watch = srv->nwatches > 0 && watched(srv, k);
-    if (watch && had && e->vlen) {
-        if (!(old = malloc(e->vlen)))
-            return srv_fail(srv, "out of memory for a watched value");
-        memcpy(old, e->val, e->vlen);
-        oldn = e->vlen;
-    }
-    /* Overwrite in place when the old buffer fits (a SET loop does not
-     * malloc), unless it is much larger than the new value. */
-    if (!e->val || e->vcap < v.n || e->vcap > 2 * v.n + 64) {
-        uint8_t *nv = malloc(v.n ? v.n : 1);
-        if (!nv) {
-            free(old);
+    if (watch && had)
+        (old = e->val)->refs++;
+    if (reuse_blob(e->val, v.n)) {
+        if (v.n)
+            memcpy(e->val->data, v.p, v.n);
+        e->val->len = v.n;
+    } else {
+        blob_t *nb = blob_new(srv, v.p, v.n);
+        if (!nb) {
+            blob_unref(srv, old);
             ent_maybe_free(srv, e);
             return srv_fail(srv, "out of memory storing a %zu-byte value",
                             v.n);
         }
-        free(e->val);
-        e->val = nv;
-        e->vcap = v.n;
+        blob_unstore(srv, e->val);
+        e->val = nb;
     }
-    if (v.n)
-        memcpy(e->val, v.p, v.n);
-    e->vlen = v.n;
     e->has_val = 1;
     ent_account(srv, e, had, was);
     wake_key(srv, e, 0);
     if (watch) {
         notify_watchers(srv, k, had ? DDP_STORE_KEY_UPDATED
                                     : DDP_STORE_KEY_CREATED,
-                        (slice_t){old, oldn}, v);
-        free(old);
+                        old, e->val);
+        blob_unref(srv, old);
     }
     return 0;
 }
@@ -534,29 +863,46 @@ static int store_append(ddp_store_server_t *srv, slice_t k, slice_t v)
     entry_t *e = ent_find(srv, k);
     if (!e || !e->has_val)
         return store_set(srv, k, v);
-    if (v.n > srv->o.max_value_len - e->vlen)
+    blob_t *b = e->val;
+    if (v.n > srv->o.max_value_len - b->len)
         return srv_fail(srv, "APPEND would grow the value past %zu bytes "
                              "(max_value_len)",
                         srv->o.max_value_len);
-    if (e->vcap - e->vlen < v.n) {
-        size_t nc = e->vcap ? e->vcap : 64;
-        while (nc - e->vlen < v.n)
-            nc *= 2;
-        uint8_t *nv = realloc(e->val, nc);
-        if (!nv)
+    /* Legacy watchers know no KEY_APPENDED: an update, old = the value
+     * before the append (kept: the append then goes to a new blob). */
+    int watch = srv->nwatches > 0 && watched(srv, k);
+    if (watch)
+        b->refs++;
+    if (b->refs == 1 && b->cap - b->len < v.n) {
+        size_t nc = grown_cap(b, b->len + v.n, srv->o.max_value_len);
+        blob_t *nb = realloc(b, sizeof *b + nc);
+        if (!nb)
             return srv_fail(srv, "out of memory appending %zu bytes", v.n);
-        e->val = nv;
-        e->vcap = nc;
+        mem_add(srv, nc - nb->cap, 1);
+        nb->cap = nc;
+        e->val = b = nb;
+    } else if (b->refs > 1) {
+        blob_t *nb = malloc(sizeof *nb + b->len + v.n + 1);
+        if (!nb) {
+            if (watch)
+                b->refs--;
+            return srv_fail(srv, "out of memory appending %zu bytes", v.n);
+        }
+        nb->refs = 1;
+        nb->len = nb->cap = b->len;
+        nb->cap += v.n;
+        memcpy(nb->data, b->data, b->len);
+        mem_add(srv, BLOB_COST(nb->cap), 1);
+        blob_unstore(srv, b);
+        e->val = nb;
     }
     if (v.n)
-        memcpy(e->val + e->vlen, v.p, v.n);
-    e->vlen += v.n;
-    if (srv->nwatches > 0 && watched(srv, k))
-        /* Legacy watchers know no KEY_APPENDED: an update, old = the
-         * value before the append. */
-        notify_watchers(srv, k, DDP_STORE_KEY_UPDATED,
-                        (slice_t){e->val, e->vlen - v.n},
-                        (slice_t){e->val, e->vlen});
+        memcpy(e->val->data + e->val->len, v.p, v.n);
+    e->val->len += v.n;
+    if (watch) {
+        notify_watchers(srv, k, DDP_STORE_KEY_UPDATED, b, e->val);
+        blob_unref(srv, b);
+    }
     return 0;
 }
 
@@ -593,11 +939,11 @@ static int store_add(ddp_store_server_t *srv, slice_t k, int64_t delta,
 {
     entry_t *e = ent_find(srv, k);
     int64_t cur = 0;
-    if (e && e->has_val && parse_counter(e->val, e->vlen, &cur) != 0)
+    if (e && e->has_val && parse_counter(e->val->data, e->val->len, &cur) != 0)
         return srv_fail(srv, "ADD on key \"%.*s\" whose value (%zu bytes) is "
                              "not a decimal integer",
                         (int)(k.n > 64 ? 64 : k.n), (const char *)k.p,
-                        e->vlen);
+                        e->val->len);
     if (__builtin_add_overflow(cur, delta, res))
         return srv_fail(srv, "ADD %" PRId64 " to %" PRId64 " on key \"%.*s\" "
                              "overflows int64",
@@ -608,9 +954,9 @@ static int store_add(ddp_store_server_t *srv, slice_t k, int64_t delta,
     return store_set(srv, k, (slice_t){(const uint8_t *)txt, (size_t)len});
 }
 
-static int slice_eq(const uint8_t *a, size_t an, slice_t b)
+static int blob_eq(const blob_t *b, slice_t s)
 {
-    return an == b.n && (an == 0 || memcmp(a, b.p, an) == 0);
+    return b->len == s.n && (s.n == 0 || memcmp(b->data, s.p, s.n) == 0);
 }
 
 /* ------------------------------------------------------------- parsing */
@@ -735,7 +1081,10 @@ static slice_t *rd_keys(ddp_store_server_t *srv, rd_t *r, size_t n,
 
 /* ---------------------------------------------------- request handling */
 
-enum { H_OK = 0, H_MORE, H_BAD, H_DROP };
+/* H_DEFER: the request needs memory the budget does not have now (nothing
+ * was done; it is parsed again when memory frees). H_LIMIT: it never fits
+ * beside the store (the client is dropped). H_DENY: access control. */
+enum { H_OK = 0, H_MORE, H_BAD, H_DROP, H_DEFER, H_LIMIT, H_DENY };
 
 /* "store/server/reply": the operation took effect but its reply is lost
  * and the connection dropped (a server dying mid-request). */
@@ -755,22 +1104,134 @@ enum { H_OK = 0, H_MORE, H_BAD, H_DROP };
         }                                                                      \
     } while (0)
 
-/* A u64-length-prefixed reply of n bytes at p to c; out of memory fails
- * the request (H_BAD). */
-#define REPLY_BYTES(p, n)                                                      \
-    do {                                                                       \
-        if (out_reserve(c, 8 + (n)) != 0) {                                    \
-            srv_fail(srv, "out of memory");                                    \
-            return H_BAD;                                                      \
-        }                                                                      \
-        out_put_bytes(c, (p), (n));                                            \
-        mark_dirty(srv, c);                                                    \
-    } while (0)
-
 static int key_present(ddp_store_server_t *srv, slice_t k)
 {
     entry_t *e = ent_find(srv, k);
     return e && ent_stored(e);
+}
+
+/* What storing an n-byte value under k adds to the store (net of the old
+ * value it replaces). */
+static size_t set_cost(ddp_store_server_t *srv, slice_t k, size_t n)
+{
+    entry_t *e = ent_find(srv, k);
+    if (!e || !e->has_val)
+        return (e ? 0 : ENT_COST(k.n)) + BLOB_COST(n);
+    if (reuse_blob(e->val, n))
+        return 0;
+    size_t old = e->val->refs == 1 ? BLOB_COST(e->val->cap) : 0;
+    return BLOB_COST(n) > old ? BLOB_COST(n) - old : 0;
+}
+
+/* What a parsed request will add to the store and to c's reply buffers.
+ * H_OK, or H_BAD when it would track more than max_keys keys. */
+static int req_cost(ddp_store_server_t *srv, int op, slice_t k, slice_t v,
+                    slice_t v2, const slice_t *ks, size_t n, size_t *store,
+                    size_t *out)
+{
+    *store = *out = 0;
+    switch (op) {
+    case DDP_STORE_OP_SET:
+        *store = set_cost(srv, k, v.n);
+        break;
+    case DDP_STORE_OP_APPEND: {
+        entry_t *e = ent_find(srv, k);
+        if (!e || !e->has_val)
+            *store = set_cost(srv, k, v.n);
+        else if (e->val->refs > 1 || e->val->cap - e->val->len < v.n)
+            *store = BLOB_COST(grown_cap(e->val, e->val->len + v.n,
+                                         srv->o.max_value_len)) -
+                     (e->val->refs == 1 ? BLOB_COST(e->val->cap) : 0);
+        break;
+    }
+    case DDP_STORE_OP_QUEUE_PUSH:
+        *store = (ent_find(srv, k) ? 0 : ENT_COST(k.n)) + sizeof(qitem_t) +
+                 BLOB_COST(v.n);
+        break;
+    case DDP_STORE_OP_COMPARE_SET: {
+        entry_t *e = ent_find(srv, k);
+        if (e && e->has_val ? blob_eq(e->val, v) : v.n == 0)
+            *store = set_cost(srv, k, v2.n);
+        *out = 8 + sizeof(oref_t);
+        break;
+    }
+    case DDP_STORE_OP_ADD:
+        *store = set_cost(srv, k, 20);
+        *out = 8;
+        break;
+    case DDP_STORE_OP_MULTI_SET:
+        for (size_t i = 0; i < n; i++)
+            *store += set_cost(srv, ks[2 * i], ks[2 * i + 1].n);
+        break;
+    case DDP_STORE_OP_WAIT: {
+        size_t fresh = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (key_present(srv, ks[i]))
+                continue;
+            int known = ent_find(srv, ks[i]) != NULL;
+            fresh += !known;
+            *store += sizeof(waiter_t) + (known ? 0 : ENT_COST(ks[i].n));
+        }
+        if (fresh > srv->o.max_keys - (srv->keys.n < srv->o.max_keys
+                                           ? srv->keys.n
+                                           : srv->o.max_keys))
+            return srv_fail(srv, "WAIT on %zu keys nobody has set would make "
+                                 "the store track more than %zu keys "
+                                 "(max_keys counts awaited keys too)",
+                            fresh, srv->o.max_keys),
+                   H_BAD;
+        *out = 1;
+        break;
+    }
+    case OP_WATCH_KEY:
+        *store = WATCH_COST(k.n);
+        *out = 1;
+        break;
+    case DDP_STORE_OP_GET:
+    case DDP_STORE_OP_QUEUE_POP:
+        *out = 16 + sizeof(oref_t);
+        break;
+    case DDP_STORE_OP_MULTI_GET:
+        *out = n * (8 + sizeof(oref_t));
+        break;
+    case DDP_STORE_OP_LIST_KEYS:
+        *out = 8;
+        for (ddp__kv_node_t *kn = srv->keys.ohead; kn; kn = kn->onext)
+            if (((entry_t *)kn)->has_val)
+                *out += 8 + kn->klen;
+        break;
+    default:
+        *out = 8;
+    }
+    return H_OK;
+}
+
+/* Whether c's request (costs from req_cost) may run now: H_OK, H_DEFER
+ * (c->defer_need set) or H_LIMIT (srv->msg set). A small reply to a
+ * connection with nothing unsent never waits, so every client's GET is
+ * answered whatever the others hold. */
+static int budget(ddp_store_server_t *srv, conn_t *c, int op, size_t store,
+                  size_t out)
+{
+    size_t cost = store;
+    if (out_total(c) > 0 || out > SRV_OUT_FLOOR)
+        cost += out;
+    if (cost == 0)
+        return H_OK;
+    switch (mem_fits(srv, cost, c->charged)) {
+    case FIT_OK:
+        return H_OK;
+    case FIT_DEFER:
+        c->defer_need = cost;
+        return H_DEFER;
+    default:
+        return srv_fail(srv, "%s needs %zu bytes beside the %zu its request "
+                             "holds, and the store already holds %zu of its "
+                             "%zu-byte memory budget (max_memory)",
+                        op == OP_WATCH_KEY ? "WATCH_KEY" : op_name(op), cost,
+                        c->charged, srv->mem_store, srv->o.max_memory),
+               H_LIMIT;
+    }
 }
 
 static int op_wait(ddp_store_server_t *srv, conn_t *c, slice_t *ks, size_t n)
@@ -804,6 +1265,7 @@ static int op_wait(ddp_store_server_t *srv, conn_t *c, slice_t *ks, size_t n)
             srv_fail(srv, "out of memory registering a WAIT");
             return H_BAD;
         }
+        mem_add(srv, sizeof *w, 1);
         w->c = c;
         w->e = e;
         w->kprev = e->wtail;
@@ -829,40 +1291,35 @@ static int op_multi_get(ddp_store_server_t *srv, conn_t *c, slice_t *ks,
     size_t total = 0;
     for (size_t i = 0; i < n; i++) {
         entry_t *e = ent_find(srv, ks[i]);
-        total += 8 + (e && e->has_val ? e->vlen : 0);
+        total += 8 + (e && e->has_val ? e->val->len : 0);
         if (total > srv->max_reply)
             return srv_fail(srv, "MULTI_GET reply larger than %zu bytes",
                             srv->max_reply),
                    H_BAD;
     }
     REPLY_FAULT();
-    if (out_reserve(c, total) != 0)
-        return srv_fail(srv, "out of memory for a %zu-byte reply", total),
-               H_BAD;
+    /* Room for every header and reference first: no half-built reply. */
+    if (out_reserve(srv, c, 8 * n) != 0 || ref_reserve(srv, c, n) != 0)
+        return srv_fail(srv, "out of memory for a %zu-key reply", n), H_BAD;
     for (size_t i = 0; i < n; i++) {
-        entry_t *e = ent_find(srv, ks[i]);
         /* A missing key reads as empty bytes (libuv server's get()). */
-        if (e && e->has_val)
-            out_put_bytes(c, e->val, e->vlen);
-        else
-            out_put_bytes(c, NULL, 0);
+        entry_t *e = ent_find(srv, ks[i]);
+        if (put_value(srv, c, e && e->has_val ? e->val : NULL) != 0)
+            return srv_fail(srv, "out of memory for a %zu-key reply", n),
+                   H_BAD;
     }
     mark_dirty(srv, c);
     return H_OK;
 }
 
-static int op_list_keys(ddp_store_server_t *srv, conn_t *c)
+static int op_list_keys(ddp_store_server_t *srv, conn_t *c, size_t total)
 {
-    size_t total = 8;
-    for (ddp__kv_node_t *kn = srv->keys.ohead; kn; kn = kn->onext)
-        if (((entry_t *)kn)->has_val)
-            total += 8 + kn->klen;
     if (total > srv->max_reply)
         return srv_fail(srv, "LIST_KEYS reply larger than %zu bytes",
                         srv->max_reply),
                H_BAD;
     REPLY_FAULT();
-    if (out_reserve(c, total) != 0)
+    if (out_reserve(srv, c, total) != 0)
         return srv_fail(srv, "out of memory for a %zu-byte reply", total),
                H_BAD;
     int64_t n = (int64_t)srv->nvals;
@@ -885,15 +1342,16 @@ static int op_queue_push(ddp_store_server_t *srv, slice_t k, slice_t v)
         return srv_fail(srv, "queue \"%.*s\" already holds %zu elements",
                         (int)(k.n > 64 ? 64 : k.n), (const char *)k.p,
                         e->qlen);
-    qitem_t *q = malloc(sizeof *q + v.n);
-    if (!q) {
+    qitem_t *q = malloc(sizeof *q);
+    blob_t *b = q ? blob_new(srv, v.p, v.n) : NULL;
+    if (!b) {
+        free(q);
         ent_maybe_free(srv, e);
         return srv_fail(srv, "out of memory queueing %zu bytes", v.n);
     }
+    mem_add(srv, sizeof *q, 1);
     q->next = NULL;
-    q->len = v.n;
-    if (v.n)
-        memcpy(q->data, v.p, v.n);
+    q->b = b;
     if (e->qtail)
         e->qtail->next = q;
     else
@@ -912,17 +1370,20 @@ static int op_queue_pop(ddp_store_server_t *srv, conn_t *c, slice_t k)
     qitem_t *q = len ? e->qhead : NULL;
     REPLY_FAULT();
     /* i64 length before the pop, then the element when there was one. */
-    if (out_reserve(c, 8 + (q ? 8 + q->len : 0)) != 0)
+    if (out_reserve(srv, c, 8) != 0)
         return srv_fail(srv, "out of memory for a queue reply"), H_BAD;
     out_put(c, &len, 8);
     if (q) {
-        out_put_bytes(c, q->data, q->len);
+        if (put_value(srv, c, q->b) != 0)
+            return srv_fail(srv, "out of memory for a queue reply"), H_BAD;
         int had = e->has_val, was = ent_stored(e);
         e->qhead = q->next;
         if (!e->qhead)
             e->qtail = NULL;
         e->qlen--;
+        blob_unstore(srv, q->b);
         free(q);
+        mem_sub(srv, sizeof *q, 1);
         ent_account(srv, e, had, was);
         ent_maybe_free(srv, e);
     }
@@ -978,6 +1439,39 @@ static int legacy_op(const ddp_store_server_t *srv, int lop)
     return -1;
 }
 
+/* The token frame a server with a token requires first (ddpsim's AUTH
+ * extension, store.h). H_OK consumed it; H_MORE; H_DENY with srv->msg. */
+static int handle_auth(ddp_store_server_t *srv, conn_t *c, rd_t *r)
+{
+    const uint8_t *opb = rd_take(r, 1);
+    if (opb && *opb != DDP_STORE_OP_AUTH)
+        return srv_fail(srv, "sent opcode %d (%s) before a token: this server "
+                             "requires ddpsim's token (store serve --token), "
+                             "so PyTorch's TCPStore clients cannot use it",
+                        *opb, op_name(*opb)),
+               H_DENY;
+    uint32_t magic = rd_u32(r);
+    slice_t tok = rd_str(r, DDP_STORE_MAX_TOKEN, "token");
+    if (r->st == RD_MORE) {
+        c->need = r->need;
+        return H_MORE;
+    }
+    if (r->st == RD_BAD)
+        return H_DENY;
+    if (magic != DDP_STORE_AUTH_MAGIC)
+        return srv_fail(srv, "AUTH magic 0x%08" PRIx32 " is not 0x%08X",
+                        magic, DDP_STORE_AUTH_MAGIC),
+               H_DENY;
+    if (!ddp__store_token_eq(tok.p, tok.n, (const uint8_t *)srv->token,
+                             srv->token_len))
+        return srv_fail(srv, "wrong token (%zu bytes)", tok.n), H_DENY;
+    if (reply_u8(srv, c, DDP_STORE_AUTH_OK) != 0)
+        return srv_fail(srv, "out of memory queueing a reply"), H_BAD;
+    c->authed = 1;
+    ddp__bb_consume(&c->in, r->off);
+    return H_OK;
+}
+
 /* Parse one request at the start of c->in's pending bytes and run it.
  * H_OK consumed it. */
 static int handle_one(ddp_store_server_t *srv, conn_t *c)
@@ -987,7 +1481,14 @@ static int handle_one(ddp_store_server_t *srv, conn_t *c)
               .max = srv->max_request,
               .msg = srv->msg,
               .msgn = sizeof srv->msg};
+    if (srv->token && !c->authed)
+        return handle_auth(srv, c, &r);
     if (!c->gen) {
+        if (r.p[0] == DDP_STORE_OP_AUTH && !srv->token)
+            return srv_fail(srv, "sent a token (ddpsim's AUTH frame), but "
+                                 "this server has none: start it with "
+                                 "--token, or connect without one"),
+                   H_DENY;
         int g = detect_gen(srv, c, &r);
         if (g < 0)
             return -g;
@@ -1071,7 +1572,14 @@ static int handle_one(ddp_store_server_t *srv, conn_t *c)
     if (r.st == RD_BAD)
         return H_BAD;
 
-    int rc = H_OK;
+    /* The memory budget, before anything takes effect. */
+    size_t store_cost, out_cost;
+    int rc = req_cost(srv, op, k, v, v2, ks, n, &store_cost, &out_cost);
+    if (rc == H_OK)
+        rc = budget(srv, c, op, store_cost, out_cost);
+    if (rc != H_OK)
+        return rc;
+
     switch (op) {
     case DDP_STORE_OP_VALIDATE:
         if (u32 != DDP_STORE_MAGIC)
@@ -1083,7 +1591,7 @@ static int handle_one(ddp_store_server_t *srv, conn_t *c)
             return srv_fail(srv, "fault point store/server/validate fired"),
                    H_DROP;
         c->validated = 1;
-        uv_unlink(srv, c); /* no timeout for this one */
+        tl_del(srv, L_UV, c); /* no timeout for this one */
         break;
     case OP_WATCH_KEY:
         if (watch_add(srv, c, k) != 0)
@@ -1109,25 +1617,27 @@ static int handle_one(ddp_store_server_t *srv, conn_t *c)
             } else {
                 /* libuv replies `expected` and leaves the key missing. */
                 REPLY_FAULT();
-                REPLY_BYTES(v.p, v.n);
+                if (out_reserve(srv, c, 8 + v.n) != 0)
+                    return srv_fail(srv, "out of memory"), H_BAD;
+                out_put_bytes(c, v.p, v.n);
+                mark_dirty(srv, c);
                 break;
             }
-        } else if (slice_eq(e->val, e->vlen, v)) {
+        } else if (blob_eq(e->val, v)) {
             if (store_set(srv, k, v2) != 0)
                 return H_BAD;
             e = ent_find(srv, k);
         }
         REPLY_FAULT();
-        REPLY_BYTES(e->val, e->vlen);
+        NOMEM_IF(put_value(srv, c, e->val));
         break;
     }
     case DDP_STORE_OP_GET: {
-        entry_t *e = ent_find(srv, k);
-        size_t vl = e && e->has_val ? e->vlen : 0;
-        REPLY_FAULT();
         /* Missing key: empty bytes, as the libuv server (the client waits
          * for the key first, so this is only reached by raw users). */
-        REPLY_BYTES(vl ? e->val : NULL, vl);
+        entry_t *e = ent_find(srv, k);
+        REPLY_FAULT();
+        NOMEM_IF(put_value(srv, c, e && e->has_val ? e->val : NULL));
         break;
     }
     case DDP_STORE_OP_ADD: {
@@ -1158,13 +1668,11 @@ static int handle_one(ddp_store_server_t *srv, conn_t *c)
         entry_t *e = ent_find(srv, k);
         int64_t del = e && e->has_val;
         if (del && srv->nwatches > 0)
-            notify_watchers(srv, k, DDP_STORE_KEY_DELETED,
-                            (slice_t){e->val, e->vlen}, (slice_t){NULL, 0});
+            notify_watchers(srv, k, DDP_STORE_KEY_DELETED, e->val, NULL);
         if (del) {
             int was = ent_stored(e);
-            free(e->val);
+            blob_unstore(srv, e->val);
             e->val = NULL;
-            e->vlen = e->vcap = 0;
             e->has_val = 0;
             ent_account(srv, e, 1, was);
             ent_maybe_free(srv, e);
@@ -1204,14 +1712,14 @@ static int handle_one(ddp_store_server_t *srv, conn_t *c)
         break;
     }
     case DDP_STORE_OP_LIST_KEYS:
-        rc = op_list_keys(srv, c);
+        rc = op_list_keys(srv, c, out_cost);
         break;
     }
     if (rc == H_OK) {
         ddp__bb_consume(&c->in, r.off);
         if (!c->validated) { /* a legacy client's first request */
             c->validated = 1;
-            uv_unlink(srv, c);
+            tl_del(srv, L_UV, c);
         }
     }
     return rc;
@@ -1226,31 +1734,71 @@ static void conn_kill(ddp_store_server_t *srv, conn_t *c)
     c->dead = 1;
     conn_clear_waits(srv, c);
     watches_drop(srv, c);
-    uv_unlink(srv, c);
+    for (int l = 0; l < L_COUNT; l++)
+        tl_del(srv, l, c);
+    ddp_sys_epoll_ctl(srv->sys, srv->ep, DDP_EPOLL_DEL, c->fd, 0, 0);
     ddp_sys_close(srv->sys, c->fd);
     c->fd = -1;
+    c->dnext = srv->dead;
+    srv->dead = c;
 }
 
 /* A protocol violation: log, count, drop this client only. */
 static void conn_violation(ddp_store_server_t *srv, conn_t *c)
 {
-    ddp_warn("store server: dropping client %s: %s", c->name, srv->msg);
+    srv_warn(srv, RL_DROP, "store server: dropping client %s: %s", c->name,
+             srv->msg);
     ST_ADD(srv, st_proto, 1);
     conn_kill(srv, c);
 }
 
+/* c waits for memory: it is not read until the budget has room for
+ * c->defer_need (resume_deferred); req: for a whole request (else for
+ * more of its input). */
+static void conn_defer(ddp_store_server_t *srv, conn_t *c, int req)
+{
+    if (c->deferred)
+        return;
+    c->deferred = 1;
+    c->defer_req = req;
+    if (req)
+        tl_del(srv, L_BUSY, c);
+    tl_push(srv, L_MEM, c, srv->now);
+    ST_ADD(srv, st_deferred, 1);
+    srv_warn(srv, RL_MEMORY,
+             "store server: memory budget reached (%zu of %zu bytes held, "
+             "%zu by the store): not reading from client %s until %zu bytes "
+             "free; stalled clients are dropped after %.0f s "
+             "(idle_timeout), or raise max_memory",
+             srv->mem, srv->o.max_memory, srv->mem_store, c->name,
+             c->defer_need, (double)srv->o.idle_timeout_ns / 1e9);
+}
+
 static void conn_process(ddp_store_server_t *srv, conn_t *c)
 {
-    while (!c->dead && !c->doom) {
+    while (!c->dead && !c->doom && !c->deferred) {
         size_t avail = ddp__bb_pending(&c->in);
-        if (avail == 0 || avail < c->need ||
-            out_pending(c) >= SRV_OUT_HIGH)
+        if (avail == 0 || avail < c->need || out_total(c) >= SRV_OUT_HIGH)
             break;
+        c->req_inline = 0;
         int h = handle_one(srv, c);
         if (h == H_MORE)
             break;
+        if (h == H_DEFER) {
+            conn_defer(srv, c, 1);
+            break;
+        }
         if (h == H_BAD) {
             conn_violation(srv, c);
+            return;
+        }
+        if (h == H_LIMIT || h == H_DENY) {
+            srv_warn(srv, h == H_LIMIT ? RL_MEMORY : RL_DENY,
+                     "store server: dropping client %s: %s", c->name,
+                     srv->msg);
+            ST_ADD(srv, st_refused, h == H_LIMIT);
+            ST_ADD(srv, st_denied, h == H_DENY);
+            conn_kill(srv, c);
             return;
         }
         if (h == H_DROP) {
@@ -1261,15 +1809,19 @@ static void conn_process(ddp_store_server_t *srv, conn_t *c)
         }
         c->need = 0;
         ST_ADD(srv, st_requests, 1);
+        conn_progress(srv, c);
     }
-    if (!c->dead)
+    if (!c->dead) {
         ddp__bb_trim(&c->in, SRV_KEEP_BUF);
+        conn_charge(srv, c);
+    }
 }
 
-/* Try-once sends until the kernel takes no more. */
+/* Try-once sends until the kernel takes no more: inline bytes, and each
+ * referenced blob at its place among them. */
 static void conn_flush(ddp_store_server_t *srv, conn_t *c)
 {
-    while (!c->dead && out_pending(c) > 0) {
+    while (!c->dead && out_total(c) > 0) {
         if (ddp_fault_hit(DDP_FP_STORE_SERVER_SEND)) {
             ddp_info("store server: dropping client %s: fault point "
                      "store/server/send fired",
@@ -1277,20 +1829,47 @@ static void conn_flush(ddp_store_server_t *srv, conn_t *c)
             conn_kill(srv, c);
             return;
         }
-        ssize_t w = ddp_sys_send(srv->sys, c->fd, c->out.data + c->out.off,
-                                 out_pending(c), 0);
+        oref_t *head = c->rn ? &c->refs[c->rhead] : NULL;
+        const uint8_t *p;
+        size_t n;
+        if (head && head->pos == c->out_sent) {
+            p = head->b->data + c->roff;
+            n = head->b->len - c->roff;
+        } else {
+            p = c->out.data + c->out.off;
+            n = ddp__bb_pending(&c->out);
+            if (head && n > head->pos - c->out_sent)
+                n = (size_t)(head->pos - c->out_sent);
+        }
+        ssize_t w = ddp_sys_send(srv->sys, c->fd, p, n, 0);
         if (w == -EAGAIN || w == DDP_ETIMEOUT)
-            return;
+            break;
         if (w <= 0) {
             ddp_debug("store server: client %s gone while sending (%s)",
                       c->name, ddp_strerror(w ? (int)w : DDP_EPEER_LOST));
             conn_kill(srv, c);
             return;
         }
-        ddp__bb_consume(&c->out, (size_t)w);
+        c->sent_since += (size_t)w;
+        if (head && head->pos == c->out_sent) {
+            c->roff += (size_t)w;
+            c->ref_bytes -= (size_t)w;
+            if (c->roff == head->b->len) {
+                blob_unref(srv, head->b);
+                c->roff = 0;
+                c->rhead = --c->rn ? c->rhead + 1 : 0;
+            }
+        } else {
+            ddp__bb_consume(&c->out, (size_t)w);
+            c->out_sent += (uint64_t)w;
+        }
     }
-    if (!c->dead)
+    if (out_total(c) == 0 || c->sent_since >= SRV_PROGRESS_BYTES)
+        conn_progress(srv, c);
+    if (out_total(c) == 0) {
         ddp__bb_trim(&c->out, SRV_KEEP_BUF);
+        conn_charge(srv, c);
+    }
 }
 
 /* Flush, and resume parsing requests held back while output was high. */
@@ -1298,26 +1877,60 @@ static void conn_pump(ddp_store_server_t *srv, conn_t *c)
 {
     for (int round = 0; round < 64 && !c->dead; round++) {
         if (c->doom) {
-            ddp_warn("store server: dropping client %s: out of memory "
-                     "queueing a reply",
-                     c->name);
+            srv_warn(srv, RL_DROP,
+                     "store server: dropping client %s: out of memory "
+                     "queueing a reply, or %zu reply bytes unread",
+                     c->name, out_total(c));
             conn_kill(srv, c);
             return;
         }
         conn_flush(srv, c);
         size_t avail = ddp__bb_pending(&c->in);
-        if (c->dead || out_pending(c) >= SRV_OUT_HIGH || avail == 0 ||
-            avail < c->need)
+        if (c->dead || c->deferred || out_total(c) >= SRV_OUT_HIGH ||
+            avail == 0 || avail < c->need)
             return;
         conn_process(srv, c);
     }
+}
+
+/* The interest c needs now, its busy state: registered when changed. */
+static void conn_settle(ddp_store_server_t *srv, conn_t *c)
+{
+    if (c->dead)
+        return;
+    size_t unsent = out_total(c);
+    short want = 0;
+    if (!c->deferred && unsent < SRV_OUT_HIGH)
+        want |= DDP_POLLIN;
+    if (unsent > 0)
+        want |= DDP_POLLOUT;
+    if (want != c->ev) {
+        int rc = ddp_sys_epoll_ctl(srv->sys, srv->ep, DDP_EPOLL_MOD, c->fd,
+                                   want, (uint64_t)(uintptr_t)c);
+        if (rc != 0) {
+            srv_warn(srv, RL_DROP, "store server: dropping client %s: %s",
+                     c->name, ddp_err_message());
+            conn_kill(srv, c);
+            return;
+        }
+        c->ev = want;
+    }
+    /* A whole request waiting for memory waits for the others: not its
+     * own stall. (One deferred mid-request is still mid-request.) */
+    int busy = c->validated && !(c->deferred && c->defer_req) &&
+               (ddp__bb_pending(&c->in) > 0 || unsent > 0);
+    if (busy)
+        tl_push(srv, L_BUSY, c, srv->now);
+    else
+        tl_del(srv, L_BUSY, c);
 }
 
 static void conn_read(ddp_store_server_t *srv, conn_t *c)
 {
     size_t budget = SRV_RECV_BUDGET;
     int eof = 0;
-    while (!c->dead && budget > 0 && out_pending(c) < SRV_OUT_HIGH) {
+    while (!c->dead && !c->deferred && budget > 0 &&
+           out_total(c) < SRV_OUT_HIGH) {
         if (ddp_fault_hit(DDP_FP_STORE_SERVER_RECV)) {
             ddp_info("store server: dropping client %s: fault point "
                      "store/server/recv fired",
@@ -1332,11 +1945,33 @@ static void conn_read(ddp_store_server_t *srv, conn_t *c)
             want = 4096;
         if (want > SRV_RECV_BUDGET) /* grow as bytes arrive, not on a claim */
             want = SRV_RECV_BUDGET;
-        if (ddp__bb_reserve(&c->in, want, 4096) != 0) {
+        size_t cap = in_cap_for(c, want);
+        if (cap > c->in.cap && cap > SRV_IN_FLOOR) {
+            int fit = mem_fits(srv, cap - c->in.cap, c->charged);
+            if (fit == FIT_REFUSE) {
+                srv_warn(srv, RL_MEMORY,
+                         "store server: dropping client %s: its request "
+                         "needs %zu more bytes of buffer beside the %zu it "
+                         "holds, and the store already holds %zu of its "
+                         "%zu-byte memory budget (max_memory)",
+                         c->name, cap - c->in.cap, c->charged,
+                         srv->mem_store, srv->o.max_memory);
+                ST_ADD(srv, st_refused, 1);
+                conn_kill(srv, c);
+                return;
+            }
+            if (fit == FIT_DEFER) {
+                c->defer_need = cap - c->in.cap;
+                conn_defer(srv, c, 0);
+                break;
+            }
+        }
+        if (ddp__bb_grow(&c->in, cap) != 0) {
             srv_fail(srv, "out of memory buffering a request");
             conn_violation(srv, c);
             return;
         }
+        conn_charge(srv, c);
         size_t room = c->in.cap - c->in.len;
         if (room > budget)
             room = budget;
@@ -1356,11 +1991,12 @@ static void conn_read(ddp_store_server_t *srv, conn_t *c)
         }
         c->in.len += (size_t)got;
         budget -= (size_t)got;
-        if (!c->validated && !c->on_uv)
+        if (!c->validated && !c->lk[L_UV].on)
             uv_link(srv, c); /* auto/legacy: the timeout starts now */
         conn_process(srv, c);
         /* A short read emptied the socket: asking again would only cost a
-         * syscall that answers EAGAIN (poll reports anything newer). */
+         * syscall that answers EAGAIN (the readiness set reports anything
+         * newer). */
         if ((size_t)got < room)
             break;
     }
@@ -1376,21 +2012,15 @@ static void conn_read(ddp_store_server_t *srv, conn_t *c)
     }
 }
 
-static void conn_free(conn_t *c)
+static void conn_free(ddp_store_server_t *srv, conn_t *c)
 {
+    for (size_t i = 0; i < c->rn; i++)
+        blob_unref(srv, c->refs[c->rhead + i].b);
     ddp__bb_free(&c->in);
     ddp__bb_free(&c->out);
+    free(c->refs);
+    mem_sub(srv, c->charged, 0);
     free(c);
-}
-
-static short conn_events(const conn_t *c)
-{
-    short ev = 0;
-    if (out_pending(c) < SRV_OUT_HIGH)
-        ev |= DDP_POLLIN;
-    if (out_pending(c) > 0)
-        ev |= DDP_POLLOUT;
-    return ev;
 }
 
 static void conn_on_events(ddp_store_server_t *srv, conn_t *c, short rev)
@@ -1400,12 +2030,12 @@ static void conn_on_events(ddp_store_server_t *srv, conn_t *c, short rev)
     if (c->dead)
         return;
     if (rev & (DDP_POLLIN | DDP_POLLHUP | DDP_POLLERR)) {
-        if (out_pending(c) < SRV_OUT_HIGH) {
+        if (!c->deferred && out_total(c) < SRV_OUT_HIGH) {
             conn_read(srv, c);
         } else if (rev & (DDP_POLLHUP | DDP_POLLERR)) {
             ddp_debug("store server: client %s hung up with %zu reply bytes "
                       "unsent",
-                      c->name, out_pending(c));
+                      c->name, out_total(c));
             conn_kill(srv, c);
             return;
         }
@@ -1413,8 +2043,8 @@ static void conn_on_events(ddp_store_server_t *srv, conn_t *c, short rev)
     /* Replies wait for flush_dirty(), after every ready connection was
      * read: all requests of a pass are taken in before any client is woken
      * by its reply (one send per connection per pass either way). */
-    if (!c->dead && !c->dirty)
-        conn_pump(srv, c);
+    if (!c->dead)
+        mark_dirty(srv, c);
 }
 
 static int grow_conns(ddp_store_server_t *srv)
@@ -1426,12 +2056,16 @@ static int grow_conns(ddp_store_server_t *srv)
     if (!cs)
         return -ENOMEM;
     srv->conns = cs;
-    ddp_pollfd_t *p = realloc(srv->pfds, (nc + 1) * sizeof *p);
-    if (!p)
-        return -ENOMEM;
-    srv->pfds = p;
     srv->cconns = nc;
     return 0;
+}
+
+/* The listener's interest: on, or off while accepting rests (EMFILE). */
+static void listener_arm(ddp_store_server_t *srv, int on)
+{
+    if (ddp_sys_epoll_ctl(srv->sys, srv->ep, DDP_EPOLL_MOD, srv->lfd,
+                          on ? DDP_POLLIN : 0, 0) == 0)
+        srv->accept_paused = !on;
 }
 
 static void accept_some(ddp_store_server_t *srv)
@@ -1445,12 +2079,14 @@ static void accept_some(ddp_store_server_t *srv)
         if (fd < 0) {
             if (fd == -EMFILE || fd == -ENFILE || fd == -ENOBUFS ||
                 fd == -ENOMEM) {
-                ddp_warn("store server: cannot accept more clients (%s); "
+                srv_warn(srv, RL_ACCEPT,
+                         "store server: cannot accept more clients (%s); "
                          "%zu connected; raise the open-file limit "
                          "(ulimit -n)",
                          ddp_strerror(fd), srv->nconns);
                 srv->accept_paused_until =
                     ddp_sys_deadline_in(srv->sys, SRV_ACCEPT_PAUSE_NS);
+                listener_arm(srv, 0);
             } else {
                 ddp_debug("store server: accept failed (%s)",
                           ddp_strerror(fd));
@@ -1466,79 +2102,103 @@ static void accept_some(ddp_store_server_t *srv)
             ddp_sys_close(srv->sys, fd);
             continue;
         }
-        if (srv->nconns >= srv->o.max_clients) {
-            ddp_warn("store server: refusing client %s: %zu clients connected "
-                     "(max_clients)",
-                     name, srv->nconns);
+        char why[160] = "";
+        int kind = RL_DENY;
+        if (!ddp__store_acl_allows(&srv->acl, &peer)) {
+            snprintf(why, sizeof why, "not in the allow list (%s)",
+                     srv->allow);
+            ST_ADD(srv, st_denied, 1);
+        } else if (srv->nconns >= srv->o.max_clients) {
+            snprintf(why, sizeof why, "%zu clients connected (max_clients)",
+                     srv->nconns);
+            kind = RL_REFUSE;
             ST_ADD(srv, st_rejected, 1);
+        }
+        if (why[0]) {
+            srv_warn(srv, kind, "store server: refusing client %s: %s", name,
+                     why);
             ddp_sys_close(srv->sys, fd);
             continue;
         }
         conn_t *c = grow_conns(srv) == 0 ? calloc(1, sizeof *c) : NULL;
-        if (!c) {
-            ddp_warn("store server: out of memory accepting %s", name);
+        if (!c || ddp_sys_epoll_ctl(srv->sys, srv->ep, DDP_EPOLL_ADD, fd,
+                                    DDP_POLLIN, (uint64_t)(uintptr_t)c) != 0) {
+            srv_warn(srv, RL_ACCEPT, "store server: cannot take client %s: %s",
+                     name, c ? ddp_err_message() : "out of memory");
+            free(c);
             ddp_sys_close(srv->sys, fd);
             return;
         }
         c->fd = fd;
+        c->ev = DDP_POLLIN;
         memcpy(c->name, name, sizeof name);
-        /* Current only: silence is a stuck or foreign client. Otherwise it
-         * may be a legacy client's callback socket, silent by design. */
-        if (srv->o.protocol == DDP_STORE_PROTO_CURRENT)
+        conn_charge(srv, c);
+        /* Current only (or with a token): silence is a stuck or foreign
+         * client. Otherwise it may be a legacy client's callback socket,
+         * silent by design. */
+        if (srv->o.protocol == DDP_STORE_PROTO_CURRENT || srv->token)
             uv_link(srv, c);
         c->idx = srv->nconns;
         srv->conns[srv->nconns++] = c;
-        srv->pfds[c->idx + 1] =
-            (ddp_pollfd_t){.fd = fd, .events = DDP_POLLIN, .revents = 0};
+        ST_SET(srv, st_clients, srv->nconns);
         ddp_debug("store server: client %s connected", name);
     }
 }
 
-static void expire_unvalidated(ddp_store_server_t *srv)
+/* Drops connections whose time on list l ran out (oldest first). */
+static void expire(ddp_store_server_t *srv, int l, int64_t timeout)
 {
-    int64_t now = ddp_sys_now(srv->sys);
-    while (srv->uv_head &&
-           now - srv->uv_head->accepted_at >= srv->o.validate_timeout_ns) {
-        conn_t *c = srv->uv_head;
-        ddp_warn("store server: dropping client %s: no %s within %.1f s of "
-                 "%s (not a TCPStore client, or a stuck one)",
-                 c->name,
-                 srv->o.protocol == DDP_STORE_PROTO_CURRENT
-                     ? "VALIDATE"
-                     : "complete first request",
-                 (double)srv->o.validate_timeout_ns / 1e9,
-                 srv->o.protocol == DDP_STORE_PROTO_CURRENT
-                     ? "connecting"
-                     : "its first byte");
-        ST_ADD(srv, st_unval, 1);
+    while (srv->tl[l].head &&
+           srv->now - srv->tl[l].head->lk[l].t >= timeout) {
+        conn_t *c = srv->tl[l].head;
+        if (l == L_UV) {
+            int strict = srv->o.protocol == DDP_STORE_PROTO_CURRENT ||
+                         srv->token;
+            srv_warn(srv, RL_TIMEOUT,
+                     "store server: dropping client %s: no %s within %.1f s "
+                     "of %s (not a TCPStore client, or a stuck one)",
+                     c->name, strict ? "VALIDATE" : "complete first request",
+                     (double)timeout / 1e9,
+                     strict ? "connecting" : "its first byte");
+            ST_ADD(srv, st_unval, 1);
+        } else {
+            srv_warn(srv, RL_TIMEOUT,
+                     "store server: dropping client %s: no progress for "
+                     "%.1f s with %zu request and %zu reply bytes in flight "
+                     "(idle_timeout: a stalled or hostile client)",
+                     c->name, (double)timeout / 1e9,
+                     ddp__bb_pending(&c->in), out_total(c));
+            ST_ADD(srv, st_idle, 1);
+        }
         conn_kill(srv, c); /* unlinks it from the list */
     }
 }
 
-/* Free dead connections, rebuild the poll set for the next step. */
-static void compact(ddp_store_server_t *srv)
+/* Deferred connections in order, while the budget has room for what each
+ * waits for. When the first does not fit and nothing else is in flight
+ * (only waiting requests hold the memory: they would wait for each other
+ * forever), it is dropped to let the others go on. */
+static void resume_deferred(ddp_store_server_t *srv)
 {
-    for (size_t i = 0; i < srv->nconns;) {
-        conn_t *c = srv->conns[i];
-        if (c->doom && !c->dead) {
-            ddp_warn("store server: dropping client %s: out of memory "
-                     "queueing a reply",
-                     c->name);
+    for (size_t n = 0; srv->tl[L_MEM].head && n < srv->nconns; n++) {
+        conn_t *c = srv->tl[L_MEM].head;
+        if (mem_fits(srv, c->defer_need, 0) != FIT_OK) {
+            if (srv->tl[L_BUSY].head || srv->dead)
+                break;
+            srv_warn(srv, RL_MEMORY,
+                     "store server: dropping client %s: it needs %zu bytes "
+                     "and the rest of the %zu-byte memory budget is held by "
+                     "requests waiting like it (raise max_memory)",
+                     c->name, c->defer_need, srv->o.max_memory);
+            ST_ADD(srv, st_refused, 1);
             conn_kill(srv, c);
+            break; /* its memory is free after this step's reap */
         }
-        if (c->dead) {
-            conn_free(c);
-            srv->conns[i] = srv->conns[--srv->nconns];
-            if (i < srv->nconns)
-                srv->conns[i]->idx = i;
-            continue;
-        }
-        srv->pfds[i + 1] = (ddp_pollfd_t){
-            .fd = c->fd, .events = conn_events(c), .revents = 0};
-        i++;
+        tl_del(srv, L_MEM, c);
+        c->deferred = 0;
+        mark_dirty(srv, c);
+        conn_process(srv, c);
     }
-    srv->pfds[0] = (ddp_pollfd_t){.fd = srv->lfd, .events = DDP_POLLIN};
-    ST_SET(srv, st_clients, srv->nconns);
 }
 
 static void flush_dirty(ddp_store_server_t *srv)
@@ -1551,48 +2211,72 @@ static void flush_dirty(ddp_store_server_t *srv)
         if (!c->dead)
             conn_pump(srv, c);
     }
-    for (size_t i = 0; i < srv->ndirty; i++)
-        srv->dirty[i]->dirty = 0;
+    for (size_t i = 0; i < srv->ndirty; i++) {
+        conn_t *c = srv->dirty[i];
+        c->dirty = 0;
+        conn_settle(srv, c);
+    }
     srv->ndirty = 0;
+}
+
+/* Frees the connections killed in this step. */
+static void reap(ddp_store_server_t *srv)
+{
+    while (srv->dead) {
+        conn_t *c = srv->dead;
+        srv->dead = c->dnext;
+        srv->conns[c->idx] = srv->conns[--srv->nconns];
+        srv->conns[c->idx]->idx = c->idx;
+        conn_free(srv, c);
+    }
+    ST_SET(srv, st_clients, srv->nconns);
 }
 
 /* ------------------------------------------------------------- public */
 
+static int64_t earlier(int64_t a, int64_t b) { return a < b ? a : b; }
+
 int ddp_store_server_step(ddp_store_server_t *srv, int64_t deadline)
 {
-    int64_t now = ddp_sys_now(srv->sys);
+    srv->now = ddp_sys_now(srv->sys);
+    if (srv->accept_paused && srv->now >= srv->accept_paused_until)
+        listener_arm(srv, 1);
     int64_t pd = deadline;
-    if (srv->uv_head) {
-        int64_t exp = srv->uv_head->accepted_at + srv->o.validate_timeout_ns;
-        if (exp < pd)
-            pd = exp;
-    }
-    int paused = srv->accept_paused_until > now;
-    if (paused && srv->accept_paused_until < pd)
-        pd = srv->accept_paused_until;
-    srv->pfds[0].events = paused ? 0 : DDP_POLLIN;
-    srv->pfds[0].revents = 0;
+    if (srv->tl[L_UV].head)
+        pd = earlier(pd, srv->tl[L_UV].head->lk[L_UV].t +
+                             srv->o.validate_timeout_ns);
+    if (srv->tl[L_BUSY].head)
+        pd = earlier(pd, srv->tl[L_BUSY].head->lk[L_BUSY].t +
+                             srv->o.idle_timeout_ns);
+    if (srv->accept_paused)
+        pd = earlier(pd, srv->accept_paused_until);
 
-    int rc = ddp_sys_poll(srv->sys, srv->pfds, (int)srv->nconns + 1, pd);
-    if (rc < 0) {
-        if (rc != -EINTR && rc != -EAGAIN)
-            return ddp_err_wrap("store server on port %u: poll failed",
+    int n = ddp_sys_epoll_wait(srv->sys, srv->ep, srv->evs, SRV_EVENTS, pd);
+    if (n < 0) {
+        if (n != -EINTR && n != -EAGAIN)
+            return ddp_err_wrap("store server on port %u: waiting for "
+                                "events failed",
                                 (unsigned)srv->addr.port);
-        rc = 0;
+        n = 0;
     }
-    if (rc > 0) {
-        size_t n = srv->nconns; /* accepted below: polled next step */
-        for (size_t i = 0; i < n; i++) {
-            short rev = srv->pfds[i + 1].revents;
-            if (rev && !srv->conns[i]->dead)
-                conn_on_events(srv, srv->conns[i], rev);
-        }
-        if (srv->pfds[0].revents & DDP_POLLIN)
-            accept_some(srv);
+    srv->now = ddp_sys_now(srv->sys);
+    int listener = 0;
+    for (int i = 0; i < n; i++) {
+        conn_t *c = (conn_t *)(uintptr_t)srv->evs[i].data;
+        if (!c)
+            listener = 1;
+        else if (!c->dead)
+            conn_on_events(srv, c, srv->evs[i].events);
     }
+    if (listener) /* accepted ones are served from the next step */
+        accept_some(srv);
     flush_dirty(srv);
-    expire_unvalidated(srv);
-    compact(srv);
+    expire(srv, L_UV, srv->o.validate_timeout_ns);
+    expire(srv, L_BUSY, srv->o.idle_timeout_ns);
+    reap(srv); /* (the dirty list is empty here) their memory is free now */
+    resume_deferred(srv);
+    flush_dirty(srv);
+    reap(srv);
     return 0;
 }
 
@@ -1666,6 +2350,18 @@ int ddp_store_server_new(ddp_sys_t *sys, const ddp_store_server_opts_t *opts,
         o.max_value_len = DDP_STORE_MAX_VALUE;
     if (o.validate_timeout_ns <= 0)
         o.validate_timeout_ns = 30 * DDP_NS_PER_S;
+    if (!o.max_memory)
+        o.max_memory = DDP_STORE_DEFAULT_MAX_MEMORY;
+    if (o.idle_timeout_ns <= 0)
+        o.idle_timeout_ns = DDP_STORE_DEFAULT_IDLE_TIMEOUT_S * DDP_NS_PER_S;
+    if (o.token && strlen(o.token) > DDP_STORE_MAX_TOKEN)
+        return ddp_err_set(DDP_ECONFIG, "store server: the token has %zu "
+                                        "bytes; at most %d",
+                           strlen(o.token), DDP_STORE_MAX_TOKEN);
+    if (o.token && !*o.token)
+        return ddp_err_set(DDP_ECONFIG, "store server: the token is empty; "
+                                        "give one, or none for a "
+                                        "TCPStore-compatible server");
     int backlog = o.backlog > 0 ? o.backlog : ddp_sys_somaxconn(sys);
     if (backlog <= 0)
         backlog = 4096;
@@ -1674,8 +2370,7 @@ int ddp_store_server_new(ddp_sys_t *sys, const ddp_store_server_opts_t *opts,
     if (!srv)
         return ddp_err_set(-ENOMEM, "out of memory creating the store server");
     srv->sys = sys;
-    srv->o = o;
-    srv->lfd = -1;
+    srv->lfd = srv->ep = -1;
     srv->max_request = SRV_MIN_MAX_REQUEST;
     if (o.max_value_len < (SIZE_MAX - (1u << 20)) / 4 &&
         4 * o.max_value_len + (1u << 20) > srv->max_request)
@@ -1684,23 +2379,39 @@ int ddp_store_server_new(ddp_sys_t *sys, const ddp_store_server_opts_t *opts,
     if (srv->max_request > srv->max_reply)
         srv->max_reply = srv->max_request;
     atomic_init(&srv->stop, 0);
-    atomic_init(&srv->st_clients, 0);
-    atomic_init(&srv->st_keys, 0);
-    atomic_init(&srv->st_requests, 0);
-    atomic_init(&srv->st_proto, 0);
-    atomic_init(&srv->st_unval, 0);
-    atomic_init(&srv->st_rejected, 0);
-    atomic_init(&srv->st_legacy, 0);
-    if (ddp__kv_init(&srv->keys, SRV_INIT_BUCKETS) != 0 ||
+#define SRV_STAT_INIT(out, f) atomic_init(&srv->f, 0);
+    SRV_STATS(SRV_STAT_INIT)
+#undef SRV_STAT_INIT
+    int rc = ddp__store_acl_parse(o.allow, &srv->acl);
+    if (rc != 0) {
+        ddp_store_server_free(srv);
+        return rc;
+    }
+    srv->allow = o.allow ? strdup(o.allow) : NULL;
+    srv->token = o.token ? strdup(o.token) : NULL;
+    srv->token_len = o.token ? strlen(o.token) : 0;
+    o.allow = srv->allow;
+    o.token = srv->token;
+    o.host = NULL; /* not kept */
+    srv->o = o;
+    if ((opts && opts->allow && !srv->allow) ||
+        (opts && opts->token && !srv->token) ||
+        ddp__kv_init(&srv->keys, SRV_INIT_BUCKETS) != 0 ||
         grow_conns(srv) != 0) {
         ddp_store_server_free(srv);
         return ddp_err_set(-ENOMEM, "out of memory creating the store server");
+    }
+    if ((srv->ep = ddp_sys_epoll_create(sys)) < 0) {
+        rc = srv->ep;
+        ddp_store_server_free(srv);
+        return ddp_err_wrap("the store server cannot make its readiness set");
     }
 
     char what[DDP_ADDR_STRLEN] = "";
     int fd;
     ddp_addr_t a;
-    if (!o.host || !*o.host) {
+    const char *host = opts ? opts->host : NULL;
+    if (!host || !*host) {
         /* Like the libuv server: "::" (dual stack), then 0.0.0.0 when IPv6
          * is unavailable. A taken port is not retried on IPv4: the answer
          * would be the same, or worse an IPv4-only listener. */
@@ -1714,11 +2425,11 @@ int ddp_store_server_new(ddp_sys_t *sys, const ddp_store_server_opts_t *opts,
         }
     } else {
         ddp_addr_t as[8];
-        int na = ddp_sys_resolve(sys, o.host, o.port, as, 8);
+        int na = ddp_sys_resolve(sys, host, o.port, as, 8);
         if (na < 0) {
             ddp_store_server_free(srv);
             return ddp_err_wrap("store server cannot listen on host \"%s\"",
-                                o.host);
+                                host);
         }
         fd = -EADDRNOTAVAIL;
         for (int i = 0; i < na; i++) {
@@ -1743,15 +2454,21 @@ int ddp_store_server_new(ddp_sys_t *sys, const ddp_store_server_opts_t *opts,
         return ddp_err_addr("%s", what);
     }
     srv->lfd = fd;
-    int rc = ddp_sys_local_addr(sys, fd, &srv->addr);
+    rc = ddp_sys_local_addr(sys, fd, &srv->addr);
+    if (rc == 0 &&
+        (rc = ddp_sys_epoll_ctl(sys, srv->ep, DDP_EPOLL_ADD, fd, DDP_POLLIN,
+                                0)) != 0)
+        ddp_err_wrap("the store server cannot watch its listener");
     if (rc < 0) {
         ddp_store_server_free(srv);
         return rc;
     }
-    compact(srv);
     char bound[DDP_ADDR_STRLEN];
-    ddp_info("store server listening on %s (backlog %d)",
-             ddp_addr_format(&srv->addr, bound, sizeof bound), backlog);
+    ddp_info("store server listening on %s (backlog %d, memory budget %zu "
+             "MiB%s%s%s)",
+             ddp_addr_format(&srv->addr, bound, sizeof bound), backlog,
+             srv->o.max_memory >> 20, srv->allow ? ", allow " : "",
+             srv->allow ? srv->allow : "", srv->token ? ", token" : "");
     *out = srv;
     return 0;
 }
@@ -1766,18 +2483,10 @@ void ddp_store_server_stats(const ddp_store_server_t *srv,
 {
     ddp_store_server_t *s = (ddp_store_server_t *)srv; /* atomics: loads */
     memset(out, 0, sizeof *out);
-    out->clients = atomic_load_explicit(&s->st_clients, memory_order_relaxed);
-    out->keys = atomic_load_explicit(&s->st_keys, memory_order_relaxed);
-    out->requests =
-        atomic_load_explicit(&s->st_requests, memory_order_relaxed);
-    out->protocol_errors =
-        atomic_load_explicit(&s->st_proto, memory_order_relaxed);
-    out->unvalidated_dropped =
-        atomic_load_explicit(&s->st_unval, memory_order_relaxed);
-    out->rejected_clients =
-        atomic_load_explicit(&s->st_rejected, memory_order_relaxed);
-    out->legacy_connections =
-        atomic_load_explicit(&s->st_legacy, memory_order_relaxed);
+#define SRV_STAT_LOAD(field, f)                                                \
+    out->field = atomic_load_explicit(&s->f, memory_order_relaxed);
+    SRV_STATS(SRV_STAT_LOAD)
+#undef SRV_STAT_LOAD
 }
 
 static void *server_thread(void *arg)
@@ -1820,19 +2529,26 @@ void ddp_store_server_free(ddp_store_server_t *srv)
     if (!srv)
         return;
     ddp_store_server_join_thread(srv);
-    for (size_t i = 0; i < srv->nconns; i++) {
+    for (size_t i = 0; i < srv->nconns; i++)
         conn_kill(srv, srv->conns[i]);
-        conn_free(srv->conns[i]);
-    }
+    reap(srv);
     ddp__kv_free(&srv->keys, ent_fini);
-    if (srv->lfd >= 0)
+    if (srv->lfd >= 0) {
+        if (srv->ep >= 0)
+            ddp_sys_epoll_ctl(srv->sys, srv->ep, DDP_EPOLL_DEL, srv->lfd, 0,
+                              0);
         ddp_sys_close(srv->sys, srv->lfd);
+    }
+    if (srv->ep >= 0)
+        ddp_sys_epoll_close(srv->sys, srv->ep);
     free(srv->conns);
-    free(srv->pfds);
     free(srv->dirty);
     free(srv->scratch);
     for (size_t i = 0; i < srv->nwatches; i++)
         free(srv->watches[i].key);
     free(srv->watches);
+    ddp__store_acl_free(&srv->acl);
+    free(srv->allow);
+    free(srv->token);
     free(srv);
 }

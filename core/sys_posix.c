@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -389,6 +390,72 @@ static int px_poll(ddp_sys_t *s, ddp_pollfd_t *fds, int nfds, int64_t deadline)
     return rc;
 }
 
+/* Readiness sets: epoll(7), level-triggered. The kernel keeps the interest
+ * list, so a wait costs O(ready sockets). */
+static int px_epoll_create(ddp_sys_t *s)
+{
+    (void)s;
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    if (ep < 0)
+        return ddp_err_set(-errno, "epoll_create1: %s", strerror(errno));
+    return ep;
+}
+
+static int px_epoll_ctl(ddp_sys_t *s, int ep, int op, int fd, short events,
+                        uint64_t data)
+{
+    (void)s;
+    struct epoll_event e = {
+        .events = ((events & DDP_POLLIN) ? EPOLLIN : 0u) |
+                  ((events & DDP_POLLOUT) ? EPOLLOUT : 0u),
+        .data.u64 = data};
+    int o = op == DDP_EPOLL_ADD   ? EPOLL_CTL_ADD
+            : op == DDP_EPOLL_MOD ? EPOLL_CTL_MOD
+            : op == DDP_EPOLL_DEL ? EPOLL_CTL_DEL
+                                  : -1;
+    if (o < 0)
+        return ddp_err_set(-EINVAL, "epoll_ctl: unknown operation %d", op);
+    if (epoll_ctl(ep, o, fd, &e) != 0)
+        return ddp_err_set(-errno, "epoll_ctl(%s) of socket %d: %s",
+                           op == DDP_EPOLL_ADD   ? "add"
+                           : op == DDP_EPOLL_MOD ? "mod"
+                                                 : "del",
+                           fd, strerror(errno));
+    return 0;
+}
+
+static int px_epoll_wait(ddp_sys_t *s, int ep, ddp_epoll_event_t *out,
+                         int max, int64_t deadline)
+{
+    SYS_FAULT(SYS_NET_EPOLL);
+    struct epoll_event evs[256];
+    if (max <= 0)
+        return ddp_err_set(-EINVAL, "epoll_wait: no room for events");
+    if (max > (int)(sizeof evs / sizeof evs[0]))
+        max = (int)(sizeof evs / sizeof evs[0]);
+    int rc;
+    do
+        rc = epoll_wait(ep, evs, max, timeout_ms(s, deadline));
+    while (rc < 0 && errno == EINTR);
+    if (rc < 0)
+        return ddp_err_set(-errno, "epoll_wait: %s", strerror(errno));
+    for (int i = 0; i < rc; i++) {
+        uint32_t r = evs[i].events;
+        out[i].data = evs[i].data.u64;
+        out[i].events = (short)(((r & EPOLLIN) ? DDP_POLLIN : 0) |
+                                ((r & EPOLLOUT) ? DDP_POLLOUT : 0) |
+                                ((r & EPOLLERR) ? DDP_POLLERR : 0) |
+                                ((r & EPOLLHUP) ? DDP_POLLHUP : 0));
+    }
+    return rc;
+}
+
+static int px_epoll_close(ddp_sys_t *s, int ep)
+{
+    (void)s;
+    return close(ep) == 0 ? 0 : -errno;
+}
+
 static int px_close(ddp_sys_t *s, int fd)
 {
     (void)s;
@@ -688,6 +755,10 @@ static const ddp_sys_ops_t posix_ops = {
     .send = px_send,
     .recv = px_recv,
     .poll = px_poll,
+    .epoll_create = px_epoll_create,
+    .epoll_ctl = px_epoll_ctl,
+    .epoll_wait = px_epoll_wait,
+    .epoll_close = px_epoll_close,
     .close = px_close,
     .local_addr = px_local_addr,
     .somaxconn = px_somaxconn,

@@ -182,6 +182,7 @@ static void send_segment(ddp_sim_t *sim, sock_t *s, int type, void *data,
 static void sock_wake(ddp_sim_t *sim, sock_t *s)
 {
     ddp__waitq_wake_all(sim, &s->waiters);
+    ddp__sim_epoll_notify(sim, s->fd);
 }
 
 /* No answer to a SYN: retransmit later (Linux: 1, 2, 4, ... s). */
@@ -478,6 +479,7 @@ void ddp__sim_net_free(ddp_sim_t *sim)
     }
     free(sim->socks);
     free(sim->ltab);
+    ddp__sim_epoll_free(sim);
 }
 
 /* ---- the sim sys ops ---- */
@@ -864,6 +866,17 @@ static short readiness(ddp_sim_task_t *t, int fd, short want)
     return (short)(r & (want | DDP_POLLERR | DDP_POLLHUP));
 }
 
+short ddp__sim_sock_ready(ddp_sim_task_t *t, int fd, short want)
+{
+    return readiness(t, fd, want);
+}
+
+int ddp__sim_sock_open(ddp_sim_task_t *t, int fd)
+{
+    sock_t *s = sock_get(t->sim, fd);
+    return s && !s->closed && same_proc(t->sim, s->owner, t);
+}
+
 static int sm_poll(ddp_sys_t *sy, ddp_pollfd_t *fds, int nfds, int64_t deadline)
 {
     ddp_sim_task_t *t = me(sy);
@@ -1057,6 +1070,10 @@ const ddp_sys_ops_t ddp__sim_sys_ops = {
     .send = sm_send,
     .recv = sm_recv,
     .poll = sm_poll,
+    .epoll_create = ddp__sim_epoll_create,
+    .epoll_ctl = ddp__sim_epoll_ctl,
+    .epoll_wait = ddp__sim_epoll_wait,
+    .epoll_close = ddp__sim_epoll_close,
     .close = sm_close,
     .local_addr = sm_local_addr,
     .somaxconn = sm_somaxconn,

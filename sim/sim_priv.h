@@ -132,6 +132,7 @@ struct ddp_sim {
     char *deadlock;
     void **owned;
     int nowned;
+    struct sim_epoll *epoll; /* readiness sets (sim_epoll.c), lazily */
 };
 
 /* scheduler (sim.c) */
@@ -164,6 +165,22 @@ void ddp__sim_net_event(ddp_sim_t *sim, sim_event_t *ev);
 void ddp__sim_close_task_socks(ddp_sim_t *sim, int task, int graceful);
 void ddp__sim_net_free(ddp_sim_t *sim);
 int ddp__sim_node_by_ip(ddp_sim_t *sim, const ddp_addr_t *a);
+
+/* The state of an open socket of t's process as poll reports it (want:
+ * DDP_POLLIN / OUT; ERR and HUP always), and whether fd is one. */
+short ddp__sim_sock_ready(ddp_sim_task_t *t, int fd, short want);
+int ddp__sim_sock_open(ddp_sim_task_t *t, int fd);
+
+/* readiness sets (sim_epoll.c): the sys ops, and the hook every change of
+ * a socket's state calls (a wake-up of its waiters). */
+int ddp__sim_epoll_create(ddp_sys_t *sys);
+int ddp__sim_epoll_ctl(ddp_sys_t *sys, int ep, int op, int fd, short events,
+                       uint64_t data);
+int ddp__sim_epoll_wait(ddp_sys_t *sys, int ep, ddp_epoll_event_t *out,
+                        int max, int64_t deadline);
+int ddp__sim_epoll_close(ddp_sys_t *sys, int ep);
+void ddp__sim_epoll_notify(ddp_sim_t *sim, int fd);
+void ddp__sim_epoll_free(ddp_sim_t *sim);
 
 /* faults (sim_fault.c) */
 /* Link state between two nodes at the current time: 0 up, 1 dropped;

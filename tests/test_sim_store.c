@@ -6,6 +6,7 @@
 #include "ddp/err.h"
 #include "ddp/launch.h"
 #include "ddp/sim.h"
+#include "epoll_contract.h"
 #include "test.h"
 
 typedef struct {
@@ -197,6 +198,41 @@ static void test_crashed_client(void)
     ddp_sim_free(r.sim);
 }
 
+/* The readiness-set contract of ddp/sys.h on simulated sockets, run by a
+ * task (the same check as on POSIX sockets, tests/epoll_contract.c). */
+static int epoll_task(ddp_sys_t *sys, void *arg)
+{
+    (void)arg;
+    return ddp_test_epoll_contract(sys, 0);
+}
+
+static uint64_t epoll_run(uint64_t seed, int short_io)
+{
+    ddp_sim_opts_t o = {.seed = seed, .keep_trace = 1, .short_io = short_io};
+    ddp_sim_t *sim = ddp_sim_new(&o);
+    ddp_sim_add_node(sim, "node0", "10.0.0.1", 0);
+    int t = ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.name = "epoll", .rank = -1},
+                             epoll_task, NULL);
+    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+    const ddp_sim_outcome_t *out = ddp_sim_outcome(sim, t);
+    if (out->rc != 0)
+        printf("\n  epoll (simulator, seed %llu): %s\n", (unsigned long long)seed,
+               out->message);
+    CU_ASSERT_EQUAL(out->state, DDP_SIM_TASK_EXITED);
+    CU_ASSERT_EQUAL(out->rc, 0);
+    ddp_sim_stats_t st;
+    ddp_sim_stats(sim, &st);
+    ddp_sim_free(sim);
+    return st.trace_hash;
+}
+
+static void test_epoll_contract(void)
+{
+    for (uint64_t seed = 1; seed <= 4; seed++)
+        epoll_run(seed, (int)(seed & 1));
+    CU_ASSERT_EQUAL(epoll_run(9, 1), epoll_run(9, 1));
+}
+
 DDP_SUITE("sim_store", NULL, NULL,
           {"8 ranks rendezvous on 2 nodes", test_rendezvous_ok},
           {"store rendezvous trace identical over 20 runs", test_rendezvous_deterministic},
@@ -206,4 +242,6 @@ DDP_SUITE("sim_store", NULL, NULL,
           {"master never starting: fail by the 30 min deadline", test_master_never},
           {"connection reset during WAIT", test_reset_during_wait},
           {"partition healing before vs after the deadline", test_partition_heal},
-          {"crashed client: barrier times out", test_crashed_client})
+          {"crashed client: barrier times out", test_crashed_client},
+          {"readiness sets: the epoll contract on simulated sockets",
+           test_epoll_contract})

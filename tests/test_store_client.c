@@ -630,6 +630,67 @@ static void test_server_hangs_up(void)
     fake_stop(&f);
 }
 
+/* ddpsim's token (the AUTH extension frame): the same token connects in
+ * both generations; a wrong one, none, or one for a server without a
+ * token fails with a hint that names the token. */
+static void test_token(void)
+{
+    ddp_store_server_opts_t so = {.host = "127.0.0.1", .token = "s3cret"};
+    ddp_store_server_t *srv = ddp_test_server_start(g_sys, &so);
+    ddp_store_server_t *open = srv_start();
+    for (int proto = DDP_STORE_PROTO_LEGACY; proto <= DDP_STORE_PROTO_CURRENT;
+         proto++) {
+        ddp_store_client_opts_t o = opts(srv_port(srv), 5000);
+        o.token = "s3cret";
+        o.protocol = (ddp_store_proto_t)proto;
+        int err = 0;
+        ddp_store_t *st = ddp_store_client_connect(g_sys, &o, &err);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+        CU_ASSERT_EQUAL(ddp_store_client_protocol(st), proto);
+        CU_ASSERT_EQUAL(ddp_store_set_str(st, "tk", "v", dl(3000)), 0);
+        ddp_buf_t b = {0};
+        CU_ASSERT_EQUAL(ddp_store_get(st, "tk", &b, dl(3000)), 0);
+        CU_ASSERT_EQUAL(b.len, 1);
+        ddp_buf_free(&b);
+        ddp_store_free(st);
+    }
+    struct {
+        ddp_store_server_t *to;
+        const char *token, *hint;
+    } bad[] = {
+        {srv, "wrong", "token"},
+        {srv, NULL, "--token"}, /* refused before VALIDATE */
+        {open, "s3cret", "token"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ddp_store_client_opts_t o = opts(srv_port(bad[i].to), 300);
+        o.token = bad[i].token;
+        int err = 0;
+        ddp_store_t *st = ddp_store_client_connect(g_sys, &o, &err);
+        CU_ASSERT_PTR_NULL(st);
+        CU_ASSERT(err < 0);
+        const char *m = ddp_err_message();
+        if (!strstr(m, bad[i].hint))
+            printf("\n  token case %zu: %s\n", i, m);
+        CU_ASSERT_PTR_NOT_NULL(strstr(m, bad[i].hint));
+        ddp_store_free(st);
+    }
+    ddp_store_server_stats_t s;
+    ddp_store_server_stats(srv, &s);
+    CU_ASSERT(s.denied >= 2);
+    /* A token too long is a configuration error, at once. */
+    char longtok[DDP_STORE_MAX_TOKEN + 2];
+    memset(longtok, 't', sizeof longtok - 1);
+    longtok[sizeof longtok - 1] = '\0';
+    ddp_store_client_opts_t o = opts(srv_port(srv), 300);
+    o.token = longtok;
+    int err = 0;
+    CU_ASSERT_PTR_NULL(ddp_store_client_connect(g_sys, &o, &err));
+    CU_ASSERT_EQUAL(err, DDP_ECONFIG);
+    srv_end(open);
+    srv_end(srv);
+}
+
 DDP_SUITE("store_client", suite_init, suite_cleanup,
           {"conformance", test_conformance},
           {"conformance_legacy", test_conformance_legacy},
@@ -650,4 +711,5 @@ DDP_SUITE("store_client", suite_init, suite_cleanup,
           {"server_dies_during_wait", test_server_dies_during_wait},
           {"server_drops_reply", test_server_drops_reply},
           {"bad_reply_is_protocol_error", test_bad_reply_is_protocol_error},
-          {"server_hangs_up", test_server_hangs_up})
+          {"server_hangs_up", test_server_hangs_up},
+          {"token", test_token})

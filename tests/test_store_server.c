@@ -6,6 +6,7 @@
 #include <fiu-control.h>
 #include <fiu.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,8 @@
 #include "ddp/log.h"
 #include "ddp/store.h"
 #include "ddp/sys.h"
+#include "../core/store_priv.h"
+#include "store_wire.h"
 #include "test.h"
 
 static ddp_sys_t *g_sys;
@@ -59,27 +62,6 @@ static ddp_store_server_stats_t stats(ddp_store_server_t *srv)
     } while (0)
 
 /* ---- the raw client ---- */
-
-typedef struct msg {
-    uint8_t b[1 << 16];
-    size_t n;
-} msg_t;
-
-static void m_raw(msg_t *m, const void *p, size_t n)
-{
-    CU_ASSERT_FATAL(m->n + n <= sizeof m->b);
-    memcpy(m->b + m->n, p, n);
-    m->n += n;
-}
-static void m_u8(msg_t *m, uint8_t v) { m_raw(m, &v, 1); }
-static void m_u32(msg_t *m, uint32_t v) { m_raw(m, &v, 4); }
-static void m_u64(msg_t *m, uint64_t v) { m_raw(m, &v, 8); }
-static void m_bytes(msg_t *m, const void *p, size_t n)
-{
-    m_u64(m, n);
-    m_raw(m, p, n);
-}
-static void m_str(msg_t *m, const char *s) { m_bytes(m, s, strlen(s)); }
 
 static int cl_connect(ddp_store_server_t *srv)
 {
@@ -224,6 +206,238 @@ static void still_serving(ddp_store_server_t *srv)
     int fd = cl_open(srv);
     CU_ASSERT_EQUAL(ping(fd, 0xA5A5F00Du), 0xA5A5F00Du);
     ddp_sys_close(g_sys, fd);
+}
+
+
+/* ---- budgets and access control ---- */
+
+/* MULTI_GET of large values is sent from the stored values themselves:
+ * every byte arrives, in order, also when the value is overwritten while
+ * the reply is still unsent; the server then holds the store again. */
+static void test_multi_get_large_values(void)
+{
+    ddp_store_server_t *srv = srv_start(NULL);
+    int fd = cl_open(srv);
+    size_t vn = (size_t)3 << 20;
+    uint8_t *v = malloc(vn), *back = malloc(vn);
+    CU_ASSERT_FATAL(v && back);
+    for (size_t i = 0; i < vn; i++)
+        v[i] = (uint8_t)(i * 7 + (i >> 12));
+    msg_t m = {.n = 0};
+    m_u8(&m, DDP_STORE_OP_SET);
+    m_str(&m, "/big");
+    m_u64(&m, vn);
+    cl_send(fd, &m);
+    CU_ASSERT_EQUAL(ddp_sys_send_all(g_sys, fd, v, vn, dl(3000)), 0);
+    req_set(fd, "/s", "small");
+    CU_ASSERT_EQUAL(ping(fd, 1), 1);
+    size_t held = stats(srv).memory;
+    CU_ASSERT(held >= vn && held < vn + ((size_t)1 << 20));
+    const char *ks[] = {"/big", "/s", "/big", "/none", "/big"};
+    req_keys(fd, DDP_STORE_OP_MULTI_GET, ks, 5);
+    /* Overwritten before we read a byte: the reply keeps the old value. */
+    int other = cl_open(srv);
+    req_set(other, "/big", "new");
+    CU_ASSERT_EQUAL(ping(other, 2), 2);
+    const size_t want[] = {vn, 5, vn, 0, vn};
+    for (int i = 0; i < 5; i++) {
+        uint64_t n = UINT64_MAX;
+        CU_ASSERT_EQUAL_FATAL(recv_n(fd, &n, 8), 0);
+        CU_ASSERT_EQUAL_FATAL(n, want[i]);
+        if (n == vn) {
+            CU_ASSERT_EQUAL_FATAL(recv_n(fd, back, vn), 0);
+            CU_ASSERT_EQUAL(memcmp(back, v, vn), 0);
+        } else if (n) {
+            CU_ASSERT_EQUAL_FATAL(recv_n(fd, back, n), 0);
+            CU_ASSERT_EQUAL(memcmp(back, "small", 5), 0);
+        }
+    }
+    check_get(fd, "/big", "new");
+    /* The old value went with the reply. */
+    CU_ASSERT(stats(srv).memory < held - vn / 2);
+    ddp_sys_close(g_sys, fd);
+    ddp_sys_close(g_sys, other);
+    srv_end(srv);
+    free(v);
+    free(back);
+}
+
+/* A validated client stalled mid-request is dropped after idle_timeout; a
+ * silent one (nothing in flight) is not. */
+static void test_idle_timeout(void)
+{
+    ddp_store_server_opts_t o = {.idle_timeout_ns = 300 * DDP_NS_PER_MS};
+    ddp_store_server_t *srv = srv_start(&o);
+    int quiet = cl_open(srv);
+    CU_ASSERT_EQUAL(ping(quiet, 1), 1);
+    int stalled = cl_open(srv);
+    uint8_t part[1 + 8 + 2] = {DDP_STORE_OP_SET, 2, 0, 0, 0, 0, 0, 0, 0,
+                               '/', 'p'};
+    CU_ASSERT_EQUAL(ddp_sys_send_all(g_sys, stalled, part, sizeof part,
+                                     dl(1000)),
+                    0);
+    CU_ASSERT(closed_by_server(stalled));
+    ddp_store_server_stats_t s;
+    WAIT_STATS(srv, s, s.idle_dropped == 1);
+    CU_ASSERT_EQUAL(s.idle_dropped, 1);
+    CU_ASSERT_EQUAL(s.protocol_errors, 0);
+    CU_ASSERT(silent(quiet, 400));
+    CU_ASSERT_EQUAL(ping(quiet, 2), 2);
+    ddp_sys_close(g_sys, stalled);
+    ddp_sys_close(g_sys, quiet);
+    srv_end(srv);
+}
+
+/* The AUTH frame of a token server, byte by byte. */
+static void send_auth(int fd, uint32_t magic, const char *token)
+{
+    msg_t m = {.n = 0};
+    m_u8(&m, DDP_STORE_OP_AUTH);
+    m_u32(&m, magic);
+    m_str(&m, token);
+    cl_send(fd, &m);
+}
+
+static void test_token_frame(void)
+{
+    ddp_store_server_opts_t o = {.token = "tok-1",
+                                 .validate_timeout_ns = 300 * DDP_NS_PER_MS};
+    ddp_store_server_t *srv = srv_start(&o);
+    /* The right token: u8 0, then a TCPStore session of either kind. */
+    int fd = cl_connect(srv);
+    send_auth(fd, DDP_STORE_AUTH_MAGIC, "tok-1");
+    CU_ASSERT_EQUAL(recv_u8(fd), DDP_STORE_AUTH_OK);
+    cl_validate(fd);
+    CU_ASSERT_EQUAL(ping(fd, 5), 5);
+    int leg = cl_connect(srv);
+    send_auth(leg, DDP_STORE_AUTH_MAGIC, "tok-1");
+    CU_ASSERT_EQUAL(recv_u8(leg), DDP_STORE_AUTH_OK);
+    msg_t m = {.n = 0};
+    m_u8(&m, DDP_STORE_LOP_GETNUMKEYS);
+    cl_send(leg, &m);
+    CU_ASSERT_EQUAL(recv_i64(leg), 0);
+    /* Wrong token, wrong magic, a torch client (VALIDATE first), a
+     * legacy one (ADD first), and silence: each is dropped. */
+    int bad[5];
+    for (int i = 0; i < 5; i++)
+        bad[i] = cl_connect(srv);
+    send_auth(bad[0], DDP_STORE_AUTH_MAGIC, "tok-2");
+    send_auth(bad[1], 0x12345678, "tok-1");
+    cl_validate(bad[2]);
+    m.n = 0;
+    m_u8(&m, DDP_STORE_LOP_ADD);
+    m_str(&m, "init/");
+    m_u64(&m, 1);
+    cl_send(bad[3], &m);
+    for (int i = 0; i < 5; i++) {
+        CU_ASSERT(closed_by_server(bad[i]));
+        ddp_sys_close(g_sys, bad[i]);
+    }
+    ddp_store_server_stats_t s = stats(srv);
+    CU_ASSERT_EQUAL(s.denied, 4);
+    CU_ASSERT_EQUAL(s.unvalidated_dropped, 1);
+    CU_ASSERT_EQUAL(ping(fd, 6), 6);
+    ddp_sys_close(g_sys, fd);
+    ddp_sys_close(g_sys, leg);
+    srv_end(srv);
+    /* A server without a token drops the frame (as TCPStore would). */
+    srv = srv_start(NULL);
+    fd = cl_connect(srv);
+    send_auth(fd, DDP_STORE_AUTH_MAGIC, "tok-1");
+    CU_ASSERT(closed_by_server(fd));
+    ddp_sys_close(g_sys, fd);
+    srv_end(srv);
+    /* An empty token is a configuration error. */
+    ddp_store_server_t *none = NULL;
+    ddp_store_server_opts_t e = {.token = ""};
+    CU_ASSERT_EQUAL(ddp_store_server_new(g_sys, &e, &none), DDP_ECONFIG);
+}
+
+static int allows(const char *rules, const char *ip)
+{
+    ddp__store_acl_t acl;
+    ddp_addr_t a;
+    CU_ASSERT_EQUAL_FATAL(ddp__store_acl_parse(rules, &acl), 0);
+    CU_ASSERT_EQUAL_FATAL(ddp_addr_parse(ip, 1, &a), 0);
+    int ok = ddp__store_acl_allows(&acl, &a);
+    ddp__store_acl_free(&acl);
+    return ok;
+}
+
+static void test_allow_list(void)
+{
+    CU_ASSERT(allows(NULL, "192.0.2.1"));
+    CU_ASSERT(allows("10.0.0.0/8", "10.255.1.2"));
+    CU_ASSERT(!allows("10.0.0.0/8", "11.0.0.1"));
+    CU_ASSERT(allows("10.1.2.3/20", "10.1.15.200"));
+    CU_ASSERT(!allows("10.1.2.3/20", "10.1.16.1"));
+    CU_ASSERT(allows("192.0.2.7", "192.0.2.7"));
+    CU_ASSERT(!allows("192.0.2.7", "192.0.2.8"));
+    CU_ASSERT(allows("0.0.0.0/0", "203.0.113.9"));
+    CU_ASSERT(!allows("0.0.0.0/0", "::1"));
+    CU_ASSERT(allows("fd00::/8, 127.0.0.1", "fd12::1"));
+    CU_ASSERT(allows("fd00::/8, 127.0.0.1", "127.0.0.1"));
+    CU_ASSERT(!allows("fd00::/8,127.0.0.1", "fe80::1"));
+    CU_ASSERT(allows("::1", "::1"));
+    const char *bad[] = {"10.0.0.0/33", "::/129", "host", "10.0.0.0/",
+                         "10.0.0.0/8,", "10.0.0.0/8x", ",", "1.2.3.4/-1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ddp__store_acl_t acl;
+        CU_ASSERT_EQUAL(ddp__store_acl_parse(bad[i], &acl), DDP_ECONFIG);
+    }
+    /* At accept: a peer outside the list is closed at once. */
+    ddp_store_server_opts_t o = {.allow = "10.0.0.0/8"};
+    ddp_store_server_t *srv = srv_start(&o);
+    int fd = cl_connect(srv);
+    CU_ASSERT(closed_by_server(fd));
+    ddp_sys_close(g_sys, fd);
+    ddp_store_server_stats_t s;
+    WAIT_STATS(srv, s, s.denied == 1);
+    CU_ASSERT_EQUAL(s.denied, 1);
+    srv_end(srv);
+    o.allow = "10.0.0.0/8,127.0.0.0/8";
+    srv = srv_start(&o);
+    fd = cl_open(srv);
+    CU_ASSERT_EQUAL(ping(fd, 3), 3);
+    ddp_sys_close(g_sys, fd);
+    srv_end(srv);
+    ddp_store_server_t *none = NULL;
+    o.allow = "10.0.0.0/40";
+    CU_ASSERT_EQUAL(ddp_store_server_new(g_sys, &o, &none), DDP_ECONFIG);
+}
+
+static atomic_int g_accept_warns;
+
+static void accept_sink(void *arg, ddp_log_level_t level, const char *line)
+{
+    (void)arg;
+    if (level == DDP_LOG_WARN && strstr(line, "cannot accept more clients"))
+        atomic_fetch_add(&g_accept_warns, 1);
+}
+
+/* At EMFILE the listener rests 100 ms at a time; it used to warn each
+ * time (10 a second). Now once per 10 s. */
+static void test_emfile_warns_once(void)
+{
+    ddp_log_level_t lv = ddp_log_level();
+    atomic_store(&g_accept_warns, 0);
+    ddp_store_server_t *srv = NULL;
+    CU_ASSERT_EQUAL_FATAL(ddp_store_server_new(g_sys, NULL, &srv), 0);
+    ddp_log_set_level(DDP_LOG_WARN);
+    ddp_log_set_sink(accept_sink, NULL);
+    CU_ASSERT_EQUAL(fiu_enable("sys/net/accept", 1, (void *)(intptr_t)EMFILE,
+                               0),
+                    0);
+    CU_ASSERT_EQUAL_FATAL(ddp_store_server_start_thread(srv), 0);
+    int fd = cl_connect(srv); /* in the backlog: the listener is readable */
+    ddp_sys_sleep_until(g_sys, dl(700));
+    ddp_store_server_join_thread(srv);
+    fiu_disable("sys/net/accept");
+    ddp_log_set_sink(NULL, NULL);
+    ddp_log_set_level(lv);
+    CU_ASSERT_EQUAL(atomic_load(&g_accept_warns), 1);
+    ddp_sys_close(g_sys, fd);
+    ddp_store_server_free(srv);
 }
 
 /* ---- tests ---- */
@@ -1310,4 +1524,9 @@ DDP_SUITE("store_server", suite_init, suite_cleanup,
           {"step_single_thread", test_step_single_thread},
           {"stop_is_prompt", test_stop_is_prompt},
           {"many_clients", test_many_clients},
-          {"fault_points", test_fault_points})
+          {"fault_points", test_fault_points},
+          {"multi_get_large_values", test_multi_get_large_values},
+          {"idle_timeout", test_idle_timeout},
+          {"token_frame", test_token_frame},
+          {"allow_list", test_allow_list},
+          {"emfile_warns_once", test_emfile_warns_once})

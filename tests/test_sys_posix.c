@@ -14,6 +14,7 @@
 #include "ddp/env.h"
 #include "ddp/err.h"
 #include "ddp/sys.h"
+#include "epoll_contract.h"
 #include "test.h"
 
 static ddp_sys_t *S;
@@ -318,6 +319,53 @@ static void test_sleep_until(void)
     CU_ASSERT_EQUAL(ddp_sys_deadline_in(S, DDP_DEADLINE_NEVER), DDP_DEADLINE_NEVER);
 }
 
+/* Readiness sets: epoll(7) itself, and the emulation over poll that a sys
+ * without epoll ops gets (here: the POSIX ops with the four taken out). */
+static void test_epoll_contract(void)
+{
+    int rc = ddp_test_epoll_contract(S, 0);
+    if (rc)
+        printf("\n  epoll (POSIX): %s\n", ddp_err_message());
+    CU_ASSERT_EQUAL(rc, 0);
+}
+
+static void test_epoll_emulated(void)
+{
+    ddp_sys_ops_t ops = *S->ops;
+    ops.epoll_create = NULL;
+    ops.epoll_ctl = NULL;
+    ops.epoll_wait = NULL;
+    ops.epoll_close = NULL;
+    ddp_sys_t emu = *S;
+    emu.ops = &ops;
+    int rc = ddp_test_epoll_contract(&emu, 1);
+    if (rc)
+        printf("\n  epoll (emulated over poll): %s\n", ddp_err_message());
+    CU_ASSERT_EQUAL(rc, 0);
+    /* Handles of closed sets are refused, and slots are reused. */
+    int a = ddp_sys_epoll_create(&emu);
+    CU_ASSERT(a >= 0);
+    CU_ASSERT_EQUAL(ddp_sys_epoll_close(&emu, a), 0);
+    CU_ASSERT_EQUAL(ddp_sys_epoll_close(&emu, a), -EBADF);
+    ddp_epoll_event_t ev;
+    CU_ASSERT_EQUAL(ddp_sys_epoll_wait(&emu, a, &ev, 1, 0), -EBADF);
+    CU_ASSERT_EQUAL(ddp_sys_epoll_create(&emu), a);
+    CU_ASSERT_EQUAL(ddp_sys_epoll_close(&emu, a), 0);
+}
+
+/* sys/net/epoll fails a wait with its errno (EINTR by default). */
+static void test_epoll_fault_point(void)
+{
+    int ep = ddp_sys_epoll_create(S);
+    CU_ASSERT_FATAL(ep >= 0);
+    ddp_epoll_event_t ev;
+    CU_ASSERT_EQUAL(fiu_enable("sys/net/epoll", 1, NULL, FIU_ONETIME), 0);
+    CU_ASSERT_EQUAL(ddp_sys_epoll_wait(S, ep, &ev, 1, 0), -EINTR);
+    CU_ASSERT_EQUAL(ddp_sys_epoll_wait(S, ep, &ev, 1, 0), 0);
+    fiu_disable("sys/net/epoll");
+    CU_ASSERT_EQUAL(ddp_sys_epoll_close(S, ep), 0);
+}
+
 DDP_SUITE("sys_posix", suite_init, suite_cleanup,
           {"loopback stream round trip", test_stream_roundtrip},
           {"recv and accept honour deadlines", test_recv_deadline},
@@ -329,4 +377,8 @@ DDP_SUITE("sys_posix", suite_init, suite_cleanup,
           {"read file", test_read_file},
           {"read file: bounded, regular files only", test_read_file_bounded},
           {"libfiu fault points", test_fault_points},
-          {"clock and sleep", test_sleep_until})
+          {"clock and sleep", test_sleep_until},
+          {"readiness sets: the epoll contract", test_epoll_contract},
+          {"readiness sets emulated over poll", test_epoll_emulated},
+          {"readiness sets: the sys/net/epoll fault point",
+           test_epoll_fault_point})

@@ -2,8 +2,10 @@
  * talk to one (ours or PyTorch's) from the shell.
  *
  *   ddpsim store serve [--host H] [--port P] [--protocol P] [--quiet]
+ *                      [--max-memory BYTES] [--idle-timeout SEC]
+ *                      [--allow CIDR[,CIDR...]] [--token TOKEN]
  *   ddpsim store [--host H] [--port P] [--timeout SEC] [--protocol P]
- *                COMMAND ARGS
+ *                [--token TOKEN] COMMAND ARGS
  *
  * Exit status: 0 ok, 1 failure (the error context is printed), 2 bad usage.
  * `check` exits 1 when a key is missing, so scripts can branch on it. */
@@ -30,17 +32,56 @@ static int parse_proto(const char *value, void *dst)
     return ddp_store_proto_parse(value, dst) == 0 ? 0 : -1;
 }
 
+#define BYTES_FORM "bytes >= 1 MiB, with an optional K, M or G (binary: 512M)"
+#define TOKEN_ENV "DDPSIM_STORE_TOKEN"
+
+/* A size: decimal bytes with an optional K/M/G (KiB/MiB/GiB) suffix, at
+ * least 1 MiB (a smaller budget serves nothing useful). */
+static int parse_bytes(const char *value, void *dst)
+{
+    char num[32];
+    size_t n = strlen(value), shift = 0;
+    if (n > 0 && strchr("kKmMgG", value[n - 1])) {
+        char u = value[n - 1];
+        shift = u == 'k' || u == 'K' ? 10 : u == 'm' || u == 'M' ? 20 : 30;
+        n--;
+    }
+    long long v;
+    if (n == 0 || n >= sizeof num)
+        return -1;
+    memcpy(num, value, n);
+    num[n] = '\0';
+    if (ddp_opt_int(num, 1, LLONG_MAX >> shift, &v) != 0 ||
+        ((unsigned long long)v << shift) < (1ull << 20))
+        return -1;
+    *(size_t *)dst = (size_t)((unsigned long long)v << shift);
+    return 0;
+}
+
 static void store_usage(FILE *f)
 {
     fprintf(f,
             "usage: ddpsim store serve [--host H] [--port P] [--protocol P] "
             "[--quiet]\n"
+            "                          [--max-memory BYTES] [--idle-timeout "
+            "SEC]\n"
+            "                          [--allow CIDR[,CIDR...]] [--token "
+            "TOKEN]\n"
             "       ddpsim store [--host H] [--port P] [--timeout SEC] "
-            "[--protocol P] COMMAND ARGS\n\n"
+            "[--protocol P]\n"
+            "                    [--token TOKEN] COMMAND ARGS\n\n"
             "serve     run a TCPStore-protocol server until SIGTERM/SIGINT; "
             "prints\n          \"listening on ADDR\". --host defaults to \"::\" "
             "(all IPv6 and IPv4\n          addresses), --port to %d (0 = a "
-            "free port), --quiet logs errors only.\n\n"
+            "free port), --quiet logs errors only.\n"
+            "          --max-memory BYTES (default 1G; K/M/G suffixes) bounds "
+            "what the server\n          holds for all clients together; "
+            "--idle-timeout SEC (default %d)\n          drops a connection "
+            "stalled with a request or replies in flight.\n"
+            "          --allow CIDR,... admits only those peers (any client, "
+            "torch too);\n          --token TOKEN (or $%s) admits only "
+            "ddpsim clients that send\n          it: PyTorch clients are "
+            "then refused.\n\n"
             "--protocol auto|legacy|current  the TCPStore generation: current "
             "= VALIDATE\n          handshake (PyTorch >= 2.2), legacy = "
             "PyTorch 1.9 - 2.0 (torch 1.13);\n          auto (default): the "
@@ -58,10 +99,11 @@ static void store_usage(FILE *f)
             "  numkeys           print the number of keys\n\n"
             "--host defaults to $MASTER_ADDR or 127.0.0.1, --port (1..65535) to "
             "$MASTER_PORT or\n%d; --timeout SEC (>= 0, default %d s) bounds "
-            "connecting and the command.\nOptions come before COMMAND.\n\n"
+            "connecting and the command;\n--token TOKEN (or $%s) for a server "
+            "started with one. Options come\nbefore COMMAND.\n\n"
             "Exit status: 0 ok, 1 failure (check: a key is missing), 2 bad usage.\n",
-            DDP_STORE_DEFAULT_PORT, DDP_STORE_DEFAULT_PORT,
-            CLI_DEFAULT_TIMEOUT_S);
+            DDP_STORE_DEFAULT_PORT, DDP_STORE_DEFAULT_IDLE_TIMEOUT_S, TOKEN_ENV,
+            DDP_STORE_DEFAULT_PORT, CLI_DEFAULT_TIMEOUT_S, TOKEN_ENV);
 }
 
 /* ---------------------------------------------------------------- serve */
@@ -78,13 +120,20 @@ static void on_signal(int sig)
 
 static int cmd_serve(ddp_sys_t *sys, int argc, char **argv)
 {
-    ddp_store_server_opts_t o = {.port = DDP_STORE_DEFAULT_PORT};
+    ddp_store_server_opts_t o = {.port = DDP_STORE_DEFAULT_PORT,
+                                 .token = ddp_env_get(ddp_sys_env(sys),
+                                                      TOKEN_ENV)};
     int port = DDP_STORE_DEFAULT_PORT, quiet = 0, n;
     const ddp_opt_t opts[] = {
         OPT_STR("host", &o.host, "an address or host name to listen on"),
         OPT_FN("protocol", &o.protocol, parse_proto, PROTO_FORM),
         OPT_INT("port", &port, 0, 65535),
         OPT_FLAG("quiet", 0, &quiet, 1),
+        OPT_FN("max-memory", &o.max_memory, parse_bytes, BYTES_FORM),
+        OPT_NS_POS("idle-timeout", &o.idle_timeout_ns, 1e7),
+        OPT_STR("allow", &o.allow,
+                "addresses or ADDR/BITS, comma-separated (10.0.0.0/8,::1)"),
+        OPT_STR("token", &o.token, "a token of 1 to 1024 bytes"),
         OPT_HELP,
     };
     ddp_opt_spec_t sp = {DDP_OPT_SPEC("store serve", opts, store_usage),
@@ -94,9 +143,10 @@ static int cmd_serve(ddp_sys_t *sys, int argc, char **argv)
     if (quiet)
         ddp_log_set_level(DDP_LOG_ERROR);
     ddp_store_server_t *srv = NULL;
-    if (ddp_store_server_new(sys, &o, &srv) != 0) {
+    int rc = ddp_store_server_new(sys, &o, &srv);
+    if (rc != 0) {
         fprintf(stderr, "ddpsim store serve: %s\n", ddp_err_message());
-        return 1;
+        return rc == DDP_ECONFIG ? 2 : 1; /* a bad --allow or --token */
     }
     /* Handlers first: whoever reads "listening" may signal at once. */
     g_srv = srv;
@@ -105,7 +155,7 @@ static int cmd_serve(ddp_sys_t *sys, int argc, char **argv)
     char as[DDP_ADDR_STRLEN];
     printf("listening on %s\n", ddp_addr_format(&a, as, sizeof as));
     fflush(stdout);
-    int rc = ddp_store_server_run(srv, DDP_DEADLINE_NEVER);
+    rc = ddp_store_server_run(srv, DDP_DEADLINE_NEVER);
     if (rc != 0)
         fprintf(stderr, "ddpsim store serve: %s\n", ddp_err_message());
     ddp_tool_catch_signals(NULL, 0);
@@ -191,6 +241,7 @@ static int cmd_client(ddp_sys_t *sys, int argc, char **argv)
     int port = DDP_STORE_DEFAULT_PORT, n;
     double timeout_s = CLI_DEFAULT_TIMEOUT_S;
     ddp_store_proto_t proto = DDP_STORE_PROTO_AUTO;
+    const char *token = ddp_env_get(env, TOKEN_ENV);
     if (!host || !host[0])
         host = "127.0.0.1";
     /* A client cannot connect to port 0 (serve's "a free port"). */
@@ -200,6 +251,7 @@ static int cmd_client(ddp_sys_t *sys, int argc, char **argv)
         {"port", 0, DDP_OPT_INT, &port, 1, 65535, 0,
          "a port 1..65535 (0, a free port, is for serve only)", NULL},
         OPT_SEC("timeout", &timeout_s, 0, 1e9),
+        OPT_STR("token", &token, "a token of 1 to 1024 bytes"),
         OPT_HELP,
     };
     ddp_opt_spec_t sp = {DDP_OPT_SPEC("store", opts, store_usage), .in_order = 1,
@@ -239,7 +291,8 @@ static int cmd_client(ddp_sys_t *sys, int argc, char **argv)
                                  .port = (uint16_t)port,
                                  .connect_deadline = dl,
                                  .seed = (uint64_t)ddp_sys_now(sys),
-                                 .protocol = proto};
+                                 .protocol = proto,
+                                 .token = token && *token ? token : NULL};
     int err = 0;
     ddp_store_t *st = ddp_store_client_connect(sys, &o, &err);
     if (!st) {

@@ -105,11 +105,18 @@ enum { DDP_FP_POSIX = 1, DDP_FP_SIM = 2 };
       "reads and every tcp ring receive.")                                     \
     X(SYS_NET_POLL, "sys/net/poll", DDP_FP_LAYER_SYS,                          \
       DDP_FP_POSIX | DDP_FP_SIM, EINTR,                                        \
-      "`poll`. The store server's event loop treats `EINTR` and `EAGAIN` as " \
-      "\"no events\", so with the default errno the server **spins** and "    \
-      "serves nobody. Any other errno is fatal: `ddp_store_server_run` "      \
-      "returns it and `ddpsim store serve` exits 1. The tcp ring retries "    \
-      "`EINTR` and `EAGAIN` until its deadline.")                             \
+      "`poll`. The store client's wait for a reply (a hint only: the recv "   \
+      "that follows still has the deadline), the tcp backend's ring steps "   \
+      "(it retries `EINTR` and `EAGAIN` until its deadline), the real runs' " \
+      "delay proxy, and the store server where the sys has no epoll ops.")    \
+    X(SYS_NET_EPOLL, "sys/net/epoll", DDP_FP_LAYER_SYS,                        \
+      DDP_FP_POSIX | DDP_FP_SIM, EINTR,                                        \
+      "`epoll_wait`. The store server's event loop treats `EINTR` and "       \
+      "`EAGAIN` as \"no events\", so with the default errno the server "       \
+      "**spins** and serves nobody. Any other errno is fatal: "               \
+      "`ddp_store_server_run` returns it and `ddpsim store serve` exits 1. "  \
+      "A sys without epoll ops gets the wait emulated over `poll`, so "       \
+      "`sys/net/poll` applies there instead.")                                \
     X(SYS_FS_READ, "sys/fs/read", DDP_FP_LAYER_SYS, DDP_FP_POSIX | DDP_FP_SIM, \
       EIO,                                                                     \
       "`read_file`. The LSF rank file (`LSB_DJOB_RANKFILE`), scenario files " \

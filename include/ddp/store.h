@@ -62,6 +62,18 @@ enum ddp_store_op {
 };
 const char *ddp_store_op_name(int op); /* "SET", ... or "UNKNOWN" */
 
+/* ddpsim's one extension frame (not TCPStore; docs/store-protocol.md,
+ * "Access control"): a client of a server started with a token sends, as
+ * its very first frame, u8 DDP_STORE_OP_AUTH, u32 DDP_STORE_AUTH_MAGIC,
+ * then the token as bytes (u64 length + bytes); the server answers u8
+ * DDP_STORE_AUTH_OK, or drops the connection when the token is wrong. A
+ * server without a token drops a connection that sends it, as any
+ * TCPStore server does an unknown opcode. */
+#define DDP_STORE_OP_AUTH 0xDD
+#define DDP_STORE_AUTH_MAGIC 0x31505344u /* "DSP1" on the wire */
+#define DDP_STORE_AUTH_OK 0
+#define DDP_STORE_MAX_TOKEN 1024
+
 /* The legacy generation's table (PyTorch 1.9 - 2.0: no VALIDATE, no PING;
  * torch 1.13 speaks it). Requests and replies have the same layout as the
  * current op of the same name; WATCH_KEY exists only here. */
@@ -234,6 +246,9 @@ typedef struct ddp_store_client_opts {
     double jitter;              /* 0 -> DDP_STORE_BACKOFF_JITTER (fraction
                                    of the delay) */
     ddp_store_proto_t protocol; /* 0 = auto */
+    const char *token; /* NULL: none; else sent in an AUTH frame (ddpsim's
+                          extension) first on every connection: only for a
+                          ddpsim server started with the same token */
 } ddp_store_client_opts_t;
 
 /* The connect retry schedule's defaults (docs/store-protocol.md): the n-th
@@ -278,7 +293,24 @@ typedef struct ddp_store_server_opts {
     ddp_store_proto_t protocol;  /* auto (0): detect per connection;
                                     current: VALIDATE required; legacy: the
                                     legacy table only, as torch 1.13 */
+    /* Budgets (docs/store-protocol.md, "Memory budget"). */
+    size_t max_memory;       /* everything held for clients (keys, values,
+                                queues, waits, watches, request and reply
+                                buffers); 0 -> DDP_STORE_DEFAULT_MAX_MEMORY */
+    int64_t idle_timeout_ns; /* a connection with a request or replies in
+                                flight that makes no progress this long is
+                                dropped (one with nothing in flight never
+                                is); 0 -> DDP_STORE_DEFAULT_IDLE_TIMEOUT_S */
+    /* Opt-in access control beyond TCPStore ("Access control"). */
+    const char *allow; /* "CIDR[,CIDR...]": only these peers (checked at
+                          accept; works with any client); NULL = all */
+    const char *token; /* NULL: none (TCPStore-compatible); else every
+                          connection must send it first (ddpsim's AUTH
+                          frame): PyTorch clients are then refused */
 } ddp_store_server_opts_t;
+
+#define DDP_STORE_DEFAULT_MAX_MEMORY ((size_t)1 << 30)
+#define DDP_STORE_DEFAULT_IDLE_TIMEOUT_S 30
 
 /* Binds and listens (-EADDRINUSE etc. with an error naming host:port). */
 int ddp_store_server_new(ddp_sys_t *sys, const ddp_store_server_opts_t *opts,
@@ -310,6 +342,14 @@ typedef struct ddp_store_server_stats {
     uint64_t unvalidated_dropped;
     uint64_t rejected_clients; /* refused at accept: max_clients reached */
     uint64_t legacy_connections; /* served with the legacy table */
+    size_t memory;             /* bytes held for clients now (max_memory) */
+    size_t memory_peak;        /* the most it held */
+    uint64_t memory_refused;   /* clients dropped: a request that cannot
+                                  fit max_memory beside the store */
+    uint64_t deferred;         /* times a connection was not read for
+                                  want of memory (resumed later) */
+    uint64_t idle_dropped;     /* dropped by idle_timeout_ns */
+    uint64_t denied;           /* refused: not in allow, or no/bad token */
 } ddp_store_server_stats_t;
 void ddp_store_server_stats(const ddp_store_server_t *srv,
                             ddp_store_server_stats_t *out);

@@ -61,6 +61,15 @@ typedef struct ddp_pollfd {
     short revents; /* returned */
 } ddp_pollfd_t;
 
+/* A readiness set (ddp_sys_epoll_*): what one registered socket reports. */
+typedef struct ddp_epoll_event {
+    uint64_t data; /* what ddp_sys_epoll_ctl registered with the socket */
+    short events;  /* DDP_POLL* that hold now (ERR/HUP always reported) */
+} ddp_epoll_event_t;
+
+/* ddp_sys_epoll_ctl operations. */
+enum { DDP_EPOLL_ADD = 1, DDP_EPOLL_MOD = 2, DDP_EPOLL_DEL = 3 };
+
 typedef long ddp_pid_t;
 /* ddp_sys_kill(sys, DDP_PID_SELF, sig): the calling process. */
 #define DDP_PID_SELF ((ddp_pid_t)-2)
@@ -104,6 +113,15 @@ typedef struct ddp_sys_ops {
     ssize_t (*recv)(ddp_sys_t *sys, int fd, void *buf, size_t n,
                     int64_t deadline);
     int (*poll)(ddp_sys_t *sys, ddp_pollfd_t *fds, int nfds, int64_t deadline);
+    /* Readiness sets (contract: ddp_sys_epoll_create below). An
+     * implementation may leave all four NULL: the wrappers then emulate
+     * them over poll (core/sys_epoll.c). */
+    int (*epoll_create)(ddp_sys_t *sys);
+    int (*epoll_ctl)(ddp_sys_t *sys, int ep, int op, int fd, short events,
+                     uint64_t data);
+    int (*epoll_wait)(ddp_sys_t *sys, int ep, ddp_epoll_event_t *out,
+                      int max, int64_t deadline);
+    int (*epoll_close)(ddp_sys_t *sys, int ep);
     int (*close)(ddp_sys_t *sys, int fd);
     int (*local_addr)(ddp_sys_t *sys, int fd, ddp_addr_t *out);
     int (*somaxconn)(ddp_sys_t *sys);
@@ -198,6 +216,35 @@ static inline int ddp_sys_poll(ddp_sys_t *s, ddp_pollfd_t *fds, int nfds,
 {
     return s->ops->poll(s, fds, nfds, deadline);
 }
+
+/* Readiness sets: epoll's contract, level-triggered, on every sys. A
+ * socket is registered once (ADD) with the DDP_POLLIN / DDP_POLLOUT it is
+ * interested in and a 64-bit cookie; a wait then reports the registered
+ * sockets that are ready, at a cost that depends on how many are ready,
+ * not on how many are registered (POSIX: epoll(7); the simulator: a ready
+ * list fed by socket state changes; emulated over poll for a sys without
+ * the ops, at O(registered) per wait).
+ * - create: a handle >= 0 (not a socket: close it with epoll_close).
+ * - ctl ADD: -EEXIST when fd is already in the set, -EBADF when fd is not
+ *   an open socket of the caller; MOD / DEL: -ENOENT when fd is not in it.
+ *   events may be 0: the socket then reports only DDP_POLLERR/HUP.
+ * - wait: fills out[0..n) with the registered sockets whose state meets
+ *   their events (or is ERR/HUP), n <= max, one entry per socket; returns
+ *   n, or 0 when the deadline passed with none ready (deadline rules as
+ *   poll's). Level-triggered: a socket is reported again by every wait
+ *   while its condition holds; when more than max are ready, successive
+ *   waits report every one of them in turn (none starves). -EINTR when
+ *   interrupted (fault point sys/net/epoll).
+ * - DEL a socket before closing it. (POSIX and the simulator also drop a
+ *   closed socket from its sets on their own; the emulation cannot.)
+ * A set is used by one thread at a time. */
+int ddp_sys_epoll_create(ddp_sys_t *s);
+int ddp_sys_epoll_ctl(ddp_sys_t *s, int ep, int op, int fd, short events,
+                      uint64_t data);
+int ddp_sys_epoll_wait(ddp_sys_t *s, int ep, ddp_epoll_event_t *out, int max,
+                       int64_t deadline);
+int ddp_sys_epoll_close(ddp_sys_t *s, int ep);
+
 static inline int ddp_sys_close(ddp_sys_t *s, int fd)
 {
     return s->ops->close(s, fd);

@@ -3,7 +3,9 @@
 # (ddpsim launch, torchrun's contract), srun-test (a real single-node SLURM),
 # sweep-test (a sweep as a 4-task SLURM job array, merged = unsharded),
 # mpirun-test (OpenMPI), interrupt-test (`ddpsim run --real` stopped by
-# SIGINT/SIGTERM leaves no process or namespace behind). One
+# SIGINT/SIGTERM leaves no process or namespace behind), store-hostile-test
+# (`ddpsim store serve` under hostile clients: RSS within its memory budget
+# plus a margin, the normal client's GET p99 printed). One
 # "PASS name (S s)" / "FAIL name (S s)" line per test, each test's own lines
 # indented under it, then exactly
 # "N passed, M failed". Exit 0 when all passed, 1 otherwise.
@@ -22,7 +24,7 @@
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root" || exit 1
-tests=${DDPSIM_REAL_TESTS:-launch-test srun-test sweep-test mpirun-test interrupt-test exec-test}
+tests=${DDPSIM_REAL_TESTS:-launch-test srun-test sweep-test mpirun-test interrupt-test exec-test store-hostile-test}
 limit=${DDPSIM_REAL_TIMEOUT:-300}
 
 if [ -z "${DDPSIM:-}" ] && [ ! -x "$root/ddpsim" ]; then
