@@ -25,7 +25,7 @@ VARIANT   := $(if $(SANITIZE),$(subst $(comma),-,$(SANITIZE)),default)$(if $(COV
 B         := build/$(VARIANT)
 
 CPPFLAGS  += -Iinclude -D_GNU_SOURCE -DFIU_ENABLE
-CFLAGS    += -std=c11 $(OPT) -g -fPIC -pthread -Wall -Wextra -Werror \
+CFLAGS    += -std=c11 $(OPT) -g -fPIC -pthread -fvisibility=hidden -Wall -Wextra -Werror \
              -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
              -Wno-format-truncation
 LDLIBS    += -lfiu -ldl -lpthread -lm
@@ -64,7 +64,7 @@ DDPSIM    := $(B)/ddpsim
 TESTBIN   := $(B)/ddpsim-test
 DEPS_OK   := build/.deps-ok
 
-.PHONY: all lib run test check-layers bench install deps clean hw-test real-scenarios \
+.PHONY: all lib run test check-layers check-exports bench install deps clean hw-test real-scenarios \
         netns-scenarios netns-clean real-test fidelity torch-test torch-scenarios fuzz fault-points-doc \
         check-fault-points-doc
 all: $(STATIC) $(SHARED) $(DDPSIM) $(TESTBIN) $(BENCH_BIN) ddpsim $(FAKE_NCCL)
@@ -129,10 +129,15 @@ $(FAKE_NCCL_DIR)/libnccl.so.2: tests/fake_nccl/fake_nccl.c tests/fake_nccl/fake.
 
 # TESTS="suite ..." runs only those suites; JUNIT=file writes JUnit XML.
 # `make test` and `make run` leave ./ddpsim in place, as a plain `make` does.
-test: $(TESTBIN) $(DDPSIM) ddpsim check-layers check-fault-points-doc $(FAKE_NCCL)
+test: $(TESTBIN) $(DDPSIM) ddpsim check-layers check-exports check-fault-points-doc $(FAKE_NCCL)
 	DDPSIM=$(abspath $(DDPSIM)) DDP_FAKE_NCCL_DIR=$(abspath $(FAKE_NCCL_DIR)) \
 	    $(TESTBIN) $(if $(JUNIT),--junit $(JUNIT)) $(TESTS)
 	@$(if $(TESTS),,$(if $(SANITIZE),,sh tests/example-test.sh))
+
+# libddpsim.so exports exactly the public headers' DDP_API functions
+# (-fvisibility=hidden; include/ddp/export.h).
+check-exports: $(SHARED)
+	@sh tests/exports-check.sh $(SHARED)
 
 # The dependency direction of docs/architecture.md, on includes and calls
 # (and a self-test that a planted violation is caught).

@@ -96,7 +96,12 @@ out=$(LD_LIBRARY_PATH=$prefix/lib "$tmp/prog-shared") ||
     fail "prog-shared ran and failed: $out"
 echo "install-check: shared:  $out"
 
-# 3. The installed command.
+# 3. The installed shared library exports exactly the public headers'
+# DDP_API functions.
+out=$(sh tests/exports-check.sh "$prefix/lib/libddpsim.so") || fail "$out"
+echo "install-check: $out"
+
+# 4. The installed command.
 out=$("$prefix/bin/ddpsim" --version) || fail "installed ddpsim --version"
 echo "install-check: command: $out"
 

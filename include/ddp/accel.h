@@ -10,6 +10,8 @@
 #ifndef DDP_ACCEL_H
 #define DDP_ACCEL_H
 
+#include "ddp/export.h"
+
 #include "ddp/plugin.h"
 
 #ifdef __cplusplus
@@ -41,18 +43,18 @@ typedef struct ddp_accel_ops {
     int gpu;
 } ddp_accel_ops_t;
 
-size_t ddp_accel_count(void);
-const ddp_accel_ops_t *ddp_accel_at(size_t i);
-const ddp_accel_ops_t *ddp_accel_find(const char *name);
+DDP_API size_t ddp_accel_count(void);
+DDP_API const ddp_accel_ops_t *ddp_accel_at(size_t i);
+DDP_API const ddp_accel_ops_t *ddp_accel_find(const char *name);
 
 /* Lightning's selection (1.0.x order): the requested accelerator, turned
  * into ddp_hpc / ddp_cpu_hpc when SLURM manages the tasks or TorchElastic
  * launched them. Returns the name (static). */
-const char *ddp_accel_select(const ddp_trainer_cfg_t *cfg, ddp_cluster_t *env);
+DDP_API const char *ddp_accel_select(const ddp_trainer_cfg_t *cfg, ddp_cluster_t *env);
 
 /* The "training script": select, set up, connect through the plugin,
  * configure, tear down, wait for launched children. */
-int ddp_accel_run(ddp_sys_t *sys, const ddp_trainer_cfg_t *cfg,
+DDP_API int ddp_accel_run(ddp_sys_t *sys, const ddp_trainer_cfg_t *cfg,
                   ddp_run_result_t *res);
 
 /* For accelerator files: launch `n` copies of this script's process with
@@ -62,16 +64,16 @@ typedef struct ddp_child_env {
     char values[8][64];
     int n;
 } ddp_child_env_t;
-void ddp_child_env_set(ddp_child_env_t *e, const char *key, const char *fmt,
+DDP_API void ddp_child_env_set(ddp_child_env_t *e, const char *key, const char *fmt,
                        ...) __attribute__((format(printf, 3, 4)));
-int ddp_accel_launch(ddp_ctx_t *ctx, const ddp_child_env_t *envs, int n,
+DDP_API int ddp_accel_launch(ddp_ctx_t *ctx, const ddp_child_env_t *envs, int n,
                      ddp_run_result_t *res);
 /* The common case: local processes first..first+count-1 of this node, each
  * told the master (the cluster environment's MASTER_ADDR/MASTER_PORT, a free
  * port if unset, also written into this process's environment so parent and
  * children agree), NODE_RANK, WORLD_SIZE and index_var = its index
  * (LOCAL_RANK for ddp, DDP_SPAWN_INDEX for the spawners). */
-int ddp_accel_launch_local(ddp_ctx_t *ctx, int first, int count,
+DDP_API int ddp_accel_launch_local(ddp_ctx_t *ctx, int first, int count,
                            const char *index_var, ddp_run_result_t *res);
 
 #ifdef __cplusplus

@@ -12,6 +12,8 @@
 #ifndef DDP_CLUSTER_H
 #define DDP_CLUSTER_H
 
+#include "ddp/export.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -62,33 +64,33 @@ struct ddp_cluster {
 
 /* Registry, in detection priority order: torchelastic, slurm, lsf, mpi,
  * lightning (always detects). kubeflow is only used when chosen by name. */
-size_t ddp_cluster_count(void);
-const ddp_cluster_ops_t *ddp_cluster_at(size_t i);
-const ddp_cluster_ops_t *ddp_cluster_find(const char *name);
+DDP_API size_t ddp_cluster_count(void);
+DDP_API const ddp_cluster_ops_t *ddp_cluster_at(size_t i);
+DDP_API const ddp_cluster_ops_t *ddp_cluster_find(const char *name);
 
 /* name == NULL/""/"auto": detect in priority order; else by name
  * (DDP_ENOT_FOUND with the list of valid names). */
-int ddp_cluster_open(ddp_sys_t *sys, const char *name, ddp_cluster_t **out);
-void ddp_cluster_close(ddp_cluster_t *c);
+DDP_API int ddp_cluster_open(ddp_sys_t *sys, const char *name, ddp_cluster_t **out);
+DDP_API void ddp_cluster_close(ddp_cluster_t *c);
 
-int ddp_cluster_main_address(ddp_cluster_t *c, char *buf, size_t n);
-int ddp_cluster_main_port(ddp_cluster_t *c, uint16_t *port);
-int ddp_cluster_world_size(ddp_cluster_t *c, int *out);
-int ddp_cluster_global_rank(ddp_cluster_t *c, int *out);
-int ddp_cluster_local_rank(ddp_cluster_t *c, int *out);
-int ddp_cluster_node_rank(ddp_cluster_t *c, int *out);
-int ddp_cluster_creates_processes_externally(ddp_cluster_t *c);
-int ddp_cluster_validate(ddp_cluster_t *c, int devices, int num_nodes);
+DDP_API int ddp_cluster_main_address(ddp_cluster_t *c, char *buf, size_t n);
+DDP_API int ddp_cluster_main_port(ddp_cluster_t *c, uint16_t *port);
+DDP_API int ddp_cluster_world_size(ddp_cluster_t *c, int *out);
+DDP_API int ddp_cluster_global_rank(ddp_cluster_t *c, int *out);
+DDP_API int ddp_cluster_local_rank(ddp_cluster_t *c, int *out);
+DDP_API int ddp_cluster_node_rank(ddp_cluster_t *c, int *out);
+DDP_API int ddp_cluster_creates_processes_externally(ddp_cluster_t *c);
+DDP_API int ddp_cluster_validate(ddp_cluster_t *c, int devices, int num_nodes);
 /* ops->manages_tasks (0 when the environment has none). Never fails: a
  * value it cannot read means "no" (validation reports it later). */
-int ddp_cluster_manages_tasks(ddp_cluster_t *c, int devices, int num_nodes);
+DDP_API int ddp_cluster_manages_tasks(ddp_cluster_t *c, int devices, int num_nodes);
 /* Lightning: settable world size / global rank. */
-void ddp_cluster_set_world_size(ddp_cluster_t *c, int n);
-void ddp_cluster_set_global_rank(ddp_cluster_t *c, int r);
+DDP_API void ddp_cluster_set_world_size(ddp_cluster_t *c, int n);
+DDP_API void ddp_cluster_set_global_rank(ddp_cluster_t *c, int r);
 
 /* Everything derived, for `ddpsim env`: one "name: value" or
  * "name: error: ..." line per value, written with fn. */
-void ddp_cluster_describe(ddp_cluster_t *c,
+DDP_API void ddp_cluster_describe(ddp_cluster_t *c,
                           void (*fn)(void *arg, const char *line), void *arg);
 
 /* ---- SLURM hostlists ---- */
@@ -98,12 +100,12 @@ void ddp_cluster_describe(ddp_cluster_t *c,
  * `scontrol show hostnames`). DDP_ECONFIG on an invalid expression, with an
  * error naming the position and what was expected. max_hosts bounds the
  * expansion (0 -> 1,000,000; more -> DDP_ELIMIT). */
-int ddp_hostlist_expand(const char *expr, size_t max_hosts, char ***hosts,
+DDP_API int ddp_hostlist_expand(const char *expr, size_t max_hosts, char ***hosts,
                         size_t *n);
-void ddp_hostlist_free(char **hosts, size_t n);
+DDP_API void ddp_hostlist_free(char **hosts, size_t n);
 /* Compresses hosts into the shortest SLURM hostlist expression SLURM would
  * print (malloc'd). Expanding the result gives the same hosts in order. */
-int ddp_hostlist_compress(const char *const *hosts, size_t n, char **out);
+DDP_API int ddp_hostlist_compress(const char *const *hosts, size_t n, char **out);
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,8 @@
 #ifndef DDP_ENV_H
 #define DDP_ENV_H
 
+#include "ddp/export.h"
+
 #include <stddef.h>
 
 #ifdef __cplusplus
@@ -16,34 +18,34 @@ extern "C" {
 
 typedef struct ddp_env ddp_env_t;
 
-ddp_env_t *ddp_env_new(void);
+DDP_API ddp_env_t *ddp_env_new(void);
 /* Build from a NULL-terminated "KEY=VALUE" array (entries without '=' skipped). */
-ddp_env_t *ddp_env_from_array(char *const *entries);
-ddp_env_t *ddp_env_clone(const ddp_env_t *env);
-void ddp_env_free(ddp_env_t *env);
+DDP_API ddp_env_t *ddp_env_from_array(char *const *entries);
+DDP_API ddp_env_t *ddp_env_clone(const ddp_env_t *env);
+DDP_API void ddp_env_free(ddp_env_t *env);
 
 /* NULL when unset. The pointer stays valid until the key is set/unset again. */
-const char *ddp_env_get(const ddp_env_t *env, const char *key);
-int ddp_env_has(const ddp_env_t *env, const char *key);
+DDP_API const char *ddp_env_get(const ddp_env_t *env, const char *key);
+DDP_API int ddp_env_has(const ddp_env_t *env, const char *key);
 /* Copies key and value. Returns 0 or -ENOMEM / -EINVAL (empty key or '=' in key). */
-int ddp_env_set(ddp_env_t *env, const char *key, const char *value);
-int ddp_env_setf(ddp_env_t *env, const char *key, const char *fmt, ...)
+DDP_API int ddp_env_set(ddp_env_t *env, const char *key, const char *value);
+DDP_API int ddp_env_setf(ddp_env_t *env, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* 0 whether or not it was set. */
-int ddp_env_unset(ddp_env_t *env, const char *key);
-size_t ddp_env_count(const ddp_env_t *env);
+DDP_API int ddp_env_unset(ddp_env_t *env, const char *key);
+DDP_API size_t ddp_env_count(const ddp_env_t *env);
 /* Calls fn for each entry in key order; a non-zero return stops and is returned. */
-int ddp_env_foreach(const ddp_env_t *env,
+DDP_API int ddp_env_foreach(const ddp_env_t *env,
                     int (*fn)(void *arg, const char *key, const char *value),
                     void *arg);
 /* A NULL-terminated "KEY=VALUE" array (for execve); free with ddp_env_free_array. */
-char **ddp_env_to_array(const ddp_env_t *env);
-void ddp_env_free_array(char **arr);
+DDP_API char **ddp_env_to_array(const ddp_env_t *env);
+DDP_API void ddp_env_free_array(char **arr);
 
 /* Typed reads that produce an error naming the variable, its value and the
  * valid form. Return 0 (value stored), DDP_ENOT_FOUND (unset; out untouched,
  * error context set), or DDP_ECONFIG (bad value). */
-int ddp_env_get_long(const ddp_env_t *env, const char *key, long min, long max,
+DDP_API int ddp_env_get_long(const ddp_env_t *env, const char *key, long min, long max,
                      long *out);
 /* The one rule for integer values (docs/cluster-environments.md), Python's
  * int(text) as Lightning applies it to os.environ: surrounding ASCII
@@ -52,7 +54,7 @@ int ddp_env_get_long(const ddp_env_t *env, const char *key, long min, long max,
  * Non-ASCII text is rejected (Python would also take Unicode spaces and
  * digits). 0 (stored), -EINVAL (not an integer) or -ERANGE (an integer that
  * does not fit a long); no error context is set. */
-int ddp_env_parse_long(const char *text, long *out);
+DDP_API int ddp_env_parse_long(const char *text, long *out);
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,8 @@
 #ifndef DDP_ERR_H
 #define DDP_ERR_H
 
+#include "ddp/export.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,9 +42,9 @@ enum ddp_err_code {
 };
 
 /* Human description of a code: ddpsim's own, else strerror(-code). Never NULL. */
-const char *ddp_strerror(int code);
+DDP_API const char *ddp_strerror(int code);
 /* Symbolic name: "DDP_ETIMEOUT", "ECONNREFUSED", ... ("E?" + number if unknown). */
-const char *ddp_err_name(int code);
+DDP_API const char *ddp_err_name(int code);
 
 /* The error context: what the last failing call of this thread said. */
 typedef struct ddp_errctx {
@@ -57,42 +59,42 @@ typedef struct ddp_errctx {
 } ddp_errctx_t;
 
 /* The calling thread's context (never NULL). */
-ddp_errctx_t *ddp_err_ctx(void);
+DDP_API ddp_errctx_t *ddp_err_ctx(void);
 /* Reset the context, set code and the main sentence (printf format); rank and
  * phase are taken from the thread's identity (ddp_ident_*). Returns code, so a
  * caller writes `return ddp_err_set(-ECONNREFUSED, "...", ...);`. */
-int ddp_err_set(int code, const char *fmt, ...)
+DDP_API int ddp_err_set(int code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Add details to the current context (each returns the current code). */
-int ddp_err_addr(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-int ddp_err_hint(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-int ddp_err_waited(int64_t waited_ns);
-int ddp_err_peer(int peer);
+DDP_API int ddp_err_addr(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+DDP_API int ddp_err_hint(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+DDP_API int ddp_err_waited(int64_t waited_ns);
+DDP_API int ddp_err_peer(int peer);
 /* Prefix the main sentence with more context ("while X: " + old sentence),
  * keep the code. Returns the code. */
-int ddp_err_wrap(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+DDP_API int ddp_err_wrap(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Format the whole context as one actionable line into buf; returns buf.
  * "rank 3, store connect: could not connect to 10.0.0.1:29500 after 30.0 s
  *  (ECONNREFUSED: Connection refused); hint: start the master first" */
-char *ddp_err_format(const ddp_errctx_t *ctx, char *buf, size_t n);
+DDP_API char *ddp_err_format(const ddp_errctx_t *ctx, char *buf, size_t n);
 /* Shortcut: format this thread's context into a thread-local buffer. */
-const char *ddp_err_message(void);
+DDP_API const char *ddp_err_message(void);
 
 /* A named libfiu fault point guarding one step: 0 when it is off; when it
  * fires, -failinfo (or -deferr when failinfo is not a positive errno), with
  * an error naming the point. ddpsim's own points are listed in
  * ddp/faults.h (ddp_fault_fire takes their ids); this form is for a
  * plugin's own points. See docs/fault-points.md. */
-int ddp_fault_point(const char *name, int deferr);
+DDP_API int ddp_fault_point(const char *name, int deferr);
 
 /* Thread identity used by errors and logging (thread-local). */
-void ddp_ident_set_rank(int rank);
-int ddp_ident_rank(void);
+DDP_API void ddp_ident_set_rank(int rank);
+DDP_API int ddp_ident_rank(void);
 /* The world size this thread's rank believes in (-1 unknown). */
-void ddp_ident_set_world(int world);
-int ddp_ident_world(void);
-void ddp_ident_set_phase(const char *phase); /* copied; NULL clears */
-const char *ddp_ident_phase(void);
+DDP_API void ddp_ident_set_world(int world);
+DDP_API int ddp_ident_world(void);
+DDP_API void ddp_ident_set_phase(const char *phase); /* copied; NULL clears */
+DDP_API const char *ddp_ident_phase(void);
 
 #ifdef __cplusplus
 }

@@ -28,6 +28,8 @@
 #ifndef DDP_FAULTS_H
 #define DDP_FAULTS_H
 
+#include "ddp/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -226,7 +228,7 @@ typedef struct ddp_fault_info {
 } ddp_fault_info_t;
 
 /* The point's row (id < DDP_FP_COUNT), NULL otherwise. */
-const ddp_fault_info_t *ddp_fault_info(ddp_fault_id_t id);
+DDP_API const ddp_fault_info_t *ddp_fault_info(ddp_fault_id_t id);
 static inline const char *ddp_fault_name(ddp_fault_id_t id)
 {
     const ddp_fault_info_t *i = ddp_fault_info(id);
@@ -234,26 +236,26 @@ static inline const char *ddp_fault_name(ddp_fault_id_t id)
 }
 /* The point named exactly `name` (case-sensitive, as libfiu), NULL when
  * there is none: what the scenario validator checks a fault's point with. */
-const ddp_fault_info_t *ddp_fault_point_find(const char *name);
+DDP_API const ddp_fault_info_t *ddp_fault_point_find(const char *name);
 /* 1 when `pattern` names point id: the exact name, or a libfiu wildcard
  * ("sys/net/" followed by a star, or a star alone), which matches every
  * name starting with what comes before the star. */
-int ddp_fault_point_matches(const char *pattern, ddp_fault_id_t id);
+DDP_API int ddp_fault_point_matches(const char *pattern, ddp_fault_id_t id);
 /* "sys", "phase", "store client", "store server", "tcp backend",
  * "nccl backend". */
-const char *ddp_fault_layer_name(ddp_fault_layer_t layer);
+DDP_API const char *ddp_fault_layer_name(ddp_fault_layer_t layer);
 
 /* ---- checking a point (the call sites) ---- */
 
 /* 1 when the point fires now (armed, or consulted, and libfiu says so);
  * for points that ignore failinfo. fiu_failinfo() holds the failinfo. */
-int ddp_fault_hit(ddp_fault_id_t id);
+DDP_API int ddp_fault_hit(ddp_fault_id_t id);
 /* 0 when the point is off; when it fires, -failinfo (or the point's default
  * errno when failinfo is not a positive errno), with the error context set
  * to "fault point NAME fired (strerror)". */
-int ddp_fault_fire(ddp_fault_id_t id);
+DDP_API int ddp_fault_fire(ddp_fault_id_t id);
 /* 1 when a check of the point consults libfiu in this thread. */
-int ddp_fault_armed(ddp_fault_id_t id);
+DDP_API int ddp_fault_armed(ddp_fault_id_t id);
 
 /* ---- arming (tests, the fault engine, harnesses) ----
  * The same arguments as libfiu's fiu_enable*, fiu_disable (fiu-control.h):
@@ -262,18 +264,18 @@ int ddp_fault_armed(ddp_fault_id_t id);
  * to libfiu as it is. Returns libfiu's result (0 ok, -1 failed). */
 typedef int (*ddp_fault_cb_t)(const char *name, int *failnum, void **failinfo,
                               unsigned int *flags);
-int ddp_fault_enable(const char *name, int failnum, void *failinfo,
+DDP_API int ddp_fault_enable(const char *name, int failnum, void *failinfo,
                      unsigned int flags);
-int ddp_fault_enable_random(const char *name, int failnum, void *failinfo,
+DDP_API int ddp_fault_enable_random(const char *name, int failnum, void *failinfo,
                             unsigned int flags, float probability);
-int ddp_fault_enable_external(const char *name, int failnum, void *failinfo,
+DDP_API int ddp_fault_enable_external(const char *name, int failnum, void *failinfo,
                               unsigned int flags, ddp_fault_cb_t cb);
-int ddp_fault_disable(const char *name);
+DDP_API int ddp_fault_disable(const char *name);
 
 /* In the calling thread only: 1 makes unarmed points skip libfiu (the
  * simulator's task threads), 0 (every thread's default) consults libfiu at
  * every point. */
-void ddp_fault_thread_armed_only(int on);
+DDP_API void ddp_fault_thread_armed_only(int on);
 
 #ifdef __cplusplus
 }

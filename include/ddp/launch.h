@@ -5,6 +5,8 @@
 #ifndef DDP_LAUNCH_H
 #define DDP_LAUNCH_H
 
+#include "ddp/export.h"
+
 #include <stdint.h>
 
 #include "ddp/env.h"
@@ -51,7 +53,7 @@ typedef struct ddp_sim_launch {
     int first_task;          /* filled: first task id it added */
 } ddp_sim_launch_t;
 
-int ddp_sim_launch_build(ddp_sim_t *sim, ddp_sim_launch_t *l);
+DDP_API int ddp_sim_launch_build(ddp_sim_t *sim, ddp_sim_launch_t *l);
 
 /* ---- a store rendezvous workload (tests, benchmarks) ----
  * Adds a store-server task on node 0 (started at server_start_ns, or never
@@ -72,7 +74,7 @@ typedef struct ddp_sim_rendezvous {
     int first_rank_task;
 } ddp_sim_rendezvous_t;
 
-int ddp_sim_rendezvous_build(ddp_sim_t *sim, ddp_sim_rendezvous_t *rv);
+DDP_API int ddp_sim_rendezvous_build(ddp_sim_t *sim, ddp_sim_rendezvous_t *rv);
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,8 @@
 #ifndef DDP_LOG_H
 #define DDP_LOG_H
 
+#include "ddp/export.h"
+
 #include <stdarg.h>
 
 #ifdef __cplusplus
@@ -30,19 +32,19 @@ typedef enum ddp_log_level {
 typedef void (*ddp_log_sink_fn)(void *arg, ddp_log_level_t level,
                                 const char *line);
 
-void ddp_log_set_level(ddp_log_level_t level);
-ddp_log_level_t ddp_log_level(void);
+DDP_API void ddp_log_set_level(ddp_log_level_t level);
+DDP_API ddp_log_level_t ddp_log_level(void);
 /* Parse "debug" etc.; returns 0 or DDP_ECONFIG (with an error naming DDP_LOG). */
-int ddp_log_parse_level(const char *text, ddp_log_level_t *out);
+DDP_API int ddp_log_parse_level(const char *text, ddp_log_level_t *out);
 /* Apply DDP_LOG from an environment map (unset: keep the current level). */
-int ddp_log_init_from_env(const struct ddp_env *env);
+DDP_API int ddp_log_init_from_env(const struct ddp_env *env);
 /* Replace the sink (NULL restores stderr). Process-global. */
-void ddp_log_set_sink(ddp_log_sink_fn fn, void *arg);
+DDP_API void ddp_log_set_sink(ddp_log_sink_fn fn, void *arg);
 
-int ddp_log_enabled(ddp_log_level_t level);
-void ddp_log(ddp_log_level_t level, const char *fmt, ...)
+DDP_API int ddp_log_enabled(ddp_log_level_t level);
+DDP_API void ddp_log(ddp_log_level_t level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-void ddp_vlog(ddp_log_level_t level, const char *fmt, va_list ap);
+DDP_API void ddp_vlog(ddp_log_level_t level, const char *fmt, va_list ap);
 
 #define DDP_LOG_AT(lvl, ...)                                                   \
     do {                                                                       \

@@ -13,6 +13,8 @@
 #ifndef DDP_PG_H
 #define DDP_PG_H
 
+#include "ddp/export.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,11 +35,11 @@ typedef enum ddp_dtype {
 
 typedef enum ddp_redop { DDP_SUM = 0, DDP_MAX, DDP_MIN, DDP_REDOP_COUNT } ddp_redop_t;
 
-size_t ddp_dtype_size(ddp_dtype_t t);
-const char *ddp_dtype_name(ddp_dtype_t t);
-const char *ddp_redop_name(ddp_redop_t op);
+DDP_API size_t ddp_dtype_size(ddp_dtype_t t);
+DDP_API const char *ddp_dtype_name(ddp_dtype_t t);
+DDP_API const char *ddp_redop_name(ddp_redop_t op);
 /* acc[i] = acc[i] op in[i] for n elements. */
-void ddp_reduce_into(void *acc, const void *in, size_t n, ddp_dtype_t t,
+DDP_API void ddp_reduce_into(void *acc, const void *in, size_t n, ddp_dtype_t t,
                      ddp_redop_t op);
 
 #define DDP_PG_NO_COLOR (-1) /* split: this rank joins no subgroup */
@@ -85,24 +87,24 @@ struct ddp_pg {
 };
 
 /* Registry. */
-size_t ddp_pg_backend_count(void);
-const ddp_pg_ops_t *ddp_pg_backend_at(size_t i);
+DDP_API size_t ddp_pg_backend_count(void);
+DDP_API const ddp_pg_ops_t *ddp_pg_backend_at(size_t i);
 /* NULL when unknown (error names the valid backends). */
-const ddp_pg_ops_t *ddp_pg_backend_find(const char *name);
+DDP_API const ddp_pg_ops_t *ddp_pg_backend_find(const char *name);
 
 /* Wrappers carrying the contracts above. */
-int ddp_pg_new(const char *backend, const ddp_pg_init_t *in, ddp_pg_t **out);
-int ddp_pg_barrier(ddp_pg_t *pg, int64_t deadline);
-int ddp_pg_broadcast(ddp_pg_t *pg, void *buf, size_t bytes, int root,
+DDP_API int ddp_pg_new(const char *backend, const ddp_pg_init_t *in, ddp_pg_t **out);
+DDP_API int ddp_pg_barrier(ddp_pg_t *pg, int64_t deadline);
+DDP_API int ddp_pg_broadcast(ddp_pg_t *pg, void *buf, size_t bytes, int root,
                      int64_t deadline);
-int ddp_pg_allreduce(ddp_pg_t *pg, void *buf, size_t count, ddp_dtype_t t,
+DDP_API int ddp_pg_allreduce(ddp_pg_t *pg, void *buf, size_t count, ddp_dtype_t t,
                      ddp_redop_t op, int64_t deadline);
-int ddp_pg_allgather(ddp_pg_t *pg, const void *in, size_t bytes, void *out,
+DDP_API int ddp_pg_allgather(ddp_pg_t *pg, const void *in, size_t bytes, void *out,
                      int64_t deadline);
-int ddp_pg_split(ddp_pg_t *pg, int color, int key, const char *name,
+DDP_API int ddp_pg_split(ddp_pg_t *pg, int color, int key, const char *name,
                  ddp_pg_t **out, int64_t deadline);
-void ddp_pg_abort(ddp_pg_t *pg);
-void ddp_pg_destroy(ddp_pg_t *pg);
+DDP_API void ddp_pg_abort(ddp_pg_t *pg);
+DDP_API void ddp_pg_destroy(ddp_pg_t *pg);
 static inline int ddp_pg_rank(const ddp_pg_t *pg) { return pg->rank; }
 static inline int ddp_pg_world(const ddp_pg_t *pg) { return pg->world; }
 

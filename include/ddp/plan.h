@@ -16,6 +16,8 @@
 #ifndef DDP_PLAN_H
 #define DDP_PLAN_H
 
+#include "ddp/export.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -38,7 +40,7 @@ typedef enum ddp_plan_kind {
     DDP_PLAN_KIND_COUNT
 } ddp_plan_kind_t;
 
-const char *ddp_plan_kind_name(ddp_plan_kind_t k);
+DDP_API const char *ddp_plan_kind_name(ddp_plan_kind_t k);
 
 /* The Trainer every DDP_PLAN_TRAINER process runs (and the command line
  * of DDP_PLAN_EXEC processes). Plain data: the plugin is named, and found
@@ -99,17 +101,17 @@ typedef struct ddp_plan {
 } ddp_plan_t;
 
 /* An empty plan (no nodes, no processes). */
-ddp_plan_t *ddp_plan_new(void);
-void ddp_plan_free(ddp_plan_t *p);
+DDP_API ddp_plan_t *ddp_plan_new(void);
+DDP_API void ddp_plan_free(ddp_plan_t *p);
 
-int ddp_plan_add_node(ddp_plan_t *p, const char *host, const char *addr);
+DDP_API int ddp_plan_add_node(ddp_plan_t *p, const char *host, const char *addr);
 /* Appends a process; env is copied (NULL: empty). Returns its index. */
-int ddp_plan_add_proc(ddp_plan_t *p, const char *name, int node, int rank,
+DDP_API int ddp_plan_add_proc(ddp_plan_t *p, const char *name, int node, int rank,
                       int64_t start_ns, ddp_plan_kind_t kind,
                       const ddp_env_t *env);
 /* Appends a copy of f (its ranks and phase strings copied). */
-int ddp_plan_add_fault(ddp_plan_t *p, const ddp_sim_fault_t *f, int line);
-int ddp_plan_add_file(ddp_plan_t *p, const char *path, const char *content);
+DDP_API int ddp_plan_add_fault(ddp_plan_t *p, const ddp_sim_fault_t *f, int line);
+DDP_API int ddp_plan_add_file(ddp_plan_t *p, const char *path, const char *content);
 
 /* How an accelerator's processes are started (what launchers do). */
 typedef enum ddp_launcher {
@@ -121,11 +123,11 @@ typedef enum ddp_launcher {
     DDP_LAUNCH_LSF,      /* jsrun (LSF) */
     DDP_LAUNCH_COUNT
 } ddp_launcher_t;
-const char *ddp_launcher_name(ddp_launcher_t l);
-int ddp_launcher_parse(const char *name, ddp_launcher_t *out);
+DDP_API const char *ddp_launcher_name(ddp_launcher_t l);
+DDP_API int ddp_launcher_parse(const char *name, ddp_launcher_t *out);
 /* The launcher an accelerator is started by when none is asked for:
  * srun for ddp_hpc, torchrun for ddp_cpu_hpc, else once per node. */
-ddp_launcher_t ddp_launcher_for(const char *accelerator, ddp_launcher_t asked);
+DDP_API ddp_launcher_t ddp_launcher_for(const char *accelerator, ddp_launcher_t asked);
 
 /* A launch: the processes an accelerator's launcher starts on `nodes`
  * nodes. DDP_LAUNCH_AUTO picks ddp_launcher_for(). Per-node launches run
@@ -156,13 +158,13 @@ typedef struct ddp_launch {
 
 /* Adds the launch's processes to p, whose nodes and entry are set (the
  * entry's accelerator picks the launcher). */
-int ddp_plan_launch(ddp_plan_t *p, const ddp_launch_t *l);
+DDP_API int ddp_plan_launch(ddp_plan_t *p, const ddp_launch_t *l);
 
 /* The Trainer configuration of the plan's entry (cfg->plugin resolved by
  * name: DDP_ENOT_FOUND when no such plugin is registered). */
-int ddp_plan_trainer_cfg(const ddp_plan_t *p, ddp_trainer_cfg_t *cfg);
+DDP_API int ddp_plan_trainer_cfg(const ddp_plan_t *p, ddp_trainer_cfg_t *cfg);
 /* The entry of a Trainer configuration (the plugin must be registered). */
-int ddp_plan_entry_of(const ddp_trainer_cfg_t *cfg, ddp_plan_entry_t *e);
+DDP_API int ddp_plan_entry_of(const ddp_trainer_cfg_t *cfg, ddp_plan_entry_t *e);
 
 /* ---- executing a plan in the simulator ----
  * A fresh simulation with the plan's nodes, files and faults, and one task
@@ -172,17 +174,17 @@ int ddp_plan_entry_of(const ddp_trainer_cfg_t *cfg, ddp_plan_entry_t *e);
  * so: the simulation options (seed and latency come from the plan when 0).
  * A DDP_PLAN_EXEC process (a foreign program) is modelled by the Trainer of
  * the entry, with the same environment. */
-int ddp_plan_simulate(const ddp_plan_t *p, const ddp_sim_opts_t *so,
+DDP_API int ddp_plan_simulate(const ddp_plan_t *p, const ddp_sim_opts_t *so,
                       ddp_sim_t **out, int *first_task);
 /* The same tasks added to an existing simulation that has the nodes. */
-int ddp_plan_add_tasks(const ddp_plan_t *p, ddp_sim_t *sim, int *first_task);
+DDP_API int ddp_plan_add_tasks(const ddp_plan_t *p, ddp_sim_t *sim, int *first_task);
 
 /* ---- the plan file (real runs) ----
  * A line-based text form, written by the real runner and read back by each
  * process it starts (`ddpsim train --plan FILE --process N`). Reading
  * gives errors as "FILE:LINE: expected ..., got ...". */
-int ddp_plan_write(const ddp_plan_t *p, FILE *out);
-int ddp_plan_read(ddp_sys_t *sys, const char *path, ddp_plan_t **out);
+DDP_API int ddp_plan_write(const ddp_plan_t *p, FILE *out);
+DDP_API int ddp_plan_read(ddp_sys_t *sys, const char *path, ddp_plan_t **out);
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,8 @@
 #ifndef DDP_PLUGIN_H
 #define DDP_PLUGIN_H
 
+#include "ddp/export.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -110,21 +112,21 @@ struct ddp_plugin {
 };
 
 /* The shared defaults (callable from custom members). */
-int ddp_plugin_default_init_ddp_connection(const ddp_plugin_t *self,
+DDP_API int ddp_plugin_default_init_ddp_connection(const ddp_plugin_t *self,
                                            ddp_ctx_t *ctx,
                                            ddp_cluster_t *cluster_env,
                                            int global_rank, int world_size);
-int ddp_plugin_default_configure_ddp(const ddp_plugin_t *self, ddp_ctx_t *ctx,
+DDP_API int ddp_plugin_default_configure_ddp(const ddp_plugin_t *self, ddp_ctx_t *ctx,
                                      ddp_model_t *model);
-void ddp_plugin_default_teardown(const ddp_plugin_t *self, ddp_ctx_t *ctx);
+DDP_API void ddp_plugin_default_teardown(const ddp_plugin_t *self, ddp_ctx_t *ctx);
 
 /* The timeouts of a Trainer configuration, defaults applied (the one
  * place they are resolved). */
-int64_t ddp_trainer_timeout_ns(const ddp_trainer_cfg_t *cfg);
-int64_t ddp_trainer_store_timeout_ns(const ddp_trainer_cfg_t *cfg);
+DDP_API int64_t ddp_trainer_timeout_ns(const ddp_trainer_cfg_t *cfg);
+DDP_API int64_t ddp_trainer_store_timeout_ns(const ddp_trainer_cfg_t *cfg);
 /* The deadline of one store request: now + the store timeout, but never
  * past the group deadline. */
-int64_t ddp_plugin_store_deadline(const ddp_ctx_t *ctx);
+DDP_API int64_t ddp_plugin_store_deadline(const ddp_ctx_t *ctx);
 
 /* Teardown's barrier: every rank waits for every other (all ranks in the
  * default group), bounded by ctx->deadline, so that rank 0 takes the store
@@ -133,30 +135,30 @@ int64_t ddp_plugin_store_deadline(const ddp_ctx_t *ctx);
  * done calls it first); skipped after a failed run (ctx->status), as
  * Lightning's teardown is after an exception. A failure is recorded in
  * ctx->status when it is the first. */
-int ddp_plugin_teardown_barrier(ddp_ctx_t *ctx);
+DDP_API int ddp_plugin_teardown_barrier(ddp_ctx_t *ctx);
 
 /* Dispatch: the plugin's member, or the default where it is NULL. The
  * dispatcher sets the rank's identity (ctx and the thread's ddp_ident_*:
  * rank, world size) and phase before each member, and gives teardown a
  * fresh group deadline. */
-int ddp_plugin_init_ddp_connection(const ddp_plugin_t *p, ddp_ctx_t *ctx,
+DDP_API int ddp_plugin_init_ddp_connection(const ddp_plugin_t *p, ddp_ctx_t *ctx,
                                    ddp_cluster_t *cluster_env, int global_rank,
                                    int world_size);
-int ddp_plugin_configure_ddp(const ddp_plugin_t *p, ddp_ctx_t *ctx,
+DDP_API int ddp_plugin_configure_ddp(const ddp_plugin_t *p, ddp_ctx_t *ctx,
                              ddp_model_t *model);
-void ddp_plugin_teardown(const ddp_plugin_t *p, ddp_ctx_t *ctx);
+DDP_API void ddp_plugin_teardown(const ddp_plugin_t *p, ddp_ctx_t *ctx);
 
 /* Registry: "default", "subgroups", "rpc". */
-size_t ddp_plugin_count(void);
-const ddp_plugin_t *ddp_plugin_at(size_t i);
-const ddp_plugin_t *ddp_plugin_find(const char *name);
+DDP_API size_t ddp_plugin_count(void);
+DDP_API const ddp_plugin_t *ddp_plugin_at(size_t i);
+DDP_API const ddp_plugin_t *ddp_plugin_find(const char *name);
 /* Adds a plugin (static storage; not thread-safe: call before running). */
-int ddp_plugin_register(const ddp_plugin_t *p);
+DDP_API int ddp_plugin_register(const ddp_plugin_t *p);
 
 /* Model helpers. */
-int ddp_model_init(ddp_model_t *m, size_t bytes, uint64_t seed);
-void ddp_model_free(ddp_model_t *m);
-uint64_t ddp_model_checksum(const ddp_model_t *m);
+DDP_API int ddp_model_init(ddp_model_t *m, size_t bytes, uint64_t seed);
+DDP_API void ddp_model_free(ddp_model_t *m);
+DDP_API uint64_t ddp_model_checksum(const ddp_model_t *m);
 
 #ifdef __cplusplus
 }

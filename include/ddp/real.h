@@ -15,6 +15,8 @@
 #ifndef DDP_REAL_H
 #define DDP_REAL_H
 
+#include "ddp/export.h"
+
 #include <signal.h>
 #include <stddef.h>
 
@@ -43,19 +45,19 @@ typedef struct ddp_real_opts {
 } ddp_real_opts_t;
 
 /* NULL when s can run for real (with netns or not); else why not. */
-const char *ddp_real_unsupported(const ddp_scenario_t *s, const char *accel,
+DDP_API const char *ddp_real_unsupported(const ddp_scenario_t *s, const char *accel,
                                  int netns, char *buf, size_t n);
 
 /* Runs s for accel as real processes and judges the outcomes. Returns 0
  * when it ran or was skipped (r->skipped, r->why), < 0 when it could not
  * be set up (the error names what failed: e.g. netns without root). */
-int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
+DDP_API int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
                  const ddp_real_opts_t *o, ddp_scn_result_t *r);
 
 /* 0 if the program of an `exec` command line (its first word after any
  * VAR=value words) exists and is executable, as PATH finds it; else
  * -ENOENT with an error naming it (`ddpsim run --exec` exits 127 then). */
-int ddp_real_check_exec(ddp_sys_t *sys, const char *cmd);
+DDP_API int ddp_real_check_exec(ddp_sys_t *sys, const char *cmd);
 
 /* One process of a real run, in the process itself (`ddpsim train --plan
  * FILE --process N`): reads the plan the runner wrote, arms its in-process
@@ -63,7 +65,7 @@ int ddp_real_check_exec(ddp_sys_t *sys, const char *cmd);
  * the plan's results file. Returns the exit status (0 ok, 1 failed), or a
  * negative code when the plan cannot be read (the error names the file
  * and line). */
-int ddp_real_child(ddp_sys_t *sys, const char *plan_path, int index);
+DDP_API int ddp_real_child(ddp_sys_t *sys, const char *plan_path, int index);
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,8 @@
 #ifndef DDP_SCENARIO_H
 #define DDP_SCENARIO_H
 
+#include "ddp/export.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -95,35 +97,35 @@ typedef struct ddp_scenario {
 
 /* Loads a scenario file (with its includes). On a parse error returns
  * DDP_ECONFIG and writes "file:line:col: expected ..., got ..." into err. */
-int ddp_scenario_load(const char *path, ddp_scenario_t **out, char *err,
+DDP_API int ddp_scenario_load(const char *path, ddp_scenario_t **out, char *err,
                       size_t errlen);
 /* The same from text; `name` is used as the file name in errors and
  * includes are resolved relative to `dir` (NULL: the current directory). */
-int ddp_scenario_parse(const char *text, const char *name, const char *dir,
+DDP_API int ddp_scenario_parse(const char *text, const char *name, const char *dir,
                        ddp_scenario_t **out, char *err, size_t errlen);
 /* A scenario with every default and no expectation (explore builds on it). */
-ddp_scenario_t *ddp_scenario_new(void);
-void ddp_scenario_free(ddp_scenario_t *s);
+DDP_API ddp_scenario_t *ddp_scenario_new(void);
+DDP_API void ddp_scenario_free(ddp_scenario_t *s);
 /* Writes s in the file format. For every scenario the parser accepts,
  * parse(write(s)) is s again (ddp_scenario_equal): quoting, zero values a
  * kind needs, long host lists (several `hosts` lines) included. */
-int ddp_scenario_write(const ddp_scenario_t *s, FILE *out);
+DDP_API int ddp_scenario_write(const ddp_scenario_t *s, FILE *out);
 /* The same into a malloc'd string (NULL, with the error set, on failure). */
-char *ddp_scenario_text(const ddp_scenario_t *s);
+DDP_API char *ddp_scenario_text(const ddp_scenario_t *s);
 /* 1 when a and b describe the same scenario (every field but `file` and
  * the line numbers), else 0 with the first difference in why. */
-int ddp_scenario_equal(const ddp_scenario_t *a, const ddp_scenario_t *b, char *why,
+DDP_API int ddp_scenario_equal(const ddp_scenario_t *a, const ddp_scenario_t *b, char *why,
                        size_t n);
 /* 1 if the scenario runs this accelerator. */
-int ddp_scenario_has_accel(const ddp_scenario_t *s, const char *accel);
-int ddp_scenario_has_tag(const ddp_scenario_t *s, const char *tag);
+DDP_API int ddp_scenario_has_accel(const ddp_scenario_t *s, const char *accel);
+DDP_API int ddp_scenario_has_tag(const ddp_scenario_t *s, const char *tag);
 /* The error class of a code: "timeout", "peer_lost", "addrinuse", ... */
-const char *ddp_scn_error_class(int code);
+DDP_API const char *ddp_scn_error_class(int code);
 
 /* The launch plan of s for accel (ddp/plan.h): what every runner executes.
  * seed 0: the scenario's. */
 struct ddp_plan;
-int ddp_scenario_plan(const ddp_scenario_t *s, const char *accel, uint64_t seed,
+DDP_API int ddp_scenario_plan(const ddp_scenario_t *s, const char *accel, uint64_t seed,
                       struct ddp_plan **out);
 
 /* One run: the scenario for one accelerator. */
@@ -160,7 +162,7 @@ typedef struct ddp_scn_run_opts {
 
 /* Runs s for accel in a fresh simulation; fills r. Returns 0 when it ran
  * (whatever the verdict in r), < 0 when it could not be built. */
-int ddp_scenario_run(const ddp_scenario_t *s, const char *accel,
+DDP_API int ddp_scenario_run(const ddp_scenario_t *s, const char *accel,
                      const ddp_scn_run_opts_t *o, ddp_scn_result_t *r);
 
 /* ---- sharded sweeps (harness/shard.c, docs/sweeps.md) ----
@@ -178,11 +180,11 @@ typedef struct ddp_shard {
 } ddp_shard_t;
 
 /* "K/N", decimal, 1 <= K <= N <= DDP_SHARD_MAX. 0, or -1 (out untouched). */
-int ddp_shard_parse(const char *text, ddp_shard_t *out);
+DDP_API int ddp_shard_parse(const char *text, ddp_shard_t *out);
 /* 1 when run i belongs to s (always for the whole list), else 0. */
-int ddp_shard_owns(const ddp_shard_t *s, long long i);
+DDP_API int ddp_shard_owns(const ddp_shard_t *s, long long i);
 /* How many of the runs 0..total-1 belong to s. */
-long long ddp_shard_size(const ddp_shard_t *s, long long total);
+DDP_API long long ddp_shard_size(const ddp_shard_t *s, long long total);
 
 /* One row of a result file: a run of `ddpsim run`, or a violation of
  * `ddpsim explore`. */
@@ -220,21 +222,21 @@ typedef struct ddp_shard_file {
 } ddp_shard_file_t;
 
 /* A new zeroed row at the end of f; NULL when out of memory. */
-ddp_shard_row_t *ddp_shard_add_row(ddp_shard_file_t *f);
+DDP_API ddp_shard_row_t *ddp_shard_add_row(ddp_shard_file_t *f);
 /* Writes f to path (through path.tmp and a rename: a reader never sees half
  * a file). 0, or < 0 with the error set. */
-int ddp_shard_write(const ddp_shard_file_t *f, const char *path);
+DDP_API int ddp_shard_write(const ddp_shard_file_t *f, const char *path);
 /* Reads a file ddp_shard_write wrote into *f (zeroed first). 0, or < 0
  * with the error set to "PATH:LINE: expected ...". */
-int ddp_shard_read(const char *path, ddp_shard_file_t *f);
+DDP_API int ddp_shard_read(const char *path, ddp_shard_file_t *f);
 /* Combines the result files parts[0..n) (names: their paths, for messages)
  * of one sweep into *out, rows in index order; parts' rows move to out.
  * Checks that they are of one kind and one sweep, that shards 1..N are all
  * there once each, and that every run of the sweep is in exactly one of
  * them. 0, or DDP_ECONFIG with the error saying which shard or run. */
-int ddp_shard_merge(ddp_shard_file_t *parts, int n, const char *const *names,
+DDP_API int ddp_shard_merge(ddp_shard_file_t *parts, int n, const char *const *names,
                     ddp_shard_file_t *out);
-void ddp_shard_file_free(ddp_shard_file_t *f);
+DDP_API void ddp_shard_file_free(ddp_shard_file_t *f);
 
 /* ---- exploration (harness/explore.c, docs/explore.md) ---- */
 typedef struct ddp_explore_opts {
@@ -267,7 +269,7 @@ typedef struct ddp_explore_stats {
 /* Draws run i's scenario (deterministic in seed and i; the other options
  * shape it). Writes the accelerator it runs into accel. NULL (with the
  * error set) when opts->ranks cannot be split into nodes. */
-ddp_scenario_t *ddp_explore_draw(const ddp_explore_opts_t *o, int i,
+DDP_API ddp_scenario_t *ddp_explore_draw(const ddp_explore_opts_t *o, int i,
                                  char *accel, size_t accel_len);
 /* Shrinks a violating scenario, greedily and deterministically: drops
  * faults, lowers the ranks and nodes faults aim at, then the node and
@@ -277,17 +279,17 @@ ddp_scenario_t *ddp_explore_draw(const ddp_explore_opts_t *o, int i,
  * while ddp_scenario_run still reports a violation of the same invariant
  * as s (one run of s finds out which). *steps: the changes kept. Returns a
  * new scenario (a copy of s when nothing could be removed). */
-ddp_scenario_t *ddp_explore_shrink(const ddp_scenario_t *s, const char *accel,
+DDP_API ddp_scenario_t *ddp_explore_shrink(const ddp_scenario_t *s, const char *accel,
                                    int *steps);
 /* Runs opts->runs drawn scenarios; shrinks, reports and (with out_dir)
  * writes each violation. 0 when every run ran (st->violations says how
  * many violated), < 0 when a run could not be drawn. */
-int ddp_explore(const ddp_explore_opts_t *o, ddp_explore_stats_t *st);
+DDP_API int ddp_explore(const ddp_explore_opts_t *o, ddp_explore_stats_t *st);
 /* Prints a merged explore result file as ddp_explore printed the whole
  * sweep (each violation's report in run order, then the summary line) and,
  * with out_dir, writes each violation's scenario files there. Returns the
  * number of violations, or < 0 when a file could not be written. */
-int ddp_explore_print_merged(const ddp_shard_file_t *m, FILE *log, const char *out_dir);
+DDP_API int ddp_explore_print_merged(const ddp_shard_file_t *m, FILE *log, const char *out_dir);
 
 #ifdef __cplusplus
 }

@@ -13,6 +13,8 @@
 #ifndef DDP_SIM_H
 #define DDP_SIM_H
 
+#include "ddp/export.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -54,18 +56,18 @@ typedef struct ddp_sim_opts {
     int64_t wall_limit_ns; /* 0: no wall limit */
 } ddp_sim_opts_t;
 
-ddp_sim_t *ddp_sim_new(const ddp_sim_opts_t *opts);
-void ddp_sim_free(ddp_sim_t *sim);
+DDP_API ddp_sim_t *ddp_sim_new(const ddp_sim_opts_t *opts);
+DDP_API void ddp_sim_free(ddp_sim_t *sim);
 
 /* Adds a node; returns its index. addr is numeric IPv4 ("10.0.0.1"). */
-int ddp_sim_add_node(ddp_sim_t *sim, const char *hostname, const char *addr,
+DDP_API int ddp_sim_add_node(ddp_sim_t *sim, const char *hostname, const char *addr,
                      int64_t clock_skew_ns);
-int ddp_sim_node_count(const ddp_sim_t *sim);
-const char *ddp_sim_node_hostname(const ddp_sim_t *sim, int node);
+DDP_API int ddp_sim_node_count(const ddp_sim_t *sim);
+DDP_API const char *ddp_sim_node_hostname(const ddp_sim_t *sim, int node);
 /* Extra host-table names resolving to a node ("master" -> node 0). */
-int ddp_sim_add_alias(ddp_sim_t *sim, const char *name, int node);
+DDP_API int ddp_sim_add_alias(ddp_sim_t *sim, const char *name, int node);
 /* A virtual file readable with ddp_sys_read_file on every node. */
-int ddp_sim_add_file(ddp_sim_t *sim, const char *path, const char *content);
+DDP_API int ddp_sim_add_file(ddp_sim_t *sim, const char *path, const char *content);
 
 typedef int (*ddp_sim_main_fn)(ddp_sys_t *sys, void *arg);
 
@@ -78,7 +80,7 @@ typedef struct ddp_sim_task_opts {
 } ddp_sim_task_opts_t;
 
 /* Adds a task that runs fn(sys, arg) from start_ns on. Returns its id. */
-int ddp_sim_add_task(ddp_sim_t *sim, const ddp_sim_task_opts_t *o,
+DDP_API int ddp_sim_add_task(ddp_sim_t *sim, const ddp_sim_task_opts_t *o,
                      ddp_sim_main_fn fn, void *arg);
 
 typedef enum ddp_sim_result {
@@ -91,10 +93,10 @@ typedef enum ddp_sim_result {
 
 /* Runs to completion. Tasks still parked at a deadlock or limit are
  * cancelled (their sim calls return DDP_ECANCELED) and unwound. */
-ddp_sim_result_t ddp_sim_run(ddp_sim_t *sim);
+DDP_API ddp_sim_result_t ddp_sim_run(ddp_sim_t *sim);
 
 /* Frees ptr (malloc'd) with the sim: for task arguments. */
-void ddp_sim_own(ddp_sim_t *sim, void *ptr);
+DDP_API void ddp_sim_own(ddp_sim_t *sim, void *ptr);
 
 /* Per-task outcome after the run. */
 typedef enum ddp_sim_state {
@@ -121,24 +123,24 @@ typedef struct ddp_sim_outcome {
     int leaked_socks;       /* sockets its process left open at a normal exit */
 } ddp_sim_outcome_t;
 
-int ddp_sim_task_count(const ddp_sim_t *sim);
-const ddp_sim_outcome_t *ddp_sim_outcome(const ddp_sim_t *sim, int task);
+DDP_API int ddp_sim_task_count(const ddp_sim_t *sim);
+DDP_API const ddp_sim_outcome_t *ddp_sim_outcome(const ddp_sim_t *sim, int task);
 
 /* A task's environment and asked-for start time (what the real scenario
  * runner starts as a real process). */
-const ddp_env_t *ddp_sim_task_env(const ddp_sim_t *sim, int task);
-int64_t ddp_sim_task_start(const ddp_sim_t *sim, int task);
+DDP_API const ddp_env_t *ddp_sim_task_env(const ddp_sim_t *sim, int task);
+DDP_API int64_t ddp_sim_task_start(const ddp_sim_t *sim, int task);
 
 /* Sets the task's outcome: its error code and message (else the return
  * value and the error context at exit are used). A process reports the
  * first error it met, which its teardown must not overwrite. */
-void ddp_sim_report(ddp_sys_t *sys, int code, const char *message);
+DDP_API void ddp_sim_report(ddp_sys_t *sys, int code, const char *message);
 /* Called by a task (through its sys) to record when it finished connecting. */
-void ddp_sim_mark_connected(ddp_sys_t *sys);
+DDP_API void ddp_sim_mark_connected(ddp_sys_t *sys);
 /* The sim behind a sim sys (NULL for any other sys). */
-ddp_sim_t *ddp_sim_of(ddp_sys_t *sys);
+DDP_API ddp_sim_t *ddp_sim_of(ddp_sys_t *sys);
 /* The task id behind a sim sys (-1 for any other sys). */
-int ddp_sim_task_of(ddp_sys_t *sys);
+DDP_API int ddp_sim_task_of(ddp_sys_t *sys);
 
 /* Figures of the run. */
 typedef struct ddp_sim_stats {
@@ -150,21 +152,21 @@ typedef struct ddp_sim_stats {
     uint64_t rx_peak_bytes; /* most bytes ever held in receive queues at once
                                (delivered, not yet read), all sockets */
 } ddp_sim_stats_t;
-void ddp_sim_stats(const ddp_sim_t *sim, ddp_sim_stats_t *out);
+DDP_API void ddp_sim_stats(const ddp_sim_t *sim, ddp_sim_stats_t *out);
 
 /* The deadlock report (empty when none): one line per parked task; after
  * a livelock or the wall limit, one line per task that was running. */
-const char *ddp_sim_deadlock_report(const ddp_sim_t *sim);
+DDP_API const char *ddp_sim_deadlock_report(const ddp_sim_t *sim);
 /* The in-memory trace (opts.keep_trace), NUL-terminated. */
-const char *ddp_sim_trace(const ddp_sim_t *sim, size_t *len);
+DDP_API const char *ddp_sim_trace(const ddp_sim_t *sim, size_t *len);
 /* Converts a JSON-lines trace to Chrome trace format (opens in Perfetto or
  * chrome://tracing): phases become duration slices per task, every other
  * event an instant with its fields as args. */
-int ddp_sim_export_chrome(const char *trace, FILE *out);
+DDP_API int ddp_sim_export_chrome(const char *trace, FILE *out);
 /* A readable timeline: one line per event, virtual seconds first. */
-int ddp_sim_export_timeline(const char *trace, FILE *out);
+DDP_API int ddp_sim_export_timeline(const char *trace, FILE *out);
 /* Adds a line to the trace from inside a task ("kind" + JSON fields). */
-void ddp_sim_trace_event(ddp_sys_t *sys, const char *kind, const char *fmt,
+DDP_API void ddp_sim_trace_event(ddp_sys_t *sys, const char *kind, const char *fmt,
                          ...) __attribute__((format(printf, 3, 4)));
 
 /* ---- faults ---- */
@@ -203,12 +205,12 @@ typedef struct ddp_sim_fault {
 
 /* Adds a fault; returns its index, or DDP_ECONFIG (error set) for a kind
  * out of range or a POINT fault whose point the simulator never checks. */
-int ddp_sim_add_fault(ddp_sim_t *sim, const ddp_sim_fault_t *f);
-const char *ddp_sim_fault_kind_name(ddp_sim_fault_kind_t k);
+DDP_API int ddp_sim_add_fault(ddp_sim_t *sim, const ddp_sim_fault_t *f);
+DDP_API const char *ddp_sim_fault_kind_name(ddp_sim_fault_kind_t k);
 /* 0 when a point fault may name this point (listed in ddp/faults.h and
  * checked in the simulator); else DDP_ECONFIG with an error saying why. */
-int ddp_sim_fault_point_check(const char *name);
-int ddp_sim_fault_kind_parse(const char *name, ddp_sim_fault_kind_t *out);
+DDP_API int ddp_sim_fault_point_check(const char *name);
+DDP_API int ddp_sim_fault_kind_parse(const char *name, ddp_sim_fault_kind_t *out);
 
 #ifdef __cplusplus
 }

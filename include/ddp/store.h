@@ -17,6 +17,8 @@
 #ifndef DDP_STORE_H
 #define DDP_STORE_H
 
+#include "ddp/export.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -60,7 +62,7 @@ enum ddp_store_op {
 #undef DDP__STORE_OP
     DDP_STORE_OP_COUNT
 };
-const char *ddp_store_op_name(int op); /* "SET", ... or "UNKNOWN" */
+DDP_API const char *ddp_store_op_name(int op); /* "SET", ... or "UNKNOWN" */
 
 /* ddpsim's one extension frame (not TCPStore; docs/store-protocol.md,
  * "Access control"): a client of a server started with a token sends, as
@@ -111,9 +113,9 @@ typedef enum ddp_store_proto {
     DDP_STORE_PROTO_CURRENT = 2, /* VALIDATE handshake, PyTorch >= 2.2 */
 } ddp_store_proto_t;
 /* "auto", "legacy", "current" (or "unknown"). */
-const char *ddp_store_proto_name(int proto);
+DDP_API const char *ddp_store_proto_name(int proto);
 /* Parses one of those names: 0, or -EINVAL. */
-int ddp_store_proto_parse(const char *s, ddp_store_proto_t *out);
+DDP_API int ddp_store_proto_parse(const char *s, ddp_store_proto_t *out);
 
 /* Reply codes. */
 enum {
@@ -128,7 +130,7 @@ typedef struct ddp_buf {
     uint8_t *data;
     size_t len;
 } ddp_buf_t;
-void ddp_buf_free(ddp_buf_t *b);
+DDP_API void ddp_buf_free(ddp_buf_t *b);
 
 typedef struct ddp_store ddp_store_t;
 
@@ -186,52 +188,52 @@ struct ddp_store {
     void *impl;
 };
 
-void ddp_store_free_keys(char **keys, size_t n);
+DDP_API void ddp_store_free_keys(char **keys, size_t n);
 /* Frees the store and what it owns (a prefix store frees only itself). */
-void ddp_store_free(ddp_store_t *st);
+DDP_API void ddp_store_free(ddp_store_t *st);
 
 /* Thin wrappers, one per op (contracts above). */
-int ddp_store_set(ddp_store_t *st, const char *key, const void *val, size_t n,
+DDP_API int ddp_store_set(ddp_store_t *st, const char *key, const void *val, size_t n,
                   int64_t deadline);
-int ddp_store_set_str(ddp_store_t *st, const char *key, const char *val,
+DDP_API int ddp_store_set_str(ddp_store_t *st, const char *key, const char *val,
                       int64_t deadline);
-int ddp_store_compare_set(ddp_store_t *st, const char *key,
+DDP_API int ddp_store_compare_set(ddp_store_t *st, const char *key,
                           const void *expected, size_t en, const void *desired,
                           size_t dn, ddp_buf_t *out, int64_t deadline);
-int ddp_store_get(ddp_store_t *st, const char *key, ddp_buf_t *out,
+DDP_API int ddp_store_get(ddp_store_t *st, const char *key, ddp_buf_t *out,
                   int64_t deadline);
-int ddp_store_add(ddp_store_t *st, const char *key, int64_t delta,
+DDP_API int ddp_store_add(ddp_store_t *st, const char *key, int64_t delta,
                   int64_t *out, int64_t deadline);
-int ddp_store_check(ddp_store_t *st, const char *const *keys, size_t n,
+DDP_API int ddp_store_check(ddp_store_t *st, const char *const *keys, size_t n,
                     int64_t deadline);
-int ddp_store_wait(ddp_store_t *st, const char *const *keys, size_t n,
+DDP_API int ddp_store_wait(ddp_store_t *st, const char *const *keys, size_t n,
                    int64_t deadline);
-int ddp_store_num_keys(ddp_store_t *st, int64_t *out, int64_t deadline);
-int ddp_store_delete_key(ddp_store_t *st, const char *key, int64_t deadline);
-int ddp_store_append(ddp_store_t *st, const char *key, const void *val,
+DDP_API int ddp_store_num_keys(ddp_store_t *st, int64_t *out, int64_t deadline);
+DDP_API int ddp_store_delete_key(ddp_store_t *st, const char *key, int64_t deadline);
+DDP_API int ddp_store_append(ddp_store_t *st, const char *key, const void *val,
                      size_t n, int64_t deadline);
-int ddp_store_multi_get(ddp_store_t *st, const char *const *keys, size_t n,
+DDP_API int ddp_store_multi_get(ddp_store_t *st, const char *const *keys, size_t n,
                         ddp_buf_t *out, int64_t deadline);
-int ddp_store_multi_set(ddp_store_t *st, const char *const *keys,
+DDP_API int ddp_store_multi_set(ddp_store_t *st, const char *const *keys,
                         const ddp_buf_t *vals, size_t n, int64_t deadline);
-int ddp_store_queue_push(ddp_store_t *st, const char *key, const void *val,
+DDP_API int ddp_store_queue_push(ddp_store_t *st, const char *key, const void *val,
                          size_t n, int64_t deadline);
-int ddp_store_queue_pop(ddp_store_t *st, const char *key, ddp_buf_t *out,
+DDP_API int ddp_store_queue_pop(ddp_store_t *st, const char *key, ddp_buf_t *out,
                         int64_t deadline);
-int ddp_store_queue_len(ddp_store_t *st, const char *key, int64_t *out,
+DDP_API int ddp_store_queue_len(ddp_store_t *st, const char *key, int64_t *out,
                         int64_t deadline);
-int ddp_store_list_keys(ddp_store_t *st, char ***keys, size_t *n,
+DDP_API int ddp_store_list_keys(ddp_store_t *st, char ***keys, size_t *n,
                         int64_t deadline);
-int ddp_store_ping(ddp_store_t *st, int64_t deadline);
+DDP_API int ddp_store_ping(ddp_store_t *st, int64_t deadline);
 
 /* ---- implementations ---- */
 
 /* In-memory store (thread-safe). Blocking ops re-check every 1 ms on the sys
  * clock, so they also work on the simulator's virtual clock. */
-ddp_store_t *ddp_store_memory_new(ddp_sys_t *sys);
+DDP_API ddp_store_t *ddp_store_memory_new(ddp_sys_t *sys);
 
 /* Prefix store over `base` (not owned). Keys become prefix + "/" + key. */
-ddp_store_t *ddp_store_prefix_new(ddp_store_t *base, const char *prefix);
+DDP_API ddp_store_t *ddp_store_prefix_new(ddp_store_t *base, const char *prefix);
 
 /* TCP client options. */
 typedef struct ddp_store_client_opts {
@@ -267,14 +269,14 @@ typedef struct ddp_store_client_opts {
  * to in legacy, and the log says so once. On failure NULL and *err holds
  * the code; the error context names the address, the number of attempts
  * and the time waited, and the hint names a protocol mismatch. */
-ddp_store_t *ddp_store_client_connect(ddp_sys_t *sys,
+DDP_API ddp_store_t *ddp_store_client_connect(ddp_sys_t *sys,
                                       const ddp_store_client_opts_t *opts,
                                       int *err);
 /* Connection attempts the last connect needed (1 = first try). */
-int ddp_store_client_attempts(const ddp_store_t *st);
+DDP_API int ddp_store_client_attempts(const ddp_store_t *st);
 /* The generation the client speaks (LEGACY or CURRENT; 0 if not a
  * client). */
-ddp_store_proto_t ddp_store_client_protocol(const ddp_store_t *st);
+DDP_API ddp_store_proto_t ddp_store_client_protocol(const ddp_store_t *st);
 
 /* ---- server ---- */
 typedef struct ddp_store_server ddp_store_server_t;
@@ -313,25 +315,25 @@ typedef struct ddp_store_server_opts {
 #define DDP_STORE_DEFAULT_IDLE_TIMEOUT_S 30
 
 /* Binds and listens (-EADDRINUSE etc. with an error naming host:port). */
-int ddp_store_server_new(ddp_sys_t *sys, const ddp_store_server_opts_t *opts,
+DDP_API int ddp_store_server_new(ddp_sys_t *sys, const ddp_store_server_opts_t *opts,
                          ddp_store_server_t **out);
 /* The bound address (port filled in). */
-ddp_addr_t ddp_store_server_addr(const ddp_store_server_t *srv);
+DDP_API ddp_addr_t ddp_store_server_addr(const ddp_store_server_t *srv);
 /* One pass of the event loop: waits until deadline for events, serves them.
  * Returns 0 or a negative code for a fatal server error. */
-int ddp_store_server_step(ddp_store_server_t *srv, int64_t deadline);
+DDP_API int ddp_store_server_step(ddp_store_server_t *srv, int64_t deadline);
 /* Runs steps until ddp_store_server_stop() or the deadline. */
-int ddp_store_server_run(ddp_store_server_t *srv, int64_t deadline);
+DDP_API int ddp_store_server_run(ddp_store_server_t *srv, int64_t deadline);
 /* Asks run() to return (safe from another thread or a signal handler). */
-void ddp_store_server_stop(ddp_store_server_t *srv);
+DDP_API void ddp_store_server_stop(ddp_store_server_t *srv);
 /* Closes every socket and frees everything. */
-void ddp_store_server_free(ddp_store_server_t *srv);
+DDP_API void ddp_store_server_free(ddp_store_server_t *srv);
 /* Sets a key in-process, as a client's SET of `key` would (stored as
  * "/" + key, TCPStore's client prefix, so clients read it back). Only
  * before the server runs, not while run() serves on another thread. The
  * plugin's rank 0 claims its rank this way, before any other process can
  * reach the store. */
-int ddp_store_server_preset(ddp_store_server_t *srv, const char *key,
+DDP_API int ddp_store_server_preset(ddp_store_server_t *srv, const char *key,
                             const void *val, size_t n);
 
 typedef struct ddp_store_server_stats {
@@ -351,26 +353,26 @@ typedef struct ddp_store_server_stats {
     uint64_t idle_dropped;     /* dropped by idle_timeout_ns */
     uint64_t denied;           /* refused: not in allow, or no/bad token */
 } ddp_store_server_stats_t;
-void ddp_store_server_stats(const ddp_store_server_t *srv,
+DDP_API void ddp_store_server_stats(const ddp_store_server_t *srv,
                             ddp_store_server_stats_t *out);
 
 /* Runs a server on its own thread (for real processes and tests). The sys
  * must be thread-safe (the POSIX one is). */
-int ddp_store_server_start_thread(ddp_store_server_t *srv);
+DDP_API int ddp_store_server_start_thread(ddp_store_server_t *srv);
 /* Stops and joins the thread (does not free the server). */
-void ddp_store_server_join_thread(ddp_store_server_t *srv);
+DDP_API void ddp_store_server_join_thread(ddp_store_server_t *srv);
 
 /* ---- rendezvous helpers the DDP plugin uses ---- */
 
 /* Every rank ADDs 1 to "init/"; rank 0 waits until the count reaches world.
  * Timeout error: "Timed out after N seconds waiting for clients. k/N clients
  * joined." */
-int ddp_store_wait_for_workers(ddp_store_t *st, int rank, int world,
+DDP_API int ddp_store_wait_for_workers(ddp_store_t *st, int rank, int world,
                                int64_t deadline);
 /* Store-based barrier: ADD 1 to "store_based_barrier_key:<group>"; the rank
  * that sees world sets "...:last_worker"; all wait for it. Timeout error
  * reports world size, joined count and time waited. */
-int ddp_store_barrier(ddp_store_t *st, const char *group, int world,
+DDP_API int ddp_store_barrier(ddp_store_t *st, const char *group, int world,
                       int64_t deadline);
 
 #ifdef __cplusplus

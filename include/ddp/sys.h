@@ -19,6 +19,8 @@
 #ifndef DDP_SYS_H
 #define DDP_SYS_H
 
+#include "ddp/export.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -42,13 +44,13 @@ typedef struct ddp_addr {
 } ddp_addr_t;
 
 /* Parse a numeric address "10.0.0.1" or "::1" (no port) -> 0 or DDP_ECONFIG. */
-int ddp_addr_parse(const char *text, uint16_t port, ddp_addr_t *out);
+DDP_API int ddp_addr_parse(const char *text, uint16_t port, ddp_addr_t *out);
 /* "10.0.0.1:29500" or "[::1]:29500"; returns buf. */
-char *ddp_addr_format(const ddp_addr_t *addr, char *buf, size_t n);
+DDP_API char *ddp_addr_format(const ddp_addr_t *addr, char *buf, size_t n);
 /* Only the host part: "10.0.0.1" / "::1". */
-char *ddp_addr_format_host(const ddp_addr_t *addr, char *buf, size_t n);
-int ddp_addr_equal(const ddp_addr_t *a, const ddp_addr_t *b);
-int ddp_addr_is_any(const ddp_addr_t *addr);
+DDP_API char *ddp_addr_format_host(const ddp_addr_t *addr, char *buf, size_t n);
+DDP_API int ddp_addr_equal(const ddp_addr_t *a, const ddp_addr_t *b);
+DDP_API int ddp_addr_is_any(const ddp_addr_t *addr);
 
 #define DDP_ADDR_STRLEN 64
 
@@ -149,11 +151,11 @@ struct ddp_sys {
 };
 
 /* The real implementation. env: taken over (NULL: built from environ). */
-ddp_sys_t *ddp_sys_posix_new(struct ddp_env *env);
+DDP_API ddp_sys_t *ddp_sys_posix_new(struct ddp_env *env);
 /* The address the calling thread's current POSIX connect goes to (for
  * libfiu callbacks on sys/net/connect that aim at a peer or port). */
-const ddp_addr_t *ddp_sys_posix_call_addr(void);
-void ddp_sys_free(ddp_sys_t *sys);
+DDP_API const ddp_addr_t *ddp_sys_posix_call_addr(void);
+DDP_API void ddp_sys_free(ddp_sys_t *sys);
 
 /* Monotonic now in ns. */
 static inline int64_t ddp_sys_now(ddp_sys_t *s) { return s->ops->now(s); }
@@ -238,12 +240,12 @@ static inline int ddp_sys_poll(ddp_sys_t *s, ddp_pollfd_t *fds, int nfds,
  * - DEL a socket before closing it. (POSIX and the simulator also drop a
  *   closed socket from its sets on their own; the emulation cannot.)
  * A set is used by one thread at a time. */
-int ddp_sys_epoll_create(ddp_sys_t *s);
-int ddp_sys_epoll_ctl(ddp_sys_t *s, int ep, int op, int fd, short events,
+DDP_API int ddp_sys_epoll_create(ddp_sys_t *s);
+DDP_API int ddp_sys_epoll_ctl(ddp_sys_t *s, int ep, int op, int fd, short events,
                       uint64_t data);
-int ddp_sys_epoll_wait(ddp_sys_t *s, int ep, ddp_epoll_event_t *out, int max,
+DDP_API int ddp_sys_epoll_wait(ddp_sys_t *s, int ep, ddp_epoll_event_t *out, int max,
                        int64_t deadline);
-int ddp_sys_epoll_close(ddp_sys_t *s, int ep);
+DDP_API int ddp_sys_epoll_close(ddp_sys_t *s, int ep);
 
 static inline int ddp_sys_close(ddp_sys_t *s, int fd)
 {
@@ -301,30 +303,30 @@ static inline struct ddp_env *ddp_sys_env(ddp_sys_t *s) { return s->env; }
 
 /* Helpers built on the ops (core/sys.c), shared by every implementation. */
 /* Send all n bytes or fail (DDP_ETIMEOUT, -EPIPE, ...). */
-int ddp_sys_send_all(ddp_sys_t *s, int fd, const void *buf, size_t n,
+DDP_API int ddp_sys_send_all(ddp_sys_t *s, int fd, const void *buf, size_t n,
                      int64_t deadline);
 /* Receive exactly n bytes or fail; EOF before n -> DDP_EPEER_LOST. */
-int ddp_sys_recv_all(ddp_sys_t *s, int fd, void *buf, size_t n,
+DDP_API int ddp_sys_recv_all(ddp_sys_t *s, int fd, void *buf, size_t n,
                      int64_t deadline);
 /* Resolve host and connect to the first address that accepts. */
-int ddp_sys_connect_host(ddp_sys_t *s, const char *host, uint16_t port,
+DDP_API int ddp_sys_connect_host(ddp_sys_t *s, const char *host, uint16_t port,
                          int64_t deadline);
 /* Bind port 0 on host ("" = any), read the port back, close. */
-int ddp_sys_free_port(ddp_sys_t *s, uint16_t *port);
+DDP_API int ddp_sys_free_port(ddp_sys_t *s, uint16_t *port);
 /* Deadline `ns` from now, saturating. */
-int64_t ddp_sys_deadline_in(ddp_sys_t *s, int64_t ns);
+DDP_API int64_t ddp_sys_deadline_in(ddp_sys_t *s, int64_t ns);
 
 /* A seedable PRNG (splitmix64 seeding xoshiro256**): all randomness that can
  * change a decision comes from one of these, so runs are reproducible. */
 typedef struct ddp_rng {
     uint64_t s[4];
 } ddp_rng_t;
-void ddp_rng_seed(ddp_rng_t *rng, uint64_t seed);
-uint64_t ddp_rng_next(ddp_rng_t *rng);
+DDP_API void ddp_rng_seed(ddp_rng_t *rng, uint64_t seed);
+DDP_API uint64_t ddp_rng_next(ddp_rng_t *rng);
 /* Uniform in [0, 1). */
-double ddp_rng_double(ddp_rng_t *rng);
+DDP_API double ddp_rng_double(ddp_rng_t *rng);
 /* Uniform in [0, n). n > 0. */
-uint64_t ddp_rng_below(ddp_rng_t *rng, uint64_t n);
+DDP_API uint64_t ddp_rng_below(ddp_rng_t *rng, uint64_t n);
 
 #ifdef __cplusplus
 }
