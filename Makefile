@@ -121,10 +121,10 @@ check-fault-points-doc: $(FPDOC)
 # Built against nccl.h, so only where the backend is; never installed.
 $(FAKE_NCCL_DIR)/libcudart.so.13: tests/fake_nccl/fake_cudart.c tests/fake_nccl/fake.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -shared -Wl,-soname,libcudart.so.13 $(LDFLAGS) -o $@ $<
+	$(CC) $(CPPFLAGS) $(CFLAGS) -fvisibility=default -shared -Wl,-soname,libcudart.so.13 $(LDFLAGS) -o $@ $<
 $(FAKE_NCCL_DIR)/libnccl.so.2: tests/fake_nccl/fake_nccl.c tests/fake_nccl/fake.h \
                                $(FAKE_NCCL_DIR)/libcudart.so.13
-	$(CC) $(CPPFLAGS) $(CFLAGS) -shared -Wl,-soname,libnccl.so.2 $(LDFLAGS) -o $@ $< \
+	$(CC) $(CPPFLAGS) $(CFLAGS) -fvisibility=default -shared -Wl,-soname,libnccl.so.2 $(LDFLAGS) -o $@ $< \
 	    -L$(FAKE_NCCL_DIR) -l:libcudart.so.13 -Wl,-rpath,'$$ORIGIN' -lpthread
 
 # TESTS="suite ..." runs only those suites; JUNIT=file writes JUnit XML.
