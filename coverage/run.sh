@@ -58,7 +58,7 @@ SUITE_PAIR_REAL='"$DDPSIM" run --real "$PAIR_SCENARIO" --accelerator "$ACCEL"'
 : "${PLANT:=}"
 # Source directories whose objects make up ddpsim (tests/ and bench/ are not
 # part of the measured binary).
-SRC_DIRS="core backends plugins accelerators sim tools"
+SRC_DIRS="core backends plugins accelerators sim harness tools"
 ACCELS_DEFAULT="ddp ddp_spawn ddp_cpu ddp2 ddp_hpc ddp_cpu_hpc"
 
 # ---- what the parity tool looks at (docs/coverage.md § 4, § 8) -----------
