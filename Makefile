@@ -5,6 +5,7 @@
 #   make test       every CUnit suite (SANITIZE=address,undefined | thread)
 #   make bench      benchmarks (figures only, no assertions)
 #   make coverage   per-accelerator coverage and the parity gate
+#   make mutate     the mutation check: tests/mutants/ x the layers above
 #   make real-scenarios / netns-scenarios / real-test / fidelity   real runs
 #   make torch-test real PyTorch against ddpsim's store (tests/torch/)
 #   make fuzz       libFuzzer harnesses, FUZZ_SECONDS each (clang)
@@ -63,7 +64,7 @@ TESTBIN   := $(B)/ddpsim-test
 DEPS_OK   := build/.deps-ok
 
 .PHONY: all lib run test check-layers bench install deps clean hw-test real-scenarios \
-        netns-scenarios netns-clean real-test fidelity torch-test fuzz
+        netns-scenarios netns-clean real-test fidelity torch-test fuzz mutate
 all: $(STATIC) $(SHARED) $(DDPSIM) $(TESTBIN) $(BENCH_BIN) ddpsim
 
 lib: $(STATIC) $(SHARED)
@@ -104,7 +105,7 @@ $(B)/bench/%: bench/%.c $(STATIC)
 # `make test` and `make run` leave ./ddpsim in place, as a plain `make` does.
 test: $(TESTBIN) $(DDPSIM) ddpsim check-layers
 	DDPSIM=$(abspath $(DDPSIM)) $(TESTBIN) $(if $(JUNIT),--junit $(JUNIT)) $(TESTS)
-	@$(if $(TESTS),,$(if $(SANITIZE),,sh tests/example-test.sh))
+	@$(if $(TESTS),,$(if $(SANITIZE),,sh tests/example-test.sh && sh tests/mutants/selftest.sh))
 
 # The dependency direction of docs/architecture.md, on includes and calls
 # (and a self-test that a planted violation is caught).
@@ -115,6 +116,16 @@ check-layers: $(LIB_OBJ) $(TOOL_OBJ)
 # The main job: every bundled scenario x every accelerator in the simulator.
 run: $(DDPSIM) ddpsim
 	$(DDPSIM) run scenarios/*.scn --accelerator all $(if $(JUNIT),--junit $(JUNIT))
+
+# The mutation check (docs/testing.md): every mutant of tests/mutants/, each
+# in a scratch copy under build/mutate/ (never this tree), through the
+# layers unit suites -> the rest of make test -> make run -> the parity
+# gate; prints mutant | layer that killed it | seconds and "N killed, M
+# survived", fails on an undeclared survivor. MUTATE_FLAGS: e.g. -j1,
+# --rotate 3, --check (do the mutants still apply), or mutant names.
+MUTATE_FLAGS ?=
+mutate: $(DEPS_OK)
+	@MAKE="$(MAKE)" sh scripts/mutate.sh $(MUTATE_FLAGS)
 
 bench: $(BENCH_BIN) $(DDPSIM)
 	@sh scripts/deps.sh --bench
