@@ -35,35 +35,33 @@ fresh() {
     mkpatch "$CAT/one.patch" "the first comment line of core/log.c"
 }
 
-CASE="a mutant that applies"; fresh
-expect 0 "all 1 mutant(s) apply" --check
-CASE="--list"; fresh
-expect 0 "one .*core/log.c .*the first comment line" --list
-CASE="a context line that changed"; fresh
-awk '!f && /^ / { $0 = " XX" substr($0, 2); f = 1 } { print }' "$CAT/one.patch" >"$T/p" &&
-    mv "$T/p" "$CAT/one.patch"
-expect 2 "one NO LONGER APPLIES to core/log.c" --check
-CASE="no Models line"; fresh
-sed -i '/^# Models:/d' "$CAT/one.patch"
-expect 2 'needs a "# Mutant: what it changes" and a "# Models: which real bug" line' --check
-CASE="a file without a suites.map line"; fresh
-echo "plugins/ plugin_verdict" >"$CAT/suites.map"
-expect 2 "changes core/log.c, which has no line in" --check
-CASE="a declaration of a mutant not in the catalogue"; fresh
-echo "gone some reason" >"$CAT/survivors.txt"
-expect 2 'names "gone", which is not in the catalogue' --check
-CASE="a declaration without a reason"; fresh
-echo "one" >"$CAT/equivalent.txt"
-expect 2 '"one" has no reason' --check
-CASE="declared both equivalent and survivor"; fresh
-echo "one why" >"$CAT/equivalent.txt"
-echo "one which test" >"$CAT/survivors.txt"
-expect 2 "declared both equivalent and a known survivor" --check
-CASE="a Require line naming no layer"; fresh
-sed -i '1a # Require: gate nonsense' "$CAT/one.patch"
-expect 2 'Require names no layer "nonsense"' --check
-CASE="an unknown mutant on the command line"; fresh
-expect 2 'no mutant "two"' --check two
+# t CASE RC TEXT SETUP [ARGS...]: a fresh catalogue, SETUP run on it (sh -c,
+# with $CAT and $T set), then scripts/mutate.sh ARGS (default --check).
+t() {
+    CASE=$1 _r=$2 _x=$3 _setup=$4
+    shift 4
+    fresh
+    CAT=$CAT T=$T sh -c "$_setup" || { echo "mutate selftest: setup of \"$CASE\" failed"; bad=$((bad + 1)); }
+    [ $# -gt 0 ] || set -- --check
+    expect "$_r" "$_x" "$@"
+}
+t "a mutant that applies" 0 "all 1 mutant(s) apply" :
+t "--list" 0 "one .*core/log.c .*the first comment line" : --list
+t "a context line that changed" 2 "one NO LONGER APPLIES to core/log.c" \
+    'awk "!f && /^ / { \$0 = \" XX\" substr(\$0, 2); f = 1 } { print }" "$CAT/one.patch" >"$T/p" &&
+     mv "$T/p" "$CAT/one.patch"'
+t "no Models line" 2 'needs a "# Mutant: what it changes" and a "# Models: which real bug" line' \
+    'sed -i "/^# Models:/d" "$CAT/one.patch"'
+t "a file without a suites.map line" 2 "changes core/log.c, which has no line in" \
+    'echo "plugins/ plugin_verdict" >"$CAT/suites.map"'
+t "a declaration of a mutant not in the catalogue" 2 'names "gone", which is not in the catalogue' \
+    'echo "gone some reason" >"$CAT/survivors.txt"'
+t "a declaration without a reason" 2 '"one" has no reason' 'echo one >"$CAT/equivalent.txt"'
+t "declared both equivalent and survivor" 2 "declared both equivalent and a known survivor" \
+    'echo "one why" >"$CAT/equivalent.txt" && echo "one which test" >"$CAT/survivors.txt"'
+t "a Require line naming no layer" 2 'Require names no layer "nonsense"' \
+    'sed -i "1a # Require: gate nonsense" "$CAT/one.patch"'
+t "an unknown mutant on the command line" 2 'no mutant "two"' : --check two
 
 if [ $bad -gt 0 ]; then
     echo "mutate selftest: $bad of $n case(s) failed"
