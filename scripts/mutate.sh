@@ -407,7 +407,7 @@ run_mutant() {
         done
     done
     _req=$(header Require "$n")
-    _killed= _detail= _missed=
+    _killed='' _detail='' _missed=''
     for L in $LAYERS; do
         _need=0
         case " $_req " in *" $L "*) _need=1 ;; esac
@@ -487,7 +487,7 @@ for p in $PIDS; do wait "$p"; done
 PIDS=
 
 # ---- the table and the score --------------------------------------------------
-killed=0 survived=0 equiv=0 errors=0 known=0 undeclared= stale= reqfail=
+killed=0 survived=0 equiv=0 errors=0 known=0 undeclared='' stale='' reqfail=''
 printf '\n%-38s | %-20s | %7s | %s\n' "mutant" "layer that killed it" "seconds" "first failure"
 printf '%s\n' "---------------------------------------+----------------------+---------+--------------"
 for n in $SEL; do
