@@ -5,6 +5,7 @@
 #   make test       every CUnit suite (SANITIZE=address,undefined | thread)
 #   make bench      benchmarks (figures only, no assertions)
 #   make coverage   per-accelerator coverage and the parity gate
+#   make mutate     the mutation check: tests/mutants/ x the layers above
 #   make real-scenarios / netns-scenarios / real-test / fidelity   real runs
 #   make torch-test real PyTorch against ddpsim's store (tests/torch/)
 #   make fuzz       libFuzzer harnesses, FUZZ_SECONDS each (clang)
@@ -65,7 +66,7 @@ TESTBIN   := $(B)/ddpsim-test
 DEPS_OK   := build/.deps-ok
 
 .PHONY: all lib run test check-layers check-exports bench install deps clean hw-test real-scenarios \
-        netns-scenarios netns-clean real-test fidelity torch-test torch-scenarios fuzz fault-points-doc \
+        netns-scenarios netns-clean real-test fidelity torch-test torch-scenarios fuzz mutate fault-points-doc \
         check-fault-points-doc
 all: $(STATIC) $(SHARED) $(DDPSIM) $(TESTBIN) $(BENCH_BIN) ddpsim $(FAKE_NCCL)
 
@@ -132,7 +133,7 @@ $(FAKE_NCCL_DIR)/libnccl.so.2: tests/fake_nccl/fake_nccl.c tests/fake_nccl/fake.
 test: $(TESTBIN) $(DDPSIM) ddpsim check-layers check-exports check-fault-points-doc $(FAKE_NCCL)
 	DDPSIM=$(abspath $(DDPSIM)) DDP_FAKE_NCCL_DIR=$(abspath $(FAKE_NCCL_DIR)) \
 	    $(TESTBIN) $(if $(JUNIT),--junit $(JUNIT)) $(TESTS)
-	@$(if $(TESTS),,$(if $(SANITIZE),,sh tests/example-test.sh))
+	@$(if $(TESTS),,$(if $(SANITIZE),,sh tests/example-test.sh && sh tests/mutants/selftest.sh))
 
 # libddpsim.so exports exactly the public headers' DDP_API functions
 # (-fvisibility=hidden; include/ddp/export.h).
@@ -148,6 +149,16 @@ check-layers: $(LIB_OBJ) $(TOOL_OBJ)
 # The main job: every bundled scenario x every accelerator in the simulator.
 run: $(DDPSIM) ddpsim
 	$(DDPSIM) run scenarios/*.scn --accelerator all $(if $(JUNIT),--junit $(JUNIT))
+
+# The mutation check (docs/testing.md): every mutant of tests/mutants/, each
+# in a scratch copy under build/mutate/ (never this tree), through the
+# layers unit suites -> the rest of make test -> make run -> the parity
+# gate; prints mutant | layer that killed it | seconds and "N killed, M
+# survived", fails on an undeclared survivor. MUTATE_FLAGS: e.g. -j1,
+# --rotate 3, --check (do the mutants still apply), or mutant names.
+MUTATE_FLAGS ?=
+mutate: $(DEPS_OK)
+	@MAKE="$(MAKE)" sh scripts/mutate.sh $(MUTATE_FLAGS)
 
 bench: $(BENCH_BIN) $(DDPSIM)
 	@sh scripts/deps.sh --bench

@@ -2,75 +2,65 @@
 # coverage/plant-check.sh — the parity gate's own test
 # (`make coverage-plant-check`; docs/coverage.md, "The plant check").
 #
-# Builds an instrumented variant in $B with -DDDP_PLANT_SKIP_BARRIER="$PLANT"
-# (plugins/ddp_plugin.c then skips the store barrier for that accelerator:
-# an accelerator bypassing a step of the shared plugin), runs the whole
-# coverage pipeline on it (no HTML) and succeeds only if the gate FAILS,
-# naming lines of plugins/ddp_plugin.c that call the barrier, reached by
-# every other accelerator and never by $PLANT. If parity.allow grows an
-# entry broad enough to hide this, this check fails: that is its point.
+#   sh coverage/plant-check.sh            the check
+#   sh coverage/plant-check.sh --verify   (MUTANT_LOGS set) the details only
+#
+# The plant is one mutant of the mutation catalogue,
+# tests/mutants/plant-spawn-skips-barrier.patch: it defines
+# DDP_PLANT_SKIP_BARRIER "ddp_spawn" in plugins/ddp_plugin.c, whose hook then
+# skips the store barrier for ddp_spawn (an accelerator bypassing a step of
+# the shared plugin). Its header requires the scenario run (`make run`) and
+# the parity gate to kill it, and names this script's --verify as the check
+# of the details, so `make mutate` runs all of it; this script runs the
+# mutation check on that one mutant, every layer, in build/coverage-plant/.
+#
+# --verify succeeds only if
+#  - the gate failed on undeclared lines of plugins/ddp_plugin.c whose
+#    source mentions the barrier, reached by every other accelerator and
+#    never by ddp_spawn (the gate caught the bypass, not something else);
+#  - the scenario run failed crash-before-barrier for ddp_spawn (it expects
+#    rank 1 to die entering the barrier, which ddp_spawn never enters).
+# If parity.allow grows an entry broad enough to hide the bypass, this
+# check fails: that is its point.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd -P)
 cd "$ROOT" || exit 2
-: "${PLANT:=ddp_spawn}"
-: "${B:=build/plant-cov}"
-: "${OUT:=build/coverage-plant}"
-export PLANT B OUT
-# No HTML and no second matrix: only the gate matters here.
-NO_HTML=1
-PAIR_SIM=
-PAIR_REAL=
-export NO_HTML PAIR_SIM PAIR_REAL
+NAME=plant-spawn-skips-barrier
+PLANT=ddp_spawn
+fail() { echo "plant-check: FAIL: $*" >&2; exit 1; }
 
-grep -q 'DDP_PLANT_SKIP_BARRIER' plugins/ddp_plugin.c || {
-    echo "plant-check: plugins/ddp_plugin.c has no DDP_PLANT_SKIP_BARRIER hook" >&2
-    exit 2
-}
-mkdir -p "$OUT"
-echo "plant-check: $PLANT skips the plugin's barrier; the parity gate must fail"
-sh coverage/run.sh >"$OUT/plant-run.txt" 2>&1
-rc=$?
-if [ $rc -ne 1 ]; then
-    cat "$OUT/plant-run.txt"
-    if [ $rc -eq 0 ]; then
-        echo "plant-check: FAIL: the parity gate passed although $PLANT skips the barrier" >&2
-    else
-        echo "plant-check: FAIL: the pipeline itself failed (exit $rc), see above" >&2
-    fi
-    exit 1
+if [ "${1:-}" != --verify ]; then
+    [ $# -eq 0 ] || { echo "usage: sh coverage/plant-check.sh [--verify]" >&2; exit 2; }
+    echo "plant-check: $PLANT skips the plugin's barrier ($NAME); the gate must fail"
+    MUTATE_OUT=build/coverage-plant sh scripts/mutate.sh -j1 --all-layers "$NAME"
+    rc=$?
+    [ $rc = 0 ] || fail "the mutation check of $NAME exited $rc (above)"
+    cat build/coverage-plant/logs/$NAME/verify.log
+    exit 0
 fi
 
-# The undeclared differences naming the barrier, missed by $PLANT alone.
+L=${MUTANT_LOGS:?--verify needs MUTANT_LOGS, the log directory of the mutant}
+src=$L/src/plugins/ddp_plugin.c
+diffs=$L/gate-parity.diffs
+[ -f "$src" ] || fail "no mutated plugins/ddp_plugin.c in $L/src"
+[ -f "$diffs" ] || fail "no parity differences in $L: did the gate run?"
+grep -q "DDP_PLANT_SKIP_BARRIER" "$src" ||
+    fail "plugins/ddp_plugin.c has no DDP_PLANT_SKIP_BARRIER hook any more"
+# The undeclared differences naming the barrier, missed by $PLANT alone
+# (line numbers of the mutated file, which the gate measured).
 others=$(awk -F'\t' -v p="$PLANT" '!/^#/ && $1 == "plugins/ddp_plugin.c" &&
-         $7 == "undeclared" && $6 == p { print $2 }' "$OUT/parity.diffs" | sort -un)
+         $7 == "undeclared" && $6 == p { print $2 }' "$diffs" | sort -un)
 found=""
 for l in $others; do
-    src=$(sed -n "${l}p" plugins/ddp_plugin.c)
-    case $src in
+    case $(sed -n "${l}p" "$src") in
     *barrier* | *BARRIER*) found="$found $l" ;;
     esac
 done
-if [ -z "$found" ]; then
-    cat "$OUT/plant-run.txt"
-    echo "plant-check: FAIL: the gate failed, but not on barrier lines of" >&2
-    echo "plugins/ddp_plugin.c missed by $PLANT alone (lines missed by it:${others:- none})" >&2
-    exit 1
-fi
-sed -n '/^== undeclared differences/,/^$/p' "$OUT/parity.txt"
+[ -n "$found" ] || fail "the gate did not fail on barrier lines of plugins/ddp_plugin.c" \
+    "missed by $PLANT alone (lines missed by it:${others:- none}; $diffs)"
 echo "plant-check: ok: the gate caught it; barrier lines of plugins/ddp_plugin.c" \
      "never reached by $PLANT:$found"
-
-# The scenario suite must catch the same regression: crash-before-barrier
-# expects rank 1 to die entering the barrier, which $PLANT never enters.
-"$B/ddpsim" run scenarios/*.scn --accelerator "$PLANT" --no-progress \
-    >"$OUT/plant-scenarios.txt" 2>&1
-src=$?
-if [ $src -ne 1 ] || ! grep -q '^crash-before-barrier .*FAIL' "$OUT/plant-scenarios.txt"; then
-    cat "$OUT/plant-scenarios.txt"
-    echo "plant-check: FAIL: the scenario suite did not catch $PLANT skipping the" \
-         "barrier (exit $src; crash-before-barrier should FAIL)" >&2
-    exit 1
-fi
-grep ' FAIL ' "$OUT/plant-scenarios.txt"
-echo "plant-check: ok: the scenario suite caught it too (exit 1)"
-exit 0
+grep -Eq "^crash-before-barrier +$PLANT .* FAIL" "$L/run.log" ||
+    fail "the scenario run did not fail crash-before-barrier for $PLANT ($L/run.log)"
+grep -E "^[a-z0-9-]+ +$PLANT .* FAIL" "$L/run.log"
+echo "plant-check: ok: the scenario suite caught it too"

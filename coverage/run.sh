@@ -73,9 +73,6 @@ SUITE_PAIR_REAL='"$DDPSIM" run --real "$PAIR_SCENARIO" --accelerator "$ACCEL"'
 # REPORT_ONLY=1 (make coverage-report): only step 6, on the tracefiles of
 # the last run — for editing parity.allow without re-running everything.
 : "${REPORT_ONLY:=}"
-# PLANT=ACCEL builds with -DDDP_PLANT_SKIP_BARRIER="ACCEL" (the planted
-# regression of `make coverage-plant-check`); use it with its own B and OUT.
-: "${PLANT:=}"
 # Source directories whose objects make up ddpsim (tests/ and bench/ are not
 # part of the measured binary).
 SRC_DIRS="core backends plugins accelerators sim harness tools"
@@ -146,22 +143,9 @@ build() {
     *jobserver*) _j= ;;
     *) _j=-j$JOBS ;;
     esac
-    if [ -n "$PLANT" ]; then
-        # Its own build dir: planted objects never mix with clean ones;
-        # rebuilt from scratch when the planted name changes.
-        if [ "$(cat "$B/.plant" 2>/dev/null)" != "$PLANT" ]; then
-            rm -rf "$B"
-            mkdir -p "$B" && printf '%s\n' "$PLANT" >"$B/.plant"
-        fi
-        say "building $B with the planted regression: $PLANT skips the barrier"
-        # \" survives make's recipe shell: the macro is a string literal.
-        CPPFLAGS="${CPPFLAGS:+$CPPFLAGS }-DDDP_PLANT_SKIP_BARRIER=\\\"$PLANT\\\"" \
-            $MAKE --no-print-directory $_j COVERAGE=1 B="$B" "$B/ddpsim" \
-            >"$OUT/build.log" 2>&1
-    else
-        say "building the instrumented ddpsim in $B"
-        $MAKE --no-print-directory $_j COVERAGE=1 B="$B" "$B/ddpsim" >"$OUT/build.log" 2>&1
-    fi || { cat "$OUT/build.log"; fail "instrumented build failed"; }
+    say "building the instrumented ddpsim in $B"
+    $MAKE --no-print-directory $_j COVERAGE=1 B="$B" "$B/ddpsim" >"$OUT/build.log" 2>&1 ||
+        { cat "$OUT/build.log"; fail "instrumented build failed"; }
     $MAKE --no-print-directory "$PARITY" >>"$OUT/build.log" 2>&1 ||
         { cat "$OUT/build.log"; fail "building the parity tool failed"; }
     [ -x "$DDPSIM" ] || fail "$DDPSIM missing after the build"
