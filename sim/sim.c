@@ -1,11 +1,16 @@
 /* sim/sim.c — the deterministic scheduler and virtual clock.
  *
- * Each task is a pthread that runs only while it holds the baton (its
- * semaphore). A task that blocks parks itself and hands the baton to a
- * runnable task drawn from the run's PRNG; when none is runnable, the parking
- * task advances virtual time to the next event and processes it. So exactly
- * one thread touches the simulation at any moment, and the order of
- * everything is a function of the seed alone.
+ * Only one task runs at a time. A task that blocks parks itself and hands
+ * on to a runnable task drawn from the run's PRNG; when none is runnable,
+ * the parking task advances virtual time to the next event and processes
+ * it. So exactly one task touches the simulation at any moment, and the
+ * order of everything is a function of the seed alone.
+ *
+ * How a hand-off happens is the one thing the two task implementations
+ * differ in (transfer): by default each task is a user-space context on
+ * the thread that called ddp_sim_run, and a hand-off is a context switch
+ * (sim_ctx.c); with DDP_SIM_TASKS_THREADS each task is a pthread that runs
+ * only while it holds its baton (an eventfd, or a semaphore).
  */
 #include <errno.h>
 #include <sched.h>
@@ -25,6 +30,8 @@
 #include "ddp/log.h"
 #include "sim_priv.h"
 
+/* The running task: per thread in threads mode; in contexts mode the
+ * thread's current context, set at every switch. */
 static _Thread_local ddp_sim_task_t *tls_task;
 
 ddp_sim_task_t *ddp__sim_current(void) { return tls_task; }
@@ -227,6 +234,7 @@ static int advance_time(ddp_sim_t *sim)
 }
 
 static void *task_thread(void *arg);
+static void task_entry(void);
 
 /* The baton. An eventfd per task when the fd limit allows: a blocked read
  * waits on that eventfd's own queue, whereas thousands of threads parked on
@@ -234,7 +242,9 @@ static void *task_thread(void *arg);
  * them (measured: 77% of the time at 16,384 tasks). Else a semaphore. */
 static void baton_init(ddp_sim_task_t *t)
 {
-    t->efd = eventfd(0, EFD_CLOEXEC);
+    t->efd = t->sim->contexts ? -1 : eventfd(0, EFD_CLOEXEC);
+    if (t->sim->contexts)
+        return;
     if (t->efd < 0)
         sem_init(&t->sem, 0, 0);
 }
@@ -264,22 +274,104 @@ static void baton_take(ddp_sim_task_t *t)
 
 static void baton_free(ddp_sim_task_t *t)
 {
+    if (t->sim->contexts)
+        return;
     if (t->efd >= 0)
         close(t->efd);
     else
         sem_destroy(&t->sem);
 }
 
-/* Gives the baton to t (starting its thread the first time). */
-static void transfer(ddp_sim_t *sim, ddp_sim_task_t *t)
+/* ---- contexts ---- */
+static size_t stack_size(const ddp_sim_t *sim)
+{
+    return sim->o.stack_size < MIN_STACK ? MIN_STACK : sim->o.stack_size;
+}
+
+/* The context that left for good (an exiting task's) is off its stack now:
+ * the stack goes back for the next task to start, its state is freed. */
+static void reap(ddp_sim_t *sim)
+{
+    ddp_sim_task_t *z = sim->zombie;
+    if (!z)
+        return;
+    sim->zombie = NULL;
+    ddp__ctx_retire(&z->ctx);
+    free(z->ident);
+    z->ident = NULL;
+    if (z->abandoned)
+        return; /* its frames may still be pointed at: unmapped at the end */
+    if (sim->nfree_stacks == sim->free_stacks_cap) {
+        sim->free_stacks_cap = sim->free_stacks_cap ? sim->free_stacks_cap * 2 : 64;
+        sim->free_stacks = xrealloc(sim->free_stacks, sizeof *sim->free_stacks *
+                                                          (size_t)sim->free_stacks_cap);
+    }
+    sim->free_stacks[sim->nfree_stacks++] = z->ctx.stack;
+    memset(&z->ctx.stack, 0, sizeof z->ctx.stack);
+}
+
+/* Leaves the running context (sim->cur) for to's (NULL: the thread's own,
+ * in ddp_sim_run). keep 0: the running task has exited and is never
+ * resumed. Returns when the running context is resumed. Each task has its
+ * own identity state and errno; tls_task follows the switch. */
+static void switch_to(ddp_sim_t *sim, ddp_sim_task_t *to, int keep)
+{
+    ddp_sim_task_t *from = sim->cur;
+    int saved_errno = errno;
+    if (!keep)
+        sim->zombie = from;
+    sim->cur = to;
+    tls_task = to ? to : sim->outer_task;
+    ddp_ident_state_use(to ? to->ident : sim->outer_ident);
+    ddp__ctx_switch(from ? &from->ctx : &sim->main_ctx, to ? &to->ctx : &sim->main_ctx,
+                    keep);
+    reap(sim);
+    errno = saved_errno;
+}
+
+/* A task's first turn in contexts mode: a stack (a finished task's, or a
+ * new mapping), a fresh identity state, and a context that starts in
+ * task_entry. */
+static void start_context(ddp_sim_t *sim, ddp_sim_task_t *t)
+{
+    t->ident = malloc(ddp_ident_state_size());
+    if (!t->ident) {
+        fprintf(stderr, "ddpsim sim: out of memory\n");
+        abort();
+    }
+    ddp_ident_state_init(t->ident);
+    if (sim->nfree_stacks) {
+        t->ctx.stack = sim->free_stacks[--sim->nfree_stacks];
+    } else {
+        int rc = ddp__ctx_stack(&t->ctx.stack, stack_size(sim));
+        if (rc != 0) {
+            fprintf(stderr, "ddpsim sim: cannot map a %zu KiB stack for task %s "
+                            "(%d tasks started so far): %s; lower the task count or "
+                            "raise vm.max_map_count / the address-space limit\n",
+                    stack_size(sim) / 1024, t->name, sim->ntasks, strerror(-rc));
+            abort();
+        }
+    }
+    ddp__ctx_start(&t->ctx, task_entry);
+}
+
+/* Gives the turn to t (starting it the first time). keep: as switch_to. */
+static void transfer(ddp_sim_t *sim, ddp_sim_task_t *t, int keep)
 {
     sim->handoffs++;
+    if (sim->contexts) {
+        if (!t->started) {
+            t->started = 1;
+            start_context(sim, t);
+        }
+        switch_to(sim, t, keep);
+        return;
+    }
     if (!t->started) {
         t->started = 1;
         pthread_attr_t at;
         pthread_attr_init(&at);
-        size_t ss = sim->o.stack_size < MIN_STACK ? MIN_STACK : sim->o.stack_size;
-        pthread_attr_setstacksize(&at, ss);
+        pthread_attr_setstacksize(&at, stack_size(sim));
         int rc = pthread_create(&t->th, &at, task_thread, t);
         pthread_attr_destroy(&at);
         if (rc != 0) {
@@ -293,12 +385,20 @@ static void transfer(ddp_sim_t *sim, ddp_sim_task_t *t)
 }
 
 /* Called by the running task (self, or NULL for the main thread / an exiting
- * task) to hand the baton on. Returns when self holds it again. */
+ * task) to hand the baton on. Returns when self holds it again. In contexts
+ * mode the main thread's context is resumed when the run is over (as the
+ * main thread's semaphore is posted in threads mode), and an exiting task's
+ * call never returns. */
 static void dispatch(ddp_sim_t *sim, ddp_sim_task_t *self, int self_waits)
 {
+    int keep = self_waits || (sim->contexts && !sim->cur);
     for (;;) {
         if (sim->nrunnable == 0 && !advance_time(sim)) {
-            sem_post(&sim->main_sem); /* the run is over (or cancelling) */
+            /* the run is over (or cancelling) */
+            if (!sim->contexts)
+                sem_post(&sim->main_sem);
+            else if (sim->cur)
+                switch_to(sim, NULL, keep);
             break;
         }
         if (sim->nrunnable == 0)
@@ -306,11 +406,50 @@ static void dispatch(ddp_sim_t *sim, ddp_sim_task_t *self, int self_waits)
         ddp_sim_task_t *next = pick_runnable(sim);
         if (next == self)
             return;
-        transfer(sim, next);
+        transfer(sim, next, keep);
         break;
     }
-    if (self_waits && self)
+    if (!sim->contexts && self_waits && self)
         baton_take(self);
+}
+
+/* The main thread (ddp_sim_run) starts the tasks and waits until nothing
+ * can run any more. */
+static void run_tasks(ddp_sim_t *sim)
+{
+    dispatch(sim, NULL, 0);
+    if (!sim->contexts)
+        sem_wait(&sim->main_sem);
+}
+
+/* What a parked task waits on, for the reports (a park is frequent: a copy,
+ * not a printf). */
+static void set_wait_desc(ddp_sim_task_t *t, const char *what)
+{
+    size_t n = strnlen(what, sizeof t->wait_desc - 1);
+    memcpy(t->wait_desc, what, n);
+    t->wait_desc[n] = '\0';
+}
+
+void ddp__sim_describe(char *buf, size_t n, const char *pre, long v, const char *post)
+{
+    char num[24];
+    int nd = 0;
+    unsigned long u = v < 0 ? 0ul - (unsigned long)v : (unsigned long)v;
+    do
+        num[nd++] = (char)('0' + u % 10);
+    while ((u /= 10) > 0);
+    if (v < 0)
+        num[nd++] = '-';
+    size_t o = 0;
+    for (const char *p = pre; *p && o + 1 < n; p++)
+        buf[o++] = *p;
+    while (nd > 0 && o + 1 < n)
+        buf[o++] = num[--nd];
+    for (const char *p = post; *p && o + 1 < n; p++)
+        buf[o++] = *p;
+    if (n)
+        buf[o] = '\0';
 }
 
 int ddp__sim_park(ddp_sim_task_t *t, int64_t deadline, waitq_t **qs, int nq,
@@ -329,7 +468,7 @@ int ddp__sim_park(ddp_sim_task_t *t, int64_t deadline, waitq_t **qs, int nq,
     }
     t->parked = 1;
     t->parked_since = sim->vt;
-    snprintf(t->wait_desc, sizeof t->wait_desc, "%s", what);
+    set_wait_desc(t, what);
     dispatch(sim, t, 1);
     t->parked = 0;
     return t->killed ? DDP_ECANCELED : 0;
@@ -341,7 +480,7 @@ void ddp__sim_park_unwinding(ddp_sim_task_t *t, waitq_t *q, const char *what)
     ddp__waitq_add(q, t->id);
     t->parked = 1;
     t->parked_since = sim->vt;
-    snprintf(t->wait_desc, sizeof t->wait_desc, "%s", what);
+    set_wait_desc(t, what);
     dispatch(sim, t, 1);
     t->parked = 0;
 }
@@ -424,7 +563,10 @@ int ddp__sim_check_killed(ddp_sim_task_t *t)
         t->out.state = t->out.state == DDP_SIM_TASK_CRASHED
                            ? DDP_SIM_TASK_CRASHED
                            : DDP_SIM_TASK_CANCELED;
+        t->abandoned = 1;
         dispatch(t->sim, NULL, 0);
+        if (t->sim->contexts)
+            abort(); /* a context left for good is never resumed */
         pthread_exit(NULL);
     }
     ddp_err_set(DDP_ECANCELED, "task %s was %s", t->name,
@@ -470,12 +612,10 @@ static void kill_one(ddp_sim_t *sim, ddp_sim_task_t *t, int crashed)
         make_runnable(sim, t);
 }
 
-static void *task_thread(void *arg)
+/* A task's life, from its first turn to its exit; then it hands on for good. */
+static void task_run(ddp_sim_task_t *t)
 {
-    ddp_sim_task_t *t = arg;
     ddp_sim_t *sim = t->sim;
-    tls_task = t;
-    ddp_fault_thread_armed_only(1); /* only the armed points cost anything */
     ddp_ident_set_rank(t->out.rank);
     if (t->out.state == DDP_SIM_TASK_NEW)
         t->out.state = DDP_SIM_TASK_RUNNING;
@@ -503,7 +643,39 @@ static void *task_thread(void *arg)
     ddp__waitq_wake_all(sim, &t->exitq);
     t->killed = 1; /* no more calls from this task */
     dispatch(sim, NULL, 0);
+}
+
+static void *task_thread(void *arg)
+{
+    ddp_sim_task_t *t = arg;
+    tls_task = t;
+    ddp_fault_thread_armed_only(1); /* only the armed points cost anything */
+    task_run(t);
     return NULL;
+}
+
+/* Where a new context starts (the switch set tls_task to its task). */
+static void task_entry(void)
+{
+    ddp__ctx_entered();
+    ddp_sim_task_t *t = tls_task;
+    reap(t->sim);
+    task_run(t);
+    abort(); /* its last dispatch left this context for good */
+}
+
+/* Contexts mode, at the end of a run: no task runs any more; a task that
+ * never finished unwinding is dropped. The stacks stay mapped until
+ * ddp_sim_free, which frees the rest of the simulation too. */
+static void end_contexts(ddp_sim_t *sim)
+{
+    for (int i = 0; i < sim->ntasks; i++) {
+        ddp_sim_task_t *t = sim->tasks[i];
+        ddp__ctx_retire(&t->ctx);
+        free(t->ident);
+        t->ident = NULL;
+    }
+    ddp__ctx_free(&sim->main_ctx);
 }
 
 /* ---- public API ---- */
@@ -524,6 +696,7 @@ ddp_sim_t *ddp_sim_new(const ddp_sim_opts_t *opts)
         sim->o.somaxconn = 4096;
     if (sim->o.rcvbuf == 0)
         sim->o.rcvbuf = 256 * 1024;
+    sim->contexts = sim->o.tasks != DDP_SIM_TASKS_THREADS;
     ddp_rng_seed(&sim->rng, sim->o.seed);
     sim->vt = VT0;
     sim->trace_hash = 0xcbf29ce484222325ull;
@@ -531,7 +704,7 @@ ddp_sim_t *ddp_sim_new(const ddp_sim_opts_t *opts)
     fiu_init(0);
     /* One eventfd per task (the baton): allow as many fds as we may. */
     struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    if (!sim->contexts && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
         rl.rlim_cur = rl.rlim_max;
         setrlimit(RLIMIT_NOFILE, &rl);
     }
@@ -697,20 +870,32 @@ ddp_sim_result_t ddp_sim_run(ddp_sim_t *sim)
      * pass is then a same-CPU switch, not a cross-CPU wake-up (an IPI, and
      * dear on VMs). Task threads inherit the mask; restored at the end. */
     cpu_set_t saved, one;
-    int pinned = pthread_getaffinity_np(pthread_self(), sizeof saved, &saved) == 0;
+    int pinned = !sim->contexts &&
+                 pthread_getaffinity_np(pthread_self(), sizeof saved, &saved) == 0;
     if (pinned) {
         CPU_ZERO(&one);
         int cpu = sched_getcpu();
         CPU_SET(cpu >= 0 ? cpu : 0, &one);
         pinned = pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0;
     }
+    /* Contexts: the tasks run on this thread, which checks armed points
+     * only for as long as they do; the caller's task and identity (when a
+     * task runs a simulation of its own) come back with its context. */
+    int was_armed_only = 0;
+    if (sim->contexts) {
+        ddp__ctx_main(&sim->main_ctx);
+        sim->cur = NULL;
+        sim->outer_task = tls_task;
+        sim->outer_ident = ddp_ident_state_use(NULL);
+        ddp_ident_state_use(sim->outer_ident);
+        was_armed_only = ddp_fault_thread_armed_only(1);
+    }
     ddp_log_set_sink(ddp__sim_log_sink, sim);
     ddp__sim_faults_arm(sim);
     if (sim->o.wall_clock)
         sim->wall_start = ddp_sys_now(sim->o.wall_clock);
     sim->tick_vt = sim->vt;
-    dispatch(sim, NULL, 0);
-    sem_wait(&sim->main_sem);
+    run_tasks(sim);
 
     ddp_sim_result_t res = sim->halted ? sim->halted : DDP_SIM_DONE;
     int stuck = 0;
@@ -761,17 +946,20 @@ ddp_sim_result_t ddp_sim_run(ddp_sim_t *sim)
                     make_runnable(sim, t);
             }
         }
-        dispatch(sim, NULL, 0);
-        sem_wait(&sim->main_sem);
+        run_tasks(sim);
     }
     for (int i = 0; i < sim->ntasks; i++) {
         ddp_sim_task_t *t = sim->tasks[i];
         if (t->out.state == DDP_SIM_TASK_NEW)
             t->out.state = DDP_SIM_TASK_CANCELED;
-        if (t->started && !t->joined) {
+        if (t->started && !t->joined && !sim->contexts) {
             pthread_join(t->th, NULL);
             t->joined = 1;
         }
+    }
+    if (sim->contexts) {
+        ddp_fault_thread_armed_only(was_armed_only);
+        end_contexts(sim);
     }
     ddp__sim_faults_disarm(sim);
     ddp_log_set_sink(NULL, NULL);
@@ -788,9 +976,11 @@ void ddp_sim_free(ddp_sim_t *sim)
         return;
     for (int i = 0; i < sim->ntasks; i++) {
         ddp_sim_task_t *t = sim->tasks[i];
-        if (t->started && !t->joined)
+        if (t->started && !t->joined && !sim->contexts)
             pthread_join(t->th, NULL);
         baton_free(t);
+        ddp__ctx_free(&t->ctx);
+        free(t->ident);
         ddp_env_free(t->sys.env);
         ddp__waitq_free(&t->exitq);
         free(t->fds);
@@ -818,6 +1008,9 @@ void ddp_sim_free(ddp_sim_t *sim)
     free(sim->fault_fired);
     free(sim->trace);
     free(sim->deadlock);
+    for (int i = 0; i < sim->nfree_stacks; i++)
+        ddp__ctx_unmap(&sim->free_stacks[i]);
+    free(sim->free_stacks);
     sem_destroy(&sim->main_sem);
     free(sim);
 }

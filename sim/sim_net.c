@@ -891,7 +891,7 @@ static int sm_poll(ddp_sys_t *sy, ddp_pollfd_t *fds, int nfds, int64_t deadline)
             break;
         }
         char what[64];
-        snprintf(what, sizeof what, "poll on %d socket(s)", nfds);
+        ddp__sim_describe(what, sizeof what, "poll on ", nfds, " socket(s)");
         rc = ddp__sim_park(t, deadline, qs, nq, what);
         if (rc)
             break;

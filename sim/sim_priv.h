@@ -8,6 +8,7 @@
 #include <semaphore.h>
 #include <stdint.h>
 
+#include "ddp/err.h"
 #include "ddp/faults.h"
 #include "ddp/log.h"
 #include "ddp/sim.h"
@@ -29,16 +30,42 @@ typedef struct sim_node {
     int crashed;
 } sim_node_t;
 
+/* A task's stack in contexts mode (sim_ctx.c): a mapping with a guard page
+ * below base. */
+typedef struct sim_stack {
+    char *map;      /* the mapping (NULL: none) */
+    size_t map_len;
+    char *base;     /* lowest usable address */
+    size_t size;
+    unsigned vg_id; /* valgrind's stack id */
+} sim_stack_t;
+
+/* A user-space context: a task's, or the thread's own (stack.map NULL) that
+ * called ddp_sim_run. */
+typedef struct sim_ctx {
+    void *sp;    /* saved stack pointer (hand-written switch) */
+    void *uc;    /* ucontext_t (fallback switch) */
+    sim_stack_t stack;
+    void *fake;  /* ASan: fake stack kept while switched away */
+    const void *asan_bottom; /* ASan: the thread's own stack, once known */
+    size_t asan_size;
+    int known;
+    void *fiber; /* TSan */
+} sim_ctx_t;
+
 struct ddp_sim_task {
     int id;
     ddp_sim_t *sim;
     ddp_sys_t sys; /* this task's view of the world; impl = task */
     ddp_sim_main_fn fn;
     void *arg;
-    pthread_t th;
+    pthread_t th;     /* threads mode */
     int started, joined;
     sem_t sem;        /* the baton when efd < 0 */
     int efd;          /* the baton: an eventfd, written when it is our turn */
+    sim_ctx_t ctx;    /* contexts mode */
+    ddp_ident_state_t *ident; /* contexts mode: rank, phase, error context */
+    int abandoned;    /* contexts mode: left for good without returning */
     int runnable_idx; /* index in sim->runnable, -1 if not there */
     int parked;
     int64_t timer_gen; /* invalidates stale timer events */
@@ -113,6 +140,14 @@ struct ddp_sim {
     int *ltab; /* listeners by (node, port): chained hash of fds */
     size_t ltab_cap;
     sem_t main_sem;
+    int contexts;   /* tasks are user-space contexts, not threads */
+    sim_ctx_t main_ctx;            /* contexts: the thread's own */
+    ddp_sim_task_t *cur;           /* contexts: running task, NULL: main_ctx */
+    ddp_sim_task_t *zombie;        /* contexts: left for good, not reaped yet */
+    ddp_sim_task_t *outer_task;    /* contexts: the sim task (if any) that called ddp_sim_run */
+    ddp_ident_state_t *outer_ident; /* contexts: the caller's identity state */
+    sim_stack_t *free_stacks;      /* contexts: stacks of finished tasks */
+    int nfree_stacks, free_stacks_cap;
     int cancelling;
     int unfinished; /* tasks not yet exited, crashed or cancelled */
     int time_limited;
@@ -146,6 +181,9 @@ void ddp__sim_park_unwinding(ddp_sim_task_t *t, waitq_t *q, const char *what);
 int ddp__sim_park(ddp_sim_task_t *t, int64_t deadline, waitq_t **qs, int nq,
                   const char *what);
 void ddp__sim_wake(ddp_sim_t *sim, int task_id);
+/* buf = pre + decimal v + post (truncated to n - 1): a wait description
+ * without a printf, for waits that are frequent. */
+void ddp__sim_describe(char *buf, size_t n, const char *pre, long v, const char *post);
 void ddp__waitq_add(waitq_t *q, int id);
 void ddp__waitq_wake_all(ddp_sim_t *sim, waitq_t *q);
 void ddp__waitq_free(waitq_t *q);
@@ -157,6 +195,18 @@ int ddp__sim_spawn_child(ddp_sim_task_t *parent, const ddp_spawn_t *w,
                          ddp_pid_t *pid);
 int ddp__sim_thread(ddp_sim_task_t *parent, ddp_thread_fn fn, void *arg,
                     const char *name, ddp_thread_t *out);
+
+/* contexts (sim_ctx.c) */
+int ddp__ctx_stack(sim_stack_t *s, size_t size); /* 0 or -errno */
+void ddp__ctx_unmap(sim_stack_t *s);
+void ddp__ctx_main(sim_ctx_t *c);                     /* the calling thread's */
+void ddp__ctx_start(sim_ctx_t *c, void (*entry)(void)); /* on c->stack */
+/* Leaves from (saved unless keep is 0: it is never resumed) for to. */
+void ddp__ctx_switch(sim_ctx_t *from, sim_ctx_t *to, int keep);
+void ddp__ctx_entered(void); /* first thing a new context's entry calls */
+void ddp__ctx_retire(sim_ctx_t *c); /* a context left for good */
+void ddp__ctx_free(sim_ctx_t *c);
+const char *ddp__ctx_kind(void); /* "x86-64 switch" or "ucontext" */
 
 /* network (sim_net.c) */
 extern const ddp_sys_ops_t ddp__sim_sys_ops;

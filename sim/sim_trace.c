@@ -35,13 +35,44 @@ static void emit(ddp_sim_t *sim, const char *line, size_t n)
     }
 }
 
+/* {"t":T,"task":"NAME","kind":"KIND" into line; what snprintf would write
+ * (it does so for a line that might not fit), without its cost: the
+ * header is written for every event. */
+static int header(char *line, size_t cap, int64_t t, const char *tname, const char *kind)
+{
+    size_t nl = strlen(tname), kl = strlen(kind);
+    if (t < 0 || nl + kl + 64 > cap)
+        return snprintf(line, cap, "{\"t\":%lld,\"task\":\"%s\",\"kind\":\"%s\"",
+                        (long long)t, tname, kind);
+    char digits[24];
+    int nd = 0;
+    do
+        digits[nd++] = (char)('0' + t % 10);
+    while ((t /= 10) > 0);
+    char *p = line;
+    memcpy(p, "{\"t\":", 5);
+    p += 5;
+    while (nd > 0)
+        *p++ = digits[--nd];
+    memcpy(p, ",\"task\":\"", 9);
+    p += 9;
+    memcpy(p, tname, nl);
+    p += nl;
+    memcpy(p, "\",\"kind\":\"", 10);
+    p += 10;
+    memcpy(p, kind, kl);
+    p += kl;
+    *p++ = '"';
+    *p = '\0';
+    return (int)(p - line);
+}
+
 static void vtrace(ddp_sim_t *sim, int task, const char *kind, const char *fmt,
                    va_list ap)
 {
     char line[1024];
     const char *tname = task >= 0 ? sim->tasks[task]->name : "sim";
-    int off = snprintf(line, sizeof line, "{\"t\":%lld,\"task\":\"%s\",\"kind\":\"%s\"",
-                       (long long)(sim->vt - VT0), tname, kind);
+    int off = header(line, sizeof line, sim->vt - VT0, tname, kind);
     if (fmt && *fmt && off < (int)sizeof line - 2) {
         line[off++] = ',';
         int w = vsnprintf(line + off, sizeof line - (size_t)off, fmt, ap);
