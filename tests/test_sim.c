@@ -639,6 +639,291 @@ static void test_point_faults(void)
     ddp_fault_thread_armed_only(0);
 }
 
+/* ---- the two task implementations (docs/simulator.md § 1) ----
+ * Contexts (the default) and threads make the same scheduling decisions, so
+ * the same trace; each task keeps its own identity, error context, errno
+ * and stack across switches; the calling thread's identity comes back. */
+
+static ddp_sim_t *sim_with_tasks(uint64_t seed, ddp_sim_tasks_t tasks, size_t stack)
+{
+    ddp_sim_opts_t o = {.seed = seed, .keep_trace = 1, .tasks = tasks, .stack_size = stack};
+    ddp_sim_t *sim = ddp_sim_new(&o);
+    ddp_sim_add_node(sim, "node0", "10.0.0.1", 0);
+    ddp_sim_add_node(sim, "node1", "10.0.0.2", 0);
+    return sim;
+}
+
+/* Echo clients against one server, plus a parent that spawns children and
+ * a process that starts and joins a thread: parks of every kind. */
+static int worker_thread(ddp_sys_t *sys, void *arg)
+{
+    (void)arg;
+    ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 3 * DDP_NS_PER_MS));
+    return 7;
+}
+
+static int thread_owner(ddp_sys_t *sys, void *arg)
+{
+    (void)arg;
+    ddp_thread_t th;
+    int rc = -1;
+    if (ddp_sys_thread_start(sys, worker_thread, NULL, "worker", &th) ||
+        ddp_sys_thread_join(sys, th, &rc, ddp_sys_deadline_in(sys, DDP_NS_PER_S)))
+        return 1;
+    return rc == 7 ? 0 : 2;
+}
+
+static char *mixed_run(uint64_t seed, ddp_sim_tasks_t tasks, uint64_t *hash)
+{
+    ddp_sim_t *sim = sim_with_tasks(seed, tasks, 0);
+    static echo_srv_t srv = {40, 10 * DDP_NS_PER_S};
+    static echo_cli_t cli = {"node0", 10 * DDP_NS_PER_S, 1};
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "server", .rank = -1,
+                                                 .start_ns = 2 * DDP_NS_PER_MS},
+                     echo_server, &srv);
+    for (int i = 0; i < srv.clients; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "client%d", i);
+        ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = name, .rank = i},
+                         echo_client, &cli);
+    }
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "parent", .rank = 50},
+                     parent_main, NULL);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = "owner", .rank = 51},
+                     thread_owner, NULL);
+    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+    for (int i = 0; i < ddp_sim_task_count(sim); i++)
+        CU_ASSERT_EQUAL(ddp_sim_outcome(sim, i)->state, DDP_SIM_TASK_EXITED);
+    ddp_sim_stats_t st;
+    ddp_sim_stats(sim, &st);
+    *hash = st.trace_hash;
+    char *trace = strdup(ddp_sim_trace(sim, NULL));
+    ddp_sim_free(sim);
+    return trace;
+}
+
+static void test_tasks_same_trace(void)
+{
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        uint64_t hc, ht, hd;
+        char *c = mixed_run(seed, DDP_SIM_TASKS_CONTEXTS, &hc);
+        char *t = mixed_run(seed, DDP_SIM_TASKS_THREADS, &ht);
+        char *d = mixed_run(seed, DDP_SIM_TASKS_DEFAULT, &hd);
+        CU_ASSERT_EQUAL(hc, ht);
+        CU_ASSERT_EQUAL(hc, hd);
+        CU_ASSERT_STRING_EQUAL(c, t);
+        CU_ASSERT_PTR_NOT_NULL(strstr(c, "\"kind\":\"thread\""));
+        CU_ASSERT_PTR_NOT_NULL(strstr(c, "\"kind\":\"spawn\""));
+        free(c);
+        free(t);
+        free(d);
+    }
+}
+
+/* Many tasks, each parking many times at its own moments; every one must
+ * run to the end with its own loop state intact. */
+typedef struct {
+    int done[3000];
+} many_t;
+
+static int many_task(ddp_sys_t *sys, void *arg)
+{
+    many_t *m = arg;
+    int me = ddp_sim_task_of(sys), steps = 0;
+    for (int i = 0; i < 8; i++) {
+        ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, (me % 7 + 1) * (i + 1) * 1000));
+        steps += i;
+    }
+    m->done[me] = steps;
+    return 0;
+}
+
+static void test_contexts_many_tasks(void)
+{
+    static many_t m;
+    memset(&m, 0, sizeof m);
+    ddp_sim_t *sim = sim_with_tasks(5, DDP_SIM_TASKS_CONTEXTS, 0);
+    int n = 3000;
+    for (int i = 0; i < n; i++)
+        ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = i % 2, .name = "t", .rank = i},
+                         many_task, &m);
+    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+    int ok = 0;
+    for (int i = 0; i < n; i++)
+        ok += m.done[i] == 28 && ddp_sim_outcome(sim, i)->rc == 0;
+    CU_ASSERT_EQUAL(ok, n);
+    ddp_sim_stats_t st;
+    ddp_sim_stats(sim, &st);
+    CU_ASSERT(st.handoffs >= (uint64_t)n * 8);
+    ddp_sim_free(sim);
+}
+
+/* Deep stacks: each task recurses through frames of 1 KiB, filled with a
+ * pattern of its own, parks at the bottom, and checks every frame on the way
+ * back after the other tasks ran on their stacks. */
+__attribute__((noinline)) static int deep(ddp_sys_t *sys, int depth, int me)
+{
+    volatile unsigned char frame[1024];
+    for (size_t i = 0; i < sizeof frame; i++)
+        frame[i] = (unsigned char)(me * 31 + depth * 7 + (int)i);
+    int bad = 0;
+    if (depth > 0)
+        bad = deep(sys, depth - 1, me);
+    else
+        for (int i = 0; i < 3; i++)
+            ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, (me + 1) * 1000));
+    for (size_t i = 0; i < sizeof frame; i++)
+        bad += frame[i] != (unsigned char)(me * 31 + depth * 7 + (int)i);
+    return bad;
+}
+
+typedef struct {
+    int depth;
+    int bad[16];
+} deep_t;
+
+static int deep_task(ddp_sys_t *sys, void *arg)
+{
+    deep_t *d = arg;
+    int me = ddp_sim_task_of(sys);
+    d->bad[me] = deep(sys, d->depth, me);
+    return 0;
+}
+
+static void test_tasks_deep_stacks(void)
+{
+    /* ~40 KiB of frames in the default 64 KiB; ~400 KiB in 1 MiB. */
+    struct {
+        int depth;
+        size_t stack;
+    } cases[] = {{40, 0}, {400, 1024 * 1024}};
+    for (int c = 0; c < 2; c++) {
+        for (int mode = DDP_SIM_TASKS_CONTEXTS; mode <= DDP_SIM_TASKS_THREADS; mode++) {
+            deep_t d = {.depth = cases[c].depth};
+            memset(d.bad, 0x7f, sizeof d.bad);
+            ddp_sim_t *sim = sim_with_tasks(3, (ddp_sim_tasks_t)mode, cases[c].stack);
+            for (int i = 0; i < 16; i++)
+                ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = i % 2, .name = "deep",
+                                                             .rank = i},
+                                 deep_task, &d);
+            CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+            for (int i = 0; i < 16; i++)
+                CU_ASSERT_EQUAL(d.bad[i], 0);
+            ddp_sim_free(sim);
+        }
+    }
+}
+
+/* Identity, error context, message buffers and errno are per task: each
+ * task sets its own, parks while the others set theirs, and finds its own
+ * again. The thread that ran the simulation gets its own back. */
+typedef struct {
+    int ok[8];
+} ident_t;
+
+static int ident_task(ddp_sys_t *sys, void *arg)
+{
+    ident_t *x = arg;
+    int me = ddp_sim_task_of(sys);
+    char phase[32], what[32], unknown[32];
+    snprintf(phase, sizeof phase, "phase of %d", me);
+    snprintf(what, sizeof what, "failure of task %d", me);
+    snprintf(unknown, sizeof unknown, "E?%d", -20000 - me);
+    int ok = ddp_ident_rank() == me && ddp_ident_phase()[0] == '\0' &&
+             ddp_err_ctx()->code == 0;
+    ddp_ident_set_rank(100 + me);
+    ddp_ident_set_world(200 + me);
+    ddp_ident_set_phase(phase);
+    ddp_err_set(-1000 - me, "%s", what);
+    ddp_err_peer(me);
+    const char *msg = ddp_err_message(), *name = ddp_err_name(-20000 - me);
+    char msg_copy[1024];
+    snprintf(msg_copy, sizeof msg_copy, "%s", msg);
+    for (int i = 0; i < 4; i++) {
+        errno = 3000 + me;
+        ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, (8 - me) * 1000 + i));
+        ok = ok && errno == 3000 + me;
+    }
+    ok = ok && ddp_ident_rank() == 100 + me && ddp_ident_world() == 200 + me &&
+         !strcmp(ddp_ident_phase(), phase) && ddp_err_ctx()->code == -1000 - me &&
+         ddp_err_ctx()->peer == me && !strcmp(ddp_err_ctx()->what, what) &&
+         !strcmp(ddp_err_ctx()->phase, phase) && ddp_err_ctx()->rank == 100 + me &&
+         !strcmp(msg, msg_copy) && !strcmp(name, unknown);
+    x->ok[me] = ok;
+    return 0;
+}
+
+static void test_tasks_identity(void)
+{
+    for (int mode = DDP_SIM_TASKS_CONTEXTS; mode <= DDP_SIM_TASKS_THREADS; mode++) {
+        ddp_ident_set_rank(77);
+        ddp_ident_set_phase("the caller's phase");
+        ddp_err_set(-4242, "the caller's error");
+        ident_t x = {{0}};
+        ddp_sim_t *sim = sim_with_tasks(8, (ddp_sim_tasks_t)mode, 0);
+        for (int i = 0; i < 8; i++)
+            ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = i % 2, .name = "id", .rank = i},
+                             ident_task, &x);
+        CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+        for (int i = 0; i < 8; i++)
+            CU_ASSERT_EQUAL(x.ok[i], 1);
+        /* the phases reached the trace with the tasks' own ranks */
+        CU_ASSERT_PTR_NOT_NULL(strstr(ddp_sim_trace(sim, NULL),
+                                      "\"phase\":\"phase of 5\",\"rank\":105"));
+        ddp_sim_free(sim);
+        CU_ASSERT_EQUAL(ddp_ident_rank(), 77);
+        CU_ASSERT_STRING_EQUAL(ddp_ident_phase(), "the caller's phase");
+        CU_ASSERT_EQUAL(ddp_err_ctx()->code, -4242);
+        CU_ASSERT_STRING_EQUAL(ddp_err_ctx()->what, "the caller's error");
+        ddp_ident_set_rank(-1);
+        ddp_ident_set_phase(NULL);
+        ddp_err_set(0, "%s", "");
+    }
+}
+
+/* Children spawned one after another reuse the stacks of those that
+ * exited; each starts with a fresh identity and error context whatever its
+ * predecessor left. */
+static int dirty_child(ddp_sys_t *sys, void *arg)
+{
+    (void)arg;
+    int fresh = ddp_ident_phase()[0] == '\0' && ddp_err_ctx()->code == 0 &&
+                ddp_err_ctx()->what[0] == '\0' && ddp_ident_world() == -1;
+    ddp_ident_set_phase("dirty");
+    ddp_ident_set_world(9);
+    ddp_err_set(-5, "left behind");
+    ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 1000));
+    return fresh ? 0 : 1;
+}
+
+static int serial_parent(ddp_sys_t *sys, void *arg)
+{
+    int *fresh = arg;
+    for (int i = 0; i < 200; i++) {
+        ddp_spawn_t sp = {.entry = dirty_child, .name = "child"};
+        ddp_pid_t pid;
+        int st = -1;
+        if (ddp_sys_spawn(sys, &sp, &pid) ||
+            ddp_sys_wait(sys, pid, &st, ddp_sys_deadline_in(sys, DDP_NS_PER_S)))
+            return 1;
+        *fresh += st == 0;
+    }
+    return 0;
+}
+
+static void test_contexts_stack_reuse(void)
+{
+    int fresh = 0;
+    ddp_sim_t *sim = sim_with_tasks(4, DDP_SIM_TASKS_CONTEXTS, 0);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "parent", .rank = 0},
+                     serial_parent, &fresh);
+    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+    CU_ASSERT_EQUAL(ddp_sim_outcome(sim, 0)->rc, 0);
+    CU_ASSERT_EQUAL(fresh, 200);
+    CU_ASSERT_EQUAL(ddp_sim_task_count(sim), 201);
+    ddp_sim_free(sim);
+}
+
 DDP_SUITE("sim", NULL, NULL,
           {"chrome trace and timeline exports", test_trace_exports},
           {"echo over the virtual network", test_echo},
@@ -654,4 +939,9 @@ DDP_SUITE("sim", NULL, NULL,
           {"receive window: a slow reader holds its writer", test_receive_window},
           {"fault point table and lookups", test_fault_point_table},
           {"fault points: armed-only threads skip unarmed points", test_fault_armed_points},
-          {"point faults: aimed, counted, checked", test_point_faults})
+          {"point faults: aimed, counted, checked", test_point_faults},
+          {"contexts and threads give the same trace", test_tasks_same_trace},
+          {"contexts: 3,000 tasks", test_contexts_many_tasks},
+          {"deep stacks survive switches (both task kinds)", test_tasks_deep_stacks},
+          {"identity, error context and errno per task", test_tasks_identity},
+          {"contexts: exited tasks' stacks reused, fresh state", test_contexts_stack_reuse})
