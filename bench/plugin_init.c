@@ -24,19 +24,13 @@
 #include "ddp/sim.h"
 #include "ddp/sys.h"
 
+#include "bench_cpu.h"
+
 static double wall(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static double cpu(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
 
 static void bench_sim(int n, ddp_sim_tasks_t tasks)
@@ -52,9 +46,9 @@ static void bench_sim(int n, ddp_sim_tasks_t tasks)
     }
     ddp_sim_launch_t l = {.accelerator = "ddp_hpc", .nodes = nodes, .procs = n / nodes};
     ddp_sim_launch_build(sim, &l);
-    double t0 = wall(), c0 = cpu();
+    double t0 = wall(), c0 = bench_cpu();
     ddp_sim_run(sim);
-    double dt = wall() - t0, dc = cpu() - c0;
+    double dt = wall() - t0, dc = bench_cpu() - c0;
     int ok = 0;
     for (int i = 0; i < ddp_sim_task_count(sim); i++) {
         const ddp_sim_outcome_t *out = ddp_sim_outcome(sim, i);

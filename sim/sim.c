@@ -165,6 +165,122 @@ int64_t ddp__sim_task_now(ddp_sim_task_t *t)
     return t->sim->vt + t->sim->nodes[t->out.node].skew;
 }
 
+/* ---- timers: a parked task's deadline ----
+ * Only the timer of a task's latest park can still fire, and only while
+ * the task is parked. So timers are not events but a heap of their own,
+ * keyed by (time, sequence number) drawn from the events' counter: taken
+ * together with the event heap in that order, they fire exactly when one
+ * heap of both would fire them. An entry that a later park replaced, or
+ * that a park without a deadline or an exit cancelled, is dead for good and
+ * is dropped when met, or when dead entries outnumber the tasks (a heap of
+ * every park's timer, most far in the future, made every pop of an event
+ * walk ~74,000 dead timers at 4,096 ranks). */
+#define TIMER_NONE UINT64_MAX
+
+static int timer_less(const sim_timer_t *a, const sim_timer_t *b)
+{
+    return a->t < b->t || (a->t == b->t && a->seq < b->seq);
+}
+
+static void timer_down(sim_timer_t *h, int n, int i)
+{
+    sim_timer_t tm = h[i];
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, m = i;
+        const sim_timer_t *best = &tm;
+        if (l < n && timer_less(&h[l], best)) {
+            m = l;
+            best = &h[l];
+        }
+        if (r < n && timer_less(&h[r], best))
+            m = r;
+        if (m == i)
+            break;
+        h[i] = h[m];
+        i = m;
+    }
+    h[i] = tm;
+}
+
+/* Replaced or cancelled: never fires (unlike a stale timer, below). */
+static int timer_dead(const ddp_sim_t *sim, const sim_timer_t *tm)
+{
+    return sim->tasks[tm->id]->timer_seq != tm->seq;
+}
+
+static void timer_pop(ddp_sim_t *sim)
+{
+    sim->timers[0] = sim->timers[--sim->ntimers];
+    if (sim->ntimers)
+        timer_down(sim->timers, sim->ntimers, 0);
+}
+
+/* t's timer for this park, at virtual time vt (never in the past). */
+static void timer_set(ddp_sim_t *sim, ddp_sim_task_t *t, int64_t vt)
+{
+    if (sim->ntimers == sim->timers_cap) {
+        /* Drop the dead entries first; grow when few are dead. */
+        int n = 0;
+        for (int i = 0; i < sim->ntimers; i++)
+            if (!timer_dead(sim, &sim->timers[i]))
+                sim->timers[n++] = sim->timers[i];
+        sim->ntimers = n;
+        for (int i = n / 2 - 1; i >= 0; i--)
+            timer_down(sim->timers, n, i);
+        if (n * 2 >= sim->timers_cap) {
+            sim->timers_cap = sim->timers_cap ? sim->timers_cap * 2 : 256;
+            sim->timers = xrealloc(sim->timers, sizeof *sim->timers * (size_t)sim->timers_cap);
+        }
+    }
+    sim_timer_t tm = {.t = vt < sim->vt ? sim->vt : vt, .seq = sim->seq++, .id = t->id};
+    t->timer_seq = tm.seq;
+    t->timer_of = t->timer_gen;
+    int i = sim->ntimers++;
+    while (i > 0 && timer_less(&tm, &sim->timers[(i - 1) / 2])) {
+        sim->timers[i] = sim->timers[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    sim->timers[i] = tm;
+}
+
+static void timer_clear(ddp_sim_task_t *t) { t->timer_seq = TIMER_NONE; }
+
+/* A live entry whose task woke for another reason or left: it fires into
+ * nothing and must not move the clock (as in the one-heap design). */
+static int timer_stale(const ddp_sim_task_t *t)
+{
+    return !t->parked || t->timer_gen != t->timer_of;
+}
+
+/* What comes next: 1 the event heap's top, 2 the earliest timer, 0 nothing. */
+static int next_due(ddp_sim_t *sim, int64_t *at)
+{
+    while (sim->ntimers && timer_dead(sim, &sim->timers[0]))
+        timer_pop(sim);
+    const sim_timer_t *tm = sim->ntimers ? &sim->timers[0] : NULL;
+    if (!sim->nheap && !tm)
+        return 0;
+    if (!tm || (sim->nheap && (sim->heap[0].t < tm->t ||
+                               (sim->heap[0].t == tm->t && sim->heap[0].seq < tm->seq)))) {
+        *at = sim->heap[0].t;
+        return 1;
+    }
+    *at = tm->t;
+    return 2;
+}
+
+/* The earliest timer: its task wakes unless the timer is stale. */
+static void fire_timer(ddp_sim_t *sim)
+{
+    ddp_sim_task_t *t = sim->tasks[sim->timers[0].id];
+    sim->events++;
+    int live = !timer_stale(t);
+    timer_pop(sim);
+    timer_clear(t);
+    if (live)
+        ddp__sim_wake(sim, t->id);
+}
+
 static void process_event(ddp_sim_t *sim, sim_event_t *ev)
 {
     sim->events++;
@@ -173,12 +289,6 @@ static void process_event(ddp_sim_t *sim, sim_event_t *ev)
         ddp_sim_task_t *t = sim->tasks[ev->a];
         if (t->out.state == DDP_SIM_TASK_NEW && !sim->nodes[t->out.node].crashed)
             make_runnable(sim, t);
-        break;
-    }
-    case EV_TIMER: {
-        ddp_sim_task_t *t = sim->tasks[ev->a];
-        if (t->parked && t->timer_gen == ev->x)
-            ddp__sim_wake(sim, t->id);
         break;
     }
     case EV_CRASH:
@@ -209,23 +319,26 @@ static int advance_time(ddp_sim_t *sim)
     if (sim->cancelling)
         return 0;
     while (sim->nrunnable == 0) {
-        if (sim->nheap == 0 || sim->unfinished == 0)
+        int64_t t, at;
+        int next = sim->unfinished ? next_due(sim, &t) : 0;
+        if (!next)
             return 0;
         /* A stale timer (its task woke or left) must not move the clock. */
-        const sim_event_t *top = &sim->heap[0];
-        if (top->type == EV_TIMER && (!sim->tasks[top->a]->parked ||
-                                      sim->tasks[top->a]->timer_gen != top->x)) {
-            sim_event_t ev = pop_event(sim);
-            free(ev.data);
+        if (next == 2 && timer_stale(sim->tasks[sim->timers[0].id])) {
+            timer_clear(sim->tasks[sim->timers[0].id]);
+            timer_pop(sim);
             continue;
         }
-        int64_t t = sim->heap[0].t;
         if (t > sim->o.time_limit_ns + VT0) {
             sim->time_limited = 1;
             return 0;
         }
         sim->vt = t;
-        while (sim->nheap && sim->heap[0].t == t) {
+        while ((next = next_due(sim, &at)) && at == t) {
+            if (next == 2) {
+                fire_timer(sim);
+                continue;
+            }
             sim_event_t ev = pop_event(sim);
             process_event(sim, &ev);
         }
@@ -461,11 +574,10 @@ int ddp__sim_park(ddp_sim_task_t *t, int64_t deadline, waitq_t **qs, int nq,
     for (int i = 0; i < nq; i++)
         ddp__waitq_add(qs[i], t->id);
     t->timer_gen++;
-    if (deadline != DDP_DEADLINE_NEVER) {
-        int64_t vt = deadline - sim->nodes[t->out.node].skew;
-        sim_event_t ev = {.t = vt, .type = EV_TIMER, .a = t->id, .x = t->timer_gen};
-        ddp__sim_push_event(sim, ev);
-    }
+    if (deadline != DDP_DEADLINE_NEVER)
+        timer_set(sim, t, deadline - sim->nodes[t->out.node].skew);
+    else
+        timer_clear(t); /* the last one can never fire now */
     t->parked = 1;
     t->parked_since = sim->vt;
     set_wait_desc(t, what);
@@ -642,6 +754,7 @@ static void task_run(ddp_sim_task_t *t)
     t->finished = 1;
     ddp__waitq_wake_all(sim, &t->exitq);
     t->killed = 1; /* no more calls from this task */
+    timer_clear(t);
     dispatch(sim, NULL, 0);
 }
 
@@ -711,6 +824,77 @@ ddp_sim_t *ddp_sim_new(const ddp_sim_opts_t *opts)
     return sim;
 }
 
+/* ---- the node index: host name or IPv4 address -> node ----
+ * Every connect, listen and resolve looks a node up, and clusters have
+ * thousands: two open-addressing tables of node + 1 (0: empty). */
+static size_t hash_host(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+    return (size_t)(h ^ h >> 29);
+}
+
+static size_t hash_ip(const uint8_t ip[4])
+{
+    uint32_t v;
+    memcpy(&v, ip, 4);
+    return (size_t)(((uint64_t)v * 0x9e3779b97f4a7c15ull) >> 20);
+}
+
+static void index_add(ddp_sim_t *sim, int node)
+{
+    size_t m = sim->index_cap - 1;
+    size_t i = hash_host(sim->nodes[node].host) & m;
+    while (sim->by_host[i])
+        i = (i + 1) & m;
+    sim->by_host[i] = node + 1;
+    i = hash_ip(sim->nodes[node].addr.ip) & m;
+    while (sim->by_ip[i])
+        i = (i + 1) & m;
+    sim->by_ip[i] = node + 1;
+}
+
+/* Room for one more node (at most half full). */
+static void index_reserve(ddp_sim_t *sim)
+{
+    if ((size_t)(sim->nnodes + 1) * 2 <= sim->index_cap)
+        return;
+    sim->index_cap = sim->index_cap ? sim->index_cap * 2 : 64;
+    free(sim->by_host);
+    free(sim->by_ip);
+    sim->by_host = calloc(sim->index_cap, sizeof *sim->by_host);
+    sim->by_ip = calloc(sim->index_cap, sizeof *sim->by_ip);
+    if (!sim->by_host || !sim->by_ip) {
+        fprintf(stderr, "ddpsim sim: out of memory\n");
+        abort();
+    }
+    for (int i = 0; i < sim->nnodes; i++)
+        index_add(sim, i);
+}
+
+int ddp__sim_node_by_host(const ddp_sim_t *sim, const char *host)
+{
+    if (!sim->index_cap)
+        return -1;
+    size_t m = sim->index_cap - 1;
+    for (size_t i = hash_host(host) & m; sim->by_host[i]; i = (i + 1) & m)
+        if (!strcmp(sim->nodes[sim->by_host[i] - 1].host, host))
+            return sim->by_host[i] - 1;
+    return -1;
+}
+
+int ddp__sim_node_by_ipv4(const ddp_sim_t *sim, const uint8_t ip[4])
+{
+    if (!sim->index_cap)
+        return -1;
+    size_t m = sim->index_cap - 1;
+    for (size_t i = hash_ip(ip) & m; sim->by_ip[i]; i = (i + 1) & m)
+        if (!memcmp(sim->nodes[sim->by_ip[i] - 1].addr.ip, ip, 4))
+            return sim->by_ip[i] - 1;
+    return -1;
+}
+
 int ddp_sim_add_node(ddp_sim_t *sim, const char *hostname, const char *addr,
                      int64_t skew)
 {
@@ -718,12 +902,10 @@ int ddp_sim_add_node(ddp_sim_t *sim, const char *hostname, const char *addr,
     if (ddp_addr_parse(addr, 0, &a) != 0 || a.family != 4)
         return ddp_err_set(DDP_ECONFIG, "node %s: \"%s\" is not an IPv4 address",
                            hostname, addr);
-    for (int i = 0; i < sim->nnodes; i++)
-        if (!strcmp(sim->nodes[i].host, hostname) ||
-            ddp_addr_equal(&sim->nodes[i].addr, &a))
-            return ddp_err_set(DDP_ECONFIG,
-                               "node %s (%s): name or address already used",
-                               hostname, addr);
+    if (ddp__sim_node_by_host(sim, hostname) >= 0 || ddp__sim_node_by_ipv4(sim, a.ip) >= 0)
+        return ddp_err_set(DDP_ECONFIG,
+                           "node %s (%s): name or address already used",
+                           hostname, addr);
     if (sim->nnodes == sim->nodes_cap) {
         sim->nodes_cap = sim->nodes_cap ? sim->nodes_cap * 2 : 8;
         sim->nodes = xrealloc(sim->nodes, sizeof *sim->nodes * (size_t)sim->nodes_cap);
@@ -733,6 +915,8 @@ int ddp_sim_add_node(ddp_sim_t *sim, const char *hostname, const char *addr,
     snprintf(n->host, sizeof n->host, "%s", hostname);
     n->addr = a;
     n->skew = skew;
+    index_reserve(sim);
+    index_add(sim, sim->nnodes);
     return sim->nnodes++;
 }
 
@@ -790,6 +974,7 @@ static ddp_sim_task_t *new_task(ddp_sim_t *sim, int node, const char *name,
     t->fn = fn;
     t->arg = arg;
     t->runnable_idx = -1;
+    t->timer_seq = TIMER_NONE;
     t->parent = -1;
     t->proc = t->id;
     snprintf(t->name, sizeof t->name, "%s", name && *name ? name : "task");
@@ -992,7 +1177,10 @@ void ddp_sim_free(ddp_sim_t *sim)
     free(sim->heap);
     free(sim->tasks);
     free(sim->runnable);
+    free(sim->timers);
     free(sim->nodes);
+    free(sim->by_host);
+    free(sim->by_ip);
     for (int i = 0; i < sim->naliases; i++)
         free(sim->aliases[i].name);
     free(sim->aliases);

@@ -68,7 +68,9 @@ struct ddp_sim_task {
     int abandoned;    /* contexts mode: left for good without returning */
     int runnable_idx; /* index in sim->runnable, -1 if not there */
     int parked;
-    int64_t timer_gen; /* invalidates stale timer events */
+    int64_t timer_gen; /* counts parks: a timer of an older park is stale */
+    uint64_t timer_seq; /* its timer's sequence number (UINT64_MAX: none) */
+    int64_t timer_of;  /* the park (timer_gen) that timer belongs to */
     char wait_desc[160];
     int64_t parked_since;
     int killed;      /* cancelled or crashed: every sim call fails */
@@ -99,8 +101,7 @@ typedef struct sim_event {
 } sim_event_t;
 
 enum {
-    EV_START = 1,
-    EV_TIMER,
+    EV_START = 1, /* (timers are not events: they have a heap of their own) */
     EV_SYN,    /* a = client fd, x = attempt */
     EV_SYNACK, /* a = client fd, b = server fd or -1, x = error */
     EV_DATA,   /* a = dest fd, data/len */
@@ -108,6 +109,14 @@ enum {
     EV_RST,    /* a = dest fd */
     EV_CRASH,  /* a = task (-1), b = node (-1) */
 };
+
+/* A parked task's deadline: virtual time, and a sequence number drawn from
+ * the events' counter (ties with events break the same way). */
+typedef struct sim_timer {
+    int64_t t;
+    uint64_t seq;
+    int id; /* the task */
+} sim_timer_t;
 
 typedef struct sim_file {
     char *path, *content;
@@ -122,6 +131,8 @@ struct ddp_sim {
     uint64_t seq;
     sim_node_t *nodes;
     int nnodes, nodes_cap;
+    int *by_host, *by_ip; /* the node index (sim.c): node + 1, 0 empty */
+    size_t index_cap;
     struct {
         char *name;
         int node;
@@ -133,6 +144,8 @@ struct ddp_sim {
     int ntasks, tasks_cap;
     int *runnable;
     int nrunnable;
+    sim_timer_t *timers; /* heap by (t, seq); dead entries dropped lazily (sim.c) */
+    int ntimers, timers_cap;
     sim_event_t *heap;
     size_t nheap, heap_cap;
     struct sock **socks; /* fd -> socket; fds are never reused in a run */
@@ -188,6 +201,9 @@ void ddp__waitq_add(waitq_t *q, int id);
 void ddp__waitq_wake_all(ddp_sim_t *sim, waitq_t *q);
 void ddp__waitq_free(waitq_t *q);
 int64_t ddp__sim_task_now(ddp_sim_task_t *t);
+/* The node with this host name / IPv4 address, -1: none. */
+int ddp__sim_node_by_host(const ddp_sim_t *sim, const char *host);
+int ddp__sim_node_by_ipv4(const ddp_sim_t *sim, const uint8_t ip[4]);
 void ddp__sim_kill_task(ddp_sim_t *sim, ddp_sim_task_t *t, int crashed);
 /* 1 if a killed task may not go on (counts its calls). */
 int ddp__sim_check_killed(ddp_sim_task_t *t);

@@ -721,36 +721,32 @@ static void test_tasks_same_trace(void)
 }
 
 /* Many tasks, each parking many times at its own moments; every one must
- * run to the end with its own loop state intact. */
-typedef struct {
-    int done[3000];
-} many_t;
-
+ * run to the end with its own loop state intact (arg: int done[task]). */
 static int many_task(ddp_sys_t *sys, void *arg)
 {
-    many_t *m = arg;
+    int *done = arg;
     int me = ddp_sim_task_of(sys), steps = 0;
     for (int i = 0; i < 8; i++) {
         ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, (me % 7 + 1) * (i + 1) * 1000));
         steps += i;
     }
-    m->done[me] = steps;
+    done[me] = steps;
     return 0;
 }
 
 static void test_contexts_many_tasks(void)
 {
-    static many_t m;
-    memset(&m, 0, sizeof m);
+    static int done[3000];
+    memset(done, 0, sizeof done);
     ddp_sim_t *sim = sim_with_tasks(5, DDP_SIM_TASKS_CONTEXTS, 0);
     int n = 3000;
     for (int i = 0; i < n; i++)
         ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = i % 2, .name = "t", .rank = i},
-                         many_task, &m);
+                         many_task, done);
     CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
     int ok = 0;
     for (int i = 0; i < n; i++)
-        ok += m.done[i] == 28 && ddp_sim_outcome(sim, i)->rc == 0;
+        ok += done[i] == 28 && ddp_sim_outcome(sim, i)->rc == 0;
     CU_ASSERT_EQUAL(ok, n);
     ddp_sim_stats_t st;
     ddp_sim_stats(sim, &st);
@@ -816,14 +812,11 @@ static void test_tasks_deep_stacks(void)
 
 /* Identity, error context, message buffers and errno are per task: each
  * task sets its own, parks while the others set theirs, and finds its own
- * again. The thread that ran the simulation gets its own back. */
-typedef struct {
-    int ok[8];
-} ident_t;
-
+ * again (arg: int ok[task]). The thread that ran the simulation gets its
+ * own back. */
 static int ident_task(ddp_sys_t *sys, void *arg)
 {
-    ident_t *x = arg;
+    int *oks = arg;
     int me = ddp_sim_task_of(sys);
     char phase[32], what[32], unknown[32];
     snprintf(phase, sizeof phase, "phase of %d", me);
@@ -849,7 +842,7 @@ static int ident_task(ddp_sys_t *sys, void *arg)
          ddp_err_ctx()->peer == me && !strcmp(ddp_err_ctx()->what, what) &&
          !strcmp(ddp_err_ctx()->phase, phase) && ddp_err_ctx()->rank == 100 + me &&
          !strcmp(msg, msg_copy) && !strcmp(name, unknown);
-    x->ok[me] = ok;
+    oks[me] = ok;
     return 0;
 }
 
@@ -859,14 +852,14 @@ static void test_tasks_identity(void)
         ddp_ident_set_rank(77);
         ddp_ident_set_phase("the caller's phase");
         ddp_err_set(-4242, "the caller's error");
-        ident_t x = {{0}};
+        int oks[8] = {0};
         ddp_sim_t *sim = sim_with_tasks(8, (ddp_sim_tasks_t)mode, 0);
         for (int i = 0; i < 8; i++)
             ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = i % 2, .name = "id", .rank = i},
-                             ident_task, &x);
+                             ident_task, oks);
         CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
         for (int i = 0; i < 8; i++)
-            CU_ASSERT_EQUAL(x.ok[i], 1);
+            CU_ASSERT_EQUAL(oks[i], 1);
         /* the phases reached the trace with the tasks' own ranks */
         CU_ASSERT_PTR_NOT_NULL(strstr(ddp_sim_trace(sim, NULL),
                                       "\"phase\":\"phase of 5\",\"rank\":105"));
