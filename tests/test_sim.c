@@ -917,6 +917,49 @@ static void test_contexts_stack_reuse(void)
     ddp_sim_free(sim);
 }
 
+/* Trace lines are formatted without printf where the fields allow: the
+ * bytes must be printf's, for the handled conversions, for the others (the
+ * printf fallback), and for a line cut at 1 KiB. */
+static char long_text[1500];
+
+static int trace_writer(ddp_sys_t *sys, void *arg)
+{
+    (void)arg;
+    ddp_sim_trace_event(sys, "k1", "\"a\":%d,\"b\":%u,\"c\":%lld,\"d\":%llu,\"e\":\"%s\",\"p\":\"%%\"",
+                        -42, 7u, -9000000000LL, 18446744073709551615ULL, "x");
+    ddp_sim_trace_event(sys, "k2", "\"w\":%5d,\"f\":%.2f,\"h\":%x", 3, 1.5, 255u);
+    ddp_sim_trace_event(sys, "k3", "\"z\":%zu,\"l\":%ld,\"s\":\"%s\"", (size_t)12, -5L,
+                        long_text);
+    ddp_sim_trace_event(sys, "k4", "%s", "");
+    return 0;
+}
+
+static void test_trace_line_bytes(void)
+{
+    memset(long_text, 'q', sizeof long_text - 1);
+    ddp_sim_t *sim = two_nodes(2, 1);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "w", .rank = 0},
+                     trace_writer, NULL);
+    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+    const char *tr = ddp_sim_trace(sim, NULL);
+    char want[1100];
+    snprintf(want, sizeof want, "{\"t\":0,\"task\":\"w\",\"kind\":\"k1\",\"a\":%d,\"b\":%u,"
+             "\"c\":%lld,\"d\":%llu,\"e\":\"%s\",\"p\":\"%%\"}\n",
+             -42, 7u, -9000000000LL, 18446744073709551615ULL, "x");
+    CU_ASSERT_PTR_NOT_NULL(strstr(tr, want));
+    snprintf(want, sizeof want, "{\"t\":0,\"task\":\"w\",\"kind\":\"k2\",\"w\":%5d,\"f\":%.2f,"
+             "\"h\":%x}\n", 3, 1.5, 255u);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tr, want));
+    /* cut: the first 1,021 bytes of the line, then "}\n" */
+    int n = snprintf(want, sizeof want, "{\"t\":0,\"task\":\"w\",\"kind\":\"k3\",\"z\":%zu,"
+                     "\"l\":%ld,\"s\":\"%s", (size_t)12, -5L, long_text);
+    CU_ASSERT(n > 1021);
+    memcpy(want + 1021, "}\n", 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tr, want));
+    CU_ASSERT_PTR_NOT_NULL(strstr(tr, "{\"t\":0,\"task\":\"w\",\"kind\":\"k4\",}\n"));
+    ddp_sim_free(sim);
+}
+
 DDP_SUITE("sim", NULL, NULL,
           {"chrome trace and timeline exports", test_trace_exports},
           {"echo over the virtual network", test_echo},
@@ -937,4 +980,5 @@ DDP_SUITE("sim", NULL, NULL,
           {"contexts: 3,000 tasks", test_contexts_many_tasks},
           {"deep stacks survive switches (both task kinds)", test_tasks_deep_stacks},
           {"identity, error context and errno per task", test_tasks_identity},
-          {"contexts: exited tasks' stacks reused, fresh state", test_contexts_stack_reuse})
+          {"contexts: exited tasks' stacks reused, fresh state", test_contexts_stack_reuse},
+          {"trace lines: printf's bytes, cut at 1 KiB", test_trace_line_bytes})
