@@ -402,7 +402,8 @@ static size_t stack_size(const ddp_sim_t *sim)
 }
 
 /* The context that left for good (an exiting task's) is off its stack now:
- * the stack goes back for the next task to start, its state is freed. */
+ * the stack, with the identity state at its top, goes back for the next
+ * task to start. */
 static void reap(ddp_sim_t *sim)
 {
     ddp_sim_task_t *z = sim->zombie;
@@ -410,17 +411,11 @@ static void reap(ddp_sim_t *sim)
         return;
     sim->zombie = NULL;
     ddp__ctx_retire(&z->ctx);
-    free(z->ident);
     z->ident = NULL;
     if (z->abandoned)
         return; /* its frames may still be pointed at: unmapped at the end */
-    if (sim->nfree_stacks == sim->free_stacks_cap) {
-        sim->free_stacks_cap = sim->free_stacks_cap ? sim->free_stacks_cap * 2 : 64;
-        sim->free_stacks = xrealloc(sim->free_stacks, sizeof *sim->free_stacks *
-                                                          (size_t)sim->free_stacks_cap);
-    }
-    sim->free_stacks[sim->nfree_stacks++] = z->ctx.stack;
-    memset(&z->ctx.stack, 0, sizeof z->ctx.stack);
+    if (ddp__stacks_put(&sim->stacks, &z->ctx.stack) == 0)
+        memset(&z->ctx.stack, 0, sizeof z->ctx.stack);
 }
 
 /* Leaves the running context (sim->cur) for to's (NULL: the thread's own,
@@ -443,29 +438,22 @@ static void switch_to(ddp_sim_t *sim, ddp_sim_task_t *to, int keep)
 }
 
 /* A task's first turn in contexts mode: a stack (a finished task's, or a
- * new mapping), a fresh identity state, and a context that starts in
- * task_entry. */
+ * new slot), a fresh identity state at its top, and a context that starts
+ * in task_entry. */
 static void start_context(ddp_sim_t *sim, ddp_sim_task_t *t)
 {
-    t->ident = malloc(ddp_ident_state_size());
-    if (!t->ident) {
-        fprintf(stderr, "ddpsim sim: out of memory\n");
+    size_t id_size = (ddp_ident_state_size() + 63) & ~(size_t)63;
+    int rc = ddp__stacks_get(&sim->stacks, stack_size(sim) + id_size, &t->ctx.stack);
+    if (rc != 0) {
+        fprintf(stderr, "ddpsim sim: cannot map a %zu KiB stack for task %s "
+                        "(%d tasks so far): %s; lower the task count or raise "
+                        "vm.max_map_count / the address-space limit\n",
+                stack_size(sim) / 1024, t->name, sim->ntasks, strerror(-rc));
         abort();
     }
+    ddp__ctx_start(&t->ctx, id_size, task_entry);
+    t->ident = (ddp_ident_state_t *)(t->ctx.stack.base + t->ctx.stack.size - id_size);
     ddp_ident_state_init(t->ident);
-    if (sim->nfree_stacks) {
-        t->ctx.stack = sim->free_stacks[--sim->nfree_stacks];
-    } else {
-        int rc = ddp__ctx_stack(&t->ctx.stack, stack_size(sim));
-        if (rc != 0) {
-            fprintf(stderr, "ddpsim sim: cannot map a %zu KiB stack for task %s "
-                            "(%d tasks started so far): %s; lower the task count or "
-                            "raise vm.max_map_count / the address-space limit\n",
-                    stack_size(sim) / 1024, t->name, sim->ntasks, strerror(-rc));
-            abort();
-        }
-    }
-    ddp__ctx_start(&t->ctx, task_entry);
 }
 
 /* Gives the turn to t (starting it the first time). keep: as switch_to. */
@@ -785,7 +773,6 @@ static void end_contexts(ddp_sim_t *sim)
     for (int i = 0; i < sim->ntasks; i++) {
         ddp_sim_task_t *t = sim->tasks[i];
         ddp__ctx_retire(&t->ctx);
-        free(t->ident);
         t->ident = NULL;
     }
     ddp__ctx_free(&sim->main_ctx);
@@ -1165,7 +1152,6 @@ void ddp_sim_free(ddp_sim_t *sim)
             pthread_join(t->th, NULL);
         baton_free(t);
         ddp__ctx_free(&t->ctx);
-        free(t->ident);
         ddp_env_free(t->sys.env);
         ddp__waitq_free(&t->exitq);
         free(t->fds);
@@ -1196,9 +1182,7 @@ void ddp_sim_free(ddp_sim_t *sim)
     free(sim->fault_fired);
     free(sim->trace);
     free(sim->deadlock);
-    for (int i = 0; i < sim->nfree_stacks; i++)
-        ddp__ctx_unmap(&sim->free_stacks[i]);
-    free(sim->free_stacks);
+    ddp__stacks_free(&sim->stacks);
     sem_destroy(&sim->main_sem);
     free(sim);
 }

@@ -1,9 +1,9 @@
 /* sim/sim_ctx.c — user-space contexts: the simulator's tasks as coroutines
  * on the thread that calls ddp_sim_run (docs/simulator.md § 1).
  *
- * A context is a stack of its own (mmap'd, with a PROT_NONE guard page
- * below it, so an overflow faults instead of overwriting a neighbour) and a
- * saved stack pointer. On x86-64 the switch is the dozen instructions below:
+ * A context is a stack of its own (cut from an mmap'd slab, with a PROT_NONE
+ * guard page below it, so an overflow faults instead of overwriting a
+ * neighbour) and a saved stack pointer. On x86-64 the switch is the dozen instructions below:
  * push the callee-saved registers, MXCSR and the x87 control word on the old
  * stack, store the stack pointer, load the new one, pop the same. No system
  * call. Elsewhere, or when CET shadow stacks are compiled in (a hand-made
@@ -120,38 +120,94 @@ __asm__(".pushsection .text\n"
  * (ASan needs the bounds of the thread's own stack to switch back to it). */
 static _Thread_local sim_ctx_t *leaving;
 
-int ddp__ctx_stack(sim_stack_t *s, size_t size)
+/* Stacks are cut from slabs, one mapping of up to STACKS_PER_SLAB slots
+ * each: one mmap per slab, and per stack one mprotect for its guard page
+ * (a task's own guard, so 2 VMAs a stack, as with threads). A stack given
+ * back is handed out again before a new slot is cut. */
+#define STACKS_PER_SLAB 64
+#define SLAB_MAX_BYTES (64u << 20)
+
+static void *xgrow(void *p, int *cap, size_t elem)
 {
+    int nc = *cap ? *cap * 2 : 16;
+    void *q = realloc(p, elem * (size_t)nc);
+    if (!q)
+        return NULL;
+    *cap = nc;
+    return q;
+}
+
+int ddp__stacks_get(sim_stacks_t *p, size_t size, sim_stack_t *out)
+{
+    if (p->nfree) {
+        *out = p->free[--p->nfree];
+        return 0;
+    }
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     size = (size + page - 1) / page * page;
-    char *m = mmap(NULL, size + page, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-    if (m == MAP_FAILED)
-        return -errno;
-    if (mprotect(m, page, PROT_NONE) != 0) {
-        int e = errno;
-        munmap(m, size + page);
-        return -e;
+    if (!p->left || p->slot != size + page) {
+        size_t slot = size + page;
+        int n = (int)(SLAB_MAX_BYTES / slot);
+        n = n < 1 ? 1 : n > STACKS_PER_SLAB ? STACKS_PER_SLAB : n;
+        if (p->nslabs == p->slabs_cap) {
+            void *g = xgrow(p->slabs, &p->slabs_cap, sizeof *p->slabs);
+            if (!g)
+                return -ENOMEM;
+            p->slabs = g;
+        }
+        char *m = mmap(NULL, slot * (size_t)n, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+        if (m == MAP_FAILED)
+            return -errno;
+        p->slabs[p->nslabs].map = m;
+        p->slabs[p->nslabs++].len = slot * (size_t)n;
+        p->next = m;
+        p->left = n;
+        p->slot = slot;
     }
-    s->map = m;
-    s->map_len = size + page;
-    s->base = m + page;
-    s->size = size;
+    if (p->nall == p->all_cap) {
+        void *g = xgrow(p->all, &p->all_cap, sizeof *p->all);
+        if (!g)
+            return -ENOMEM;
+        p->all = g;
+    }
+    if (mprotect(p->next, page, PROT_NONE) != 0)
+        return -errno;
+    out->base = p->next + page;
+    out->size = size;
 #ifdef CTX_VALGRIND
-    s->vg_id = VALGRIND_STACK_REGISTER(s->base, s->base + s->size);
+    out->vg_id = VALGRIND_STACK_REGISTER(out->base, out->base + out->size);
 #endif
+    p->all[p->nall++] = *out;
+    p->next += p->slot;
+    p->left--;
     return 0;
 }
 
-void ddp__ctx_unmap(sim_stack_t *s)
+int ddp__stacks_put(sim_stacks_t *p, const sim_stack_t *s)
 {
-    if (!s->map)
-        return;
+    if (p->nfree == p->free_cap) {
+        void *g = xgrow(p->free, &p->free_cap, sizeof *p->free);
+        if (!g)
+            return -ENOMEM; /* the stack is just not reused */
+        p->free = g;
+    }
+    p->free[p->nfree++] = *s;
+    return 0;
+}
+
+void ddp__stacks_free(sim_stacks_t *p)
+{
 #ifdef CTX_VALGRIND
-    VALGRIND_STACK_DEREGISTER(s->vg_id);
+    for (int i = 0; i < p->nall; i++)
+        VALGRIND_STACK_DEREGISTER(p->all[i].vg_id);
 #endif
-    munmap(s->map, s->map_len);
-    memset(s, 0, sizeof *s);
+    for (int i = 0; i < p->nslabs; i++)
+        munmap(p->slabs[i].map, p->slabs[i].len);
+    free(p->slabs);
+    free(p->all);
+    free(p->free);
+    memset(p, 0, sizeof *p);
 }
 
 void ddp__ctx_main(sim_ctx_t *c)
@@ -167,7 +223,7 @@ void ddp__ctx_main(sim_ctx_t *c)
 #endif
 }
 
-void ddp__ctx_start(sim_ctx_t *c, void (*entry)(void))
+void ddp__ctx_start(sim_ctx_t *c, size_t reserve, void (*entry)(void))
 {
 #ifdef CTX_ASAN
     /* A reused stack still carries the poisoned redzones of the frames its
@@ -182,7 +238,8 @@ void ddp__ctx_start(sim_ctx_t *c, void (*entry)(void))
      * r13 (the entry), r12, rbx, rbp, then the return address. After the
      * ret, rsp is 16-byte aligned, as a call into ddp__ctx_boot would
      * leave it minus the return address that its own call then pushes. */
-    uintptr_t top = ((uintptr_t)(c->stack.base + c->stack.size) & ~(uintptr_t)15) - 16;
+    uintptr_t top =
+        ((uintptr_t)(c->stack.base + c->stack.size - reserve) & ~(uintptr_t)15) - 16;
     uint64_t *sp = (uint64_t *)top - 8;
     uint32_t csr;
     uint16_t cw;
@@ -199,7 +256,7 @@ void ddp__ctx_start(sim_ctx_t *c, void (*entry)(void))
     ucontext_t *uc = c->uc;
     getcontext(uc);
     uc->uc_stack.ss_sp = c->stack.base;
-    uc->uc_stack.ss_size = c->stack.size;
+    uc->uc_stack.ss_size = c->stack.size - reserve;
     uc->uc_link = NULL;
     makecontext(uc, entry, 0);
 #endif
@@ -246,7 +303,7 @@ void ddp__ctx_switch(sim_ctx_t *from, sim_ctx_t *to, int keep)
 void ddp__ctx_retire(sim_ctx_t *c)
 {
 #ifdef CTX_TSAN
-    if (c->fiber && c->stack.map) /* the thread's own fiber stays */
+    if (c->fiber && c->stack.base) /* the thread's own fiber stays */
         __tsan_destroy_fiber(c->fiber);
     c->fiber = NULL;
 #endif
@@ -256,7 +313,6 @@ void ddp__ctx_retire(sim_ctx_t *c)
 void ddp__ctx_free(sim_ctx_t *c)
 {
     ddp__ctx_retire(c);
-    ddp__ctx_unmap(&c->stack);
 #ifndef CTX_X86_64
     free(c->uc);
     c->uc = NULL;

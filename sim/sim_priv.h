@@ -30,15 +30,27 @@ typedef struct sim_node {
     int crashed;
 } sim_node_t;
 
-/* A task's stack in contexts mode (sim_ctx.c): a mapping with a guard page
- * below base. */
+/* A task's stack in contexts mode (sim_ctx.c), with a guard page below
+ * base. */
 typedef struct sim_stack {
-    char *map;      /* the mapping (NULL: none) */
-    size_t map_len;
-    char *base;     /* lowest usable address */
+    char *base;     /* lowest usable address (NULL: none) */
     size_t size;
     unsigned vg_id; /* valgrind's stack id */
 } sim_stack_t;
+
+/* Where the stacks come from: slabs, cut into slots; stacks given back. */
+typedef struct sim_stacks {
+    struct {
+        char *map;
+        size_t len;
+    } *slabs;
+    int nslabs, slabs_cap;
+    char *next;  /* the current slab's next slot */
+    int left;    /* slots left in it */
+    size_t slot; /* guard + stack */
+    sim_stack_t *all, *free;
+    int nall, all_cap, nfree, free_cap;
+} sim_stacks_t;
 
 /* A user-space context: a task's, or the thread's own (stack.map NULL) that
  * called ddp_sim_run. */
@@ -159,8 +171,7 @@ struct ddp_sim {
     ddp_sim_task_t *zombie;        /* contexts: left for good, not reaped yet */
     ddp_sim_task_t *outer_task;    /* contexts: the sim task (if any) that called ddp_sim_run */
     ddp_ident_state_t *outer_ident; /* contexts: the caller's identity state */
-    sim_stack_t *free_stacks;      /* contexts: stacks of finished tasks */
-    int nfree_stacks, free_stacks_cap;
+    sim_stacks_t stacks;           /* contexts: the tasks' stacks */
     int cancelling;
     int unfinished; /* tasks not yet exited, crashed or cancelled */
     int time_limited;
@@ -213,10 +224,15 @@ int ddp__sim_thread(ddp_sim_task_t *parent, ddp_thread_fn fn, void *arg,
                     const char *name, ddp_thread_t *out);
 
 /* contexts (sim_ctx.c) */
-int ddp__ctx_stack(sim_stack_t *s, size_t size); /* 0 or -errno */
-void ddp__ctx_unmap(sim_stack_t *s);
-void ddp__ctx_main(sim_ctx_t *c);                     /* the calling thread's */
-void ddp__ctx_start(sim_ctx_t *c, void (*entry)(void)); /* on c->stack */
+/* A stack of at least size bytes (one given back, or a new slot): 0 or
+ * -errno. put gives one back; free unmaps them all. */
+int ddp__stacks_get(sim_stacks_t *p, size_t size, sim_stack_t *out);
+int ddp__stacks_put(sim_stacks_t *p, const sim_stack_t *s);
+void ddp__stacks_free(sim_stacks_t *p);
+void ddp__ctx_main(sim_ctx_t *c); /* the calling thread's */
+/* A context on c->stack that starts in entry; the top reserve bytes of the
+ * stack are left to the caller. */
+void ddp__ctx_start(sim_ctx_t *c, size_t reserve, void (*entry)(void));
 /* Leaves from (saved unless keep is 0: it is never resumed) for to. */
 void ddp__ctx_switch(sim_ctx_t *from, sim_ctx_t *to, int keep);
 void ddp__ctx_entered(void); /* first thing a new context's entry calls */
