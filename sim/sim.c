@@ -658,8 +658,9 @@ int ddp__sim_check_killed(ddp_sim_task_t *t)
         return 0;
     /* A task that ignores DDP_ECANCELED forever would never unwind. */
     if (++t->kill_calls > 100000) {
-        fprintf(stderr, "ddpsim sim: task %s ignores cancellation; stopping "
-                        "its thread\n", t->name);
+        fprintf(stderr, "ddpsim sim: task %s ignores cancellation (100,000 sim "
+                        "calls since it was %s); stopping it\n", t->name,
+                t->out.state == DDP_SIM_TASK_CRASHED ? "crashed" : "cancelled");
         t->out.state = t->out.state == DDP_SIM_TASK_CRASHED
                            ? DDP_SIM_TASK_CRASHED
                            : DDP_SIM_TASK_CANCELED;

@@ -960,6 +960,51 @@ static void test_trace_line_bytes(void)
     ddp_sim_free(sim);
 }
 
+/* A crashed task that ignores DDP_ECANCELED is stopped after 100,000 calls
+ * (its thread exits, or its context is left for good); the others go on,
+ * and both task kinds give the same trace. */
+static int stubborn(ddp_sys_t *sys, void *arg)
+{
+    (void)arg;
+    for (;;) /* never looks at the result */
+        (void)ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, DDP_NS_PER_MS));
+    return 0;
+}
+
+static int bystander(ddp_sys_t *sys, void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 20; i++)
+        if (ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, DDP_NS_PER_MS)))
+            return 1;
+    return 0;
+}
+
+static void test_tasks_ignoring_cancel(void)
+{
+    uint64_t hash[2];
+    for (int mode = DDP_SIM_TASKS_CONTEXTS; mode <= DDP_SIM_TASKS_THREADS; mode++) {
+        ddp_sim_t *sim = sim_with_tasks(6, (ddp_sim_tasks_t)mode, 0);
+        int v = ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "stubborn",
+                                                             .rank = 0},
+                                 stubborn, NULL);
+        ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = "bystander", .rank = 1},
+                         bystander, NULL);
+        ddp_sim_add_fault(sim, &(ddp_sim_fault_t){.kind = DDP_FAULT_CRASH, .node = -1,
+                                                  .task = v, .peer_node = -1,
+                                                  .start_ns = 5 * DDP_NS_PER_MS});
+        ddp_sim_run(sim);
+        CU_ASSERT_EQUAL(ddp_sim_outcome(sim, v)->state, DDP_SIM_TASK_CRASHED);
+        CU_ASSERT_EQUAL(ddp_sim_outcome(sim, 1)->state, DDP_SIM_TASK_EXITED);
+        CU_ASSERT_EQUAL(ddp_sim_outcome(sim, 1)->rc, 0);
+        ddp_sim_stats_t st;
+        ddp_sim_stats(sim, &st);
+        hash[mode - DDP_SIM_TASKS_CONTEXTS] = st.trace_hash;
+        ddp_sim_free(sim);
+    }
+    CU_ASSERT_EQUAL(hash[0], hash[1]);
+}
+
 DDP_SUITE("sim", NULL, NULL,
           {"chrome trace and timeline exports", test_trace_exports},
           {"echo over the virtual network", test_echo},
@@ -981,4 +1026,5 @@ DDP_SUITE("sim", NULL, NULL,
           {"deep stacks survive switches (both task kinds)", test_tasks_deep_stacks},
           {"identity, error context and errno per task", test_tasks_identity},
           {"contexts: exited tasks' stacks reused, fresh state", test_contexts_stack_reuse},
-          {"trace lines: printf's bytes, cut at 1 KiB", test_trace_line_bytes})
+          {"trace lines: printf's bytes, cut at 1 KiB", test_trace_line_bytes},
+          {"a task ignoring cancellation is stopped (both kinds)", test_tasks_ignoring_cancel})
