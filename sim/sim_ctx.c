@@ -137,6 +137,24 @@ static void *xgrow(void *p, int *cap, size_t elem)
     return q;
 }
 
+/* A guard page: where the kernel has them (Linux 6.13), a guard region
+ * (MADV_GUARD_INSTALL: page tables only, no VMA split, so neither a second
+ * VMA per stack nor vm.max_map_count bounds the task count); else
+ * PROT_NONE, which splits the slab's VMA. */
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102
+#endif
+static int guard(char *at, size_t page)
+{
+    static int no_guard_regions;
+    if (!no_guard_regions) {
+        if (madvise(at, page, MADV_GUARD_INSTALL) == 0)
+            return 0;
+        no_guard_regions = 1;
+    }
+    return mprotect(at, page, PROT_NONE);
+}
+
 int ddp__stacks_get(sim_stacks_t *p, size_t size, sim_stack_t *out)
 {
     if (p->nfree) {
@@ -171,7 +189,7 @@ int ddp__stacks_get(sim_stacks_t *p, size_t size, sim_stack_t *out)
             return -ENOMEM;
         p->all = g;
     }
-    if (mprotect(p->next, page, PROT_NONE) != 0)
+    if (guard(p->next, page) != 0)
         return -errno;
     out->base = p->next + page;
     out->size = size;
