@@ -1,17 +1,17 @@
 /* sim/sim_ctx.c — user-space contexts: the simulator's tasks as coroutines
  * on the thread that calls ddp_sim_run (docs/simulator.md § 1).
  *
- * A context is a stack of its own (cut from an mmap'd slab, with a PROT_NONE
- * guard page below it, so an overflow faults instead of overwriting a
- * neighbour) and a saved stack pointer. On x86-64 the switch is the dozen instructions below:
- * push the callee-saved registers, MXCSR and the x87 control word on the old
- * stack, store the stack pointer, load the new one, pop the same. No system
- * call. Elsewhere, or when CET shadow stacks are compiled in (a hand-made
- * return to another stack would trip them), and with -DDDP_SIM_UCONTEXT,
- * it is ucontext's swapcontext, which also saves and restores the signal
- * mask with one rt_sigprocmask system call per switch (measured on the
- * benchmark machine: 340 ns a switch, against 4 ns for the hand-written
- * one; docs/benchmarks.md § 5).
+ * A context is a stack of its own (cut from an mmap'd slab, with a guard
+ * page below it, so an overflow faults instead of overwriting a neighbour)
+ * and a saved stack pointer. On x86-64 the switch is the dozen instructions
+ * below: push the callee-saved registers, MXCSR and the x87 control word
+ * on the old stack, store the stack pointer, load the new one, pop the
+ * same. No system call. Elsewhere, when CET shadow stacks are compiled in
+ * (a hand-made return to another stack would trip them), or with
+ * -DDDP_SIM_UCONTEXT, it is ucontext's swapcontext, which also saves and
+ * restores the signal mask with one rt_sigprocmask system call per switch
+ * (measured on the benchmark machine: 180 ns a switch, against 12 ns for
+ * the hand-written one; docs/benchmarks.md § 5.1).
  *
  * The sanitizers are told of every switch: ASan through
  * __sanitizer_start/finish_switch_fiber (a context that leaves for good
