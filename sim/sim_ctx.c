@@ -20,6 +20,7 @@
  * stack is (VALGRIND_STACK_REGISTER), so it does not take a switch for a
  * stack overflow. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,11 +147,11 @@ static void *xgrow(void *p, int *cap, size_t elem)
 #endif
 static int guard(char *at, size_t page)
 {
-    static int no_guard_regions;
-    if (!no_guard_regions) {
+    static atomic_int no_guard_regions; /* simulations may run in several threads */
+    if (!atomic_load_explicit(&no_guard_regions, memory_order_relaxed)) {
         if (madvise(at, page, MADV_GUARD_INSTALL) == 0)
             return 0;
-        no_guard_regions = 1;
+        atomic_store_explicit(&no_guard_regions, 1, memory_order_relaxed);
     }
     return mprotect(at, page, PROT_NONE);
 }
