@@ -694,6 +694,10 @@ static int nccl_init(const ddp_pg_init_t *in, ddp_pg_t **out)
         stall = 1;
     }
     ncclConfig_t cfg = nonblocking_config(p->pg.prefix);
+    /* The current device is per host thread, and the unique id exchange
+     * may have run other ranks on this one (the simulator's tasks share a
+     * thread as contexts): set it again right before the init. */
+    g_api.set_device(p->device);
     ncclResult_t r = g_api.init_rank_config(&p->comm, in->world, uid,
                                             in->rank, &cfg);
     if (r != ncclSuccess && r != ncclInProgress) {

@@ -4,10 +4,14 @@
  *  - real: N processes on loopback (torchrun contract, ddp_cpu_hpc), N = 8, 32.
  * A sim line also gives the process's peak RSS so far (getrusage: run one
  * N per process for that N's peak) and the most bytes the simulated
- * sockets held unread at once. Figures only. bench/plugin_init.sh adds
- * OpenMPI's mpirun for comparison, bench/smpi_init.sh SimGrid's SMPI and
- * bench/plugin_init_scale.sh the growth from 1,024 to 16,384 ranks.
- *   plugin_init [sim N ...] [real N ...] */
+ * sockets held unread at once, and the CPU time the run took (user +
+ * system, all threads: on a loaded machine it is steadier than the wall
+ * time). `sim` runs the tasks as user-space contexts (the default),
+ * `sim-threads` as one pthread each (DDP_SIM_TASKS_THREADS). Figures only.
+ * bench/plugin_init.sh adds OpenMPI's mpirun for comparison,
+ * bench/smpi_init.sh SimGrid's SMPI and bench/plugin_init_scale.sh the
+ * growth from 1,024 to 16,384 ranks.
+ *   plugin_init [sim N ...] [sim-threads N ...] [real N ...] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +24,8 @@
 #include "ddp/sim.h"
 #include "ddp/sys.h"
 
+#include "bench_cpu.h"
+
 static double wall(void)
 {
     struct timespec ts;
@@ -27,10 +33,10 @@ static double wall(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void bench_sim(int n)
+static void bench_sim(int n, ddp_sim_tasks_t tasks)
 {
     int nodes = n / 8 > 0 ? n / 8 : 1;
-    ddp_sim_opts_t o = {.seed = 1};
+    ddp_sim_opts_t o = {.seed = 1, .tasks = tasks};
     ddp_sim_t *sim = ddp_sim_new(&o);
     for (int i = 0; i < nodes; i++) {
         char host[16], addr[20];
@@ -40,9 +46,9 @@ static void bench_sim(int n)
     }
     ddp_sim_launch_t l = {.accelerator = "ddp_hpc", .nodes = nodes, .procs = n / nodes};
     ddp_sim_launch_build(sim, &l);
-    double t0 = wall();
+    double t0 = wall(), c0 = bench_cpu();
     ddp_sim_run(sim);
-    double dt = wall() - t0;
+    double dt = wall() - t0, dc = bench_cpu() - c0;
     int ok = 0;
     for (int i = 0; i < ddp_sim_task_count(sim); i++) {
         const ddp_sim_outcome_t *out = ddp_sim_outcome(sim, i);
@@ -52,9 +58,10 @@ static void bench_sim(int n)
     ddp_sim_stats(sim, &st);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("sim   %5d ranks: wall %7.3f s, virtual %.3f s, hand-offs %llu, ok %d/%d, "
-           "peak RSS %.1f MiB, unread at most %.1f KiB\n",
-           n, dt, (double)st.virtual_ns / 1e9, (unsigned long long)st.handoffs, ok, n,
+    printf("%-5s %5d ranks: wall %7.3f s, cpu %.3f s, virtual %.3f s, hand-offs %llu, "
+           "ok %d/%d, peak RSS %.1f MiB, unread at most %.1f KiB\n",
+           tasks == DDP_SIM_TASKS_THREADS ? "simt" : "sim", n, dt, dc,
+           (double)st.virtual_ns / 1e9, (unsigned long long)st.handoffs, ok, n,
            (double)ru.ru_maxrss / 1024.0, (double)st.rx_peak_bytes / 1024.0);
     fflush(stdout);
     ddp_sim_free(sim);
@@ -107,15 +114,17 @@ static void bench_real(int n)
 int main(int argc, char **argv)
 {
     if (argc == 1) {
-        bench_sim(512);
-        bench_sim(4096);
+        bench_sim(512, DDP_SIM_TASKS_DEFAULT);
+        bench_sim(4096, DDP_SIM_TASKS_DEFAULT);
         bench_real(8);
         bench_real(32);
         return 0;
     }
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "sim"))
-            bench_sim(atoi(argv[i + 1]));
+            bench_sim(atoi(argv[i + 1]), DDP_SIM_TASKS_DEFAULT);
+        else if (!strcmp(argv[i], "sim-threads"))
+            bench_sim(atoi(argv[i + 1]), DDP_SIM_TASKS_THREADS);
         else
             bench_real(atoi(argv[i + 1]));
     }

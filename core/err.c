@@ -1,4 +1,10 @@
-/* core/err.c — error codes, names and the thread-local error context. */
+/* core/err.c — error codes, names and the thread-local error context.
+ *
+ * The identity (rank, world, phase), the error context and the buffers
+ * ddp_err_message and ddp_err_name return live in one ddp_ident_state_t.
+ * Each thread has its own; a user-space scheduler that runs many tasks on
+ * one thread (the simulator's contexts, docs/simulator.md § 1) gives each
+ * task one and makes it current on every switch (ddp_ident_state_use). */
 #include "ddp/err.h"
 #include "ddp/faults.h"
 
@@ -27,9 +33,43 @@ const char *ddp_strerror(int code)
     return "unknown error";
 }
 
+struct ddp_ident_state {
+    ddp_errctx_t ctx;
+    int rank, world;
+    char phase[48];
+    char message[1024]; /* ddp_err_message */
+    char unknown[32];   /* ddp_err_name of an unknown code */
+};
+
+#define IDENT_FRESH                                                            \
+    {.ctx = {.rank = -1, .peer = -1, .waited_ns = -1}, .rank = -1, .world = -1}
+
+static _Thread_local ddp_ident_state_t own_state = IDENT_FRESH;
+static _Thread_local ddp_ident_state_t *cur_state; /* NULL: own_state */
+
+static ddp_ident_state_t *st(void)
+{
+    ddp_ident_state_t *s = cur_state;
+    return s ? s : &own_state;
+}
+
+size_t ddp_ident_state_size(void) { return sizeof(ddp_ident_state_t); }
+
+void ddp_ident_state_init(ddp_ident_state_t *s)
+{
+    *s = (ddp_ident_state_t)IDENT_FRESH;
+}
+
+ddp_ident_state_t *ddp_ident_state_use(ddp_ident_state_t *s)
+{
+    ddp_ident_state_t *was = cur_state;
+    cur_state = s;
+    return was;
+}
+
 const char *ddp_err_name(int code)
 {
-    static _Thread_local char unknown[32];
+    char *unknown = st()->unknown;
     switch (code) {
     case 0:
         return "OK";
@@ -46,34 +86,33 @@ const char *ddp_err_name(int code)
         if (n)
             return n;
     }
-    snprintf(unknown, sizeof unknown, "E?%d", code);
+    snprintf(unknown, sizeof st()->unknown, "E?%d", code);
     return unknown;
 }
 
-static _Thread_local ddp_errctx_t tls_ctx = {.rank = -1, .peer = -1,
-                                              .waited_ns = -1};
-static _Thread_local int tls_rank = -1;
-static _Thread_local char tls_phase[48];
+ddp_errctx_t *ddp_err_ctx(void) { return &st()->ctx; }
 
-ddp_errctx_t *ddp_err_ctx(void) { return &tls_ctx; }
-
-void ddp_ident_set_rank(int rank) { tls_rank = rank; }
-int ddp_ident_rank(void) { return tls_rank; }
-static _Thread_local int tls_world = -1;
-void ddp_ident_set_world(int world) { tls_world = world; }
-int ddp_ident_world(void) { return tls_world; }
+void ddp_ident_set_rank(int rank) { st()->rank = rank; }
+int ddp_ident_rank(void) { return st()->rank; }
+void ddp_ident_set_world(int world) { st()->world = world; }
+int ddp_ident_world(void) { return st()->world; }
 void ddp_ident_set_phase(const char *phase)
 {
-    snprintf(tls_phase, sizeof tls_phase, "%s", phase ? phase : "");
+    /* A copy, not a printf: every rank changes phase several times. */
+    char *dst = st()->phase;
+    size_t n = phase ? strnlen(phase, sizeof st()->phase - 1) : 0;
+    memcpy(dst, phase ? phase : "", n);
+    dst[n] = '\0';
     /* Phase changes are a fault point, so a fault can strike a rank as it
      * enters a phase ("crash rank 3 during barrier"); see fault-points.md. */
     (void)ddp_fault_hit(DDP_FP_DDP_PHASE_ENTER);
 }
-const char *ddp_ident_phase(void) { return tls_phase; }
+const char *ddp_ident_phase(void) { return st()->phase; }
 
 int ddp_err_set(int code, const char *fmt, ...)
 {
-    ddp_errctx_t *c = &tls_ctx;
+    ddp_ident_state_t *s = st();
+    ddp_errctx_t *c = &s->ctx;
     /* Format first: an argument may point into the old context. */
     char what[sizeof c->what];
     va_list ap;
@@ -82,17 +121,17 @@ int ddp_err_set(int code, const char *fmt, ...)
     va_end(ap);
     memset(c, 0, sizeof *c);
     c->code = code;
-    c->rank = tls_rank;
+    c->rank = s->rank;
     c->peer = -1;
     c->waited_ns = -1;
-    snprintf(c->phase, sizeof c->phase, "%s", tls_phase);
+    snprintf(c->phase, sizeof c->phase, "%s", s->phase);
     memcpy(c->what, what, sizeof what);
     return code;
 }
 
 int ddp_err_wrap(const char *fmt, ...)
 {
-    ddp_errctx_t *c = &tls_ctx;
+    ddp_errctx_t *c = &st()->ctx;
     char pre[256], old[sizeof c->what];
     va_list ap;
     va_start(ap, fmt);
@@ -107,30 +146,34 @@ int ddp_err_addr(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(tls_ctx.addr, sizeof tls_ctx.addr, fmt, ap);
+    ddp_errctx_t *c = &st()->ctx;
+    vsnprintf(c->addr, sizeof c->addr, fmt, ap);
     va_end(ap);
-    return tls_ctx.code;
+    return c->code;
 }
 
 int ddp_err_hint(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(tls_ctx.hint, sizeof tls_ctx.hint, fmt, ap);
+    ddp_errctx_t *c = &st()->ctx;
+    vsnprintf(c->hint, sizeof c->hint, fmt, ap);
     va_end(ap);
-    return tls_ctx.code;
+    return c->code;
 }
 
 int ddp_err_waited(int64_t waited_ns)
 {
-    tls_ctx.waited_ns = waited_ns;
-    return tls_ctx.code;
+    ddp_errctx_t *c = &st()->ctx;
+    c->waited_ns = waited_ns;
+    return c->code;
 }
 
 int ddp_err_peer(int peer)
 {
-    tls_ctx.peer = peer;
-    return tls_ctx.code;
+    ddp_errctx_t *c = &st()->ctx;
+    c->peer = peer;
+    return c->code;
 }
 
 /* 1 if the sentence already gives a duration: " after " and a number of
@@ -189,6 +232,6 @@ char *ddp_err_format(const ddp_errctx_t *c, char *buf, size_t n)
 
 const char *ddp_err_message(void)
 {
-    static _Thread_local char buf[1024];
-    return ddp_err_format(&tls_ctx, buf, sizeof buf);
+    ddp_ident_state_t *s = st();
+    return ddp_err_format(&s->ctx, s->message, sizeof s->message);
 }

@@ -87,7 +87,12 @@ int ddp_fault_fire(ddp_fault_id_t id)
     return ddp_fault_hit(id) ? fired(table[id].name, table[id].deferr) : 0;
 }
 
-void ddp_fault_thread_armed_only(int on) { armed_only = on != 0; }
+int ddp_fault_thread_armed_only(int on)
+{
+    int was = armed_only;
+    armed_only = on != 0;
+    return was;
+}
 
 static void set_armed(const char *name, unsigned char v)
 {

@@ -1,11 +1,16 @@
 /* sim/sim.c — the deterministic scheduler and virtual clock.
  *
- * Each task is a pthread that runs only while it holds the baton (its
- * semaphore). A task that blocks parks itself and hands the baton to a
- * runnable task drawn from the run's PRNG; when none is runnable, the parking
- * task advances virtual time to the next event and processes it. So exactly
- * one thread touches the simulation at any moment, and the order of
- * everything is a function of the seed alone.
+ * Only one task runs at a time. A task that blocks parks itself and hands
+ * on to a runnable task drawn from the run's PRNG; when none is runnable,
+ * the parking task advances virtual time to the next event and processes
+ * it. So exactly one task touches the simulation at any moment, and the
+ * order of everything is a function of the seed alone.
+ *
+ * How a hand-off happens is the one thing the two task implementations
+ * differ in (transfer): by default each task is a user-space context on
+ * the thread that called ddp_sim_run, and a hand-off is a context switch
+ * (sim_ctx.c); with DDP_SIM_TASKS_THREADS each task is a pthread that runs
+ * only while it holds its baton (an eventfd, or a semaphore).
  */
 #include <errno.h>
 #include <sched.h>
@@ -25,6 +30,8 @@
 #include "ddp/log.h"
 #include "sim_priv.h"
 
+/* The running task: per thread in threads mode; in contexts mode the
+ * thread's current context, set at every switch. */
 static _Thread_local ddp_sim_task_t *tls_task;
 
 ddp_sim_task_t *ddp__sim_current(void) { return tls_task; }
@@ -158,6 +165,122 @@ int64_t ddp__sim_task_now(ddp_sim_task_t *t)
     return t->sim->vt + t->sim->nodes[t->out.node].skew;
 }
 
+/* ---- timers: a parked task's deadline ----
+ * Only the timer of a task's latest park can still fire, and only while
+ * the task is parked. So timers are not events but a heap of their own,
+ * keyed by (time, sequence number) drawn from the events' counter: taken
+ * together with the event heap in that order, they fire exactly when one
+ * heap of both would fire them. An entry that a later park replaced, or
+ * that a park without a deadline or an exit cancelled, is dead for good and
+ * is dropped when met, or when dead entries outnumber the tasks (a heap of
+ * every park's timer, most far in the future, made every pop of an event
+ * walk ~74,000 dead timers at 4,096 ranks). */
+#define TIMER_NONE UINT64_MAX
+
+static int timer_less(const sim_timer_t *a, const sim_timer_t *b)
+{
+    return a->t < b->t || (a->t == b->t && a->seq < b->seq);
+}
+
+static void timer_down(sim_timer_t *h, int n, int i)
+{
+    sim_timer_t tm = h[i];
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, m = i;
+        const sim_timer_t *best = &tm;
+        if (l < n && timer_less(&h[l], best)) {
+            m = l;
+            best = &h[l];
+        }
+        if (r < n && timer_less(&h[r], best))
+            m = r;
+        if (m == i)
+            break;
+        h[i] = h[m];
+        i = m;
+    }
+    h[i] = tm;
+}
+
+/* Replaced or cancelled: never fires (unlike a stale timer, below). */
+static int timer_dead(const ddp_sim_t *sim, const sim_timer_t *tm)
+{
+    return sim->tasks[tm->id]->timer_seq != tm->seq;
+}
+
+static void timer_pop(ddp_sim_t *sim)
+{
+    sim->timers[0] = sim->timers[--sim->ntimers];
+    if (sim->ntimers)
+        timer_down(sim->timers, sim->ntimers, 0);
+}
+
+/* t's timer for this park, at virtual time vt (never in the past). */
+static void timer_set(ddp_sim_t *sim, ddp_sim_task_t *t, int64_t vt)
+{
+    if (sim->ntimers == sim->timers_cap) {
+        /* Drop the dead entries first; grow when few are dead. */
+        int n = 0;
+        for (int i = 0; i < sim->ntimers; i++)
+            if (!timer_dead(sim, &sim->timers[i]))
+                sim->timers[n++] = sim->timers[i];
+        sim->ntimers = n;
+        for (int i = n / 2 - 1; i >= 0; i--)
+            timer_down(sim->timers, n, i);
+        if (n * 2 >= sim->timers_cap) {
+            sim->timers_cap = sim->timers_cap ? sim->timers_cap * 2 : 256;
+            sim->timers = xrealloc(sim->timers, sizeof *sim->timers * (size_t)sim->timers_cap);
+        }
+    }
+    sim_timer_t tm = {.t = vt < sim->vt ? sim->vt : vt, .seq = sim->seq++, .id = t->id};
+    t->timer_seq = tm.seq;
+    t->timer_of = t->timer_gen;
+    int i = sim->ntimers++;
+    while (i > 0 && timer_less(&tm, &sim->timers[(i - 1) / 2])) {
+        sim->timers[i] = sim->timers[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    sim->timers[i] = tm;
+}
+
+static void timer_clear(ddp_sim_task_t *t) { t->timer_seq = TIMER_NONE; }
+
+/* A live entry whose task woke for another reason or left: it fires into
+ * nothing and must not move the clock (as in the one-heap design). */
+static int timer_stale(const ddp_sim_task_t *t)
+{
+    return !t->parked || t->timer_gen != t->timer_of;
+}
+
+/* What comes next: 1 the event heap's top, 2 the earliest timer, 0 nothing. */
+static int next_due(ddp_sim_t *sim, int64_t *at)
+{
+    while (sim->ntimers && timer_dead(sim, &sim->timers[0]))
+        timer_pop(sim);
+    const sim_timer_t *tm = sim->ntimers ? &sim->timers[0] : NULL;
+    if (!sim->nheap && !tm)
+        return 0;
+    if (!tm || (sim->nheap && (sim->heap[0].t < tm->t ||
+                               (sim->heap[0].t == tm->t && sim->heap[0].seq < tm->seq)))) {
+        *at = sim->heap[0].t;
+        return 1;
+    }
+    *at = tm->t;
+    return 2;
+}
+
+/* The earliest timer: its task wakes unless the timer is stale. */
+static void fire_timer(ddp_sim_t *sim)
+{
+    ddp_sim_task_t *t = sim->tasks[sim->timers[0].id];
+    sim->events++;
+    int live = !timer_stale(t);
+    timer_pop(sim);
+    timer_clear(t);
+    if (live)
+        ddp__sim_wake(sim, t->id);
+}
+
 static void process_event(ddp_sim_t *sim, sim_event_t *ev)
 {
     sim->events++;
@@ -166,12 +289,6 @@ static void process_event(ddp_sim_t *sim, sim_event_t *ev)
         ddp_sim_task_t *t = sim->tasks[ev->a];
         if (t->out.state == DDP_SIM_TASK_NEW && !sim->nodes[t->out.node].crashed)
             make_runnable(sim, t);
-        break;
-    }
-    case EV_TIMER: {
-        ddp_sim_task_t *t = sim->tasks[ev->a];
-        if (t->parked && t->timer_gen == ev->x)
-            ddp__sim_wake(sim, t->id);
         break;
     }
     case EV_CRASH:
@@ -202,23 +319,26 @@ static int advance_time(ddp_sim_t *sim)
     if (sim->cancelling)
         return 0;
     while (sim->nrunnable == 0) {
-        if (sim->nheap == 0 || sim->unfinished == 0)
+        int64_t t, at;
+        int next = sim->unfinished ? next_due(sim, &t) : 0;
+        if (!next)
             return 0;
         /* A stale timer (its task woke or left) must not move the clock. */
-        const sim_event_t *top = &sim->heap[0];
-        if (top->type == EV_TIMER && (!sim->tasks[top->a]->parked ||
-                                      sim->tasks[top->a]->timer_gen != top->x)) {
-            sim_event_t ev = pop_event(sim);
-            free(ev.data);
+        if (next == 2 && timer_stale(sim->tasks[sim->timers[0].id])) {
+            timer_clear(sim->tasks[sim->timers[0].id]);
+            timer_pop(sim);
             continue;
         }
-        int64_t t = sim->heap[0].t;
         if (t > sim->o.time_limit_ns + VT0) {
             sim->time_limited = 1;
             return 0;
         }
         sim->vt = t;
-        while (sim->nheap && sim->heap[0].t == t) {
+        while ((next = next_due(sim, &at)) && at == t) {
+            if (next == 2) {
+                fire_timer(sim);
+                continue;
+            }
             sim_event_t ev = pop_event(sim);
             process_event(sim, &ev);
         }
@@ -227,6 +347,7 @@ static int advance_time(ddp_sim_t *sim)
 }
 
 static void *task_thread(void *arg);
+static void task_entry(void);
 
 /* The baton. An eventfd per task when the fd limit allows: a blocked read
  * waits on that eventfd's own queue, whereas thousands of threads parked on
@@ -234,7 +355,9 @@ static void *task_thread(void *arg);
  * them (measured: 77% of the time at 16,384 tasks). Else a semaphore. */
 static void baton_init(ddp_sim_task_t *t)
 {
-    t->efd = eventfd(0, EFD_CLOEXEC);
+    t->efd = t->sim->contexts ? -1 : eventfd(0, EFD_CLOEXEC);
+    if (t->sim->contexts)
+        return;
     if (t->efd < 0)
         sem_init(&t->sem, 0, 0);
 }
@@ -264,22 +387,92 @@ static void baton_take(ddp_sim_task_t *t)
 
 static void baton_free(ddp_sim_task_t *t)
 {
+    if (t->sim->contexts)
+        return;
     if (t->efd >= 0)
         close(t->efd);
     else
         sem_destroy(&t->sem);
 }
 
-/* Gives the baton to t (starting its thread the first time). */
-static void transfer(ddp_sim_t *sim, ddp_sim_task_t *t)
+/* ---- contexts ---- */
+static size_t stack_size(const ddp_sim_t *sim)
+{
+    return sim->o.stack_size < MIN_STACK ? MIN_STACK : sim->o.stack_size;
+}
+
+/* The context that left for good (an exiting task's) is off its stack now:
+ * the stack, with the identity state at its top, goes back for the next
+ * task to start. */
+static void reap(ddp_sim_t *sim)
+{
+    ddp_sim_task_t *z = sim->zombie;
+    if (!z)
+        return;
+    sim->zombie = NULL;
+    ddp__ctx_retire(&z->ctx);
+    z->ident = NULL;
+    if (z->abandoned)
+        return; /* its frames may still be pointed at: unmapped at the end */
+    if (ddp__stacks_put(&sim->stacks, &z->ctx.stack) == 0)
+        memset(&z->ctx.stack, 0, sizeof z->ctx.stack);
+}
+
+/* Leaves the running context (sim->cur) for to's (NULL: the thread's own,
+ * in ddp_sim_run). keep 0: the running task has exited and is never
+ * resumed. Returns when the running context is resumed. Each task has its
+ * own identity state and errno; tls_task follows the switch. */
+static void switch_to(ddp_sim_t *sim, ddp_sim_task_t *to, int keep)
+{
+    ddp_sim_task_t *from = sim->cur;
+    int saved_errno = errno;
+    if (!keep)
+        sim->zombie = from;
+    sim->cur = to;
+    tls_task = to ? to : sim->outer_task;
+    ddp_ident_state_use(to ? to->ident : sim->outer_ident);
+    ddp__ctx_switch(from ? &from->ctx : &sim->main_ctx, to ? &to->ctx : &sim->main_ctx,
+                    keep);
+    reap(sim);
+    errno = saved_errno;
+}
+
+/* A task's first turn in contexts mode: a stack (a finished task's, or a
+ * new slot), a fresh identity state at its top, and a context that starts
+ * in task_entry. */
+static void start_context(ddp_sim_t *sim, ddp_sim_task_t *t)
+{
+    size_t id_size = (ddp_ident_state_size() + 63) & ~(size_t)63;
+    int rc = ddp__stacks_get(&sim->stacks, stack_size(sim) + id_size, &t->ctx.stack);
+    if (rc != 0) {
+        fprintf(stderr, "ddpsim sim: cannot map a %zu KiB stack for task %s "
+                        "(%d tasks so far): %s; lower the task count or raise "
+                        "vm.max_map_count / the address-space limit\n",
+                stack_size(sim) / 1024, t->name, sim->ntasks, strerror(-rc));
+        abort();
+    }
+    ddp__ctx_start(&t->ctx, id_size, task_entry);
+    t->ident = (ddp_ident_state_t *)(t->ctx.stack.base + t->ctx.stack.size - id_size);
+    ddp_ident_state_init(t->ident);
+}
+
+/* Gives the turn to t (starting it the first time). keep: as switch_to. */
+static void transfer(ddp_sim_t *sim, ddp_sim_task_t *t, int keep)
 {
     sim->handoffs++;
+    if (sim->contexts) {
+        if (!t->started) {
+            t->started = 1;
+            start_context(sim, t);
+        }
+        switch_to(sim, t, keep);
+        return;
+    }
     if (!t->started) {
         t->started = 1;
         pthread_attr_t at;
         pthread_attr_init(&at);
-        size_t ss = sim->o.stack_size < MIN_STACK ? MIN_STACK : sim->o.stack_size;
-        pthread_attr_setstacksize(&at, ss);
+        pthread_attr_setstacksize(&at, stack_size(sim));
         int rc = pthread_create(&t->th, &at, task_thread, t);
         pthread_attr_destroy(&at);
         if (rc != 0) {
@@ -293,12 +486,20 @@ static void transfer(ddp_sim_t *sim, ddp_sim_task_t *t)
 }
 
 /* Called by the running task (self, or NULL for the main thread / an exiting
- * task) to hand the baton on. Returns when self holds it again. */
+ * task) to hand the baton on. Returns when self holds it again. In contexts
+ * mode the main thread's context is resumed when the run is over (as the
+ * main thread's semaphore is posted in threads mode), and an exiting task's
+ * call never returns. */
 static void dispatch(ddp_sim_t *sim, ddp_sim_task_t *self, int self_waits)
 {
+    int keep = self_waits || (sim->contexts && !sim->cur);
     for (;;) {
         if (sim->nrunnable == 0 && !advance_time(sim)) {
-            sem_post(&sim->main_sem); /* the run is over (or cancelling) */
+            /* the run is over (or cancelling) */
+            if (!sim->contexts)
+                sem_post(&sim->main_sem);
+            else if (sim->cur)
+                switch_to(sim, NULL, keep);
             break;
         }
         if (sim->nrunnable == 0)
@@ -306,11 +507,50 @@ static void dispatch(ddp_sim_t *sim, ddp_sim_task_t *self, int self_waits)
         ddp_sim_task_t *next = pick_runnable(sim);
         if (next == self)
             return;
-        transfer(sim, next);
+        transfer(sim, next, keep);
         break;
     }
-    if (self_waits && self)
+    if (!sim->contexts && self_waits && self)
         baton_take(self);
+}
+
+/* The main thread (ddp_sim_run) starts the tasks and waits until nothing
+ * can run any more. */
+static void run_tasks(ddp_sim_t *sim)
+{
+    dispatch(sim, NULL, 0);
+    if (!sim->contexts)
+        sem_wait(&sim->main_sem);
+}
+
+/* What a parked task waits on, for the reports (a park is frequent: a copy,
+ * not a printf). */
+static void set_wait_desc(ddp_sim_task_t *t, const char *what)
+{
+    size_t n = strnlen(what, sizeof t->wait_desc - 1);
+    memcpy(t->wait_desc, what, n);
+    t->wait_desc[n] = '\0';
+}
+
+void ddp__sim_describe(char *buf, size_t n, const char *pre, long v, const char *post)
+{
+    char num[24];
+    int nd = 0;
+    unsigned long u = v < 0 ? 0ul - (unsigned long)v : (unsigned long)v;
+    do
+        num[nd++] = (char)('0' + u % 10);
+    while ((u /= 10) > 0);
+    if (v < 0)
+        num[nd++] = '-';
+    size_t o = 0;
+    for (const char *p = pre; *p && o + 1 < n; p++)
+        buf[o++] = *p;
+    while (nd > 0 && o + 1 < n)
+        buf[o++] = num[--nd];
+    for (const char *p = post; *p && o + 1 < n; p++)
+        buf[o++] = *p;
+    if (n)
+        buf[o] = '\0';
 }
 
 int ddp__sim_park(ddp_sim_task_t *t, int64_t deadline, waitq_t **qs, int nq,
@@ -322,14 +562,13 @@ int ddp__sim_park(ddp_sim_task_t *t, int64_t deadline, waitq_t **qs, int nq,
     for (int i = 0; i < nq; i++)
         ddp__waitq_add(qs[i], t->id);
     t->timer_gen++;
-    if (deadline != DDP_DEADLINE_NEVER) {
-        int64_t vt = deadline - sim->nodes[t->out.node].skew;
-        sim_event_t ev = {.t = vt, .type = EV_TIMER, .a = t->id, .x = t->timer_gen};
-        ddp__sim_push_event(sim, ev);
-    }
+    if (deadline != DDP_DEADLINE_NEVER)
+        timer_set(sim, t, deadline - sim->nodes[t->out.node].skew);
+    else
+        timer_clear(t); /* the last one can never fire now */
     t->parked = 1;
     t->parked_since = sim->vt;
-    snprintf(t->wait_desc, sizeof t->wait_desc, "%s", what);
+    set_wait_desc(t, what);
     dispatch(sim, t, 1);
     t->parked = 0;
     return t->killed ? DDP_ECANCELED : 0;
@@ -341,7 +580,7 @@ void ddp__sim_park_unwinding(ddp_sim_task_t *t, waitq_t *q, const char *what)
     ddp__waitq_add(q, t->id);
     t->parked = 1;
     t->parked_since = sim->vt;
-    snprintf(t->wait_desc, sizeof t->wait_desc, "%s", what);
+    set_wait_desc(t, what);
     dispatch(sim, t, 1);
     t->parked = 0;
 }
@@ -419,12 +658,16 @@ int ddp__sim_check_killed(ddp_sim_task_t *t)
         return 0;
     /* A task that ignores DDP_ECANCELED forever would never unwind. */
     if (++t->kill_calls > 100000) {
-        fprintf(stderr, "ddpsim sim: task %s ignores cancellation; stopping "
-                        "its thread\n", t->name);
+        fprintf(stderr, "ddpsim sim: task %s ignores cancellation (100,000 sim "
+                        "calls since it was %s); stopping it\n", t->name,
+                t->out.state == DDP_SIM_TASK_CRASHED ? "crashed" : "cancelled");
         t->out.state = t->out.state == DDP_SIM_TASK_CRASHED
                            ? DDP_SIM_TASK_CRASHED
                            : DDP_SIM_TASK_CANCELED;
+        t->abandoned = 1;
         dispatch(t->sim, NULL, 0);
+        if (t->sim->contexts)
+            abort(); /* a context left for good is never resumed */
         pthread_exit(NULL);
     }
     ddp_err_set(DDP_ECANCELED, "task %s was %s", t->name,
@@ -470,12 +713,10 @@ static void kill_one(ddp_sim_t *sim, ddp_sim_task_t *t, int crashed)
         make_runnable(sim, t);
 }
 
-static void *task_thread(void *arg)
+/* A task's life, from its first turn to its exit; then it hands on for good. */
+static void task_run(ddp_sim_task_t *t)
 {
-    ddp_sim_task_t *t = arg;
     ddp_sim_t *sim = t->sim;
-    tls_task = t;
-    ddp_fault_thread_armed_only(1); /* only the armed points cost anything */
     ddp_ident_set_rank(t->out.rank);
     if (t->out.state == DDP_SIM_TASK_NEW)
         t->out.state = DDP_SIM_TASK_RUNNING;
@@ -502,8 +743,40 @@ static void *task_thread(void *arg)
     t->finished = 1;
     ddp__waitq_wake_all(sim, &t->exitq);
     t->killed = 1; /* no more calls from this task */
+    timer_clear(t);
     dispatch(sim, NULL, 0);
+}
+
+static void *task_thread(void *arg)
+{
+    ddp_sim_task_t *t = arg;
+    tls_task = t;
+    ddp_fault_thread_armed_only(1); /* only the armed points cost anything */
+    task_run(t);
     return NULL;
+}
+
+/* Where a new context starts (the switch set tls_task to its task). */
+static void task_entry(void)
+{
+    ddp__ctx_entered();
+    ddp_sim_task_t *t = tls_task;
+    reap(t->sim);
+    task_run(t);
+    abort(); /* its last dispatch left this context for good */
+}
+
+/* Contexts mode, at the end of a run: no task runs any more; a task that
+ * never finished unwinding is dropped. The stacks stay mapped until
+ * ddp_sim_free, which frees the rest of the simulation too. */
+static void end_contexts(ddp_sim_t *sim)
+{
+    for (int i = 0; i < sim->ntasks; i++) {
+        ddp_sim_task_t *t = sim->tasks[i];
+        ddp__ctx_retire(&t->ctx);
+        t->ident = NULL;
+    }
+    ddp__ctx_free(&sim->main_ctx);
 }
 
 /* ---- public API ---- */
@@ -524,6 +797,7 @@ ddp_sim_t *ddp_sim_new(const ddp_sim_opts_t *opts)
         sim->o.somaxconn = 4096;
     if (sim->o.rcvbuf == 0)
         sim->o.rcvbuf = 256 * 1024;
+    sim->contexts = sim->o.tasks != DDP_SIM_TASKS_THREADS;
     ddp_rng_seed(&sim->rng, sim->o.seed);
     sim->vt = VT0;
     sim->trace_hash = 0xcbf29ce484222325ull;
@@ -531,11 +805,82 @@ ddp_sim_t *ddp_sim_new(const ddp_sim_opts_t *opts)
     fiu_init(0);
     /* One eventfd per task (the baton): allow as many fds as we may. */
     struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    if (!sim->contexts && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
         rl.rlim_cur = rl.rlim_max;
         setrlimit(RLIMIT_NOFILE, &rl);
     }
     return sim;
+}
+
+/* ---- the node index: host name or IPv4 address -> node ----
+ * Every connect, listen and resolve looks a node up, and clusters have
+ * thousands: two open-addressing tables of node + 1 (0: empty). */
+static size_t hash_host(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+    return (size_t)(h ^ h >> 29);
+}
+
+static size_t hash_ip(const uint8_t ip[4])
+{
+    uint32_t v;
+    memcpy(&v, ip, 4);
+    return (size_t)(((uint64_t)v * 0x9e3779b97f4a7c15ull) >> 20);
+}
+
+static void index_add(ddp_sim_t *sim, int node)
+{
+    size_t m = sim->index_cap - 1;
+    size_t i = hash_host(sim->nodes[node].host) & m;
+    while (sim->by_host[i])
+        i = (i + 1) & m;
+    sim->by_host[i] = node + 1;
+    i = hash_ip(sim->nodes[node].addr.ip) & m;
+    while (sim->by_ip[i])
+        i = (i + 1) & m;
+    sim->by_ip[i] = node + 1;
+}
+
+/* Room for one more node (at most half full). */
+static void index_reserve(ddp_sim_t *sim)
+{
+    if ((size_t)(sim->nnodes + 1) * 2 <= sim->index_cap)
+        return;
+    sim->index_cap = sim->index_cap ? sim->index_cap * 2 : 64;
+    free(sim->by_host);
+    free(sim->by_ip);
+    sim->by_host = calloc(sim->index_cap, sizeof *sim->by_host);
+    sim->by_ip = calloc(sim->index_cap, sizeof *sim->by_ip);
+    if (!sim->by_host || !sim->by_ip) {
+        fprintf(stderr, "ddpsim sim: out of memory\n");
+        abort();
+    }
+    for (int i = 0; i < sim->nnodes; i++)
+        index_add(sim, i);
+}
+
+int ddp__sim_node_by_host(const ddp_sim_t *sim, const char *host)
+{
+    if (!sim->index_cap)
+        return -1;
+    size_t m = sim->index_cap - 1;
+    for (size_t i = hash_host(host) & m; sim->by_host[i]; i = (i + 1) & m)
+        if (!strcmp(sim->nodes[sim->by_host[i] - 1].host, host))
+            return sim->by_host[i] - 1;
+    return -1;
+}
+
+int ddp__sim_node_by_ipv4(const ddp_sim_t *sim, const uint8_t ip[4])
+{
+    if (!sim->index_cap)
+        return -1;
+    size_t m = sim->index_cap - 1;
+    for (size_t i = hash_ip(ip) & m; sim->by_ip[i]; i = (i + 1) & m)
+        if (!memcmp(sim->nodes[sim->by_ip[i] - 1].addr.ip, ip, 4))
+            return sim->by_ip[i] - 1;
+    return -1;
 }
 
 int ddp_sim_add_node(ddp_sim_t *sim, const char *hostname, const char *addr,
@@ -545,12 +890,10 @@ int ddp_sim_add_node(ddp_sim_t *sim, const char *hostname, const char *addr,
     if (ddp_addr_parse(addr, 0, &a) != 0 || a.family != 4)
         return ddp_err_set(DDP_ECONFIG, "node %s: \"%s\" is not an IPv4 address",
                            hostname, addr);
-    for (int i = 0; i < sim->nnodes; i++)
-        if (!strcmp(sim->nodes[i].host, hostname) ||
-            ddp_addr_equal(&sim->nodes[i].addr, &a))
-            return ddp_err_set(DDP_ECONFIG,
-                               "node %s (%s): name or address already used",
-                               hostname, addr);
+    if (ddp__sim_node_by_host(sim, hostname) >= 0 || ddp__sim_node_by_ipv4(sim, a.ip) >= 0)
+        return ddp_err_set(DDP_ECONFIG,
+                           "node %s (%s): name or address already used",
+                           hostname, addr);
     if (sim->nnodes == sim->nodes_cap) {
         sim->nodes_cap = sim->nodes_cap ? sim->nodes_cap * 2 : 8;
         sim->nodes = xrealloc(sim->nodes, sizeof *sim->nodes * (size_t)sim->nodes_cap);
@@ -560,6 +903,8 @@ int ddp_sim_add_node(ddp_sim_t *sim, const char *hostname, const char *addr,
     snprintf(n->host, sizeof n->host, "%s", hostname);
     n->addr = a;
     n->skew = skew;
+    index_reserve(sim);
+    index_add(sim, sim->nnodes);
     return sim->nnodes++;
 }
 
@@ -617,6 +962,7 @@ static ddp_sim_task_t *new_task(ddp_sim_t *sim, int node, const char *name,
     t->fn = fn;
     t->arg = arg;
     t->runnable_idx = -1;
+    t->timer_seq = TIMER_NONE;
     t->parent = -1;
     t->proc = t->id;
     snprintf(t->name, sizeof t->name, "%s", name && *name ? name : "task");
@@ -697,20 +1043,32 @@ ddp_sim_result_t ddp_sim_run(ddp_sim_t *sim)
      * pass is then a same-CPU switch, not a cross-CPU wake-up (an IPI, and
      * dear on VMs). Task threads inherit the mask; restored at the end. */
     cpu_set_t saved, one;
-    int pinned = pthread_getaffinity_np(pthread_self(), sizeof saved, &saved) == 0;
+    int pinned = !sim->contexts &&
+                 pthread_getaffinity_np(pthread_self(), sizeof saved, &saved) == 0;
     if (pinned) {
         CPU_ZERO(&one);
         int cpu = sched_getcpu();
         CPU_SET(cpu >= 0 ? cpu : 0, &one);
         pinned = pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0;
     }
+    /* Contexts: the tasks run on this thread, which checks armed points
+     * only for as long as they do; the caller's task and identity (when a
+     * task runs a simulation of its own) come back with its context. */
+    int was_armed_only = 0;
+    if (sim->contexts) {
+        ddp__ctx_main(&sim->main_ctx);
+        sim->cur = NULL;
+        sim->outer_task = tls_task;
+        sim->outer_ident = ddp_ident_state_use(NULL);
+        ddp_ident_state_use(sim->outer_ident);
+        was_armed_only = ddp_fault_thread_armed_only(1);
+    }
     ddp_log_set_sink(ddp__sim_log_sink, sim);
     ddp__sim_faults_arm(sim);
     if (sim->o.wall_clock)
         sim->wall_start = ddp_sys_now(sim->o.wall_clock);
     sim->tick_vt = sim->vt;
-    dispatch(sim, NULL, 0);
-    sem_wait(&sim->main_sem);
+    run_tasks(sim);
 
     ddp_sim_result_t res = sim->halted ? sim->halted : DDP_SIM_DONE;
     int stuck = 0;
@@ -761,17 +1119,20 @@ ddp_sim_result_t ddp_sim_run(ddp_sim_t *sim)
                     make_runnable(sim, t);
             }
         }
-        dispatch(sim, NULL, 0);
-        sem_wait(&sim->main_sem);
+        run_tasks(sim);
     }
     for (int i = 0; i < sim->ntasks; i++) {
         ddp_sim_task_t *t = sim->tasks[i];
         if (t->out.state == DDP_SIM_TASK_NEW)
             t->out.state = DDP_SIM_TASK_CANCELED;
-        if (t->started && !t->joined) {
+        if (t->started && !t->joined && !sim->contexts) {
             pthread_join(t->th, NULL);
             t->joined = 1;
         }
+    }
+    if (sim->contexts) {
+        ddp_fault_thread_armed_only(was_armed_only);
+        end_contexts(sim);
     }
     ddp__sim_faults_disarm(sim);
     ddp_log_set_sink(NULL, NULL);
@@ -788,9 +1149,10 @@ void ddp_sim_free(ddp_sim_t *sim)
         return;
     for (int i = 0; i < sim->ntasks; i++) {
         ddp_sim_task_t *t = sim->tasks[i];
-        if (t->started && !t->joined)
+        if (t->started && !t->joined && !sim->contexts)
             pthread_join(t->th, NULL);
         baton_free(t);
+        ddp__ctx_free(&t->ctx);
         ddp_env_free(t->sys.env);
         ddp__waitq_free(&t->exitq);
         free(t->fds);
@@ -802,7 +1164,10 @@ void ddp_sim_free(ddp_sim_t *sim)
     free(sim->heap);
     free(sim->tasks);
     free(sim->runnable);
+    free(sim->timers);
     free(sim->nodes);
+    free(sim->by_host);
+    free(sim->by_ip);
     for (int i = 0; i < sim->naliases; i++)
         free(sim->aliases[i].name);
     free(sim->aliases);
@@ -818,6 +1183,7 @@ void ddp_sim_free(ddp_sim_t *sim)
     free(sim->fault_fired);
     free(sim->trace);
     free(sim->deadlock);
+    ddp__stacks_free(&sim->stacks);
     sem_destroy(&sim->main_sem);
     free(sim);
 }

@@ -107,9 +107,9 @@ static sock_t *sock_new(ddp_sim_t *sim, int type, int owner, int node)
 
 int ddp__sim_node_by_ip(ddp_sim_t *sim, const ddp_addr_t *a)
 {
-    for (int i = 0; i < sim->nnodes; i++)
-        if (a->family == 4 && !memcmp(sim->nodes[i].addr.ip, a->ip, 4))
-            return i;
+    int n = a->family == 4 ? ddp__sim_node_by_ipv4(sim, a->ip) : -1;
+    if (n >= 0)
+        return n;
     if (a->family == 4 && a->ip[0] == 127)
         return -2; /* loopback: the caller's own node */
     return -1;
@@ -528,9 +528,9 @@ static int sm_sleep_until(ddp_sys_t *s, int64_t deadline)
 
 static int lookup_host(ddp_sim_t *sim, const char *host)
 {
-    for (int i = 0; i < sim->nnodes; i++)
-        if (!strcmp(sim->nodes[i].host, host))
-            return i;
+    int n = ddp__sim_node_by_host(sim, host);
+    if (n >= 0)
+        return n;
     for (int i = 0; i < sim->naliases; i++)
         if (!strcmp(sim->aliases[i].name, host))
             return sim->aliases[i].node;
@@ -904,7 +904,7 @@ static int sm_poll(ddp_sys_t *sy, ddp_pollfd_t *fds, int nfds, int64_t deadline)
             break;
         }
         char what[64];
-        snprintf(what, sizeof what, "poll on %d socket(s)", nfds);
+        ddp__sim_describe(what, sizeof what, "poll on ", nfds, " socket(s)");
         rc = ddp__sim_park(t, deadline, qs, nq, what);
         if (rc)
             break;

@@ -8,6 +8,7 @@
 #include <semaphore.h>
 #include <stdint.h>
 
+#include "ddp/err.h"
 #include "ddp/faults.h"
 #include "ddp/log.h"
 #include "ddp/sim.h"
@@ -29,19 +30,59 @@ typedef struct sim_node {
     int crashed;
 } sim_node_t;
 
+/* A task's stack in contexts mode (sim_ctx.c), with a guard page below
+ * base. */
+typedef struct sim_stack {
+    char *base;     /* lowest usable address (NULL: none) */
+    size_t size;
+    unsigned vg_id; /* valgrind's stack id */
+} sim_stack_t;
+
+/* Where the stacks come from: slabs, cut into slots; stacks given back. */
+typedef struct sim_stacks {
+    struct {
+        char *map;
+        size_t len;
+    } *slabs;
+    int nslabs, slabs_cap;
+    char *next;  /* the current slab's next slot */
+    int left;    /* slots left in it */
+    size_t slot; /* guard + stack */
+    sim_stack_t *all, *free;
+    int nall, all_cap, nfree, free_cap;
+} sim_stacks_t;
+
+/* A user-space context: a task's, or the thread's own (stack.map NULL) that
+ * called ddp_sim_run. */
+typedef struct sim_ctx {
+    void *sp;    /* saved stack pointer (hand-written switch) */
+    void *uc;    /* ucontext_t (fallback switch) */
+    sim_stack_t stack;
+    void *fake;  /* ASan: fake stack kept while switched away */
+    const void *asan_bottom; /* ASan: the thread's own stack, once known */
+    size_t asan_size;
+    int known;
+    void *fiber; /* TSan */
+} sim_ctx_t;
+
 struct ddp_sim_task {
     int id;
     ddp_sim_t *sim;
     ddp_sys_t sys; /* this task's view of the world; impl = task */
     ddp_sim_main_fn fn;
     void *arg;
-    pthread_t th;
+    pthread_t th;     /* threads mode */
     int started, joined;
     sem_t sem;        /* the baton when efd < 0 */
     int efd;          /* the baton: an eventfd, written when it is our turn */
+    sim_ctx_t ctx;    /* contexts mode */
+    ddp_ident_state_t *ident; /* contexts mode: rank, phase, error context */
+    int abandoned;    /* contexts mode: left for good without returning */
     int runnable_idx; /* index in sim->runnable, -1 if not there */
     int parked;
-    int64_t timer_gen; /* invalidates stale timer events */
+    int64_t timer_gen; /* counts parks: a timer of an older park is stale */
+    uint64_t timer_seq; /* its timer's sequence number (UINT64_MAX: none) */
+    int64_t timer_of;  /* the park (timer_gen) that timer belongs to */
     char wait_desc[160];
     int64_t parked_since;
     int killed;      /* cancelled or crashed: every sim call fails */
@@ -72,8 +113,7 @@ typedef struct sim_event {
 } sim_event_t;
 
 enum {
-    EV_START = 1,
-    EV_TIMER,
+    EV_START = 1, /* (timers are not events: they have a heap of their own) */
     EV_SYN,    /* a = client fd, x = attempt */
     EV_SYNACK, /* a = client fd, b = server fd or -1, x = error */
     EV_DATA,   /* a = dest fd, data/len */
@@ -81,6 +121,14 @@ enum {
     EV_RST,    /* a = dest fd */
     EV_CRASH,  /* a = task (-1), b = node (-1) */
 };
+
+/* A parked task's deadline: virtual time, and a sequence number drawn from
+ * the events' counter (ties with events break the same way). */
+typedef struct sim_timer {
+    int64_t t;
+    uint64_t seq;
+    int id; /* the task */
+} sim_timer_t;
 
 typedef struct sim_file {
     char *path, *content;
@@ -95,6 +143,8 @@ struct ddp_sim {
     uint64_t seq;
     sim_node_t *nodes;
     int nnodes, nodes_cap;
+    int *by_host, *by_ip; /* the node index (sim.c): node + 1, 0 empty */
+    size_t index_cap;
     struct {
         char *name;
         int node;
@@ -106,6 +156,8 @@ struct ddp_sim {
     int ntasks, tasks_cap;
     int *runnable;
     int nrunnable;
+    sim_timer_t *timers; /* heap by (t, seq); dead entries dropped lazily (sim.c) */
+    int ntimers, timers_cap;
     sim_event_t *heap;
     size_t nheap, heap_cap;
     struct sock **socks; /* fd -> socket; fds are never reused in a run */
@@ -113,6 +165,13 @@ struct ddp_sim {
     int *ltab; /* listeners by (node, port): chained hash of fds */
     size_t ltab_cap;
     sem_t main_sem;
+    int contexts;   /* tasks are user-space contexts, not threads */
+    sim_ctx_t main_ctx;            /* contexts: the thread's own */
+    ddp_sim_task_t *cur;           /* contexts: running task, NULL: main_ctx */
+    ddp_sim_task_t *zombie;        /* contexts: left for good, not reaped yet */
+    ddp_sim_task_t *outer_task;    /* contexts: the sim task (if any) that called ddp_sim_run */
+    ddp_ident_state_t *outer_ident; /* contexts: the caller's identity state */
+    sim_stacks_t stacks;           /* contexts: the tasks' stacks */
     int cancelling;
     int unfinished; /* tasks not yet exited, crashed or cancelled */
     int time_limited;
@@ -147,10 +206,16 @@ void ddp__sim_park_unwinding(ddp_sim_task_t *t, waitq_t *q, const char *what);
 int ddp__sim_park(ddp_sim_task_t *t, int64_t deadline, waitq_t **qs, int nq,
                   const char *what);
 void ddp__sim_wake(ddp_sim_t *sim, int task_id);
+/* buf = pre + decimal v + post (truncated to n - 1): a wait description
+ * without a printf, for waits that are frequent. */
+void ddp__sim_describe(char *buf, size_t n, const char *pre, long v, const char *post);
 void ddp__waitq_add(waitq_t *q, int id);
 void ddp__waitq_wake_all(ddp_sim_t *sim, waitq_t *q);
 void ddp__waitq_free(waitq_t *q);
 int64_t ddp__sim_task_now(ddp_sim_task_t *t);
+/* The node with this host name / IPv4 address, -1: none. */
+int ddp__sim_node_by_host(const ddp_sim_t *sim, const char *host);
+int ddp__sim_node_by_ipv4(const ddp_sim_t *sim, const uint8_t ip[4]);
 void ddp__sim_kill_task(ddp_sim_t *sim, ddp_sim_task_t *t, int crashed);
 /* 1 if a killed task may not go on (counts its calls). */
 int ddp__sim_check_killed(ddp_sim_task_t *t);
@@ -158,6 +223,23 @@ int ddp__sim_spawn_child(ddp_sim_task_t *parent, const ddp_spawn_t *w,
                          ddp_pid_t *pid);
 int ddp__sim_thread(ddp_sim_task_t *parent, ddp_thread_fn fn, void *arg,
                     const char *name, ddp_thread_t *out);
+
+/* contexts (sim_ctx.c) */
+/* A stack of at least size bytes (one given back, or a new slot): 0 or
+ * -errno. put gives one back; free unmaps them all. */
+int ddp__stacks_get(sim_stacks_t *p, size_t size, sim_stack_t *out);
+int ddp__stacks_put(sim_stacks_t *p, const sim_stack_t *s);
+void ddp__stacks_free(sim_stacks_t *p);
+void ddp__ctx_main(sim_ctx_t *c); /* the calling thread's */
+/* A context on c->stack that starts in entry; the top reserve bytes of the
+ * stack are left to the caller. */
+void ddp__ctx_start(sim_ctx_t *c, size_t reserve, void (*entry)(void));
+/* Leaves from (saved unless keep is 0: it is never resumed) for to. */
+void ddp__ctx_switch(sim_ctx_t *from, sim_ctx_t *to, int keep);
+void ddp__ctx_entered(void); /* first thing a new context's entry calls */
+void ddp__ctx_retire(sim_ctx_t *c); /* a context left for good */
+void ddp__ctx_free(sim_ctx_t *c);
+const char *ddp__ctx_kind(void); /* "x86-64 switch" or "ucontext" */
 
 /* network (sim_net.c) */
 extern const ddp_sys_ops_t ddp__sim_sys_ops;

@@ -35,17 +35,126 @@ static void emit(ddp_sim_t *sim, const char *line, size_t n)
     }
 }
 
+/* Every event is a line, so formatting is on the hot path: lines are
+ * written with a bounded writer that keeps snprintf's contract (the first
+ * cap - 1 bytes are stored, the length counts them all), and printf is
+ * left to the field formats it does not handle. */
+typedef struct {
+    char *buf;
+    size_t cap, len;
+} lw_t;
+
+static void lw_mem(lw_t *w, const char *s, size_t n)
+{
+    if (w->len + 1 < w->cap) {
+        size_t room = w->cap - 1 - w->len;
+        memcpy(w->buf + w->len, s, n < room ? n : room);
+    }
+    w->len += n;
+}
+
+static void lw_str(lw_t *w, const char *s) { lw_mem(w, s, strlen(s)); }
+
+static void lw_int(lw_t *w, unsigned long long v, int negative)
+{
+    char d[24];
+    int n = (int)sizeof d;
+    do
+        d[--n] = (char)('0' + v % 10);
+    while ((v /= 10) > 0);
+    if (negative)
+        d[--n] = '-';
+    lw_mem(w, d + n, sizeof d - (size_t)n);
+}
+
+static void lw_signed(lw_t *w, long long v)
+{
+    lw_int(w, v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v, v < 0);
+}
+
+/* The length modifier and conversion at p ("%" already read): 'i' int,
+ * 'u' unsigned, 'I'/'U' long, 'L'/'V' long long, 'z' size_t, 's', '%'; 0
+ * for anything else (flags, width, precision, other conversions).
+ * *adv: the characters it took. */
+static char conv_at(const char *p, int *adv)
+{
+    static const struct {
+        const char *spec;
+        char kind;
+    } convs[] = {{"d", 'i'},   {"u", 'u'},   {"ld", 'I'}, {"lu", 'U'}, {"lld", 'L'},
+                 {"llu", 'V'}, {"zu", 'z'},  {"s", 's'},  {"%", '%'}};
+    for (size_t i = 0; i < sizeof convs / sizeof convs[0]; i++) {
+        size_t n = strlen(convs[i].spec);
+        if (!strncmp(p, convs[i].spec, n)) {
+            *adv = (int)n;
+            return convs[i].kind;
+        }
+    }
+    return 0;
+}
+
+static int lw_can(const char *fmt)
+{
+    for (const char *p = fmt; (p = strchr(p, '%')); ) {
+        int adv;
+        if (!conv_at(p + 1, &adv))
+            return 0;
+        p += 1 + adv;
+    }
+    return 1;
+}
+
+/* fmt with only the conversions conv_at knows (lw_can). */
+static void lw_vfmt(lw_t *w, const char *fmt, va_list ap)
+{
+    const char *p = fmt;
+    for (const char *q; (q = strchr(p, '%')); ) {
+        lw_mem(w, p, (size_t)(q - p));
+        int adv = 0;
+        switch (conv_at(q + 1, &adv)) {
+        case 'i': lw_signed(w, va_arg(ap, int)); break;
+        case 'u': lw_int(w, va_arg(ap, unsigned), 0); break;
+        case 'I': lw_signed(w, va_arg(ap, long)); break;
+        case 'U': lw_int(w, va_arg(ap, unsigned long), 0); break;
+        case 'L': lw_signed(w, va_arg(ap, long long)); break;
+        case 'V': lw_int(w, va_arg(ap, unsigned long long), 0); break;
+        case 'z': lw_int(w, va_arg(ap, size_t), 0); break;
+        case 's': {
+            const char *str = va_arg(ap, const char *);
+            lw_str(w, str ? str : "(null)");
+            break;
+        }
+        default: lw_mem(w, "%", 1); break;
+        }
+        p = q + 1 + adv;
+    }
+    lw_str(w, p);
+}
+
 static void vtrace(ddp_sim_t *sim, int task, const char *kind, const char *fmt,
                    va_list ap)
 {
     char line[1024];
-    const char *tname = task >= 0 ? sim->tasks[task]->name : "sim";
-    int off = snprintf(line, sizeof line, "{\"t\":%lld,\"task\":\"%s\",\"kind\":\"%s\"",
-                       (long long)(sim->vt - VT0), tname, kind);
+    lw_t w = {line, sizeof line, 0};
+    lw_str(&w, "{\"t\":");
+    lw_signed(&w, (long long)(sim->vt - VT0));
+    lw_str(&w, ",\"task\":\"");
+    lw_str(&w, task >= 0 ? sim->tasks[task]->name : "sim");
+    lw_str(&w, "\",\"kind\":\"");
+    lw_str(&w, kind);
+    lw_str(&w, "\"");
+    int off = (int)w.len;
     if (fmt && *fmt && off < (int)sizeof line - 2) {
         line[off++] = ',';
-        int w = vsnprintf(line + off, sizeof line - (size_t)off, fmt, ap);
-        off = w < 0 ? off : off + w;
+        int n;
+        if (lw_can(fmt)) {
+            lw_t f = {line + off, sizeof line - (size_t)off, 0};
+            lw_vfmt(&f, fmt, ap);
+            n = (int)f.len;
+        } else {
+            n = vsnprintf(line + off, sizeof line - (size_t)off, fmt, ap);
+        }
+        off = n < 0 ? off : off + n;
     }
     if (off > (int)sizeof line - 3)
         off = (int)sizeof line - 3;

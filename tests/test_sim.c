@@ -639,6 +639,373 @@ static void test_point_faults(void)
     ddp_fault_thread_armed_only(0);
 }
 
+/* ---- the two task implementations (docs/simulator.md § 1) ----
+ * Contexts (the default) and threads make the same scheduling decisions, so
+ * the same trace; each task keeps its own identity, error context, errno
+ * and stack across switches; the calling thread's identity comes back. */
+
+static ddp_sim_t *sim_with_tasks(uint64_t seed, ddp_sim_tasks_t tasks, size_t stack)
+{
+    ddp_sim_opts_t o = {.seed = seed, .keep_trace = 1, .tasks = tasks, .stack_size = stack};
+    ddp_sim_t *sim = ddp_sim_new(&o);
+    ddp_sim_add_node(sim, "node0", "10.0.0.1", 0);
+    ddp_sim_add_node(sim, "node1", "10.0.0.2", 0);
+    return sim;
+}
+
+/* Echo clients against one server, plus a parent that spawns children and
+ * a process that starts and joins a thread: parks of every kind. */
+static int worker_thread(ddp_sys_t *sys, void *arg)
+{
+    (void)arg;
+    ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 3 * DDP_NS_PER_MS));
+    return 7;
+}
+
+static int thread_owner(ddp_sys_t *sys, void *arg)
+{
+    (void)arg;
+    ddp_thread_t th;
+    int rc = -1;
+    if (ddp_sys_thread_start(sys, worker_thread, NULL, "worker", &th) ||
+        ddp_sys_thread_join(sys, th, &rc, ddp_sys_deadline_in(sys, DDP_NS_PER_S)))
+        return 1;
+    return rc == 7 ? 0 : 2;
+}
+
+static char *mixed_run(uint64_t seed, ddp_sim_tasks_t tasks, uint64_t *hash)
+{
+    ddp_sim_t *sim = sim_with_tasks(seed, tasks, 0);
+    static echo_srv_t srv = {40, 10 * DDP_NS_PER_S};
+    static echo_cli_t cli = {"node0", 10 * DDP_NS_PER_S, 1};
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "server", .rank = -1,
+                                                 .start_ns = 2 * DDP_NS_PER_MS},
+                     echo_server, &srv);
+    for (int i = 0; i < srv.clients; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "client%d", i);
+        ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = name, .rank = i},
+                         echo_client, &cli);
+    }
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "parent", .rank = 50},
+                     parent_main, NULL);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = "owner", .rank = 51},
+                     thread_owner, NULL);
+    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+    for (int i = 0; i < ddp_sim_task_count(sim); i++)
+        CU_ASSERT_EQUAL(ddp_sim_outcome(sim, i)->state, DDP_SIM_TASK_EXITED);
+    ddp_sim_stats_t st;
+    ddp_sim_stats(sim, &st);
+    *hash = st.trace_hash;
+    char *trace = strdup(ddp_sim_trace(sim, NULL));
+    ddp_sim_free(sim);
+    return trace;
+}
+
+static void test_tasks_same_trace(void)
+{
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        uint64_t hc, ht, hd;
+        char *c = mixed_run(seed, DDP_SIM_TASKS_CONTEXTS, &hc);
+        char *t = mixed_run(seed, DDP_SIM_TASKS_THREADS, &ht);
+        char *d = mixed_run(seed, DDP_SIM_TASKS_DEFAULT, &hd);
+        CU_ASSERT_EQUAL(hc, ht);
+        CU_ASSERT_EQUAL(hc, hd);
+        CU_ASSERT_STRING_EQUAL(c, t);
+        CU_ASSERT_PTR_NOT_NULL(strstr(c, "\"kind\":\"thread\""));
+        CU_ASSERT_PTR_NOT_NULL(strstr(c, "\"kind\":\"spawn\""));
+        free(c);
+        free(t);
+        free(d);
+    }
+}
+
+/* Many tasks, each parking many times at its own moments; every one must
+ * run to the end with its own loop state intact (arg: int done[task]). */
+static int many_task(ddp_sys_t *sys, void *arg)
+{
+    int *done = arg;
+    int me = ddp_sim_task_of(sys), steps = 0;
+    for (int i = 0; i < 8; i++) {
+        ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, (me % 7 + 1) * (i + 1) * 1000));
+        steps += i;
+    }
+    done[me] = steps;
+    return 0;
+}
+
+static void test_contexts_many_tasks(void)
+{
+    static int done[3000];
+    memset(done, 0, sizeof done);
+    ddp_sim_t *sim = sim_with_tasks(5, DDP_SIM_TASKS_CONTEXTS, 0);
+    int n = 3000;
+    for (int i = 0; i < n; i++)
+        ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = i % 2, .name = "t", .rank = i},
+                         many_task, done);
+    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+    int ok = 0;
+    for (int i = 0; i < n; i++)
+        ok += done[i] == 28 && ddp_sim_outcome(sim, i)->rc == 0;
+    CU_ASSERT_EQUAL(ok, n);
+    ddp_sim_stats_t st;
+    ddp_sim_stats(sim, &st);
+    CU_ASSERT(st.handoffs >= (uint64_t)n * 8);
+    ddp_sim_free(sim);
+}
+
+/* Deep stacks: each task recurses through frames of 1 KiB, filled with a
+ * pattern of its own, parks at the bottom, and checks every frame on the way
+ * back after the other tasks ran on their stacks. */
+__attribute__((noinline)) static int deep(ddp_sys_t *sys, int depth, int me)
+{
+    volatile unsigned char frame[1024];
+    for (size_t i = 0; i < sizeof frame; i++)
+        frame[i] = (unsigned char)(me * 31 + depth * 7 + (int)i);
+    int bad = 0;
+    if (depth > 0)
+        bad = deep(sys, depth - 1, me);
+    else
+        for (int i = 0; i < 3; i++)
+            ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, (me + 1) * 1000));
+    for (size_t i = 0; i < sizeof frame; i++)
+        bad += frame[i] != (unsigned char)(me * 31 + depth * 7 + (int)i);
+    return bad;
+}
+
+typedef struct {
+    int depth;
+    int bad[16];
+} deep_t;
+
+static int deep_task(ddp_sys_t *sys, void *arg)
+{
+    deep_t *d = arg;
+    int me = ddp_sim_task_of(sys);
+    d->bad[me] = deep(sys, d->depth, me);
+    return 0;
+}
+
+static void test_tasks_deep_stacks(void)
+{
+    /* ~40 KiB of frames in the default 64 KiB; ~400 KiB in 4 MiB (a thread
+     * under TSan loses ~800 KiB of its stack to TSan's thread-local state). */
+    struct {
+        int depth;
+        size_t stack;
+    } cases[] = {{40, 0}, {400, 4 * 1024 * 1024}};
+    for (int c = 0; c < 2; c++) {
+        for (int mode = DDP_SIM_TASKS_CONTEXTS; mode <= DDP_SIM_TASKS_THREADS; mode++) {
+            deep_t d = {.depth = cases[c].depth};
+            memset(d.bad, 0x7f, sizeof d.bad);
+            ddp_sim_t *sim = sim_with_tasks(3, (ddp_sim_tasks_t)mode, cases[c].stack);
+            for (int i = 0; i < 16; i++)
+                ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = i % 2, .name = "deep",
+                                                             .rank = i},
+                                 deep_task, &d);
+            CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+            for (int i = 0; i < 16; i++)
+                CU_ASSERT_EQUAL(d.bad[i], 0);
+            ddp_sim_free(sim);
+        }
+    }
+}
+
+/* Identity, error context, message buffers and errno are per task: each
+ * task sets its own, parks while the others set theirs, and finds its own
+ * again (arg: int ok[task]). The thread that ran the simulation gets its
+ * own back. */
+static int ident_task(ddp_sys_t *sys, void *arg)
+{
+    int *oks = arg;
+    int me = ddp_sim_task_of(sys);
+    char phase[32], what[32], unknown[32];
+    snprintf(phase, sizeof phase, "phase of %d", me);
+    snprintf(what, sizeof what, "failure of task %d", me);
+    snprintf(unknown, sizeof unknown, "E?%d", -20000 - me);
+    int ok = ddp_ident_rank() == me && ddp_ident_phase()[0] == '\0' &&
+             ddp_err_ctx()->code == 0;
+    ddp_ident_set_rank(100 + me);
+    ddp_ident_set_world(200 + me);
+    ddp_ident_set_phase(phase);
+    ddp_err_set(-1000 - me, "%s", what);
+    ddp_err_peer(me);
+    const char *msg = ddp_err_message(), *name = ddp_err_name(-20000 - me);
+    char msg_copy[1024];
+    snprintf(msg_copy, sizeof msg_copy, "%s", msg);
+    for (int i = 0; i < 4; i++) {
+        errno = 3000 + me;
+        ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, (8 - me) * 1000 + i));
+        ok = ok && errno == 3000 + me;
+    }
+    ok = ok && ddp_ident_rank() == 100 + me && ddp_ident_world() == 200 + me &&
+         !strcmp(ddp_ident_phase(), phase) && ddp_err_ctx()->code == -1000 - me &&
+         ddp_err_ctx()->peer == me && !strcmp(ddp_err_ctx()->what, what) &&
+         !strcmp(ddp_err_ctx()->phase, phase) && ddp_err_ctx()->rank == 100 + me &&
+         !strcmp(msg, msg_copy) && !strcmp(name, unknown);
+    oks[me] = ok;
+    return 0;
+}
+
+static void test_tasks_identity(void)
+{
+    for (int mode = DDP_SIM_TASKS_CONTEXTS; mode <= DDP_SIM_TASKS_THREADS; mode++) {
+        ddp_ident_set_rank(77);
+        ddp_ident_set_phase("the caller's phase");
+        ddp_err_set(-4242, "the caller's error");
+        int oks[8] = {0};
+        ddp_sim_t *sim = sim_with_tasks(8, (ddp_sim_tasks_t)mode, 0);
+        for (int i = 0; i < 8; i++)
+            ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = i % 2, .name = "id", .rank = i},
+                             ident_task, oks);
+        CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+        for (int i = 0; i < 8; i++)
+            CU_ASSERT_EQUAL(oks[i], 1);
+        /* the phases reached the trace with the tasks' own ranks */
+        CU_ASSERT_PTR_NOT_NULL(strstr(ddp_sim_trace(sim, NULL),
+                                      "\"phase\":\"phase of 5\",\"rank\":105"));
+        ddp_sim_free(sim);
+        CU_ASSERT_EQUAL(ddp_ident_rank(), 77);
+        CU_ASSERT_STRING_EQUAL(ddp_ident_phase(), "the caller's phase");
+        CU_ASSERT_EQUAL(ddp_err_ctx()->code, -4242);
+        CU_ASSERT_STRING_EQUAL(ddp_err_ctx()->what, "the caller's error");
+        ddp_ident_set_rank(-1);
+        ddp_ident_set_phase(NULL);
+        ddp_err_set(0, "%s", "");
+    }
+}
+
+/* Children spawned one after another reuse the stacks of those that
+ * exited; each starts with a fresh identity and error context whatever its
+ * predecessor left. */
+static int dirty_child(ddp_sys_t *sys, void *arg)
+{
+    (void)arg;
+    int fresh = ddp_ident_phase()[0] == '\0' && ddp_err_ctx()->code == 0 &&
+                ddp_err_ctx()->what[0] == '\0' && ddp_ident_world() == -1;
+    ddp_ident_set_phase("dirty");
+    ddp_ident_set_world(9);
+    ddp_err_set(-5, "left behind");
+    ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 1000));
+    return fresh ? 0 : 1;
+}
+
+static int serial_parent(ddp_sys_t *sys, void *arg)
+{
+    int *fresh = arg;
+    for (int i = 0; i < 200; i++) {
+        ddp_spawn_t sp = {.entry = dirty_child, .name = "child"};
+        ddp_pid_t pid;
+        int st = -1;
+        if (ddp_sys_spawn(sys, &sp, &pid) ||
+            ddp_sys_wait(sys, pid, &st, ddp_sys_deadline_in(sys, DDP_NS_PER_S)))
+            return 1;
+        *fresh += st == 0;
+    }
+    return 0;
+}
+
+static void test_contexts_stack_reuse(void)
+{
+    int fresh = 0;
+    ddp_sim_t *sim = sim_with_tasks(4, DDP_SIM_TASKS_CONTEXTS, 0);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "parent", .rank = 0},
+                     serial_parent, &fresh);
+    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+    CU_ASSERT_EQUAL(ddp_sim_outcome(sim, 0)->rc, 0);
+    CU_ASSERT_EQUAL(fresh, 200);
+    CU_ASSERT_EQUAL(ddp_sim_task_count(sim), 201);
+    ddp_sim_free(sim);
+}
+
+/* Trace lines are formatted without printf where the fields allow: the
+ * bytes must be printf's, for the handled conversions, for the others (the
+ * printf fallback), and for a line cut at 1 KiB. */
+static char long_text[1500];
+
+static int trace_writer(ddp_sys_t *sys, void *arg)
+{
+    (void)arg;
+    ddp_sim_trace_event(sys, "k1", "\"a\":%d,\"b\":%u,\"c\":%lld,\"d\":%llu,\"e\":\"%s\",\"p\":\"%%\"",
+                        -42, 7u, -9000000000LL, 18446744073709551615ULL, "x");
+    ddp_sim_trace_event(sys, "k2", "\"w\":%5d,\"f\":%.2f,\"h\":%x", 3, 1.5, 255u);
+    ddp_sim_trace_event(sys, "k3", "\"z\":%zu,\"l\":%ld,\"s\":\"%s\"", (size_t)12, -5L,
+                        long_text);
+    ddp_sim_trace_event(sys, "k4", "%s", "");
+    return 0;
+}
+
+static void test_trace_line_bytes(void)
+{
+    memset(long_text, 'q', sizeof long_text - 1);
+    ddp_sim_t *sim = two_nodes(2, 1);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "w", .rank = 0},
+                     trace_writer, NULL);
+    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+    const char *tr = ddp_sim_trace(sim, NULL);
+    char want[1100];
+    snprintf(want, sizeof want, "{\"t\":0,\"task\":\"w\",\"kind\":\"k1\",\"a\":%d,\"b\":%u,"
+             "\"c\":%lld,\"d\":%llu,\"e\":\"%s\",\"p\":\"%%\"}\n",
+             -42, 7u, -9000000000LL, 18446744073709551615ULL, "x");
+    CU_ASSERT_PTR_NOT_NULL(strstr(tr, want));
+    snprintf(want, sizeof want, "{\"t\":0,\"task\":\"w\",\"kind\":\"k2\",\"w\":%5d,\"f\":%.2f,"
+             "\"h\":%x}\n", 3, 1.5, 255u);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tr, want));
+    /* cut: the first 1,021 bytes of the line, then "}\n" */
+    int n = snprintf(want, sizeof want, "{\"t\":0,\"task\":\"w\",\"kind\":\"k3\",\"z\":%zu,"
+                     "\"l\":%ld,\"s\":\"%s", (size_t)12, -5L, long_text);
+    CU_ASSERT(n > 1021);
+    memcpy(want + 1021, "}\n", 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tr, want));
+    CU_ASSERT_PTR_NOT_NULL(strstr(tr, "{\"t\":0,\"task\":\"w\",\"kind\":\"k4\",}\n"));
+    ddp_sim_free(sim);
+}
+
+/* A crashed task that ignores DDP_ECANCELED is stopped after 100,000 calls
+ * (its thread exits, or its context is left for good); the others go on,
+ * and both task kinds give the same trace. */
+static int stubborn(ddp_sys_t *sys, void *arg)
+{
+    (void)arg;
+    for (;;) /* never looks at the result */
+        (void)ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, DDP_NS_PER_MS));
+    return 0;
+}
+
+static int bystander(ddp_sys_t *sys, void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 20; i++)
+        if (ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, DDP_NS_PER_MS)))
+            return 1;
+    return 0;
+}
+
+static void test_tasks_ignoring_cancel(void)
+{
+    uint64_t hash[2];
+    for (int mode = DDP_SIM_TASKS_CONTEXTS; mode <= DDP_SIM_TASKS_THREADS; mode++) {
+        ddp_sim_t *sim = sim_with_tasks(6, (ddp_sim_tasks_t)mode, 0);
+        int v = ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "stubborn",
+                                                             .rank = 0},
+                                 stubborn, NULL);
+        ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = "bystander", .rank = 1},
+                         bystander, NULL);
+        ddp_sim_add_fault(sim, &(ddp_sim_fault_t){.kind = DDP_FAULT_CRASH, .node = -1,
+                                                  .task = v, .peer_node = -1,
+                                                  .start_ns = 5 * DDP_NS_PER_MS});
+        ddp_sim_run(sim);
+        CU_ASSERT_EQUAL(ddp_sim_outcome(sim, v)->state, DDP_SIM_TASK_CRASHED);
+        CU_ASSERT_EQUAL(ddp_sim_outcome(sim, 1)->state, DDP_SIM_TASK_EXITED);
+        CU_ASSERT_EQUAL(ddp_sim_outcome(sim, 1)->rc, 0);
+        ddp_sim_stats_t st;
+        ddp_sim_stats(sim, &st);
+        hash[mode - DDP_SIM_TASKS_CONTEXTS] = st.trace_hash;
+        ddp_sim_free(sim);
+    }
+    CU_ASSERT_EQUAL(hash[0], hash[1]);
+}
+
 DDP_SUITE("sim", NULL, NULL,
           {"chrome trace and timeline exports", test_trace_exports},
           {"echo over the virtual network", test_echo},
@@ -654,4 +1021,11 @@ DDP_SUITE("sim", NULL, NULL,
           {"receive window: a slow reader holds its writer", test_receive_window},
           {"fault point table and lookups", test_fault_point_table},
           {"fault points: armed-only threads skip unarmed points", test_fault_armed_points},
-          {"point faults: aimed, counted, checked", test_point_faults})
+          {"point faults: aimed, counted, checked", test_point_faults},
+          {"contexts and threads give the same trace", test_tasks_same_trace},
+          {"contexts: 3,000 tasks", test_contexts_many_tasks},
+          {"deep stacks survive switches (both task kinds)", test_tasks_deep_stacks},
+          {"identity, error context and errno per task", test_tasks_identity},
+          {"contexts: exited tasks' stacks reused, fresh state", test_contexts_stack_reuse},
+          {"trace lines: printf's bytes, cut at 1 KiB", test_trace_line_bytes},
+          {"a task ignoring cancellation is stopped (both kinds)", test_tasks_ignoring_cancel})

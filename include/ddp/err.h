@@ -6,8 +6,8 @@
  *
  * A failing call also fills the calling thread's error context with a sentence
  * a user can act on: which rank, which phase, which peer and address, how long
- * it waited, and what to change. The context is thread-local, so each rank of
- * the simulator (a thread) keeps its own.
+ * it waited, and what to change. The context is per thread, and per task
+ * in the simulator (ddp_ident_state_use below), so each rank keeps its own.
  */
 #ifndef DDP_ERR_H
 #define DDP_ERR_H
@@ -95,6 +95,19 @@ DDP_API void ddp_ident_set_world(int world);
 DDP_API int ddp_ident_world(void);
 DDP_API void ddp_ident_set_phase(const char *phase); /* copied; NULL clears */
 DDP_API const char *ddp_ident_phase(void);
+
+/* The identity and the error context above, with the buffers that
+ * ddp_err_message and ddp_err_name return, form one state per thread. A
+ * user-space scheduler that runs many tasks on one thread (the simulator's
+ * contexts) gives each task its own: ddp_ident_state_size() bytes, aligned
+ * as malloc aligns, set up by ddp_ident_state_init as a new thread's (rank
+ * and world -1, no phase, an empty context). ddp_ident_state_use(s) makes s
+ * the calling thread's current state, NULL its own again, and returns the
+ * one that was current (NULL: the thread's own). Cost: one store. */
+typedef struct ddp_ident_state ddp_ident_state_t;
+DDP_API size_t ddp_ident_state_size(void);
+DDP_API void ddp_ident_state_init(ddp_ident_state_t *s);
+DDP_API ddp_ident_state_t *ddp_ident_state_use(ddp_ident_state_t *s);
 
 #ifdef __cplusplus
 }

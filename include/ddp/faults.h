@@ -273,9 +273,10 @@ DDP_API int ddp_fault_enable_external(const char *name, int failnum, void *faili
 DDP_API int ddp_fault_disable(const char *name);
 
 /* In the calling thread only: 1 makes unarmed points skip libfiu (the
- * simulator's task threads), 0 (every thread's default) consults libfiu at
- * every point. */
-DDP_API void ddp_fault_thread_armed_only(int on);
+ * simulator's tasks: each task thread, or the thread that runs the tasks as
+ * contexts, for the length of the run), 0 (every thread's default) consults
+ * libfiu at every point. Returns the thread's previous setting. */
+DDP_API int ddp_fault_thread_armed_only(int on);
 
 #ifdef __cplusplus
 }

@@ -54,7 +54,16 @@ typedef struct ddp_sim_opts {
     uint64_t livelock_calls;
     ddp_sys_t *wall_clock;
     int64_t wall_limit_ns; /* 0: no wall limit */
+    /* How tasks run (docs/simulator.md § 1); both make the same scheduling
+     * decisions, so a seed gives the same trace either way. */
+    enum ddp_sim_tasks {
+        DDP_SIM_TASKS_DEFAULT = 0,  /* = CONTEXTS */
+        DDP_SIM_TASKS_CONTEXTS = 1, /* user-space contexts, all on the thread
+                                       that calls ddp_sim_run */
+        DDP_SIM_TASKS_THREADS = 2,  /* one pthread per task, passed a baton */
+    } tasks;
 } ddp_sim_opts_t;
+typedef enum ddp_sim_tasks ddp_sim_tasks_t;
 
 DDP_API ddp_sim_t *ddp_sim_new(const ddp_sim_opts_t *opts);
 DDP_API void ddp_sim_free(ddp_sim_t *sim);
