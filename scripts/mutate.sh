@@ -233,6 +233,11 @@ cleanup() {
 }
 trap 'cleanup; exit 130' INT TERM HUP
 
+# The fake libnccl/libcudart pair the behave_nccl suite loads (named by
+# DDP_FAKE_NCCL_DIR, as `make test` does).
+FAKE_NCCL="build/default/fake_nccl/libcudart.so.13 build/default/fake_nccl/libnccl.so.2"
+# What `make test` puts in the environment of the test binary.
+TESTENV="DDPSIM=\$PWD/build/default/ddpsim DDP_FAKE_NCCL_DIR=\$PWD/build/default/fake_nccl"
 MAKEJ=$(( $(nproc 2>/dev/null || echo 1) / JOBS ))
 [ $MAKEJ -ge 1 ] || MAKEJ=1
 # Sources: what git tracks plus untracked files it does not ignore.
@@ -255,7 +260,7 @@ prep_worker() {
     (
         cd "$_w/work" &&
             $MAKE --no-print-directory -j$MAKEJ build/default/ddpsim-test build/default/ddpsim \
-                build/default/libddpsim.a build/default/libddpsim.so.0.1.0 ddpsim &&
+                build/default/libddpsim.a build/default/libddpsim.so.0.1.0 ddpsim $FAKE_NCCL &&
             $MAKE --no-print-directory -j$MAKEJ COVERAGE=1 B=build/default-cov build/default-cov/ddpsim &&
             $MAKE --no-print-directory build/coverage/parity
     ) >"$_w/prep.log" 2>&1 || return 1
@@ -282,19 +287,27 @@ say "scratch copies ready in $(secs "$T0" "$(ms)") s"
 # ---- the layers ---------------------------------------------------------------
 ALL_SUITES=$("$OUT/w1/pristine/build/default/ddpsim-test" --list | cut -d/ -f1 | sort -u | tr '\n' ' ')
 [ -n "$ALL_SUITES" ] || die "ddpsim-test --list printed no suites"
+# A suite name the binary does not know fails at once, which would pass for
+# a kill of every mutant of that file.
+for _s in $(awk '!/^#/ && NF >= 2 { for (i = 2; i <= NF; i++) print $i }' "$CAT/suites.map" | sort -u); do
+    case " $ALL_SUITES " in *" $_s "*) ;; *)
+        cleanup
+        die "$CAT/suites.map names a suite \"$_s\" that ddpsim-test --list does not have" ;;
+    esac
+done
 
 # layer_cmd LAYER UNIT_SUITES: the shell command of LAYER, run in work/.
 layer_cmd() {
     case $1 in
     # One suite at a time, in suites.map's order (cheapest first), up to the
     # first that fails: the binary itself would run them in name order.
-    unit) echo "for s in $2; do DDPSIM=\$PWD/build/default/ddpsim build/default/ddpsim-test \$s || exit \$?; done" ;;
+    unit) echo "for s in $2; do $TESTENV build/default/ddpsim-test \$s || exit \$?; done" ;;
     test)
         _rest=
         for _s in $ALL_SUITES; do
             case " $2 " in *" $_s "*) ;; *) _rest="$_rest $_s" ;; esac
         done
-        echo "DDPSIM=\$PWD/build/default/ddpsim build/default/ddpsim-test $_rest && MAKE=$MAKE sh tests/example-test.sh" ;;
+        echo "$TESTENV build/default/ddpsim-test $_rest && MAKE=$MAKE sh tests/example-test.sh" ;;
     run) echo "build/default/ddpsim run scenarios/*.scn --accelerator all --no-progress" ;;
     gate) echo "MAKE=$MAKE B=build/default-cov OUT=build/coverage NO_HTML=1 sh coverage/run.sh" ;;
     esac
@@ -358,6 +371,13 @@ for S in $ALL_SUITES; do
     echo "$S $d" >>"$R/suite-times"
     tsum=$((tsum + d))
 done
+# A suite that finds no environment of `make test` passes without running
+# anything, and would kill nothing: the fakes must have been found.
+if grep -q 'outside make test' "$OUT"/logs/.baseline/unit-*.log; then
+    grep -l 'outside make test' "$OUT"/logs/.baseline/unit-*.log >&2
+    cleanup
+    die "a suite ran without the environment \`make test\` gives it (above): see TESTENV in $0"
+fi
 t=$(ms)
 (cd "$W1/work" && MAKE=$MAKE timeout 3600 sh tests/example-test.sh) >"$OUT/logs/.baseline/example.log" 2>&1 ||
     base_fail "$OUT/logs/.baseline/example.log" "tests/example-test.sh"

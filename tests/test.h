@@ -84,6 +84,13 @@ int ddp_test_ddpsim_io(const char *env, const char *args, int want_stderr, char 
  * need a process of their own (a fake library loaded) use it. */
 int ddp_test_run_self(const char *env, const char *selection, char *out, size_t n);
 
+/* Reads "host:port" under key from the store (waiting for it until the
+ * deadline) and connects there: the descriptor, or a negative error. The
+ * strays of the tcp backend's tests use it on a rank's listen address. */
+struct ddp_store;
+int ddp_test_connect_published(struct ddp_sys *sys, struct ddp_store *st, const char *key,
+                               long long deadline);
+
 /* How many file descriptors this process has open (/proc/self/fd), -1
  * when it cannot tell: tests that count what a run left open. */
 int ddp_test_open_fds(void);

@@ -73,6 +73,17 @@ static const errcase_t g_cases[] = {
         "store_based_barrier_key:default_pg", "world_size=4, num_workers_joined=3"}},
       {2, 1, 0, DDP_ETIMEOUT,
        {"rank 2, barrier: ", "Timed out after 60.0 s", "world_size=4"}}}},
+    /* 200 ranks, so rank 0 gathers the listen addresses in two batches
+     * (128 keys, then 72): rank 150, in the second, dies before it
+     * publishes; rank 0 names it by its global rank. */
+    {G_MISSING, NULL,
+     "scenario \"200 ranks, rank 150 never publishes its address\"\n"
+     "include \"scenarios/common/base.inc\"\naccelerators ddp_hpc\nnodes 25\ndevices 8\n"
+     "timeout 10s\nfault crash ranks=150 phase=\"process group init\"\nexpect fail\n",
+     "ddp_hpc",
+     {{0, 0, 0, DDP_ETIMEOUT,
+       {"rank 0, process group init: ", "timed out gathering the listen addresses",
+        "1 rank(s) of 200 never published (150)", "after 10.0 s"}}}},
     /* Node 1 dies 1 ms in. */
     {G_MISSING, "scenarios/crash-node.scn", NULL, "ddp_cpu_hpc",
      {{0, 0, 0, DDP_ETIMEOUT,
@@ -86,7 +97,11 @@ static const errcase_t g_cases[] = {
         "(peer rank 1)", "rank 1 exited or failed"}},
       {2, 1, 0, DDP_EPEER_LOST,
        {"rank 2, configure_ddp: ", "ring predecessor rank 1", "closed the connection (EOF)",
-        "(peer rank 1)"}}}},
+        "(peer rank 1)"}},
+      /* Rank 3 is no neighbour of rank 1: it learns from rank 2, at once. */
+      {3, 1, 0, DDP_EPEER_LOST,
+       {"rank 3, configure_ddp: ", "ring predecessor rank 2", "closed the connection (EOF)",
+        "(peer rank 2)", "after 0.0 s"}}}},
     /* A squatter holds 29500 on node 0. */
     {G_ADDRESS, "scenarios/port-taken.scn", NULL, "ddp_hpc",
      {{0, 0, 0, -EADDRINUSE,
@@ -131,6 +146,16 @@ static const errcase_t g_cases[] = {
      {{2, 1, 0, DDP_ECONFIG,
        {"rank 2: ", "devices=4 was requested but SLURM runs 2 tasks per node",
         "SLURM_NTASKS_PER_NODE=2", "set devices=2, or --ntasks-per-node=4"}}}},
+    /* The check holds for devices=1 too: srun starting 2 tasks per node
+     * for a 1-device Trainer duplicates local rank 0. */
+    {G_LAYOUT, NULL,
+     "scenario \"ddp_hpc, srun 2 tasks per node for 1 device\"\n"
+     "include \"scenarios/common/slurm.inc\"\naccelerators ddp_hpc\n"
+     "devices 1\ntasks_per_node 2\nexpect fail\n",
+     "ddp_hpc",
+     {{1, 0, 0, DDP_ECONFIG,
+       {"rank 1: ", "devices=1 was requested but SLURM runs 2 tasks per node",
+        "SLURM_NTASKS_PER_NODE=2", "set devices=2, or --ntasks-per-node=1"}}}},
     {G_LAYOUT, NULL,
      "scenario \"ddp_cpu_hpc, srun on 2 nodes for num_nodes 3\"\n"
      "include \"scenarios/common/slurm.inc\"\naccelerators ddp_cpu_hpc\n"
@@ -189,6 +214,16 @@ static const errcase_t g_cases[] = {
        {"rank 3, init_ddp_connection: ",
         "MASTER_ADDR is not set and the 4 ranks span several nodes",
         "OMPI_COMM_WORLD_LOCAL_SIZE=2", "mpirun -x MASTER_ADDR="}}}},
+    /* LOCAL_RANK exported into a per-node launch (an outer launcher's,
+     * left in the job's environment): with devices 2 only 0 and 1 exist,
+     * on every node. */
+    {G_CONFIG, NULL,
+     "scenario \"ddp, LOCAL_RANK=2 exported for devices 2\"\n"
+     "include \"scenarios/common/base.inc\"\naccelerators ddp\nenv LOCAL_RANK=2\n"
+     "expect fail\n",
+     "ddp",
+     {{-1, ANY, 0, DDP_ECONFIG,
+       {"LOCAL_RANK=\"2\" is not valid", "expected an integer 0..1"}}}},
     {G_CONFIG, "scenarios/lsf-missing-rankfile.scn", NULL, "ddp_hpc",
      {{1, 0, 0, -ENOENT,
        {"rank 1: ", "LSB_DJOB_RANKFILE=\"/gone/rankfile\"",

@@ -639,19 +639,8 @@ static int stray_main(ddp_sys_t *sys, void *arg)
     ddp_store_t *st = ddp_store_client_connect(sys, &o, &rc);
     if (!st)
         return rc;
-    ddp_buf_t b = {0};
-    rc = ddp_store_get(st, "sim_pg/tcp/addr/5", &b, dl);
+    int fd = ddp_test_connect_published(sys, st, "sim_pg/tcp/addr/5", dl);
     ddp_store_free(st);
-    if (rc)
-        return rc;
-    char text[64] = "";
-    memcpy(text, b.data, b.len < sizeof text - 1 ? b.len : sizeof text - 1);
-    ddp_buf_free(&b);
-    char *colon = strrchr(text, ':');
-    if (!colon)
-        return DDP_EPROTOCOL;
-    *colon = '\0';
-    int fd = ddp_sys_connect_host(sys, text, (uint16_t)atoi(colon + 1), dl);
     if (fd < 0)
         return fd;
     if (!a->silent) {

@@ -3,10 +3,13 @@
 
 #include <dirent.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "ddp/env.h"
+#include "ddp/err.h"
 #include "ddp/log.h"
 #include "ddp/store.h"
 #include "ddp/sys.h"
@@ -136,4 +139,21 @@ int ddp_test_run_self(const char *env, const char *selection, char *out, size_t 
     snprintf(cmd, sizeof cmd, "timeout -k 5 %d env %s '%s' '%s' 2>&1", DDP_TEST_DDPSIM_LIMIT_S,
              env ? env : "", self, selection);
     return shell_read(cmd, out, n);
+}
+
+int ddp_test_connect_published(struct ddp_sys *sys, struct ddp_store *st, const char *key,
+                               long long deadline)
+{
+    ddp_buf_t b = {0};
+    int rc = ddp_store_get(st, key, &b, deadline);
+    if (rc)
+        return rc;
+    char text[64] = "";
+    memcpy(text, b.data, b.len < sizeof text - 1 ? b.len : sizeof text - 1);
+    ddp_buf_free(&b);
+    char *colon = strrchr(text, ':');
+    if (!colon)
+        return DDP_EPROTOCOL;
+    *colon = '\0';
+    return ddp_sys_connect_host(sys, text, (uint16_t)atoi(colon + 1), deadline);
 }
