@@ -157,8 +157,14 @@ int ddp_behave_serve(ddp_sys_t *sys, uint16_t port, atomic_int *done, int want,
                      int64_t limit_ns)
 {
     ddp_store_server_opts_t so = {.port = port};
+    return ddp_behave_serve_opts(sys, &so, done, want, limit_ns);
+}
+
+int ddp_behave_serve_opts(ddp_sys_t *sys, const ddp_store_server_opts_t *so, atomic_int *done,
+                          int want, int64_t limit_ns)
+{
     ddp_store_server_t *srv = NULL;
-    int rc = ddp_store_server_new(sys, &so, &srv);
+    int rc = ddp_store_server_new(sys, so, &srv);
     if (rc)
         return rc;
     int64_t dl = ddp_sys_deadline_in(sys, limit_ns);

@@ -50,6 +50,10 @@ ddp_sim_t *ddp_behave_scenario(const char *text, const char *accel,
  * listen. */
 int ddp_behave_serve(ddp_sys_t *sys, uint16_t port, atomic_int *done, int want,
                      int64_t limit_ns);
+/* The same with the server's options (their port included). */
+struct ddp_store_server_opts;
+int ddp_behave_serve_opts(ddp_sys_t *sys, const struct ddp_store_server_opts *so,
+                          atomic_int *done, int want, int64_t limit_ns);
 
 /* A client of the store at node0:29500 (seed: its backoff jitter), its
  * connect retried for within_ns; NULL with *rc set when it could not. */

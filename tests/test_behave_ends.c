@@ -10,7 +10,10 @@
  *    timeout + 60 s after the launcher's own end, accelerators/accel.c) is
  *    killed then, not left to run on;
  *  - a SET ends every WAIT on its key, not only the first one queued
- *    (TCPStore: wait(keys) returns once the keys exist, for every waiter).
+ *    (TCPStore: wait(keys) returns once the keys exist, for every waiter);
+ *  - the store server's idle timeout ends only connections that make no
+ *    progress (docs/store-protocol.md): a client that sends a large SET
+ *    slowly, a piece a second, is served however long the whole takes.
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -22,6 +25,7 @@
 #include "ddp/sim.h"
 #include "ddp/store.h"
 #include "behave.h"
+#include "store_wire.h"
 #include "test.h"
 
 #define S DDP_NS_PER_S
@@ -190,8 +194,87 @@ static void test_set_wakes_every_waiter(void)
     ddp_sim_free(sim);
 }
 
+/* ---- a slow client is not an idle one ---- */
+
+#define IDLE_TIMEOUT (3 * S)
+#define PIECE 4096
+#define PIECES 12 /* one a second: 12 s for a request, 4 idle timeouts */
+
+typedef struct slow_run {
+    atomic_int done;
+    int rc;          /* the client's: 0 when the value came back whole */
+    int64_t got_len; /* the GET's reply length */
+} slow_run_t;
+
+static int slow_server(ddp_sys_t *sys, void *arg)
+{
+    slow_run_t *r = arg;
+    ddp_store_server_opts_t so = {.port = 29500, .idle_timeout_ns = IDLE_TIMEOUT};
+    (void)ddp_behave_serve_opts(sys, &so, &r->done, 1, 60 * S);
+    return 0;
+}
+
+/* VALIDATE, then SET "/slow" to PIECES x PIECE bytes, a piece a second,
+ * then GET it back. */
+static int slow_client(ddp_sys_t *sys, void *arg)
+{
+    slow_run_t *r = arg;
+    int64_t dl = ddp_sys_deadline_in(sys, 50 * S);
+    int fd = ddp_sys_connect_host(sys, "node0", 29500, dl);
+    int rc = fd < 0 ? fd : 0;
+    static msg_t m;
+    m.n = 0;
+    m_u8(&m, DDP_STORE_OP_VALIDATE);
+    m_u32(&m, DDP_STORE_MAGIC);
+    m_u8(&m, DDP_STORE_OP_SET);
+    m_str(&m, "/slow");
+    m_u64(&m, (uint64_t)PIECES * PIECE);
+    if (rc == 0)
+        rc = ddp_sys_send_all(sys, fd, m.b, m.n, dl);
+    uint8_t piece[PIECE];
+    memset(piece, 'v', sizeof piece);
+    for (int i = 0; i < PIECES && rc == 0; i++) {
+        (void)ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, S));
+        rc = ddp_sys_send_all(sys, fd, piece, sizeof piece, dl);
+    }
+    m.n = 0;
+    m_u8(&m, DDP_STORE_OP_GET);
+    m_str(&m, "/slow");
+    uint64_t len = 0;
+    if (rc == 0)
+        rc = ddp_sys_send_all(sys, fd, m.b, m.n, dl);
+    if (rc == 0)
+        rc = ddp_sys_recv_all(sys, fd, &len, sizeof len, dl);
+    r->got_len = rc ? -1 : (int64_t)len;
+    r->rc = rc;
+    if (fd >= 0)
+        ddp_sys_close(sys, fd);
+    atomic_fetch_add(&r->done, 1);
+    return 0;
+}
+
+static void test_slow_client_served(void)
+{
+    ddp_sim_opts_t so = {.seed = 4};
+    ddp_sim_t *sim = ddp_behave_sim(&so, 2);
+    slow_run_t r = {0};
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "server", .rank = -1},
+                     slow_server, &r);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = "slow", .rank = -1},
+                     slow_client, &r);
+    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+    if (r.rc || r.got_len != (int64_t)PIECES * PIECE)
+        printf("\n  a SET sent a piece a second (idle timeout %.0f s): %s, %lld bytes back\n",
+               (double)IDLE_TIMEOUT / 1e9, ddp_err_name(r.rc), (long long)r.got_len);
+    CU_ASSERT_EQUAL(r.rc, 0);
+    CU_ASSERT_EQUAL(r.got_len, (int64_t)PIECES * PIECE);
+    ddp_sim_free(sim);
+}
+
 DDP_SUITE("behave_ends", ddp_behave_suite_init, ddp_behave_suite_cleanup,
           {"the store server's thread is joined before its process ends",
            test_server_thread_joined},
           {"a hung worker is killed by its launcher", test_hung_worker_killed},
-          {"one SET ends every WAIT on its key", test_set_wakes_every_waiter})
+          {"one SET ends every WAIT on its key", test_set_wakes_every_waiter},
+          {"the idle timeout spares a slow client that makes progress",
+           test_slow_client_served})
