@@ -158,7 +158,7 @@ run: $(DDPSIM) ddpsim
 # --rotate 3, --check (do the mutants still apply), or mutant names.
 MUTATE_FLAGS ?=
 mutate: $(DEPS_OK)
-	@MAKE="$(MAKE)" sh scripts/mutate.sh $(MUTATE_FLAGS)
+	@MAKE="$(MAKE)" MUTATE_FAKE_NCCL="$(FAKE_NCCL)" sh scripts/mutate.sh $(MUTATE_FLAGS)
 
 bench: $(BENCH_BIN) $(DDPSIM)
 	@sh scripts/deps.sh --bench

@@ -34,6 +34,9 @@
 # runs CMD (sh -c, in the repository, MUTANT_LOGS set to the mutant's log
 # directory) after the layers, and it must succeed. The plant check
 # (coverage/plant-check.sh) is the catalogue entry that uses both.
+# "# Needs: nccl" marks a mutant of code only some builds can test (the
+# nccl backend, built where the CUDA toolkit's nccl.h is): elsewhere it is
+# skipped, listed in the table and left out of the score.
 #
 # Exit status: 0 every survivor is declared; 1 an undeclared survivor, a
 # declaration that no longer holds (a declared survivor or equivalent was
@@ -54,7 +57,9 @@
 #   --check       only check that every mutant still applies (seconds)
 #   --list        print the catalogue: name, file(s), what it changes
 # Environment: MUTATE_OUT (build/mutate: logs in $MUTATE_OUT/logs/NAME/),
-# MUTATE_MIN_BOUND, MUTATE_BOUND_FACTOR (5), MAKE, MUTATE_CATALOGUE (tests/mutants).
+# MUTATE_MIN_BOUND, MUTATE_BOUND_FACTOR (5), MAKE, MUTATE_CATALOGUE (tests/mutants),
+# MUTATE_FAKE_NCCL (set by `make mutate`: the fake libnccl pair, empty when
+# the nccl backend is not built).
 set -u
 # The scratch builds are make runs of their own, not part of a caller's.
 unset MAKEFLAGS MFLAGS MAKELEVEL
@@ -67,6 +72,8 @@ case $OUT in /*) ;; *) OUT=$ROOT/$OUT ;; esac
 : "${MUTATE_MIN_BOUND:=60}"
 : "${MUTATE_BOUND_FACTOR:=5}"
 LAYERS="unit test run gate"
+# What a mutant's "# Needs:" line may name (see need_missing below).
+NEEDS="nccl"
 JOBS=${MUTATE_JOBS:-$(nproc 2>/dev/null || echo 1)}
 ROTATE=0
 SLICE=
@@ -95,7 +102,7 @@ while [ $# -gt 0 ]; do
     --keep) KEEP=1; shift ;;
     --check) MODE=check; shift ;;
     --list) MODE=list; shift ;;
-    -h | --help) sed -n '2,52p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,62p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) say "unknown option $1"; usage ;;
     *) _n=${1##*/}; NAMES="$NAMES ${_n%.patch}"; shift ;;
     esac
@@ -201,6 +208,9 @@ for n in $SEL; do
     for l in $(header Require "$n"); do
         case " $LAYERS " in *" $l "*) ;; *) say "$f: Require names no layer \"$l\" ($LAYERS)"; bad=1 ;; esac
     done
+    for w in $(header Needs "$n"); do
+        case " $NEEDS " in *" $w "*) ;; *) say "$f: Needs names \"$w\", none of: $NEEDS"; bad=1 ;; esac
+    done
     # -F0: the context must match exactly (an offset is fine); a mutant that
     # applies with fuzz may land somewhere else than where it was written.
     if ! msg=$(patch -p1 -F0 --dry-run --no-backup-if-mismatch -s -d "$ROOT" <"$f" 2>&1); then
@@ -216,6 +226,49 @@ if [ $MODE = check ]; then
     say "all $NSEL mutant(s) apply to the tree"
     exit 0
 fi
+
+# ---- what this build can check --------------------------------------------------
+# A mutant whose code this build does not compile or cannot test ("# Needs:"
+# names what it needs) is skipped: listed in the table, not counted.
+# The fake libnccl/libcudart pair the behave_nccl suite loads (named by
+# DDP_FAKE_NCCL_DIR, as `make test` does); the Makefile has rules for it
+# only where it builds the nccl backend (nccl.h found under CUDA_HOME).
+FAKE_NCCL="build/default/fake_nccl/libcudart.so.13 build/default/fake_nccl/libnccl.so.2"
+# `make mutate` passes the Makefile's own list (MUTATE_FAKE_NCCL, empty
+# without nccl.h); called directly, make is asked whether it has the rules.
+if [ -n "${MUTATE_FAKE_NCCL+set}" ]; then
+    [ -n "$MUTATE_FAKE_NCCL" ] || FAKE_NCCL=
+elif ! $MAKE -n -s -C "$ROOT" $FAKE_NCCL >/dev/null 2>&1; then
+    FAKE_NCCL=
+fi
+# need_missing WORD: why this build lacks WORD, or nothing.
+need_missing() {
+    case $1 in
+    nccl) [ -n "$FAKE_NCCL" ] ||
+            echo "the nccl backend is not built here (no nccl.h under CUDA_HOME)" ;;
+    esac
+}
+ALLSEL=$SEL
+SEL=
+SKIPPED=
+for n in $ALLSEL; do
+    _why=
+    for w in $(header Needs "$n"); do
+        _m=$(need_missing "$w")
+        [ -n "$_m" ] && _why="${_why:+$_why; }needs $w: $_m"
+    done
+    if [ -n "$_why" ]; then
+        SKIPPED="$SKIPPED $n"
+        eval "SKIP_$(echo "$n" | tr -c 'A-Za-z0-9\n' _)=\$_why"
+    else
+        SEL="$SEL $n"
+    fi
+done
+# skip_why NAME: why NAME is skipped, or nothing.
+skip_why() { eval "printf '%s' \"\${SKIP_$(echo "$1" | tr -c 'A-Za-z0-9\n' _):-}\""; }
+[ -n "$SKIPPED" ] && say "skipped, this build cannot check them:$SKIPPED"
+NSEL=$(echo $SEL | wc -w)
+[ "$NSEL" -gt 0 ] || { say "no mutant left to run"; exit 0; }
 
 # ---- scratch copies -----------------------------------------------------------
 # Each worker has its own: pristine (sources + both builds, made once) and
@@ -233,9 +286,6 @@ cleanup() {
 }
 trap 'cleanup; exit 130' INT TERM HUP
 
-# The fake libnccl/libcudart pair the behave_nccl suite loads (named by
-# DDP_FAKE_NCCL_DIR, as `make test` does).
-FAKE_NCCL="build/default/fake_nccl/libcudart.so.13 build/default/fake_nccl/libnccl.so.2"
 # What `make test` puts in the environment of the test binary.
 TESTENV="DDPSIM=\$PWD/build/default/ddpsim DDP_FAKE_NCCL_DIR=\$PWD/build/default/fake_nccl"
 MAKEJ=$(( $(nproc 2>/dev/null || echo 1) / JOBS ))
@@ -510,7 +560,13 @@ PIDS=
 killed=0 survived=0 equiv=0 errors=0 known=0 undeclared='' stale='' reqfail=''
 printf '\n%-38s | %-20s | %7s | %s\n' "mutant" "layer that killed it" "seconds" "first failure"
 printf '%s\n' "---------------------------------------+----------------------+---------+--------------"
-for n in $SEL; do
+skipped=0
+for n in $ALLSEL; do
+    if [ -n "$(skip_why "$n")" ]; then
+        printf '%-38s | %-20s | %7s | %s\n' "$n" "skipped" "-" "$(skip_why "$n")"
+        skipped=$((skipped + 1))
+        continue
+    fi
     if [ ! -f "$R/res/$n" ]; then
         st=error ly=- dt=0 det="not run" miss=
     else
@@ -548,7 +604,8 @@ total=$((killed + survived))
 score=$(awk -v k=$killed -v t=$total 'BEGIN { if (t) printf "%.1f", 100 * k / t; else print "n/a" }')
 printf '\n%d killed, %d survived\n' "$killed" "$survived"
 say "score $score % of $total non-equivalent mutant(s) killed ($equiv declared equivalent," \
-    "$known survivor(s) known from survivors.txt); $(secs "$T1" "$(ms)") s for the mutants," \
+    "$known survivor(s) known from survivors.txt, $skipped skipped);" \
+    "$(secs "$T1" "$(ms)") s for the mutants," \
     "$(secs "$T0" "$(ms)") s in all; logs in $OUT/logs/"
 cleanup
 rc=0

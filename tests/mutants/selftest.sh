@@ -62,6 +62,8 @@ t "declared both equivalent and survivor" 2 "declared both equivalent and a know
 t "a Require line naming no layer" 2 'Require names no layer "nonsense"' \
     'sed -i "1a # Require: gate nonsense" "$CAT/one.patch"'
 t "an unknown mutant on the command line" 2 'no mutant "two"' : --check two
+t "a Needs line naming nothing the tool knows" 2 'Needs names "gpu", none of: nccl' \
+    'sed -i "1a # Needs: gpu" "$CAT/one.patch"'
 
 if [ $bad -gt 0 ]; then
     echo "mutate selftest: $bad of $n case(s) failed"
