@@ -418,9 +418,21 @@ int ddp_plugin_default_init_ddp_connection(const ddp_plugin_t *self,
     return 0;
 }
 
+/* FNV-1a over the parameters as 64-bit words (then the last bytes): the
+ * same bytes give the same sum on every rank, at an eighth of the steps of
+ * a byte-wise pass (the simulator runs thousands of ranks' models). */
 uint64_t ddp_model_checksum(const ddp_model_t *m)
 {
-    return fnv1a(m->params, m->bytes);
+    uint64_t h = 0xcbf29ce484222325ull;
+    size_t i = 0;
+    for (; i + 8 <= m->bytes; i += 8) {
+        uint64_t w;
+        memcpy(&w, m->params + i, 8);
+        h = (h ^ w) * 0x100000001b3ull;
+    }
+    for (; i < m->bytes; i++)
+        h = (h ^ m->params[i]) * 0x100000001b3ull;
+    return h;
 }
 
 int ddp_model_init(ddp_model_t *m, size_t bytes, uint64_t seed)
@@ -431,8 +443,10 @@ int ddp_model_init(ddp_model_t *m, size_t bytes, uint64_t seed)
     m->bytes = bytes;
     ddp_rng_t r;
     ddp_rng_seed(&r, seed);
-    for (size_t i = 0; i < bytes; i++)
-        m->params[i] = (uint8_t)ddp_rng_next(&r);
+    for (size_t i = 0; i < bytes; i += 8) { /* 8 bytes per draw */
+        uint64_t w = ddp_rng_next(&r);
+        memcpy(m->params + i, &w, bytes - i < 8 ? bytes - i : 8);
+    }
     m->checksum = 0;
     return 0;
 }

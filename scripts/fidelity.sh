@@ -39,7 +39,11 @@ add_torch() {
         /^[|] / { k = $1; sub(/^[|] /, "", k); k = k "|" $2
                   tc = (k in cls) ? cls[k] : "-"; nt = $6; sub(/ [|]$/, "", nt)
                   if ((k in note) && tc != $3) { tn = note[k]; sub(/ [|]$/, "", tn); nt = nt (nt == "" ? "" : "; ") "torch: " tn }
-                  same = ($3 == $4 && (tc == "-" || tc == $3)) ? "yes" : ($4 == "skip" ? "-" : "no")
+                  # same: the simulator's class is what ran for real (the
+                  # torch job where it ran: "-" and "skip" did not)
+                  torch_ran = tc != "-" && tc != "skip"
+                  same = $4 == "skip" && !torch_ran ? "-" : \
+                         (($4 == "skip" || $3 == $4) && (!torch_ran || tc == $3)) ? "yes" : "**no**"
                   printf "| %s | %s | %s | %s | %s | %s | %s |\n", substr($1, 3), $2, $3, $4, tc, same, nt; next }
         { print }' "$tmp/loopback.md"
 }
@@ -66,6 +70,8 @@ add_torch() {
     echo "## Network namespaces (\`ddpsim run --compare --netns --tag netns\`)"
     echo
     cat "$tmp/netns.md"
+    echo
+    cat scripts/fidelity-notes.md
 } >"$OUT"
 echo "fidelity: wrote $OUT"
 exit $rc
