@@ -328,6 +328,52 @@ static void exec_outcome(const ddp_plan_t *plan, const proc_t *p, const char *ba
 
 /* Foreign programs' traffic to the store goes through the delay proxy
  * when the plan has a latency or delay faults (netns only). */
+/* The MASTER_PORT the processes get (every launch exports it unless
+ * `port none`; then torch's and ours default to 29500). */
+static long master_port(const ddp_plan_t *plan)
+{
+    long port = 29500;
+    if (plan->nprocs)
+        ddp_env_get_long(plan->procs[plan->nprocs - 1].env, "MASTER_PORT", 1, 65535,
+                         &port);
+    return port;
+}
+
+/* On loopback the run shares the host's ports: a process that already
+ * listens on MASTER_PORT (another job, or another real run beside this
+ * one) would be the master this run's ranks reach, and its ranks would
+ * join this run's store. Either way the verdict would be about someone
+ * else. A port freed a moment ago (the last run's processes were killed
+ * and waited for) binds at once: SO_REUSEADDR. Waits up to 3 s. */
+static int master_port_free(ddp_sys_t *sys, const ddp_plan_t *plan)
+{
+    long port = master_port(plan);
+    ddp_addr_t a;
+    ddp_addr_parse("::", (uint16_t)port, &a);
+    int64_t until = ddp_sys_deadline_in(sys, 3 * DDP_NS_PER_S);
+    for (;;) {
+        int fd = ddp_sys_listen(sys, &a, 1);
+        if (fd == -EAFNOSUPPORT || fd == -EADDRNOTAVAIL) { /* no IPv6 */
+            ddp_addr_parse("0.0.0.0", (uint16_t)port, &a);
+            fd = ddp_sys_listen(sys, &a, 1);
+        }
+        if (fd >= 0) {
+            ddp_sys_close(sys, fd);
+            return 0;
+        }
+        if (fd != -EADDRINUSE || ddp_sys_now(sys) >= until)
+            break;
+        ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 50 * DDP_NS_PER_MS));
+    }
+    ddp_err_set(-EADDRINUSE, "port %ld on this host was taken before the run "
+                "started (waited 3.0 s): its ranks would reach whoever holds it",
+                port);
+    return ddp_err_hint("another job or a process left by an earlier run "
+                        "listens there (`ss -ltnp 'sport = :%ld'` names it): "
+                        "stop it, give the scenario another `port`, or run "
+                        "it with --netns", port);
+}
+
 static int start_proxy(ddp_sys_t *sys, ddp_plan_t *plan, const ddp_netns_t *ns, int64_t t0,
                        ddp_real_proxy_t **proxy)
 {
@@ -342,9 +388,7 @@ static int start_proxy(ddp_sys_t *sys, ddp_plan_t *plan, const ddp_netns_t *ns, 
         }
     if (!all && !nodes)
         return 0;
-    long mport = 29500; /* MASTER_PORT exported by every launch unless `port none` */
-    if (plan->nprocs)
-        ddp_env_get_long(plan->procs[plan->nprocs - 1].env, "MASTER_PORT", 1, 65535, &mport);
+    long mport = master_port(plan);
     ddp_addr_t listen, target;
     ddp_addr_parse(DDP_REAL_BRIDGE_ADDR, 0, &listen);
     ddp_addr_parse(plan->nodes[0].addr, (uint16_t)mport, &target);
@@ -379,6 +423,11 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
         snprintf(r->why, sizeof r->why, "skipped: %s", why);
         ddp_plan_free(plan);
         return 0;
+    }
+    if (!o->netns && (rc = master_port_free(sys, plan)) != 0) {
+        snprintf(r->why, sizeof r->why, "%s", ddp_err_message());
+        ddp_plan_free(plan);
+        return rc;
     }
     proc_t ps[MAX_PROCS + 2];
     int np = 0;

@@ -10,6 +10,7 @@
 #include "ddp/err.h"
 #include "ddp/real.h"
 #include "ddp/scenario.h"
+#include "ddp/sys.h"
 #include "test.h"
 
 static void test_torch_messages(void)
@@ -74,6 +75,37 @@ static void test_check_exec(void)
     ddp_sys_free(sys);
 }
 
+/* On loopback a port somebody already listens on is refused before any
+ * process starts: its holder would otherwise be the master the ranks
+ * reach (or its ranks would join this run's store). */
+static void test_taken_master_port(void)
+{
+    ddp_sys_t *sys = ddp_test_sys();
+    uint16_t port = 0;
+    CU_ASSERT_EQUAL_FATAL(ddp_sys_free_port(sys, &port), 0);
+    ddp_addr_t a;
+    ddp_addr_parse("0.0.0.0", port, &a);
+    int fd = ddp_sys_listen(sys, &a, 1);
+    CU_ASSERT_FATAL(fd >= 0);
+    char text[200], err[300];
+    snprintf(text, sizeof text, "scenario \"taken\"\nnodes 1\ndevices 2\nport %u\n"
+                                "expect ok\n", (unsigned)port);
+    ddp_scenario_t *s = NULL;
+    CU_ASSERT_EQUAL_FATAL(ddp_scenario_parse(text, "taken.scn", NULL, &s, err, sizeof err), 0);
+    ddp_real_opts_t o = {.ddpsim = "/nonexistent/ddpsim"};
+    ddp_scn_result_t r;
+    CU_ASSERT_EQUAL(ddp_real_run(sys, s, "ddp", &o, &r), -EADDRINUSE);
+    char want[64];
+    snprintf(want, sizeof want, "port %u on this host was taken", (unsigned)port);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.why, want));
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_message(), "--netns"));
+    CU_ASSERT_FALSE(r.pass);
+    ddp_sys_close(sys, fd);
+    ddp_scenario_free(s);
+    ddp_sys_free(sys);
+}
+
 DDP_SUITE("real_exec", NULL, NULL,
+          {"a master port taken before the run starts", test_taken_master_port},
           {"torch's messages become outcome classes", test_torch_messages},
           {"an exec program that is not there", test_check_exec})
