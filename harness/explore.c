@@ -658,7 +658,7 @@ static int shrink_params(shrinker_t *sh, ddp_scenario_t **cur)
             case 1:
                 if (f->count != 1 && f->kind != DDP_FAULT_DELAY &&
                     f->kind != DDP_FAULT_PARTITION && f->kind != DDP_FAULT_PAUSE &&
-                    !timed_crash) {
+                    f->kind != DDP_FAULT_BANDWIDTH && !timed_crash) {
                     f->count = 1;
                     changed = 1;
                 }
@@ -684,6 +684,9 @@ static int shrink_params(shrinker_t *sh, ddp_scenario_t **cur)
             case 5:
                 if (f->kind == DDP_FAULT_DELAY && f->delay_ns > DDP_NS_PER_MS / 10) {
                     f->delay_ns /= 2;
+                    changed = 1;
+                } else if (f->kind == DDP_FAULT_BANDWIDTH && f->rate_bps <= DDP_SIM_RATE_MAX / 2) {
+                    f->rate_bps *= 2; /* a milder limit */
                     changed = 1;
                 }
                 break;
