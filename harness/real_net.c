@@ -1,8 +1,9 @@
 /* harness/real_net.c — the network side of real runs in network
  * namespaces: one namespace per node on a bridge, nft rules for refuse,
  * reset, blackhole and partition faults, netem delays for ddpsim's own
- * processes, tbf bandwidth limits for every process, and a userspace TCP proxy that delays a foreign program's
- * store traffic (this kernel has no sch_netem). Everything is done through
+ * processes, tbf bandwidth limits for every process, and a userspace TCP
+ * proxy that delays a foreign program's store traffic (this kernel has no
+ * sch_netem). Everything is done through
  * the sys seam or the `ip`, `nft` and `tc` commands it spawns. */
 #include <errno.h>
 #include <stdio.h>

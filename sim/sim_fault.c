@@ -7,8 +7,8 @@
  * ddp/phase/enter, and each `point` fault's point) with one external
  * callback. The callback runs in the calling task's thread, looks at that
  * task and the schedule, and draws any randomness from the run's seeded
- * PRNG, never libfiu's. Link faults (partition, delay, bandwidth) and timed crashes act
- * on the virtual network and the event queue. Points the engine did not arm
+ * PRNG, never libfiu's. Link faults (partition, delay, bandwidth) and timed
+ * crashes act on the virtual network and the event queue. Points the engine did not arm
  * are not consulted at all in task threads (ddp_fault_thread_armed_only).
  */
 #include <errno.h>

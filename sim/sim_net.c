@@ -8,8 +8,9 @@
  * retransmitted at 1, 2, 4 ... s like Linux until the caller's deadline.
  * Data is delivered as events in FIFO order per direction, after latency +
  * size/bandwidth; under a bandwidth fault a node's segments to other nodes
- * also queue on its uplink, each leaving size*8/rate after the one before. The calls keep the POSIX sys's semantics: short reads, EOF,
- * ECONNRESET, EADDRINUSE, deadlines, -EAGAIN for "try once".
+ * also queue on its uplink, each leaving size*8/rate after the one before.
+ * The calls keep the POSIX sys's semantics: short reads, EOF, ECONNRESET,
+ * EADDRINUSE, deadlines, -EAGAIN for "try once".
  *
  * Flow control: a stream's bytes sent and not yet read by the peer (in
  * flight or waiting in its receive queue) never exceed the receive window
