@@ -303,6 +303,11 @@ static int draw_fault(ddp_rng_t *r, ddp_sim_fault_kind_t k, int nodes,
             f->probability = 0.05 + 0.9 * ddp_rng_double(r);
         draw_window(r, f, f->count ? 70 : 20);
         break;
+    case DDP_FAULT_BANDWIDTH: /* 8 kbit/s .. 80 mbit/s on one uplink or all */
+        f->node = draw_node(r, nodes, 50);
+        f->rate_bps = (uint64_t)draw_log(r, 8000, 80 * 1000 * 1000);
+        draw_window(r, f, 40);
+        break;
     default:
         return 0;
     }
@@ -367,7 +372,7 @@ ddp_scenario_t *ddp_explore_draw(const ddp_explore_opts_t *o, int i, char *accel
     if (s->seed == 0)
         s->seed = 1;
 
-    const unsigned kinds_all = (1u << DDP_FAULT_KIND_COUNT) - 1;
+    const unsigned kinds_all = DDP_EXPLORE_KINDS_ALL;
     unsigned kinds = o->kinds ? o->kinds : kinds_all;
     ddp_sim_fault_kind_t allowed[DDP_FAULT_KIND_COUNT];
     int nallowed = 0;
@@ -653,7 +658,7 @@ static int shrink_params(shrinker_t *sh, ddp_scenario_t **cur)
             case 1:
                 if (f->count != 1 && f->kind != DDP_FAULT_DELAY &&
                     f->kind != DDP_FAULT_PARTITION && f->kind != DDP_FAULT_PAUSE &&
-                    !timed_crash) {
+                    f->kind != DDP_FAULT_BANDWIDTH && !timed_crash) {
                     f->count = 1;
                     changed = 1;
                 }
@@ -679,6 +684,9 @@ static int shrink_params(shrinker_t *sh, ddp_scenario_t **cur)
             case 5:
                 if (f->kind == DDP_FAULT_DELAY && f->delay_ns > DDP_NS_PER_MS / 10) {
                     f->delay_ns /= 2;
+                    changed = 1;
+                } else if (f->kind == DDP_FAULT_BANDWIDTH && f->rate_bps <= DDP_SIM_RATE_MAX / 2) {
+                    f->rate_bps *= 2; /* a milder limit */
                     changed = 1;
                 }
                 break;
@@ -921,7 +929,7 @@ static void print_summary(FILE *log, long long runs, int ranks, uint64_t seed,
 static void sweep_of(const ddp_explore_opts_t *o, int runs, char *buf, size_t n)
 {
     /* the library's defaults spelled out: 0 kinds is all, 0 faults is 3 */
-    unsigned all = (1u << DDP_FAULT_KIND_COUNT) - 1;
+    unsigned all = DDP_EXPLORE_KINDS_ALL;
     snprintf(buf, n, "explore --ranks %d --runs %d --seed %" PRIu64 " --faults 0x%x "
                      "--max-faults %d --accelerator %s --plugin %s",
              o->ranks > 0 ? o->ranks : 16, runs, o->seed, o->kinds ? o->kinds : all,

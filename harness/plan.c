@@ -567,10 +567,10 @@ int ddp_plan_write(const ddp_plan_t *p, FILE *o)
         const ddp_sim_fault_t *f = &p->faults[i];
         fprintf(o, "fault %s node=%d task=%d peer=%d port=%u set=%" PRIu64
                    " start=%" PRId64 " end=%" PRId64 " count=%d p=%.17g delay=%" PRId64
-                   " after=%" PRId64 " line=%d ranks=",
+                   " after=%" PRId64 " rate=%" PRIu64 " line=%d ranks=",
                 ddp_sim_fault_kind_name(f->kind), f->node, f->task, f->peer_node,
                 (unsigned)f->port, f->node_set, f->start_ns, f->end_ns, f->count,
-                f->probability, f->delay_ns, f->after_bytes, p->fault_line[i]);
+                f->probability, f->delay_ns, f->after_bytes, f->rate_bps, p->fault_line[i]);
         put_str(o, f->ranks ? f->ranks : "");
         fputs(" phase=", o);
         put_str(o, f->phase ? f->phase : "");
@@ -755,7 +755,7 @@ static int rd_fault(rd_t *r, ddp_plan_t *p)
     f.probability = strtod(r->c + 2, &e);
     r->c = e;
     if ((rc = rd_int(r, "delay", &delay)) || (rc = rd_int(r, "after", &after)) ||
-        (rc = rd_i(r, "line", &line)))
+        (rc = rd_u64(r, "rate", &f.rate_bps)) || (rc = rd_i(r, "line", &line)))
         return rc;
     char *ranks = NULL, *phase = NULL, *point = NULL;
     if ((rc = rd_key(r, "ranks")) == 0 && (rc = rd_str(r, &ranks)) == 0 &&

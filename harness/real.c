@@ -37,6 +37,30 @@ static int port_held(const char *results)
 }
 
 
+/* Why bandwidth fault i cannot have eth0's root qdisc to itself, or NULL:
+ * netem (the base latency, a delay of ddpsim's own processes) is the root
+ * qdisc too, and two bandwidth limits on one node at once would replace
+ * each other's tbf where the simulator takes the lower rate. */
+static const char *bandwidth_clash(const ddp_plan_t *p, int i, int exec)
+{
+    const ddp_sim_fault_t *f = &p->faults[i];
+    if (!exec && p->latency_ns)
+        return "a base latency is netem, the same root qdisc of eth0 as the tbf";
+    for (int j = 0; j < p->nfaults; j++) {
+        const ddp_sim_fault_t *g = &p->faults[j];
+        int overlap = (!f->end_ns || g->start_ns < f->end_ns) &&
+                      (!g->end_ns || f->start_ns < g->end_ns);
+        if (j == i || !overlap)
+            continue;
+        if (g->kind == DDP_FAULT_DELAY && !exec)
+            return "a delay at the same time is netem, the same root qdisc of eth0 as the tbf";
+        if (g->kind == DDP_FAULT_BANDWIDTH && (f->node < 0 || g->node < 0 || f->node == g->node))
+            return "another bandwidth fault limits the same node at the same time; "
+                   "one tbf per interface (give them disjoint windows or nodes)";
+    }
+    return NULL;
+}
+
 /* NULL when the plan can run for real; else why not, in buf. */
 static const char *plan_unsupported(const ddp_plan_t *p, int netns, char *buf, size_t n)
 {
@@ -60,7 +84,7 @@ static const char *plan_unsupported(const ddp_plan_t *p, int netns, char *buf, s
     int exec = p->entry.exec[0] != '\0';
     for (int i = 0; i < p->nfaults && !buf[0]; i++) {
         const ddp_sim_fault_t *f = &p->faults[i];
-        const char *kind = ddp_sim_fault_kind_name(f->kind);
+        const char *kind = ddp_sim_fault_kind_name(f->kind), *why;
         int line = p->fault_line[i];
         int nft = ddp__real_nft_fault(f) || (exec && ddp__real_in_process(f) &&
                                              f->kind != DDP_FAULT_CRASH &&
@@ -97,6 +121,11 @@ static const char *plan_unsupported(const ddp_plan_t *p, int netns, char *buf, s
                  (f->node >= 0 || f->peer_node >= 0 || f->ranks))
             snprintf(buf, n, "fault delay (line %d): netns runs delay every link, "
                              "not chosen ones", line);
+        else if (f->kind == DDP_FAULT_BANDWIDTH && !netns)
+            snprintf(buf, n, "fault bandwidth (line %d) needs --netns: it is a tc tbf qdisc "
+                             "on the node's interface in its namespace (root)", line);
+        else if (f->kind == DDP_FAULT_BANDWIDTH && (why = bandwidth_clash(p, i, exec)))
+            snprintf(buf, n, "fault bandwidth (line %d): %s", line, why);
         else if (f->kind == DDP_FAULT_DELAY && exec && (f->ranks || f->peer_node > 0))
             snprintf(buf, n, "fault delay (line %d): a foreign program's links are "
                              "delayed by a proxy in front of the store on node 0: aim it "
@@ -131,7 +160,7 @@ typedef struct proc {
     int64_t start_ns, end_ns;
 } proc_t;
 
-typedef enum { EV_KILL, EV_STOP, EV_CONT, EV_NFT_ON, EV_NFT_OFF, EV_DELAY_ON, EV_DELAY_OFF } ev_kind_t;
+typedef enum { EV_KILL, EV_STOP, EV_CONT, EV_NFT_ON, EV_NFT_OFF, EV_LINK_ON, EV_LINK_OFF } ev_kind_t;
 typedef struct { int64_t t; ev_kind_t kind; int fault; } rev_t;
 
 static int proc_aimed(const ddp_sim_fault_t *f, const proc_t *p)
@@ -494,10 +523,11 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
         } else if (f->kind == DDP_FAULT_PAUSE) {
             evs[nev++] = (rev_t){f->start_ns, EV_STOP, i};
             evs[nev++] = (rev_t){f->end_ns, EV_CONT, i};
-        } else if (f->kind == DDP_FAULT_DELAY && !exec) { /* exec: the proxy's */
-            evs[nev++] = (rev_t){f->start_ns, EV_DELAY_ON, i};
+        } else if ((f->kind == DDP_FAULT_DELAY && !exec) || /* exec: the proxy's */
+                   f->kind == DDP_FAULT_BANDWIDTH) {
+            evs[nev++] = (rev_t){f->start_ns, EV_LINK_ON, i};
             if (f->end_ns)
-                evs[nev++] = (rev_t){f->end_ns, EV_DELAY_OFF, i};
+                evs[nev++] = (rev_t){f->end_ns, EV_LINK_OFF, i};
         }
     }
     for (int a = 1; a < nev; a++)
@@ -519,8 +549,13 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             case EV_CONT: signal_procs(sys, ps, np, f, 18); break;
             case EV_NFT_ON: ddp__real_nft(sys, &ns, plan, e->fault, 1); break;
             case EV_NFT_OFF: ddp__real_nft(sys, &ns, plan, e->fault, 0); break;
-            case EV_DELAY_ON: ddp__real_link_cmd(sys, &ns, f, 1, 1); break;
-            case EV_DELAY_OFF: ddp__real_link_cmd(sys, &ns, f, 0, 1); break;
+            case EV_LINK_ON:
+                if (ddp__real_link_cmd(sys, &ns, f, 1))
+                    fprintf(stderr, "ddpsim: fault %s (line %d) is not in force: %s\n",
+                            ddp_sim_fault_kind_name(f->kind), plan->fault_line[e->fault],
+                            ddp_err_message());
+                break;
+            case EV_LINK_OFF: ddp__real_link_cmd(sys, &ns, f, 0); break;
             }
         }
         /* start what is due */

@@ -1,8 +1,9 @@
 /* harness/real_net.c — the network side of real runs in network
  * namespaces: one namespace per node on a bridge, nft rules for refuse,
  * reset, blackhole and partition faults, netem delays for ddpsim's own
- * processes, and a userspace TCP proxy that delays a foreign program's
- * store traffic (this kernel has no sch_netem). Everything is done through
+ * processes, tbf bandwidth limits for every process, and a userspace TCP
+ * proxy that delays a foreign program's store traffic (this kernel has no
+ * sch_netem). Everything is done through
  * the sys seam or the `ip`, `nft` and `tc` commands it spawns. */
 #include <errno.h>
 #include <stdio.h>
@@ -120,26 +121,53 @@ int ddp__real_netns_up(ddp_sys_t *sys, ddp_netns_t *ns, int nodes, int64_t laten
     return 0;
 }
 
-void ddp__real_link_cmd(ddp_sys_t *sys, const ddp_netns_t *ns, const ddp_sim_fault_t *f, int on_off,
-                     int delay)
+/* The tbf words after "tc ... root" for a bandwidth fault: its rate; a
+ * burst of 10 ms at the rate but at least 1600 bytes (one full Ethernet
+ * frame must fit in the bucket, or tbf drops it); a queue (limit) of the
+ * burst plus 1 s at the rate, at least 64 KiB, so that TCP's window queues
+ * rather than being dropped (the simulator serialises, never drops). */
+static void tbf_words(uint64_t bps, char rate[32], char burst[32], char limit[32])
 {
-    for (int i = 0; i < ns->nodes; i++) {
-        char veth[32], name[32], ms[32];
-        snprintf(veth, sizeof veth, "%sv%d", ns->tag, i);
-        ddp__real_ns_name(ns, i, name, sizeof name);
-        if (delay) {
-            snprintf(ms, sizeof ms, "%.3fms", (double)f->delay_ns / 1e6);
-            if (on_off)
-                RUN_QUIET("tc", "-n", name, "qdisc", "replace", "dev", "eth0", "root",
-                          "netem", "delay", ms);
-            else
-                RUN_QUIET("tc", "-n", name, "qdisc", "del", "dev", "eth0", "root");
-        } else if (f->node_set >> i & 1) {
-            RUN_QUIET("ip", "link", "set", veth, on_off ? "up" : "down");
-        }
-    }
+    uint64_t b = bps / 8 / 100, l;
+    b = b < 1600 ? 1600 : b;
+    l = b + bps / 8;
+    l = l < 65536 ? 65536 : l;
+    snprintf(rate, 32, "%llubit", (unsigned long long)bps);
+    snprintf(burst, 32, "%llu", (unsigned long long)b);
+    snprintf(limit, 32, "%llu", (unsigned long long)l);
 }
 
+int ddp__real_link_cmd(ddp_sys_t *sys, const ddp_netns_t *ns, const ddp_sim_fault_t *f,
+                       int on_off)
+{
+    int failed = 0;
+    for (int i = 0; i < ns->nodes; i++) {
+        char veth[32], name[32], ms[32], rate[32], burst[32], limit[32];
+        snprintf(veth, sizeof veth, "%sv%d", ns->tag, i);
+        ddp__real_ns_name(ns, i, name, sizeof name);
+        if (f->kind == DDP_FAULT_PARTITION) {
+            if (f->node_set >> i & 1)
+                RUN_QUIET("ip", "link", "set", veth, on_off ? "up" : "down");
+            continue;
+        }
+        if (f->kind == DDP_FAULT_BANDWIDTH && f->node >= 0 && f->node != i)
+            continue;
+        if (!on_off) {
+            RUN_QUIET("tc", "-n", name, "qdisc", "del", "dev", "eth0", "root");
+        } else if (f->kind == DDP_FAULT_DELAY) {
+            snprintf(ms, sizeof ms, "%.3fms", (double)f->delay_ns / 1e6);
+            RUN_QUIET("tc", "-n", name, "qdisc", "replace", "dev", "eth0", "root", "netem",
+                      "delay", ms);
+        } else {
+            tbf_words(f->rate_bps, rate, burst, limit);
+            failed |= RUN("tc", "-n", name, "qdisc", "replace", "dev", "eth0", "root", "tbf",
+                          "rate", rate, "burst", burst, "limit", limit) != 0;
+        }
+    }
+    return failed ? ddp_err_wrap("--netns: tc could not put the tbf of a bandwidth fault "
+                                 "on eth0 (is sch_tbf available?)")
+                  : 0;
+}
 
 /* ---- nft rules ---- */
 

@@ -28,9 +28,12 @@ void ddp__real_node_ip(int netns, int i, char *buf, size_t n);
 int ddp__real_netns_up(ddp_sys_t *sys, ddp_netns_t *ns, int nodes, int64_t latency_ns);
 /* How many namespaces could not be deleted (the first one's name in left). */
 int ddp__real_netns_down(ddp_sys_t *sys, ddp_netns_t *ns, char *left, size_t left_len);
-/* netem delay on (on_off) or off on every node's link. */
-void ddp__real_link_cmd(ddp_sys_t *sys, const ddp_netns_t *ns, const ddp_sim_fault_t *f,
-                        int on_off, int delay);
+/* A link fault on (on_off) or off in the namespaces: delay = netem on every
+ * node's eth0, bandwidth = tbf on the eth0 of its node (every node's
+ * without node=), partition = the veths of its side down. Nonzero (error
+ * set) when the tbf could not be put on. */
+int ddp__real_link_cmd(ddp_sys_t *sys, const ddp_netns_t *ns, const ddp_sim_fault_t *f,
+                       int on_off);
 /* Adds (on) or deletes the nft rules of fault `fault` in the namespaces it
  * applies to (one table "f<index>" each). */
 int ddp__real_nft(ddp_sys_t *sys, const ddp_netns_t *ns, const ddp_plan_t *p, int fault,

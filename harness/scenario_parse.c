@@ -226,6 +226,30 @@ static int parse_duration(pctx_t *p, const char *v, int col, int64_t *out)
                         "got \"%.60s\"", v);
 }
 
+/* A bandwidth fault's rate, in tc's units: bit, kbit, mbit, gbit are bits
+ * per second and bps, kbps, mbps, gbps bytes per second (k = 1000, as tc
+ * reads them); a whole number, 1 bit/s .. DDP_SIM_RATE_MAX. */
+static const struct { const char *u; uint64_t bps; } rate_units[] = {
+    {"gbit", 1000000000}, {"mbit", 1000000}, {"kbit", 1000}, {"bit", 1},
+    {"gbps", 8000000000}, {"mbps", 8000000}, {"kbps", 8000}, {"bps", 8}};
+#define NRATE_UNITS (sizeof rate_units / sizeof rate_units[0])
+
+static int parse_rate(pctx_t *p, const char *v, int col, uint64_t *out)
+{
+    const char *u = v;
+    uint64_t x = 0;
+    while (isdigit((unsigned char)*u) && x <= DDP_SIM_RATE_MAX)
+        x = x * 10 + (uint64_t)(*u++ - '0');
+    for (size_t i = 0; u != v && !isdigit((unsigned char)*u) && i < NRATE_UNITS; i++)
+        if (!strcmp(u, rate_units[i].u) && x > 0 && x <= DDP_SIM_RATE_MAX / rate_units[i].bps) {
+            *out = x * rate_units[i].bps;
+            return 0;
+        }
+    return perr(p, col, "expected a rate such as 1mbit, 500kbit or 100kbps (a whole number "
+                        "and a unit: bit, kbit, mbit, gbit bits per second, or bps, kbps, "
+                        "mbps, gbps bytes per second; 1bit .. 10gbit), got \"%.60s\"", v);
+}
+
 /* "0,3-5": each rank a number; checked, kept as text (the sim's form). */
 static int parse_rank_list(pctx_t *p, const char *v, int col, char *out, size_t n)
 {
@@ -466,7 +490,8 @@ static int st_fault(pctx_t *p, token_t *tok, int ntok)
     char g[80];
     if (ntok < 2)
         return perr(p, tok[0].col + 5, "expected a fault kind (refuse, reset, blackhole, "
-                                       "delay, partition, crash, pause, resolve, point), got end of line");
+                                       "delay, partition, crash, pause, resolve, point, "
+                                       "bandwidth), got end of line");
     if (s->nfaults == DDP_SCN_MAX_FAULTS)
         return perr(p, tok[0].col, "expected at most %d faults, got more", DDP_SCN_MAX_FAULTS);
     ddp_sim_fault_t *f = &s->faults[s->nfaults];
@@ -476,22 +501,26 @@ static int st_fault(pctx_t *p, token_t *tok, int ntok)
     f->node = f->task = f->peer_node = -1;
     if (tok[1].eq || ddp_sim_fault_kind_parse(tok[1].text, &f->kind) != 0)
         return perr(p, tok[1].col, "expected a fault kind (refuse, reset, blackhole, delay, "
-                                   "partition, crash, pause, resolve, point), got %s",
+                                   "partition, crash, pause, resolve, point, bandwidth), got %s",
                     got(&tok[1], g, sizeof g));
     s->fault_line[s->nfaults] = p->line;
     s->nfaults++; /* owned strings are freed with the scenario from here on */
-    int have_end = 0, have_delay = 0, end_col = 0, nodes_col = 0;
+    int have_end = 0, have_delay = 0, end_col = 0, nodes_col = 0, rate_col = 0;
+    const token_t *not_bw = NULL; /* the first key a bandwidth fault cannot take */
     for (int i = 2; i < ntok; i++) {
         token_t *t = &tok[i];
         const char *k = t->text, *v = t->eq;
         int c = t->vcol;
         if (!v)
             return perr(p, t->col, "expected key=value (node=, peer=, port=, nodes=, ranks=, "
-                                   "start=, end=, count=, p=, delay=, after=, phase=, point=), "
-                                   "got \"%.60s\"", k);
+                                   "start=, end=, count=, p=, delay=, after=, phase=, point=, "
+                                   "rate=), got \"%.60s\"", k);
         if (once(p, tok, i, "a fault"))
             return DDP_ECONFIG;
         int rc = 0;
+        if (!not_bw && strcmp(k, "node") && strcmp(k, "start") && strcmp(k, "end") &&
+            strcmp(k, "rate"))
+            not_bw = t;
         if (!strcmp(k, "node")) {
             rc = parse_node(p, v, c, &f->node);
             at[AT_NODE] = here(p, c);
@@ -541,9 +570,13 @@ static int st_fault(pctx_t *p, token_t *tok, int ntok)
                 rc = perr(p, c, "%s", ddp_err_ctx()->what);
             else
                 f->point = ddp_fault_point_find(v)->name; /* static text */
+        } else if (!strcmp(k, "rate")) {
+            rc = parse_rate(p, v, c, &f->rate_bps);
+            rate_col = t->col;
         } else {
             rc = perr(p, t->col, "expected a fault key (node, peer, port, nodes, ranks, start, "
-                                 "end, count, p, delay, after, phase, point), got \"%.60s\"", k);
+                                 "end, count, p, delay, after, phase, point, rate), got "
+                                 "\"%.60s\"", k);
         }
         if (rc)
             return rc;
@@ -574,6 +607,17 @@ static int st_fault(pctx_t *p, token_t *tok, int ntok)
                              "docs/fault-points.md), got end of line");
     if (f->point && f->kind != DDP_FAULT_POINT)
         return perr(p, tok[1].col, "expected point= only on point faults, got it on %s",
+                    tok[1].text);
+    if (f->kind == DDP_FAULT_BANDWIDTH && !f->rate_bps)
+        return perr(p, last, "expected rate= (the uplink's rate, such as rate=1mbit), got "
+                             "end of line");
+    if (f->kind == DDP_FAULT_BANDWIDTH && not_bw)
+        return perr(p, not_bw->col, "expected node=, start=, end= or rate= on a bandwidth "
+                                    "fault (it limits a node's whole uplink, as tc tbf on "
+                                    "its interface does), got %s=",
+                    not_bw->text);
+    if (rate_col && f->kind != DDP_FAULT_BANDWIDTH)
+        return perr(p, rate_col, "expected rate= only on bandwidth faults, got it on %s",
                     tok[1].text);
     return 0;
 }
@@ -1223,6 +1267,8 @@ static int fault_equal(const ddp_sim_fault_t *a, const ddp_sim_fault_t *b, int i
     DIFF(!str_eq(a->phase, b->phase) || !str_eq(a->ranks, b->ranks) ||
              !str_eq(a->point, b->point),
          "fault %d: phase, ranks or point differ", i + 1);
+    DIFF(a->rate_bps != b->rate_bps, "fault %d: rate %llu vs %llu bit/s", i + 1,
+         (unsigned long long)a->rate_bps, (unsigned long long)b->rate_bps);
     return 1;
 }
 
@@ -1286,6 +1332,15 @@ int ddp_scenario_equal(const ddp_scenario_t *a, const ddp_scenario_t *b, char *w
 #undef DIFF
 
 /* ---- writing (explore's shrunk schedules, round trips) ---- */
+/* " rate=N" in the largest bit unit that writes it exactly. */
+static void put_rate(FILE *o, uint64_t bps)
+{
+    size_t i = 0;
+    while (bps % rate_units[i].bps) /* "bit" (1) divides every rate */
+        i++;
+    fprintf(o, " rate=%llu%s", (unsigned long long)(bps / rate_units[i].bps), rate_units[i].u);
+}
+
 static void put_duration(FILE *o, const char *key, int64_t ns)
 {
     if (ns % DDP_NS_PER_S == 0)
@@ -1484,6 +1539,8 @@ int ddp_scenario_write(const ddp_scenario_t *s, FILE *o)
         }
         if (f->point)
             fprintf(o, " point=%s", f->point);
+        if (f->rate_bps)
+            put_rate(o, f->rate_bps);
         fputc('\n', o);
     }
     static const char *const kinds[] = {"ok", "fail", "crashed", "invariants"};

@@ -1181,6 +1181,7 @@ void ddp_sim_free(ddp_sim_t *sim)
     free(sim->owned);
     free(sim->faults);
     free(sim->fault_fired);
+    free(sim->uplink_free);
     free(sim->trace);
     free(sim->deadlock);
     ddp__stacks_free(&sim->stacks);

@@ -7,8 +7,8 @@
  * ddp/phase/enter, and each `point` fault's point) with one external
  * callback. The callback runs in the calling task's thread, looks at that
  * task and the schedule, and draws any randomness from the run's seeded
- * PRNG, never libfiu's. Link faults (partition, delay) and timed crashes act
- * on the virtual network and the event queue. Points the engine did not arm
+ * PRNG, never libfiu's. Link faults (partition, delay, bandwidth) and timed
+ * crashes act on the virtual network and the event queue. Points the engine did not arm
  * are not consulted at all in task threads (ddp_fault_thread_armed_only).
  */
 #include <errno.h>
@@ -24,7 +24,7 @@
 
 static const char *const kind_names[DDP_FAULT_KIND_COUNT] = {
     "refuse", "reset", "blackhole", "delay", "partition", "crash", "pause",
-    "resolve", "point"};
+    "resolve", "point", "bandwidth"};
 
 const char *ddp_sim_fault_kind_name(ddp_sim_fault_kind_t k)
 {
@@ -41,7 +41,7 @@ int ddp_sim_fault_kind_parse(const char *name, ddp_sim_fault_kind_t *out)
     return ddp_err_set(DDP_ECONFIG,
                        "unknown fault kind \"%s\"; expected one of refuse, "
                        "reset, blackhole, delay, partition, crash, pause, "
-                       "resolve, point",
+                       "resolve, point, bandwidth",
                        name);
 }
 
@@ -80,6 +80,11 @@ int ddp_sim_add_fault(ddp_sim_t *sim, const ddp_sim_fault_t *f)
     const ddp_fault_info_t *fp = NULL;
     if (f->kind == DDP_FAULT_POINT && !(fp = sim_point(f->point)))
         return DDP_ECONFIG;
+    if (f->kind == DDP_FAULT_BANDWIDTH && (f->rate_bps == 0 || f->rate_bps > DDP_SIM_RATE_MAX))
+        return ddp_err_set(DDP_ECONFIG, "a bandwidth fault needs a rate of 1 bit/s .. 10 "
+                                        "gbit/s (rate=1mbit), got %llu bit/s",
+                           (unsigned long long)f->rate_bps);
+    sim->nbandwidth += f->kind == DDP_FAULT_BANDWIDTH;
     ddp_sim_fault_t *nf = realloc(sim->faults, sizeof *nf * (size_t)(sim->nfaults + 1));
     int *nc = realloc(sim->fault_fired, sizeof *nc * (size_t)(sim->nfaults + 1));
     if (!nf || !nc) {
@@ -174,6 +179,27 @@ int ddp__sim_link(ddp_sim_t *sim, int from, int to, int64_t *extra,
         }
     }
     return dropped;
+}
+
+int64_t ddp__sim_uplink(ddp_sim_t *sim, int from, int64_t at, size_t len)
+{
+    uint64_t rate = 0;
+    for (int i = 0; i < sim->nfaults; i++) {
+        const ddp_sim_fault_t *f = &sim->faults[i];
+        if (f->kind == DDP_FAULT_BANDWIDTH && (f->node < 0 || f->node == from) &&
+            active(sim, f) && (!rate || f->rate_bps < rate))
+            rate = f->rate_bps;
+    }
+    if (!rate || !sim->uplink_free)
+        return at;
+    int64_t *free_at = &sim->uplink_free[from];
+    if (*free_at > at)
+        at = *free_at;
+    /* ceil(len * 8 s / rate) in ns, exact in 64 bits: the remainder is
+     * below the rate (at most DDP_SIM_RATE_MAX), times 1e9 below 2^64 */
+    uint64_t bits = (uint64_t)len * 8u, ns = (uint64_t)DDP_NS_PER_S;
+    *free_at = at + (int64_t)(bits / rate * ns + ((bits % rate) * ns + rate - 1) / rate);
+    return *free_at;
 }
 
 int64_t ddp__sim_reset_after(ddp_sim_t *sim, int src, int dst, uint16_t port)
@@ -405,6 +431,11 @@ static void arm_points(ddp_sim_t *sim, int on)
 
 void ddp__sim_faults_arm(ddp_sim_t *sim)
 {
+    if (sim->nbandwidth && !sim->uplink_free && sim->nnodes > 0) {
+        sim->uplink_free = calloc((size_t)sim->nnodes, sizeof *sim->uplink_free);
+        if (!sim->uplink_free)
+            abort();
+    }
     for (int i = 0; i < sim->nfaults; i++) {
         const ddp_sim_fault_t *f = &sim->faults[i];
         if (f->kind == DDP_FAULT_CRASH && !(f->phase && f->phase[0])) {

@@ -7,8 +7,10 @@
  * ECONNREFUSED; a dropped SYN (partition, full backlog, dead node) is
  * retransmitted at 1, 2, 4 ... s like Linux until the caller's deadline.
  * Data is delivered as events in FIFO order per direction, after latency +
- * size/bandwidth. The calls keep the POSIX sys's semantics: short reads, EOF,
- * ECONNRESET, EADDRINUSE, deadlines, -EAGAIN for "try once".
+ * size/bandwidth; under a bandwidth fault a node's segments to other nodes
+ * also queue on its uplink, each leaving size*8/rate after the one before.
+ * The calls keep the POSIX sys's semantics: short reads, EOF, ECONNRESET,
+ * EADDRINUSE, deadlines, -EAGAIN for "try once".
  *
  * Flow control: a stream's bytes sent and not yet read by the peer (in
  * flight or waiting in its receive queue) never exceed the receive window
@@ -165,6 +167,7 @@ static void send_segment(ddp_sim_t *sim, sock_t *s, int type, void *data,
     int64_t heal;
     int64_t d = link_delay(sim, s->node, p->node, NULL, &dropped, &heal);
     int64_t t = sim->vt + d + (int64_t)((double)len * 1e9 / sim->o.bandwidth_Bps);
+    int64_t sent = sim->vt;
     if (dropped) {
         /* TCP retransmits until the link heals; forever means never. */
         if (!heal) {
@@ -172,6 +175,12 @@ static void send_segment(ddp_sim_t *sim, sock_t *s, int type, void *data,
             return;
         }
         t = heal + d;
+        sent = heal;
+    }
+    if (sim->nbandwidth && s->node != p->node) { /* a limited uplink */
+        int64_t left = ddp__sim_uplink(sim, s->node, sent, len);
+        if (left + d > t)
+            t = left + d;
     }
     if (t < s->tx_last)
         t = s->tx_last;

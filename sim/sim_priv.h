@@ -184,6 +184,9 @@ struct ddp_sim {
     ddp_sim_fault_t *faults;
     int *fault_fired;
     int nfaults;
+    int nbandwidth;        /* bandwidth faults: 0 = no uplink is ever limited */
+    int64_t *uplink_free;  /* per node: when its uplink is free again (only
+                              with bandwidth faults; allocated at the run) */
     /* trace */
     char *trace;
     size_t trace_len, trace_cap;
@@ -269,6 +272,11 @@ void ddp__sim_epoll_free(ddp_sim_t *sim);
  * *extra = added latency. */
 int ddp__sim_link(ddp_sim_t *sim, int from, int to, int64_t *extra,
                   int64_t *heal_at);
+/* A segment of len bytes that node `from` puts on its uplink at time `at`:
+ * when its last bit has left, serialised behind what the uplink still
+ * carries at the lowest rate of the bandwidth faults active on it; `at`
+ * when none is (call only with sim->nbandwidth > 0). */
+int64_t ddp__sim_uplink(ddp_sim_t *sim, int from, int64_t at, size_t len);
 /* Per-call decision for a connect / resolve: 0 none, else the errno to fail
  * with (ETIMEDOUT = black hole: hang to the deadline). */
 int ddp__sim_blackholed(ddp_sim_t *sim, int task, int dst_node, uint16_t port);

@@ -151,7 +151,7 @@ static void test_read_errors(void)
          "name=\"p\"\nend\n",
          "process p on node 7"},
         {"ddpsim-plan 1\nfault crash node=-1 task=-1 peer=-1 port=0 set=0 start=0 end=0 "
-         "count=0 p=0 delay=0 after=0 line=1 ranks=\"\" phase=\"\" point=\"no/such\"\nend\n",
+         "count=0 p=0 delay=0 after=0 rate=0 line=1 ranks=\"\" phase=\"\" point=\"no/such\"\nend\n",
          ":2: expected a fault point"},
         {"ddpsim-plan 1\nname \"unterminated\nend\n", ":2: expected a closing quote"},
     };

@@ -317,7 +317,8 @@ static void gen_scenario(gen_t *g)
 {
     char a[64], b[64];
     static const char *const kinds[] = {"refuse", "reset", "blackhole", "delay",
-                                        "partition", "crash", "pause", "resolve"};
+                                        "partition", "crash", "pause", "resolve",
+                                        "bandwidth"};
     static const char *const accels[] = {"ddp", "ddp_spawn", "ddp_cpu", "ddp2", "ddp_hpc",
                                          "ddp_cpu_hpc"};
     static const char *const launchers[] = {"auto", "per-node", "slurm", "torchrun", "mpi", "lsf"};
@@ -347,8 +348,21 @@ static void gen_scenario(gen_t *g)
         case 8: gen_put(g, "unset %snode\n", gen_below(g, 2) ? "node=0 " : ""); break;
         case 9: gen_put(g, "seed %llu\nlatency %s\n", (unsigned long long)gen_next(g), gen_duration(g, a, sizeof a)); break;
         default: {
-            const char *k = gen_pick(g, kinds, 8);
+            const char *k = gen_pick(g, kinds, 9);
             gen_put(g, "fault %s", k);
+            if (!strcmp(k, "bandwidth")) { /* it takes node=, start=, end=, rate= only */
+                static const char *const units[] = {"bit", "kbit", "mbit", "gbit",
+                                                    "bps", "kbps", "mbps", "gbps"};
+                int u = gen_below(g, 8);
+                gen_put(g, " rate=%d%s", 1 + gen_below(g, u % 4 == 3 || u == 7 ? 1 : 999),
+                        units[u]);
+                if (gen_below(g, 2))
+                    gen_put(g, " node=%d", gen_below(g, nodes));
+                if (gen_below(g, 2))
+                    gen_put(g, " start=%dms end=%ds", gen_below(g, 500), 1 + gen_below(g, 100));
+                gen_put(g, "\n");
+                break;
+            }
             if (!strcmp(k, "partition"))
                 gen_put(g, " nodes=%d", gen_below(g, nodes));
             if (!strcmp(k, "delay"))
@@ -665,7 +679,7 @@ static void test_cli(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(h2);
     CU_ASSERT_EQUAL(strncmp(out, out2, (size_t)(h1 - out) + 27), 0);
     CU_ASSERT_EQUAL(run_cmd("list faults", out, sizeof out), 0);
-    CU_ASSERT_STRING_EQUAL(out, "refuse\nreset\nblackhole\ndelay\npartition\ncrash\npause\nresolve\npoint\n");
+    CU_ASSERT_STRING_EQUAL(out, "refuse\nreset\nblackhole\ndelay\npartition\ncrash\npause\nresolve\npoint\nbandwidth\n");
     CU_ASSERT_EQUAL(run_cmd("list nonsense", out, sizeof out), 2);
     CU_ASSERT_EQUAL(run_cmd("run --help", out, sizeof out), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "usage: ddpsim run FILE..."));

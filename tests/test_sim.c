@@ -537,6 +537,116 @@ static void test_receive_window(void)
     ddp_sim_free(sim);
 }
 
+/* ---- bandwidth faults ---- */
+
+#define BW_BYTES 1000
+#define BW_RATE 80000 /* bit/s: 1000 bytes take 100 ms */
+
+typedef struct {
+    int64_t sent;        /* when the sender began its two sends */
+    int64_t got[2];      /* when each connection's bytes had all arrived */
+} bw_run_t;
+
+static int bw_receiver(ddp_sys_t *sys, void *arg)
+{
+    bw_run_t *w = arg;
+    ddp_addr_t any;
+    ddp_addr_parse("0.0.0.0", PORT, &any);
+    int l = ddp_sys_listen(sys, &any, 16), c[2] = {-1, -1}, rc = 0;
+    int64_t dl = ddp_sys_deadline_in(sys, 30 * DDP_NS_PER_S);
+    for (int i = 0; i < 2 && l >= 0; i++)
+        c[i] = ddp_sys_accept(sys, l, NULL, dl);
+    char buf[BW_BYTES];
+    for (int i = 0; i < 2; i++) {
+        rc |= c[i] < 0 || ddp_sys_recv_all(sys, c[i], buf, BW_BYTES, dl) != 0;
+        w->got[i] = ddp_sys_now(sys);
+        ddp_sys_close(sys, c[i]);
+    }
+    ddp_sys_close(sys, l);
+    return rc;
+}
+
+/* Two connections, BW_BYTES on each, one right after the other. */
+static int bw_sender(ddp_sys_t *sys, void *arg)
+{
+    bw_run_t *w = arg;
+    int64_t dl = ddp_sys_deadline_in(sys, 30 * DDP_NS_PER_S);
+    int c[2];
+    for (int i = 0; i < 2; i++)
+        if ((c[i] = ddp_sys_connect_host(sys, "node0", PORT, dl)) < 0)
+            return 1;
+    char buf[BW_BYTES];
+    memset(buf, 'b', sizeof buf);
+    w->sent = ddp_sys_now(sys);
+    int rc = 0;
+    for (int i = 0; i < 2; i++)
+        rc |= ddp_sys_send_all(sys, c[i], buf, sizeof buf, dl) != 0;
+    for (int i = 0; i < 2; i++)
+        ddp_sys_close(sys, c[i]);
+    return rc;
+}
+
+/* node 1 sends to node 0 under bandwidth fault f (kind 0: none). */
+static void bw_run(const ddp_sim_fault_t *f, bw_run_t *w, uint64_t *hash)
+{
+    ddp_sim_t *sim = two_nodes(3, 0);
+    if (f)
+        CU_ASSERT(ddp_sim_add_fault(sim, f) >= 0);
+    memset(w, 0, sizeof *w);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "receiver", .rank = -1},
+                     bw_receiver, w);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = "sender", .rank = -1},
+                     bw_sender, w);
+    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+    CU_ASSERT_EQUAL(ddp_sim_outcome(sim, 0)->rc, 0);
+    CU_ASSERT_EQUAL(ddp_sim_outcome(sim, 1)->rc, 0);
+    ddp_sim_stats_t st;
+    ddp_sim_stats(sim, &st);
+    *hash = st.trace_hash;
+    ddp_sim_free(sim);
+}
+
+/* N bytes at rate R reach the peer no earlier than N*8/R after the send;
+ * a second send (on another connection) queues behind the first on the
+ * uplink; the limit holds only on its node's uplink and in its window,
+ * and the same run gives the same trace. Virtual time throughout. */
+static void test_bandwidth_fault(void)
+{
+    const int64_t one = (int64_t)BW_BYTES * 8 * DDP_NS_PER_S / BW_RATE; /* 100 ms */
+    bw_run_t w;
+    uint64_t h0, h1, h2;
+    bw_run(NULL, &w, &h0);
+    CU_ASSERT(w.got[1] - w.sent < DDP_NS_PER_MS); /* 10 GB/s and 100 us */
+
+    ddp_sim_fault_t f = {.kind = DDP_FAULT_BANDWIDTH, .node = 1, .task = -1,
+                         .peer_node = -1, .rate_bps = BW_RATE};
+    bw_run(&f, &w, &h1);
+    CU_ASSERT(w.got[0] - w.sent >= one);
+    CU_ASSERT(w.got[0] - w.sent < one + DDP_NS_PER_MS);
+    CU_ASSERT(w.got[1] - w.sent >= 2 * one); /* queued behind the first */
+    CU_ASSERT(w.got[1] - w.sent < 2 * one + DDP_NS_PER_MS);
+    bw_run(&f, &w, &h2);
+    CU_ASSERT_EQUAL(h1, h2);
+    CU_ASSERT_NOT_EQUAL(h0, h1);
+
+    f.node = 0; /* the receiver's uplink: the data never uses it */
+    bw_run(&f, &w, &h2);
+    CU_ASSERT(w.got[1] - w.sent < DDP_NS_PER_MS);
+    CU_ASSERT_EQUAL(h0, h2);
+
+    f.node = -1; /* every uplink, but only until 1 ns: over before the sends */
+    f.end_ns = 1;
+    bw_run(&f, &w, &h2);
+    CU_ASSERT(w.got[1] - w.sent < DDP_NS_PER_MS);
+
+    f.rate_bps = 0; /* no rate: refused */
+    ddp_sim_t *sim = two_nodes(1, 0);
+    CU_ASSERT_EQUAL(ddp_sim_add_fault(sim, &f), DDP_ECONFIG);
+    f.rate_bps = DDP_SIM_RATE_MAX + 1;
+    CU_ASSERT_EQUAL(ddp_sim_add_fault(sim, &f), DDP_ECONFIG);
+    ddp_sim_free(sim);
+}
+
 /* ---- fault points (ddp/faults.h) ---- */
 
 static void test_fault_point_table(void)
@@ -1019,6 +1129,7 @@ DDP_SUITE("sim", NULL, NULL,
           {"spawn and wait for child tasks", test_spawn_in_sim},
           {"node clock skew", test_clock_skew},
           {"receive window: a slow reader holds its writer", test_receive_window},
+          {"bandwidth fault: serialised on the uplink, queued, in its window", test_bandwidth_fault},
           {"fault point table and lookups", test_fault_point_table},
           {"fault points: armed-only threads skip unarmed points", test_fault_armed_points},
           {"point faults: aimed, counted, checked", test_point_faults},

@@ -41,7 +41,8 @@ static void explore_usage(FILE *f)
             "  --runs K           runs (1..100000000, default 100)\n"
             "  --seed S           run i is drawn from S and i alone (default 1)\n"
             "  --faults KINDS     comma list of refuse, reset, blackhole, delay, partition,\n"
-            "                     crash, pause, resolve, point, or all (default all)\n"
+            "                     crash, pause, resolve, point, bandwidth, or all\n"
+            "                     (every kind but bandwidth; the default)\n"
             "  --max-faults M     at most M faults per run (0..%d, default 3)\n"
             "  --accelerator NAME only this accelerator (default: drawn per run)\n"
             "  --plugin NAME      the DDP plugin (default, subgroups, rpc)\n"
@@ -70,7 +71,7 @@ static int parse_kinds(const char *v, void *dst)
     for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         ddp_sim_fault_kind_t k;
         if (!strcasecmp(tok, "all"))
-            set |= (1u << DDP_FAULT_KIND_COUNT) - 1;
+            set |= DDP_EXPLORE_KINDS_ALL;
         else if (ddp_sim_fault_kind_parse(tok, &k) == 0)
             set |= 1u << k;
         else
@@ -93,7 +94,7 @@ int ddp_cmd_explore(ddp_sys_t *sys, int argc, char **argv)
         OPT_U64("seed", &o.seed, 0),
         OPT_FN("faults", &o.kinds, parse_kinds,
                "a comma list of refuse, reset, blackhole, delay, partition, crash, "
-               "pause, resolve, point (or all)"),
+               "pause, resolve, point, bandwidth (or all: every kind but bandwidth)"),
         OPT_INT("max-faults", &max_faults, 0, DDP_SCN_MAX_FAULTS),
         OPT_FN("accelerator", &o.accelerator, ddp_opt_accel, ddp_opt_accel_form(0)),
         OPT_FN("plugin", &o.plugin, ddp_opt_plugin_name, ddp_opt_plugin_form()),

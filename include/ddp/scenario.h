@@ -245,7 +245,8 @@ typedef struct ddp_explore_opts {
                            that is the only way) */
     int runs;           /* 0: 100 */
     uint64_t seed;
-    unsigned kinds;     /* bit per ddp_sim_fault_kind_t; 0: all */
+    unsigned kinds;     /* bit per ddp_sim_fault_kind_t; 0: all those of
+                           DDP_EXPLORE_KINDS_ALL */
     int max_faults;     /* per run (0: 3; < 0: none) */
     const char *accelerator; /* NULL: drawn per run */
     const char *plugin;      /* NULL: default */
@@ -260,6 +261,10 @@ typedef struct ddp_explore_opts {
                                   violation (its report as printed, the
                                   shrunk and the drawn scenario) */
 } ddp_explore_opts_t;
+/* The kinds explore draws by default (`--faults all`): every kind but
+ * bandwidth, which a sweep draws only when asked (--faults bandwidth), so
+ * that sweeps keep the runs they had before it existed. */
+#define DDP_EXPLORE_KINDS_ALL (((1u << DDP_FAULT_KIND_COUNT) - 1) & ~(1u << DDP_FAULT_BANDWIDTH))
 
 typedef struct ddp_explore_stats {
     int runs, violations;

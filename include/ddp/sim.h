@@ -189,6 +189,7 @@ typedef enum ddp_sim_fault_kind {
     DDP_FAULT_PAUSE,      /* a task is alive but silent for a window */
     DDP_FAULT_RESOLVE,    /* name resolution fails */
     DDP_FAULT_POINT,      /* a fault point of ddp/faults.h fires (.point) */
+    DDP_FAULT_BANDWIDTH,  /* a node's uplink sends at most .rate_bps */
     DDP_FAULT_KIND_COUNT
 } ddp_sim_fault_kind_t;
 
@@ -210,7 +211,12 @@ typedef struct ddp_sim_fault {
                           NULL = any): matched against the task's identity */
     const char *point; /* POINT: the point's name ("pg/tcp/handshake"); it
                           fails with its default errno (ddp/faults.h) */
+    uint64_t rate_bps; /* BANDWIDTH: bits per second (> 0) that the uplink of
+                          node (every node's when -1) carries to other nodes;
+                          its segments are serialised one after another */
 } ddp_sim_fault_t;
+/* The highest rate_bps a bandwidth fault may have: 10 gbit/s. */
+#define DDP_SIM_RATE_MAX 10000000000ull
 
 /* Adds a fault; returns its index, or DDP_ECONFIG (error set) for a kind
  * out of range or a POINT fault whose point the simulator never checks. */
