@@ -429,6 +429,27 @@ static int start_proxy(ddp_sys_t *sys, ddp_plan_t *plan, const ddp_netns_t *ns, 
     return rc;
 }
 
+/* The scenario line of the first delay fault, 0 when there is none. */
+static int delay_fault_line(const ddp_plan_t *plan)
+{
+    for (int i = 0; i < plan->nfaults; i++)
+        if (plan->faults[i].kind == DDP_FAULT_DELAY)
+            return plan->fault_line[i] > 0 ? plan->fault_line[i] : -1;
+    return 0;
+}
+
+/* A run given up before its processes start: its proxy, namespaces and
+ * files go. */
+static void abandon(ddp_sys_t *sys, ddp_real_proxy_t *proxy, ddp_netns_t *ns,
+                    ddp_plan_t *plan, const char *plan_path)
+{
+    ddp__real_proxy_stop(proxy);
+    ddp__real_netns_down(sys, ns, NULL, 0);
+    remove(plan->results);
+    remove(plan_path);
+    ddp_plan_free(plan);
+}
+
 int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
                  const ddp_real_opts_t *o, ddp_scn_result_t *r)
 {
@@ -494,12 +515,20 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
                                               exec ? 0 : plan->latency_ns)) != 0 ||
                      (exec && (rc = start_proxy(sys, plan, &ns, t0, &proxy)) != 0))) {
         snprintf(r->why, sizeof r->why, "%s", ddp_err_message());
-        ddp__real_proxy_stop(proxy);
-        ddp__real_netns_down(sys, &ns, NULL, 0);
-        remove(plan->results);
-        remove(plan_path);
-        ddp_plan_free(plan);
+        abandon(sys, proxy, &ns, plan, plan_path);
         return rc;
+    }
+    /* A delay of ddpsim's own processes is tc netem: where the kernel has
+     * none, the run would go undelayed and pass for the wrong reason. */
+    int dline = o->netns && !exec ? delay_fault_line(plan) : 0;
+    if (dline && ddp__real_netem_probe(sys, &ns) != 0) {
+        r->skipped = 1;
+        snprintf(r->why, sizeof r->why,
+                 "skipped: fault delay (line %d) is tc netem in the node namespaces, "
+                 "and this kernel has no sch_netem (`tc qdisc add ... netem` fails "
+                 "there): the run would not be delayed", dline);
+        abandon(sys, proxy, &ns, plan, plan_path);
+        return 0;
     }
     for (int t = 0; t < plan->nprocs && np < MAX_PROCS + 2; t++) {
         const ddp_plan_proc_t *x = &plan->procs[t];

@@ -16,6 +16,8 @@
 int ddp__real_run_argv(ddp_sys_t *sys, char *const *argv, int quiet_fail);
 #define RUN(...) ddp__real_run_argv(sys, (char *const[]){__VA_ARGS__, NULL}, 0)
 #define RUN_QUIET(...) ddp__real_run_argv(sys, (char *const[]){__VA_ARGS__, NULL}, 1)
+/* As RUN_QUIET, and what the command prints is discarded too. */
+#define RUN_SILENT(...) ddp__real_run_argv(sys, (char *const[]){__VA_ARGS__, NULL}, 2)
 
 /* A run's network namespaces: a bridge and one namespace per node. */
 typedef struct ddp_netns {
@@ -28,6 +30,9 @@ void ddp__real_node_ip(int netns, int i, char *buf, size_t n);
 int ddp__real_netns_up(ddp_sys_t *sys, ddp_netns_t *ns, int nodes, int64_t latency_ns);
 /* How many namespaces could not be deleted (the first one's name in left). */
 int ddp__real_netns_down(ddp_sys_t *sys, ddp_netns_t *ns, char *left, size_t left_len);
+/* 0 when tc netem works in node 0's namespace (added to its lo and taken
+ * off again), else DDP_EUNSUPPORTED. */
+int ddp__real_netem_probe(ddp_sys_t *sys, const ddp_netns_t *ns);
 /* A link fault on (on_off) or off in the namespaces: delay = netem on every
  * node's eth0, bandwidth = tbf on the eth0 of its node (every node's
  * without node=), partition = the veths of its side down. Nonzero (error

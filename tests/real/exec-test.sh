@@ -9,7 +9,9 @@
 #   - a program that hangs: killed at the deadline plus --grace, a timeout,
 #     no process left;
 #   - as root with --netns: SIGINT while nft rules and the delay proxy are in
-#     force: exit 130, no process, no namespace (and its nft tables) left.
+#     force: exit 130, no process, no namespace (and its nft tables) left;
+#   - as root with --netns, where the kernel has no netem: a delay fault's
+#     run is skipped with the reason, never passed undelayed.
 #
 #   sh tests/real/exec-test.sh      (DDPSIM=path overrides ./ddpsim)
 set -u
@@ -122,5 +124,33 @@ if [ "$(id -u)" -eq 0 ] && command -v nft >/dev/null 2>&1 && command -v ip >/dev
         fail "netns: namespaces left: $after (before: $before)"
 else
     echo "skip: netns interrupt (needs root, nftables and iproute2)"
+fi
+
+# 6. A delay fault where the kernel has no netem: skipped, never a pass
+#    without the delay (netns, root). Where netem works, the run is delayed.
+if [ "$(id -u)" -eq 0 ] && command -v tc >/dev/null 2>&1 && command -v ip >/dev/null 2>&1; then
+    probe=ddpsprobe$$
+    ip netns add "$probe" && ip -n "$probe" link set lo up
+    if tc -n "$probe" qdisc add dev lo root netem delay 1ms 2>/dev/null; then netem=1; else netem=0; fi
+    ip netns del "$probe"
+    "$ddpsim" run --netns --accelerator ddp scenarios/delay-links.scn --no-progress \
+        >"$work/delay.out" 2>&1
+    rc=$?
+    if [ $netem -eq 0 ]; then
+        if grep -q '0 ok, 0 failed, 1 skipped' "$work/delay.out" &&
+            grep -q 'no sch_netem' "$work/delay.out" && [ $rc -ne 0 ]; then
+            ok "netns: no netem here: the delay run is skipped, naming why (exit $rc: all skipped)"
+        else
+            fail "netns: no netem here, yet the delay run was not skipped (exit $rc)"
+            show "$work/delay.out"
+        fi
+    elif grep -q '1 ok, 0 failed' "$work/delay.out"; then
+        ok "netns: netem works here: the delay run ran and passed"
+    else
+        fail "netns: netem works here, yet the delay run did not pass (exit $rc)"
+        show "$work/delay.out"
+    fi
+else
+    echo "skip: netns delay without netem (needs root and iproute2)"
 fi
 finish
