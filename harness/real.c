@@ -566,6 +566,7 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             evs[b - 1] = x;
         }
     int next_ev = 0, timed_out = 0;
+    char holder_why[400] = "";
     for (;;) {
         int64_t now = ddp_sys_now(sys) - t0;
         /* timed faults first: one due at 0 holds before anyone starts */
@@ -628,10 +629,33 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
              * namespace, starting takes long enough to lose that race). */
             if (!src && x->kind == DDP_PLAN_PORT_HOLDER) {
                 int64_t until = ddp_sys_deadline_in(sys, 5 * DDP_NS_PER_S);
-                while (!port_held(plan->results) && ddp_sys_now(sys) < until)
+                int st = 0, exited = 0;
+                while (!port_held(plan->results) && ddp_sys_now(sys) < until &&
+                       !(exited = ddp_sys_wait(sys, p->pid, &st, 0) == 0))
                     ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 5 * DDP_NS_PER_MS));
+                /* A holder that never held the port would turn a port-taken
+                 * test into a clean start that passes or fails by chance. */
+                if (!port_held(plan->results)) {
+                    if (exited) {
+                        p->done = 1;
+                        p->status = st;
+                        snprintf(holder_why, sizeof holder_why,
+                                 "the port holder (%s train --process %d, to hold port %u) "
+                                 "exited with status %d before it held the port (its "
+                                 "stderr is above): the port-taken fault was not in force",
+                                 o->ddpsim, p->task, (unsigned)x->port, st);
+                    } else {
+                        snprintf(holder_why, sizeof holder_why,
+                                 "the port holder (%s train --process %d) did not hold "
+                                 "port %u within 5 s: the port-taken fault was not in force",
+                                 o->ddpsim, p->task, (unsigned)x->port);
+                    }
+                    break;
+                }
             }
         }
+        if (holder_why[0])
+            break;
         /* reap */
         for (int i = 0; i < np; i++) {
             proc_t *p = &ps[i];
@@ -706,6 +730,10 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
     ddp__scenario_judge(s, outs, n, plan->expected_world,
                         timed_out && !exec ? DDP_SIM_TIME_LIMIT : DDP_SIM_DONE, NULL,
                         o->report, o->report_len, r);
+    if (holder_why[0]) {
+        r->pass = 0;
+        snprintf(r->why, sizeof r->why, "%s", holder_why);
+    }
     if (o->interrupted && *o->interrupted) {
         r->pass = 0;
         snprintf(r->why, sizeof r->why, "interrupted: its processes were killed%s",

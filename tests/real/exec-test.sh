@@ -11,7 +11,9 @@
 #   - as root with --netns: SIGINT while nft rules and the delay proxy are in
 #     force: exit 130, no process, no namespace (and its nft tables) left;
 #   - as root with --netns, where the kernel has no netem: a delay fault's
-#     run is skipped with the reason, never passed undelayed.
+#     run is skipped with the reason, never passed undelayed;
+#   - a port holder that dies before it holds the port fails the run with
+#     the reason, never lets a port-taken test run as a clean start.
 #
 #   sh tests/real/exec-test.sh      (DDPSIM=path overrides ./ddpsim)
 set -u
@@ -152,5 +154,29 @@ if [ "$(id -u)" -eq 0 ] && command -v tc >/dev/null 2>&1 && command -v ip >/dev/
     fi
 else
     echo "skip: netns delay without netem (needs root and iproute2)"
+fi
+
+# 7. A port holder that exits before it holds the port (seen where the
+#    holder could not load its libraries): the run fails naming why, and
+#    port-taken's ranks never run as a clean start. A wrapper run as the
+#    ddpsim of the children (argv[0], set by perl's exec) breaks the
+#    holder, process 0.
+cat >"$work/ddpsim-broken-holder" <<EOS
+#!/bin/sh
+case "\$*" in *"--process 0"*) echo "holder: cannot start" >&2; exit 3 ;; esac
+exec "$(cd "$(dirname "$ddpsim")" && pwd)/$(basename "$ddpsim")" "\$@"
+EOS
+chmod +x "$work/ddpsim-broken-holder"
+perl -e '$p = shift; exec {$p} @ARGV' "$ddpsim" "$work/ddpsim-broken-holder" \
+    run --real --accelerator ddp scenarios/port-taken.scn --no-progress \
+    >"$work/holder.out" 2>&1
+rc=$?
+if [ $rc -ne 0 ] && grep -q '0 ok, 1 failed' "$work/holder.out" &&
+    tr '\n' ' ' <"$work/holder.out" | tr -s ' ' |
+    grep -q 'exited with status 3 before it held the port'; then
+    ok "a port holder that never held the port fails the run, naming why (exit $rc)"
+else
+    fail "a broken port holder: exit $rc, or the run was not failed with the reason"
+    show "$work/holder.out"
 fi
 finish
