@@ -3,8 +3,9 @@
  * process's exit status and stderr into an outcome of the same classes the
  * simulator reports (docs/real-runs.md, "Foreign programs").
  *
- * The rules below are the one table of what torch's (1.13) messages mean;
- * the first rule whose text occurs in the process's exception line wins. */
+ * The rules below are the one table of what torch's messages (1.13, and
+ * 2.11 where it words them otherwise) mean; the first rule whose text
+ * occurs in the process's exception line wins. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +33,13 @@ typedef struct rule {
  *     operation to complete" or "Connection reset by peer"
  *   a bad or missing variable: "ValueError: Error initializing
  *     torch.distributed using env:// rendezvous: environment variable RANK
- *     expected, but not set" */
+ *     expected, but not set"
+ * torch 2.11 (run on the GPU machine, docs/real-runs.md):
+ *   ranks missing at the store: "torch.distributed.DistStoreError: Timed out
+ *     after 16 seconds waiting for clients. 3/4 clients joined."
+ *   the store went away under a client: "torch.distributed.DistNetworkError:
+ *     Failed to recv, got 0 bytes. Connection was likely closed. Did the
+ *     remote server shutdown or crash?" */
 static const rule_t rules[] = {
     {"address already in use", -EADDRINUSE},
     {"errno: 98", -EADDRINUSE},
@@ -44,6 +51,8 @@ static const rule_t rules[] = {
     {"connection reset by peer", DDP_EPEER_LOST},
     {"connection closed by peer", DDP_EPEER_LOST},
     {"broken pipe", DDP_EPEER_LOST},
+    {"connection was likely closed", DDP_EPEER_LOST},
+    {"failed to recv", DDP_EPEER_LOST},
     {"connection refused", DDP_EPEER_LOST},
     {"name or service not known", DDP_ENOT_FOUND},
     {"temporary failure in name resolution", DDP_ENOT_FOUND},

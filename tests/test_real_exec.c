@@ -1,6 +1,6 @@
 /* tests/test_real_exec.c — a foreign program's outcome class from its exit
- * status and stderr (harness/real_exec.c): torch 1.13's own messages, as
- * seen from real runs, map to the simulator's classes. */
+ * status and stderr (harness/real_exec.c): torch 1.13's and 2.11's own
+ * messages, as seen from real runs, map to the simulator's classes. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -36,6 +36,14 @@ static void test_torch_messages(void)
          "timeout", "RuntimeError: [./gloo"},
         {1, "RuntimeError: Connection reset by peer\n", "peer_lost",
          "RuntimeError: Connection reset by peer"},
+        /* torch 2.11, as its job said under torch-crash-joining on loopback */
+        {1, "torch.distributed.DistStoreError: Timed out after 16 seconds waiting for "
+            "clients. 3/4 clients joined.\n",
+         "timeout", "DistStoreError: Timed out after 16 seconds"},
+        {1, "  File \"x.py\", line 9\ntorch.distributed.DistNetworkError: Failed to recv, "
+            "got 0 bytes. Connection was likely closed. Did the remote server shutdown "
+            "or crash?\n",
+         "peer_lost", "DistNetworkError: Failed to recv"},
         {1, "ValueError: Error initializing torch.distributed using env:// rendezvous: "
             "environment variable RANK expected, but not set\n",
          "config", "ValueError: Error initializing"},
