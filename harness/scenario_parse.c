@@ -663,15 +663,29 @@ static int st_expect(pctx_t *p, token_t *tok, int ntok)
             if (e->kind != DDP_EXPECT_FAIL)
                 return perr(p, t->col, "expected error= only after \"expect fail\", got it after "
                                        "\"expect %s\"", kinds[k]);
-            int known = 0;
-#define CLASS_OF(name, value, desc) known |= !strcasecmp(v, ddp_scn_error_class(value));
-            DDP_ERR_LIST(CLASS_OF)
+            /* CLASS or CLASS|CLASS|...: any one of them */
+            if (strlen(v) >= sizeof e->error)
+                return perr(p, t->vcol, "expected error classes of at most %zu characters in "
+                                        "all, got \"%.60s\"", sizeof e->error - 1, v);
+            for (const char *c = v;;) {
+                size_t cl = strcspn(c, "|");
+                char one[sizeof e->error];
+                snprintf(one, sizeof one, "%.*s", (int)cl, c);
+                int known = 0;
+#define CLASS_OF(name, value, desc) known |= !strcasecmp(one, ddp_scn_error_class(value));
+                DDP_ERR_LIST(CLASS_OF)
 #undef CLASS_OF
-            for (int en = 1; en < 134 && !known; en++)
-                known = !strcasecmp(v, ddp_scn_error_class(-en));
-            if (!known)
-                return perr(p, t->vcol, "expected an error class (timeout, peer_lost, protocol, "
-                                        "config, addrinuse, connrefused, ...), got \"%.60s\"", v);
+                for (int en = 1; en < 134 && !known; en++)
+                    known = !strcasecmp(one, ddp_scn_error_class(-en));
+                if (!known)
+                    return perr(p, t->vcol + (int)(c - v),
+                                "expected an error class (timeout, peer_lost, protocol, "
+                                "config, addrinuse, connrefused, ...; several as "
+                                "timeout|peer_lost), got \"%.60s\"", one);
+                if (!c[cl])
+                    break;
+                c += cl + 1;
+            }
             snprintf(e->error, sizeof e->error, "%s", v);
         } else if (!strcmp(t->text, "mentions")) {
             if (e->nmentions == DDP_SCN_MAX_MENTIONS)

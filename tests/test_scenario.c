@@ -469,6 +469,8 @@ static void test_wrong_expectations_fail(void)
         {"scenario \"x\"\nmaster_late 20s\nexpect ok within=10s\n", "to end within 10.000 s"},
         {"scenario \"x\"\nport_taken\nexpect fail ranks=0 error=timeout\n",
          "expected rank 0 to fail with error=timeout, got addrinuse"},
+        {"scenario \"x\"\nport_taken\nexpect fail ranks=0 error=timeout|peer_lost\n",
+         "expected rank 0 to fail with error=timeout|peer_lost, got addrinuse"},
         {"scenario \"x\"\nport_taken\nexpect fail ranks=0 mentions=\"meteor\"\n",
          "to mention \"meteor\""},
         {"scenario \"x\"\nexpect ok ranks=7\n", "expected rank 7, but no process had that rank"},
@@ -484,6 +486,26 @@ static void test_wrong_expectations_fail(void)
         if (!strstr(r.why, cases[i][1]))
             printf("\n  case %zu: want \"%s\" in: %s\n", i, cases[i][1], r.why);
         CU_ASSERT_PTR_NOT_NULL(strstr(r.why, cases[i][1]));
+        ddp_scenario_free(s);
+    }
+}
+
+/* error=A|B holds when the class is any one of them, in any place. */
+static void test_error_alternatives(void)
+{
+    static const char *const lines[] = {"timeout|addrinuse", "addrinuse|peer_lost",
+                                        "peer_lost|config|addrinuse", "ADDRINUSE"};
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+        char text[200];
+        snprintf(text, sizeof text, "scenario \"x\"\nport_taken\nexpect fail ranks=0 error=%s\n",
+                 lines[i]);
+        ddp_scenario_t *s = parse(text);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+        ddp_scn_result_t r;
+        CU_ASSERT_EQUAL(ddp_scenario_run(s, "ddp", NULL, &r), 0);
+        if (!r.pass)
+            printf("\n  error=%s: %s\n", lines[i], r.why);
+        CU_ASSERT_TRUE(r.pass);
         ddp_scenario_free(s);
     }
 }
@@ -699,6 +721,7 @@ DDP_SUITE("scenario", NULL, NULL,
           {"generated scenarios round-trip", test_round_trip_generated},
           {"bundled scenarios x accelerators meet their expectations", test_bundled_library},
           {"wrong expectations are reported with their line", test_wrong_expectations_fail},
+          {"error=A|B: any one of the classes holds", test_error_alternatives},
           {"train D: every rank trains D, then ends cleanly", test_train},
           {"leaked socket invariant", test_leak_invariant},
           {"plugin-declared phases: parsed, validated, faulted", test_plugin_phases},
