@@ -661,8 +661,8 @@ static int rd_strbuf(rd_t *r, char *buf, size_t n)
     return rc;
 }
 
-/* key=<integer> */
-static int rd_int(rd_t *r, const char *key, int64_t *out)
+/* key= */
+static int rd_key(rd_t *r, const char *key)
 {
     skip_ws(r);
     size_t kl = strlen(key);
@@ -672,6 +672,15 @@ static int rd_int(rd_t *r, const char *key, int64_t *out)
         return rd_err(r, want);
     }
     r->c += kl + 1;
+    return 0;
+}
+
+/* key=<integer> */
+static int rd_int(rd_t *r, const char *key, int64_t *out)
+{
+    int rc = rd_key(r, key);
+    if (rc)
+        return rc;
     char *end;
     errno = 0;
     long long v = strtoll(r->c, &end, 10);
@@ -682,17 +691,16 @@ static int rd_int(rd_t *r, const char *key, int64_t *out)
     return 0;
 }
 
+/* key=<unsigned integer> */
 static int rd_u64(rd_t *r, const char *key, uint64_t *out)
 {
-    skip_ws(r);
-    size_t kl = strlen(key);
-    if (strncmp(r->c, key, kl) || r->c[kl] != '=')
-        return rd_err(r, key);
-    r->c += kl + 1;
+    int rc = rd_key(r, key);
+    if (rc)
+        return rc;
     char *end;
     errno = 0;
     unsigned long long v = strtoull(r->c, &end, 10);
-    if (end == r->c || errno)
+    if (end == r->c || errno || (*end && *end != ' ' && *end != '\n'))
         return rd_err(r, "an unsigned integer");
     r->c = end;
     *out = v;
@@ -719,19 +727,6 @@ static int rd_word(rd_t *r, char *buf, size_t n)
     memcpy(buf, r->c, k);
     buf[k] = '\0';
     r->c += k;
-    return 0;
-}
-
-static int rd_key(rd_t *r, const char *key)
-{
-    skip_ws(r);
-    size_t kl = strlen(key);
-    if (strncmp(r->c, key, kl) || r->c[kl] != '=') {
-        char want[48];
-        snprintf(want, sizeof want, "%s=", key);
-        return rd_err(r, want);
-    }
-    r->c += kl + 1;
     return 0;
 }
 
