@@ -256,6 +256,7 @@ static int read_results(const char *path, proc_t *ps, int np, const ddp_plan_t *
         x->world = -1;
         x->connect_ns = -1;
         x->state = DDP_SIM_TASK_CRASHED;
+        x->end_ns = ps[i].end_ns; /* when it was reaped (0: killed before it started) */
         snprintf(x->message, sizeof x->message, "killed by the runner (fault)");
     }
     *outs = o;

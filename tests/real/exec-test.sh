@@ -13,7 +13,9 @@
 #   - as root with --netns, where the kernel has no netem: a delay fault's
 #     run is skipped with the reason, never passed undelayed;
 #   - a port holder that dies before it holds the port fails the run with
-#     the reason, never lets a port-taken test run as a clean start.
+#     the reason, never lets a port-taken test run as a clean start;
+#   - a process the runner kills for a crash fault ends when it was killed
+#     (it showed "ended 0.000000 s").
 #
 #   sh tests/real/exec-test.sh      (DDPSIM=path overrides ./ddpsim)
 set -u
@@ -178,5 +180,30 @@ if [ $rc -ne 0 ] && grep -q '0 ok, 1 failed' "$work/holder.out" &&
 else
     fail "a broken port holder: exit $rc, or the run was not failed with the reason"
     show "$work/holder.out"
+fi
+
+# 8. A crash fault at 1 s kills rank 1's program (a sleep): its outcome
+#    ends at about 1 s, not at 0.
+cat >"$work/kill.scn" <<EOS
+scenario "exec: rank 1 killed by the runner at 1 s"
+nodes 1
+devices 2
+accelerators ddp
+launcher torchrun
+timeout 10s
+seed 7
+port 38207
+exec "sleep 2"
+fault crash ranks=1 start=1s
+expect crashed ranks=1
+expect ok ranks=0
+EOS
+"$ddpsim" run --real -v "$work/kill.scn" --no-progress >"$work/kill.out" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q 'CRASHED .* ended 1\.[0-9]* s  killed by the runner' "$work/kill.out"; then
+    ok "a process killed for a crash fault ends when it was killed"
+else
+    fail "the killed process's end time (exit $rc)"
+    show "$work/kill.out"
 fi
 finish
