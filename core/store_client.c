@@ -417,14 +417,13 @@ static int wait_timeout(client_t *c, const char *const *keys, size_t n,
                              "wait: "
                            : "",
                 cancel_err ? cancel_err : "");
-    if (c->want == LEGACY) /* a current master reads legacy frames as junk */
-        ddp_err_hint("the rank that sets these keys may have failed, not "
-                     "started, or use another MASTER_ADDR/MASTER_PORT; or a "
-                     "current master (PyTorch >= 2.2) ignores the legacy "
-                     "protocol asked for: use protocol auto or current");
-    else
-        ddp_err_hint("the rank that sets these keys may have failed, not "
-                     "started, or use another MASTER_ADDR/MASTER_PORT");
+    /* legacy asked for: a current master reads legacy frames as junk */
+    ddp_err_hint("the rank that sets these keys may have failed, not "
+                 "started, or use another MASTER_ADDR/MASTER_PORT%s",
+                 c->want == LEGACY ? "; or a current master (PyTorch >= 2.2) "
+                                     "ignores the legacy protocol asked for: "
+                                     "use protocol auto or current"
+                                   : "");
     ddp_err_waited(now - start);
     return ddp_err_addr("%s", c->addr);
 }
