@@ -78,19 +78,24 @@ static void lw_signed(lw_t *w, long long v)
  * *adv: the characters it took. */
 static char conv_at(const char *p, int *adv)
 {
-    static const struct {
-        const char *spec;
-        char kind;
-    } convs[] = {{"d", 'i'},   {"u", 'u'},   {"ld", 'I'}, {"lu", 'U'}, {"lld", 'L'},
-                 {"llu", 'V'}, {"zu", 'z'},  {"s", 's'},  {"%", '%'}};
-    for (size_t i = 0; i < sizeof convs / sizeof convs[0]; i++) {
-        size_t n = strlen(convs[i].spec);
-        if (!strncmp(p, convs[i].spec, n)) {
-            *adv = (int)n;
-            return convs[i].kind;
+    switch (p[0]) {
+    case 'd': *adv = 1; return 'i';
+    case 'u': *adv = 1; return 'u';
+    case 's': *adv = 1; return 's';
+    case '%': *adv = 1; return '%';
+    case 'z': *adv = 2; return p[1] == 'u' ? 'z' : 0;
+    case 'l':
+        if (p[1] == 'd' || p[1] == 'u') {
+            *adv = 2;
+            return p[1] == 'd' ? 'I' : 'U';
         }
+        if (p[1] == 'l' && (p[2] == 'd' || p[2] == 'u')) {
+            *adv = 3;
+            return p[2] == 'd' ? 'L' : 'V';
+        }
+        return 0;
+    default: return 0;
     }
-    return 0;
 }
 
 static int lw_can(const char *fmt)
@@ -131,11 +136,12 @@ static void lw_vfmt(lw_t *w, const char *fmt, va_list ap)
     lw_str(w, p);
 }
 
-static void vtrace(ddp_sim_t *sim, int task, const char *kind, const char *fmt,
-                   va_list ap)
+/* The line into line[0..cap): its length; *cut when it did not fit (then
+ * it is its first cap - 3 bytes and "}\n"). */
+static int format_line(ddp_sim_t *sim, int task, const char *kind, const char *fmt,
+                       va_list ap, char *line, int cap, int *cut)
 {
-    char line[1024];
-    lw_t w = {line, sizeof line, 0};
+    lw_t w = {line, (size_t)cap, 0};
     lw_str(&w, "{\"t\":");
     lw_signed(&w, (long long)(sim->vt - VT0));
     lw_str(&w, ",\"task\":\"");
@@ -144,23 +150,49 @@ static void vtrace(ddp_sim_t *sim, int task, const char *kind, const char *fmt,
     lw_str(&w, kind);
     lw_str(&w, "\"");
     int off = (int)w.len;
-    if (fmt && *fmt && off < (int)sizeof line - 2) {
+    if (fmt && *fmt && off < cap - 2) {
         line[off++] = ',';
         int n;
         if (lw_can(fmt)) {
-            lw_t f = {line + off, sizeof line - (size_t)off, 0};
+            lw_t f = {line + off, (size_t)(cap - off), 0};
             lw_vfmt(&f, fmt, ap);
             n = (int)f.len;
         } else {
-            n = vsnprintf(line + off, sizeof line - (size_t)off, fmt, ap);
+            n = vsnprintf(line + off, (size_t)(cap - off), fmt, ap);
         }
         off = n < 0 ? off : off + n;
     }
-    if (off > (int)sizeof line - 3)
-        off = (int)sizeof line - 3;
+    *cut = off > cap - 3;
+    if (*cut)
+        off = cap - 3;
     line[off++] = '}';
     line[off++] = '\n';
-    emit(sim, line, (size_t)off);
+    return off;
+}
+
+/* Lines are cut at 1,024 bytes. Most are short: a small buffer first, on
+ * the stack of the task that traces (a simulated rank's, in the deepest
+ * frame of its wait), and the full size from the heap when it did not fit. */
+static void vtrace(ddp_sim_t *sim, int task, const char *kind, const char *fmt,
+                   va_list ap)
+{
+    enum { SMALL = 256, MAX = 1024 };
+    char small[SMALL];
+    va_list again;
+    va_copy(again, ap);
+    int cut;
+    int n = format_line(sim, task, kind, fmt, ap, small, SMALL, &cut);
+    if (!cut) {
+        emit(sim, small, (size_t)n);
+    } else {
+        char *line = malloc(MAX);
+        if (!line)
+            abort();
+        n = format_line(sim, task, kind, fmt, again, line, MAX, &cut);
+        emit(sim, line, (size_t)n);
+        free(line);
+    }
+    va_end(again);
 }
 
 void ddp__sim_trace(ddp_sim_t *sim, int task, const char *kind,
