@@ -101,6 +101,11 @@ void ddp_ident_set_phase(const char *phase)
     /* A copy, not a printf: every rank changes phase several times. */
     char *dst = st()->phase;
     size_t n = phase ? strnlen(phase, sizeof st()->phase - 1) : 0;
+    /* Setting the phase a rank is already in is no change: no fault point,
+     * no trace line (the dispatcher names a member's phase and the shared
+     * default names it again). */
+    if (strncmp(dst, phase ? phase : "", n) == 0 && dst[n] == '\0')
+        return;
     memcpy(dst, phase ? phase : "", n);
     dst[n] = '\0';
     /* Phase changes are a fault point, so a fault can strike a rank as it

@@ -309,13 +309,15 @@ static int engine_cb(const char *name, int *failnum, void **failinfo,
     *failinfo = NULL; /* libfiu keeps it per point: no errno left over */
     if (!t)
         return 0;
-    const ddp_fault_info_t *fp = ddp_fault_point_find(name);
-    if (!fp)
-        return 0;
-    if (fp->id == DDP_FP_DDP_PHASE_ENTER) {
+    /* The phase point first, by name: every rank enters phases many times,
+     * and the table lookup compares every row. */
+    if (!strcmp(name, ddp_fault_name(DDP_FP_DDP_PHASE_ENTER))) {
         phase_hook(t);
         return 0;
     }
+    const ddp_fault_info_t *fp = ddp_fault_point_find(name);
+    if (!fp)
+        return 0;
     if ((fp->id == DDP_FP_SYS_NET_CONNECT || fp->id == DDP_FP_SYS_NET_RESOLVE) &&
         call_hook(t, fp->id))
         return 1;

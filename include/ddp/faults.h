@@ -143,8 +143,9 @@ enum { DDP_FP_POSIX = 1, DDP_FP_SIM = 2 };
       "Nothing by itself: `ddp_ident_set_phase()` runs "                      \
       "`fiu_do_on(name, (void)0)`, so that the simulator's callback can "     \
       "record every phase change in the trace and crash a task as it enters " \
-      "a phase (a `crash` fault with `phase=`). Enabling it with `fiu-run` "  \
-      "changes nothing visible.")                                              \
+      "a phase (a `crash` fault with `phase=`). Setting the phase a rank is " \
+      "already in is no change and does not reach the point. Enabling it "   \
+      "with `fiu-run` changes nothing visible.")                               \
     X(STORE_CLIENT_CONNECT, "store/client/connect", DDP_FP_LAYER_STORE_CLIENT, \
       0, ECONNREFUSED,                                                         \
       "Fires once per connect attempt, after name resolution and before the " \
