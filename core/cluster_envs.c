@@ -88,21 +88,24 @@ static int env_rank(const ddp_cluster_t *c, const char *key,
                     const char *tail, int *out)
 {
     const char *counts[2] = {count1, count2};
+    const char *bound = NULL;
     long max = INT_MAX - 1, v;
-    char note[96] = "";
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 2 && !bound; i++) {
         long n;
         if (counts[i] &&
             ddp_env_get_long(c->env, counts[i], 1, INT_MAX, &n) == 0) {
             max = n - 1;
-            snprintf(note, sizeof note, " (%s=%ld)", counts[i], n);
-            break;
+            bound = counts[i];
         }
     }
-    int rc = env_long(c, key, 0, max, what, note, tail, &v);
-    if (rc == 0)
+    if (ddp_env_get_long(c->env, key, 0, max, &v) == 0) { /* the common case */
         *out = (int)v;
-    return rc;
+        return 0;
+    }
+    char note[96] = ""; /* only an error names the count that bounds it */
+    if (bound)
+        snprintf(note, sizeof note, " (%s=%ld)", bound, max + 1);
+    return env_long(c, key, 0, max, what, note, tail, &v);
 }
 
 /* Like env_rank, but an unset variable yields *out = 0. */

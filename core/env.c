@@ -105,12 +105,27 @@ int ddp_env_set(ddp_env_t *env, const char *key, const char *value)
 
 int ddp_env_setf(ddp_env_t *env, const char *key, const char *fmt, ...)
 {
-    char buf[4096];
+    /* A small buffer, and the heap for a longer value: this runs on every
+     * simulated rank's own stack, and a 4 KiB array is a page each. */
+    char small[128], *buf = small;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
     va_end(ap);
-    return ddp_env_set(env, key, buf);
+    if (n < 0)
+        return ddp_err_set(-EINVAL, "environment variable %s: bad format \"%s\"",
+                           key ? key : "(null)", fmt);
+    if ((size_t)n >= sizeof small) {
+        if (!(buf = malloc((size_t)n + 1)))
+            return -ENOMEM;
+        va_start(ap, fmt);
+        vsnprintf(buf, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+    }
+    int rc = ddp_env_set(env, key, buf);
+    if (buf != small)
+        free(buf);
+    return rc;
 }
 
 int ddp_env_unset(ddp_env_t *env, const char *key)

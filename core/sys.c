@@ -10,7 +10,7 @@
 
 #include "ddp/err.h"
 
-int ddp_addr_parse(const char *text, uint16_t port, ddp_addr_t *out)
+int ddp_addr_try_parse(const char *text, uint16_t port, ddp_addr_t *out)
 {
     memset(out, 0, sizeof *out);
     out->port = port;
@@ -31,6 +31,13 @@ int ddp_addr_parse(const char *text, uint16_t port, ddp_addr_t *out)
         out->family = 6;
         return 0;
     }
+    return -1;
+}
+
+int ddp_addr_parse(const char *text, uint16_t port, ddp_addr_t *out)
+{
+    if (ddp_addr_try_parse(text, port, out) == 0)
+        return 0;
     return ddp_err_set(DDP_ECONFIG,
                        "\"%s\" is not a numeric IPv4 or IPv6 address",
                        text ? text : "");
@@ -44,8 +51,32 @@ char *ddp_addr_format_host(const ddp_addr_t *a, char *buf, size_t n)
     return buf;
 }
 
+/* Decimal digits of v at p; returns the end. */
+static char *put_dec(char *p, unsigned v)
+{
+    char d[10];
+    int k = 0;
+    do
+        d[k++] = (char)('0' + v % 10);
+    while ((v /= 10) > 0);
+    while (k > 0)
+        *p++ = d[--k];
+    return p;
+}
+
 char *ddp_addr_format(const ddp_addr_t *a, char *buf, size_t n)
 {
+    if (a->family != 6 && n >= sizeof "255.255.255.255:65535") {
+        /* IPv4 by hand: the simulator formats an address on every connect
+         * and accept, and snprintf + inet_ntop cost ten times this. */
+        char *p = buf;
+        for (int i = 0; i < 4; i++) {
+            p = put_dec(p, a->ip[i]);
+            *p++ = i < 3 ? '.' : ':';
+        }
+        *put_dec(p, a->port) = '\0';
+        return buf;
+    }
     char host[INET6_ADDRSTRLEN];
     ddp_addr_format_host(a, host, sizeof host);
     snprintf(buf, n, a->family == 6 ? "[%s]:%u" : "%s:%u", host,
@@ -179,6 +210,30 @@ uint64_t ddp_rng_next(ddp_rng_t *r)
     s[2] ^= t;
     s[3] = rotl(s[3], 45);
     return result;
+}
+
+/* The words ddp_rng_next would give, in memory order, with the state in
+ * registers: a model's parameters are filled per rank, thousands of ranks
+ * per simulation. */
+void ddp_rng_fill(ddp_rng_t *r, void *buf, size_t n)
+{
+    uint64_t s0 = r->s[0], s1 = r->s[1], s2 = r->s[2], s3 = r->s[3];
+    unsigned char *p = buf;
+    for (size_t i = 0; i < n; i += 8) {
+        uint64_t w = rotl(s1 * 5, 7) * 9; /* ddp_rng_next, inline */
+        uint64_t t = s1 << 17;
+        s2 ^= s0;
+        s3 ^= s1;
+        s1 ^= s2;
+        s0 ^= s3;
+        s2 ^= t;
+        s3 = rotl(s3, 45);
+        if (n - i >= 8)
+            memcpy(p + i, &w, 8);
+        else
+            memcpy(p + i, &w, n - i);
+    }
+    r->s[0] = s0, r->s[1] = s1, r->s[2] = s2, r->s[3] = s3;
 }
 
 double ddp_rng_double(ddp_rng_t *rng)

@@ -151,7 +151,7 @@ static int px_resolve(ddp_sys_t *s, const char *host, uint16_t port,
     SYS_FAULT(SYS_NET_RESOLVE);
     if (max <= 0)
         return ddp_err_set(-EINVAL, "resolve: no room for addresses");
-    if (ddp_addr_parse(host, port, &out[0]) == 0)
+    if (ddp_addr_try_parse(host, port, &out[0]) == 0)
         return 1;
     if (hosts_table(s, host, port, &out[0]))
         return 1;

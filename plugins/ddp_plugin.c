@@ -60,8 +60,8 @@ static void enter(ddp_ctx_t *ctx, int global_rank, int world_size, const char *p
 }
 
 /* Step 1: the environment contract every backend reads. */
-static int write_master_env(ddp_ctx_t *ctx, ddp_cluster_t *env, int world,
-                            char *addr, size_t an, uint16_t *port)
+DDP_NOINLINE static int write_master_env(ddp_ctx_t *ctx, ddp_cluster_t *env, int world,
+                                         char *addr, size_t an, uint16_t *port)
 {
     int rc = ddp_cluster_main_address(env, addr, an);
     if (rc == 0)
@@ -101,8 +101,8 @@ static int server_thread(ddp_sys_t *sys, void *arg)
  * holder is a ddpsim store where a rank 0 already joined, this process is
  * a second rank 0 (duplicated ranks): publishing there would poison the
  * running job, so it returns 1 and publishes nothing. */
-static int publish_root_cause(ddp_ctx_t *ctx, const char *addr,
-                              uint16_t port, const char *msg)
+DDP_NOINLINE static int publish_root_cause(ddp_ctx_t *ctx, const char *addr,
+                                           uint16_t port, const char *msg)
 {
     ddp_errctx_t saved = *ddp_err_ctx();
     int64_t dl = ddp_sys_deadline_in(ctx->sys, DDP_NS_PER_S);
@@ -136,7 +136,7 @@ static uint64_t fnv1a(const uint8_t *p, size_t n)
  * nodes apart) and the clock reading at bind (sets apart processes that
  * share a host name, as network namespaces do). Fixed width, and only
  * virtual quantities in the simulator, so traces stay byte-identical. */
-static void master_token(ddp_ctx_t *ctx, char *out, size_t n)
+DDP_NOINLINE static void master_token(ddp_ctx_t *ctx, char *out, size_t n)
 {
     char host[256] = "", id[300];
     ddp_sys_hostname(ctx->sys, host, sizeof host);
@@ -177,7 +177,7 @@ static int get_if_set(ddp_store_t *st, const char *key, ddp_buf_t *v,
  * 0 when the store is someone else's: this process joins (and is refused)
  * like any other. A failed request is returned, not guessed past: joining
  * after it could count this rank 0 twice in its own store. */
-static int reached_own_store(ddp_ctx_t *ctx, const char *token, int *own)
+DDP_NOINLINE static int reached_own_store(ddp_ctx_t *ctx, const char *token, int *own)
 {
     *own = 0;
     if (!ctx->server)
@@ -190,8 +190,8 @@ static int reached_own_store(ddp_ctx_t *ctx, const char *token, int *own)
     return rc < 0 ? rc : 0;
 }
 
-static int start_store_server(ddp_ctx_t *ctx, const char *addr, uint16_t port,
-                              char *token, size_t tn)
+DDP_NOINLINE static int start_store_server(ddp_ctx_t *ctx, const char *addr, uint16_t port,
+                                           char *token, size_t tn)
 {
     ddp_ident_set_phase("store server");
     ddp_store_server_opts_t so = {.port = port};
@@ -234,8 +234,8 @@ static int start_store_server(ddp_ctx_t *ctx, const char *addr, uint16_t port,
 /* "ranks 5, 9" — the ranks whose key under `prefix` is absent. A wait that
  * timed out may have left our connection unusable mid-reply, so this asks
  * over a fresh one (bounded by two seconds). */
-static int missing_ranks(ddp_ctx_t *ctx, const char *prefix, int world,
-                         char *out, size_t n)
+DDP_NOINLINE static int missing_ranks(ddp_ctx_t *ctx, const char *prefix, int world,
+                                      char *out, size_t n)
 {
     ddp_errctx_t saved = *ddp_err_ctx();
     ddp_env_t *e = ddp_sys_env(ctx->sys);
@@ -271,8 +271,8 @@ static int missing_ranks(ddp_ctx_t *ctx, const char *prefix, int world,
 
 /* On a failed wait: name the ranks that never arrived, or the root cause
  * another rank published. Keeps the code. */
-static int explain_wait_failure(ddp_ctx_t *ctx, int rc, const char *prefix,
-                                const char *what)
+DDP_NOINLINE static int explain_wait_failure(ddp_ctx_t *ctx, int rc, const char *prefix,
+                                             const char *what)
 {
     if (rc != DDP_ETIMEOUT || !ctx->store)
         return rc;
@@ -285,7 +285,7 @@ static int explain_wait_failure(ddp_ctx_t *ctx, int rc, const char *prefix,
 
 /* A failed request is returned (as in reached_own_store): going on would
  * report it later, from the next request, as a lost connection. */
-static int check_root_cause(ddp_ctx_t *ctx)
+DDP_NOINLINE static int check_root_cause(ddp_ctx_t *ctx)
 {
     ddp_buf_t v = {0};
     int rc = get_if_set(ctx->store, KEY_ROOT_CAUSE, &v, ddp_plugin_store_deadline(ctx));
@@ -310,7 +310,7 @@ static int mark(ddp_ctx_t *ctx, const char *prefix)
  * rank (a launcher starting the wrong number of tasks, Lightning #4389, or
  * NODE_RANK exported on every node, #5651) is named at once instead of
  * hanging the rendezvous. */
-static int claim_rank(ddp_ctx_t *ctx)
+DDP_NOINLINE static int claim_rank(ddp_ctx_t *ctx)
 {
     char key[64];
     int64_t n = 0;
@@ -443,10 +443,7 @@ int ddp_model_init(ddp_model_t *m, size_t bytes, uint64_t seed)
     m->bytes = bytes;
     ddp_rng_t r;
     ddp_rng_seed(&r, seed);
-    for (size_t i = 0; i < bytes; i += 8) { /* 8 bytes per draw */
-        uint64_t w = ddp_rng_next(&r);
-        memcpy(m->params + i, &w, bytes - i < 8 ? bytes - i : 8);
-    }
+    ddp_rng_fill(&r, m->params, bytes); /* 8 bytes per draw */
     m->checksum = 0;
     return 0;
 }

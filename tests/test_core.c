@@ -73,6 +73,15 @@ static void test_env_map(void)
     char buf[256] = "";
     ddp_env_foreach(e, collect_fn, buf);
     CU_ASSERT_STRING_EQUAL(buf, "A=one;B=2;C=x=y;D=4;");
+    /* A value longer than setf's stack buffer comes whole from the heap. */
+    char longv[5000];
+    memset(longv, 'x', sizeof longv - 1);
+    longv[sizeof longv - 1] = '\0';
+    CU_ASSERT_EQUAL(ddp_env_setf(e, "LONG", "<%s>", longv), 0);
+    const char *lv = ddp_env_get(e, "LONG");
+    CU_ASSERT_TRUE(lv && strlen(lv) == sizeof longv + 1 && lv[0] == '<' &&
+                   lv[sizeof longv] == '>' && lv[1000] == 'x');
+    ddp_env_unset(e, "LONG");
     ddp_env_unset(e, "B");
     ddp_env_unset(e, "nope");
     CU_ASSERT_FALSE(ddp_env_has(e, "B"));
@@ -297,6 +306,15 @@ static void test_addr(void)
     char buf[DDP_ADDR_STRLEN];
     CU_ASSERT_EQUAL(ddp_addr_parse("10.0.0.1", 29500, &a), 0);
     CU_ASSERT_STRING_EQUAL(ddp_addr_format(&a, buf, sizeof buf), "10.0.0.1:29500");
+    /* The hand-written IPv4 path: widest, narrowest, and a short buffer
+     * (snprintf's truncation). */
+    CU_ASSERT_EQUAL(ddp_addr_parse("255.255.255.255", 65535, &a), 0);
+    CU_ASSERT_STRING_EQUAL(ddp_addr_format(&a, buf, sizeof buf), "255.255.255.255:65535");
+    CU_ASSERT_EQUAL(ddp_addr_parse("0.0.0.0", 0, &a), 0);
+    CU_ASSERT_STRING_EQUAL(ddp_addr_format(&a, buf, sizeof buf), "0.0.0.0:0");
+    CU_ASSERT_EQUAL(ddp_addr_parse("10.20.30.40", 8, &a), 0);
+    char small[8];
+    CU_ASSERT_STRING_EQUAL(ddp_addr_format(&a, small, sizeof small), "10.20.3");
     CU_ASSERT_EQUAL(ddp_addr_parse("::1", 80, &b), 0);
     CU_ASSERT_STRING_EQUAL(ddp_addr_format(&b, buf, sizeof buf), "[::1]:80");
     CU_ASSERT_EQUAL(ddp_addr_parse("[::1]", 80, &a), 0);

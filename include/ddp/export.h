@@ -11,4 +11,14 @@
 #define DDP_API
 #endif
 
+/* DDP_NOINLINE keeps a helper's buffers out of its caller's frame. For
+ * helpers off the common path (an error report, rank 0's own work): every
+ * simulated rank runs on a stack of its own, and each page a rank's deepest
+ * wait touches is a page per rank (4 KiB x 16,384 ranks = 64 MiB). */
+#if defined(__GNUC__) || defined(__clang__)
+#define DDP_NOINLINE __attribute__((noinline))
+#else
+#define DDP_NOINLINE
+#endif
+
 #endif

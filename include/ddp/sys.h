@@ -45,6 +45,9 @@ typedef struct ddp_addr {
 
 /* Parse a numeric address "10.0.0.1" or "::1" (no port) -> 0 or DDP_ECONFIG. */
 DDP_API int ddp_addr_parse(const char *text, uint16_t port, ddp_addr_t *out);
+/* ddp_addr_parse without the error: 0, or -1 when text is not a numeric
+ * address (a host name to resolve, say), with the error context untouched. */
+DDP_API int ddp_addr_try_parse(const char *text, uint16_t port, ddp_addr_t *out);
 /* "10.0.0.1:29500" or "[::1]:29500"; returns buf. */
 DDP_API char *ddp_addr_format(const ddp_addr_t *addr, char *buf, size_t n);
 /* Only the host part: "10.0.0.1" / "::1". */
@@ -323,6 +326,9 @@ typedef struct ddp_rng {
 } ddp_rng_t;
 DDP_API void ddp_rng_seed(ddp_rng_t *rng, uint64_t seed);
 DDP_API uint64_t ddp_rng_next(ddp_rng_t *rng);
+/* n bytes of the words ddp_rng_next would return, in memory order (the
+ * last word cut short when n is not a multiple of 8). */
+DDP_API void ddp_rng_fill(ddp_rng_t *rng, void *buf, size_t n);
 /* Uniform in [0, 1). */
 DDP_API double ddp_rng_double(ddp_rng_t *rng);
 /* Uniform in [0, n). n > 0. */
