@@ -53,6 +53,7 @@
  * PyTorch, whose prefixes carry a group counter.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -211,6 +212,52 @@ static int parse_hostport(const char *s, ddp_addr_t *out)
     return ddp_addr_parse(host, (uint16_t)port, out) ? DDP_EPROTOCOL : 0;
 }
 
+/* A ring entry's fields after TCP_PEERS_HEADER: "WORLD PREV ADDR NEXT ADDR",
+ * as sscanf("%d %d %s %d %s") would count them (the fields read before the
+ * first that does not parse; an address longer than its buffer ends the
+ * count). Every rank parses one entry; sscanf cost more than the rest of
+ * the bootstrap's formatting. */
+static int ring_int(const char **p, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(*p, &end, 10);
+    if (end == *p || errno || v < INT_MIN || v > INT_MAX)
+        return -1;
+    *out = (int)v;
+    *p = end;
+    return 0;
+}
+
+static int ring_word(const char **p, char *out, size_t n)
+{
+    const char *q = *p;
+    while (*q == ' ' || *q == '\t')
+        q++;
+    size_t l = strcspn(q, " \t\n");
+    if (l == 0 || l >= n)
+        return -1;
+    memcpy(out, q, l);
+    out[l] = '\0';
+    *p = q + l;
+    return 0;
+}
+
+static int ring_fields(const char *text, int *tw, int *prev, char *pa, size_t pn,
+                       int *next, char *na, size_t nn)
+{
+    size_t hl = strlen(TCP_PEERS_HEADER);
+    if (strncmp(text, TCP_PEERS_HEADER, hl))
+        return 0;
+    const char *p = text + hl;
+    int n = 0;
+    if (ring_int(&p, tw) == 0 && ++n && ring_int(&p, prev) == 0 && ++n &&
+        ring_word(&p, pa, pn) == 0 && ++n && ring_int(&p, next) == 0 && ++n &&
+        ring_word(&p, na, nn) == 0)
+        ++n;
+    return n;
+}
+
 /* ------------------------------------------------------------ hello */
 
 static void hello_encode(uint8_t *p, int rank, int world, uint64_t hash)
@@ -255,7 +302,7 @@ static void tcp_key(const tcp_pg_t *pg, char *buf, size_t n, const char *what,
 
 /* Listens on the address this rank's host name resolves to; *pub is what
  * the others should connect to. */
-static int tcp_listen(tcp_pg_t *pg, ddp_addr_t *pub)
+DDP_NOINLINE static int tcp_listen(tcp_pg_t *pg, ddp_addr_t *pub)
 {
     ddp_sys_t *sys = pg->base.sys;
     char name[256];
@@ -326,7 +373,7 @@ static void error_text(tcp_pg_t *pg, const char *lead, char *msg, size_t n)
              pg->cause[0] ? pg->cause : ddp_err_message());
 }
 
-static void publish_error(tcp_pg_t *pg, const char *key)
+DDP_NOINLINE static void publish_error(tcp_pg_t *pg, const char *key)
 {
     char msg[768];
     error_text(pg, "", msg, sizeof msg);
@@ -357,7 +404,7 @@ static int list_missing(tcp_pg_t *pg, const char *const *kp, int base, int n,
 }
 
 /* Rank 0: every rank's address, in rank order. */
-static int gather_addrs(tcp_pg_t *pg, ddp_addr_t *addrs, int64_t deadline)
+DDP_NOINLINE static int gather_addrs(tcp_pg_t *pg, ddp_addr_t *addrs, int64_t deadline)
 {
     int world = pg->base.world;
     int64_t start = now(pg);
@@ -420,8 +467,8 @@ static int gather_addrs(tcp_pg_t *pg, ddp_addr_t *addrs, int64_t deadline)
  * "<prefix>/tcp/peers/<r>", TCP_GATHER_BATCH entries per MULTI_SET. Each
  * rank then reads one short entry, not a table of the whole world. With
  * addrs NULL every entry says why rank 0 gave up instead (errmsg). */
-static int publish_peers(tcp_pg_t *pg, const ddp_addr_t *addrs,
-                         const char *errmsg, int64_t deadline)
+DDP_NOINLINE static int publish_peers(tcp_pg_t *pg, const ddp_addr_t *addrs,
+                                      const char *errmsg, int64_t deadline)
 {
     int world = pg->base.world;
     enum { VLEN = 2 * DDP_ADDR_STRLEN + 64 };
@@ -459,7 +506,7 @@ static int publish_peers(tcp_pg_t *pg, const ddp_addr_t *addrs,
 }
 
 /* Rank 0 gave up: every rank waiting for its entry learns why. */
-static void publish_peers_error(tcp_pg_t *pg)
+DDP_NOINLINE static void publish_peers_error(tcp_pg_t *pg)
 {
     char msg[800];
     error_text(pg, TCP_PEERS_HEADER " ", msg, sizeof msg);
@@ -469,9 +516,14 @@ static void publish_peers_error(tcp_pg_t *pg)
 }
 
 /* Reads this rank's entry: its neighbours' ranks and addresses. */
-static int fetch_peers(tcp_pg_t *pg, ddp_addr_t *succ, int64_t deadline)
+static int read_peers(tcp_pg_t *pg, const char *key, const ddp_buf_t *b,
+                      int64_t start, ddp_addr_t *succ);
+static int parse_peers(tcp_pg_t *pg, const char *key, const char *text,
+                       int64_t start, ddp_addr_t *succ);
+
+DDP_NOINLINE static int fetch_peers(tcp_pg_t *pg, ddp_addr_t *succ, int64_t deadline)
 {
-    int world = pg->base.world, me = pg->base.rank;
+    int me = pg->base.rank;
     char key[160];
     tcp_key(pg, key, sizeof key, "peers", me);
     int64_t start = now(pg);
@@ -492,11 +544,33 @@ static int fetch_peers(tcp_pg_t *pg, ddp_addr_t *succ, int64_t deadline)
                      "address; look for a rank that did not start");
         return rc;
     }
-    char text[1024];
-    size_t l = b.len < sizeof text - 1 ? b.len : sizeof text - 1;
-    memcpy(text, b.data, l);
-    text[l] = '\0';
+    rc = read_peers(pg, key, &b, start, succ);
     ddp_buf_free(&b);
+    return rc;
+}
+
+/* Rank 0's ring entry for this rank (fetch_peers), parsed. Its own
+ * function: its buffers are not on the stack while the rank waits. */
+DDP_NOINLINE static int read_peers(tcp_pg_t *pg, const char *key, const ddp_buf_t *b,
+                                   int64_t start, ddp_addr_t *succ)
+{
+    /* A copy on the heap, not the stack: the entry is parsed in every rank's
+     * deepest frame. Up to 1,023 bytes of it. */
+    size_t l = b->len < 1023 ? b->len : 1023;
+    char *text = malloc(l + 1);
+    if (!text)
+        return ddp_err_set(-ENOMEM, "tcp bootstrap: out of memory");
+    memcpy(text, b->data, l);
+    text[l] = '\0';
+    int rc = parse_peers(pg, key, text, start, succ);
+    free(text);
+    return rc;
+}
+
+static int parse_peers(tcp_pg_t *pg, const char *key, const char *text,
+                       int64_t start, ddp_addr_t *succ)
+{
+    int world = pg->base.world, me = pg->base.rank;
     const char *errmark = TCP_PEERS_HEADER " " TCP_ERROR_MARK;
     if (!strncmp(text, errmark, strlen(errmark)))
         return peer_err(DDP_EPEER_LOST, 0, NULL, now(pg) - start,
@@ -505,8 +579,7 @@ static int fetch_peers(tcp_pg_t *pg, ddp_addr_t *succ, int64_t deadline)
     int tw = -1, prev = -1, next = -1;
     char pa[DDP_ADDR_STRLEN + 8], na[DDP_ADDR_STRLEN + 8];
     ddp_addr_t pred;
-    int fields = sscanf(text, TCP_PEERS_HEADER " %d %d %71s %d %71s", &tw, &prev,
-                        pa, &next, na);
+    int fields = ring_fields(text, &tw, &prev, pa, sizeof pa, &next, na, sizeof na);
     if (fields >= 1 && tw != world) {
         ddp_err_set(DDP_EPROTOCOL,
                     "tcp bootstrap: rank 0's ring entry \"%s\" is for a world of "
@@ -752,8 +825,8 @@ static int hs_timeout(tcp_pg_t *pg, hs_t *h)
  * if every rank of the ring is in that state, each waits for a predecessor
  * that waits for it, until the deadline (seen 2 times in 108 runs with
  * random faults on pg/tcp/handshake; tests/test_pg_tcp.c replays one). */
-static int handshake(tcp_pg_t *pg, int lfd, const ddp_addr_t *succ,
-                     int64_t start, int64_t deadline)
+DDP_NOINLINE static int handshake(tcp_pg_t *pg, int lfd, const ddp_addr_t *succ,
+                                  int64_t start, int64_t deadline)
 {
     hs_t h = {.succ = succ, .start = start, .deadline = deadline};
     while (!h.out_done || !h.in_done) {

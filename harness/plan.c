@@ -412,8 +412,14 @@ static void report_to_sim(ddp_sys_t *sys, const ddp_run_result_t *res, void *arg
 
 static int trainer_main(ddp_sys_t *sys, void *arg)
 {
-    ddp_run_result_t res;
-    return ddp_accel_run(sys, arg, &res);
+    /* On the heap: a simulated rank's stack pages are its own, and this
+     * result is nearly a kilobyte that nobody reads here. */
+    ddp_run_result_t *res = malloc(sizeof *res);
+    if (!res)
+        return ddp_err_set(-ENOMEM, "out of memory");
+    int rc = ddp_accel_run(sys, arg, res);
+    free(res);
+    return rc;
 }
 
 static int port_holder_main(ddp_sys_t *sys, void *arg)

@@ -532,23 +532,34 @@ static void set_wait_desc(ddp_sim_task_t *t, const char *what)
     t->wait_desc[n] = '\0';
 }
 
+/* The description of a wait, without printf: one is built for every park,
+ * in a rank's deepest frame, where printf's own frame would be a stack page
+ * of its own per rank. */
+static size_t put_str(char *buf, size_t n, size_t o, const char *s)
+{
+    for (; s && *s && o + 1 < n; s++)
+        buf[o++] = *s;
+    return o;
+}
+
 void ddp__sim_describe(char *buf, size_t n, const char *pre, long v, const char *post)
 {
     char num[24];
-    int nd = 0;
+    int nd = (int)sizeof num - 1;
     unsigned long u = v < 0 ? 0ul - (unsigned long)v : (unsigned long)v;
+    num[nd] = '\0';
     do
-        num[nd++] = (char)('0' + u % 10);
+        num[--nd] = (char)('0' + u % 10);
     while ((u /= 10) > 0);
     if (v < 0)
-        num[nd++] = '-';
-    size_t o = 0;
-    for (const char *p = pre; *p && o + 1 < n; p++)
-        buf[o++] = *p;
-    while (nd > 0 && o + 1 < n)
-        buf[o++] = num[--nd];
-    for (const char *p = post; *p && o + 1 < n; p++)
-        buf[o++] = *p;
+        num[--nd] = '-';
+    ddp__sim_describe_str(buf, n, pre, num + nd, post);
+}
+
+void ddp__sim_describe_str(char *buf, size_t n, const char *pre, const char *s,
+                           const char *post)
+{
+    size_t o = put_str(buf, n, put_str(buf, n, put_str(buf, n, 0, pre), s), post);
     if (n)
         buf[o] = '\0';
 }

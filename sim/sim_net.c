@@ -557,7 +557,7 @@ static int sm_resolve(ddp_sys_t *s, const char *host, uint16_t port,
                                            "(injected)", host, strerror(fe));
     if (max <= 0)
         return ddp_err_set(-EINVAL, "resolve: no room for addresses");
-    if (ddp_addr_parse(host, port, &out[0]) == 0)
+    if (ddp_addr_try_parse(host, port, &out[0]) == 0)
         return 1;
     if (!strcmp(host, "localhost")) {
         ddp_addr_parse("127.0.0.1", port, &out[0]);
@@ -577,7 +577,14 @@ static int sm_resolve(ddp_sys_t *s, const char *host, uint16_t port,
 static int sm_hostname(ddp_sys_t *s, char *buf, size_t n)
 {
     ddp_sim_task_t *t = me(s);
-    snprintf(buf, n, "%s", t->sim->nodes[t->out.node].host);
+    /* A copy, not snprintf: printf's frame is the deepest a rank's stack
+     * goes, a page per rank. */
+    const char *h = t->sim->nodes[t->out.node].host;
+    size_t l = n ? strnlen(h, n - 1) : 0;
+    if (n) {
+        memcpy(buf, h, l);
+        buf[l] = '\0';
+    }
     return 0;
 }
 
@@ -679,7 +686,7 @@ static int sm_accept(ddp_sys_t *sy, int fd, ddp_addr_t *peer, int64_t deadline)
             return c;
         }
         char what[96];
-        snprintf(what, sizeof what, "accept on port %u", (unsigned)l->local.port);
+        ddp__sim_describe(what, sizeof what, "accept on port ", l->local.port, "");
         int rc = block_on(t, l, deadline, start, "no connection arrived in time",
                           what);
         if (rc)
@@ -737,7 +744,7 @@ static int sm_connect(ddp_sys_t *sy, const ddp_addr_t *a, int64_t deadline)
             return ddp_err_waited(ddp__sim_task_now(t) - start);
         }
         char what[96];
-        snprintf(what, sizeof what, "connect to %s", as);
+        ddp__sim_describe_str(what, sizeof what, "connect to ", as, "");
         waitq_t *q = &c->waiters;
         int rc = ddp__sim_park(t, deadline, &q, 1, what);
         if (rc) {
@@ -771,8 +778,9 @@ static ssize_t sm_send(ddp_sys_t *sy, int fd, const void *buf, size_t n,
         if (n == 0 || window_room(t->sim, s) > 0)
             break;
         char what[96], peer[DDP_ADDR_STRLEN];
-        snprintf(what, sizeof what, "send to %s (receive window full)",
-                 ddp_addr_format(&s->remote, peer, sizeof peer));
+        ddp__sim_describe_str(what, sizeof what, "send to ",
+                              ddp_addr_format(&s->remote, peer, sizeof peer),
+                              " (receive window full)");
         int rc = block_on(t, s, deadline, start,
                           "the peer's receive window stayed full until the "
                           "deadline (it stopped reading)",
@@ -843,8 +851,8 @@ static ssize_t sm_recv(ddp_sys_t *sy, int fd, void *buf, size_t n,
         if (s->rx_eof || n == 0)
             return 0;
         char what[96], peer[DDP_ADDR_STRLEN];
-        snprintf(what, sizeof what, "recv from %s",
-                 ddp_addr_format(&s->remote, peer, sizeof peer));
+        ddp__sim_describe_str(what, sizeof what, "recv from ",
+                              ddp_addr_format(&s->remote, peer, sizeof peer), "");
         int rc = block_on(t, s, deadline, start,
                           "nothing received before the deadline", what);
         if (rc)
@@ -892,8 +900,8 @@ static int sm_poll(ddp_sys_t *sy, ddp_pollfd_t *fds, int nfds, int64_t deadline)
     SIM_ENTER(t);
     SIM_POINT(t, SYS_NET_POLL);
     int64_t start = ddp__sim_task_now(t);
-    waitq_t *stackq[64], **qs = stackq;
-    if (nfds > 64)
+    waitq_t *stackq[8], **qs = stackq; /* few: this frame is under every wait */
+    if (nfds > 8)
         qs = malloc(sizeof *qs * (size_t)nfds);
     if (!qs)
         return -ENOMEM;
