@@ -212,28 +212,23 @@ uint64_t ddp_rng_next(ddp_rng_t *r)
     return result;
 }
 
-/* The words ddp_rng_next would give, in memory order, with the state in
- * registers: a model's parameters are filled per rank, thousands of ranks
- * per simulation. */
+/* Bulk bytes (a model's parameters, per rank, thousands of ranks per
+ * simulation): one draw keys a counter-based stream (wyrand: an add and a
+ * 64x64->128 multiply per word, about a quarter of xoshiro256**'s work). */
 void ddp_rng_fill(ddp_rng_t *r, void *buf, size_t n)
 {
-    uint64_t s0 = r->s[0], s1 = r->s[1], s2 = r->s[2], s3 = r->s[3];
+    uint64_t x = ddp_rng_next(r);
     unsigned char *p = buf;
     for (size_t i = 0; i < n; i += 8) {
-        uint64_t w = rotl(s1 * 5, 7) * 9; /* ddp_rng_next, inline */
-        uint64_t t = s1 << 17;
-        s2 ^= s0;
-        s3 ^= s1;
-        s1 ^= s2;
-        s0 ^= s3;
-        s2 ^= t;
-        s3 = rotl(s3, 45);
+        x += 0xa0761d6478bd642full;
+        __extension__ unsigned __int128 m =
+            (unsigned __int128)x * (x ^ 0xe7037ed1a0b428dbull);
+        uint64_t w = (uint64_t)(m >> 64) ^ (uint64_t)m;
         if (n - i >= 8)
             memcpy(p + i, &w, 8);
         else
             memcpy(p + i, &w, n - i);
     }
-    r->s[0] = s0, r->s[1] = s1, r->s[2] = s2, r->s[3] = s3;
 }
 
 double ddp_rng_double(ddp_rng_t *rng)

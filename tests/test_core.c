@@ -298,6 +298,33 @@ static void test_rng(void)
         inrange &= d >= 0.0 && d < 1.0 && ddp_rng_below(&a, 7) < 7;
     }
     CU_ASSERT_TRUE(inrange);
+    /* Bulk fill: same state, same bytes; another seed, other bytes; exactly
+     * n bytes written (a canary after an odd length); the state advances
+     * by one draw. */
+    unsigned char f1[45], f2[45], f3[45];
+    ddp_rng_seed(&a, 7);
+    ddp_rng_seed(&b, 7);
+    ddp_rng_seed(&c, 8);
+    memset(f1, 0xA5, sizeof f1);
+    ddp_rng_fill(&a, f1, 37);
+    ddp_rng_fill(&b, f2, 37);
+    ddp_rng_fill(&c, f3, 37);
+    CU_ASSERT_EQUAL(memcmp(f1, f2, 37), 0);
+    CU_ASSERT_NOT_EQUAL(memcmp(f1, f3, 37), 0);
+    int canary = 1, zero_words = 0;
+    for (size_t i = 37; i < sizeof f1; i++)
+        canary &= f1[i] == 0xA5;
+    for (size_t i = 0; i + 8 <= 37; i += 8) {
+        uint64_t w;
+        memcpy(&w, f1 + i, 8);
+        zero_words += w == 0;
+    }
+    CU_ASSERT_TRUE(canary);
+    CU_ASSERT_EQUAL(zero_words, 0);
+    ddp_rng_t d;
+    ddp_rng_seed(&d, 7);
+    (void)ddp_rng_next(&d);
+    CU_ASSERT_EQUAL(ddp_rng_next(&a), ddp_rng_next(&d));
 }
 
 static void test_addr(void)

@@ -326,8 +326,9 @@ typedef struct ddp_rng {
 } ddp_rng_t;
 DDP_API void ddp_rng_seed(ddp_rng_t *rng, uint64_t seed);
 DDP_API uint64_t ddp_rng_next(ddp_rng_t *rng);
-/* n bytes of the words ddp_rng_next would return, in memory order (the
- * last word cut short when n is not a multiple of 8). */
+/* n pseudo-random bytes for bulk use: one ddp_rng_next draw keys a
+ * counter-based stream (wyrand), so the same state gives the same bytes
+ * and the state advances by one draw. */
 DDP_API void ddp_rng_fill(ddp_rng_t *rng, void *buf, size_t n);
 /* Uniform in [0, 1). */
 DDP_API double ddp_rng_double(ddp_rng_t *rng);
