@@ -12,6 +12,7 @@
 #include "accel_priv.h"
 #include "ddp/env.h"
 #include "ddp/err.h"
+#include "ddp/fmt.h"
 #include "ddp/log.h"
 
 static const ddp_accel_ops_t *const registry[] = {
@@ -232,7 +233,7 @@ int ddp_accel_run(ddp_sys_t *sys, const ddp_trainer_cfg_t *cfg,
         res->node_rank = ctx.node_rank;
         rc = ddp_plugin_init_ddp_connection(cfg->plugin, &ctx, ctx.cluster,
                                             ctx.global_rank, ctx.world_size);
-        snprintf(res->backend, sizeof res->backend, "%s", ctx.backend);
+        ddp_fmt(res->backend, sizeof res->backend, "%s", ctx.backend);
         if (rc == 0)
             res->connect_ns = ddp_sys_now(sys);
         if (rc == 0) {

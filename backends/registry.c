@@ -8,6 +8,7 @@
 
 #include "backends_priv.h"
 #include "ddp/err.h"
+#include "ddp/fmt.h"
 #include "ddp/log.h"
 #include "ddp/pg.h"
 
@@ -69,7 +70,7 @@ void ddp__pg_header_init(ddp_pg_t *pg, const ddp_pg_ops_t *ops,
     pg->ops = ops;
     pg->sys = in->sys;
     pg->store = in->store;
-    snprintf(pg->prefix, sizeof pg->prefix, "%s", in->prefix);
+    ddp_fmt(pg->prefix, sizeof pg->prefix, "%s", in->prefix);
     pg->rank = in->rank;
     pg->world = in->world;
 }

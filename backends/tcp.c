@@ -64,6 +64,7 @@
 #include "ddp/env.h"
 #include "ddp/err.h"
 #include "ddp/faults.h"
+#include "ddp/fmt.h"
 #include "ddp/log.h"
 #include "ddp/pg.h"
 
@@ -295,9 +296,9 @@ static void tcp_key(const tcp_pg_t *pg, char *buf, size_t n, const char *what,
                     int rank)
 {
     if (rank >= 0)
-        snprintf(buf, n, "%s/tcp/%s/%d", pg->base.prefix, what, rank);
+        ddp_fmt(buf, n, "%s/tcp/%s/%d", pg->base.prefix, what, rank);
     else
-        snprintf(buf, n, "%s/tcp/%s", pg->base.prefix, what);
+        ddp_fmt(buf, n, "%s/tcp/%s", pg->base.prefix, what);
 }
 
 /* Listens on the address this rank's host name resolves to; *pub is what
@@ -489,7 +490,7 @@ DDP_NOINLINE static int publish_peers(tcp_pg_t *pg, const ddp_addr_t *addrs,
                 continue;
             }
             char pa[DDP_ADDR_STRLEN], na[DDP_ADDR_STRLEN];
-            int n = snprintf(text[i], VLEN, "%s %d %d %s %d %s", TCP_PEERS_HEADER,
+            int n = ddp_fmt(text[i], VLEN, "%s %d %d %s %d %s", TCP_PEERS_HEADER,
                              world, prev, ddp_addr_format(&addrs[prev], pa, sizeof pa),
                              next, ddp_addr_format(&addrs[next], na, sizeof na));
             vals[i] = (ddp_buf_t){.data = (uint8_t *)text[i], .len = (size_t)n};
@@ -1041,16 +1042,16 @@ static void hdr_describe(const coll_hdr_t *h, char *buf, size_t n)
 {
     switch (h->kind) {
     case COLL_BROADCAST:
-        snprintf(buf, n, "broadcast #%llu (%llu bytes, root %u)",
+        ddp_fmt(buf, n, "broadcast #%llu (%llu bytes, root %u)",
                  (unsigned long long)h->seq, (unsigned long long)h->size, h->a);
         break;
     case COLL_ALLREDUCE:
-        snprintf(buf, n, "allreduce #%llu (%llu x %s, %s)",
+        ddp_fmt(buf, n, "allreduce #%llu (%llu x %s, %s)",
                  (unsigned long long)h->seq, (unsigned long long)h->size,
                  ddp_dtype_name((ddp_dtype_t)h->a), ddp_redop_name((ddp_redop_t)h->b));
         break;
     case COLL_ALLGATHER:
-        snprintf(buf, n, "allgather #%llu (%llu bytes per rank)",
+        ddp_fmt(buf, n, "allgather #%llu (%llu bytes per rank)",
                  (unsigned long long)h->seq, (unsigned long long)h->size);
         break;
     default:

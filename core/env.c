@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "ddp/err.h"
+#include "ddp/fmt.h"
 
 typedef struct {
     char *key;
@@ -110,7 +111,7 @@ int ddp_env_setf(ddp_env_t *env, const char *key, const char *fmt, ...)
     char small[128], *buf = small;
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(small, sizeof small, fmt, ap);
+    int n = ddp_vfmt(small, sizeof small, fmt, ap);
     va_end(ap);
     if (n < 0)
         return ddp_err_set(-EINVAL, "environment variable %s: bad format \"%s\"",

@@ -74,6 +74,7 @@
 
 #include "ddp/err.h"
 #include "ddp/faults.h"
+#include "ddp/fmt.h"
 #include "ddp/log.h"
 #include "bytebuf.h"
 #include "store_priv.h"
@@ -1058,11 +1059,10 @@ ddp_store_t *ddp_store_client_connect(ddp_sys_t *sys,
     c->st.sys = sys;
     c->st.impl = c;
     c->fd = -1;
-    snprintf(c->host, sizeof c->host, "%s", opts->host);
+    ddp_fmt(c->host, sizeof c->host, "%s", opts->host);
     c->port = opts->port ? opts->port : DDP_STORE_DEFAULT_PORT;
-    snprintf(c->addr, sizeof c->addr,
-             strchr(c->host, ':') ? "[%s]:%u" : "%s:%u", c->host,
-             (unsigned)c->port);
+    ddp_fmt(c->addr, sizeof c->addr, strchr(c->host, ':') ? "[%s]:%u" : "%s:%u",
+             c->host, (unsigned)c->port);
     ddp_rng_seed(&c->rng, opts->seed);
     if (opts->token && (strlen(opts->token) > DDP_STORE_MAX_TOKEN ||
                         !*opts->token)) {

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "ddp/err.h"
+#include "ddp/fmt.h"
 #include "ddp/log.h"
 #include "store_priv.h"
 
@@ -105,7 +106,7 @@ int ddp_store_barrier(ddp_store_t *st, const char *group, int world,
     char *key = malloc(2 * kl + 1 + sizeof ":last_worker");
     if (!key)
         return ddp_err_set(-ENOMEM, "store barrier: out of memory");
-    snprintf(key, kl + 1, BARRIER_PREFIX ":%s", group);
+    ddp_fmt(key, kl + 1, BARRIER_PREFIX ":%s", group);
     char *last = key + kl + 1;
     memcpy(last, key, kl);
     memcpy(last + kl, ":last_worker", sizeof ":last_worker");
@@ -143,7 +144,7 @@ int ddp_store_barrier(ddp_store_t *st, const char *group, int world,
         int64_t now = ddp_sys_now(sys);
         char joined_s[24] = "unknown";
         if (n >= 0)
-            snprintf(joined_s, sizeof joined_s, "%" PRId64, n);
+            ddp_fmt(joined_s, sizeof joined_s, "%" PRId64, n);
         ddp_err_set(DDP_ETIMEOUT, "Timed out after %.1f s in the store-based "
                                   "barrier for key %s (world_size=%d, "
                                   "num_workers_joined=%s)",

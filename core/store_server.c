@@ -68,6 +68,7 @@
 
 #include "ddp/err.h"
 #include "ddp/faults.h"
+#include "ddp/fmt.h"
 #include "ddp/log.h"
 #include "bytebuf.h"
 #include "kvmap.h"
@@ -950,7 +951,7 @@ static int store_add(ddp_store_server_t *srv, slice_t k, int64_t delta,
                         delta, cur, (int)(k.n > 64 ? 64 : k.n),
                         (const char *)k.p);
     char txt[24];
-    int len = snprintf(txt, sizeof txt, "%" PRId64, *res);
+    int len = ddp_fmt(txt, sizeof txt, "%" PRId64, *res);
     return store_set(srv, k, (slice_t){(const uint8_t *)txt, (size_t)len});
 }
 

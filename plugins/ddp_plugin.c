@@ -22,6 +22,7 @@
 
 #include "ddp/env.h"
 #include "ddp/err.h"
+#include "ddp/fmt.h"
 #include "ddp/log.h"
 
 /* Keys of ddpsim's own in the rendezvous store. */
@@ -83,7 +84,7 @@ static int choose_backend(ddp_ctx_t *ctx)
                         : ctx->on_gpu ? "nccl" : "tcp";
     if (!ddp_pg_backend_find(b))
         return DDP_ECONFIG; /* the registry's error names the valid ones */
-    snprintf(ctx->backend, sizeof ctx->backend, "%s", b);
+    ddp_fmt(ctx->backend, sizeof ctx->backend, "%s", b);
     return 0;
 }
 
@@ -302,7 +303,7 @@ DDP_NOINLINE static int check_root_cause(ddp_ctx_t *ctx)
 static int mark(ddp_ctx_t *ctx, const char *prefix)
 {
     char key[64];
-    snprintf(key, sizeof key, "%s%d", prefix, ctx->global_rank);
+    ddp_fmt(key, sizeof key, "%s%d", prefix, ctx->global_rank);
     return ddp_store_set_str(ctx->store, key, "1", ddp_plugin_store_deadline(ctx));
 }
 
@@ -314,7 +315,7 @@ DDP_NOINLINE static int claim_rank(ddp_ctx_t *ctx)
 {
     char key[64];
     int64_t n = 0;
-    snprintf(key, sizeof key, "%s%d", KEY_JOINED, ctx->global_rank);
+    ddp_fmt(key, sizeof key, "%s%d", KEY_JOINED, ctx->global_rank);
     int rc = ddp_store_add(ctx->store, key, 1, &n, ddp_plugin_store_deadline(ctx));
     if (rc || n == 1)
         return rc;

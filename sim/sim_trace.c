@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ddp/err.h"
+#include "ddp/fmt.h"
 #include "sim_priv.h"
 
 static void emit(ddp_sim_t *sim, const char *line, size_t n)
@@ -35,131 +36,18 @@ static void emit(ddp_sim_t *sim, const char *line, size_t n)
     }
 }
 
-/* Every event is a line, so formatting is on the hot path: lines are
- * written with a bounded writer that keeps snprintf's contract (the first
- * cap - 1 bytes are stored, the length counts them all), and printf is
- * left to the field formats it does not handle. */
-typedef struct {
-    char *buf;
-    size_t cap, len;
-} lw_t;
-
-static void lw_mem(lw_t *w, const char *s, size_t n)
-{
-    if (w->len + 1 < w->cap) {
-        size_t room = w->cap - 1 - w->len;
-        memcpy(w->buf + w->len, s, n < room ? n : room);
-    }
-    w->len += n;
-}
-
-static void lw_str(lw_t *w, const char *s) { lw_mem(w, s, strlen(s)); }
-
-static void lw_int(lw_t *w, unsigned long long v, int negative)
-{
-    char d[24];
-    int n = (int)sizeof d;
-    do
-        d[--n] = (char)('0' + v % 10);
-    while ((v /= 10) > 0);
-    if (negative)
-        d[--n] = '-';
-    lw_mem(w, d + n, sizeof d - (size_t)n);
-}
-
-static void lw_signed(lw_t *w, long long v)
-{
-    lw_int(w, v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v, v < 0);
-}
-
-/* The length modifier and conversion at p ("%" already read): 'i' int,
- * 'u' unsigned, 'I'/'U' long, 'L'/'V' long long, 'z' size_t, 's', '%'; 0
- * for anything else (flags, width, precision, other conversions).
- * *adv: the characters it took. */
-static char conv_at(const char *p, int *adv)
-{
-    switch (p[0]) {
-    case 'd': *adv = 1; return 'i';
-    case 'u': *adv = 1; return 'u';
-    case 's': *adv = 1; return 's';
-    case '%': *adv = 1; return '%';
-    case 'z': *adv = 2; return p[1] == 'u' ? 'z' : 0;
-    case 'l':
-        if (p[1] == 'd' || p[1] == 'u') {
-            *adv = 2;
-            return p[1] == 'd' ? 'I' : 'U';
-        }
-        if (p[1] == 'l' && (p[2] == 'd' || p[2] == 'u')) {
-            *adv = 3;
-            return p[2] == 'd' ? 'L' : 'V';
-        }
-        return 0;
-    default: return 0;
-    }
-}
-
-static int lw_can(const char *fmt)
-{
-    for (const char *p = fmt; (p = strchr(p, '%')); ) {
-        int adv;
-        if (!conv_at(p + 1, &adv))
-            return 0;
-        p += 1 + adv;
-    }
-    return 1;
-}
-
-/* fmt with only the conversions conv_at knows (lw_can). */
-static void lw_vfmt(lw_t *w, const char *fmt, va_list ap)
-{
-    const char *p = fmt;
-    for (const char *q; (q = strchr(p, '%')); ) {
-        lw_mem(w, p, (size_t)(q - p));
-        int adv = 0;
-        switch (conv_at(q + 1, &adv)) {
-        case 'i': lw_signed(w, va_arg(ap, int)); break;
-        case 'u': lw_int(w, va_arg(ap, unsigned), 0); break;
-        case 'I': lw_signed(w, va_arg(ap, long)); break;
-        case 'U': lw_int(w, va_arg(ap, unsigned long), 0); break;
-        case 'L': lw_signed(w, va_arg(ap, long long)); break;
-        case 'V': lw_int(w, va_arg(ap, unsigned long long), 0); break;
-        case 'z': lw_int(w, va_arg(ap, size_t), 0); break;
-        case 's': {
-            const char *str = va_arg(ap, const char *);
-            lw_str(w, str ? str : "(null)");
-            break;
-        }
-        default: lw_mem(w, "%", 1); break;
-        }
-        p = q + 1 + adv;
-    }
-    lw_str(w, p);
-}
-
 /* The line into line[0..cap): its length; *cut when it did not fit (then
  * it is its first cap - 3 bytes and "}\n"). */
 static int format_line(ddp_sim_t *sim, int task, const char *kind, const char *fmt,
                        va_list ap, char *line, int cap, int *cut)
 {
-    lw_t w = {line, (size_t)cap, 0};
-    lw_str(&w, "{\"t\":");
-    lw_signed(&w, (long long)(sim->vt - VT0));
-    lw_str(&w, ",\"task\":\"");
-    lw_str(&w, task >= 0 ? sim->tasks[task]->name : "sim");
-    lw_str(&w, "\",\"kind\":\"");
-    lw_str(&w, kind);
-    lw_str(&w, "\"");
-    int off = (int)w.len;
+    /* Every event is a line: ddp_fmt, not printf (ddp/fmt.h). */
+    int off = ddp_fmt(line, (size_t)cap, "{\"t\":%lld,\"task\":\"%s\",\"kind\":\"%s\"",
+                       (long long)(sim->vt - VT0),
+                       task >= 0 ? sim->tasks[task]->name : "sim", kind);
     if (fmt && *fmt && off < cap - 2) {
         line[off++] = ',';
-        int n;
-        if (lw_can(fmt)) {
-            lw_t f = {line + off, (size_t)(cap - off), 0};
-            lw_vfmt(&f, fmt, ap);
-            n = (int)f.len;
-        } else {
-            n = vsnprintf(line + off, (size_t)(cap - off), fmt, ap);
-        }
+        int n = ddp_vfmt(line + off, (size_t)(cap - off), fmt, ap);
         off = n < 0 ? off : off + n;
     }
     *cut = off > cap - 3;

@@ -7,6 +7,7 @@
 
 #include "ddp/env.h"
 #include "ddp/err.h"
+#include "ddp/fmt.h"
 #include "ddp/log.h"
 #include "ddp/sys.h"
 #include "test.h"
@@ -327,6 +328,39 @@ static void test_rng(void)
     CU_ASSERT_EQUAL(ddp_rng_next(&a), ddp_rng_next(&d));
 }
 
+/* ddp_fmt against snprintf: the same bytes and the same return value,
+ * for what it formats itself and for what it hands to vsnprintf, in every
+ * buffer size from 0 up (truncation keeps snprintf's contract). */
+#define FMT_SAME(...)                                                          \
+    do {                                                                       \
+        char want[96], got[96];                                                \
+        for (size_t cap = 0; cap <= sizeof want; cap += cap < 12 ? 1 : 29) {  \
+            memset(want, 'W', sizeof want);                                    \
+            memset(got, 'W', sizeof got);                                      \
+            int rw = snprintf(cap ? want : NULL, cap, __VA_ARGS__);            \
+            int rg = ddp_fmt(cap ? got : NULL, cap, __VA_ARGS__);             \
+            same &= rw == rg && memcmp(want, got, sizeof want) == 0;           \
+        }                                                                      \
+    } while (0)
+
+static void test_fmt(void)
+{
+    int same = 1;
+    FMT_SAME("%s/tcp/%s/%d", "default_pg", "peers", 517);
+    FMT_SAME("%d %u %ld %lu %lld %llu %zu %%", -7, 4000000000u, -5L,
+             18446744073709551615ul, -9223372036854775807LL - 1,
+             18446744073709551615ull, (size_t)42);
+    FMT_SAME("no conversions at all");
+    FMT_SAME("%s", "");
+    FMT_SAME("%s%s%s", "", "x", "");
+    FMT_SAME("[%s]:%u", "::1", 29500u);
+    /* handed to vsnprintf: flags, width, precision, other conversions */
+    FMT_SAME("%016llx and %s", 0xabcdefull, "tail");
+    FMT_SAME("%5d|%-3s|%.2f", 42, "a", 3.14159);
+    FMT_SAME("%s then %x", "first", 255u);
+    CU_ASSERT_TRUE(same);
+}
+
 static void test_addr(void)
 {
     ddp_addr_t a, b;
@@ -361,4 +395,5 @@ DDP_SUITE("core", NULL, NULL,
           {"integer values: live against python3", test_env_int_vs_python},
           {"log levels and prefix", test_log_levels},
           {"seeded prng", test_rng},
-          {"addresses", test_addr})
+          {"addresses", test_addr},
+          {"ddp_fmt is snprintf", test_fmt})

@@ -1,0 +1,31 @@
+/* ddp/fmt.h — snprintf for hot paths.
+ *
+ * ddp_fmt and ddp_vfmt keep snprintf's contract (at most n - 1 bytes and
+ * a NUL stored, the full length returned) and format %s, %d, %u, %ld, %lu,
+ * %lld, %llu, %zu and %% themselves; any other conversion, flag, width or
+ * precision in fmt hands the whole call to vsnprintf. They are what a
+ * simulated rank formats on every connect, key and trace line, where
+ * printf's own cost (and its deep stack frame, a page per rank) showed in
+ * the full plugin init. A plugin formatting its own keys may use them. */
+#ifndef DDP_FMT_H
+#define DDP_FMT_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+#include "ddp/export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+DDP_API int ddp_fmt(char *buf, size_t n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+DDP_API int ddp_vfmt(char *buf, size_t n, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
