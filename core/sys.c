@@ -215,19 +215,25 @@ uint64_t ddp_rng_next(ddp_rng_t *r)
 /* Bulk bytes (a model's parameters, per rank, thousands of ranks per
  * simulation): one draw keys a counter-based stream (wyrand: an add and a
  * 64x64->128 multiply per word, about a quarter of xoshiro256**'s work). */
+static inline uint64_t wyrand(uint64_t *x)
+{
+    *x += 0xa0761d6478bd642full;
+    __extension__ unsigned __int128 m = (unsigned __int128)*x * (*x ^ 0xe7037ed1a0b428dbull);
+    return (uint64_t)(m >> 64) ^ (uint64_t)m;
+}
+
 void ddp_rng_fill(ddp_rng_t *r, void *buf, size_t n)
 {
     uint64_t x = ddp_rng_next(r);
     unsigned char *p = buf;
-    for (size_t i = 0; i < n; i += 8) {
-        x += 0xa0761d6478bd642full;
-        __extension__ unsigned __int128 m =
-            (unsigned __int128)x * (x ^ 0xe7037ed1a0b428dbull);
-        uint64_t w = (uint64_t)(m >> 64) ^ (uint64_t)m;
-        if (n - i >= 8)
-            memcpy(p + i, &w, 8);
-        else
-            memcpy(p + i, &w, n - i);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w = wyrand(&x);
+        memcpy(p + i, &w, 8);
+    }
+    if (i < n) {
+        uint64_t w = wyrand(&x);
+        memcpy(p + i, &w, n - i);
     }
 }
 
