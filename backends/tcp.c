@@ -114,6 +114,10 @@ typedef struct tcp_pg {
     /* The collective running now, for errors. */
     const char *what;
     int64_t op_start;
+    /* Its header, sent to the successor by coll_begin; the predecessor's
+     * is read ahead of the first bytes received from it (hdr_due). */
+    uint8_t hdr_mine[32];
+    int hdr_due;
 } tcp_pg_t;
 
 static tcp_pg_t *T(ddp_pg_t *pg) { return (tcp_pg_t *)pg; }
@@ -491,8 +495,8 @@ DDP_NOINLINE static int publish_peers(tcp_pg_t *pg, const ddp_addr_t *addrs,
             }
             char pa[DDP_ADDR_STRLEN], na[DDP_ADDR_STRLEN];
             int n = ddp_fmt(text[i], VLEN, "%s %d %d %s %d %s", TCP_PEERS_HEADER,
-                             world, prev, ddp_addr_format(&addrs[prev], pa, sizeof pa),
-                             next, ddp_addr_format(&addrs[next], na, sizeof na));
+                            world, prev, ddp_addr_format(&addrs[prev], pa, sizeof pa),
+                            next, ddp_addr_format(&addrs[next], na, sizeof na));
             vals[i] = (ddp_buf_t){.data = (uint8_t *)text[i], .len = (size_t)n};
         }
         rc = ddp_store_multi_set(pg->base.store, kp, vals, (size_t)nb, deadline);
@@ -971,9 +975,16 @@ static int xfer_timeout(tcp_pg_t *pg, int recv_pending, size_t got, size_t want)
 /* One ring step: send slen bytes to the successor while receiving rlen from
  * the predecessor. relay: sbuf == rbuf and only bytes already received are
  * forwarded (the broadcast pipeline). */
+static int hdr_take(tcp_pg_t *pg, int64_t deadline);
+
 static int ring_xfer(tcp_pg_t *pg, const void *sbuf, size_t slen, void *rbuf,
                      size_t rlen, int relay, int64_t deadline)
 {
+    if (rlen > 0 && pg->hdr_due) { /* the predecessor's header comes first */
+        int rc = hdr_take(pg, deadline);
+        if (rc)
+            return rc;
+    }
     ddp_sys_t *sys = pg->base.sys;
     const uint8_t *sp = sbuf;
     uint8_t *rp = rbuf;
@@ -1043,25 +1054,30 @@ static void hdr_describe(const coll_hdr_t *h, char *buf, size_t n)
     switch (h->kind) {
     case COLL_BROADCAST:
         ddp_fmt(buf, n, "broadcast #%llu (%llu bytes, root %u)",
-                 (unsigned long long)h->seq, (unsigned long long)h->size, h->a);
+                (unsigned long long)h->seq, (unsigned long long)h->size, h->a);
         break;
     case COLL_ALLREDUCE:
         ddp_fmt(buf, n, "allreduce #%llu (%llu x %s, %s)",
-                 (unsigned long long)h->seq, (unsigned long long)h->size,
-                 ddp_dtype_name((ddp_dtype_t)h->a), ddp_redop_name((ddp_redop_t)h->b));
+                (unsigned long long)h->seq, (unsigned long long)h->size,
+                ddp_dtype_name((ddp_dtype_t)h->a), ddp_redop_name((ddp_redop_t)h->b));
         break;
     case COLL_ALLGATHER:
         ddp_fmt(buf, n, "allgather #%llu (%llu bytes per rank)",
-                 (unsigned long long)h->seq, (unsigned long long)h->size);
+                (unsigned long long)h->seq, (unsigned long long)h->size);
         break;
     default:
         snprintf(buf, n, "%s #%llu", coll_name(h->kind), (unsigned long long)h->seq);
     }
 }
 
-/* Starts a collective: refuses on a dead group, then checks with the ring
- * neighbours that everyone runs the same call. Returns 1 when there is
- * nothing to move (world 1). */
+/* Starts a collective: refuses on a dead group, then sends this rank's
+ * header (kind, sequence number, size, arguments) to its successor. The
+ * predecessor's header is read ahead of the first bytes this rank receives
+ * from it, or by coll_end when the collective receives nothing from it (a
+ * broadcast's root), and must match this rank's: so every rank checks that
+ * its neighbour runs the same call before any of that call's data is read,
+ * at no round trip of its own. Returns 1 when there is nothing to move
+ * (world 1). */
 static int coll_begin(tcp_pg_t *pg, coll_kind_t kind, uint64_t size, uint32_t a,
                       uint32_t b, int64_t deadline)
 {
@@ -1080,27 +1096,51 @@ static int coll_begin(tcp_pg_t *pg, coll_kind_t kind, uint64_t size, uint32_t a,
     coll_hdr_t mine = {kind, ++pg->seq, size, a, b};
     if (pg->base.world == 1)
         return 1;
-    uint8_t out[TCP_HDR_LEN], in[TCP_HDR_LEN];
-    hdr_encode(out, &mine);
-    int rc = ring_xfer(pg, out, sizeof out, in, sizeof in, 0, deadline);
+    hdr_encode(pg->hdr_mine, &mine);
+    pg->hdr_due = 0;
+    int rc = ring_xfer(pg, pg->hdr_mine, TCP_HDR_LEN, NULL, 0, 0, deadline);
     if (rc)
         return break_group(pg, rc);
+    pg->hdr_due = 1;
+    return 0;
+}
+
+/* The predecessor's header of the collective running now: it must be this
+ * rank's own (coll_begin). */
+static int hdr_take(tcp_pg_t *pg, int64_t deadline)
+{
+    pg->hdr_due = 0;
+    uint8_t in[TCP_HDR_LEN];
+    int rc = ring_xfer(pg, NULL, 0, in, sizeof in, 0, deadline);
+    if (rc)
+        return rc;
+    if (get_u32(in) == TCP_HDR_TAG && memcmp(in, pg->hdr_mine, sizeof in) == 0)
+        return 0;
+    const uint8_t *out = pg->hdr_mine;
+    coll_hdr_t mine = {get_u32(out + 4), get_u64(out + 8), get_u64(out + 16),
+                       get_u32(out + 24), get_u32(out + 28)};
     coll_hdr_t theirs = {get_u32(in + 4), get_u64(in + 8), get_u64(in + 16),
                          get_u32(in + 24), get_u32(in + 28)};
-    if (get_u32(in) != TCP_HDR_TAG || memcmp(in, out, sizeof in) != 0) {
-        char d1[96], d2[96];
-        hdr_describe(&mine, d1, sizeof d1);
-        hdr_describe(&theirs, d2, sizeof d2);
-        peer_err(DDP_EPROTOCOL, pg->prev_rank, pg->prev_addr, -1,
-                 "tcp %s: ring predecessor rank %d is in %s while this rank "
-                 "is in %s",
-                 pg->what, pg->prev_rank,
-                 get_u32(in) == TCP_HDR_TAG ? d2 : "garbage (no header)", d1);
-        ddp_err_hint("every rank of a group must call the same collectives "
-                     "in the same order with the same sizes");
-        return break_group(pg, DDP_EPROTOCOL);
-    }
-    return 0;
+    char d1[96], d2[96];
+    hdr_describe(&mine, d1, sizeof d1);
+    hdr_describe(&theirs, d2, sizeof d2);
+    peer_err(DDP_EPROTOCOL, pg->prev_rank, pg->prev_addr, -1,
+             "tcp %s: ring predecessor rank %d is in %s while this rank "
+             "is in %s",
+             pg->what, pg->prev_rank,
+             get_u32(in) == TCP_HDR_TAG ? d2 : "garbage (no header)", d1);
+    return ddp_err_hint("every rank of a group must call the same collectives "
+                        "in the same order with the same sizes");
+}
+
+/* Ends a collective that succeeded so far: a predecessor's header not read
+ * yet (nothing came from it) is read and checked now. */
+static int coll_end(tcp_pg_t *pg, int rc, int64_t deadline)
+{
+    if (rc == 0 && pg->hdr_due)
+        rc = hdr_take(pg, deadline);
+    pg->hdr_due = 0;
+    return rc ? break_group(pg, rc) : 0;
 }
 
 /* Block i of n elements split over w blocks (the first n % w one larger). */
@@ -1182,7 +1222,7 @@ static int tcp_barrier(ddp_pg_t *g, int64_t deadline)
         return rc > 0 ? 0 : rc;
     uint8_t token = 1;
     rc = ring_chain(pg, &token, 1, 1, DDP_INT32, DDP_SUM, 0, deadline);
-    return rc ? break_group(pg, rc) : 0;
+    return coll_end(pg, rc, deadline);
 }
 
 static int tcp_broadcast(ddp_pg_t *g, void *buf, size_t bytes, int root,
@@ -1199,7 +1239,7 @@ static int tcp_broadcast(ddp_pg_t *g, void *buf, size_t bytes, int root,
         rc = ring_xfer(pg, NULL, 0, buf, bytes, 0, deadline);
     else
         rc = ring_xfer(pg, buf, bytes, buf, bytes, 1, deadline);
-    return rc ? break_group(pg, rc) : 0;
+    return coll_end(pg, rc, deadline); /* the root received nothing */
 }
 
 static int tcp_allgather(ddp_pg_t *g, const void *in, size_t bytes, void *out,
@@ -1217,7 +1257,7 @@ static int tcp_allgather(ddp_pg_t *g, const void *in, size_t bytes, void *out,
         return 0;
     blocks_t b = {o, (size_t)g->world * bytes, 1, g->world};
     rc = ring_allgather(pg, &b, g->rank, deadline);
-    return rc ? break_group(pg, rc) : 0;
+    return coll_end(pg, rc, deadline);
 }
 
 /* Large buffers: reduce-scatter (after it rank r owns block r+1 fully
@@ -1258,7 +1298,7 @@ static int tcp_allreduce(ddp_pg_t *g, void *buf, size_t count, ddp_dtype_t t,
                         deadline);
     else
         rc = allreduce_ring(pg, buf, count, t, op, deadline);
-    return rc ? break_group(pg, rc) : 0;
+    return coll_end(pg, rc, deadline);
 }
 
 static int tcp_init(const ddp_pg_init_t *in, ddp_pg_t **out);
@@ -1295,8 +1335,8 @@ static int tcp_split(ddp_pg_t *g, int color, int key, const char *name,
     put_u32(ck + (size_t)g->rank * 8, (uint32_t)color);
     put_u32(ck + (size_t)g->rank * 8 + 4, (uint32_t)key);
     blocks_t b = {ck, (size_t)w * 8, 1, w};
-    if (rc == 0 && (rc = ring_allgather(pg, &b, g->rank, deadline)) != 0)
-        break_group(pg, rc);
+    if (rc == 0)
+        rc = coll_end(pg, ring_allgather(pg, &b, g->rank, deadline), deadline);
     int n = 0, newrank = -1;
     for (int r = 0; rc >= 0 && r < w; r++)
         if ((int)get_u32(ck + (size_t)r * 8) == color)

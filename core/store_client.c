@@ -1062,7 +1062,7 @@ ddp_store_t *ddp_store_client_connect(ddp_sys_t *sys,
     ddp_fmt(c->host, sizeof c->host, "%s", opts->host);
     c->port = opts->port ? opts->port : DDP_STORE_DEFAULT_PORT;
     ddp_fmt(c->addr, sizeof c->addr, strchr(c->host, ':') ? "[%s]:%u" : "%s:%u",
-             c->host, (unsigned)c->port);
+            c->host, (unsigned)c->port);
     ddp_rng_seed(&c->rng, opts->seed);
     if (opts->token && (strlen(opts->token) > DDP_STORE_MAX_TOKEN ||
                         !*opts->token)) {
