@@ -120,7 +120,7 @@ int ddp_env_setf(ddp_env_t *env, const char *key, const char *fmt, ...)
         if (!(buf = malloc((size_t)n + 1)))
             return -ENOMEM;
         va_start(ap, fmt);
-        vsnprintf(buf, (size_t)n + 1, fmt, ap);
+        ddp_vfmt(buf, (size_t)n + 1, fmt, ap);
         va_end(ap);
     }
     int rc = ddp_env_set(env, key, buf);

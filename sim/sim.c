@@ -532,38 +532,6 @@ static void set_wait_desc(ddp_sim_task_t *t, const char *what)
     t->wait_desc[n] = '\0';
 }
 
-/* The description of a wait, without printf: one is built for every park,
- * in a rank's deepest frame, where printf's own frame would be a stack page
- * of its own per rank. */
-static size_t put_str(char *buf, size_t n, size_t o, const char *s)
-{
-    for (; s && *s && o + 1 < n; s++)
-        buf[o++] = *s;
-    return o;
-}
-
-void ddp__sim_describe(char *buf, size_t n, const char *pre, long v, const char *post)
-{
-    char num[24];
-    int nd = (int)sizeof num - 1;
-    unsigned long u = v < 0 ? 0ul - (unsigned long)v : (unsigned long)v;
-    num[nd] = '\0';
-    do
-        num[--nd] = (char)('0' + u % 10);
-    while ((u /= 10) > 0);
-    if (v < 0)
-        num[--nd] = '-';
-    ddp__sim_describe_str(buf, n, pre, num + nd, post);
-}
-
-void ddp__sim_describe_str(char *buf, size_t n, const char *pre, const char *s,
-                           const char *post)
-{
-    size_t o = put_str(buf, n, put_str(buf, n, put_str(buf, n, 0, pre), s), post);
-    if (n)
-        buf[o] = '\0';
-}
-
 int ddp__sim_park(ddp_sim_task_t *t, int64_t deadline, waitq_t **qs, int nq,
                   const char *what)
 {

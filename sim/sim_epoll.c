@@ -20,6 +20,7 @@
 
 #include "ddp/err.h"
 #include "ddp/faults.h"
+#include "ddp/fmt.h"
 #include "sim_priv.h"
 
 typedef struct ep_set ep_set_t;
@@ -280,7 +281,7 @@ int ddp__sim_epoll_wait(ddp_sys_t *sys, int ep, ddp_epoll_event_t *out,
             ddp__sim_task_now(t) >= deadline)
             return 0;
         char what[64];
-        ddp__sim_describe(what, sizeof what, "epoll_wait on set ", ep, "");
+        ddp_fmt(what, sizeof what, "epoll_wait on set %d", ep);
         waitq_t *q = &s->waiters;
         int rc = ddp__sim_park(t, deadline, &q, 1, what);
         if (rc)

@@ -31,6 +31,7 @@
 #include "ddp/env.h"
 #include "ddp/err.h"
 #include "ddp/faults.h"
+#include "ddp/fmt.h"
 #include "sim_priv.h"
 
 enum { SK_LISTEN = 1, SK_STREAM };
@@ -583,14 +584,9 @@ static int sm_resolve(ddp_sys_t *s, const char *host, uint16_t port,
 static int sm_hostname(ddp_sys_t *s, char *buf, size_t n)
 {
     ddp_sim_task_t *t = me(s);
-    /* A copy, not snprintf: printf's frame is the deepest a rank's stack
-     * goes, a page per rank. */
-    const char *h = t->sim->nodes[t->out.node].host;
-    size_t l = n ? strnlen(h, n - 1) : 0;
-    if (n) {
-        memcpy(buf, h, l);
-        buf[l] = '\0';
-    }
+    /* ddp_fmt, not snprintf: printf's frame was the deepest a rank's
+     * stack went, a page per rank. */
+    ddp_fmt(buf, n, "%s", t->sim->nodes[t->out.node].host);
     return 0;
 }
 
@@ -696,7 +692,7 @@ static int sm_accept(ddp_sys_t *sy, int fd, ddp_addr_t *peer, int64_t deadline)
             return c;
         }
         char what[96];
-        ddp__sim_describe(what, sizeof what, "accept on port ", l->local.port, "");
+        ddp_fmt(what, sizeof what, "accept on port %u", (unsigned)l->local.port);
         int rc = block_on(t, l, deadline, start, "no connection arrived in time",
                           what);
         if (rc)
@@ -754,7 +750,7 @@ static int sm_connect(ddp_sys_t *sy, const ddp_addr_t *a, int64_t deadline)
             return ddp_err_waited(ddp__sim_task_now(t) - start);
         }
         char what[96];
-        ddp__sim_describe_str(what, sizeof what, "connect to ", as, "");
+        ddp_fmt(what, sizeof what, "connect to %s", as);
         waitq_t *q = &c->waiters;
         int rc = ddp__sim_park(t, deadline, &q, 1, what);
         if (rc) {
@@ -788,9 +784,8 @@ static ssize_t sm_send(ddp_sys_t *sy, int fd, const void *buf, size_t n,
         if (n == 0 || window_room(t->sim, s) > 0)
             break;
         char what[96], peer[DDP_ADDR_STRLEN];
-        ddp__sim_describe_str(what, sizeof what, "send to ",
-                              ddp_addr_format(&s->remote, peer, sizeof peer),
-                              " (receive window full)");
+        ddp_fmt(what, sizeof what, "send to %s (receive window full)",
+                ddp_addr_format(&s->remote, peer, sizeof peer));
         int rc = block_on(t, s, deadline, start,
                           "the peer's receive window stayed full until the "
                           "deadline (it stopped reading)",
@@ -861,8 +856,8 @@ static ssize_t sm_recv(ddp_sys_t *sy, int fd, void *buf, size_t n,
         if (s->rx_eof || n == 0)
             return 0;
         char what[96], peer[DDP_ADDR_STRLEN];
-        ddp__sim_describe_str(what, sizeof what, "recv from ",
-                              ddp_addr_format(&s->remote, peer, sizeof peer), "");
+        ddp_fmt(what, sizeof what, "recv from %s",
+                ddp_addr_format(&s->remote, peer, sizeof peer));
         int rc = block_on(t, s, deadline, start,
                           "nothing received before the deadline", what);
         if (rc)
@@ -931,7 +926,7 @@ static int sm_poll(ddp_sys_t *sy, ddp_pollfd_t *fds, int nfds, int64_t deadline)
             break;
         }
         char what[64];
-        ddp__sim_describe(what, sizeof what, "poll on ", nfds, " socket(s)");
+        ddp_fmt(what, sizeof what, "poll on %d socket(s)", nfds);
         rc = ddp__sim_park(t, deadline, qs, nq, what);
         if (rc)
             break;

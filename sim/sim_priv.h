@@ -209,12 +209,6 @@ void ddp__sim_park_unwinding(ddp_sim_task_t *t, waitq_t *q, const char *what);
 int ddp__sim_park(ddp_sim_task_t *t, int64_t deadline, waitq_t **qs, int nq,
                   const char *what);
 void ddp__sim_wake(ddp_sim_t *sim, int task_id);
-/* buf = pre + decimal v + post (truncated to n - 1): a wait description
- * without a printf, for waits that are frequent. */
-void ddp__sim_describe(char *buf, size_t n, const char *pre, long v, const char *post);
-/* pre, s, post: snprintf("%s%s%s") without printf. */
-void ddp__sim_describe_str(char *buf, size_t n, const char *pre, const char *s,
-                           const char *post);
 void ddp__waitq_add(waitq_t *q, int id);
 void ddp__waitq_wake_all(ddp_sim_t *sim, waitq_t *q);
 void ddp__waitq_free(waitq_t *q);
