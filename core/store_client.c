@@ -94,9 +94,13 @@
 #define PROBE_GRACE_NS (2 * DDP_NS_PER_S)
 /* Pause between a QUEUE_POP that lost the race and the next WAIT. */
 #define POP_RETRY_NS DDP_NS_PER_MS
-/* Replies are read through a buffer this large: one recv takes a whole small
- * reply (or CHECK's and GET's together) instead of one per field. */
-#define RX_CHUNK ((size_t)4096)
+/* Replies are read through a buffer: one recv takes a whole small reply (or
+ * CHECK's and GET's together) instead of one per field. It starts at
+ * RX_CHUNK, which holds every reply of a rendezvous, and grows to take a
+ * known remainder in one recv, up to RX_BIG (a simulated world has one
+ * client per rank: 4 KiB each was a quarter of a rank's memory). */
+#define RX_CHUNK ((size_t)512)
+#define RX_BIG ((size_t)4096)
 /* A remainder at least this large is read straight into its destination. */
 #define RX_DIRECT ((size_t)16 << 10)
 
@@ -330,8 +334,8 @@ static int rx(client_t *c, void *buf, size_t n, int64_t deadline)
         }
         uint8_t *dst = p;
         size_t room = n;
-        if (n < RX_DIRECT &&
-            ddp__bb_reserve(&c->in, RX_CHUNK, RX_CHUNK) == 0) {
+        size_t want = n < RX_CHUNK ? RX_CHUNK : n > RX_BIG ? RX_BIG : n;
+        if (n < RX_DIRECT && ddp__bb_reserve(&c->in, want, RX_CHUNK) == 0) {
             dst = c->in.data + c->in.len;
             room = c->in.cap - c->in.len;
         }

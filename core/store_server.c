@@ -86,6 +86,11 @@
 #define SRV_ACCEPT_BATCH 256
 /* Buffers above this are released once empty, so idle clients stay small. */
 #define SRV_KEEP_BUF ((size_t)4 << 10)
+/* A connection's first read asks for this much room (a rendezvous request
+ * fits); each read that fills its room doubles the next one's, up to
+ * SRV_RECV_CHUNK_MAX, so a client that pipelines is read in large pieces. */
+#define SRV_RECV_FIRST ((size_t)512)
+#define SRV_RECV_CHUNK_MAX ((size_t)64 << 10)
 /* Request bytes a connection may buffer, and reply bytes it may be sent
  * when nothing else is unsent to it, whatever the memory budget says. */
 #define SRV_IN_FLOOR ((size_t)16 << 10)
@@ -387,14 +392,14 @@ static size_t grown_cap(const blob_t *b, size_t n, size_t maxv)
 }
 
 /* The input capacity c needs to take `want` more bytes: doubling (from
- * 4 KiB), but never past what the current request needs once its length
- * is known (an 8 MiB SET takes 8 MiB and a few bytes, not 16 MiB). */
+ * SRV_RECV_FIRST), but never past what the current request needs once its
+ * length is known (an 8 MiB SET takes 8 MiB and a few bytes, not 16 MiB). */
 static size_t in_cap_for(const conn_t *c, size_t want)
 {
     size_t pending = ddp__bb_pending(&c->in);
     if (c->in.cap - pending >= want)
         return c->in.cap;
-    size_t nc = c->in.cap ? c->in.cap : 4096;
+    size_t nc = c->in.cap ? c->in.cap : SRV_RECV_FIRST;
     while (nc - pending < want && nc <= SIZE_MAX / 2)
         nc *= 2;
     if (c->need >= pending + want && nc > c->need)
@@ -1928,7 +1933,7 @@ static void conn_settle(ddp_store_server_t *srv, conn_t *c)
 
 static void conn_read(ddp_store_server_t *srv, conn_t *c)
 {
-    size_t budget = SRV_RECV_BUDGET;
+    size_t budget = SRV_RECV_BUDGET, chunk = SRV_RECV_FIRST;
     int eof = 0;
     while (!c->dead && !c->deferred && budget > 0 &&
            out_total(c) < SRV_OUT_HIGH) {
@@ -1942,8 +1947,8 @@ static void conn_read(ddp_store_server_t *srv, conn_t *c)
         size_t avail = ddp__bb_pending(&c->in);
         /* A large request is known to need this much: make room at once. */
         size_t want = c->need > avail ? c->need - avail : 0;
-        if (want < 4096)
-            want = 4096;
+        if (want < chunk)
+            want = chunk;
         if (want > SRV_RECV_BUDGET) /* grow as bytes arrive, not on a claim */
             want = SRV_RECV_BUDGET;
         size_t cap = in_cap_for(c, want);
@@ -2000,6 +2005,8 @@ static void conn_read(ddp_store_server_t *srv, conn_t *c)
          * newer). */
         if ((size_t)got < room)
             break;
+        if (chunk < SRV_RECV_CHUNK_MAX) /* more is waiting: read more at once */
+            chunk *= 2;
     }
     if (eof && !c->dead) {
         /* Requests before the EOF took effect; a partial one is discarded

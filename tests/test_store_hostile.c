@@ -383,6 +383,66 @@ static void test_warnings_rate_limited(void)
     ddp_log_set_level(DDP_LOG_ERROR);
 }
 
+static void add_req(hx_t *h, int c, const char *key, int64_t delta)
+{
+    msg_t m = {.n = 0};
+    m_u8(&m, DDP_STORE_OP_ADD);
+    m_str(&m, key);
+    m_u64(&m, (uint64_t)delta);
+    hx_send(h, c, &m);
+}
+
+/* A rendezvous client's requests are a few dozen bytes: its connection
+ * must not hold a 4 KiB read buffer for them (a simulated world has one
+ * connection per rank; 4 KiB each was a fifth of a rank's memory at
+ * 16,384 ranks). What the server holds per such client, after its
+ * requests are answered, stays under 2 KiB: its structures and small
+ * buffers. */
+static void test_idle_clients_stay_small(void)
+{
+    hx_t h;
+    hx_start(&h, 0, 0);
+    hx_steps(&h, 2);
+    size_t base = hx_stats(&h).memory;
+    int cs[FAKE_MAX_CONNS];
+    for (int i = 0; i < FAKE_MAX_CONNS; i++) {
+        cs[i] = hx_client(&h, (size_t)1 << 30);
+        add_req(&h, cs[i], "/joined", 1);
+    }
+    hx_steps(&h, 16);
+    for (int i = 0; i < FAKE_MAX_CONNS; i++)
+        CU_ASSERT_EQUAL(h.f->conns[cs[i]].received, 8); /* the ADD's reply */
+    size_t held = hx_stats(&h).memory - base;
+    CU_ASSERT(held < FAKE_MAX_CONNS * (size_t)2048);
+    hx_end(&h);
+}
+
+/* A client that pipelines is read in growing pieces (the first read's
+ * room doubles after every read that filled it): 400 ADDs sent at once
+ * (about 11 KiB) take a handful of reads, not one per 512 bytes, and are
+ * all answered in order. */
+static void test_pipelined_requests_read_in_large_pieces(void)
+{
+    hx_t h;
+    hx_start(&h, 0, 0);
+    int c = hx_client(&h, (size_t)1 << 30);
+    hx_steps(&h, 4);
+    size_t before = h.f->conns[c].recvs;
+    msg_t m = {.n = 0};
+    for (int i = 0; i < 400; i++) {
+        m_u8(&m, DDP_STORE_OP_ADD);
+        m_str(&m, "/counter");
+        m_u64(&m, 1);
+    }
+    CU_ASSERT_FATAL(m.n > 8 * 1024);
+    hx_send(&h, c, &m);
+    hx_steps(&h, 16);
+    CU_ASSERT_EQUAL(h.f->conns[c].received, 400 * 8);
+    size_t reads = h.f->conns[c].recvs - before;
+    CU_ASSERT(reads >= 1 && reads <= 6);
+    hx_end(&h);
+}
+
 /* The server warns about every client these tests drop on purpose (the
  * suite's POSIX sys is unused: the fake one serves). */
 static struct ddp_sys *g_quiet_sys;
@@ -402,4 +462,8 @@ DDP_SUITE("store_hostile", suite_init, suite_cleanup,
           {"a watcher that never reads is bounded", test_watcher_not_reading},
           {"requests waiting for memory do not deadlock",
            test_waiting_requests_do_not_deadlock},
-          {"warnings are rate limited", test_warnings_rate_limited})
+          {"warnings are rate limited", test_warnings_rate_limited},
+          {"an answered rendezvous client holds no 4 KiB buffer",
+           test_idle_clients_stay_small},
+          {"a pipelining client is read in growing pieces",
+           test_pipelined_requests_read_in_large_pieces})

@@ -108,6 +108,7 @@ static ssize_t fk_recv(ddp_sys_t *s, int fd, void *buf, size_t n, int64_t deadli
     size_t r = n < left ? n : left;
     memcpy(buf, c->in + c->in_off, r);
     c->in_off += r;
+    c->recvs++;
     return (ssize_t)r;
 }
 

@@ -22,6 +22,7 @@ typedef struct fake_conn {
     size_t in_len, in_off, in_cap;
     size_t window;     /* bytes the client will still read */
     size_t received;   /* bytes the server sent it */
+    size_t recvs;      /* the server's reads that took bytes from it */
 } fake_conn_t;
 
 typedef struct fake_sys {
