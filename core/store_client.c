@@ -122,6 +122,8 @@ typedef struct client {
     int64_t op_start; /* when the request being made began (its timeout) */
     char *token;   /* opts.token (ddpsim's AUTH frame), or NULL */
     int auth_lost; /* a server dropped the connection at the token */
+    char *check_key; /* opts.check_key, or NULL */
+    int checked;     /* what the connect's CHECK of it found; -1: not asked */
 } client_t;
 
 static const ddp_store_ops_t client_ops;
@@ -790,12 +792,22 @@ static int c_list_keys(ddp_store_t *st, char ***keys, size_t *nkeys,
     return 0;
 }
 
-/* PING round trip on fd (also the handshake's second half). */
-static int ping_req(client_t *c, int64_t deadline)
+/* PING round trip on fd: the request is appended to what c->req holds
+ * (with_req: the handshake's VALIDATE and, when c->check_key is set, a
+ * CHECK of it after the PING: all in one send, one round trip). */
+static int ping_req_with(client_t *c, int with_req, int64_t deadline)
 {
     uint32_t nonce = (uint32_t)ddp_rng_next(&c->rng), echo = 0;
-    begin(c, DDP_STORE_OP_PING);
+    if (with_req)
+        put_op(c, DDP_STORE_OP_PING);
+    else
+        begin(c, DDP_STORE_OP_PING);
     put_u32(c, nonce);
+    const char *key = with_req ? c->check_key : NULL;
+    if (key) {
+        put_op(c, DDP_STORE_OP_CHECK);
+        put_keys(c, &key, 1, 0);
+    }
     int rc = send_req(c, DDP_STORE_OP_PING, deadline);
     if (rc == 0)
         rc = recv_exact(c, &echo, 4, DDP_STORE_OP_PING, deadline);
@@ -803,7 +815,19 @@ static int ping_req(client_t *c, int64_t deadline)
         rc = proto_fail(c, DDP_STORE_OP_PING,
                         "nonce 0x%08" PRIx32 " echoed as 0x%08" PRIx32, nonce,
                         echo);
+    uint8_t ready = 0;
+    if (rc == 0 && key && (rc = rd_u8(c, &ready, DDP_STORE_OP_CHECK, deadline)) == 0) {
+        if (ready != DDP_STORE_READY && ready != DDP_STORE_NOT_READY)
+            return proto_fail(c, DDP_STORE_OP_CHECK,
+                              "reply code %u instead of READY/NOT_READY", ready);
+        c->checked = ready == DDP_STORE_READY;
+    }
     return rc;
+}
+
+static int ping_req(client_t *c, int64_t deadline)
+{
+    return ping_req_with(c, 0, deadline);
 }
 
 static int c_ping(ddp_store_t *st, int64_t deadline)
@@ -824,6 +848,7 @@ static void c_free(ddp_store_t *st)
     ddp__bb_free(&c->req);
     ddp__bb_free(&c->in);
     free(c->token);
+    free(c->check_key);
     free(c);
 }
 
@@ -861,6 +886,11 @@ const char *ddp__store_client_addr(const ddp_store_t *st)
 int ddp_store_client_attempts(const ddp_store_t *st)
 {
     return ddp__store_is_client(st) ? ((const client_t *)st)->attempts : 0;
+}
+
+int ddp_store_client_checked(const ddp_store_t *st)
+{
+    return ddp__store_is_client(st) ? ((const client_t *)st)->checked : -1;
 }
 
 ddp_store_proto_t ddp_store_client_protocol(const ddp_store_t *st)
@@ -966,7 +996,8 @@ static int attempt(client_t *c, int64_t deadline, int *hs_lost)
     int rc = open_conn(c, deadline);
     if (rc != 0 || c->proto == LEGACY)
         return rc;
-    /* VALIDATE has no reply: send it with the PING in one segment. */
+    /* VALIDATE has no reply: it goes with the PING (and the CHECK of
+     * opts.check_key) in one send. */
     begin(c, DDP_STORE_OP_VALIDATE);
     put_u32(c, DDP_STORE_MAGIC);
     if ((rc = ddp_fault_fire(DDP_FP_STORE_CLIENT_VALIDATE)) != 0) {
@@ -974,8 +1005,8 @@ static int attempt(client_t *c, int64_t deadline, int *hs_lost)
         *hs_lost = 1;
         return rc;
     }
-    if ((rc = send_req(c, DDP_STORE_OP_VALIDATE, deadline)) == 0)
-        rc = ping_req(c, deadline);
+    c->checked = -1;
+    rc = ping_req_with(c, 1, deadline);
     *hs_lost = rc == DDP_EPEER_LOST;
     return rc;
 }
@@ -1077,6 +1108,12 @@ ddp_store_t *ddp_store_client_connect(ddp_sys_t *sys,
         return NULL;
     }
     if (opts->token && !(c->token = strdup(opts->token))) {
+        *err = ddp_err_set(-ENOMEM, "out of memory for a store client");
+        c_free(&c->st);
+        return NULL;
+    }
+    c->checked = -1;
+    if (opts->check_key && !(c->check_key = strdup(opts->check_key))) {
         *err = ddp_err_set(-ENOMEM, "out of memory for a store client");
         c_free(&c->st);
         return NULL;

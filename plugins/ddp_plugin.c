@@ -285,9 +285,13 @@ DDP_NOINLINE static int explain_wait_failure(ddp_ctx_t *ctx, int rc, const char 
 }
 
 /* A failed request is returned (as in reached_own_store): going on would
- * report it later, from the next request, as a lost connection. */
+ * report it later, from the next request, as a lost connection. The
+ * connect asked CHECK in its PING's round trip (opts.check_key): a key it
+ * found absent costs no request here. */
 DDP_NOINLINE static int check_root_cause(ddp_ctx_t *ctx)
 {
+    if (ddp_store_client_checked(ctx->store) == 0)
+        return 0;
     ddp_buf_t v = {0};
     int rc = get_if_set(ctx->store, KEY_ROOT_CAUSE, &v, ddp_plugin_store_deadline(ctx));
     if (rc != 1) {
@@ -362,7 +366,8 @@ int ddp_plugin_default_init_ddp_connection(const ddp_plugin_t *self,
     ddp_store_client_opts_t o = {
         .host = addr, .port = port, .connect_deadline = ctx->deadline,
         .seed = (ctx->cfg ? ctx->cfg->seed : 0) * 1000003u + (uint64_t)global_rank,
-        .protocol = ctx->cfg ? ctx->cfg->store_protocol : DDP_STORE_PROTO_AUTO};
+        .protocol = ctx->cfg ? ctx->cfg->store_protocol : DDP_STORE_PROTO_AUTO,
+        .check_key = KEY_ROOT_CAUSE};
     ctx->store = ddp_store_client_connect(ctx->sys, &o, &rc);
     if (!ctx->store) {
         return ddp_err_hint("rank 0 serves the store on MASTER_ADDR:MASTER_PORT "

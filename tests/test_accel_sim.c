@@ -8,6 +8,7 @@
 #include "ddp/err.h"
 #include "ddp/launch.h"
 #include "ddp/sim.h"
+#include "ddp/store.h"
 #include "test.h"
 
 static const char *const accels[] = {"ddp", "ddp_spawn", "ddp_cpu",
@@ -253,9 +254,69 @@ static void test_selection(void)
     ddp_sys_free(sys);
 }
 
+/* Another job's store (one of ours, with no rendezvous in it) on node 0's
+ * MASTER_PORT for two minutes. */
+static int foreign_store_main(ddp_sys_t *sys, void *arg)
+{
+    (void)arg;
+    ddp_store_server_opts_t o = {.port = 29500};
+    ddp_store_server_t *srv = NULL;
+    if (ddp_store_server_new(sys, &o, &srv) != 0)
+        return 1;
+    ddp_store_server_run(srv, ddp_sys_deadline_in(sys, 120 * DDP_NS_PER_S));
+    ddp_store_server_free(srv);
+    return 0;
+}
+
+/* pytorch#129367: rank 0 cannot bind MASTER_PORT because another job's
+ * store holds it. Rank 0 leaves its cause in that store; node 1 (cut off
+ * for its first 3 s, so it connects after that) finds it in its connect's
+ * round trip and stops at once naming it, instead of waiting out the 60 s
+ * timeout in the bootstrap as rank 1 (connected before) does. */
+static void test_foreign_store_root_cause(void)
+{
+    ddp_sim_t *sim = new_cluster(2, 7);
+    CU_ASSERT_FATAL(ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0,
+                                                                 .name = "foreign",
+                                                                 .rank = -1},
+                                     foreign_store_main, NULL) >= 0);
+    ddp_sim_add_fault(sim, &(ddp_sim_fault_t){.kind = DDP_FAULT_PARTITION,
+                                              .node_set = 1u << 1,
+                                              .end_ns = 3 * DDP_NS_PER_S});
+    ddp_sim_launch_t l = {.accelerator = "ddp", .nodes = 2, .procs = 2};
+    l.cfg.timeout_ns = 60 * DDP_NS_PER_S;
+    l.cfg.seed = 3;
+    CU_ASSERT_EQUAL_FATAL(ddp_sim_launch_build(sim, &l), 0);
+    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+    int seen = 0;
+    for (int i = 0; i < ddp_sim_task_count(sim); i++) {
+        const ddp_sim_outcome_t *o = ddp_sim_outcome(sim, i);
+        if (o->rank < 0 || o->thread)
+            continue;
+        CU_ASSERT_NOT_EQUAL(o->rc, 0);
+        if (o->rank == 0)
+            CU_ASSERT_PTR_NOT_NULL(strstr(o->message, "could not bind"));
+        if (o->node != 1)
+            continue;
+        seen++;
+        int named = strstr(o->message, "the master's store is not ours") &&
+                    strstr(o->message, "rank 0 could not bind") &&
+                    strstr(o->message, "address in use");
+        if (!named || o->end_ns > 10 * DDP_NS_PER_S)
+            printf("\n  rank %d ended at %.1f s: %s\n", o->rank,
+                   (double)o->end_ns / 1e9, o->message);
+        CU_ASSERT_TRUE(named);
+        CU_ASSERT(o->end_ns <= 10 * DDP_NS_PER_S);
+    }
+    CU_ASSERT_EQUAL(seen, 2);
+    ddp_sim_free(sim);
+}
+
 DDP_SUITE("accel_sim", NULL, NULL,
           {"accelerator selection order", test_selection},
           {"every accelerator x rendezvous faults, 2x4", test_matrix_2x4},
           {"every accelerator x rendezvous faults, 64x8 (512 ranks)", test_matrix_64x8},
           {"user plugin override used by every accelerator", test_user_plugin_every_accelerator},
-          {"subgroups and rpc example plugins", test_example_plugins})
+          {"subgroups and rpc example plugins", test_example_plugins},
+          {"another job's store on the port: later ranks name rank 0's cause",
+           test_foreign_store_root_cause})

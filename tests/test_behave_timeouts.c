@@ -62,21 +62,22 @@ static const tcase_t g_cases[] = {
      "ddp_hpc", 0, DDP_ETIMEOUT, 33 * S, 100 * MS,
      {"rank 0, barrier: ", "rank 2 never reached the barrier", "after 33.0 s"}},
     /* Messages between node 1 and node 0 take 20 s: the connect (a group
-     * wait: SYN and SYN-ACK, VALIDATE+PING and PONG) takes 80 s and
-     * succeeds; the next request, a CHECK for another job's root cause,
-     * gives up after the store's 5 s, in the store connect phase. */
+     * wait: SYN and SYN-ACK, VALIDATE+PING+CHECK for another job's root
+     * cause and their replies) takes 80 s and succeeds; the next request,
+     * the ADD that claims the rank, gives up after the store's 5 s, in the
+     * wait-for-workers phase. */
     {"a store request: the store timeout",
      "scenario \"t\"\n" BASE "timeout 100s\nstore_timeout 5s\n"
      "fault delay node=1 peer=0 delay=20s\nexpect fail\n",
      "ddp_hpc", 2, DDP_ETIMEOUT, 85 * S, 100 * MS,
-     {"rank 2, store connect: ", "reply to CHECK", "after 5.0 s"}},
+     {"rank 2, wait for workers: ", "reply to ADD", "after 5.0 s"}},
     /* The same request with the store timeout past the group deadline
      * (83 s from the start): the group deadline cuts it after 3 s. */
     {"a store request: never past the group deadline",
      "scenario \"t\"\n" BASE "timeout 83s\nstore_timeout 300s\n"
      "fault delay node=1 peer=0 delay=20s\nexpect fail\n",
      "ddp_hpc", 2, DDP_ETIMEOUT, 83 * S, 100 * MS,
-     {"rank 2, store connect: ", "reply to CHECK", "after 3.0 s"}},
+     {"rank 2, wait for workers: ", "reply to ADD", "after 3.0 s"}},
 };
 #define NCASES (sizeof g_cases / sizeof g_cases[0])
 

@@ -129,6 +129,52 @@ static void test_conformance_legacy(void)
     srv_end(srv);
 }
 
+/* opts.check_key: the connect CHECKs that key in its PING's round trip
+ * and ddp_store_client_checked says what it found. A client without the
+ * key, a legacy master (no PING: nothing is asked) and a store that is not
+ * a client say -1. */
+static void test_connect_check_key(void)
+{
+    ddp_store_server_t *srv = srv_start();
+    uint16_t port = srv_port(srv);
+    ddp_store_t *a = cl_open(port);
+    CU_ASSERT_EQUAL(ddp_store_client_checked(a), -1);
+    CU_ASSERT_EQUAL(ddp_store_set_str(a, "present", "1", dl(3000)), 0);
+    CU_ASSERT_EQUAL(ddp_store_ping(a, dl(3000)), 0); /* the SET was served */
+    ddp_store_client_opts_t o = opts(port, 5000);
+    o.check_key = "present";
+    ddp_store_t *b = ddp_store_client_connect(g_sys, &o, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    CU_ASSERT_EQUAL(ddp_store_client_checked(b), 1);
+    o.check_key = "absent";
+    ddp_store_t *c = ddp_store_client_connect(g_sys, &o, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_EQUAL(ddp_store_client_checked(c), 0);
+    /* The connection is in step after it: the next reply is the next op's. */
+    ddp_buf_t v = {0};
+    CU_ASSERT_EQUAL(ddp_store_get(c, "present", &v, dl(3000)), 0);
+    CU_ASSERT(v.len == 1 && v.data[0] == '1');
+    ddp_buf_free(&v);
+    CU_ASSERT_EQUAL(stats(srv).protocol_errors, 0);
+    ddp_store_free(a);
+    ddp_store_free(b);
+    ddp_store_free(c);
+    srv_end(srv);
+
+    srv = srv_start_proto(DDP_STORE_PROTO_LEGACY);
+    o = opts(srv_port(srv), 5000);
+    o.check_key = "present";
+    ddp_store_t *d = ddp_store_client_connect(g_sys, &o, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    CU_ASSERT_EQUAL(ddp_store_client_protocol(d), DDP_STORE_PROTO_LEGACY);
+    CU_ASSERT_EQUAL(ddp_store_client_checked(d), -1);
+    ddp_store_free(d);
+    srv_end(srv);
+    ddp_store_t *m = ddp_store_memory_new(g_sys);
+    CU_ASSERT_EQUAL(ddp_store_client_checked(m), -1);
+    ddp_store_free(m);
+}
+
 /* protocol auto against a legacy-only master (our server in legacy mode
  * behaves as torch 1.13's: it drops the VALIDATE/PING handshake): the
  * probe finds legacy, the client speaks it; what that table has works,
@@ -734,4 +780,5 @@ DDP_SUITE("store_client", suite_init, suite_cleanup,
           {"server_drops_reply", test_server_drops_reply},
           {"bad_reply_is_protocol_error", test_bad_reply_is_protocol_error},
           {"server_hangs_up", test_server_hangs_up},
-          {"token", test_token})
+          {"token", test_token},
+          {"connect_check_key", test_connect_check_key})

@@ -251,6 +251,9 @@ typedef struct ddp_store_client_opts {
     const char *token; /* NULL: none; else sent in an AUTH frame (ddpsim's
                           extension) first on every connection: only for a
                           ddpsim server started with the same token */
+    const char *check_key; /* NULL: none; else CHECKed in the same round
+                              trip as the connect's PING (current protocol):
+                              ddp_store_client_checked says what it found */
 } ddp_store_client_opts_t;
 
 /* The connect retry schedule's defaults (docs/store-protocol.md): the n-th
@@ -274,6 +277,10 @@ DDP_API ddp_store_t *ddp_store_client_connect(ddp_sys_t *sys,
                                       int *err);
 /* Connection attempts the last connect needed (1 = first try). */
 DDP_API int ddp_store_client_attempts(const ddp_store_t *st);
+/* What the connect's CHECK of opts.check_key found: 1 set, 0 not set, -1
+ * not asked (no check_key, a legacy server, or not a client): CHECK it
+ * with ddp_store_check then. */
+DDP_API int ddp_store_client_checked(const ddp_store_t *st);
 /* The generation the client speaks (LEGACY or CURRENT; 0 if not a
  * client). */
 DDP_API ddp_store_proto_t ddp_store_client_protocol(const ddp_store_t *st);
