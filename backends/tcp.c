@@ -80,6 +80,11 @@
 #define TCP_BACKOFF_INITIAL_NS (50 * DDP_NS_PER_MS)
 #define TCP_BACKOFF_MAX_NS (2 * DDP_NS_PER_S)
 #define TCP_GATHER_BATCH 128
+/* How long a rank that has nothing to send yet in a collective holds its
+ * header back (it goes with the first bytes it sends) before sending it
+ * alone: ranks that disagree on the call, none of them able to start it,
+ * are still told within this, not at their deadline. */
+#define TCP_HDR_GRACE_NS DDP_NS_PER_S
 #define TCP_PEERS_HEADER "ddp-tcp-peers 1"
 
 typedef enum coll_kind {
@@ -114,9 +119,14 @@ typedef struct tcp_pg {
     /* The collective running now, for errors. */
     const char *what;
     int64_t op_start;
-    /* Its header, sent to the successor by coll_begin; the predecessor's
-     * is read ahead of the first bytes received from it (hdr_due). */
+    /* Its header, built by coll_begin, goes to the successor in front of
+     * the first bytes this rank sends it, or alone at hdr_flush_at if this
+     * rank is still waiting then, or at the end (hdr_left: its bytes not
+     * sent yet); the predecessor's is read ahead of the first bytes
+     * received from it (hdr_due). */
     uint8_t hdr_mine[32];
+    size_t hdr_left;
+    int64_t hdr_flush_at;
     int hdr_due;
 } tcp_pg_t;
 
@@ -922,6 +932,16 @@ static int break_group(tcp_pg_t *pg, int rc)
 {
     if (!pg->failed)
         pg->failed = rc;
+    if (pg->hdr_left && pg->next_fd >= 0) {
+        /* A header still held back goes first (one try, no wait): the
+         * successor then names a mismatch of calls itself, not only the
+         * EOF behind it. */
+        ddp_errctx_t saved = *ddp_err_ctx();
+        (void)ddp_sys_send(pg->base.sys, pg->next_fd,
+                           pg->hdr_mine + TCP_HDR_LEN - pg->hdr_left, pg->hdr_left, 0);
+        *ddp_err_ctx() = saved;
+    }
+    pg->hdr_left = 0;
     close_ring(pg);
     return rc;
 }
@@ -974,34 +994,38 @@ static int xfer_timeout(tcp_pg_t *pg, int recv_pending, size_t got, size_t want)
 
 /* One ring step: send slen bytes to the successor while receiving rlen from
  * the predecessor. relay: sbuf == rbuf and only bytes already received are
- * forwarded (the broadcast pipeline). */
-static int hdr_take(tcp_pg_t *pg, int64_t deadline);
+ * forwarded (the broadcast pipeline). hdr: the predecessor's header of this
+ * collective is read (and checked, hdr_check) ahead of the first byte
+ * received. This rank's header, when not sent yet, goes in front of the
+ * first bytes sent, in the same send, so the successor wakes once for
+ * both; a rank that has nothing to send while it waits sends it alone once
+ * TCP_HDR_GRACE_NS have passed. */
+static int hdr_check(tcp_pg_t *pg, const uint8_t *in);
 
-static int ring_xfer(tcp_pg_t *pg, const void *sbuf, size_t slen, void *rbuf,
-                     size_t rlen, int relay, int64_t deadline)
+static int xfer(tcp_pg_t *pg, const void *sbuf, size_t slen, void *rbuf, size_t rlen,
+                int relay, int hdr, int64_t deadline)
 {
-    if (rlen > 0 && pg->hdr_due) { /* the predecessor's header comes first */
-        int rc = hdr_take(pg, deadline);
-        if (rc)
-            return rc;
-    }
     ddp_sys_t *sys = pg->base.sys;
     const uint8_t *sp = sbuf;
-    uint8_t *rp = rbuf;
-    size_t soff = 0, roff = 0;
-    while (soff < slen || roff < rlen) {
+    uint8_t *rp = rbuf, hin[TCP_HDR_LEN];
+    size_t soff = 0, roff = 0, hneed = hdr ? TCP_HDR_LEN : 0, hoff = 0;
+    while (soff < slen || roff < rlen || hoff < hneed) {
         size_t slimit = relay && roff < slen ? roff : slen;
+        /* A header held back with nothing to send it with: alone, once due. */
+        int hold = pg->hdr_left && soff >= slimit;
+        int alone = hold && now(pg) >= pg->hdr_flush_at;
         ddp_pollfd_t p[2];
         int n = 0, is = -1, ir = -1;
-        if (soff < slimit) {
+        if (soff < slimit || alone) {
             is = n;
             p[n++] = (ddp_pollfd_t){.fd = pg->next_fd, .events = DDP_POLLOUT};
         }
-        if (roff < rlen) {
+        if (roff < rlen || hoff < hneed) {
             ir = n;
             p[n++] = (ddp_pollfd_t){.fd = pg->prev_fd, .events = DDP_POLLIN};
         }
-        int rc = ddp_sys_poll(sys, p, n, deadline);
+        int64_t wake = hold && !alone ? min64(deadline, pg->hdr_flush_at) : deadline;
+        int rc = ddp_sys_poll(sys, p, n, wake);
         if (rc == -EINTR || rc == -EAGAIN) {
             transient_pause(pg, deadline);
             rc = 0;
@@ -1010,27 +1034,64 @@ static int ring_xfer(tcp_pg_t *pg, const void *sbuf, size_t slen, void *rbuf,
             return rc;
         if (rc == 0) {
             if (now(pg) >= deadline)
-                return xfer_timeout(pg, roff < rlen, roff, rlen);
+                return xfer_timeout(pg, roff < rlen || hoff < hneed, roff, rlen);
             continue;
         }
         if (ir >= 0 && p[ir].revents) {
-            ssize_t r = ddp_sys_recv(sys, pg->prev_fd, rp + roff, rlen - roff, 0);
-            if (r > 0)
+            int head = hoff < hneed;
+            ssize_t r = head ? ddp_sys_recv(sys, pg->prev_fd, hin + hoff, hneed - hoff, 0)
+                             : ddp_sys_recv(sys, pg->prev_fd, rp + roff, rlen - roff, 0);
+            if (r > 0 && head) {
+                hoff += (size_t)r;
+                if (hoff == hneed && (rc = hdr_check(pg, hin)) != 0)
+                    return rc;
+            } else if (r > 0) {
                 roff += (size_t)r;
-            else if (r != -EAGAIN && r != -EINTR)
+            } else if (r != -EAGAIN && r != -EINTR) {
                 return xfer_recv_err(pg, r, roff, rlen);
+            }
         }
         if (is >= 0 && p[is].revents) {
             slimit = relay && roff < slen ? roff : slen;
             size_t w = slimit - soff < TCP_CHUNK ? slimit - soff : TCP_CHUNK;
-            ssize_t r = ddp_sys_send(sys, pg->next_fd, sp + soff, w, 0);
-            if (r > 0)
-                soff += (size_t)r;
-            else if (r != -EAGAIN && r != -EINTR)
+            size_t h = pg->hdr_left;
+            ddp_iov_t v[2] = {{pg->hdr_mine + TCP_HDR_LEN - h, h}, {sp + soff, w}};
+            ssize_t r = h ? ddp_sys_sendv(sys, pg->next_fd, v, w ? 2 : 1, 0)
+                          : ddp_sys_send(sys, pg->next_fd, sp + soff, w, 0);
+            if (r > 0) {
+                size_t took = (size_t)r < h ? (size_t)r : h;
+                pg->hdr_left -= took;
+                soff += (size_t)r - took;
+            } else if (r != -EAGAIN && r != -EINTR) {
                 return xfer_send_err(pg, r);
+            }
         }
     }
     return 0;
+}
+
+/* A step of a collective: the predecessor's header is read ahead of the
+ * first bytes this rank receives from it. */
+static int ring_xfer(tcp_pg_t *pg, const void *sbuf, size_t slen, void *rbuf,
+                     size_t rlen, int relay, int64_t deadline)
+{
+    int hdr = rlen > 0 && pg->hdr_due;
+    if (hdr)
+        pg->hdr_due = 0;
+    return xfer(pg, sbuf, slen, rbuf, rlen, relay, hdr, deadline);
+}
+
+/* Sends what is left of this rank's header now (a rank that sends nothing
+ * in this collective, or the end of one). */
+static int hdr_flush(tcp_pg_t *pg, int64_t deadline)
+{
+    size_t h = pg->hdr_left;
+    if (!h)
+        return 0;
+    pg->hdr_left = 0;
+    int rc = ddp_sys_send_all(pg->base.sys, pg->next_fd,
+                              pg->hdr_mine + TCP_HDR_LEN - h, h, deadline);
+    return rc ? xfer_send_err(pg, rc) : 0;
 }
 
 typedef struct coll_hdr {
@@ -1070,14 +1131,15 @@ static void hdr_describe(const coll_hdr_t *h, char *buf, size_t n)
     }
 }
 
-/* Starts a collective: refuses on a dead group, then sends this rank's
- * header (kind, sequence number, size, arguments) to its successor. The
+/* Starts a collective: refuses on a dead group, then builds this rank's
+ * header (kind, sequence number, size, arguments) for its successor: it
+ * leaves with the first bytes this rank sends (ring_xfer). The
  * predecessor's header is read ahead of the first bytes this rank receives
  * from it, or by coll_end when the collective receives nothing from it (a
  * broadcast's root), and must match this rank's: so every rank checks that
  * its neighbour runs the same call before any of that call's data is read,
- * at no round trip of its own. Returns 1 when there is nothing to move
- * (world 1). */
+ * at no round trip or wake-up of its own. Returns 1 when there is nothing
+ * to move (world 1). */
 static int coll_begin(tcp_pg_t *pg, coll_kind_t kind, uint64_t size, uint32_t a,
                       uint32_t b, int64_t deadline)
 {
@@ -1096,25 +1158,26 @@ static int coll_begin(tcp_pg_t *pg, coll_kind_t kind, uint64_t size, uint32_t a,
     coll_hdr_t mine = {kind, ++pg->seq, size, a, b};
     if (pg->base.world == 1)
         return 1;
+    (void)deadline;
     hdr_encode(pg->hdr_mine, &mine);
-    pg->hdr_due = 0;
-    int rc = ring_xfer(pg, pg->hdr_mine, TCP_HDR_LEN, NULL, 0, 0, deadline);
-    if (rc)
-        return break_group(pg, rc);
+    pg->hdr_left = TCP_HDR_LEN;
+    pg->hdr_flush_at = pg->op_start + TCP_HDR_GRACE_NS;
     pg->hdr_due = 1;
     return 0;
 }
 
-/* The predecessor's header of the collective running now: it must be this
- * rank's own (coll_begin). */
+/* The predecessor's header of the collective running now, when nothing
+ * came from it during the call (coll_end). */
 static int hdr_take(tcp_pg_t *pg, int64_t deadline)
 {
     pg->hdr_due = 0;
-    uint8_t in[TCP_HDR_LEN];
-    int rc = ring_xfer(pg, NULL, 0, in, sizeof in, 0, deadline);
-    if (rc)
-        return rc;
-    if (get_u32(in) == TCP_HDR_TAG && memcmp(in, pg->hdr_mine, sizeof in) == 0)
+    return xfer(pg, NULL, 0, NULL, 0, 0, 1, deadline);
+}
+
+/* The predecessor's header: it must be this rank's own (coll_begin). */
+static int hdr_check(tcp_pg_t *pg, const uint8_t *in)
+{
+    if (get_u32(in) == TCP_HDR_TAG && memcmp(in, pg->hdr_mine, TCP_HDR_LEN) == 0)
         return 0;
     const uint8_t *out = pg->hdr_mine;
     coll_hdr_t mine = {get_u32(out + 4), get_u64(out + 8), get_u64(out + 16),
@@ -1133,10 +1196,13 @@ static int hdr_take(tcp_pg_t *pg, int64_t deadline)
                         "in the same order with the same sizes");
 }
 
-/* Ends a collective that succeeded so far: a predecessor's header not read
- * yet (nothing came from it) is read and checked now. */
+/* Ends a collective that succeeded so far: this rank's header, if nothing
+ * carried it (a call that moved no bytes), is sent, then a predecessor's
+ * header not read yet (nothing came from it) is read and checked. */
 static int coll_end(tcp_pg_t *pg, int rc, int64_t deadline)
 {
+    if (rc == 0)
+        rc = hdr_flush(pg, deadline);
     if (rc == 0 && pg->hdr_due)
         rc = hdr_take(pg, deadline);
     pg->hdr_due = 0;
@@ -1235,8 +1301,11 @@ static int tcp_broadcast(ddp_pg_t *g, void *buf, size_t bytes, int root,
     int d = mod(g->rank - root, g->world);
     if (d == 0)
         rc = ring_xfer(pg, buf, bytes, NULL, 0, 0, deadline);
-    else if (d == g->world - 1)
-        rc = ring_xfer(pg, NULL, 0, buf, bytes, 0, deadline);
+    else if (d == g->world - 1) { /* it sends nothing: its header goes now */
+        rc = hdr_flush(pg, deadline);
+        if (rc == 0)
+            rc = ring_xfer(pg, NULL, 0, buf, bytes, 0, deadline);
+    }
     else
         rc = ring_xfer(pg, buf, bytes, buf, bytes, 1, deadline);
     return coll_end(pg, rc, deadline); /* the root received nothing */

@@ -24,6 +24,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -309,13 +310,15 @@ static int px_connect(ddp_sys_t *s, const ddp_addr_t *a, int64_t deadline)
     return fd;
 }
 
-static ssize_t px_send(ddp_sys_t *s, int fd, const void *buf, size_t n,
-                       int64_t deadline)
+/* One sendmsg of m's pieces, waiting for room until the deadline: the
+ * loop of px_send and px_sendv. */
+static ssize_t px_sendmsg(ddp_sys_t *s, int fd, const struct msghdr *m,
+                          int64_t deadline)
 {
     SYS_FAULT(SYS_NET_SEND);
     int64_t start = px_now(s);
     for (;;) {
-        ssize_t w = send(fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t w = sendmsg(fd, m, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w >= 0)
             return w;
         if (errno == EINTR)
@@ -332,6 +335,26 @@ static ssize_t px_send(ddp_sys_t *s, int fd, const void *buf, size_t n,
         if (rc < 0)
             return rc;
     }
+}
+
+static ssize_t px_send(ddp_sys_t *s, int fd, const void *buf, size_t n,
+                       int64_t deadline)
+{
+    struct iovec v = {.iov_base = (void *)buf, .iov_len = n};
+    struct msghdr m = {.msg_iov = &v, .msg_iovlen = 1};
+    return px_sendmsg(s, fd, &m, deadline);
+}
+
+static ssize_t px_sendv(ddp_sys_t *s, int fd, const ddp_iov_t *iov, int n,
+                        int64_t deadline)
+{
+    struct iovec v[DDP_IOV_MAX];
+    if (n < 1 || n > DDP_IOV_MAX)
+        return ddp_err_set(-EINVAL, "sendv: %d pieces (1 to %d)", n, DDP_IOV_MAX);
+    for (int i = 0; i < n; i++)
+        v[i] = (struct iovec){.iov_base = (void *)iov[i].base, .iov_len = iov[i].len};
+    struct msghdr m = {.msg_iov = v, .msg_iovlen = (size_t)n};
+    return px_sendmsg(s, fd, &m, deadline);
 }
 
 static ssize_t px_recv(ddp_sys_t *s, int fd, void *buf, size_t n,
@@ -754,6 +777,7 @@ static const ddp_sys_ops_t posix_ops = {
     .connect = px_connect,
     .send = px_send,
     .recv = px_recv,
+    .sendv = px_sendv,
     .poll = px_poll,
     .epoll_create = px_epoll_create,
     .epoll_ctl = px_epoll_ctl,

@@ -766,11 +766,17 @@ static size_t window_room(const ddp_sim_t *sim, const sock_t *s)
     return s->unacked < sim->o.rcvbuf ? sim->o.rcvbuf - s->unacked : 0;
 }
 
-static ssize_t sm_send(ddp_sys_t *sy, int fd, const void *buf, size_t n,
-                       int64_t deadline)
+/* Both sends: the pieces' bytes, in order, as one segment. */
+static ssize_t sm_sendv(ddp_sys_t *sy, int fd, const ddp_iov_t *iov, int niov,
+                        int64_t deadline)
 {
     ddp_sim_task_t *t = me(sy);
     SIM_ENTER(t);
+    if (niov < 1 || niov > DDP_IOV_MAX)
+        return ddp_err_set(-EINVAL, "sendv: %d pieces (1 to %d)", niov, DDP_IOV_MAX);
+    size_t n = 0;
+    for (int i = 0; i < niov; i++)
+        n += iov[i].len;
     SIM_POINT(t, SYS_NET_SEND);
     int64_t start = ddp__sim_task_now(t);
     sock_t *s;
@@ -816,11 +822,23 @@ static ssize_t sm_send(ddp_sys_t *sy, int fd, const void *buf, size_t n,
         return -ENOMEM;
     g->len = w;
     g->off = 0;
-    memcpy(g->data, buf, w);
+    for (size_t i = 0, at = 0; at < w; i++) {
+        size_t k = iov[i].len < w - at ? iov[i].len : w - at;
+        if (k)
+            memcpy(g->data + at, iov[i].base, k);
+        at += k;
+    }
     s->sent += (int64_t)w;
     s->unacked += w;
     send_segment(t->sim, s, EV_DATA, g, w);
     return (ssize_t)w;
+}
+
+static ssize_t sm_send(ddp_sys_t *sy, int fd, const void *buf, size_t n,
+                       int64_t deadline)
+{
+    ddp_iov_t v = {buf, n};
+    return sm_sendv(sy, fd, &v, 1, deadline);
 }
 
 static ssize_t sm_recv(ddp_sys_t *sy, int fd, void *buf, size_t n,
@@ -1090,6 +1108,7 @@ const ddp_sys_ops_t ddp__sim_sys_ops = {
     .accept = sm_accept,
     .connect = sm_connect,
     .send = sm_send,
+    .sendv = sm_sendv,
     .recv = sm_recv,
     .poll = sm_poll,
     .epoll_create = ddp__sim_epoll_create,

@@ -514,7 +514,24 @@ static void sim_all_ok(uint64_t seed, int ranks, rank_body_fn body, void *arg)
     ddp_sim_free(s.sim);
 }
 
-static void test_sim_collectives(void) { sim_all_ok(11, WORLD, body_all, NULL); }
+/* Every collective, each size and type, in the simulator; no step of a
+ * healthy run waits for a header held back (TCP_HDR_GRACE_NS, 1 s): the
+ * whole run ends within 1 s of virtual time (0.032 s here; when every
+ * rank held its header while it read its predecessor's first, each
+ * allreduce and allgather waited the full second). */
+static void test_sim_collectives(void)
+{
+    simrun_t s;
+    sim_setup(&s, 11, 2, WORLD, body_all, NULL, NULL);
+    CU_ASSERT_EQUAL(ddp_sim_run(s.sim), DDP_SIM_DONE);
+    CU_ASSERT_EQUAL(sim_count_ok(&s), WORLD);
+    for (int r = 0; r < WORLD; r++) {
+        if (s.why[r].text[0])
+            fprintf(stderr, "\n  sim rank %d: %s", r, s.why[r].text);
+        CU_ASSERT(sim_out(&s, r)->end_ns < DDP_NS_PER_S);
+    }
+    ddp_sim_free(s.sim);
+}
 
 /* Rank 5 dies as it enters the allreduce; nobody may hang. */
 static int body_crash(ddp_pg_t *pg, ddp_sys_t *sys, int64_t dl, why_t *w, void *arg)
@@ -695,6 +712,83 @@ static void test_sim_mismatched_calls(void)
     for (int r = 0; r < 4; r++)
         CU_ASSERT(sim_out(&s, r)->end_ns < s.timeout_ns);
     ddp_sim_free(s.sim);
+}
+
+/* Ranks that disagree on a broadcast's root so that none of them is the
+ * root (rank r names r+2) and none the last rank either: nobody can start,
+ * so no header rides on any data. Each rank sends its header alone once it
+ * has waited TCP_HDR_GRACE_NS (1 s) and its successor names the mismatch:
+ * every rank ends within 2 s, not at its 60 s deadline. */
+static int body_no_root(ddp_pg_t *pg, ddp_sys_t *sys, int64_t dl, why_t *w, void *arg)
+{
+    (void)sys, (void)arg, (void)w;
+    uint8_t b[64] = {0};
+    return ddp_pg_broadcast(pg, b, sizeof b, (ddp_pg_rank(pg) + 2) % 4, dl);
+}
+
+static void test_sim_no_rank_can_start(void)
+{
+    simrun_t s;
+    sim_setup(&s, 16, 2, 4, body_no_root, NULL, NULL);
+    CU_ASSERT_EQUAL(ddp_sim_run(s.sim), DDP_SIM_DONE);
+    CU_ASSERT_EQUAL(sim_count_ok(&s), 0);
+    int named = 0;
+    for (int r = 0; r < 4; r++) {
+        CU_ASSERT(sim_out(&s, r)->end_ns < 2 * DDP_NS_PER_S);
+        named += sim_out(&s, r)->rc == DDP_EPROTOCOL &&
+                 strstr(sim_out(&s, r)->message, "while this rank is in broadcast");
+    }
+    CU_ASSERT(named >= 1);
+    ddp_sim_free(s.sim);
+}
+
+/* k broadcasts of 4 KiB from rank 0, every rank entering each at the same
+ * virtual instant (as after the store barrier of the plugin's init). */
+static int body_broadcasts(ddp_pg_t *pg, ddp_sys_t *sys, int64_t dl, why_t *w, void *arg)
+{
+    int k = *(const int *)arg;
+    int64_t t0 = ddp_sys_now(sys) + 10 * DDP_NS_PER_MS; /* rank 0's wins */
+    int rc = ddp_pg_broadcast(pg, &t0, sizeof t0, 0, dl);
+    if (rc)
+        return failf(w, rc, "broadcast of the start time");
+    uint8_t b[4096];
+    for (int i = 0; i < k; i++) {
+        ddp_sys_sleep_until(sys, t0 + (int64_t)i * 10 * DDP_NS_PER_MS);
+        memset(b, ddp_pg_rank(pg) == 0 ? i + 1 : 0, sizeof b);
+        rc = ddp_pg_broadcast(pg, b, sizeof b, 0, dl);
+        if (rc)
+            return failf(w, rc, "broadcast %d", i);
+        if (b[0] != (uint8_t)(i + 1) || b[sizeof b - 1] != (uint8_t)(i + 1))
+            return failf(w, DDP_EPROTOCOL, "broadcast %d: wrong bytes", i);
+    }
+    return 0;
+}
+
+static uint64_t sim_handoffs(int k)
+{
+    simrun_t s;
+    sim_setup(&s, 17, 2, WORLD, body_broadcasts, &k, NULL);
+    CU_ASSERT_EQUAL(ddp_sim_run(s.sim), DDP_SIM_DONE);
+    CU_ASSERT_EQUAL(sim_count_ok(&s), WORLD);
+    ddp_sim_stats_t st;
+    ddp_sim_stats(s.sim, &st);
+    ddp_sim_free(s.sim);
+    return st.handoffs;
+}
+
+/* A collective's header leaves with the first bytes a rank sends, in the
+ * same send: a rank that waits for its predecessor's data wakes once when
+ * it comes, not first for the header alone. 40 rounds of a sleep and a
+ * broadcast that every rank enters at once cost at most 2.5 hand-offs per
+ * rank each (the scheduler's count, the same in every run): the wake from
+ * the sleep and one for the data. A header sent on its own made it 3. */
+static void test_sim_header_rides_with_data(void)
+{
+    uint64_t base = sim_handoffs(0), more = sim_handoffs(40);
+    double per = (double)(more - base) / (40.0 * WORLD);
+    if (per > 2.5)
+        printf("\n  %.2f hand-offs per rank per round\n", per);
+    CU_ASSERT(per <= 2.5);
 }
 
 /* After abort every call fails at once; a peer that did not abort sees
@@ -1047,6 +1141,9 @@ DDP_SUITE("pg_tcp", suite_init, suite_cleanup,
           {"simulator: paused rank, others time out", test_sim_paused_rank_times_out},
           {"simulator: stray connections rejected, group forms", test_sim_stray_connections},
           {"simulator: mismatched collective sizes", test_sim_mismatched_calls},
+          {"simulator: no rank can start a broadcast: named within the grace",
+           test_sim_no_rank_can_start},
+          {"simulator: a header wakes nobody on its own", test_sim_header_rides_with_data},
           {"simulator: abort", test_sim_abort},
           {"simulator: pg/tcp fault points", test_sim_fault_points},
           {"simulator: a rank that cannot listen", test_sim_listen_failure_propagates},

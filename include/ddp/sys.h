@@ -66,6 +66,12 @@ typedef struct ddp_pollfd {
     short revents; /* returned */
 } ddp_pollfd_t;
 
+/* One piece of a gathered send (ddp_sys_sendv). */
+typedef struct ddp_iov {
+    const void *base;
+    size_t len;
+} ddp_iov_t;
+
 /* A readiness set (ddp_sys_epoll_*): what one registered socket reports. */
 typedef struct ddp_epoll_event {
     uint64_t data; /* what ddp_sys_epoll_ctl registered with the socket */
@@ -117,6 +123,9 @@ typedef struct ddp_sys_ops {
                     int64_t deadline);
     ssize_t (*recv)(ddp_sys_t *sys, int fd, void *buf, size_t n,
                     int64_t deadline);
+    /* May be NULL: ddp_sys_sendv then sends the first non-empty piece. */
+    ssize_t (*sendv)(ddp_sys_t *sys, int fd, const ddp_iov_t *iov, int n,
+                     int64_t deadline);
     int (*poll)(ddp_sys_t *sys, ddp_pollfd_t *fds, int nfds, int64_t deadline);
     /* Readiness sets (contract: ddp_sys_epoll_create below). An
      * implementation may leave all four NULL: the wrappers then emulate
@@ -206,6 +215,22 @@ static inline ssize_t ddp_sys_send(ddp_sys_t *s, int fd, const void *buf,
                                    size_t n, int64_t deadline)
 {
     return s->ops->send(s, fd, buf, n, deadline);
+}
+/* ddp_sys_send of n pieces one after the other, as one stream, in one call
+ * (sendmsg): a small header and the data behind it leave together instead
+ * of as two segments. Returns the bytes taken, counted across the pieces
+ * in order (a short write may end inside any piece); the pieces' total is
+ * at least one byte. 1 <= n <= DDP_IOV_MAX. */
+#define DDP_IOV_MAX 8
+static inline ssize_t ddp_sys_sendv(ddp_sys_t *s, int fd, const ddp_iov_t *iov,
+                                    int n, int64_t deadline)
+{
+    if (s->ops->sendv)
+        return s->ops->sendv(s, fd, iov, n, deadline);
+    int i = 0;
+    while (i < n - 1 && iov[i].len == 0)
+        i++;
+    return s->ops->send(s, fd, iov[i].base, iov[i].len, deadline);
 }
 /* Receives at least one byte, possibly fewer than n (short read); 0 = EOF.
  * DDP_ETIMEOUT; -EAGAIN when the deadline is already past and nothing is
