@@ -120,13 +120,12 @@ typedef struct tcp_pg {
     const char *what;
     int64_t op_start;
     /* Its header, built by coll_begin, goes to the successor in front of
-     * the first bytes this rank sends it, or alone at hdr_flush_at if this
-     * rank is still waiting then, or at the end (hdr_left: its bytes not
-     * sent yet); the predecessor's is read ahead of the first bytes
-     * received from it (hdr_due). */
+     * the first bytes this rank sends it, or alone TCP_HDR_GRACE_NS after
+     * op_start if this rank is still waiting then, or at the end
+     * (hdr_left: its bytes not sent yet); the predecessor's is read ahead
+     * of the first bytes received from it (hdr_due). */
     uint8_t hdr_mine[32];
     size_t hdr_left;
-    int64_t hdr_flush_at;
     int hdr_due;
 } tcp_pg_t;
 
@@ -926,6 +925,12 @@ static int bootstrap(tcp_pg_t *pg, int64_t deadline)
 
 /* ------------------------------------------------------------ the ring */
 
+/* What is still unsent of this rank's header (hdr_left bytes). */
+static const uint8_t *hdr_unsent(const tcp_pg_t *pg)
+{
+    return pg->hdr_mine + TCP_HDR_LEN - pg->hdr_left;
+}
+
 /* Marks the group broken and closes the ring, so both neighbours see EOF
  * at once and fail too instead of waiting for their deadlines. */
 static int break_group(tcp_pg_t *pg, int rc)
@@ -937,8 +942,7 @@ static int break_group(tcp_pg_t *pg, int rc)
          * successor then names a mismatch of calls itself, not only the
          * EOF behind it. */
         ddp_errctx_t saved = *ddp_err_ctx();
-        (void)ddp_sys_send(pg->base.sys, pg->next_fd,
-                           pg->hdr_mine + TCP_HDR_LEN - pg->hdr_left, pg->hdr_left, 0);
+        (void)ddp_sys_send(pg->base.sys, pg->next_fd, hdr_unsent(pg), pg->hdr_left, 0);
         *ddp_err_ctx() = saved;
     }
     pg->hdr_left = 0;
@@ -1012,8 +1016,9 @@ static int xfer(tcp_pg_t *pg, const void *sbuf, size_t slen, void *rbuf, size_t 
     while (soff < slen || roff < rlen || hoff < hneed) {
         size_t slimit = relay && roff < slen ? roff : slen;
         /* A header held back with nothing to send it with: alone, once due. */
+        int64_t flush_at = pg->op_start + TCP_HDR_GRACE_NS;
         int hold = pg->hdr_left && soff >= slimit;
-        int alone = hold && now(pg) >= pg->hdr_flush_at;
+        int alone = hold && now(pg) >= flush_at;
         ddp_pollfd_t p[2];
         int n = 0, is = -1, ir = -1;
         if (soff < slimit || alone) {
@@ -1024,7 +1029,7 @@ static int xfer(tcp_pg_t *pg, const void *sbuf, size_t slen, void *rbuf, size_t 
             ir = n;
             p[n++] = (ddp_pollfd_t){.fd = pg->prev_fd, .events = DDP_POLLIN};
         }
-        int64_t wake = hold && !alone ? min64(deadline, pg->hdr_flush_at) : deadline;
+        int64_t wake = hold && !alone ? min64(deadline, flush_at) : deadline;
         int rc = ddp_sys_poll(sys, p, n, wake);
         if (rc == -EINTR || rc == -EAGAIN) {
             transient_pause(pg, deadline);
@@ -1055,7 +1060,7 @@ static int xfer(tcp_pg_t *pg, const void *sbuf, size_t slen, void *rbuf, size_t 
             slimit = relay && roff < slen ? roff : slen;
             size_t w = slimit - soff < TCP_CHUNK ? slimit - soff : TCP_CHUNK;
             size_t h = pg->hdr_left;
-            ddp_iov_t v[2] = {{pg->hdr_mine + TCP_HDR_LEN - h, h}, {sp + soff, w}};
+            ddp_iov_t v[2] = {{hdr_unsent(pg), h}, {sp + soff, w}};
             ssize_t r = h ? ddp_sys_sendv(sys, pg->next_fd, v, w ? 2 : 1, 0)
                           : ddp_sys_send(sys, pg->next_fd, sp + soff, w, 0);
             if (r > 0) {
@@ -1085,12 +1090,11 @@ static int ring_xfer(tcp_pg_t *pg, const void *sbuf, size_t slen, void *rbuf,
  * in this collective, or the end of one). */
 static int hdr_flush(tcp_pg_t *pg, int64_t deadline)
 {
-    size_t h = pg->hdr_left;
-    if (!h)
+    if (!pg->hdr_left)
         return 0;
+    int rc = ddp_sys_send_all(pg->base.sys, pg->next_fd, hdr_unsent(pg),
+                              pg->hdr_left, deadline);
     pg->hdr_left = 0;
-    int rc = ddp_sys_send_all(pg->base.sys, pg->next_fd,
-                              pg->hdr_mine + TCP_HDR_LEN - h, h, deadline);
     return rc ? xfer_send_err(pg, rc) : 0;
 }
 
@@ -1141,7 +1145,7 @@ static void hdr_describe(const coll_hdr_t *h, char *buf, size_t n)
  * at no round trip or wake-up of its own. Returns 1 when there is nothing
  * to move (world 1). */
 static int coll_begin(tcp_pg_t *pg, coll_kind_t kind, uint64_t size, uint32_t a,
-                      uint32_t b, int64_t deadline)
+                      uint32_t b)
 {
     pg->what = coll_name(kind);
     pg->op_start = now(pg);
@@ -1158,10 +1162,8 @@ static int coll_begin(tcp_pg_t *pg, coll_kind_t kind, uint64_t size, uint32_t a,
     coll_hdr_t mine = {kind, ++pg->seq, size, a, b};
     if (pg->base.world == 1)
         return 1;
-    (void)deadline;
     hdr_encode(pg->hdr_mine, &mine);
     pg->hdr_left = TCP_HDR_LEN;
-    pg->hdr_flush_at = pg->op_start + TCP_HDR_GRACE_NS;
     pg->hdr_due = 1;
     return 0;
 }
@@ -1283,7 +1285,7 @@ static int ring_chain(tcp_pg_t *pg, void *buf, size_t bytes, size_t count,
 static int tcp_barrier(ddp_pg_t *g, int64_t deadline)
 {
     tcp_pg_t *pg = T(g);
-    int rc = coll_begin(pg, COLL_BARRIER, 0, 0, 0, deadline);
+    int rc = coll_begin(pg, COLL_BARRIER, 0, 0, 0);
     if (rc)
         return rc > 0 ? 0 : rc;
     uint8_t token = 1;
@@ -1295,7 +1297,7 @@ static int tcp_broadcast(ddp_pg_t *g, void *buf, size_t bytes, int root,
                          int64_t deadline)
 {
     tcp_pg_t *pg = T(g);
-    int rc = coll_begin(pg, COLL_BROADCAST, bytes, (uint32_t)root, 0, deadline);
+    int rc = coll_begin(pg, COLL_BROADCAST, bytes, (uint32_t)root, 0);
     if (rc)
         return rc > 0 ? 0 : rc;
     int d = mod(g->rank - root, g->world);
@@ -1315,7 +1317,7 @@ static int tcp_allgather(ddp_pg_t *g, const void *in, size_t bytes, void *out,
                          int64_t deadline)
 {
     tcp_pg_t *pg = T(g);
-    int rc = coll_begin(pg, COLL_ALLGATHER, bytes, 0, 0, deadline);
+    int rc = coll_begin(pg, COLL_ALLGATHER, bytes, 0, 0);
     if (rc < 0)
         return rc;
     uint8_t *o = out;
@@ -1358,8 +1360,7 @@ static int tcp_allreduce(ddp_pg_t *g, void *buf, size_t count, ddp_dtype_t t,
                          ddp_redop_t op, int64_t deadline)
 {
     tcp_pg_t *pg = T(g);
-    int rc = coll_begin(pg, COLL_ALLREDUCE, count, (uint32_t)t, (uint32_t)op,
-                        deadline);
+    int rc = coll_begin(pg, COLL_ALLREDUCE, count, (uint32_t)t, (uint32_t)op);
     if (rc)
         return rc > 0 ? 0 : rc;
     if (count * ddp_dtype_size(t) < TCP_SMALL_BYTES)
@@ -1391,7 +1392,7 @@ static int tcp_split(ddp_pg_t *g, int color, int key, const char *name,
     tcp_pg_t *pg = T(g);
     *out = NULL;
     int w = g->world;
-    int rc = coll_begin(pg, COLL_SPLIT, 0, 0, 0, deadline);
+    int rc = coll_begin(pg, COLL_SPLIT, 0, 0, 0);
     if (rc < 0)
         return rc;
     uint8_t *ck = malloc((size_t)w * 8);

@@ -380,6 +380,20 @@ static int rd_i64(client_t *c, int64_t *v, int op, int64_t deadline)
     return recv_exact(c, v, 8, op, deadline);
 }
 
+/* A CHECK's reply: 1 READY, 0 NOT_READY, < 0 a failed read or another
+ * code (a protocol failure). */
+static int rd_ready(client_t *c, int64_t deadline)
+{
+    uint8_t r = 0;
+    int rc = rd_u8(c, &r, DDP_STORE_OP_CHECK, deadline);
+    if (rc)
+        return rc;
+    if (r != DDP_STORE_READY && r != DDP_STORE_NOT_READY)
+        return proto_fail(c, DDP_STORE_OP_CHECK,
+                          "reply code %u instead of READY/NOT_READY", r);
+    return r == DDP_STORE_READY;
+}
+
 static int rd_bytes(client_t *c, ddp_buf_t *out, int op, int64_t deadline)
 {
     uint64_t n = 0;
@@ -571,21 +585,16 @@ static int c_get(ddp_store_t *st, const char *key, ddp_buf_t *out,
     put_keys(c, &key, 1, 0);
     put_op(c, DDP_STORE_OP_GET);
     put_key(c, key);
-    uint8_t ready = 0;
     ddp_buf_t v = {0};
-    int rc;
-    if ((rc = send_req(c, DDP_STORE_OP_CHECK, deadline)) != 0)
-        return rc;
-    if ((rc = rd_u8(c, &ready, DDP_STORE_OP_CHECK, deadline)) == 0)
-        rc = rd_bytes(c, &v, DDP_STORE_OP_GET, deadline);
+    int rc = send_req(c, DDP_STORE_OP_CHECK, deadline);
     if (rc)
         return rc;
-    if (ready != DDP_STORE_READY && ready != DDP_STORE_NOT_READY) {
-        ddp_buf_free(&v);
-        return proto_fail(c, DDP_STORE_OP_CHECK,
-                          "reply code %u instead of READY/NOT_READY", ready);
-    }
-    if (ready == DDP_STORE_READY) {
+    int ready = rd_ready(c, deadline);
+    if (ready < 0)
+        return ready;
+    if ((rc = rd_bytes(c, &v, DDP_STORE_OP_GET, deadline)) != 0)
+        return rc;
+    if (ready) {
         *out = v;
         return 0;
     }
@@ -617,16 +626,8 @@ static int c_check(ddp_store_t *st, const char *const *keys, size_t n,
     client_t *c = C(st);
     begin(c, DDP_STORE_OP_CHECK);
     put_keys(c, keys, n, 0);
-    uint8_t r = 0;
     int rc = send_req(c, DDP_STORE_OP_CHECK, deadline);
-    if (rc == 0)
-        rc = rd_u8(c, &r, DDP_STORE_OP_CHECK, deadline);
-    if (rc)
-        return rc;
-    if (r != DDP_STORE_READY && r != DDP_STORE_NOT_READY)
-        return proto_fail(c, DDP_STORE_OP_CHECK,
-                          "reply code %u instead of READY/NOT_READY", r);
-    return r == DDP_STORE_READY;
+    return rc ? rc : rd_ready(c, deadline);
 }
 
 static int c_wait(ddp_store_t *st, const char *const *keys, size_t n,
@@ -815,12 +816,11 @@ static int ping_req_with(client_t *c, int with_req, int64_t deadline)
         rc = proto_fail(c, DDP_STORE_OP_PING,
                         "nonce 0x%08" PRIx32 " echoed as 0x%08" PRIx32, nonce,
                         echo);
-    uint8_t ready = 0;
-    if (rc == 0 && key && (rc = rd_u8(c, &ready, DDP_STORE_OP_CHECK, deadline)) == 0) {
-        if (ready != DDP_STORE_READY && ready != DDP_STORE_NOT_READY)
-            return proto_fail(c, DDP_STORE_OP_CHECK,
-                              "reply code %u instead of READY/NOT_READY", ready);
-        c->checked = ready == DDP_STORE_READY;
+    if (rc == 0 && key) {
+        int ready = rd_ready(c, deadline);
+        if (ready < 0)
+            return ready;
+        c->checked = ready;
     }
     return rc;
 }
@@ -993,6 +993,7 @@ static int attempt(client_t *c, int64_t deadline, int *hs_lost)
 {
     *hs_lost = 0;
     c->auth_lost = 0;
+    c->checked = -1;
     int rc = open_conn(c, deadline);
     if (rc != 0 || c->proto == LEGACY)
         return rc;
@@ -1005,7 +1006,6 @@ static int attempt(client_t *c, int64_t deadline, int *hs_lost)
         *hs_lost = 1;
         return rc;
     }
-    c->checked = -1;
     rc = ping_req_with(c, 1, deadline);
     *hs_lost = rc == DDP_EPEER_LOST;
     return rc;
@@ -1112,7 +1112,6 @@ ddp_store_t *ddp_store_client_connect(ddp_sys_t *sys,
         c_free(&c->st);
         return NULL;
     }
-    c->checked = -1;
     if (opts->check_key && !(c->check_key = strdup(opts->check_key))) {
         *err = ddp_err_set(-ENOMEM, "out of memory for a store client");
         c_free(&c->st);
