@@ -55,9 +55,20 @@ static ddp_ident_state_t *st(void)
 
 size_t ddp_ident_state_size(void) { return sizeof(ddp_ident_state_t); }
 
+/* IDENT_FRESH's fields that are not zero, and no other byte. */
+void ddp_ident_state_init_zeroed(ddp_ident_state_t *s)
+{
+    s->ctx.rank = -1;
+    s->ctx.peer = -1;
+    s->ctx.waited_ns = -1;
+    s->rank = -1;
+    s->world = -1;
+}
+
 void ddp_ident_state_init(ddp_ident_state_t *s)
 {
-    *s = (ddp_ident_state_t)IDENT_FRESH;
+    memset(s, 0, sizeof *s);
+    ddp_ident_state_init_zeroed(s);
 }
 
 ddp_ident_state_t *ddp_ident_state_use(ddp_ident_state_t *s)

@@ -309,7 +309,7 @@ static void process_event(ddp_sim_t *sim, sim_event_t *ev)
     default:
         ddp__sim_net_event(sim, ev);
     }
-    free(ev->data);
+    ddp__sim_seg_free(sim, ev->data); /* data nobody took (only EV_DATA has any) */
 }
 
 /* Advances virtual time until some task is runnable. 0: nothing left to do
@@ -453,7 +453,12 @@ static void start_context(ddp_sim_t *sim, ddp_sim_task_t *t)
     }
     ddp__ctx_start(&t->ctx, id_size, task_entry);
     t->ident = (ddp_ident_state_t *)(t->ctx.stack.base + t->ctx.stack.size - id_size);
-    ddp_ident_state_init(t->ident);
+    /* A new slot's bytes are the mapping's zeros: only the fields that are
+     * not zero are written (2 KiB, 32 cache lines per rank, otherwise). */
+    if (t->ctx.stack.fresh)
+        ddp_ident_state_init_zeroed(t->ident);
+    else
+        ddp_ident_state_init(t->ident);
 }
 
 /* Gives the turn to t (starting it the first time). keep: as switch_to. */

@@ -160,6 +160,7 @@ int ddp__stacks_get(sim_stacks_t *p, size_t size, sim_stack_t *out)
 {
     if (p->nfree) {
         *out = p->free[--p->nfree];
+        out->fresh = 0;
         return 0;
     }
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -194,6 +195,7 @@ int ddp__stacks_get(sim_stacks_t *p, size_t size, sim_stack_t *out)
         return -errno;
     out->base = p->next + page;
     out->size = size;
+    out->fresh = 1;
 #ifdef CTX_VALGRIND
     out->vg_id = VALGRIND_STACK_REGISTER(out->base, out->base + out->size);
 #endif

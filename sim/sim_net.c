@@ -19,8 +19,9 @@
  * waits (up to its deadline) while nothing fits, and POLLOUT says whether
  * anything fits. A read that empties the window below full wakes the
  * writer at once. Received data stays in the segments the sender queued;
- * recv frees each one as it is consumed, so memory follows what is unread,
- * not what a run ever sent.
+ * recv gives each one back as it is consumed (to a small pool per size
+ * class, seg_new), so memory follows what is unread, not what a run ever
+ * sent.
  */
 #include <errno.h>
 #include <signal.h>
@@ -41,8 +42,100 @@ enum { ST_CONNECTING = 1, ST_ESTABLISHED, ST_CLOSED };
 typedef struct seg {
     struct seg *next;
     size_t len, off;
+    int cls; /* size class (seg_new), or -1: not pooled */
     uint8_t data[];
 } seg_t;
+
+/* Segments are recycled. A run sends hundreds of thousands of them, and
+ * each is read soon after it was sent: a freed one waits in a LIFO of its
+ * power-of-two size class (64 B ... 64 KiB of data, at most SEG_POOL_BYTES
+ * of them per class, and at least 4), and the next send of that size takes
+ * the one freed last, whose lines are still in the cache. Through malloc,
+ * every request of a kilobyte or more made the allocator consolidate the
+ * small chunks freed since the last one, walking cold memory: 14 % of the
+ * cache misses of a 16,384-rank init. Under ASan a pooled segment's bytes
+ * are poisoned, so a read of a freed segment is still reported. */
+#define SEG_MIN_SHIFT 6
+#define SEG_CLASSES ((int)(sizeof ((ddp_sim_t *)0)->seg_pool / sizeof(void *)))
+#define SEG_POOL_BYTES (256u << 10)
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define NET_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) && !defined(NET_ASAN)
+#define NET_ASAN 1
+#endif
+#ifdef NET_ASAN
+#include <sanitizer/asan_interface.h>
+#define SEG_POISON(g) ASAN_POISON_MEMORY_REGION((g)->data, (size_t)1 << ((g)->cls + SEG_MIN_SHIFT))
+#define SEG_UNPOISON(g) ASAN_UNPOISON_MEMORY_REGION((g)->data, (size_t)1 << ((g)->cls + SEG_MIN_SHIFT))
+#else
+#define SEG_POISON(g) ((void)(g))
+#define SEG_UNPOISON(g) ((void)(g))
+#endif
+
+static int seg_class(size_t n)
+{
+    int c = 0;
+    while (c < SEG_CLASSES && ((size_t)1 << (c + SEG_MIN_SHIFT)) < n)
+        c++;
+    return c < SEG_CLASSES ? c : -1;
+}
+
+static seg_t *seg_new(ddp_sim_t *sim, size_t n)
+{
+    int c = seg_class(n);
+    seg_t *g;
+    if (c >= 0 && sim->seg_pool[c]) {
+        g = sim->seg_pool[c];
+        sim->seg_pool[c] = g->next;
+        sim->seg_pooled[c]--;
+        SEG_UNPOISON(g);
+    } else {
+        g = malloc(sizeof *g + (c >= 0 ? (size_t)1 << (c + SEG_MIN_SHIFT) : n));
+        if (!g)
+            return NULL;
+        g->cls = c;
+    }
+    g->len = n;
+    g->off = 0;
+    return g;
+}
+
+static void seg_free(ddp_sim_t *sim, seg_t *g)
+{
+    int c = g->cls;
+    int keep = c >= 0 ? (int)(SEG_POOL_BYTES >> (c + SEG_MIN_SHIFT)) : 0;
+    if (c < 0 || sim->seg_pooled[c] >= (keep < 4 ? 4 : keep)) {
+        free(g);
+        return;
+    }
+    SEG_POISON(g);
+    g->next = sim->seg_pool[c];
+    sim->seg_pool[c] = g;
+    sim->seg_pooled[c]++;
+}
+
+void ddp__sim_seg_free(ddp_sim_t *sim, void *seg)
+{
+    if (seg)
+        seg_free(sim, seg);
+}
+
+static void seg_pool_free(ddp_sim_t *sim)
+{
+    for (int c = 0; c < SEG_CLASSES; c++) {
+        for (seg_t *g = sim->seg_pool[c], *n; g; g = n) {
+            SEG_UNPOISON(g);
+            n = g->next;
+            free(g);
+        }
+        sim->seg_pool[c] = NULL;
+        sim->seg_pooled[c] = 0;
+    }
+}
 
 typedef struct sock {
     int fd, type, owner, node;
@@ -161,7 +254,7 @@ static void send_segment(ddp_sim_t *sim, sock_t *s, int type, void *data,
 {
     sock_t *p = sock_get(sim, s->peer);
     if (!p) {
-        free(data);
+        ddp__sim_seg_free(sim, data);
         return;
     }
     int dropped;
@@ -172,7 +265,7 @@ static void send_segment(ddp_sim_t *sim, sock_t *s, int type, void *data,
     if (dropped) {
         /* TCP retransmits until the link heals; forever means never. */
         if (!heal) {
-            free(data);
+            ddp__sim_seg_free(sim, data);
             return;
         }
         t = heal + d;
@@ -356,7 +449,7 @@ static void rx_drop(ddp_sim_t *sim, sock_t *s)
     sim->rx_held -= s->rx_bytes;
     for (seg_t *g = s->rx_head, *n; g; g = n) {
         n = g->next;
-        free(g);
+        seg_free(sim, g);
     }
     s->rx_head = s->rx_tail = NULL;
     s->rx_bytes = 0;
@@ -376,7 +469,7 @@ static size_t rx_take(ddp_sim_t *sim, sock_t *s, uint8_t *buf, size_t n)
             s->rx_head = g->next;
             if (!s->rx_head)
                 s->rx_tail = NULL;
-            free(g);
+            seg_free(sim, g);
         }
     }
     s->rx_bytes -= got;
@@ -495,6 +588,7 @@ void ddp__sim_net_free(ddp_sim_t *sim)
     }
     free(sim->socks);
     free(sim->ltab);
+    seg_pool_free(sim);
     ddp__sim_epoll_free(sim);
 }
 
@@ -817,11 +911,9 @@ static ssize_t sm_sendv(ddp_sys_t *sy, int fd, const ddp_iov_t *iov, int niov,
     size_t w = n < window_room(t->sim, s) ? n : window_room(t->sim, s);
     if (t->sim->o.short_io && w > 1)
         w = 1 + (size_t)ddp_rng_below(&t->sim->rng, w);
-    seg_t *g = malloc(sizeof *g + w);
+    seg_t *g = seg_new(t->sim, w);
     if (!g)
         return -ENOMEM;
-    g->len = w;
-    g->off = 0;
     for (size_t i = 0, at = 0; at < w; i++) {
         size_t k = iov[i].len < w - at ? iov[i].len : w - at;
         if (k)

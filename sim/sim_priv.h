@@ -36,6 +36,7 @@ typedef struct sim_stack {
     char *base;     /* lowest usable address (NULL: none) */
     size_t size;
     unsigned vg_id; /* valgrind's stack id */
+    int fresh;      /* never used: still the mapping's zero bytes */
 } sim_stack_t;
 
 /* Where the stacks come from: slabs, cut into slots; stacks given back. */
@@ -66,39 +67,43 @@ typedef struct sim_ctx {
 } sim_ctx_t;
 
 struct ddp_sim_task {
+    /* What a hand-off touches comes first, in a few cache lines: at
+     * thousands of tasks none of them is still cached when its turn comes
+     * again, and every line is a miss. */
     int id;
-    ddp_sim_t *sim;
-    ddp_sys_t sys; /* this task's view of the world; impl = task */
-    ddp_sim_main_fn fn;
-    void *arg;
-    pthread_t th;     /* threads mode */
-    int started, joined;
-    sem_t sem;        /* the baton when efd < 0 */
-    int efd;          /* the baton: an eventfd, written when it is our turn */
-    sim_ctx_t ctx;    /* contexts mode */
-    ddp_ident_state_t *ident; /* contexts mode: rank, phase, error context */
-    int abandoned;    /* contexts mode: left for good without returning */
     int runnable_idx; /* index in sim->runnable, -1 if not there */
+    ddp_sim_t *sim;
     int parked;
+    int killed;      /* cancelled or crashed: every sim call fails */
     int64_t timer_gen; /* counts parks: a timer of an older park is stale */
     uint64_t timer_seq; /* its timer's sequence number (UINT64_MAX: none) */
     int64_t timer_of;  /* the park (timer_gen) that timer belongs to */
-    char wait_desc[160];
     int64_t parked_since;
-    int killed;      /* cancelled or crashed: every sim call fails */
-    long kill_calls; /* sim calls made after being killed */
     int64_t paused_until;
-    int parent;      /* spawning task, -1 none */
+    sim_ctx_t ctx;    /* contexts mode */
+    ddp_ident_state_t *ident; /* contexts mode: rank, phase, error context */
+    ddp_sys_t sys; /* this task's view of the world; impl = task */
     int proc;        /* the process: own id, or the creator's for a thread */
     int nthreads;    /* threads this process started */
+    int started, finished; /* finished: its function returned (or it never started) */
+    int *fds;        /* sockets this task owns (closed at exit) */
+    int nfds, fds_cap;
+    long kill_calls; /* sim calls made after being killed */
+    ddp_sim_outcome_t out; /* name, node, state first; the message after */
+    /* The rest: starts, exits, threads mode, reports. */
+    ddp_sim_main_fn fn;
+    void *arg;
+    pthread_t th;     /* threads mode */
+    int joined;
+    sem_t sem;        /* the baton when efd < 0 */
+    int efd;          /* the baton: an eventfd, written when it is our turn */
+    int abandoned;    /* contexts mode: left for good without returning */
+    int parent;      /* spawning task, -1 none */
     int exit_status;
     int reported_code; /* ddp_sim_report: the code of the outcome (0: none) */
     waitq_t exitq;   /* tasks waiting for this one to exit */
-    int *fds;        /* sockets this task owns (closed at exit) */
-    int nfds, fds_cap;
-    ddp_sim_outcome_t out;
     int64_t start_ns; /* virtual start asked for (ddp_sim_task_start) */
-    int finished;     /* its function returned (or it never started) */
+    char wait_desc[160];
     char name[48];
 };
 
@@ -181,6 +186,10 @@ struct ddp_sim {
     int64_t wall_start;       /* ddp_sys_now(o.wall_clock) at ddp_sim_run */
     uint64_t handoffs, events;
     uint64_t rx_held, rx_peak; /* bytes in receive queues: now, at most */
+    /* Freed segments kept for the next send of their size (sim_net.c):
+     * a LIFO per power-of-two size class, 64 B ... 64 KiB. */
+    void *seg_pool[11];
+    int seg_pooled[11];
     ddp_sim_fault_t *faults;
     int *fault_fired;
     int nfaults;
@@ -191,6 +200,7 @@ struct ddp_sim {
     char *trace;
     size_t trace_len, trace_cap;
     uint64_t trace_hash, trace_lines;
+    char trace_line[256]; /* the line being formatted (sim_trace.c) */
     char *deadlock;
     void **owned;
     int nowned;
@@ -244,6 +254,7 @@ const char *ddp__ctx_kind(void); /* "x86-64 switch" or "ucontext" */
 /* network (sim_net.c) */
 extern const ddp_sys_ops_t ddp__sim_sys_ops;
 void ddp__sim_net_event(ddp_sim_t *sim, sim_event_t *ev);
+void ddp__sim_seg_free(ddp_sim_t *sim, void *seg); /* an EV_DATA event's data */
 void ddp__sim_close_task_socks(ddp_sim_t *sim, int task, int graceful);
 void ddp__sim_net_free(ddp_sim_t *sim);
 int ddp__sim_node_by_ip(ddp_sim_t *sim, const ddp_addr_t *a);

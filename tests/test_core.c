@@ -50,6 +50,32 @@ static void test_err_context(void)
     ddp_ident_set_phase(NULL);
 }
 
+/* A state set up on zeroed memory (a fresh stack slot, in the simulator)
+ * holds the same bytes as one set up by ddp_ident_state_init over garbage,
+ * and works as one. */
+static void test_ident_state_zeroed(void)
+{
+    size_t n = ddp_ident_state_size();
+    unsigned char *a = malloc(n), *b = calloc(1, n);
+    CU_ASSERT_FATAL(a && b);
+    memset(a, 0xA5, n);
+    ddp_ident_state_init((ddp_ident_state_t *)a);
+    ddp_ident_state_init_zeroed((ddp_ident_state_t *)b);
+    CU_ASSERT_EQUAL(memcmp(a, b, n), 0);
+    ddp_ident_state_t *was = ddp_ident_state_use((ddp_ident_state_t *)b);
+    CU_ASSERT_EQUAL(ddp_err_ctx()->rank, -1);
+    CU_ASSERT_EQUAL(ddp_err_ctx()->peer, -1);
+    CU_ASSERT_EQUAL(ddp_err_ctx()->waited_ns, -1);
+    CU_ASSERT_STRING_EQUAL(ddp_ident_phase(), "");
+    ddp_ident_set_rank(7);
+    ddp_err_set(DDP_ETIMEOUT, "x");
+    CU_ASSERT_EQUAL(ddp_err_ctx()->rank, 7);
+    ddp_ident_state_use(was);
+    CU_ASSERT_NOT_EQUAL(ddp_err_ctx()->rank, 7);
+    free(a);
+    free(b);
+}
+
 static int collect_fn(void *arg, const char *k, const char *v)
 {
     char *buf = arg;
@@ -388,6 +414,7 @@ static void test_addr(void)
 DDP_SUITE("core", NULL, NULL,
           {"error names and descriptions", test_err_names},
           {"error context sentence", test_err_context},
+          {"identity state on zeroed memory", test_ident_state_zeroed},
           {"environment map", test_env_map},
           {"environment typed reads", test_env_get_long},
           {"integer values: Python int() table", test_env_int_python_table},

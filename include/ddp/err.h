@@ -103,10 +103,14 @@ DDP_API const char *ddp_ident_phase(void);
  * as malloc aligns, set up by ddp_ident_state_init as a new thread's (rank
  * and world -1, no phase, an empty context). ddp_ident_state_use(s) makes s
  * the calling thread's current state, NULL its own again, and returns the
- * one that was current (NULL: the thread's own). Cost: one store. */
+ * one that was current (NULL: the thread's own). Cost: one store.
+ * ddp_ident_state_init_zeroed does the same for memory known to hold only
+ * zero bytes (a fresh anonymous mapping), writing only the fields that are
+ * not zero: a few cache lines instead of the whole state. */
 typedef struct ddp_ident_state ddp_ident_state_t;
 DDP_API size_t ddp_ident_state_size(void);
 DDP_API void ddp_ident_state_init(ddp_ident_state_t *s);
+DDP_API void ddp_ident_state_init_zeroed(ddp_ident_state_t *s);
 DDP_API ddp_ident_state_t *ddp_ident_state_use(ddp_ident_state_t *s);
 
 #ifdef __cplusplus
