@@ -115,7 +115,7 @@ typedef struct tcp_pg {
     ddp_rng_t rng;
     int64_t backoff;
     int attempts;
-    char cause[512]; /* another rank's published bootstrap error */
+    char *cause; /* another rank's published bootstrap error (NULL: none) */
     /* The collective running now, for errors. */
     const char *what;
     int64_t op_start;
@@ -384,7 +384,7 @@ DDP_NOINLINE static int tcp_listen(tcp_pg_t *pg, ddp_addr_t *pub)
 static void error_text(tcp_pg_t *pg, const char *lead, char *msg, size_t n)
 {
     snprintf(msg, n, "%s%s%s", lead, TCP_ERROR_MARK,
-             pg->cause[0] ? pg->cause : ddp_err_message());
+             pg->cause ? pg->cause : ddp_err_message());
 }
 
 DDP_NOINLINE static void publish_error(tcp_pg_t *pg, const char *key)
@@ -458,8 +458,8 @@ DDP_NOINLINE static int gather_addrs(tcp_pg_t *pg, ddp_addr_t *addrs, int64_t de
             memcpy(text, vals[i].data, l);
             text[l] = '\0';
             if (!strncmp(text, TCP_ERROR_MARK, strlen(TCP_ERROR_MARK))) {
-                snprintf(pg->cause, sizeof pg->cause, "%s",
-                         text + strlen(TCP_ERROR_MARK));
+                free(pg->cause);
+                pg->cause = strndup(text + strlen(TCP_ERROR_MARK), 511);
                 rc = peer_err(DDP_EPEER_LOST, base + i, NULL, now(pg) - start,
                               "tcp bootstrap: rank %d could not join: %s",
                               base + i, text + strlen(TCP_ERROR_MARK));
@@ -1445,6 +1445,7 @@ static void tcp_destroy(ddp_pg_t *g)
     if (!g)
         return;
     close_ring(T(g));
+    free(T(g)->cause);
     free(g);
 }
 

@@ -104,13 +104,17 @@
 /* A remainder at least this large is read straight into its destination. */
 #define RX_DIRECT ((size_t)16 << 10)
 
+/* A master's host name, at most (a DNS name has 253 characters). */
+#define HOST_MAX 255
+
 typedef struct client {
     ddp_store_t st; /* first: the store handle is the client */
-    char host[256];
+    const char *host; /* both in names[] (a simulated world has a client */
+    const char *addr; /* per rank: fixed arrays were 876 bytes of each) */
     uint16_t port;
-    char addr[300]; /* "host:port" / "[v6]:port", for every message */
     int fd;         /* -1 once the connection is lost */
-    char lost[320]; /* why it was lost, for the ops that come after */
+    char *lost;     /* why it was lost, for the ops that come after (NULL:
+                       not lost, or no memory to say why) */
     int attempts;
     int want;  /* opts.protocol */
     int proto; /* LEGACY or CURRENT: what this connection speaks */
@@ -124,6 +128,8 @@ typedef struct client {
     int auth_lost; /* a server dropped the connection at the token */
     char *check_key; /* opts.check_key, or NULL */
     int checked;     /* what the connect's CHECK of it found; -1: not asked */
+    char names[];    /* host, then addr ("host:port" / "[v6]:port", for
+                        every message) */
 } client_t;
 
 static const ddp_store_ops_t client_ops;
@@ -209,7 +215,8 @@ static void poison(client_t *c, const char *why)
     }
     c->in.off = c->in.len = 0; /* read-ahead of a stream that is gone */
     c->fresh = 0;
-    snprintf(c->lost, sizeof c->lost, "%s", why);
+    free(c->lost);
+    c->lost = strdup(why);
 }
 
 /* An I/O failure during op: timeout or lost connection, connection closed. */
@@ -280,7 +287,7 @@ static int check_alive(client_t *c)
         return 0;
     ddp_err_set(DDP_EPEER_LOST, "the connection to the store at %s is gone "
                                 "(earlier: %s)",
-                c->addr, c->lost);
+                c->addr, c->lost ? c->lost : "out of memory to say why");
     return ddp_err_addr("%s", c->addr);
 }
 
@@ -849,6 +856,7 @@ static void c_free(ddp_store_t *st)
     ddp__bb_free(&c->in);
     free(c->token);
     free(c->check_key);
+    free(c->lost);
     free(c);
 }
 
@@ -967,7 +975,8 @@ static int open_conn(client_t *c, int64_t deadline)
     if (fd < 0)
         return fd;
     c->fd = fd;
-    c->lost[0] = '\0';
+    free(c->lost);
+    c->lost = NULL;
     c->in.off = c->in.len = 0;
     return c->token ? send_token(c, deadline) : 0;
 }
@@ -1080,12 +1089,13 @@ ddp_store_t *ddp_store_client_connect(ddp_sys_t *sys,
     if (!err)
         err = &dummy;
     if (!sys || !opts || !opts->host || !opts->host[0] ||
-        strlen(opts->host) >= sizeof ((client_t *)0)->host) {
+        strlen(opts->host) > HOST_MAX) {
         *err = ddp_err_set(DDP_ECONFIG, "store client: no master address "
                                         "given (MASTER_ADDR)");
         return NULL;
     }
-    client_t *c = calloc(1, sizeof *c);
+    size_t hl = strlen(opts->host), al = hl + sizeof "[]:65535";
+    client_t *c = calloc(1, sizeof *c + hl + 1 + al);
     if (!c) {
         *err = ddp_err_set(-ENOMEM, "out of memory for a store client");
         return NULL;
@@ -1094,10 +1104,12 @@ ddp_store_t *ddp_store_client_connect(ddp_sys_t *sys,
     c->st.sys = sys;
     c->st.impl = c;
     c->fd = -1;
-    ddp_fmt(c->host, sizeof c->host, "%s", opts->host);
+    memcpy(c->names, opts->host, hl + 1);
+    c->host = c->names;
     c->port = opts->port ? opts->port : DDP_STORE_DEFAULT_PORT;
-    ddp_fmt(c->addr, sizeof c->addr, strchr(c->host, ':') ? "[%s]:%u" : "%s:%u",
+    ddp_fmt(c->names + hl + 1, al, strchr(c->host, ':') ? "[%s]:%u" : "%s:%u",
             c->host, (unsigned)c->port);
+    c->addr = c->names + hl + 1;
     ddp_rng_seed(&c->rng, opts->seed);
     if (opts->token && (strlen(opts->token) > DDP_STORE_MAX_TOKEN ||
                         !*opts->token)) {
