@@ -669,8 +669,10 @@ static int64_t backoff_next(tcp_pg_t *pg, int64_t deadline)
 
 /* A poll or accept that returned EINTR/EAGAIN: a short pause before the next
  * try, so that a fault point returning it on every call cannot spin a
- * simulated task (whose clock moves only while it waits). */
-static void transient_pause(tcp_pg_t *pg, int64_t deadline)
+ * simulated task (whose clock moves only while it waits). Not inlined: its
+ * copy of the error context (nearly a kilobyte) would sit in the frame of
+ * every caller, on every simulated rank's stack. */
+DDP_NOINLINE static void transient_pause(tcp_pg_t *pg, int64_t deadline)
 {
     ddp_errctx_t saved = *ddp_err_ctx();
     ddp_sys_sleep_until(pg->base.sys, min64(now(pg) + DDP_NS_PER_MS, deadline));
@@ -723,7 +725,7 @@ static int hs_connect(tcp_pg_t *pg, hs_t *h)
 /* The successor's reply is readable (or its connection ended). 0: checked
  * (out_done), or the connection was dropped and is made again later;
  * < 0: give up. */
-static int hs_reply(tcp_pg_t *pg, hs_t *h)
+DDP_NOINLINE static int hs_reply(tcp_pg_t *pg, hs_t *h)
 {
     uint8_t b[TCP_HELLO_LEN];
     char why[160];
@@ -755,7 +757,7 @@ static int hs_reply(tcp_pg_t *pg, hs_t *h)
 /* The listener is readable: accepts one connection and, when it is the
  * predecessor saying a valid hello, replies (in_done). A stray is closed.
  * < 0 only when accept itself failed for good. */
-static int hs_accept(tcp_pg_t *pg, int lfd, hs_t *h)
+DDP_NOINLINE static int hs_accept(tcp_pg_t *pg, int lfd, hs_t *h)
 {
     ddp_sys_t *sys = pg->base.sys;
     ddp_addr_t peer;
@@ -805,7 +807,7 @@ static int hs_accept(tcp_pg_t *pg, int lfd, hs_t *h)
 }
 
 /* The deadline passed with the handshake unfinished: says which side. */
-static int hs_timeout(tcp_pg_t *pg, hs_t *h)
+DDP_NOINLINE static int hs_timeout(tcp_pg_t *pg, hs_t *h)
 {
     int64_t waited = now(pg) - h->start;
     if (!h->out_done && pg->next_fd < 0 && pg->attempts > 0 && h->cause[0])

@@ -402,7 +402,7 @@ static size_t stack_size(const ddp_sim_t *sim)
 }
 
 /* The context that left for good (an exiting task's) is off its stack now:
- * the stack, with the identity state at its top, goes back for the next
+ * the stack, with the identity state in its aux block, goes back for the next
  * task to start. */
 static void reap(ddp_sim_t *sim)
 {
@@ -438,12 +438,14 @@ static void switch_to(ddp_sim_t *sim, ddp_sim_task_t *to, int keep)
 }
 
 /* A task's first turn in contexts mode: a stack (a finished task's, or a
- * new slot), a fresh identity state at its top, and a context that starts
- * in task_entry. */
+ * new slot), a fresh identity state in the slot's aux block, and a context
+ * that starts in task_entry. The identity state (2 KiB, mostly error text
+ * written only on a failure) is not on the stack: there it pushed a
+ * simulated rank's deepest frames onto a second page, a page per rank. */
 static void start_context(ddp_sim_t *sim, ddp_sim_task_t *t)
 {
-    size_t id_size = (ddp_ident_state_size() + 63) & ~(size_t)63;
-    int rc = ddp__stacks_get(&sim->stacks, stack_size(sim) + id_size, &t->ctx.stack);
+    int rc = ddp__stacks_get(&sim->stacks, stack_size(sim), ddp_ident_state_size(),
+                             &t->ctx.stack);
     if (rc != 0) {
         fprintf(stderr, "ddpsim sim: cannot map a %zu KiB stack for task %s "
                         "(%d tasks so far): %s; lower the task count or raise "
@@ -451,8 +453,8 @@ static void start_context(ddp_sim_t *sim, ddp_sim_task_t *t)
                 stack_size(sim) / 1024, t->name, sim->ntasks, strerror(-rc));
         abort();
     }
-    ddp__ctx_start(&t->ctx, id_size, task_entry);
-    t->ident = (ddp_ident_state_t *)(t->ctx.stack.base + t->ctx.stack.size - id_size);
+    ddp__ctx_start(&t->ctx, 0, task_entry);
+    t->ident = (ddp_ident_state_t *)t->ctx.stack.aux;
     /* A new slot's bytes are the mapping's zeros: only the fields that are
      * not zero are written (2 KiB, 32 cache lines per rank, otherwise). */
     if (t->ctx.stack.fresh)

@@ -123,8 +123,12 @@ static _Thread_local sim_ctx_t *leaving;
 
 /* Stacks are cut from slabs, one mapping of up to STACKS_PER_SLAB slots
  * each: one mmap per slab, and per stack one mprotect for its guard page
- * (a task's own guard, so 2 VMAs a stack, as with threads). A stack given
- * back is handed out again before a new slot is cut. */
+ * (a task's own guard, so 2 VMAs a stack, as with threads). Behind the
+ * slots, the same mapping holds each slot's aux block, densely (the
+ * scheduler's per-task identity state: on the stack's own top it pushed
+ * the deepest frames of a simulated rank onto a second page). A stack
+ * given back, with its aux block, is handed out again before a new slot is
+ * cut. */
 #define STACKS_PER_SLAB 64
 #define SLAB_MAX_BYTES (64u << 20)
 
@@ -156,7 +160,7 @@ static int guard(char *at, size_t page)
     return mprotect(at, page, PROT_NONE);
 }
 
-int ddp__stacks_get(sim_stacks_t *p, size_t size, sim_stack_t *out)
+int ddp__stacks_get(sim_stacks_t *p, size_t size, size_t aux, sim_stack_t *out)
 {
     if (p->nfree) {
         *out = p->free[--p->nfree];
@@ -165,9 +169,10 @@ int ddp__stacks_get(sim_stacks_t *p, size_t size, sim_stack_t *out)
     }
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     size = (size + page - 1) / page * page;
-    if (!p->left || p->slot != size + page) {
+    aux = (aux + 63) & ~(size_t)63;
+    if (!p->left || p->slot != size + page || p->aux != aux) {
         size_t slot = size + page;
-        int n = (int)(SLAB_MAX_BYTES / slot);
+        int n = (int)(SLAB_MAX_BYTES / (slot + aux));
         n = n < 1 ? 1 : n > STACKS_PER_SLAB ? STACKS_PER_SLAB : n;
         if (p->nslabs == p->slabs_cap) {
             void *g = xgrow(p->slabs, &p->slabs_cap, sizeof *p->slabs);
@@ -175,15 +180,18 @@ int ddp__stacks_get(sim_stacks_t *p, size_t size, sim_stack_t *out)
                 return -ENOMEM;
             p->slabs = g;
         }
-        char *m = mmap(NULL, slot * (size_t)n, PROT_READ | PROT_WRITE,
+        size_t len = (slot + aux) * (size_t)n;
+        char *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
         if (m == MAP_FAILED)
             return -errno;
         p->slabs[p->nslabs].map = m;
-        p->slabs[p->nslabs++].len = slot * (size_t)n;
+        p->slabs[p->nslabs++].len = len;
         p->next = m;
+        p->next_aux = m + slot * (size_t)n;
         p->left = n;
         p->slot = slot;
+        p->aux = aux;
     }
     if (p->nall == p->all_cap) {
         void *g = xgrow(p->all, &p->all_cap, sizeof *p->all);
@@ -195,12 +203,14 @@ int ddp__stacks_get(sim_stacks_t *p, size_t size, sim_stack_t *out)
         return -errno;
     out->base = p->next + page;
     out->size = size;
+    out->aux = aux ? p->next_aux : NULL;
     out->fresh = 1;
 #ifdef CTX_VALGRIND
     out->vg_id = VALGRIND_STACK_REGISTER(out->base, out->base + out->size);
 #endif
     p->all[p->nall++] = *out;
     p->next += p->slot;
+    p->next_aux += p->aux;
     p->left--;
     return 0;
 }

@@ -36,7 +36,8 @@ typedef struct sim_stack {
     char *base;     /* lowest usable address (NULL: none) */
     size_t size;
     unsigned vg_id; /* valgrind's stack id */
-    int fresh;      /* never used: still the mapping's zero bytes */
+    char *aux;      /* the slot's aux block (ddp__stacks_get), or NULL */
+    int fresh;      /* never used: stack and aux still the mapping's zeros */
 } sim_stack_t;
 
 /* Where the stacks come from: slabs, cut into slots; stacks given back. */
@@ -47,8 +48,10 @@ typedef struct sim_stacks {
     } *slabs;
     int nslabs, slabs_cap;
     char *next;  /* the current slab's next slot */
+    char *next_aux; /* ... and its aux block */
     int left;    /* slots left in it */
     size_t slot; /* guard + stack */
+    size_t aux;  /* an aux block (a multiple of 64 bytes) */
     sim_stack_t *all, *free;
     int nall, all_cap, nfree, free_cap;
 } sim_stacks_t;
@@ -237,7 +240,7 @@ int ddp__sim_thread(ddp_sim_task_t *parent, ddp_thread_fn fn, void *arg,
 /* contexts (sim_ctx.c) */
 /* A stack of at least size bytes (one given back, or a new slot): 0 or
  * -errno. put gives one back; free unmaps them all. */
-int ddp__stacks_get(sim_stacks_t *p, size_t size, sim_stack_t *out);
+int ddp__stacks_get(sim_stacks_t *p, size_t size, size_t aux, sim_stack_t *out);
 int ddp__stacks_put(sim_stacks_t *p, const sim_stack_t *s);
 void ddp__stacks_free(sim_stacks_t *p);
 void ddp__ctx_main(sim_ctx_t *c); /* the calling thread's */
