@@ -109,8 +109,8 @@
 
 typedef struct client {
     ddp_store_t st; /* first: the store handle is the client */
-    const char *host; /* both in names[] (a simulated world has a client */
-    const char *addr; /* per rank: fixed arrays were 876 bytes of each) */
+    const char *addr; /* "host:port" / "[v6]:port", for every message:
+                         behind host[] in the same allocation */
     uint16_t port;
     int fd;         /* -1 once the connection is lost */
     char *lost;     /* why it was lost, for the ops that come after (NULL:
@@ -128,8 +128,8 @@ typedef struct client {
     int auth_lost; /* a server dropped the connection at the token */
     char *check_key; /* opts.check_key, or NULL */
     int checked;     /* what the connect's CHECK of it found; -1: not asked */
-    char names[];    /* host, then addr ("host:port" / "[v6]:port", for
-                        every message) */
+    char host[];     /* then addr (a simulated world has a client per rank:
+                        fixed arrays were 876 bytes of each) */
 } client_t;
 
 static const ddp_store_ops_t client_ops;
@@ -1106,12 +1106,11 @@ ddp_store_t *ddp_store_client_connect(ddp_sys_t *sys,
     c->st.sys = sys;
     c->st.impl = c;
     c->fd = -1;
-    memcpy(c->names, opts->host, hl + 1);
-    c->host = c->names;
+    memcpy(c->host, opts->host, hl + 1);
     c->port = opts->port ? opts->port : DDP_STORE_DEFAULT_PORT;
-    ddp_fmt(c->names + hl + 1, al, strchr(c->host, ':') ? "[%s]:%u" : "%s:%u",
+    ddp_fmt(c->host + hl + 1, al, strchr(c->host, ':') ? "[%s]:%u" : "%s:%u",
             c->host, (unsigned)c->port);
-    c->addr = c->names + hl + 1;
+    c->addr = c->host + hl + 1;
     ddp_rng_seed(&c->rng, opts->seed);
     if (opts->token && (strlen(opts->token) > DDP_STORE_MAX_TOKEN ||
                         !*opts->token)) {

@@ -30,25 +30,11 @@
 
 #include "sim_priv.h"
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define CTX_ASAN 1
-#endif
-#if __has_feature(thread_sanitizer)
-#define CTX_TSAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) && !defined(CTX_ASAN)
-#define CTX_ASAN 1
-#endif
-#if defined(__SANITIZE_THREAD__) && !defined(CTX_TSAN)
-#define CTX_TSAN 1
-#endif
-#ifdef CTX_ASAN
+#ifdef SIM_ASAN
 #include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
-#ifdef CTX_TSAN
+#ifdef SIM_TSAN
 #include <sanitizer/tsan_interface.h>
 #endif
 #if defined(__has_include)
@@ -244,7 +230,7 @@ void ddp__stacks_free(sim_stacks_t *p)
 void ddp__ctx_main(sim_ctx_t *c)
 {
     memset(c, 0, sizeof *c);
-#ifdef CTX_TSAN
+#ifdef SIM_TSAN
     c->fiber = __tsan_get_current_fiber();
 #endif
 #ifndef CTX_X86_64
@@ -256,12 +242,12 @@ void ddp__ctx_main(sim_ctx_t *c)
 
 void ddp__ctx_start(sim_ctx_t *c, size_t reserve, void (*entry)(void))
 {
-#ifdef CTX_ASAN
+#ifdef SIM_ASAN
     /* A reused stack still carries the poisoned redzones of the frames its
      * last task left without returning. */
     ASAN_UNPOISON_MEMORY_REGION(c->stack.base, c->stack.size);
 #endif
-#ifdef CTX_TSAN
+#ifdef SIM_TSAN
     c->fiber = __tsan_create_fiber(0);
 #endif
 #ifdef CTX_X86_64
@@ -295,7 +281,7 @@ void ddp__ctx_start(sim_ctx_t *c, size_t reserve, void (*entry)(void))
 
 static void landed(void *fake)
 {
-#ifdef CTX_ASAN
+#ifdef SIM_ASAN
     const void *bottom;
     size_t size;
     __sanitizer_finish_switch_fiber(fake, &bottom, &size);
@@ -313,12 +299,12 @@ void ddp__ctx_entered(void) { landed(NULL); }
 
 void ddp__ctx_switch(sim_ctx_t *from, sim_ctx_t *to, int keep)
 {
-#ifdef CTX_ASAN
+#ifdef SIM_ASAN
     const void *bottom = to->stack.base ? (const void *)to->stack.base : to->asan_bottom;
     size_t size = to->stack.base ? to->stack.size : to->asan_size;
     __sanitizer_start_switch_fiber(keep ? &from->fake : NULL, bottom, size);
 #endif
-#ifdef CTX_TSAN
+#ifdef SIM_TSAN
     __tsan_switch_to_fiber(to->fiber, 0);
 #endif
     (void)keep;
@@ -333,7 +319,7 @@ void ddp__ctx_switch(sim_ctx_t *from, sim_ctx_t *to, int keep)
 
 void ddp__ctx_retire(sim_ctx_t *c)
 {
-#ifdef CTX_TSAN
+#ifdef SIM_TSAN
     if (c->fiber && c->stack.base) /* the thread's own fiber stays */
         __tsan_destroy_fiber(c->fiber);
     c->fiber = NULL;

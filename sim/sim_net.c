@@ -49,25 +49,17 @@ typedef struct seg {
 /* Segments are recycled. A run sends hundreds of thousands of them, and
  * each is read soon after it was sent: a freed one waits in a LIFO of its
  * power-of-two size class (64 B ... 64 KiB of data, at most SEG_POOL_BYTES
- * of them per class, and at least 4), and the next send of that size takes
+ * of them per class), and the next send of that size takes
  * the one freed last, whose lines are still in the cache. Through malloc,
  * every request of a kilobyte or more made the allocator consolidate the
  * small chunks freed since the last one, walking cold memory: 14 % of the
  * cache misses of a 16,384-rank init. Under ASan a pooled segment's bytes
  * are poisoned, so a read of a freed segment is still reported. */
 #define SEG_MIN_SHIFT 6
-#define SEG_CLASSES ((int)(sizeof ((ddp_sim_t *)0)->seg_pool / sizeof(void *)))
-#define SEG_POOL_BYTES (256u << 10)
+#define SEG_CLASSES SIM_SEG_CLASSES
+#define SEG_POOL_BYTES (256u << 10) /* 4 of the largest class */
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define NET_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) && !defined(NET_ASAN)
-#define NET_ASAN 1
-#endif
-#ifdef NET_ASAN
+#ifdef SIM_ASAN
 #include <sanitizer/asan_interface.h>
 #define SEG_POISON(g) ASAN_POISON_MEMORY_REGION((g)->data, (size_t)1 << ((g)->cls + SEG_MIN_SHIFT))
 #define SEG_UNPOISON(g) ASAN_UNPOISON_MEMORY_REGION((g)->data, (size_t)1 << ((g)->cls + SEG_MIN_SHIFT))
@@ -107,8 +99,7 @@ static seg_t *seg_new(ddp_sim_t *sim, size_t n)
 static void seg_free(ddp_sim_t *sim, seg_t *g)
 {
     int c = g->cls;
-    int keep = c >= 0 ? (int)(SEG_POOL_BYTES >> (c + SEG_MIN_SHIFT)) : 0;
-    if (c < 0 || sim->seg_pooled[c] >= (keep < 4 ? 4 : keep)) {
+    if (c < 0 || sim->seg_pooled[c] >= (int)(SEG_POOL_BYTES >> (c + SEG_MIN_SHIFT))) {
         free(g);
         return;
     }

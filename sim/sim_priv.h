@@ -15,6 +15,25 @@
 #include "ddp/sys.h"
 
 #define VT0 DDP_NS_PER_S /* virtual time starts at 1 s: deadline 0 is past */
+#define SIM_SEG_CLASSES 11 /* segment pool size classes: 64 B ... 64 KiB (sim_net.c) */
+
+/* Which sanitizer this file is built under (GCC and clang spell it
+ * differently): contexts tell ASan and TSan about each switch, and pooled
+ * segments are poisoned under ASan. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SIM_ASAN 1
+#endif
+#if __has_feature(thread_sanitizer)
+#define SIM_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) && !defined(SIM_ASAN)
+#define SIM_ASAN 1
+#endif
+#if defined(__SANITIZE_THREAD__) && !defined(SIM_TSAN)
+#define SIM_TSAN 1
+#endif
 
 /* Tasks parked on an object (socket, child exit). Spurious wake-ups are
  * allowed: every waiter rechecks its condition. */
@@ -191,8 +210,8 @@ struct ddp_sim {
     uint64_t rx_held, rx_peak; /* bytes in receive queues: now, at most */
     /* Freed segments kept for the next send of their size (sim_net.c):
      * a LIFO per power-of-two size class, 64 B ... 64 KiB. */
-    void *seg_pool[11];
-    int seg_pooled[11];
+    void *seg_pool[SIM_SEG_CLASSES];
+    int seg_pooled[SIM_SEG_CLASSES];
     ddp_sim_fault_t *faults;
     int *fault_fired;
     int nfaults;
