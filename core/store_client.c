@@ -128,11 +128,6 @@ typedef struct client {
     int auth_lost; /* a server dropped the connection at the token */
     char *check_key; /* opts.check_key, or NULL */
     int checked;     /* what the connect's CHECK of it found; -1: not asked */
-    char *claim_key; /* opts.claim_key, or NULL */
-    char *claim_val; /* this client's claim (claim_value), made once */
-    int claimed;     /* the connect's claim: 1 ours, 0 another's, -1 not
-                        made (then claim_other is NULL) */
-    char *claim_other; /* what the key held when it was another's */
     char host[];     /* then addr (a simulated world has a client per rank:
                         fixed arrays were 876 bytes of each) */
 } client_t;
@@ -805,54 +800,6 @@ static int c_list_keys(ddp_store_t *st, char ***keys, size_t *nkeys,
     return 0;
 }
 
-/* This client's claim value: its host, its connection's local address
- * and the clock when it first connected. Made once, so that a connect
- * retried after the server took the claim finds its own value there; two
- * processes cannot hold one local address at once. */
-static int claim_value(client_t *c)
-{
-    if (c->claim_val)
-        return 0;
-    ddp_sys_t *sys = c->st.sys;
-    char host[256] = "", la[DDP_ADDR_STRLEN] = "?";
-    ddp_addr_t a;
-    if (ddp_sys_hostname(sys, host, sizeof host) != 0)
-        snprintf(host, sizeof host, "?");
-    if (ddp_sys_local_addr(sys, c->fd, &a) == 0)
-        ddp_addr_format(&a, la, sizeof la);
-    char v[400];
-    ddp_fmt(v, sizeof v, "host %s, store connection from %s at %" PRId64 " ns",
-            host, la, ddp_sys_now(sys));
-    if (!(c->claim_val = strdup(v)))
-        return ddp_err_set(-ENOMEM, "out of memory for a store client");
-    return 0;
-}
-
-/* A COMPARE_SET's arguments (its opcode is the caller's). */
-static void put_claim(client_t *c, const char *key)
-{
-    put_key(c, key);
-    put_bytes(c, "", 0);
-    put_bytes(c, c->claim_val, strlen(c->claim_val));
-}
-
-/* The reply to put_claim's COMPARE_SET: what the key holds now. */
-static int rd_claim(client_t *c, int64_t deadline)
-{
-    ddp_buf_t v = {0};
-    int rc = rd_bytes(c, &v, DDP_STORE_OP_COMPARE_SET, deadline);
-    if (rc)
-        return rc;
-    size_t n = strlen(c->claim_val);
-    free(c->claim_other);
-    c->claim_other = NULL;
-    c->claimed = v.len == n && memcmp(v.data, c->claim_val, n) == 0;
-    if (!c->claimed && !(c->claim_other = strndup((const char *)v.data, v.len)))
-        rc = ddp_err_set(-ENOMEM, "out of memory for a store client");
-    ddp_buf_free(&v);
-    return rc;
-}
-
 /* PING round trip on fd: the request is appended to what c->req holds
  * (with_req: the handshake's VALIDATE and, when c->check_key is set, a
  * CHECK of it after the PING: all in one send, one round trip). */
@@ -869,11 +816,6 @@ static int ping_req_with(client_t *c, int with_req, int64_t deadline)
         put_op(c, DDP_STORE_OP_CHECK);
         put_keys(c, &key, 1, 0);
     }
-    const char *claim = with_req ? c->claim_key : NULL;
-    if (claim) { /* COMPARE_SET(claim, "", claim_val): ours if it was free */
-        put_op(c, DDP_STORE_OP_COMPARE_SET);
-        put_claim(c, claim);
-    }
     int rc = send_req(c, DDP_STORE_OP_PING, deadline);
     if (rc == 0)
         rc = recv_exact(c, &echo, 4, DDP_STORE_OP_PING, deadline);
@@ -887,8 +829,6 @@ static int ping_req_with(client_t *c, int with_req, int64_t deadline)
             return ready;
         c->checked = ready;
     }
-    if (rc == 0 && claim)
-        rc = rd_claim(c, deadline);
     return rc;
 }
 
@@ -916,9 +856,6 @@ static void c_free(ddp_store_t *st)
     ddp__bb_free(&c->in);
     free(c->token);
     free(c->check_key);
-    free(c->claim_key);
-    free(c->claim_val);
-    free(c->claim_other);
     free(c->lost);
     free(c);
 }
@@ -962,37 +899,6 @@ int ddp_store_client_attempts(const ddp_store_t *st)
 int ddp_store_client_checked(const ddp_store_t *st)
 {
     return ddp__store_is_client(st) ? ((const client_t *)st)->checked : -1;
-}
-
-int ddp_store_client_claim(ddp_store_t *st, const char *key, char **other,
-                           int64_t deadline)
-{
-    *other = NULL;
-    if (!ddp__store_is_client(st) || !key)
-        return ddp_err_set(DDP_ECONFIG, "store claim: needs a store client "
-                                        "and a key");
-    client_t *c = C(st);
-    if (c->claimed >= 0 && c->claim_key && !strcmp(c->claim_key, key)) {
-        int r = c->claimed; /* made in the connect's round trip */
-        if (!r && c->claim_other && !(*other = strdup(c->claim_other)))
-            return ddp_err_set(-ENOMEM, "store claim: out of memory");
-        return r;
-    }
-    /* Not made by the connect (legacy, or another key): now, on its own. */
-    free(c->claim_key);
-    if (!(c->claim_key = strdup(key)))
-        return ddp_err_set(-ENOMEM, "store claim: out of memory");
-    int rc = claim_value(c);
-    if (rc)
-        return rc;
-    begin(c, DDP_STORE_OP_COMPARE_SET);
-    put_claim(c, key);
-    if ((rc = send_req(c, DDP_STORE_OP_COMPARE_SET, deadline)) != 0 ||
-        (rc = rd_claim(c, deadline)) != 0)
-        return rc;
-    if (!c->claimed && c->claim_other && !(*other = strdup(c->claim_other)))
-        return ddp_err_set(-ENOMEM, "store claim: out of memory");
-    return c->claimed;
 }
 
 ddp_store_proto_t ddp_store_client_protocol(const ddp_store_t *st)
@@ -1097,11 +1003,8 @@ static int attempt(client_t *c, int64_t deadline, int *hs_lost)
     *hs_lost = 0;
     c->auth_lost = 0;
     c->checked = -1;
-    c->claimed = -1;
     int rc = open_conn(c, deadline);
     if (rc != 0 || c->proto == LEGACY)
-        return rc;
-    if (c->claim_key && (rc = claim_value(c)) != 0)
         return rc;
     /* VALIDATE has no reply: it goes with the PING (and the CHECK of
      * opts.check_key) in one send. */
@@ -1222,8 +1125,7 @@ ddp_store_t *ddp_store_client_connect(ddp_sys_t *sys,
         c_free(&c->st);
         return NULL;
     }
-    if ((opts->check_key && !(c->check_key = strdup(opts->check_key))) ||
-        (opts->claim_key && !(c->claim_key = strdup(opts->claim_key)))) {
+    if (opts->check_key && !(c->check_key = strdup(opts->check_key))) {
         *err = ddp_err_set(-ENOMEM, "out of memory for a store client");
         c_free(&c->st);
         return NULL;

@@ -28,7 +28,6 @@
 /* Keys of ddpsim's own in the rendezvous store. */
 #define KEY_ROOT_CAUSE "ddpsim/root_cause"
 #define KEY_JOINED "ddpsim/joined/"
-#define KEY_CLAIM "ddpsim/claim/"
 #define KEY_AT_BARRIER "ddpsim/barrier/"
 /* Rank 0's token in its own store (see claim_own_store). */
 #define KEY_MASTER "ddpsim/master"
@@ -158,8 +157,6 @@ static int claim_own_store(ddp_ctx_t *ctx, char *token, size_t n)
     int rc = ddp_store_server_preset(ctx->server, KEY_MASTER, token,
                                      strlen(token));
     if (rc == 0)
-        rc = ddp_store_server_preset(ctx->server, KEY_CLAIM "0", "1", 1);
-    if (rc == 0)
         rc = ddp_store_server_preset(ctx->server, KEY_JOINED "0", "1", 1);
     return rc;
 }
@@ -278,10 +275,7 @@ DDP_NOINLINE static int missing_ranks(ddp_ctx_t *ctx, const char *prefix, int wo
 DDP_NOINLINE static int explain_wait_failure(ddp_ctx_t *ctx, int rc, const char *prefix,
                                              const char *what)
 {
-    /* Only rank 0 waits for the workers: another rank's failure there is
-     * its own ADD's, with nobody to name. */
-    if (rc != DDP_ETIMEOUT || !ctx->store ||
-        (ctx->global_rank != 0 && !strcmp(prefix, KEY_JOINED)))
+    if (rc != DDP_ETIMEOUT || !ctx->store)
         return rc;
     char ranks[256];
     int count = missing_ranks(ctx, prefix, ctx->world_size, ranks, sizeof ranks);
@@ -317,32 +311,23 @@ static int mark(ddp_ctx_t *ctx, const char *prefix)
     return ddp_store_set_str(ctx->store, key, "1", ddp_plugin_store_deadline(ctx));
 }
 
-/* Joins as global rank r: a COMPARE_SET of ddpsim/joined/<r> from nothing
- * to this process's claim (its host, store connection and connect time),
- * so a second process claiming the same rank (a launcher starting the
- * wrong number of tasks, Lightning #4389, or NODE_RANK exported on every
- * node, #5651) is named at once instead of hanging the rendezvous. The
- * connect made it in its PING's round trip (claim_key) where it could; a
- * connect retried after the server took it finds its own claim there. */
+/* Joins as global rank r: a counter, so a second process claiming the same
+ * rank (a launcher starting the wrong number of tasks, Lightning #4389, or
+ * NODE_RANK exported on every node, #5651) is named at once instead of
+ * hanging the rendezvous. */
 DDP_NOINLINE static int claim_rank(ddp_ctx_t *ctx)
 {
-    char key[64], *other = NULL;
-    ddp_fmt(key, sizeof key, "%s%d", KEY_CLAIM, ctx->global_rank);
-    int rc = ddp_store_client_claim(ctx->store, key, &other,
-                                    ddp_plugin_store_deadline(ctx));
-    if (rc != 0) { /* ours: marked joined (a SET, no round trip) */
-        free(other);
-        return rc < 0 ? rc : mark(ctx, KEY_JOINED);
-    }
-    /* rank 0 hosting the store claims "1" in-process (claim_own_store) */
+    char key[64];
+    int64_t n = 0;
+    ddp_fmt(key, sizeof key, "%s%d", KEY_JOINED, ctx->global_rank);
+    int rc = ddp_store_add(ctx->store, key, 1, &n, ddp_plugin_store_deadline(ctx));
+    if (rc || n == 1)
+        return rc;
     ddp_err_set(DDP_ECONFIG, "another process already joined as global rank "
                              "%d (%s, node rank %d, local rank %d): ranks are "
-                             "duplicated (the other: %s)",
+                             "duplicated",
                 ctx->global_rank, ctx->accelerator, ctx->node_rank,
-                ctx->local_rank,
-                !other || !strcmp(other, "1") ? "the process serving the store"
-                                             : other);
-    free(other);
+                ctx->local_rank);
     return ddp_err_hint("the launcher started more processes than the "
                         "Trainer expects, or every node got the same node "
                         "rank: check that tasks per node equal devices "
@@ -378,14 +363,11 @@ int ddp_plugin_default_init_ddp_connection(const ddp_plugin_t *self,
         return rc;
 
     ddp_ident_set_phase("store connect");
-    char claim[64];
-    ddp_fmt(claim, sizeof claim, "%s%d", KEY_CLAIM, global_rank);
     ddp_store_client_opts_t o = {
         .host = addr, .port = port, .connect_deadline = ctx->deadline,
         .seed = (ctx->cfg ? ctx->cfg->seed : 0) * 1000003u + (uint64_t)global_rank,
         .protocol = ctx->cfg ? ctx->cfg->store_protocol : DDP_STORE_PROTO_AUTO,
-        .check_key = KEY_ROOT_CAUSE,
-        .claim_key = ctx->server ? NULL : claim}; /* rank 0 serving: its own */
+        .check_key = KEY_ROOT_CAUSE};
     ctx->store = ddp_store_client_connect(ctx->sys, &o, &rc);
     if (!ctx->store) {
         return ddp_err_hint("rank 0 serves the store on MASTER_ADDR:MASTER_PORT "
@@ -400,12 +382,8 @@ int ddp_plugin_default_init_ddp_connection(const ddp_plugin_t *self,
     if ((rc = reached_own_store(ctx, token, &own)) != 0 ||
         (!own && (rc = claim_rank(ctx)) != 0))
         return rc;
-    /* Rank 0 waits for the others until the group deadline; another
-     * rank's one ADD is a store request (TCPStore's worker: the store
-     * timeout), as the claim before it was. */
     rc = ddp_store_wait_for_workers(ctx->store, global_rank, world_size,
-                                    global_rank == 0 ? ctx->deadline
-                                                     : ddp_plugin_store_deadline(ctx));
+                                    ctx->deadline);
     if (rc)
         return explain_wait_failure(ctx, rc, KEY_JOINED, "joined");
 

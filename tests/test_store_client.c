@@ -175,77 +175,6 @@ static void test_connect_check_key(void)
     ddp_store_free(m);
 }
 
-/* opts.claim_key: the connect claims that key (COMPARE_SET from nothing to
- * a value naming the client) in its PING's round trip, and
- * ddp_store_client_claim reads the result at no request: 1 ours, 0
- * another's, with the other's value. A connect retried after the server
- * took the claim finds its own value (the claim is idempotent). Legacy
- * (no PING) and another key claim with a request of their own. */
-static void test_connect_claim_key(void)
-{
-    ddp_store_server_t *srv = srv_start();
-    uint16_t port = srv_port(srv);
-    ddp_store_client_opts_t o = opts(port, 5000);
-    o.claim_key = "claim/3";
-    ddp_store_t *a = ddp_store_client_connect(g_sys, &o, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
-    uint64_t before = stats(srv).requests;
-    char *other = NULL;
-    CU_ASSERT_EQUAL(ddp_store_client_claim(a, "claim/3", &other, dl(3000)), 1);
-    CU_ASSERT_PTR_NULL(other);
-    CU_ASSERT_EQUAL(stats(srv).requests, before); /* made by the connect */
-    ddp_buf_t v = {0};
-    CU_ASSERT_EQUAL(ddp_store_get(a, "claim/3", &v, dl(3000)), 0);
-    CU_ASSERT(v.len > 0 && memmem(v.data, v.len, "store connection from 127.0.0.1:",
-                                  strlen("store connection from 127.0.0.1:")));
-    /* A second claimant: refused, told whose it is. */
-    ddp_store_t *b = ddp_store_client_connect(g_sys, &o, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
-    CU_ASSERT_EQUAL(ddp_store_client_claim(b, "claim/3", &other, dl(3000)), 0);
-    CU_ASSERT(other && strlen(other) == v.len && !memcmp(other, v.data, v.len));
-    free(other);
-    ddp_buf_free(&v);
-    /* The handshake's reply lost after the server served it: the retry's
-     * claim finds this client's own value. */
-    o.claim_key = "claim/4";
-    fiu_enable("store/client/recv", 1, (void *)(intptr_t)ECONNRESET, FIU_ONETIME);
-    ddp_store_t *c = ddp_store_client_connect(g_sys, &o, NULL);
-    fiu_disable("store/client/recv");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
-    CU_ASSERT_EQUAL(ddp_store_client_attempts(c), 2);
-    CU_ASSERT_EQUAL(ddp_store_client_claim(c, "claim/4", &other, dl(3000)), 1);
-    /* Another key: a request of its own; then the same answer again. */
-    CU_ASSERT_EQUAL(ddp_store_client_claim(c, "claim/5", &other, dl(3000)), 1);
-    CU_ASSERT_EQUAL(ddp_store_client_claim(b, "claim/5", &other, dl(3000)), 0);
-    CU_ASSERT_PTR_NOT_NULL(other);
-    free(other);
-    CU_ASSERT_EQUAL(stats(srv).protocol_errors, 0);
-    ddp_store_free(a);
-    ddp_store_free(b);
-    ddp_store_free(c);
-    srv_end(srv);
-
-    srv = srv_start_proto(DDP_STORE_PROTO_LEGACY);
-    o = opts(srv_port(srv), 5000);
-    o.claim_key = "claim/3";
-    ddp_store_t *d = ddp_store_client_connect(g_sys, &o, NULL);
-    ddp_store_t *e = ddp_store_client_connect(g_sys, &o, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
-    CU_ASSERT_EQUAL(ddp_store_client_protocol(d), DDP_STORE_PROTO_LEGACY);
-    before = stats(srv).requests;
-    CU_ASSERT_EQUAL(ddp_store_client_claim(d, "claim/3", &other, dl(3000)), 1);
-    CU_ASSERT(stats(srv).requests > before); /* a request of its own */
-    CU_ASSERT_EQUAL(ddp_store_client_claim(e, "claim/3", &other, dl(3000)), 0);
-    free(other);
-    ddp_store_free(d);
-    ddp_store_free(e);
-    srv_end(srv);
-    ddp_store_t *m = ddp_store_memory_new(g_sys);
-    CU_ASSERT(ddp_store_client_claim(m, "claim/3", &other, dl(3000)) < 0);
-    ddp_store_free(m);
-}
-
 /* protocol auto against a legacy-only master (our server in legacy mode
  * behaves as torch 1.13's: it drops the VALIDATE/PING handshake): the
  * probe finds legacy, the client speaks it; what that table has works,
@@ -852,5 +781,4 @@ DDP_SUITE("store_client", suite_init, suite_cleanup,
           {"bad_reply_is_protocol_error", test_bad_reply_is_protocol_error},
           {"server_hangs_up", test_server_hangs_up},
           {"token", test_token},
-          {"connect_check_key", test_connect_check_key},
-          {"connect_claim_key", test_connect_claim_key})
+          {"connect_check_key", test_connect_check_key})

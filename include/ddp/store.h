@@ -254,9 +254,6 @@ typedef struct ddp_store_client_opts {
     const char *check_key; /* NULL: none; else CHECKed in the same round
                               trip as the connect's PING (current protocol):
                               ddp_store_client_checked says what it found */
-    const char *claim_key; /* NULL: none; else claimed in that round trip
-                              too (current protocol; see
-                              ddp_store_client_claim) */
 } ddp_store_client_opts_t;
 
 /* The connect retry schedule's defaults (docs/store-protocol.md): the n-th
@@ -284,16 +281,6 @@ DDP_API int ddp_store_client_attempts(const ddp_store_t *st);
  * not asked (no check_key, a legacy server, or not a client): CHECK it
  * with ddp_store_check then. */
 DDP_API int ddp_store_client_checked(const ddp_store_t *st);
-/* Claims key for this client: COMPARE_SET(key, "", v), v naming this
- * client (its host, its connection's local address, the clock when it
- * first connected; the same v on every retry). 1: the key holds v (this
- * client's claim, made now or by an earlier retry); 0: it held another
- * value, in *other (malloc'd; the other claimant, or whatever was there);
- * < 0: the request failed. When key is opts.claim_key the connect made the
- * claim in its PING's round trip (current protocol) and this costs no
- * request; otherwise (legacy, or another key) it is one round trip. */
-DDP_API int ddp_store_client_claim(ddp_store_t *st, const char *key,
-                                   char **other, int64_t deadline);
 /* The generation the client speaks (LEGACY or CURRENT; 0 if not a
  * client). */
 DDP_API ddp_store_proto_t ddp_store_client_protocol(const ddp_store_t *st);
