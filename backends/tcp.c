@@ -492,6 +492,13 @@ DDP_NOINLINE static int publish_peers(tcp_pg_t *pg, const ddp_addr_t *addrs,
     ddp_buf_t vals[TCP_GATHER_BATCH];
     int rc = keys && (text || !addrs) ? 0 : ddp_err_set(-ENOMEM, "tcp bootstrap: "
                                                                  "out of memory");
+    /* Entry r names r-1 and r+1: three formatted addresses roll along
+     * (fp: r-1's, fc: r's, fn: r+1's), each formatted once, not twice. */
+    char f[3][DDP_ADDR_STRLEN], *fp = f[0], *fc = f[1], *fn = f[2];
+    if (addrs) {
+        ddp_addr_format(&addrs[world - 1], fp, DDP_ADDR_STRLEN);
+        ddp_addr_format(&addrs[0], fc, DDP_ADDR_STRLEN);
+    }
     for (int base = 0; rc == 0 && base < world; base += TCP_GATHER_BATCH) {
         int nb = world - base < TCP_GATHER_BATCH ? world - base : TCP_GATHER_BATCH;
         for (int i = 0; i < nb; i++) {
@@ -502,11 +509,14 @@ DDP_NOINLINE static int publish_peers(tcp_pg_t *pg, const ddp_addr_t *addrs,
                 vals[i] = (ddp_buf_t){.data = (uint8_t *)errmsg, .len = strlen(errmsg)};
                 continue;
             }
-            char pa[DDP_ADDR_STRLEN], na[DDP_ADDR_STRLEN];
+            ddp_addr_format(&addrs[next], fn, DDP_ADDR_STRLEN);
             int n = ddp_fmt(text[i], VLEN, "%s %d %d %s %d %s", TCP_PEERS_HEADER,
-                            world, prev, ddp_addr_format(&addrs[prev], pa, sizeof pa),
-                            next, ddp_addr_format(&addrs[next], na, sizeof na));
+                            world, prev, fp, next, fn);
             vals[i] = (ddp_buf_t){.data = (uint8_t *)text[i], .len = (size_t)n};
+            char *t = fp; /* r+1's turn: r is its predecessor */
+            fp = fc;
+            fc = fn;
+            fn = t;
         }
         rc = ddp_store_multi_set(pg->base.store, kp, vals, (size_t)nb, deadline);
         if (rc)
@@ -609,8 +619,13 @@ static int parse_peers(tcp_pg_t *pg, const char *key, const char *text,
                            text, key);
     pg->prev_rank = prev;
     pg->next_rank = next;
-    ddp_addr_format(&pred, pg->prev_addr, sizeof pg->prev_addr);
-    ddp_addr_format(succ, pg->next_addr, sizeof pg->next_addr);
+    /* As rank 0 formatted them (ddp_addr_format), checked above. */
+    size_t pl = strnlen(pa, sizeof pg->prev_addr - 1),
+           nl = strnlen(na, sizeof pg->next_addr - 1);
+    memcpy(pg->prev_addr, pa, pl);
+    pg->prev_addr[pl] = '\0';
+    memcpy(pg->next_addr, na, nl);
+    pg->next_addr[nl] = '\0';
     return 0;
 }
 

@@ -686,15 +686,15 @@ static int sm_listen(ddp_sys_t *s, const ddp_addr_t *a, int backlog)
 {
     ddp_sim_task_t *t = me(s);
     ddp_sim_t *sim = t->sim;
-    char as[DDP_ADDR_STRLEN];
-    ddp_addr_format(a, as, sizeof as);
+    char as[DDP_ADDR_STRLEN]; /* for the errors only: a rank listens once */
     SIM_ENTER(t);
     SIM_POINT(t, SYS_NET_LISTEN);
     int ok;
     int node = local_node_of(t, a, &ok);
     if (!ok)
         return ddp_err_set(-EADDRNOTAVAIL, "could not bind %s: not an address "
-                                           "of node %s", as, sim->nodes[node].host);
+                                           "of node %s",
+                           ddp_addr_format(a, as, sizeof as), sim->nodes[node].host);
     uint16_t port = a->port;
     if (port == 0) {
         /* Like Linux: a random port of 32768..60999 (drawn from the run's
@@ -709,8 +709,8 @@ static int sm_listen(ddp_sys_t *s, const ddp_addr_t *a, int backlog)
         }
     }
     if (find_listener(sim, node, port)) {
-        ddp_err_set(-EADDRINUSE, "could not bind %s: %s", as,
-                    strerror(EADDRINUSE));
+        ddp_err_set(-EADDRINUSE, "could not bind %s: %s",
+                    ddp_addr_format(a, as, sizeof as), strerror(EADDRINUSE));
         return ddp_err_addr("%s", as);
     }
     sock_t *l = sock_new(sim, SK_LISTEN, t->id, node);
