@@ -219,8 +219,15 @@ void ddp__stacks_free(sim_stacks_t *p)
     for (int i = 0; i < p->nall; i++)
         VALGRIND_STACK_DEREGISTER(p->all[i].vg_id);
 #endif
-    for (int i = 0; i < p->nslabs; i++)
+    for (int i = 0; i < p->nslabs; i++) {
+#ifdef SIM_ASAN
+        /* Frames a task left without returning keep their scopes poisoned
+         * in the shadow, which munmap does not clear: the next mapping at
+         * these addresses (a thread's stack and TLS) would inherit them. */
+        ASAN_UNPOISON_MEMORY_REGION(p->slabs[i].map, p->slabs[i].len);
+#endif
         munmap(p->slabs[i].map, p->slabs[i].len);
+    }
     free(p->slabs);
     free(p->all);
     free(p->free);
