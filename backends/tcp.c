@@ -591,6 +591,14 @@ DDP_NOINLINE static int read_peers(tcp_pg_t *pg, const char *key, const ddp_buf_
     return rc;
 }
 
+/* An address text into a DDP_ADDR_STRLEN field (cut to fit). */
+static void copy_addr(char *dst, const char *src)
+{
+    size_t n = strnlen(src, DDP_ADDR_STRLEN - 1);
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
 static int parse_peers(tcp_pg_t *pg, const char *key, const char *text,
                        int64_t start, ddp_addr_t *succ)
 {
@@ -620,12 +628,8 @@ static int parse_peers(tcp_pg_t *pg, const char *key, const char *text,
     pg->prev_rank = prev;
     pg->next_rank = next;
     /* As rank 0 formatted them (ddp_addr_format), checked above. */
-    size_t pl = strnlen(pa, sizeof pg->prev_addr - 1),
-           nl = strnlen(na, sizeof pg->next_addr - 1);
-    memcpy(pg->prev_addr, pa, pl);
-    pg->prev_addr[pl] = '\0';
-    memcpy(pg->next_addr, na, nl);
-    pg->next_addr[nl] = '\0';
+    copy_addr(pg->prev_addr, pa);
+    copy_addr(pg->next_addr, na);
     return 0;
 }
 

@@ -453,7 +453,7 @@ static void start_context(ddp_sim_t *sim, ddp_sim_task_t *t)
                 stack_size(sim) / 1024, t->name, sim->ntasks, strerror(-rc));
         abort();
     }
-    ddp__ctx_start(&t->ctx, 0, task_entry);
+    ddp__ctx_start(&t->ctx, task_entry);
     t->ident = (ddp_ident_state_t *)t->ctx.stack.aux;
     /* A new slot's bytes are the mapping's zeros: only the fields that are
      * not zero are written (2 KiB, 32 cache lines per rank, otherwise). */

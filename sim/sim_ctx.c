@@ -247,7 +247,7 @@ void ddp__ctx_main(sim_ctx_t *c)
 #endif
 }
 
-void ddp__ctx_start(sim_ctx_t *c, size_t reserve, void (*entry)(void))
+void ddp__ctx_start(sim_ctx_t *c, void (*entry)(void))
 {
 #ifdef SIM_ASAN
     /* A reused stack still carries the poisoned redzones of the frames its
@@ -263,7 +263,7 @@ void ddp__ctx_start(sim_ctx_t *c, size_t reserve, void (*entry)(void))
      * ret, rsp is 16-byte aligned, as a call into ddp__ctx_boot would
      * leave it minus the return address that its own call then pushes. */
     uintptr_t top =
-        ((uintptr_t)(c->stack.base + c->stack.size - reserve) & ~(uintptr_t)15) - 16;
+        ((uintptr_t)(c->stack.base + c->stack.size) & ~(uintptr_t)15) - 16;
     uint64_t *sp = (uint64_t *)top - 8;
     uint32_t csr;
     uint16_t cw;
@@ -280,7 +280,7 @@ void ddp__ctx_start(sim_ctx_t *c, size_t reserve, void (*entry)(void))
     ucontext_t *uc = c->uc;
     getcontext(uc);
     uc->uc_stack.ss_sp = c->stack.base;
-    uc->uc_stack.ss_size = c->stack.size - reserve;
+    uc->uc_stack.ss_size = c->stack.size;
     uc->uc_link = NULL;
     makecontext(uc, entry, 0);
 #endif

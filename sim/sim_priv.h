@@ -263,9 +263,8 @@ int ddp__stacks_get(sim_stacks_t *p, size_t size, size_t aux, sim_stack_t *out);
 int ddp__stacks_put(sim_stacks_t *p, const sim_stack_t *s);
 void ddp__stacks_free(sim_stacks_t *p);
 void ddp__ctx_main(sim_ctx_t *c); /* the calling thread's */
-/* A context on c->stack that starts in entry; the top reserve bytes of the
- * stack are left to the caller. */
-void ddp__ctx_start(sim_ctx_t *c, size_t reserve, void (*entry)(void));
+/* A context on c->stack (all of it) that starts in entry. */
+void ddp__ctx_start(sim_ctx_t *c, void (*entry)(void));
 /* Leaves from (saved unless keep is 0: it is never resumed) for to. */
 void ddp__ctx_switch(sim_ctx_t *from, sim_ctx_t *to, int keep);
 void ddp__ctx_entered(void); /* first thing a new context's entry calls */
