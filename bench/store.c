@@ -48,6 +48,7 @@
 #include <sys/resource.h>
 #include <signal.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ddp/err.h"
 #include "ddp/log.h"
@@ -136,31 +137,91 @@ static double run_phase(ddp_store_t **sts, int n, int total, int get,
     return (double)(total / n * n) / ((double)(t1 - t0) / 1e9);
 }
 
-/* ops/s of `total` GETs over n connections driven by one thread. */
-static double event_loop_gets(int n, int total)
+/* One server's GET as the event-loop generator speaks it: what each
+ * connection sends once (ours: VALIDATE; redis: nothing), the request, the
+ * length of the reply. The same loop drives both servers, so the generator
+ * costs the same on both sides: redis-benchmark, measured here at -c 500,
+ * is itself the bottleneck (99 % of a CPU, redis-server 69 %). */
+typedef struct el_target {
+    const char *name;
+    uint16_t port;
+    int pid; /* redis-server's, for its CPU time; 0: ours (this process) */
+    const uint8_t *hello, *req;
+    size_t hello_len, req_len, reply_len;
+} el_target_t;
+
+static uint8_t our_hello[5], our_req[1 + 8 + 7];
+static el_target_t g_ours, g_redis; /* g_redis.port == 0: no redis */
+
+static double ru_cpu(int who)
 {
-    uint8_t req[1 + 8 + 7];
+    struct rusage ru;
+    getrusage(who, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+/* CPU seconds of the target's server so far, -1 if unknown. Ours: this
+ * process less the calling thread (the generator); the server thread is the
+ * only other one running then. Redis: /proc/PID/stat, in clock ticks. */
+static double server_cpu(const el_target_t *tg)
+{
+    if (!tg->pid)
+        return ru_cpu(RUSAGE_SELF) - ru_cpu(RUSAGE_THREAD);
+    char path[64], line[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", tg->pid);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(line, 1, sizeof line - 1, f) : 0;
+    if (f)
+        fclose(f);
+    line[n] = 0;
+    const char *p = strrchr(line, ')'); /* the name may hold spaces */
+    unsigned long long ut, st;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+                     &ut, &st) != 2)
+        return -1;
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+static void el_targets_init(uint16_t redis_port, int redis_pid)
+{
+    static const char redis_req[] = "*2\r\n$3\r\nGET\r\n$6\r\nel:key\r\n";
+    uint32_t magic = DDP_STORE_MAGIC;
     uint64_t kl = 7;
-    req[0] = DDP_STORE_OP_GET;
-    memcpy(req + 1, &kl, 8);
-    memcpy(req + 9, "/el/key", 7);
+    our_hello[0] = DDP_STORE_OP_VALIDATE;
+    memcpy(our_hello + 1, &magic, 4);
+    our_req[0] = DDP_STORE_OP_GET;
+    memcpy(our_req + 1, &kl, 8);
+    memcpy(our_req + 9, "/el/key", 7);
+    g_ours = (el_target_t){"ours", g_port, 0, our_hello, our_req, sizeof our_hello,
+                           sizeof our_req, 8 + 3}; /* 8-byte length + "xxx" */
+    g_redis = (el_target_t){"redis", redis_port, redis_pid, NULL, (const uint8_t *)redis_req, 0,
+                            sizeof redis_req - 1, 9}; /* "$3\r\nxxx\r\n" */
+}
+
+/* ops/s of `total` GETs over n connections driven by one thread; the
+ * server's CPU time per GET in *srv_us (-1: unknown). */
+static double event_loop_gets(const el_target_t *tg, int n, int total, double *srv_us)
+{
     ddp_addr_t a;
-    ddp_addr_parse("127.0.0.1", g_port, &a);
+    ddp_addr_parse("127.0.0.1", tg->port, &a);
     int *fd = calloc((size_t)n, sizeof *fd), *got = calloc((size_t)n, sizeof *got);
     int ep = ddp_sys_epoll_create(g_sys), done = 0, sent = 0, failed = 0;
-    uint8_t v[5] = {DDP_STORE_OP_VALIDATE}, buf[64];
-    uint32_t magic = DDP_STORE_MAGIC;
-    memcpy(v + 1, &magic, 4);
+    uint8_t buf[64];
     int64_t dl = ddp_sys_deadline_in(g_sys, 60 * DDP_NS_PER_S);
+    int rl = (int)tg->reply_len;
     for (int i = 0; i < n && !failed; i++) {
         fd[i] = ddp_sys_connect(g_sys, &a, dl);
-        failed = fd[i] < 0 || ddp_sys_send_all(g_sys, fd[i], v, sizeof v, dl) != 0 ||
+        failed = fd[i] < 0 ||
+                 (tg->hello_len &&
+                  ddp_sys_send_all(g_sys, fd[i], tg->hello, tg->hello_len, dl) != 0) ||
                  ddp_sys_epoll_ctl(g_sys, ep, DDP_EPOLL_ADD, fd[i], DDP_POLLIN,
                                    (uint64_t)i) != 0;
     }
     int64_t t0 = ddp_sys_now(g_sys);
+    double c0 = server_cpu(tg);
     for (int i = 0; i < n && !failed; i++, sent++)
-        failed = ddp_sys_send_all(g_sys, fd[i], req, sizeof req, dl) != 0;
+        failed = ddp_sys_send_all(g_sys, fd[i], tg->req, tg->req_len, dl) != 0;
     ddp_epoll_event_t ev[256];
     while (!failed && done < total) {
         int k = ddp_sys_epoll_wait(g_sys, ep, ev, 256, dl);
@@ -172,17 +233,19 @@ static double event_loop_gets(int n, int total)
                 continue;
             failed = r <= 0;
             got[i] += (int)r;
-            while (!failed && got[i] >= 11) {
-                got[i] -= 11;
+            while (!failed && got[i] >= rl) {
+                got[i] -= rl;
                 done++;
                 if (sent < total) {
-                    failed = ddp_sys_send_all(g_sys, fd[i], req, sizeof req, dl) != 0;
+                    failed = ddp_sys_send_all(g_sys, fd[i], tg->req, tg->req_len, dl) != 0;
                     sent++;
                 }
             }
         }
     }
     int64_t t1 = ddp_sys_now(g_sys);
+    double c1 = server_cpu(tg);
+    *srv_us = c0 >= 0 && c1 >= 0 && done ? (c1 - c0) * 1e6 / done : -1;
     for (int i = 0; i < n; i++)
         if (fd[i] > 0) {
             ddp_sys_epoll_ctl(g_sys, ep, DDP_EPOLL_DEL, fd[i], 0, 0);
@@ -192,8 +255,78 @@ static double event_loop_gets(int n, int total)
     free(fd);
     free(got);
     if (failed)
-        fprintf(stderr, "bench event loop: %s\n", ddp_err_message());
+        fprintf(stderr, "bench event loop (%s, port %u): %s\n", tg->name,
+                (unsigned)tg->port, ddp_err_message());
     return failed ? -1 : (double)done / ((double)(t1 - t0) / 1e9);
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The event-loop GET: ours alone, or with --redis ours and redis taken
+ * in turn, EL_REPS times each; the medians of the rates and of the server's
+ * CPU time per GET (what a server that saturates its CPU could serve: on
+ * 2 CPUs the generator needs one, so the rate is the generator's as much
+ * as the server's). */
+#define EL_REPS 3
+static double median3(double *v)
+{
+    qsort(v, EL_REPS, sizeof *v, cmp_dbl);
+    return v[EL_REPS / 2];
+}
+
+static void bench_event_loop(int clients, int total)
+{
+    double o[EL_REPS], r[EL_REPS], ou[EL_REPS], ru[EL_REPS];
+    if (!g_redis.port) {
+        o[0] = event_loop_gets(&g_ours, clients, total, &ou[0]);
+        printf("GET c=%d (event loop): %.0f ops/s (%d plain GETs from one "
+               "thread, as redis-benchmark; server CPU %.2f us/GET)\n",
+               clients, o[0], total, ou[0]);
+        return;
+    }
+    for (int k = 0; k < EL_REPS; k++) {
+        o[k] = event_loop_gets(&g_ours, clients, total, &ou[k]);
+        r[k] = event_loop_gets(&g_redis, clients, total, &ru[k]);
+    }
+    double om = median3(o), rm = median3(r);
+    printf("GET c=%d (event loop): %.0f ops/s (%d plain GETs from one thread, "
+           "median of %d, taken in turn with redis; runs %.0f..%.0f)\n",
+           clients, om, total, EL_REPS, o[0], o[EL_REPS - 1]);
+    printf("redis GET c=%d (event loop): %.0f ops/s (the same generator, the same "
+           "GETs, RESP; runs %.0f..%.0f)\n",
+           clients, rm, r[0], r[EL_REPS - 1]);
+    double oum = median3(ou), rum = median3(ru);
+    printf("GET c=%d (event loop) server CPU: %.2f us/GET (median; %.2f..%.2f)\n",
+           clients, oum, ou[0], ou[EL_REPS - 1]);
+    printf("redis GET c=%d (event loop) server CPU: %.2f us/GET (median; %.2f..%.2f; "
+           "redis-server's /proc/PID/stat, 10 ms ticks)\n",
+           clients, rum, ru[0], ru[EL_REPS - 1]);
+}
+
+/* redis's copy of the key the event loop GETs: one RESP SET. */
+static int redis_set_key(void)
+{
+    static const char set[] = "*3\r\n$3\r\nSET\r\n$6\r\nel:key\r\n$3\r\nxxx\r\n";
+    ddp_addr_t a;
+    ddp_addr_parse("127.0.0.1", g_redis.port, &a);
+    int64_t dl = ddp_sys_deadline_in(g_sys, 5 * DDP_NS_PER_S);
+    char ok[5];
+    int fd = ddp_sys_connect(g_sys, &a, dl);
+    int rc = fd < 0 ? fd : ddp_sys_send_all(g_sys, fd, set, sizeof set - 1, dl);
+    if (rc == 0)
+        rc = ddp_sys_recv_all(g_sys, fd, ok, sizeof ok, dl);
+    if (fd >= 0)
+        ddp_sys_close(g_sys, fd);
+    if (rc == 0 && memcmp(ok, "+OK\r\n", 5) != 0)
+        rc = ddp_err_set(DDP_EPROTOCOL, "redis answered SET with \"%.5s\"", ok);
+    if (rc)
+        fprintf(stderr, "bench: redis on 127.0.0.1:%u: %s\n", (unsigned)g_redis.port,
+                ddp_err_message());
+    return rc;
 }
 
 static void bench_ops(int clients, int total)
@@ -215,9 +348,7 @@ static void bench_ops(int clients, int total)
                "client threads)\n",
                clients, get_normal);
     if (clients > 1)
-        printf("GET c=%d (event loop): %.0f ops/s (%d plain GETs from one "
-               "thread, as redis-benchmark)\n",
-               clients, event_loop_gets(clients, total), total);
+        bench_event_loop(clients, total);
 out:
     for (int i = 0; i < clients; i++)
         ddp_store_free(sts[i]);
@@ -397,7 +528,7 @@ static int int_list(const char *s, int *out, int max)
 
 int main(int argc, char **argv)
 {
-    int ops = 200000, ranks = 1024;
+    int ops = 200000, ranks = 1024, redis_port = 0, redis_pid = 0;
     int idle[8] = {2000, 5000, 10000}, nidle = 3;
     int clients[8] = {50, 500}, nclients = 2;
     for (int i = 1; i < argc; i++) {
@@ -405,6 +536,10 @@ int main(int argc, char **argv)
             ops = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--ranks") && i + 1 < argc)
             ranks = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--redis") && i + 1 < argc)
+            redis_port = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--redis-pid") && i + 1 < argc)
+            redis_pid = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--idle") && i + 1 < argc &&
                  (nidle = int_list(argv[++i], idle, 8)) >= 0)
             ;
@@ -413,13 +548,13 @@ int main(int argc, char **argv)
             ;
         else {
             fprintf(stderr, "usage: %s [--ops N] [--ranks R] [--idle N,N...] "
-                            "[--clients N,N...]\n",
+                            "[--clients N,N...] [--redis PORT [--redis-pid PID]]\n",
                     argv[0]);
             return 2;
         }
     }
-    if (ops < 50 || ranks < 1) {
-        fprintf(stderr, "bench: --ops >= 50, --ranks >= 1\n");
+    if (ops < 50 || ranks < 1 || redis_port < 0 || redis_port > 65535) {
+        fprintf(stderr, "bench: --ops >= 50, --ranks >= 1, --redis 1..65535\n");
         return 2;
     }
     g_sys = ddp_sys_posix_new(NULL);
@@ -442,6 +577,9 @@ int main(int argc, char **argv)
         ddp_store_ping(setter, sdl) != 0)
         return 1;
     ddp_store_free(setter);
+    el_targets_init((uint16_t)redis_port, redis_pid);
+    if (redis_port && redis_set_key() != 0)
+        return 1;
     /* One client is latency-bound (one round trip per GET): fewer ops
      * give the same figure in a tenth of the time. */
     bench_ops(1, ops / 10 > 1000 ? ops / 10 : ops);
