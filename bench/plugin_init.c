@@ -46,9 +46,13 @@ static void bench_sim(int n, ddp_sim_tasks_t tasks)
     }
     ddp_sim_launch_t l = {.accelerator = "ddp_hpc", .nodes = nodes, .procs = n / nodes};
     ddp_sim_launch_build(sim, &l);
+    double s0, s1;
+    long f0, f1;
+    bench_sys(&s0, &f0);
     double t0 = wall(), c0 = bench_cpu();
     ddp_sim_run(sim);
     double dt = wall() - t0, dc = bench_cpu() - c0;
+    bench_sys(&s1, &f1);
     int ok = 0;
     for (int i = 0; i < ddp_sim_task_count(sim); i++) {
         const ddp_sim_outcome_t *out = ddp_sim_outcome(sim, i);
@@ -59,10 +63,10 @@ static void bench_sim(int n, ddp_sim_tasks_t tasks)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     printf("%-5s %5d ranks: wall %7.3f s, cpu %.3f s, virtual %.3f s, hand-offs %llu, "
-           "ok %d/%d, peak RSS %.1f MiB, unread at most %.1f KiB\n",
+           "ok %d/%d, peak RSS %.1f MiB, unread at most %.1f KiB, sys %.3f s, page faults %ld\n",
            tasks == DDP_SIM_TASKS_THREADS ? "simt" : "sim", n, dt, dc,
            (double)st.virtual_ns / 1e9, (unsigned long long)st.handoffs, ok, n,
-           (double)ru.ru_maxrss / 1024.0, (double)st.rx_peak_bytes / 1024.0);
+           (double)ru.ru_maxrss / 1024.0, (double)st.rx_peak_bytes / 1024.0, s1 - s0, f1 - f0);
     fflush(stdout);
     ddp_sim_free(sim);
 }

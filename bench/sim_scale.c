@@ -38,9 +38,13 @@ static int run_one(int n, ddp_sim_tasks_t tasks)
     }
     ddp_sim_rendezvous_t rv = {.ranks = n, .timeout_ns = 1800LL * 1000000000LL};
     ddp_sim_rendezvous_build(sim, &rv);
+    double s0, s1;
+    long f0, f1;
+    bench_sys(&s0, &f0);
     double t0 = wall(), c0 = bench_cpu();
     ddp_sim_result_t res = ddp_sim_run(sim);
     double dt = wall() - t0, dc = bench_cpu() - c0;
+    bench_sys(&s1, &f1);
     int ok = 0;
     for (int r = 0; r < n; r++) {
         const ddp_sim_outcome_t *out = ddp_sim_outcome(sim, rv.first_rank_task + r);
@@ -51,10 +55,11 @@ static int run_one(int n, ddp_sim_tasks_t tasks)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     printf("%7d ranks %5d nodes  wall %7.3f s  cpu %7.3f s  peak RSS %7.1f MiB  "
-           "virtual %8.3f s  hand-offs %9llu  %9.0f hand-offs/s  %6.1f us/rank  ok %d/%d%s\n",
+           "virtual %8.3f s  hand-offs %9llu  %9.0f hand-offs/s  %6.1f us/rank  ok %d/%d%s  "
+           "sys %.3f s  page faults %ld\n",
            n, nodes, dt, dc, (double)ru.ru_maxrss / 1024.0, (double)st.virtual_ns / 1e9,
            (unsigned long long)st.handoffs, (double)st.handoffs / dt, dt * 1e6 / n,
-           ok, n, res == DDP_SIM_DONE ? "" : " (not done)");
+           ok, n, res == DDP_SIM_DONE ? "" : " (not done)", s1 - s0, f1 - f0);
     fflush(stdout);
     ddp_sim_free(sim);
     return ok == n ? 0 : 1;
