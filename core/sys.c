@@ -227,6 +227,9 @@ void ddp_rng_fill(ddp_rng_t *r, void *buf, size_t n)
     uint64_t x = ddp_rng_next(r);
     unsigned char *p = buf;
     size_t i = 0;
+    /* Unrolled: the loop's own add, compare and branch were a third of its
+     * instructions (thousands of ranks fill a model each). */
+#pragma GCC unroll 4
     for (; i + 8 <= n; i += 8) {
         uint64_t w = wyrand(&x);
         memcpy(p + i, &w, 8);
