@@ -140,8 +140,9 @@ static double run_phase(ddp_store_t **sts, int n, int total, int get,
 /* One server's GET as the event-loop generator speaks it: what each
  * connection sends once (ours: VALIDATE; redis: nothing), the request, the
  * length of the reply. The same loop drives both servers, so the generator
- * costs the same on both sides: redis-benchmark, measured here at -c 500,
- * is itself the bottleneck (99 % of a CPU, redis-server 69 %). */
+ * costs the same on both sides: redis-benchmark is itself the bottleneck
+ * (bench/store.sh prints it: 83-99 % of a CPU at -c 50 and -c 500, while
+ * redis-server takes 58-72 %; docs/benchmarks.md section 14). */
 typedef struct el_target {
     const char *name;
     uint16_t port;
