@@ -279,6 +279,18 @@ static double median3(double *v)
     return v[EL_REPS / 2];
 }
 
+/* A target's two lines: the median rate and the median server CPU per GET
+ * (sorts both arrays), with their ranges. */
+static void el_report(const char *who, int clients, double *rate, double *us,
+                      const char *what)
+{
+    double rm = median3(rate), um = median3(us);
+    printf("%sGET c=%d (event loop): %.0f ops/s (median of %d: %s; runs %.0f..%.0f)\n",
+           who, clients, rm, EL_REPS, what, rate[0], rate[EL_REPS - 1]);
+    printf("%sGET c=%d (event loop) server CPU: %.2f us/GET (median; %.2f..%.2f)\n", who,
+           clients, um, us[0], us[EL_REPS - 1]);
+}
+
 static void bench_event_loop(int clients, int total)
 {
     double o[EL_REPS], r[EL_REPS], ou[EL_REPS], ru[EL_REPS];
@@ -293,19 +305,9 @@ static void bench_event_loop(int clients, int total)
         o[k] = event_loop_gets(&g_ours, clients, total, &ou[k]);
         r[k] = event_loop_gets(&g_redis, clients, total, &ru[k]);
     }
-    double om = median3(o), rm = median3(r);
-    printf("GET c=%d (event loop): %.0f ops/s (%d plain GETs from one thread, "
-           "median of %d, taken in turn with redis; runs %.0f..%.0f)\n",
-           clients, om, total, EL_REPS, o[0], o[EL_REPS - 1]);
-    printf("redis GET c=%d (event loop): %.0f ops/s (the same generator, the same "
-           "GETs, RESP; runs %.0f..%.0f)\n",
-           clients, rm, r[0], r[EL_REPS - 1]);
-    double oum = median3(ou), rum = median3(ru);
-    printf("GET c=%d (event loop) server CPU: %.2f us/GET (median; %.2f..%.2f)\n",
-           clients, oum, ou[0], ou[EL_REPS - 1]);
-    printf("redis GET c=%d (event loop) server CPU: %.2f us/GET (median; %.2f..%.2f; "
-           "redis-server's /proc/PID/stat, 10 ms ticks)\n",
-           clients, rum, ru[0], ru[EL_REPS - 1]);
+    el_report("", clients, o, ou, "plain GETs from one thread, taken in turn with redis");
+    el_report("redis ", clients, r, ru, "the same generator, the same GETs, RESP; CPU "
+                                        "from redis-server's /proc/PID/stat, 10 ms ticks");
 }
 
 /* redis's copy of the key the event loop GETs: one RESP SET. */
@@ -443,14 +445,6 @@ static int idle_child(ddp_sys_t *sys, void *arg)
         ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 3600 * DDP_NS_PER_S));
 }
 
-static double cpu_s(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
-           (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
-}
-
 static int cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -479,10 +473,10 @@ static void bench_idle(ddp_store_server_t *srv, int n)
     if (st.clients < (size_t)n) {
         printf("idle=%d: only %zu connected (fd limits?)\n", n, st.clients);
     } else {
-        double c0 = cpu_s();
+        double c0 = ru_cpu(RUSAGE_SELF);
         int64_t t0 = ddp_sys_now(g_sys);
         ddp_sys_sleep_until(g_sys, ddp_sys_deadline_in(g_sys, 2 * DDP_NS_PER_S));
-        double share = (cpu_s() - c0) / ((double)(ddp_sys_now(g_sys) - t0) / 1e9);
+        double share = (ru_cpu(RUSAGE_SELF) - c0) / ((double)(ddp_sys_now(g_sys) - t0) / 1e9);
         ddp_store_t *cl = connect_one(99);
         enum { NGET = 2000 };
         static int64_t lat[NGET];

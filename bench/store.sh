@@ -64,15 +64,16 @@ run_ours --redis "$PORT" --redis-pid "$PID" "$@"
 
 # CPU seconds: this shell's reaped children (redis-benchmark), redis-server.
 tck=$(getconf CLK_TCK)
-kids_cpu() { awk -v t="$tck" '{ sub(/.*\) /, ""); print ($14 + $15) / t }' /proc/$$/stat; }
-proc_cpu() { awk -v t="$tck" '{ sub(/.*\) /, ""); print ($12 + $13) / t }' "/proc/$1/stat"; }
+# stat_cpu PID F: fields F and F+1 of /proc/PID/stat after "(comm) ", in s
+# (12: utime + stime; 14: cutime + cstime, the reaped children's).
+stat_cpu() { awk -v t="$tck" -v f="$2" '{ sub(/.*\) /, ""); print ($f + $(f + 1)) / t }' "/proc/$1/stat"; }
 now() { awk '{ print $1 }' /proc/uptime; }
 RED=
 for c in 50 500; do
-    k0=$(kids_cpu) s0=$(proc_cpu "$PID") t0=$(now)
+    k0=$(stat_cpu $$ 14) s0=$(stat_cpu "$PID" 12) t0=$(now)
     r=$(redis-benchmark -p "$PORT" -t set,get -c "$c" -n 200000 -q 2>&1 |
         tr '\r' '\n' | grep 'requests per second' | sed "s/^\([A-Z]*\):/\1 c=$c:/")
-    k1=$(kids_cpu) s1=$(proc_cpu "$PID") t1=$(now)
+    k1=$(stat_cpu $$ 14) s1=$(stat_cpu "$PID" 12) t1=$(now)
     RED="$RED$r
 "
     CPU="${CPU:-}$(awk -v c="$c" -v kb="$k1" -v ka="$k0" -v sb="$s1" -v sa="$s0" \
