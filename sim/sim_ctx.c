@@ -20,6 +20,7 @@
  * stack is (VALGRIND_STACK_REGISTER), so it does not take a switch for a
  * stack overflow. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -114,9 +115,32 @@ static _Thread_local sim_ctx_t *leaving;
  * scheduler's per-task identity state: on the stack's own top it pushed
  * the deepest frames of a simulated rank onto a second page). A stack
  * given back, with its aux block, is handed out again before a new slot is
- * cut. */
+ * cut.
+ *
+ * Slabs outlive the simulation that mapped them: ddp__stacks_free hands
+ * up to CACHE_SLABS of them to a process-wide cache, guards in place, and
+ * the next simulation takes a cached slab before it maps a new one. A
+ * sweep (`ddpsim explore`, `run` over many scenarios, a shard) runs
+ * thousands of simulations in one process; each used to map its stacks
+ * afresh, and every first touch of a stack or aux page was a page fault:
+ * 37 per run of 16 ranks, 2,100 per run of 1,024 (docs/benchmarks.md
+ * § 15). Resident, a cached slab keeps the pages its tasks touched (about
+ * 0.6 MiB for 64 ranks); 64 slabs are the stacks of 4,096 tasks. */
 #define STACKS_PER_SLAB 64
 #define SLAB_MAX_BYTES (64u << 20)
+#define CACHE_SLABS 64
+
+typedef struct cached_slab {
+    char *map;
+    size_t len, slot, aux;
+    int n, cut;
+} cached_slab_t;
+
+static struct {
+    pthread_mutex_t mu; /* process-wide: any thread may run a simulation */
+    cached_slab_t s[CACHE_SLABS];
+    int n;
+} cache = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static void *xgrow(void *p, int *cap, size_t elem)
 {
@@ -146,6 +170,85 @@ static int guard(char *at, size_t page)
     return mprotect(at, page, PROT_NONE);
 }
 
+/* A cached slab of this shape, out of the cache (0), or -1: none. */
+static int cache_take(size_t slot, size_t aux, cached_slab_t *out)
+{
+    int found = -1;
+    pthread_mutex_lock(&cache.mu);
+    for (int i = cache.n - 1; i >= 0 && found < 0; i--) {
+        if (cache.s[i].slot == slot && cache.s[i].aux == aux) {
+            *out = cache.s[i];
+            cache.s[i] = cache.s[--cache.n];
+            found = 0;
+        }
+    }
+    pthread_mutex_unlock(&cache.mu);
+    return found;
+}
+
+/* Keeps the slab for a later simulation (1), or 0: the cache is full. */
+static int cache_put(const cached_slab_t *c)
+{
+    int kept = 0;
+    pthread_mutex_lock(&cache.mu);
+    if (cache.n < CACHE_SLABS) {
+        cache.s[cache.n++] = *c;
+        kept = 1;
+    }
+    pthread_mutex_unlock(&cache.mu);
+    return kept;
+}
+
+/* The current slab is left behind (for the next one, or at the end): its
+ * slots used so far, or by an earlier simulation, are not fresh now. */
+static void slab_done(sim_stacks_t *p)
+{
+    if (p->nslabs > 0) {
+        int used = p->slabs[p->nslabs - 1].n - p->left;
+        if (used > p->slabs[p->nslabs - 1].cut)
+            p->slabs[p->nslabs - 1].cut = used;
+    }
+}
+
+/* The next slab: a cached one of the same shape (its first `cut` slots
+ * already guarded, its bytes a finished simulation's), else a new mapping. */
+static int next_slab(sim_stacks_t *p, size_t slot, size_t aux)
+{
+    int n = (int)(SLAB_MAX_BYTES / (slot + aux));
+    n = n < 1 ? 1 : n > STACKS_PER_SLAB ? STACKS_PER_SLAB : n;
+    if (p->nslabs == p->slabs_cap) {
+        void *g = xgrow(p->slabs, &p->slabs_cap, sizeof *p->slabs);
+        if (!g)
+            return -ENOMEM;
+        p->slabs = g;
+    }
+    slab_done(p);
+    cached_slab_t c;
+    if (cache_take(slot, aux, &c) == 0) {
+        n = c.n;
+        p->primed = c.cut;
+    } else {
+        c.len = (slot + aux) * (size_t)n;
+        c.map = mmap(NULL, c.len, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+        if (c.map == MAP_FAILED)
+            return -errno;
+        p->primed = 0;
+    }
+    p->slabs[p->nslabs].map = c.map;
+    p->slabs[p->nslabs].len = c.len;
+    p->slabs[p->nslabs].slot = slot;
+    p->slabs[p->nslabs].aux = aux;
+    p->slabs[p->nslabs].n = n;
+    p->slabs[p->nslabs++].cut = p->primed;
+    p->next = c.map;
+    p->next_aux = c.map + slot * (size_t)n;
+    p->left = n;
+    p->slot = slot;
+    p->aux = aux;
+    return 0;
+}
+
 int ddp__stacks_get(sim_stacks_t *p, size_t size, size_t aux, sim_stack_t *out)
 {
     if (p->nfree) {
@@ -157,27 +260,9 @@ int ddp__stacks_get(sim_stacks_t *p, size_t size, size_t aux, sim_stack_t *out)
     size = (size + page - 1) / page * page;
     aux = (aux + 63) & ~(size_t)63;
     if (!p->left || p->slot != size + page || p->aux != aux) {
-        size_t slot = size + page;
-        int n = (int)(SLAB_MAX_BYTES / (slot + aux));
-        n = n < 1 ? 1 : n > STACKS_PER_SLAB ? STACKS_PER_SLAB : n;
-        if (p->nslabs == p->slabs_cap) {
-            void *g = xgrow(p->slabs, &p->slabs_cap, sizeof *p->slabs);
-            if (!g)
-                return -ENOMEM;
-            p->slabs = g;
-        }
-        size_t len = (slot + aux) * (size_t)n;
-        char *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-        if (m == MAP_FAILED)
-            return -errno;
-        p->slabs[p->nslabs].map = m;
-        p->slabs[p->nslabs++].len = len;
-        p->next = m;
-        p->next_aux = m + slot * (size_t)n;
-        p->left = n;
-        p->slot = slot;
-        p->aux = aux;
+        int rc = next_slab(p, size + page, aux);
+        if (rc)
+            return rc;
     }
     if (p->nall == p->all_cap) {
         void *g = xgrow(p->all, &p->all_cap, sizeof *p->all);
@@ -185,12 +270,13 @@ int ddp__stacks_get(sim_stacks_t *p, size_t size, size_t aux, sim_stack_t *out)
             return -ENOMEM;
         p->all = g;
     }
-    if (guard(p->next, page) != 0)
+    int primed = p->primed > 0;
+    if (!primed && guard(p->next, page) != 0)
         return -errno;
     out->base = p->next + page;
     out->size = size;
     out->aux = aux ? p->next_aux : NULL;
-    out->fresh = 1;
+    out->fresh = !primed; /* else a finished simulation's bytes */
 #ifdef CTX_VALGRIND
     out->vg_id = VALGRIND_STACK_REGISTER(out->base, out->base + out->size);
 #endif
@@ -198,6 +284,7 @@ int ddp__stacks_get(sim_stacks_t *p, size_t size, size_t aux, sim_stack_t *out)
     p->next += p->slot;
     p->next_aux += p->aux;
     p->left--;
+    p->primed -= primed;
     return 0;
 }
 
@@ -219,14 +306,20 @@ void ddp__stacks_free(sim_stacks_t *p)
     for (int i = 0; i < p->nall; i++)
         VALGRIND_STACK_DEREGISTER(p->all[i].vg_id);
 #endif
+    slab_done(p);
     for (int i = 0; i < p->nslabs; i++) {
 #ifdef SIM_ASAN
         /* Frames a task left without returning keep their scopes poisoned
          * in the shadow, which munmap does not clear: the next mapping at
-         * these addresses (a thread's stack and TLS) would inherit them. */
+         * these addresses (a thread's stack and TLS), or the next
+         * simulation's tasks on a cached slab, would inherit them. */
         ASAN_UNPOISON_MEMORY_REGION(p->slabs[i].map, p->slabs[i].len);
 #endif
-        munmap(p->slabs[i].map, p->slabs[i].len);
+        cached_slab_t c = {.map = p->slabs[i].map, .len = p->slabs[i].len,
+                           .slot = p->slabs[i].slot, .aux = p->slabs[i].aux,
+                           .n = p->slabs[i].n, .cut = p->slabs[i].cut};
+        if (!cache_put(&c))
+            munmap(p->slabs[i].map, p->slabs[i].len);
     }
     free(p->slabs);
     free(p->all);

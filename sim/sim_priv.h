@@ -63,12 +63,15 @@ typedef struct sim_stack {
 typedef struct sim_stacks {
     struct {
         char *map;
-        size_t len;
+        size_t len, slot, aux; /* its shape (see slot and aux below) */
+        int n, cut; /* slots, and how many are not fresh: cut (guard in place)
+                     * by this simulation or an earlier one (sim_ctx.c) */
     } *slabs;
     int nslabs, slabs_cap;
     char *next;  /* the current slab's next slot */
     char *next_aux; /* ... and its aux block */
     int left;    /* slots left in it */
+    int primed;  /* of those, how many an earlier simulation cut (sim_ctx.c) */
     size_t slot; /* guard + stack */
     size_t aux;  /* an aux block (a multiple of 64 bytes) */
     sim_stack_t *all, *free;

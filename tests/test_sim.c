@@ -1028,6 +1028,36 @@ static void test_contexts_stack_reuse(void)
     ddp_sim_free(sim);
 }
 
+/* Simulations run one after another share a process-wide cache of stack
+ * slabs (sim/sim_ctx.c): a task must start clean on a slot an earlier
+ * simulation left dirty, however many slots the simulations in between
+ * used. With 8, then 3, then 8 tasks, slots 3..7 were last used two
+ * simulations back: a cache that remembered only the last user of a slab
+ * took them for new ones (zeros) and skipped their reset. 70 tasks take a
+ * second slab. */
+static int dirty_sims(uint64_t seed)
+{
+    static const int counts[] = {8, 3, 8, 1, 70, 8};
+    int bad = 0;
+    for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
+        ddp_sim_t *sim = sim_with_tasks(seed + k, DDP_SIM_TASKS_CONTEXTS, 0);
+        for (int i = 0; i < counts[k]; i++)
+            ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = i % 2, .name = "t", .rank = i},
+                             dirty_child, NULL);
+        bad += ddp_sim_run(sim) != DDP_SIM_DONE;
+        for (int i = 0; i < counts[k]; i++)
+            bad += ddp_sim_outcome(sim, i)->rc != 0;
+        ddp_sim_free(sim);
+    }
+    return bad;
+}
+
+static void test_contexts_slab_cache(void)
+{
+    CU_ASSERT_EQUAL(dirty_sims(20), 0);
+    CU_ASSERT_EQUAL(dirty_sims(30), 0);
+}
+
 /* Trace lines are formatted without printf where the fields allow: the
  * bytes must be printf's, for the handled conversions, for the others (the
  * printf fallback), and for a line cut at 1 KiB. */
@@ -1138,5 +1168,6 @@ DDP_SUITE("sim", NULL, NULL,
           {"deep stacks survive switches (both task kinds)", test_tasks_deep_stacks},
           {"identity, error context and errno per task", test_tasks_identity},
           {"contexts: exited tasks' stacks reused, fresh state", test_contexts_stack_reuse},
+          {"contexts: later simulations' tasks start clean on cached slabs", test_contexts_slab_cache},
           {"trace lines: printf's bytes, cut at 1 KiB", test_trace_line_bytes},
           {"a task ignoring cancellation is stopped (both kinds)", test_tasks_ignoring_cancel})
