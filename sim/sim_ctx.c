@@ -124,8 +124,8 @@ static _Thread_local sim_ctx_t *leaving;
  * thousands of simulations in one process; each used to map its stacks
  * afresh, and every first touch of a stack or aux page was a page fault:
  * 37 per run of 16 ranks, 2,100 per run of 1,024 (docs/benchmarks.md
- * § 15). Resident, a cached slab keeps the pages its tasks touched (about
- * 0.6 MiB for 64 ranks); 64 slabs are the stacks of 4,096 tasks. */
+ * § 15). A cached slab keeps resident what its tasks touched (a stack page
+ * or two and a 2 KiB aux block each); 64 slabs hold 4,096 tasks' stacks. */
 #define STACKS_PER_SLAB 64
 #define SLAB_MAX_BYTES (64u << 20)
 #define CACHE_SLABS 64
