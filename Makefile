@@ -164,6 +164,7 @@ bench: $(BENCH_BIN) $(DDPSIM)
 	@sh scripts/deps.sh --bench
 	@for b in $(BENCH_BIN); do echo "== $$b"; $$b || exit 1; done
 	@if [ -f bench/store.sh ]; then B=$(B) sh bench/store.sh; fi
+	@DDPSIM=$(DDPSIM) sh bench/sweep.sh
 
 # Real runs (docs/real-runs.md): the scenarios tagged `real` as real
 # processes on loopback, those tagged `netns` on one network namespace per
