@@ -4,7 +4,7 @@
 # Needs root (apt-get) only when something is missing.
 set -eu
 PKGS="build-essential pkg-config libfiu-dev fiu-utils libcunit1-dev lcov gcovr"
-[ "${1:-}" = "--bench" ] && PKGS="$PKGS redis-server redis-tools openmpi-bin libopenmpi-dev"
+[ "${1:-}" = "--bench" ] && PKGS="$PKGS redis-server redis-tools openmpi-bin libopenmpi-dev time"
 # --fuzz: make fuzz (clang with its libFuzzer runtime).
 [ "${1:-}" = "--fuzz" ] && PKGS="$PKGS clang libclang-rt-dev"
 # --real: real runs (a single-node SLURM, OpenMPI, ip netns, nft, setsid).
