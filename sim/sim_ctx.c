@@ -130,15 +130,9 @@ static _Thread_local sim_ctx_t *leaving;
 #define SLAB_MAX_BYTES (64u << 20)
 #define CACHE_SLABS 64
 
-typedef struct cached_slab {
-    char *map;
-    size_t len, slot, aux;
-    int n, cut;
-} cached_slab_t;
-
 static struct {
     pthread_mutex_t mu; /* process-wide: any thread may run a simulation */
-    cached_slab_t s[CACHE_SLABS];
+    sim_slab_t s[CACHE_SLABS];
     int n;
 } cache = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
@@ -171,7 +165,7 @@ static int guard(char *at, size_t page)
 }
 
 /* A cached slab of this shape, out of the cache (0), or -1: none. */
-static int cache_take(size_t slot, size_t aux, cached_slab_t *out)
+static int cache_take(size_t slot, size_t aux, sim_slab_t *out)
 {
     int found = -1;
     pthread_mutex_lock(&cache.mu);
@@ -187,7 +181,7 @@ static int cache_take(size_t slot, size_t aux, cached_slab_t *out)
 }
 
 /* Keeps the slab for a later simulation (1), or 0: the cache is full. */
-static int cache_put(const cached_slab_t *c)
+static int cache_put(const sim_slab_t *c)
 {
     int kept = 0;
     pthread_mutex_lock(&cache.mu);
@@ -223,27 +217,19 @@ static int next_slab(sim_stacks_t *p, size_t slot, size_t aux)
         p->slabs = g;
     }
     slab_done(p);
-    cached_slab_t c;
-    if (cache_take(slot, aux, &c) == 0) {
-        n = c.n;
-        p->primed = c.cut;
-    } else {
-        c.len = (slot + aux) * (size_t)n;
+    sim_slab_t c;
+    if (cache_take(slot, aux, &c) != 0) {
+        c = (sim_slab_t){.len = (slot + aux) * (size_t)n, .slot = slot, .aux = aux, .n = n};
         c.map = mmap(NULL, c.len, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
         if (c.map == MAP_FAILED)
             return -errno;
-        p->primed = 0;
     }
-    p->slabs[p->nslabs].map = c.map;
-    p->slabs[p->nslabs].len = c.len;
-    p->slabs[p->nslabs].slot = slot;
-    p->slabs[p->nslabs].aux = aux;
-    p->slabs[p->nslabs].n = n;
-    p->slabs[p->nslabs++].cut = p->primed;
+    p->slabs[p->nslabs++] = c;
+    p->primed = c.cut;
     p->next = c.map;
-    p->next_aux = c.map + slot * (size_t)n;
-    p->left = n;
+    p->next_aux = c.map + slot * (size_t)c.n;
+    p->left = c.n;
     p->slot = slot;
     p->aux = aux;
     return 0;
@@ -315,10 +301,7 @@ void ddp__stacks_free(sim_stacks_t *p)
          * simulation's tasks on a cached slab, would inherit them. */
         ASAN_UNPOISON_MEMORY_REGION(p->slabs[i].map, p->slabs[i].len);
 #endif
-        cached_slab_t c = {.map = p->slabs[i].map, .len = p->slabs[i].len,
-                           .slot = p->slabs[i].slot, .aux = p->slabs[i].aux,
-                           .n = p->slabs[i].n, .cut = p->slabs[i].cut};
-        if (!cache_put(&c))
+        if (!cache_put(&p->slabs[i]))
             munmap(p->slabs[i].map, p->slabs[i].len);
     }
     free(p->slabs);

@@ -59,14 +59,18 @@ typedef struct sim_stack {
     int fresh;      /* never used: stack and aux still the mapping's zeros */
 } sim_stack_t;
 
+/* A slab: one mapping of n stack slots (guard + stack, `slot` bytes
+ * each), then their aux blocks (`aux` bytes each). */
+typedef struct sim_slab {
+    char *map;
+    size_t len, slot, aux;
+    int n, cut; /* slots, and how many are not fresh: cut (guard in place)
+                 * by this simulation or an earlier one (sim_ctx.c) */
+} sim_slab_t;
+
 /* Where the stacks come from: slabs, cut into slots; stacks given back. */
 typedef struct sim_stacks {
-    struct {
-        char *map;
-        size_t len, slot, aux; /* its shape (see slot and aux below) */
-        int n, cut; /* slots, and how many are not fresh: cut (guard in place)
-                     * by this simulation or an earlier one (sim_ctx.c) */
-    } *slabs;
+    sim_slab_t *slabs;
     int nslabs, slabs_cap;
     char *next;  /* the current slab's next slot */
     char *next_aux; /* ... and its aux block */
