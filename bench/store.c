@@ -55,6 +55,8 @@
 #include "ddp/store.h"
 #include "ddp/sys.h"
 
+#include "bench_cpu.h"
+
 static ddp_sys_t *g_sys;
 static uint16_t g_port;
 
@@ -154,21 +156,13 @@ typedef struct el_target {
 static uint8_t our_hello[5], our_req[1 + 8 + 7];
 static el_target_t g_ours, g_redis; /* g_redis.port == 0: no redis */
 
-static double ru_cpu(int who)
-{
-    struct rusage ru;
-    getrusage(who, &ru);
-    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
-}
-
 /* CPU seconds of the target's server so far, -1 if unknown. Ours: this
  * process less the calling thread (the generator); the server thread is the
  * only other one running then. Redis: /proc/PID/stat, in clock ticks. */
 static double server_cpu(const el_target_t *tg)
 {
     if (!tg->pid)
-        return ru_cpu(RUSAGE_SELF) - ru_cpu(RUSAGE_THREAD);
+        return bench_ru_cpu(RUSAGE_SELF) - bench_ru_cpu(RUSAGE_THREAD);
     char path[64], line[1024];
     snprintf(path, sizeof path, "/proc/%d/stat", tg->pid);
     FILE *f = fopen(path, "r");
@@ -473,10 +467,10 @@ static void bench_idle(ddp_store_server_t *srv, int n)
     if (st.clients < (size_t)n) {
         printf("idle=%d: only %zu connected (fd limits?)\n", n, st.clients);
     } else {
-        double c0 = ru_cpu(RUSAGE_SELF);
+        double c0 = bench_ru_cpu(RUSAGE_SELF);
         int64_t t0 = ddp_sys_now(g_sys);
         ddp_sys_sleep_until(g_sys, ddp_sys_deadline_in(g_sys, 2 * DDP_NS_PER_S));
-        double share = (ru_cpu(RUSAGE_SELF) - c0) / ((double)(ddp_sys_now(g_sys) - t0) / 1e9);
+        double share = (bench_ru_cpu(RUSAGE_SELF) - c0) / ((double)(ddp_sys_now(g_sys) - t0) / 1e9);
         ddp_store_t *cl = connect_one(99);
         enum { NGET = 2000 };
         static int64_t lat[NGET];
