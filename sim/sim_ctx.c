@@ -226,7 +226,6 @@ static int next_slab(sim_stacks_t *p, size_t slot, size_t aux)
             return -errno;
     }
     p->slabs[p->nslabs++] = c;
-    p->primed = c.cut;
     p->next = c.map;
     p->next_aux = c.map + slot * (size_t)c.n;
     p->left = c.n;
@@ -256,7 +255,10 @@ int ddp__stacks_get(sim_stacks_t *p, size_t size, size_t aux, sim_stack_t *out)
             return -ENOMEM;
         p->all = g;
     }
-    int primed = p->primed > 0;
+    /* The slots an earlier simulation cut come first: guarded, not zeros.
+     * (The current slab's cut is raised only when it is left behind.) */
+    const sim_slab_t *cur = &p->slabs[p->nslabs - 1];
+    int primed = cur->n - p->left < cur->cut;
     if (!primed && guard(p->next, page) != 0)
         return -errno;
     out->base = p->next + page;
@@ -270,7 +272,6 @@ int ddp__stacks_get(sim_stacks_t *p, size_t size, size_t aux, sim_stack_t *out)
     p->next += p->slot;
     p->next_aux += p->aux;
     p->left--;
-    p->primed -= primed;
     return 0;
 }
 

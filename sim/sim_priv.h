@@ -75,7 +75,6 @@ typedef struct sim_stacks {
     char *next;  /* the current slab's next slot */
     char *next_aux; /* ... and its aux block */
     int left;    /* slots left in it */
-    int primed;  /* of those, how many an earlier simulation cut (sim_ctx.c) */
     size_t slot; /* guard + stack */
     size_t aux;  /* an aux block (a multiple of 64 bytes) */
     sim_stack_t *all, *free;
