@@ -126,7 +126,12 @@ int ddp_store_barrier(ddp_store_t *st, const char *group, int world,
         int64_t now = ddp_sys_now(sys);
         int64_t until = deadline - now > slice ? now + slice : deadline;
         rc = ddp_store_wait(st, lk, 1, until);
-        if (rc != DDP_ETIMEOUT || ddp_sys_now(sys) >= deadline)
+        /* A slice's wait times out at its end. One that gave up before
+         * half of it did not wait (store/client/wait, a broken store): a
+         * failure the next slice would repeat, as a spin of ADD round
+         * trips and progress lines until the deadline. */
+        int64_t after = ddp_sys_now(sys);
+        if (rc != DDP_ETIMEOUT || after >= deadline || after - now < (until - now) / 2)
             break;
         int64_t n = -1;
         ddp_store_add(st, key, 0, &n,

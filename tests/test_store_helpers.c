@@ -2,6 +2,8 @@
  * on the memory store (ranks as threads), their timeout errors, and 1,000
  * concurrent tcp clients rendezvousing on one server over loopback. */
 #include <errno.h>
+#include <fiu-control.h>
+#include <fiu.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +18,11 @@
 
 static ddp_sys_t *g_sys;
 
-static int suite_init(void) { return ddp_test_suite_sys_init(&g_sys, 1); }
+static int suite_init(void)
+{
+    fiu_init(0);
+    return ddp_test_suite_sys_init(&g_sys, 1);
+}
 static int suite_cleanup(void) { return ddp_test_suite_sys_cleanup(&g_sys); }
 
 static int64_t dl(int ms) { return ddp_test_deadline_ms(g_sys, ms); }
@@ -157,6 +163,37 @@ static void test_barrier_timeout(void)
     ddp_store_free(st);
 }
 
+/* A WAIT that gives up at once (store/client/wait armed for good) fails
+ * the barrier at once, as docs/fault-points.md says, instead of the
+ * barrier's slice loop retrying it with an ADD round trip and a progress
+ * line until the deadline (`ddpsim explore`'s slowest runs: 750,000 round
+ * trips for one rank, docs/explore.md). */
+static void test_barrier_wait_gives_up(void)
+{
+    ddp_store_server_t *srv = ddp_test_server_start_loopback(g_sys, 0);
+    ddp_store_client_opts_t co = {.host = "127.0.0.1",
+                                  .port = ddp_store_server_addr(srv).port,
+                                  .connect_deadline = dl(5000)};
+    int err = 0;
+    ddp_store_t *st = ddp_store_client_connect(g_sys, &co, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+    ddp_store_server_stats_t before, after;
+    ddp_store_server_stats(srv, &before);
+    fiu_enable("store/client/wait", 1, NULL, 0);
+    int rc = ddp_store_barrier(st, "g", 2, dl(2000));
+    fiu_disable("store/client/wait");
+    ddp_store_server_stats(srv, &after);
+    CU_ASSERT_EQUAL(rc, DDP_ETIMEOUT);
+    const char *msg = ddp_err_message();
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "store-based barrier"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "num_workers_joined=1"));
+    /* ADD, WAIT, CANCEL_WAIT, and the ADD 0 that reads the count for the
+     * error; the loop made one more ADD and WAIT per millisecond or so. */
+    CU_ASSERT(after.requests - before.requests <= 6);
+    ddp_store_free(st);
+    ddp_test_server_end(srv);
+}
+
 /* ---- 1,000 tcp clients ---- */
 
 enum { MANY = 1000 };
@@ -211,4 +248,5 @@ DDP_SUITE("store_helpers", suite_init, suite_cleanup,
           {"memory_rendezvous", test_memory_rendezvous},
           {"wait_for_workers_timeout", test_wait_for_workers_timeout},
           {"barrier_timeout", test_barrier_timeout},
+          {"barrier_wait_gives_up", test_barrier_wait_gives_up},
           {"thousand_clients", test_thousand_clients})
