@@ -304,10 +304,15 @@ static void send_syn(ddp_sim_t *sim, sock_t *c)
     schedule(sim, sim->vt + d, EV_SYN, c->fd, dst, 0, NULL, 0);
 }
 
-static size_t lbucket(ddp_sim_t *sim, int node, uint16_t port)
+/* Listeners by (node, port): a chained hash of fds whose bucket count
+ * doubles with the listeners (at most one per bucket on average), from 64.
+ * A fixed table of 65,536 buckets cost every simulation 256 KiB to fill,
+ * which was a twentieth of a 16-rank explore run. Only one listener holds
+ * a (node, port), so the order of a chain is never seen. */
+static size_t lbucket(const ddp_sim_t *sim, int node, uint16_t port)
 {
     uint64_t k = ((uint64_t)node << 16 | port) * 0x9E3779B97F4A7C15ull;
-    return (size_t)(k >> 20) & (sim->ltab_cap - 1);
+    return (size_t)(k >> 32) & (sim->ltab_cap - 1);
 }
 
 static sock_t *find_listener(ddp_sim_t *sim, int node, uint16_t port)
@@ -323,17 +328,36 @@ static sock_t *find_listener(ddp_sim_t *sim, int node, uint16_t port)
     return NULL;
 }
 
-static void listener_add(ddp_sim_t *sim, sock_t *l)
+static void ltab_link(ddp_sim_t *sim, sock_t *l)
 {
-    if (!sim->ltab_cap) {
-        sim->ltab_cap = 1 << 16;
-        sim->ltab = xrealloc(NULL, sizeof *sim->ltab * sim->ltab_cap);
-        for (size_t i = 0; i < sim->ltab_cap; i++)
-            sim->ltab[i] = -1;
-    }
     size_t b = lbucket(sim, l->node, l->local.port);
     l->lnext = sim->ltab[b];
     sim->ltab[b] = l->fd;
+}
+
+static void ltab_grow(ddp_sim_t *sim)
+{
+    int *old = sim->ltab;
+    size_t old_cap = sim->ltab_cap;
+    sim->ltab_cap = old_cap ? old_cap * 2 : 64;
+    sim->ltab = xrealloc(NULL, sizeof *sim->ltab * sim->ltab_cap);
+    for (size_t i = 0; i < sim->ltab_cap; i++)
+        sim->ltab[i] = -1;
+    for (size_t i = 0; i < old_cap; i++)
+        for (int fd = old[i]; fd >= 0;) {
+            sock_t *s = sim->socks[fd];
+            fd = s->lnext;
+            ltab_link(sim, s);
+        }
+    free(old);
+}
+
+static void listener_add(ddp_sim_t *sim, sock_t *l)
+{
+    if (sim->nlisteners >= sim->ltab_cap)
+        ltab_grow(sim);
+    sim->nlisteners++;
+    ltab_link(sim, l);
 }
 
 static void listener_remove(ddp_sim_t *sim, sock_t *l)
@@ -341,8 +365,10 @@ static void listener_remove(ddp_sim_t *sim, sock_t *l)
     int *p = &sim->ltab[lbucket(sim, l->node, l->local.port)];
     while (*p >= 0 && *p != l->fd)
         p = &sim->socks[*p]->lnext;
-    if (*p == l->fd)
+    if (*p == l->fd) {
         *p = l->lnext;
+        sim->nlisteners--;
+    }
 }
 
 static void on_syn(ddp_sim_t *sim, sim_event_t *ev)

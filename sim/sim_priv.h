@@ -195,8 +195,8 @@ struct ddp_sim {
     size_t nheap, heap_cap;
     struct sock **socks; /* fd -> socket; fds are never reused in a run */
     int nsocks, socks_cap;
-    int *ltab; /* listeners by (node, port): chained hash of fds */
-    size_t ltab_cap;
+    int *ltab; /* listeners by (node, port): chained hash of fds (sim_net.c) */
+    size_t ltab_cap, nlisteners;
     sem_t main_sem;
     int contexts;   /* tasks are user-space contexts, not threads */
     sim_ctx_t main_ctx;            /* contexts: the thread's own */
