@@ -912,6 +912,33 @@ static void report_violation(const ddp_explore_opts_t *o, FILE *log, int i,
     fflush(log);
 }
 
+/* The run that made the most hand-offs (what a run costs, the same for the
+ * same run): a schedule that costs thousands of times the mean is a loop
+ * worth a look even when every invariant held (a store barrier retrying a
+ * WAIT that gave up at once cost 750,000 round trips, docs/explore.md).
+ * With dir, its scenario as drawn is written there. 0, or -1 when the
+ * file could not be written (said on log). */
+static int print_costliest(FILE *log, const char *dir, uint64_t seed, long long runs,
+                           uint64_t handoffs, long long idx, uint64_t most,
+                           const char *accel, const char *text)
+{
+    if (!most || runs < 1)
+        return 0;
+    fprintf(log, "explore: costliest run: run %lld (%s), %" PRIu64 " hand-offs; the mean "
+                 "run %" PRIu64 "\n",
+            idx, accel, most, handoffs / (uint64_t)runs);
+    if (!dir || !*dir || !text)
+        return 0;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/explore-%" PRIu64 "-%lld-costliest.scn", dir, seed, idx);
+    if (write_file(path, text) != 0) {
+        fprintf(log, "  could not write %s\n", path);
+        return -1;
+    }
+    fprintf(log, "  its scenario as drawn: %s (ddpsim replay %s --timeline)\n", path, path);
+    return 0;
+}
+
 /* The last line of a sweep (or of one shard of it). */
 static void print_summary(FILE *log, long long runs, int ranks, uint64_t seed,
                           const ddp_shard_t *shard, long long violations, double wall_s)
@@ -940,12 +967,13 @@ static void sweep_of(const ddp_explore_opts_t *o, int runs, char *buf, size_t n)
 /* Runs s; a violation is reported on log (and, with results, kept as a
  * row). Returns 1 for a violation, else 0. */
 static int run_one(const ddp_explore_opts_t *o, FILE *log, int i, const ddp_scenario_t *s,
-                   const char *accel)
+                   const char *accel, uint64_t *handoffs)
 {
     ddp_scn_result_t r;
     memset(&r, 0, sizeof r);
     ddp_scn_run_opts_t ro = {0};
     int rc = ddp_scenario_run(s, accel, &ro, &r);
+    *handoffs = r.handoffs;
     if (rc == 0 && r.invariants_ok)
         return 0;
     if (o->progress)
@@ -1006,6 +1034,8 @@ int ddp_explore(const ddp_explore_opts_t *o, ddp_explore_stats_t *st)
     }
     double t0 = wall_now(), last_draw = 0;
     int step = mine >= 10 ? mine / 10 : 1;
+    int keep_text = (o->out_dir && *o->out_dir) || o->results;
+    char costliest_accel[16] = "", *costliest_text = NULL;
     for (int i = first; i < runs; i += stride) {
         char accel[16];
         ddp_scenario_t *s = ddp_explore_draw(o, i, accel, sizeof accel);
@@ -1013,11 +1043,23 @@ int ddp_explore(const ddp_explore_opts_t *o, ddp_explore_stats_t *st)
             if (o->progress)
                 fputs("\r\033[K", stderr);
             fprintf(log, "explore: run %d: %s\n", i, ddp_err_message());
+            free(costliest_text);
             st->wall_s = wall_now() - t0;
             return -1;
         }
-        st->violations += run_one(o, log, i, s, accel);
+        uint64_t h = 0;
+        st->violations += run_one(o, log, i, s, accel, &h);
         st->runs++;
+        st->handoffs += h;
+        if (h > st->costliest_handoffs) { /* the first of a tie stays */
+            st->costliest_handoffs = h;
+            st->costliest = i;
+            snprintf(costliest_accel, sizeof costliest_accel, "%s", accel);
+            if (keep_text) {
+                free(costliest_text);
+                costliest_text = scn_text(s);
+            }
+        }
         ddp_scenario_free(s);
         double now = wall_now();
         if (o->progress) {
@@ -1035,10 +1077,21 @@ int ddp_explore(const ddp_explore_opts_t *o, ddp_explore_stats_t *st)
     if (o->progress)
         fputc('\n', stderr);
     st->wall_s = wall_now() - t0;
+    /* a file it could not write is said on log, as for a violation's */
+    (void)print_costliest(log, o->out_dir, o->seed, st->runs, st->handoffs, st->costliest,
+                          st->costliest_handoffs, costliest_accel, costliest_text);
     if (o->results) {
         o->results->runs = st->runs;
         o->results->wall_s = st->wall_s;
+        o->results->handoffs = st->handoffs;
+        o->results->costliest = st->costliest;
+        o->results->costliest_handoffs = st->costliest_handoffs;
+        memcpy(o->results->costliest_accel, costliest_accel, sizeof costliest_accel);
+        free(o->results->costliest_scn);
+        o->results->costliest_scn = costliest_text;
+        costliest_text = NULL;
     }
+    free(costliest_text);
     print_summary(log, st->runs, o->ranks > 0 ? o->ranks : 16, o->seed, sh, st->violations,
                   st->wall_s);
     return 0;
@@ -1058,6 +1111,9 @@ int ddp_explore_print_merged(const ddp_shard_file_t *m, FILE *log, const char *o
                             log) != 0)
             rc = -1;
     }
+    if (print_costliest(log, out_dir, m->seed, m->runs, m->handoffs, m->costliest,
+                        m->costliest_handoffs, m->costliest_accel, m->costliest_scn) != 0)
+        rc = -1;
     print_summary(log, m->runs, m->ranks, m->seed, NULL, m->nrows, m->wall_s);
     return rc ? rc : m->nrows;
 }

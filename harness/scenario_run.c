@@ -503,6 +503,7 @@ int ddp_scenario_run(const ddp_scenario_t *s, const char *accel,
     ddp_sim_stats_t st;
     ddp_sim_stats(sim, &st);
     r->trace_hash = st.trace_hash;
+    r->handoffs = st.handoffs;
     int n = ddp_sim_task_count(sim);
     ddp_sim_outcome_t *outs = malloc(sizeof *outs * (size_t)(n ? n : 1));
     if (!outs) {

@@ -83,6 +83,11 @@ static const field_t header_fields[] = {
     FLD(ddp_shard_file_t, "seed", F_U64, seed),
     FLD(ddp_shard_file_t, "interrupted", F_INT, interrupted),
     FLD(ddp_shard_file_t, "wall_s", F_DBL, wall_s),
+    FLD(ddp_shard_file_t, "handoffs", F_U64, handoffs),
+    FLD(ddp_shard_file_t, "costliest", F_LL, costliest),
+    FLD(ddp_shard_file_t, "costliest_handoffs", F_U64, costliest_handoffs),
+    FLD(ddp_shard_file_t, "costliest_accelerator", F_STR, costliest_accel),
+    FLD(ddp_shard_file_t, "costliest_scenario", F_PSTR, costliest_scn),
 };
 
 static const field_t run_fields[] = {
@@ -539,6 +544,8 @@ void ddp_shard_file_free(ddp_shard_file_t *f)
         free(f->rows);
         f->rows = NULL;
         f->nrows = f->cap = 0;
+        free(f->costliest_scn);
+        f->costliest_scn = NULL;
     }
 }
 
@@ -622,9 +629,23 @@ int ddp_shard_merge(ddp_shard_file_t *parts, int n, const char *const *names,
     out->ranks = p0->ranks;
     out->seed = p0->seed;
     for (int i = 0; i < n; i++) {
+        ddp_shard_file_t *p = &parts[i];
         if (!out->interrupted)
-            out->interrupted = parts[i].interrupted;
-        out->wall_s += parts[i].wall_s;
+            out->interrupted = p->interrupted;
+        out->wall_s += p->wall_s;
+        /* The costliest run of the sweep: as the unsharded run picks it,
+         * the first of the most hand-offs. */
+        out->handoffs += p->handoffs;
+        if (p->costliest_handoffs > out->costliest_handoffs ||
+            (p->costliest_handoffs && p->costliest_handoffs == out->costliest_handoffs &&
+             p->costliest < out->costliest)) {
+            out->costliest_handoffs = p->costliest_handoffs;
+            out->costliest = p->costliest;
+            memcpy(out->costliest_accel, p->costliest_accel, sizeof out->costliest_accel);
+            free(out->costliest_scn);
+            out->costliest_scn = p->costliest_scn;
+            p->costliest_scn = NULL;
+        }
         for (int j = 0; j < parts[i].nrows; j++) {
             ddp_shard_row_t *row = ddp_shard_add_row(out);
             if (!row) {

@@ -27,6 +27,23 @@ static char *scenario_text(const ddp_scenario_t *s)
     return buf;
 }
 
+/* Explores with o into a fresh directory made from the template dir
+ * (--out) and returns what it printed (malloc'd). */
+static char *explore_out(ddp_explore_opts_t *o, char *dir, ddp_explore_stats_t *st)
+{
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *log = open_memstream(&buf, &len);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(log);
+    o->log = log;
+    o->out_dir = dir;
+    CU_ASSERT_EQUAL(ddp_explore(o, st), 0);
+    fclose(log);
+    o->log = NULL;
+    return buf;
+}
+
 /* (1) Run i of seed S is the same scenario every time it is drawn, whatever
  * was drawn before; the written text loads back to the same text. */
 static void test_draw_deterministic(void)
@@ -187,18 +204,11 @@ static void test_explore_planted(void)
     ddp_scenario_free(clean);
 
     char dir[] = "/tmp/ddp-explore-XXXXXX";
-    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *log = open_memstream(&buf, &len);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(log);
     /* Seed 2, runs 0..2 of 8 ranks: run 2 (ddp, 4 nodes x 2, 3 faults)
      * trips the bug; whichever run does, its files are checked. */
-    ddp_explore_opts_t o = {.ranks = 8, .runs = 3, .seed = 2, .plugin = "planted_hang",
-                            .log = log, .out_dir = dir};
+    ddp_explore_opts_t o = {.ranks = 8, .runs = 3, .seed = 2, .plugin = "planted_hang"};
     ddp_explore_stats_t st;
-    CU_ASSERT_EQUAL(ddp_explore(&o, &st), 0);
-    fclose(log);
+    char *buf = explore_out(&o, dir, &st);
     CU_ASSERT_EQUAL(st.runs, 3);
     CU_ASSERT(st.violations >= 1);
     const char *v = strstr(buf, "VIOLATION in run ");
@@ -263,6 +273,8 @@ static void test_explore_planted(void)
         unlink(path);
         snprintf(path, sizeof path, "%s/explore-2-%d-original.scn", dir, i);
         unlink(path);
+        snprintf(path, sizeof path, "%s/explore-2-%d-costliest.scn", dir, i);
+        unlink(path);
     }
     CU_ASSERT_EQUAL(rmdir(dir), 0);
     free(buf);
@@ -296,9 +308,79 @@ static void test_cmd_explore(void)
     CU_ASSERT_EQUAL(run_cmd("explore --bogus", out, sizeof out), 2);
 }
 
+/* (4) The costliest run: the first of the most hand-offs among the runs,
+ * each run alone again here; the summary names it and --out gets its
+ * scenario as drawn. Returns how many runs tie at the most. */
+static int check_costliest(ddp_explore_opts_t o)
+{
+    char dir[] = "/tmp/ddp-explore-XXXXXX";
+    ddp_explore_stats_t st;
+    char *buf = explore_out(&o, dir, &st);
+    uint64_t all = 0, most = 0;
+    int first = -1, ties = 0;
+    char accel[16], first_accel[16] = "", *want = NULL;
+    for (int i = 0; i < o.runs; i++) {
+        ddp_scenario_t *s = ddp_explore_draw(&o, i, accel, sizeof accel);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+        ddp_scn_result_t r;
+        CU_ASSERT_EQUAL(ddp_scenario_run(s, accel, NULL, &r), 0);
+        CU_ASSERT(r.handoffs > 0);
+        all += r.handoffs;
+        ties = r.handoffs == most ? ties + 1 : r.handoffs > most ? 1 : ties;
+        if (r.handoffs > most) {
+            most = r.handoffs;
+            first = i;
+            snprintf(first_accel, sizeof first_accel, "%s", accel);
+            free(want);
+            want = scenario_text(s);
+        }
+        ddp_scenario_free(s);
+    }
+    CU_ASSERT_EQUAL(st.handoffs, all);
+    CU_ASSERT_EQUAL(st.costliest_handoffs, most);
+    CU_ASSERT_EQUAL(st.costliest, first);
+    char line[256], path[256];
+    snprintf(line, sizeof line, "explore: costliest run: run %d (%s), %llu hand-offs; "
+                                "the mean run %llu\n",
+             first, first_accel, (unsigned long long)most,
+             (unsigned long long)(all / (uint64_t)o.runs));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, line));
+    snprintf(path, sizeof path, "%s/explore-%llu-%d-costliest.scn", dir,
+             (unsigned long long)o.seed, first);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, path));
+    FILE *f = fopen(path, "r");
+    CU_ASSERT_PTR_NOT_NULL(f);
+    if (f) {
+        static char got[1 << 16];
+        size_t n = fread(got, 1, sizeof got - 1, f);
+        got[n] = '\0';
+        fclose(f);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(want);
+        CU_ASSERT_STRING_EQUAL(got, want);
+    }
+    if (!strstr(buf, line))
+        printf("\n  want: %s  log:\n%s", line, buf);
+    unlink(path);
+    CU_ASSERT_EQUAL(rmdir(dir), 0);
+    free(want);
+    free(buf);
+    return ties;
+}
+
+static void test_explore_costliest(void)
+{
+    check_costliest((ddp_explore_opts_t){.ranks = 4, .runs = 12, .seed = 5});
+    /* No fault, one accelerator: runs 3, 5 and 11 (at least) tie at the
+     * most, and the first of them is the costliest. */
+    int ties = check_costliest((ddp_explore_opts_t){
+        .ranks = 2, .runs = 12, .seed = 3, .max_faults = -1, .accelerator = "ddp_cpu"});
+    CU_ASSERT(ties >= 2);
+}
+
 DDP_SUITE("explore", NULL, NULL,
           {"a run is drawn from seed and index alone", test_draw_deterministic},
           {"the shipped code: 16 ranks, 30 runs, no violation", test_explore_shipped},
           {"a planted wait without deadline: found, shrunk, replayed",
            test_explore_planted},
+          {"the costliest run: named, and its scenario written", test_explore_costliest},
           {"ddpsim explore: exit status and bad input", test_cmd_explore});

@@ -510,6 +510,8 @@ static void explore_view(const char *log, char *out, size_t n)
         size_t len = nl ? (size_t)(nl - p) + 1 : strlen(p);
         int progress = !strncmp(p, "explore: ", 9) && strstr(p, " runs (") &&
                        strstr(p, " runs (") < p + len;
+        /* names the --out of the run that printed it: compared as files */
+        progress |= !strncmp(p, "  its scenario as drawn: ", 25);
         if (!progress) {
             const char *in = strstr(p, " violation(s) in ");
             size_t keep = in && in < p + len ? (size_t)(in - p) + 13 : len;
@@ -612,6 +614,11 @@ static void test_merge_explore(void)
         printf("\n--- unsharded ---\n%s\n--- merged ---\n%s\n", uview, mview);
     CU_ASSERT_PTR_NOT_NULL(strstr(mview, "VIOLATION in run "));
     CU_ASSERT_PTR_NOT_NULL(strstr(mview, "leaked"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(mview, "explore: costliest run: run "));
+    char ca[256], cb[256];
+    snprintf(ca, sizeof ca, "%s/explore-3-%lld-costliest.scn", full_dir, m.costliest);
+    snprintf(cb, sizeof cb, "%s/explore-3-%lld-costliest.scn", merged_dir, m.costliest);
+    CU_ASSERT_TRUE(same_file(ca, cb));
     for (int i = 0; i < m.nrows; i++) {
         for (int orig = 0; orig < 2; orig++) {
             char a[256], b[256];
@@ -630,6 +637,64 @@ static void test_merge_explore(void)
     char cmd[160];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CU_ASSERT_EQUAL(system(cmd), 0);
+}
+
+/* An explore shard's file for the costliest tests: shard k/2 of 10 runs. */
+static void costly_part(ddp_shard_file_t *f, int k, long long idx, uint64_t most,
+                        uint64_t all, const char *accel, const char *scn)
+{
+    memset(f, 0, sizeof *f);
+    snprintf(f->kind, sizeof f->kind, "explore");
+    f->shard = (ddp_shard_t){k, 2};
+    snprintf(f->sweep, sizeof f->sweep, "explore --runs 10");
+    f->total = 10;
+    f->runs = 5;
+    f->handoffs = all;
+    f->costliest = idx;
+    f->costliest_handoffs = most;
+    snprintf(f->costliest_accel, sizeof f->costliest_accel, "%s", accel);
+    f->costliest_scn = strdup(scn);
+}
+
+/* The costliest run survives the result file, and the merge picks the
+ * sweep's as the unsharded run does: the most hand-offs, then the lowest
+ * index, whatever the order of the files. */
+static void test_merge_costliest(void)
+{
+    char path[] = "/tmp/ddp-shard-XXXXXX";
+    int fd = mkstemp(path);
+    CU_ASSERT_FATAL(fd >= 0);
+    close(fd);
+    static ddp_shard_file_t a, parts[2], m;
+    const char *np[2] = {"a", "b"};
+    costly_part(&a, 1, 4, 100, 300, "ddp", "scenario \"a\"\nnodes 1\n");
+    CU_ASSERT_EQUAL_FATAL(ddp_shard_write(&a, path), 0);
+    CU_ASSERT_EQUAL_FATAL(ddp_shard_read(path, &parts[0]), 0);
+    CU_ASSERT_EQUAL(parts[0].handoffs, 300);
+    CU_ASSERT_EQUAL(parts[0].costliest, 4);
+    CU_ASSERT_EQUAL(parts[0].costliest_handoffs, 100);
+    CU_ASSERT_STRING_EQUAL(parts[0].costliest_accel, "ddp");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(parts[0].costliest_scn);
+    CU_ASSERT_STRING_EQUAL(parts[0].costliest_scn, a.costliest_scn);
+    ddp_shard_file_free(&parts[0]);
+    unlink(path);
+    for (int order = 0; order < 2; order++) {
+        for (int tie = 0; tie < 2; tie++) {
+            costly_part(&parts[order], 1, 4, 100, 300, "ddp", "A");
+            costly_part(&parts[1 - order], 2, 1, tie ? 100 : 99, 250, "ddp2", "B");
+            CU_ASSERT_EQUAL_FATAL(ddp_shard_merge(parts, 2, np, &m), 0);
+            CU_ASSERT_EQUAL(m.handoffs, 550);
+            CU_ASSERT_EQUAL(m.costliest_handoffs, 100);
+            CU_ASSERT_EQUAL(m.costliest, tie ? 1 : 4);
+            CU_ASSERT_STRING_EQUAL(m.costliest_accel, tie ? "ddp2" : "ddp");
+            CU_ASSERT_PTR_NOT_NULL_FATAL(m.costliest_scn);
+            CU_ASSERT_STRING_EQUAL(m.costliest_scn, tie ? "B" : "A");
+            ddp_shard_file_free(&parts[0]);
+            ddp_shard_file_free(&parts[1]);
+            ddp_shard_file_free(&m);
+        }
+    }
+    ddp_shard_file_free(&a);
 }
 
 /* ddpsim explore's own shards (the shipped code: no violation): the merged
@@ -672,5 +737,7 @@ DDP_SUITE("shard", NULL, NULL,
           {"merge: missing, twice, other sweep: exit 2, one line", test_merge_refuses},
           {"explore shards merged = unsharded violations and reproducers",
            test_merge_explore},
+          {"merge: the costliest run is the sweep's, whatever the order",
+           test_merge_costliest},
           {"ddpsim explore --shard + merge: the unsharded summary",
            test_merge_explore_cmd})

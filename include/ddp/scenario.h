@@ -142,6 +142,8 @@ typedef struct ddp_scn_result {
     int retries;         /* connect retries of all ranks */
     int64_t virtual_ns;  /* when the last task ended */
     uint64_t trace_hash;
+    uint64_t handoffs;   /* the simulator's hand-offs between tasks: what
+                            the run cost, the same for the same run */
     ddp_sim_result_t sim_result;
     double wall_s;
 } ddp_scn_result_t;
@@ -217,6 +219,13 @@ typedef struct ddp_shard_file {
     uint64_t seed;      /* explore: --seed */
     int interrupted;    /* run: the signal that stopped it (0: none) */
     double wall_s;      /* its wall time (merged: the sum) */
+    /* explore: the hand-offs of all its runs, and the run that made the
+     * most (the lowest index of a tie; costliest_handoffs 0: none), with
+     * its accelerator and its scenario as drawn (malloc'd, or NULL) */
+    uint64_t handoffs, costliest_handoffs;
+    long long costliest;
+    char costliest_accel[16];
+    char *costliest_scn;
     ddp_shard_row_t *rows; /* in index order */
     int nrows, cap;
 } ddp_shard_file_t;
@@ -269,6 +278,10 @@ typedef struct ddp_explore_opts {
 typedef struct ddp_explore_stats {
     int runs, violations;
     double wall_s;
+    /* hand-offs of all runs; the run that made the most (lowest index of
+     * a tie) and how many (0: no run) */
+    uint64_t handoffs, costliest_handoffs;
+    long long costliest;
 } ddp_explore_stats_t;
 
 /* Draws run i's scenario (deterministic in seed and i; the other options
