@@ -67,9 +67,12 @@ typedef struct field {
     const char *key;
     ftype_t type;
     size_t off, size; /* F_STR: the array's size */
+    int omit_zero;    /* not written while all zero (read back as zero) */
 } field_t;
 
-#define FLD(T, key, type, m) {key, type, offsetof(T, m), sizeof(((T *)0)->m)}
+#define FLD(T, key, type, m) {key, type, offsetof(T, m), sizeof(((T *)0)->m), 0}
+/* explore's: a `run` file, which has none, leaves them out */
+#define FLD0(T, key, type, m) {key, type, offsetof(T, m), sizeof(((T *)0)->m), 1}
 
 static const field_t header_fields[] = {
     FLD(ddp_shard_file_t, "kind", F_STR, kind),
@@ -83,10 +86,10 @@ static const field_t header_fields[] = {
     FLD(ddp_shard_file_t, "seed", F_U64, seed),
     FLD(ddp_shard_file_t, "interrupted", F_INT, interrupted),
     FLD(ddp_shard_file_t, "wall_s", F_DBL, wall_s),
-    FLD(ddp_shard_file_t, "handoffs", F_U64, handoffs),
-    FLD(ddp_shard_file_t, "costliest", F_LL, costliest),
-    FLD(ddp_shard_file_t, "costliest_handoffs", F_U64, costliest_handoffs),
-    FLD(ddp_shard_file_t, "costliest_accelerator", F_STR, costliest_accel),
+    FLD0(ddp_shard_file_t, "handoffs", F_U64, handoffs),
+    FLD0(ddp_shard_file_t, "costliest", F_LL, costliest),
+    FLD0(ddp_shard_file_t, "costliest_handoffs", F_U64, costliest_handoffs),
+    FLD0(ddp_shard_file_t, "costliest_accelerator", F_STR, costliest_accel),
     FLD(ddp_shard_file_t, "costliest_scenario", F_PSTR, costliest_scn),
 };
 
@@ -158,6 +161,15 @@ static void put_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
+static int all_zero(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        if (b[i])
+            return 0;
+    return 1;
+}
+
 static void put_object(FILE *f, const field_t *fl, size_t n, const void *obj)
 {
     const char *base = obj;
@@ -167,6 +179,8 @@ static void put_object(FILE *f, const field_t *fl, size_t n, const void *obj)
         const void *p = base + fl[i].off;
         if (fl[i].type == F_PSTR && !*(char *const *)p)
             continue; /* NULL: no key */
+        if (fl[i].omit_zero && all_zero(p, fl[i].size))
+            continue;
         fprintf(f, "%s\"%s\":", sep, fl[i].key);
         sep = ",";
         switch (fl[i].type) {

@@ -677,6 +677,21 @@ static void test_merge_costliest(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(parts[0].costliest_scn);
     CU_ASSERT_STRING_EQUAL(parts[0].costliest_scn, a.costliest_scn);
     ddp_shard_file_free(&parts[0]);
+    char *text = slurp(path);
+    CU_ASSERT_PTR_NOT_NULL(text && strstr(text, "\"costliest_handoffs\":\"100\""));
+    free(text);
+    /* A `run` file has none of explore's keys (all zero: left out). */
+    static ddp_shard_file_t r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.kind, sizeof r.kind, "run");
+    r.shard = (ddp_shard_t){1, 1};
+    CU_ASSERT_EQUAL_FATAL(ddp_shard_write(&r, path), 0);
+    text = slurp(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    CU_ASSERT_PTR_NULL(strstr(text, "costliest"));
+    CU_ASSERT_PTR_NULL(strstr(text, "handoffs"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"wall_s\":"));
+    free(text);
     unlink(path);
     for (int order = 0; order < 2; order++) {
         for (int tie = 0; tie < 2; tie++) {
