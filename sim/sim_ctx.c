@@ -229,8 +229,6 @@ static int next_slab(sim_stacks_t *p, size_t slot, size_t aux)
     p->next = c.map;
     p->next_aux = c.map + slot * (size_t)c.n;
     p->left = c.n;
-    p->slot = slot;
-    p->aux = aux;
     return 0;
 }
 
@@ -244,7 +242,9 @@ int ddp__stacks_get(sim_stacks_t *p, size_t size, size_t aux, sim_stack_t *out)
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     size = (size + page - 1) / page * page;
     aux = (aux + 63) & ~(size_t)63;
-    if (!p->left || p->slot != size + page || p->aux != aux) {
+    /* left > 0: there is a current slab */
+    const sim_slab_t *cur = p->left ? &p->slabs[p->nslabs - 1] : NULL;
+    if (!cur || cur->slot != size + page || cur->aux != aux) {
         int rc = next_slab(p, size + page, aux);
         if (rc)
             return rc;
@@ -257,7 +257,7 @@ int ddp__stacks_get(sim_stacks_t *p, size_t size, size_t aux, sim_stack_t *out)
     }
     /* The slots an earlier simulation cut come first: guarded, not zeros.
      * (The current slab's cut is raised only when it is left behind.) */
-    const sim_slab_t *cur = &p->slabs[p->nslabs - 1];
+    cur = &p->slabs[p->nslabs - 1];
     int primed = cur->n - p->left < cur->cut;
     if (!primed && guard(p->next, page) != 0)
         return -errno;
@@ -269,8 +269,8 @@ int ddp__stacks_get(sim_stacks_t *p, size_t size, size_t aux, sim_stack_t *out)
     out->vg_id = VALGRIND_STACK_REGISTER(out->base, out->base + out->size);
 #endif
     p->all[p->nall++] = *out;
-    p->next += p->slot;
-    p->next_aux += p->aux;
+    p->next += cur->slot;
+    p->next_aux += cur->aux;
     p->left--;
     return 0;
 }

@@ -74,9 +74,7 @@ typedef struct sim_stacks {
     int nslabs, slabs_cap;
     char *next;  /* the current slab's next slot */
     char *next_aux; /* ... and its aux block */
-    int left;    /* slots left in it */
-    size_t slot; /* guard + stack */
-    size_t aux;  /* an aux block (a multiple of 64 bytes) */
+    int left;    /* slots left in it (its shape: slabs[nslabs - 1]) */
     sim_stack_t *all, *free;
     int nall, all_cap, nfree, free_cap;
 } sim_stacks_t;
