@@ -145,23 +145,6 @@ static void drop_fault(ddp_scenario_t *s, int i)
     s->fault_line[s->nfaults] = 0;
 }
 
-/* The scenario in the file format (malloc'd), or NULL. */
-static char *scn_text(const ddp_scenario_t *s)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&buf, &len);
-    if (!m)
-        return NULL;
-    int rc = ddp_scenario_write(s, m);
-    fclose(m);
-    if (rc != 0) {
-        free(buf);
-        return NULL;
-    }
-    return buf;
-}
-
 /* ---- drawing ---- */
 
 /* Log-uniform in [lo, hi] ns: most fault windows must overlap the first
@@ -881,8 +864,8 @@ static void report_violation(const ddp_explore_opts_t *o, FILE *log, int i,
             steps, sh.runs, m->nodes, m->devices, world_of(m, accel), m->nfaults);
     if (steps)
         fprintf(log, "  shrunk why: %s\n", mr.why[0] ? mr.why : "(no reason given)");
-    char *text = scn_text(m);
-    char *otext = texts || (o->out_dir && *o->out_dir) ? scn_text(s) : NULL;
+    char *text = ddp_scenario_text(m);
+    char *otext = texts || (o->out_dir && *o->out_dir) ? ddp_scenario_text(s) : NULL;
     char base[64], path[1024];
     snprintf(base, sizeof base, "explore-%" PRIu64 "-%d.scn", o->seed, i);
     if (o->out_dir && *o->out_dir) {
@@ -989,7 +972,7 @@ static int run_one(const ddp_explore_opts_t *o, FILE *log, int i, const ddp_scen
         fprintf(out, "VIOLATION in run %d (seed %" PRIu64 "): the scenario "
                      "could not be built: %s\n",
                 i, o->seed, ddp_err_message());
-        char *text = scn_text(s);
+        char *text = ddp_scenario_text(s);
         print_scenario(out, "scenario", text);
         if (row)
             row->original = text;
@@ -1057,7 +1040,7 @@ int ddp_explore(const ddp_explore_opts_t *o, ddp_explore_stats_t *st)
             snprintf(costliest_accel, sizeof costliest_accel, "%s", accel);
             if (keep_text) {
                 free(costliest_text);
-                costliest_text = scn_text(s);
+                costliest_text = ddp_scenario_text(s);
             }
         }
         ddp_scenario_free(s);
