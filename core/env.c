@@ -12,27 +12,39 @@
 #include "ddp/err.h"
 #include "ddp/fmt.h"
 
+/* An entry's key and value are one block, "KEY\0VALUE\0": its own
+ * allocation (own), or a stretch of the map's pool. A clone copies every
+ * pair into one pool, so a simulated rank's environment is three blocks
+ * (map, entries, pool) rather than two strings per variable: thousands of
+ * ranks each clone one, and read it where it lies together. */
 typedef struct {
-    char *key;
-    char *value;
+    const char *key;
+    const char *value;
+    int own;
 } entry_t;
 
 struct ddp_env {
     entry_t *e;
     size_t n, cap;
+    char *pool;
 };
 
 ddp_env_t *ddp_env_new(void) { return calloc(1, sizeof(ddp_env_t)); }
+
+static void entry_free(entry_t *e)
+{
+    if (e->own)
+        free((char *)e->key);
+}
 
 void ddp_env_free(ddp_env_t *env)
 {
     if (!env)
         return;
-    for (size_t i = 0; i < env->n; i++) {
-        free(env->e[i].key);
-        free(env->e[i].value);
-    }
+    for (size_t i = 0; i < env->n; i++)
+        entry_free(&env->e[i]);
     free(env->e);
+    free(env->pool);
     free(env);
 }
 
@@ -66,40 +78,54 @@ int ddp_env_has(const ddp_env_t *env, const char *key)
     return ddp_env_get(env, key) != NULL;
 }
 
+/* key and value copied into dst (kl + vl + 2 bytes); the entry that
+ * points there. */
+static entry_t pair_at(char *dst, const char *key, size_t kl, const char *value,
+                       size_t vl, int own)
+{
+    memcpy(dst, key, kl + 1);
+    memcpy(dst + kl + 1, value, vl + 1);
+    return (entry_t){.key = dst, .value = dst + kl + 1, .own = own};
+}
+
+static int reserve(ddp_env_t *env, size_t n)
+{
+    if (n <= env->cap)
+        return 0;
+    size_t nc = env->cap ? env->cap * 2 : 16;
+    while (nc < n)
+        nc *= 2;
+    entry_t *ne = realloc(env->e, nc * sizeof *ne);
+    if (!ne)
+        return -ENOMEM;
+    env->e = ne;
+    env->cap = nc;
+    return 0;
+}
+
 int ddp_env_set(ddp_env_t *env, const char *key, const char *value)
 {
     if (!key || !*key || strchr(key, '=') || !value)
         return ddp_err_set(-EINVAL, "invalid environment variable name \"%s\"",
                            key ? key : "(null)");
-    char *v = strdup(value);
-    if (!v)
+    size_t kl = strlen(key), vl = strlen(value);
+    char *pair = malloc(kl + vl + 2);
+    if (!pair)
         return -ENOMEM;
+    entry_t ent = pair_at(pair, key, kl, value, vl, 1);
     long i = find(env, key);
     if (i >= 0) {
-        free(env->e[i].value);
-        env->e[i].value = v;
+        entry_free(&env->e[i]);
+        env->e[i] = ent;
         return 0;
     }
-    char *k = strdup(key);
-    if (!k) {
-        free(v);
+    if (reserve(env, env->n + 1)) {
+        free(pair);
         return -ENOMEM;
-    }
-    if (env->n == env->cap) {
-        size_t nc = env->cap ? env->cap * 2 : 16;
-        entry_t *ne = realloc(env->e, nc * sizeof *ne);
-        if (!ne) {
-            free(k);
-            free(v);
-            return -ENOMEM;
-        }
-        env->e = ne;
-        env->cap = nc;
     }
     size_t at = (size_t)(-i - 1);
     memmove(env->e + at + 1, env->e + at, (env->n - at) * sizeof *env->e);
-    env->e[at].key = k;
-    env->e[at].value = v;
+    env->e[at] = ent;
     env->n++;
     return 0;
 }
@@ -134,8 +160,7 @@ int ddp_env_unset(ddp_env_t *env, const char *key)
     long i = find(env, key);
     if (i < 0)
         return 0;
-    free(env->e[i].key);
-    free(env->e[i].value);
+    entry_free(&env->e[i]);
     memmove(env->e + i, env->e + i + 1,
             (env->n - (size_t)i - 1) * sizeof *env->e);
     env->n--;
@@ -179,17 +204,29 @@ ddp_env_t *ddp_env_from_array(char *const *entries)
     return env;
 }
 
+/* One pool for every pair, and room for a few more entries: the
+ * variables a rank's launch adds (MASTER_ADDR, MASTER_PORT, ...). */
 ddp_env_t *ddp_env_clone(const ddp_env_t *src)
 {
     ddp_env_t *env = ddp_env_new();
-    if (!env || !src)
+    if (!env || !src || !src->n)
         return env;
-    for (size_t i = 0; i < src->n; i++) {
-        if (ddp_env_set(env, src->e[i].key, src->e[i].value) != 0) {
-            ddp_env_free(env);
-            return NULL;
-        }
+    size_t bytes = 0;
+    for (size_t i = 0; i < src->n; i++)
+        bytes += (size_t)(src->e[i].value - src->e[i].key) + strlen(src->e[i].value) + 1;
+    env->pool = malloc(bytes);
+    if (!env->pool || reserve(env, src->n + 4)) {
+        ddp_env_free(env);
+        return NULL;
     }
+    char *at = env->pool;
+    for (size_t i = 0; i < src->n; i++) {
+        size_t kl = (size_t)(src->e[i].value - src->e[i].key) - 1;
+        size_t vl = strlen(src->e[i].value);
+        env->e[i] = pair_at(at, src->e[i].key, kl, src->e[i].value, vl, 0);
+        at += kl + vl + 2;
+    }
+    env->n = src->n;
     return env;
 }
 

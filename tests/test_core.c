@@ -152,6 +152,66 @@ static void test_env_map(void)
     ddp_env_free(e);
 }
 
+/* A clone holds its pairs in one pool: every change after the clone, on
+ * either side, leaves the other as it was, also past the room the clone
+ * reserved and through a clone of the clone. */
+static void test_env_clone_independent(void)
+{
+    ddp_env_t *e = ddp_env_new();
+    char k[16], v[16];
+    for (int i = 0; i < 20; i++) {
+        snprintf(k, sizeof k, "K%02d", i);
+        snprintf(v, sizeof v, "v%d", i);
+        CU_ASSERT_EQUAL_FATAL(ddp_env_set(e, k, v), 0);
+    }
+    ddp_env_set(e, "EMPTY", "");
+    ddp_env_t *c = ddp_env_clone(e);
+    CU_ASSERT_EQUAL_FATAL(ddp_env_count(c), 21);
+    const char *before = ddp_env_get(c, "K03");
+    CU_ASSERT_STRING_EQUAL(before, "v3");
+    CU_ASSERT_STRING_EQUAL(ddp_env_get(c, "EMPTY"), "");
+    /* Changes on the clone: replace (a pooled pair), unset, grow. */
+    ddp_env_set(c, "K03", "a longer value than before");
+    ddp_env_unset(c, "K07");
+    for (int i = 20; i < 40; i++) {
+        snprintf(k, sizeof k, "K%02d", i);
+        snprintf(v, sizeof v, "w%d", i);
+        CU_ASSERT_EQUAL(ddp_env_set(c, k, v), 0);
+    }
+    ddp_env_set(c, "K03", "again");
+    /* ...and on the original after the clone. */
+    ddp_env_set(e, "K05", "orig");
+    ddp_env_unset(e, "K11");
+    CU_ASSERT_STRING_EQUAL(ddp_env_get(e, "K03"), "v3");
+    CU_ASSERT_STRING_EQUAL(ddp_env_get(e, "K07"), "v7");
+    CU_ASSERT_PTR_NULL(ddp_env_get(e, "K20"));
+    CU_ASSERT_EQUAL(ddp_env_count(e), 20);
+    CU_ASSERT_STRING_EQUAL(ddp_env_get(c, "K03"), "again");
+    CU_ASSERT_PTR_NULL(ddp_env_get(c, "K07"));
+    CU_ASSERT_STRING_EQUAL(ddp_env_get(c, "K05"), "v5");
+    CU_ASSERT_STRING_EQUAL(ddp_env_get(c, "K11"), "v11");
+    CU_ASSERT_STRING_EQUAL(ddp_env_get(c, "K39"), "w39");
+    CU_ASSERT_EQUAL(ddp_env_count(c), 40);
+    /* A clone of the clone, the original freed first. */
+    ddp_env_free(e);
+    ddp_env_t *cc = ddp_env_clone(c);
+    ddp_env_free(c);
+    char **arr = ddp_env_to_array(cc);
+    CU_ASSERT_STRING_EQUAL(arr[0], "EMPTY=");
+    CU_ASSERT_STRING_EQUAL(arr[4], "K03=again");
+    CU_ASSERT_STRING_EQUAL(arr[39], "K39=w39");
+    CU_ASSERT_PTR_NULL(arr[40]);
+    ddp_env_free_array(arr);
+    /* Empty maps clone to empty maps. */
+    ddp_env_t *none = ddp_env_new(), *none2 = ddp_env_clone(none);
+    CU_ASSERT_EQUAL(ddp_env_count(none2), 0);
+    CU_ASSERT_EQUAL(ddp_env_set(none2, "X", "1"), 0);
+    CU_ASSERT_EQUAL(ddp_env_count(none), 0);
+    ddp_env_free(none);
+    ddp_env_free(none2);
+    ddp_env_free(cc);
+}
+
 static void test_env_get_long(void)
 {
     ddp_env_t *e = ddp_env_new();
@@ -444,6 +504,7 @@ DDP_SUITE("core", NULL, NULL,
           {"error context sentence", test_err_context},
           {"identity state on zeroed memory", test_ident_state_zeroed},
           {"environment map", test_env_map},
+          {"environment clone: one pool, independent copies", test_env_clone_independent},
           {"environment typed reads", test_env_get_long},
           {"integer values: Python int() table", test_env_int_python_table},
           {"integer values: typed reads take int() forms", test_env_int_through_get_long},
