@@ -314,8 +314,9 @@ static int check_invariants(judge_t *j, ddp_sim_result_t res)
             continue;
         if (o->rc != 0 && o->state == DDP_SIM_TASK_EXITED && strlen(o->message) < 24) {
             free(seen);
+            /* code: the error itself (rc may be an exit status, 1) */
             return say(j, "invariant: %s failed without naming a cause (\"%s\", %s)",
-                       who(o, w, sizeof w), o->message, ddp_err_name(o->rc));
+                       who(o, w, sizeof w), o->message, ddp_err_name(o->code ? o->code : o->rc));
         }
         if (!is_ok(o))
             continue;
