@@ -250,6 +250,137 @@ static void test_partition(void)
     }
 }
 
+/* Over a connection made before the cut: node 0 sends one byte to node 1
+ * at 1 s, node 1 one byte back at 1 s; each side records when the other's
+ * byte arrived. */
+typedef struct {
+    int64_t base;   /* node 1's start: virtual time 0 */
+    int64_t got[2]; /* by node, from base */
+} cut_run_t;
+
+static int cut_side(ddp_sys_t *sys, cut_run_t *w, int node)
+{
+    int64_t dl = ddp_sys_deadline_in(sys, 20 * DDP_NS_PER_S);
+    int c;
+    if (node == 1)
+        w->base = ddp_sys_now(sys);
+    if (node == 1) {
+        ddp_addr_t any;
+        ddp_addr_parse("0.0.0.0", PORT, &any);
+        int l = ddp_sys_listen(sys, &any, 4);
+        c = l < 0 ? -1 : ddp_sys_accept(sys, l, NULL, dl);
+        ddp_sys_close(sys, l);
+    } else {
+        c = ddp_sys_connect_host(sys, "node1", PORT, dl);
+    }
+    if (c < 0)
+        return 1;
+    ddp_sys_sleep_until(sys, w->base + DDP_NS_PER_S);
+    char b = 'x';
+    int rc = ddp_sys_send_all(sys, c, &b, 1, dl) != 0 || ddp_sys_recv_all(sys, c, &b, 1, dl) != 0;
+    w->got[node] = ddp_sys_now(sys) - w->base;
+    ddp_sys_close(sys, c);
+    return rc ? 2 : 0;
+}
+
+static int cut_node0(ddp_sys_t *sys, void *arg) { return cut_side(sys, arg, 0); }
+static int cut_node1(ddp_sys_t *sys, void *arg) { return cut_side(sys, arg, 1); }
+
+/* A partition cuts both ways: node 1 cut off from 0.5 s to 3 s holds what
+ * it sends and what is sent to it until the heal. */
+static void test_partition_both_ways(void)
+{
+    ddp_sim_t *sim = two_nodes(6, 0);
+    ddp_sim_add_fault(sim, &(ddp_sim_fault_t){.kind = DDP_FAULT_PARTITION,
+                                              .node_set = 1u << 1,
+                                              .start_ns = DDP_NS_PER_S / 2,
+                                              .end_ns = 3 * DDP_NS_PER_S});
+    cut_run_t w = {0, {0, 0}};
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = "inside", .rank = -1},
+                     cut_node1, &w);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "outside", .rank = -1,
+                                                 .start_ns = DDP_NS_PER_MS},
+                     cut_node0, &w);
+    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+    CU_ASSERT_EQUAL(ddp_sim_outcome(sim, 0)->rc, 0);
+    CU_ASSERT_EQUAL(ddp_sim_outcome(sim, 1)->rc, 0);
+    CU_ASSERT(w.got[1] >= 3 * DDP_NS_PER_S); /* into the cut-off side */
+    CU_ASSERT(w.got[0] >= 3 * DDP_NS_PER_S); /* out of it */
+    CU_ASSERT(w.got[0] < 20 * DDP_NS_PER_S && w.got[1] < 20 * DDP_NS_PER_S);
+    ddp_sim_free(sim);
+
+    /* Without the partition both bytes arrive within a millisecond. */
+    sim = two_nodes(6, 0);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = "inside", .rank = -1},
+                     cut_node1, &w);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "outside", .rank = -1,
+                                                 .start_ns = DDP_NS_PER_MS},
+                     cut_node0, &w);
+    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+    CU_ASSERT(w.got[0] < DDP_NS_PER_S + DDP_NS_PER_MS);
+    CU_ASSERT(w.got[1] < DDP_NS_PER_S + DDP_NS_PER_MS);
+    ddp_sim_free(sim);
+}
+
+/* p = 0.1 and p = 0.9 on 200 connects each: a refuse fault fires about as
+ * often as its probability says (the draw is seeded, so the count is the
+ * same every run; the bounds are six standard deviations wide). */
+typedef struct {
+    int tries, refused;
+} prob_run_t;
+
+static int prob_server(ddp_sys_t *sys, void *arg)
+{
+    (void)arg;
+    ddp_addr_t any;
+    ddp_addr_parse("0.0.0.0", PORT, &any);
+    int l = ddp_sys_listen(sys, &any, 256);
+    for (int c; l >= 0 && (c = ddp_sys_accept(sys, l, NULL,
+                                              ddp_sys_deadline_in(sys, DDP_NS_PER_S))) >= 0;)
+        ddp_sys_close(sys, c);
+    ddp_sys_close(sys, l);
+    return l < 0;
+}
+
+static int prob_client(ddp_sys_t *sys, void *arg)
+{
+    prob_run_t *w = arg;
+    for (int i = 0; i < w->tries; i++) {
+        int c = ddp_sys_connect_host(sys, "node0", PORT, ddp_sys_deadline_in(sys, DDP_NS_PER_S));
+        if (c == -ECONNREFUSED)
+            w->refused++;
+        else if (c < 0)
+            return 1;
+        else
+            ddp_sys_close(sys, c);
+    }
+    return 0;
+}
+
+static void test_fault_probability(void)
+{
+    static const double ps[] = {0.1, 0.9};
+    for (int k = 0; k < 2; k++) {
+        ddp_sim_t *sim = two_nodes(12, 0);
+        ddp_sim_add_fault(sim, &(ddp_sim_fault_t){.kind = DDP_FAULT_REFUSE, .node = 1,
+                                                  .task = -1, .peer_node = -1,
+                                                  .probability = ps[k]});
+        prob_run_t w = {200, 0};
+        ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "server", .rank = -1},
+                         prob_server, NULL);
+        ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = "client", .rank = -1,
+                                                     .start_ns = DDP_NS_PER_MS},
+                         prob_client, &w);
+        CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+        CU_ASSERT_EQUAL(ddp_sim_outcome(sim, 1)->rc, 0);
+        double mean = 200 * ps[k];
+        if (!(w.refused > mean - 26 && w.refused < mean + 26))
+            printf("\n  p=%.1f: %d of 200 refused\n", ps[k], w.refused);
+        CU_ASSERT(w.refused > mean - 26 && w.refused < mean + 26);
+        ddp_sim_free(sim);
+    }
+}
+
 static int crash_victim(ddp_sys_t *sys, void *arg)
 {
     (void)arg;
@@ -586,12 +717,15 @@ static int bw_sender(ddp_sys_t *sys, void *arg)
     return rc;
 }
 
-/* node 1 sends to node 0 under bandwidth fault f (kind 0: none). */
-static void bw_run(const ddp_sim_fault_t *f, bw_run_t *w, uint64_t *hash)
+/* node 1 sends to node 0 under bandwidth faults f and g (NULL: none). */
+static void bw_run2(const ddp_sim_fault_t *f, const ddp_sim_fault_t *g, bw_run_t *w,
+                    uint64_t *hash)
 {
     ddp_sim_t *sim = two_nodes(3, 0);
     if (f)
         CU_ASSERT(ddp_sim_add_fault(sim, f) >= 0);
+    if (g)
+        CU_ASSERT(ddp_sim_add_fault(sim, g) >= 0);
     memset(w, 0, sizeof *w);
     ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "receiver", .rank = -1},
                      bw_receiver, w);
@@ -604,6 +738,11 @@ static void bw_run(const ddp_sim_fault_t *f, bw_run_t *w, uint64_t *hash)
     ddp_sim_stats(sim, &st);
     *hash = st.trace_hash;
     ddp_sim_free(sim);
+}
+
+static void bw_run(const ddp_sim_fault_t *f, bw_run_t *w, uint64_t *hash)
+{
+    bw_run2(f, NULL, w, hash);
 }
 
 /* N bytes at rate R reach the peer no earlier than N*8/R after the send;
@@ -638,6 +777,17 @@ static void test_bandwidth_fault(void)
     f.end_ns = 1;
     bw_run(&f, &w, &h2);
     CU_ASSERT(w.got[1] - w.sent < DDP_NS_PER_MS);
+
+    /* Two limits on one uplink: the tighter holds, in either order. */
+    f.end_ns = 0;
+    f.node = 1;
+    ddp_sim_fault_t loose = f;
+    loose.rate_bps = 10 * BW_RATE;
+    for (int order = 0; order < 2; order++) {
+        bw_run2(order ? &loose : &f, order ? &f : &loose, &w, &h2);
+        CU_ASSERT(w.got[0] - w.sent >= one);
+        CU_ASSERT(w.got[1] - w.sent >= 2 * one);
+    }
 
     f.rate_bps = 0; /* no rate: refused */
     ddp_sim_t *sim = two_nodes(1, 0);
@@ -1154,6 +1304,8 @@ DDP_SUITE("sim", NULL, NULL,
           {"30-minute timeout in virtual time", test_thirty_minutes_virtual},
           {"same seed same trace, 20 runs", test_determinism},
           {"partition healing before/after deadline", test_partition},
+          {"partition: both directions held until the heal", test_partition_both_ways},
+          {"fault probability: fires about as often as p says", test_fault_probability},
           {"crash at phase and node crash at time", test_crash_faults},
           {"refuse (count) and resolve faults", test_refuse_fault_and_resolve},
           {"spawn and wait for child tasks", test_spawn_in_sim},
