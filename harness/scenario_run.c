@@ -168,7 +168,8 @@ static int meets(const ddp_scn_expect_t *e, const ddp_sim_outcome_t *o, char *wh
         break;
     case DDP_EXPECT_FAIL:
         if (is_ok(o) || o->rc == 0) {
-            snprintf(why, n, "expected %s to fail, but it connected", who(o, w, sizeof w));
+            snprintf(why, n, "expected %s to fail, but it %s", who(o, w, sizeof w),
+                     is_ok(o) ? "connected" : "exited 0 without connecting");
             return 0;
         }
         if (e->error[0] && !class_in(e->error, ddp_scn_error_class(o->code))) {

@@ -634,6 +634,65 @@ static void test_judge_invariants(void)
     ddp_scenario_free(s);
 }
 
+/* The judge's expectations on outcomes made to the measure of each:
+ * every rank of the world must connect for `expect ok` (not only those
+ * that ran), `match=some` needs a process that matches (not one that
+ * could), and `expect fail` needs a failure (an exit 0 without connecting
+ * is not one). Each with a control that holds. */
+static void test_judge_expectations(void)
+{
+    static const struct {
+        const char *text, *what, *why; /* why: NULL when it holds */
+        int n;                         /* outcomes: ranks 0..n-1 of 4 */
+        int fails;                     /* this rank failed (-1: none) */
+        int exits_zero;                /* this rank exited 0, unconnected */
+    } cases[] = {
+        {"expect ok\n", "4 of 4 connect", NULL, 4, -1, -1},
+        {"expect ok\n", "3 of 4 ran, all connected", "expected all 4 ranks to connect, 3 did", 3, -1, -1},
+        {"expect fail match=some\n", "one of 4 fails", NULL, 4, 2, -1},
+        {"expect fail match=some\n", "none fails", "expected some process to match (match=some), none did", 4, -1, -1},
+        {"expect fail ranks=1\n", "rank 1 fails", NULL, 4, 1, -1},
+        {"expect fail ranks=1\n", "rank 1 exits 0 unconnected", "expected rank 1 to fail, but it exited 0 without connecting", 4, -1, 1},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char text[256];
+        snprintf(text, sizeof text, "scenario \"judge\"\n%s", cases[c].text);
+        ddp_scenario_t *s = parse(text);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+        static const char *const names[] = {"rank0", "rank1", "rank2", "rank3"};
+        ddp_sim_outcome_t o[4];
+        memset(o, 0, sizeof o);
+        for (int i = 0; i < 4; i++) {
+            o[i].name = names[i];
+            o[i].node = i / 2;
+            o[i].rank = i;
+            o[i].world = 4;
+            o[i].state = DDP_SIM_TASK_EXITED;
+            o[i].connect_ns = DDP_NS_PER_S;
+            o[i].end_ns = 2 * DDP_NS_PER_S;
+            if (i == cases[c].fails) {
+                o[i].rc = 1;
+                o[i].code = DDP_ETIMEOUT;
+                o[i].connect_ns = -1;
+                snprintf(o[i].message, sizeof o[i].message,
+                         "store connect to 10.0.0.1:29500: timed out after 30 s");
+            }
+            if (i == cases[c].exits_zero)
+                o[i].connect_ns = -1;
+        }
+        ddp_scn_result_t r;
+        memset(&r, 0, sizeof r);
+        ddp__scenario_judge(s, o, cases[c].n, 4, DDP_SIM_DONE, NULL, NULL, 0, &r);
+        int ok = cases[c].why ? !r.expect_ok && strstr(r.why, cases[c].why) != NULL
+                              : r.expect_ok == 1;
+        if (!ok)
+            printf("\n  %s: %s: expectations %s, why \"%s\"\n", cases[c].text, cases[c].what,
+                   r.expect_ok ? "held" : "failed", r.why);
+        CU_ASSERT_TRUE(ok);
+        ddp_scenario_free(s);
+    }
+}
+
 /* End to end: a custom connection that misreports its rank (rank 3 says
  * it is rank 1 once connected) passes `expect ok`, every rank connected,
  * and the judge names the duplicate. */
@@ -829,6 +888,7 @@ DDP_SUITE("scenario", NULL, NULL,
           {"train D: every rank trains D, then ends cleanly", test_train},
           {"leaked socket invariant", test_leak_invariant},
           {"the judge: every invariant, broken one at a time", test_judge_invariants},
+          {"the judge: ok means the world, some means one, fail means a failure", test_judge_expectations},
           {"a misreported rank: expectations hold, the judge names it", test_misreported_rank},
           {"plugin-declared phases: parsed, validated, faulted", test_plugin_phases},
           {"same seed same trace, other seed other trace", test_determinism},
