@@ -97,8 +97,11 @@ $(DDPSIM): $(TOOL_OBJ) $(STATIC)
 ddpsim: $(DDPSIM)
 	@if [ "$(VARIANT)" = default ]; then ln -sf $(DDPSIM) ddpsim; fi
 
-$(TESTBIN): $(TEST_OBJ) $(STATIC)
-	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJ) $(STATIC) $(LDLIBS) -lcunit
+# The test binary has the commands too (every tools/ object but main), so
+# that a test can run one in-process, with a plugin only the tests have.
+CMD_OBJ   := $(filter-out $(B)/tools/ddpsim.o,$(TOOL_OBJ))
+$(TESTBIN): $(TEST_OBJ) $(CMD_OBJ) $(STATIC)
+	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJ) $(CMD_OBJ) $(STATIC) $(LDLIBS) -lcunit
 
 $(B)/bench/%: bench/%.c $(STATIC)
 	@mkdir -p $(dir $@)

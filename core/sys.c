@@ -100,7 +100,10 @@ int ddp_addr_is_any(const ddp_addr_t *a)
 int64_t ddp_sys_deadline_in(ddp_sys_t *s, int64_t ns)
 {
     int64_t now = ddp_sys_now(s);
-    if (ns >= DDP_DEADLINE_NEVER - now)
+    /* now + ns, or NEVER where it would reach it. Not NEVER - now: a
+     * simulated node's clock skewed back may read below zero, and that
+     * difference overflowed (every wait on such a node lost its deadline). */
+    if (ns > 0 && now >= DDP_DEADLINE_NEVER - ns)
         return DDP_DEADLINE_NEVER;
     return now + ns;
 }

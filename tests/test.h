@@ -77,6 +77,14 @@ int ddp_test_ddpsim(const char *args, int with_stderr, char *out, size_t n);
 int ddp_test_ddpsim_io(const char *env, const char *args, int want_stderr, char *out,
                        size_t n);
 
+/* Runs a subcommand (tools/cmds.h: ddp_cmd_run, ddp_cmd_explore, ...) in a
+ * child of this process, so that plugins only the tests register are
+ * there: args is its command line from the subcommand's name on ("explore
+ * --runs 3", split at spaces); its stdout and stderr into out; returns the
+ * exit status, or -1. */
+int ddp_test_cmd_inproc(int (*cmd)(struct ddp_sys *, int, char **), const char *args,
+                        char *out, size_t n);
+
 /* Runs this test program again, on `selection` (SUITE/TEST; no single
  * quotes), with the variables env ("A=1 B=2") added, under `timeout`
  * (DDP_TEST_DDPSIM_LIMIT_S); its stdout and stderr into out. Returns the

@@ -15,6 +15,7 @@
 #include "ddp/store.h"
 #include "ddp/sys.h"
 #include "test.h"
+#include "../tools/cmds.h"
 
 static char *scenario_text(const ddp_scenario_t *s)
 {
@@ -389,6 +390,35 @@ static void test_cmd_explore(void)
     CU_ASSERT_EQUAL(run_cmd("explore --bogus", out, sizeof out), 2);
 }
 
+/* The command's exit status when it finds something: 1, for the sweep and
+ * for its merged result file (the shipped code has no violation for the
+ * ddpsim binary to find, so the command runs here, in-process, where the
+ * planted plugin is registered). */
+static void test_cmd_explore_finds(void)
+{
+    if (!ddp_plugin_find("planted_hang"))
+        CU_ASSERT_EQUAL_FATAL(ddp_plugin_register(&planted_plugin), 0);
+    char dir[] = "/tmp/ddp-explore-XXXXXX";
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+    char args[512], res[600];
+    snprintf(res, sizeof res, "%s/r.json", dir);
+    snprintf(args, sizeof args,
+             "explore --ranks 8 --runs 3 --seed 2 --plugin planted_hang --no-progress "
+             "--results %s", res);
+    static char out[1 << 16];
+    int rc = ddp_test_cmd_inproc(ddp_cmd_explore, args, out, sizeof out);
+    CU_ASSERT_EQUAL(rc, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "VIOLATION in run "));
+    snprintf(args, sizeof args, "merge %s", res);
+    rc = ddp_test_cmd_inproc(ddp_cmd_merge, args, out, sizeof out);
+    CU_ASSERT_EQUAL(rc, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "VIOLATION in run "));
+    if (rc != 1)
+        printf("\n%s", out);
+    remove(res);
+    rmdir(dir);
+}
+
 /* (4) The costliest run: the first of the most hand-offs among the runs,
  * each run alone again here; the summary names it and --out gets its
  * scenario as drawn. Returns how many runs tie at the most. */
@@ -466,4 +496,6 @@ DDP_SUITE("explore", NULL, NULL,
           {"the costliest run: named, and its scenario written", test_explore_costliest},
           {"a shrink keeps the symptom: another violation is not the same bug",
            test_shrink_keeps_symptom},
-          {"ddpsim explore: exit status and bad input", test_cmd_explore});
+          {"ddpsim explore: exit status and bad input", test_cmd_explore},
+          {"ddpsim explore and merge exit 1 on a violation (in-process)",
+           test_cmd_explore_finds});

@@ -21,6 +21,7 @@
 #include "ddp/sys.h"
 #include "test.h"
 #include "../harness/scenario_priv.h"
+#include "../tools/cmds.h"
 
 #define BAD_DIR "tests/scenarios/bad"
 #define GOOD_DIR "scenarios"
@@ -723,6 +724,44 @@ static void test_misreported_rank(void)
     ddp_scenario_free(s);
 }
 
+/* What CI reads of a run whose expectations held and whose invariants
+ * broke (the leaky plugin): the exit status 1, the counts line, and a
+ * JUnit <failure> with the invariant. The command runs in-process, where
+ * the plugin is registered. */
+static void test_junit_invariant_failure(void)
+{
+    static const ddp_plugin_t leaky = {.name = "test-leaky-junit",
+                                       .init_ddp_connection = leaky_init};
+    if (!ddp_plugin_find(leaky.name))
+        CU_ASSERT_EQUAL_FATAL(ddp_plugin_register(&leaky), 0);
+    char dir[] = "/tmp/ddp-junit-XXXXXX";
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+    char scn[600], junit[600], args[1400];
+    snprintf(scn, sizeof scn, "%s/leak.scn", dir);
+    snprintf(junit, sizeof junit, "%s/j.xml", dir);
+    FILE *f = fopen(scn, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs("scenario \"leak\"\nplugin test-leaky-junit\nexpect ok\n", f);
+    fclose(f);
+    snprintf(args, sizeof args, "run %s --accelerator ddp_hpc --junit %s", scn, junit);
+    static char out[1 << 15];
+    CU_ASSERT_EQUAL(ddp_test_cmd_inproc(ddp_cmd_run, args, out, sizeof out), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "0 ok, 1 failed"));
+    static char xml[1 << 15];
+    f = fopen(junit, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    size_t len = fread(xml, 1, sizeof xml - 1, f);
+    xml[len] = '\0';
+    fclose(f);
+    CU_ASSERT_PTR_NOT_NULL(strstr(xml, "tests=\"1\" failures=\"1\""));
+    const char *fail = strstr(xml, "<failure message=\"");
+    CU_ASSERT_PTR_NOT_NULL(fail);
+    CU_ASSERT_TRUE(fail && strstr(fail, "socket(s) still open"));
+    remove(scn);
+    remove(junit);
+    rmdir(dir);
+}
+
 /* A user plugin with phases of its own: after the default connection it
  * enters "handshake", then "warm up", as a custom init would. */
 static int phased_init(const ddp_plugin_t *self, ddp_ctx_t *ctx, ddp_cluster_t *env,
@@ -890,6 +929,8 @@ DDP_SUITE("scenario", NULL, NULL,
           {"the judge: every invariant, broken one at a time", test_judge_invariants},
           {"the judge: ok means the world, some means one, fail means a failure", test_judge_expectations},
           {"a misreported rank: expectations hold, the judge names it", test_misreported_rank},
+          {"JUnit: a run whose invariants broke is a failure (in-process)",
+           test_junit_invariant_failure},
           {"plugin-declared phases: parsed, validated, faulted", test_plugin_phases},
           {"same seed same trace, other seed other trace", test_determinism},
           {"ddpsim run / replay / list", test_cli})

@@ -526,6 +526,15 @@ static int skew_reader(ddp_sys_t *sys, void *arg)
     return 0;
 }
 
+/* A 1 s wait by the task's own clock: how long it took by that clock. */
+static int skew_sleeper(ddp_sys_t *sys, void *arg)
+{
+    int64_t *out = arg, t0 = ddp_sys_now(sys);
+    int rc = ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, DDP_NS_PER_S));
+    *out = ddp_sys_now(sys) - t0;
+    return rc ? 1 : 0;
+}
+
 static void test_clock_skew(void)
 {
     ddp_sim_opts_t o = {.seed = 1};
@@ -537,6 +546,23 @@ static void test_clock_skew(void)
     ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = "b", .rank = 1}, skew_reader, &tb);
     ddp_sim_run(sim);
     CU_ASSERT_EQUAL(tb - ta, 7 * DDP_NS_PER_S);
+    ddp_sim_free(sim);
+
+    /* A skewed clock is offset, not slowed: a 1 s wait on a node 7 s ahead
+     * (or 3 s behind: its clock reads below zero, and its deadlines once
+     * overflowed to "never") lasts 1 s, by its clock and by the
+     * simulation's. */
+    sim = ddp_sim_new(&o);
+    ddp_sim_add_node(sim, "ahead", "10.0.0.1", 7 * DDP_NS_PER_S);
+    ddp_sim_add_node(sim, "behind", "10.0.0.2", -3 * DDP_NS_PER_S);
+    int64_t da = 0, db = 0;
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "a", .rank = 0}, skew_sleeper, &da);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = "b", .rank = 1}, skew_sleeper, &db);
+    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+    CU_ASSERT_EQUAL(da, DDP_NS_PER_S);
+    CU_ASSERT_EQUAL(db, DDP_NS_PER_S);
+    CU_ASSERT_EQUAL(ddp_sim_outcome(sim, 0)->end_ns, DDP_NS_PER_S);
+    CU_ASSERT_EQUAL(ddp_sim_outcome(sim, 1)->end_ns, DDP_NS_PER_S);
     ddp_sim_free(sim);
 }
 

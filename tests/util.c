@@ -116,6 +116,59 @@ int ddp_test_ddpsim_io(const char *env, const char *args, int want_stderr, char 
     return shell_read(cmd, out, n);
 }
 
+int ddp_test_cmd_inproc(int (*cmd)(struct ddp_sys *, int, char **), const char *args,
+                        char *out, size_t n)
+{
+    out[0] = '\0';
+    int fds[2];
+    if (pipe(fds) != 0)
+        return -1;
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        dup2(fds[1], 1);
+        dup2(fds[1], 2);
+        close(fds[1]);
+        char copy[2048], *argv[64];
+        int argc = 0;
+        snprintf(copy, sizeof copy, "%s", args);
+        for (char *w = strtok(copy, " "); w && argc < 63; w = strtok(NULL, " "))
+            argv[argc++] = w;
+        argv[argc] = NULL;
+        ddp_sys_t *sys = ddp_sys_posix_new(NULL);
+        int rc = sys ? cmd(sys, argc, argv) : 1;
+        fflush(stdout);
+        fflush(stderr);
+        _exit(rc);
+    }
+    close(fds[1]);
+    size_t len = 0;
+    for (ssize_t r; (r = read(fds[0], out + len, n - 1 - len)) != 0;) {
+        if (r < 0)
+            break;
+        len += (size_t)r;
+        if (len + 1 >= n) { /* full: drain the rest */
+            char sink[4096];
+            while (read(fds[0], sink, sizeof sink) > 0) {
+            }
+            break;
+        }
+    }
+    out[len] = '\0';
+    close(fds[0]);
+    int st = 0;
+    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+        return -1;
+    return WEXITSTATUS(st);
+}
+
 int ddp_test_open_fds(void)
 {
     DIR *d = opendir("/proc/self/fd");

@@ -1,5 +1,4 @@
 /* tools/ddpsim.c — the ddpsim command: dispatch to subcommands. */
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -55,22 +54,6 @@ static void usage(FILE *f)
     fprintf(f, "\n'ddpsim COMMAND --help' describes a command; docs/ddpsim.1.md "
                "is the manual.\nEnvironment: DDP_LOG=off|error|warn|info|debug|trace "
                "(default warn).\n");
-}
-
-const char *ddp_tool_self = "ddpsim";
-
-void ddp_tool_catch_signals(void (*fn)(int), int hup)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = fn ? fn : SIG_DFL;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    struct sigaction old;
-    /* under nohup SIGHUP stays ignored */
-    if (hup && sigaction(SIGHUP, NULL, &old) == 0 && old.sa_handler != SIG_IGN)
-        sigaction(SIGHUP, &sa, NULL);
 }
 
 int main(int argc, char **argv)
