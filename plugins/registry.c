@@ -9,7 +9,7 @@
 
 static const ddp_plugin_t plugin_default = {.name = "default"};
 
-#define MAX_PLUGINS 16
+#define MAX_PLUGINS 64
 static const ddp_plugin_t *registry[MAX_PLUGINS] = {
     &plugin_default, &ddp__plugin_subgroups, &ddp__plugin_rpc};
 static size_t nplugins = 3;

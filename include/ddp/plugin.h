@@ -152,7 +152,8 @@ DDP_API void ddp_plugin_teardown(const ddp_plugin_t *p, ddp_ctx_t *ctx);
 DDP_API size_t ddp_plugin_count(void);
 DDP_API const ddp_plugin_t *ddp_plugin_at(size_t i);
 DDP_API const ddp_plugin_t *ddp_plugin_find(const char *name);
-/* Adds a plugin (static storage; not thread-safe: call before running). */
+/* Adds a plugin (static storage; not thread-safe: call before running).
+ * At most 64, the three built in included (DDP_ELIMIT beyond). */
 DDP_API int ddp_plugin_register(const ddp_plugin_t *p);
 
 /* Model helpers. */
