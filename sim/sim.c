@@ -539,10 +539,16 @@ static void set_wait_desc(ddp_sim_task_t *t, const char *what)
     t->wait_desc[n] = '\0';
 }
 
+static void tick(ddp_sim_t *sim);
+
 int ddp__sim_park(ddp_sim_task_t *t, int64_t deadline, waitq_t **qs, int nq,
                   const char *what)
 {
     ddp_sim_t *sim = t->sim;
+    /* A park counts as a sim call: a loop that parks again and again at
+     * one instant (a wait whose deadline is already past, retried) is a
+     * livelock too, though it makes no further call of its own. */
+    tick(sim);
     if (t->killed)
         return DDP_ECANCELED;
     for (int i = 0; i < nq; i++)
