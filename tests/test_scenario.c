@@ -562,6 +562,23 @@ static void test_leak_invariant(void)
     ddp_scenario_free(s);
 }
 
+/* Four healthy outcomes: ranks 0..3 of 4 on two nodes, connected at 1 s,
+ * ended at 2 s. */
+static void healthy_outcomes(ddp_sim_outcome_t o[4])
+{
+    static const char *const names[] = {"rank0", "rank1", "rank2", "rank3"};
+    memset(o, 0, 4 * sizeof *o);
+    for (int i = 0; i < 4; i++) {
+        o[i].name = names[i];
+        o[i].node = i / 2;
+        o[i].rank = i;
+        o[i].world = 4;
+        o[i].state = DDP_SIM_TASK_EXITED;
+        o[i].connect_ns = DDP_NS_PER_S;
+        o[i].end_ns = 2 * DDP_NS_PER_S;
+    }
+}
+
 /* The judge's invariants (DESIGN §5), judged as both runners judge
  * (ddp__scenario_judge: the simulated and the real one): four healthy
  * outcomes pass, and each invariant broken alone is named. */
@@ -569,7 +586,6 @@ static void test_judge_invariants(void)
 {
     ddp_scenario_t *s = parse("scenario \"judge\"\nexpect invariants\n");
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
-    static const char *const names[] = {"rank0", "rank1", "rank2", "rank3"};
     const int64_t late = s->master_late_ns + s->timeout_ns + s->train_ns + 3600 * DDP_NS_PER_S;
     static const struct {
         const char *what, *why; /* why: NULL when the invariants hold */
@@ -588,16 +604,7 @@ static void test_judge_invariants(void)
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         ddp_sim_outcome_t o[4];
-        memset(o, 0, sizeof o);
-        for (int i = 0; i < 4; i++) {
-            o[i].name = names[i];
-            o[i].node = i / 2;
-            o[i].rank = i;
-            o[i].world = 4;
-            o[i].state = DDP_SIM_TASK_EXITED;
-            o[i].connect_ns = DDP_NS_PER_S;
-            o[i].end_ns = 2 * DDP_NS_PER_S;
-        }
+        healthy_outcomes(o);
         ddp_sim_result_t res = DDP_SIM_DONE;
         switch (c) {
         case 1: o[3].rank = 1; break;
@@ -660,17 +667,9 @@ static void test_judge_expectations(void)
         snprintf(text, sizeof text, "scenario \"judge\"\n%s", cases[c].text);
         ddp_scenario_t *s = parse(text);
         CU_ASSERT_PTR_NOT_NULL_FATAL(s);
-        static const char *const names[] = {"rank0", "rank1", "rank2", "rank3"};
         ddp_sim_outcome_t o[4];
-        memset(o, 0, sizeof o);
+        healthy_outcomes(o);
         for (int i = 0; i < 4; i++) {
-            o[i].name = names[i];
-            o[i].node = i / 2;
-            o[i].rank = i;
-            o[i].world = 4;
-            o[i].state = DDP_SIM_TASK_EXITED;
-            o[i].connect_ns = DDP_NS_PER_S;
-            o[i].end_ns = 2 * DDP_NS_PER_S;
             if (i == cases[c].fails) {
                 o[i].rc = 1;
                 o[i].code = DDP_ETIMEOUT;
