@@ -133,6 +133,39 @@ static void test_plan_contents(void)
     ddp_scenario_free(s);
 }
 
+/* env and unset lines, job-wide and per node, come after the launcher's
+ * variables: a set wins, an unset removes the launcher's own value. */
+static void test_plan_env_lines(void)
+{
+    char err[512];
+    ddp_scenario_t *s = NULL;
+    CU_ASSERT_EQUAL_FATAL(
+        ddp_scenario_parse("scenario \"x\"\nnodes 2\ndevices 2\n"
+                           "env SLURM_JOB_NAME=mine\nenv node=1 ONLY_ONE=1\n"
+                           "unset SLURM_JOB_ID\nunset node=0 SLURM_NNODES\n"
+                           "expect invariants\n",
+                           "x.scn", NULL, &s, err, sizeof err),
+        0);
+    ddp_plan_t *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(ddp_scenario_plan(s, "ddp_hpc", 0, &p), 0);
+    CU_ASSERT_EQUAL_FATAL(p->nprocs, 4);
+    for (int r = 0; r < 4; r++) {
+        const ddp_env_t *e = p->procs[r].env;
+        int node = p->procs[r].node;
+        CU_ASSERT_STRING_EQUAL(ddp_env_get(e, "SLURM_JOB_NAME"), "mine");
+        CU_ASSERT_PTR_NULL(ddp_env_get(e, "SLURM_JOB_ID"));
+        if (node == 0) {
+            CU_ASSERT_PTR_NULL(ddp_env_get(e, "SLURM_NNODES"));
+            CU_ASSERT_PTR_NULL(ddp_env_get(e, "ONLY_ONE"));
+        } else {
+            CU_ASSERT_STRING_EQUAL(ddp_env_get(e, "SLURM_NNODES"), "2");
+            CU_ASSERT_STRING_EQUAL(ddp_env_get(e, "ONLY_ONE"), "1");
+        }
+    }
+    ddp_plan_free(p);
+    ddp_scenario_free(s);
+}
+
 static void test_read_errors(void)
 {
     ddp_sys_t *sys = ddp_test_sys();
@@ -169,5 +202,6 @@ static void test_read_errors(void)
 }
 
 DDP_SUITE("plan", NULL, NULL, {"plan file round trip over the corpus", test_round_trip_corpus},
+          {"env and unset lines: job-wide and per node, after the launcher", test_plan_env_lines},
           {"a plan holds what the launcher gives", test_plan_contents},
           {"plan file errors name the file and line", test_read_errors})
