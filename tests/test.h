@@ -77,6 +77,13 @@ int ddp_test_ddpsim(const char *args, int with_stderr, char *out, size_t n);
 int ddp_test_ddpsim_io(const char *env, const char *args, int want_stderr, char *out,
                        size_t n);
 
+/* The planted leak of several suites' plugins: a connection to the main
+ * address and port of env that is never closed (the leaked-socket
+ * invariant must name it). */
+struct ddp_ctx;
+struct ddp_cluster;
+void ddp_test_leak_store_connection(struct ddp_ctx *ctx, struct ddp_cluster *env);
+
 /* Runs a subcommand (tools/cmds.h: ddp_cmd_run, ddp_cmd_explore, ...) in a
  * child of this process, so that plugins only the tests register are
  * there: args is its command line from the subcommand's name on ("explore

@@ -324,15 +324,10 @@ static int two_bugs_init(const ddp_plugin_t *self, ddp_ctx_t *ctx,
                                                     world);
     if (rank != 1)
         return rc;
-    if (rc) {
+    if (rc)
         wait_for_call_back(ctx);
-    } else {
-        char addr[64];
-        uint16_t port = 0;
-        ddp_cluster_main_address(cluster_env, addr, sizeof addr);
-        ddp_cluster_main_port(cluster_env, &port);
-        (void)ddp_sys_connect_host(ctx->sys, addr, port, ctx->deadline); /* never closed */
-    }
+    else
+        ddp_test_leak_store_connection(ctx, cluster_env);
     return rc;
 }
 

@@ -286,40 +286,40 @@ static int cut_side(ddp_sys_t *sys, cut_run_t *w, int node)
 static int cut_node0(ddp_sys_t *sys, void *arg) { return cut_side(sys, arg, 0); }
 static int cut_node1(ddp_sys_t *sys, void *arg) { return cut_side(sys, arg, 1); }
 
+/* Both sides on two nodes, under fault f (NULL: none); both must end well. */
+static void cut_run(const ddp_sim_fault_t *f, cut_run_t *w)
+{
+    ddp_sim_t *sim = two_nodes(6, 0);
+    if (f)
+        CU_ASSERT(ddp_sim_add_fault(sim, f) >= 0);
+    *w = (cut_run_t){0, {0, 0}};
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = "inside", .rank = -1},
+                     cut_node1, w);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "outside", .rank = -1,
+                                                 .start_ns = DDP_NS_PER_MS},
+                     cut_node0, w);
+    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+    CU_ASSERT_EQUAL(ddp_sim_outcome(sim, 0)->rc, 0);
+    CU_ASSERT_EQUAL(ddp_sim_outcome(sim, 1)->rc, 0);
+    ddp_sim_free(sim);
+}
+
 /* A partition cuts both ways: node 1 cut off from 0.5 s to 3 s holds what
  * it sends and what is sent to it until the heal. */
 static void test_partition_both_ways(void)
 {
-    ddp_sim_t *sim = two_nodes(6, 0);
-    ddp_sim_add_fault(sim, &(ddp_sim_fault_t){.kind = DDP_FAULT_PARTITION,
-                                              .node_set = 1u << 1,
-                                              .start_ns = DDP_NS_PER_S / 2,
-                                              .end_ns = 3 * DDP_NS_PER_S});
-    cut_run_t w = {0, {0, 0}};
-    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = "inside", .rank = -1},
-                     cut_node1, &w);
-    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "outside", .rank = -1,
-                                                 .start_ns = DDP_NS_PER_MS},
-                     cut_node0, &w);
-    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
-    CU_ASSERT_EQUAL(ddp_sim_outcome(sim, 0)->rc, 0);
-    CU_ASSERT_EQUAL(ddp_sim_outcome(sim, 1)->rc, 0);
+    cut_run_t w;
+    cut_run(&(ddp_sim_fault_t){.kind = DDP_FAULT_PARTITION, .node_set = 1u << 1,
+                               .start_ns = DDP_NS_PER_S / 2, .end_ns = 3 * DDP_NS_PER_S},
+            &w);
     CU_ASSERT(w.got[1] >= 3 * DDP_NS_PER_S); /* into the cut-off side */
     CU_ASSERT(w.got[0] >= 3 * DDP_NS_PER_S); /* out of it */
     CU_ASSERT(w.got[0] < 20 * DDP_NS_PER_S && w.got[1] < 20 * DDP_NS_PER_S);
-    ddp_sim_free(sim);
 
     /* Without the partition both bytes arrive within a millisecond. */
-    sim = two_nodes(6, 0);
-    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = "inside", .rank = -1},
-                     cut_node1, &w);
-    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "outside", .rank = -1,
-                                                 .start_ns = DDP_NS_PER_MS},
-                     cut_node0, &w);
-    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+    cut_run(NULL, &w);
     CU_ASSERT(w.got[0] < DDP_NS_PER_S + DDP_NS_PER_MS);
     CU_ASSERT(w.got[1] < DDP_NS_PER_S + DDP_NS_PER_MS);
-    ddp_sim_free(sim);
 }
 
 /* p = 0.1 and p = 0.9 on 200 connects each: a refuse fault fires about as

@@ -11,6 +11,7 @@
 #include "ddp/env.h"
 #include "ddp/err.h"
 #include "ddp/log.h"
+#include "ddp/plugin.h"
 #include "ddp/store.h"
 #include "ddp/sys.h"
 
@@ -114,6 +115,15 @@ int ddp_test_ddpsim_io(const char *env, const char *args, int want_stderr, char 
     snprintf(cmd, sizeof cmd, "timeout -k 5 %d env %s %s %s %s", DDP_TEST_DDPSIM_LIMIT_S,
              env ? env : "", bin, args, want_stderr ? "2>&1 >/dev/null" : "2>/dev/null");
     return shell_read(cmd, out, n);
+}
+
+void ddp_test_leak_store_connection(ddp_ctx_t *ctx, ddp_cluster_t *env)
+{
+    char addr[64];
+    uint16_t port = 0;
+    ddp_cluster_main_address(env, addr, sizeof addr);
+    ddp_cluster_main_port(env, &port);
+    (void)ddp_sys_connect_host(ctx->sys, addr, port, ctx->deadline); /* never closed */
 }
 
 int ddp_test_cmd_inproc(int (*cmd)(struct ddp_sys *, int, char **), const char *args,
