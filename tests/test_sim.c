@@ -1285,9 +1285,9 @@ static void test_trace_line_bytes(void)
  * and both task kinds give the same trace. */
 static int stubborn(ddp_sys_t *sys, void *arg)
 {
-    (void)arg;
+    const int64_t *wait_ns = arg; /* each wait's length */
     for (;;) /* never looks at the result */
-        (void)ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, DDP_NS_PER_MS));
+        (void)ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, *wait_ns));
     return 0;
 }
 
@@ -1300,29 +1300,169 @@ static int bystander(ddp_sys_t *sys, void *arg)
     return 0;
 }
 
+/* Waits of 1 ms, then of 1 s: the crash at 5 ms leaves the stubborn task's
+ * last timeout pending (at 6 ms, at 1 s) and the task no longer parked on
+ * it. That timeout must not move the clock: the run ends when the
+ * bystander does, at 20 ms. */
 static void test_tasks_ignoring_cancel(void)
 {
-    uint64_t hash[2];
-    for (int mode = DDP_SIM_TASKS_CONTEXTS; mode <= DDP_SIM_TASKS_THREADS; mode++) {
-        ddp_sim_t *sim = sim_with_tasks(6, (ddp_sim_tasks_t)mode, 0);
-        int v = ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "stubborn",
-                                                             .rank = 0},
-                                 stubborn, NULL);
-        ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = "bystander", .rank = 1},
-                         bystander, NULL);
-        ddp_sim_add_fault(sim, &(ddp_sim_fault_t){.kind = DDP_FAULT_CRASH, .node = -1,
-                                                  .task = v, .peer_node = -1,
-                                                  .start_ns = 5 * DDP_NS_PER_MS});
-        ddp_sim_run(sim);
-        CU_ASSERT_EQUAL(ddp_sim_outcome(sim, v)->state, DDP_SIM_TASK_CRASHED);
-        CU_ASSERT_EQUAL(ddp_sim_outcome(sim, 1)->state, DDP_SIM_TASK_EXITED);
-        CU_ASSERT_EQUAL(ddp_sim_outcome(sim, 1)->rc, 0);
-        ddp_sim_stats_t st;
-        ddp_sim_stats(sim, &st);
-        hash[mode - DDP_SIM_TASKS_CONTEXTS] = st.trace_hash;
-        ddp_sim_free(sim);
+    static const int64_t waits[] = {DDP_NS_PER_MS, DDP_NS_PER_S};
+    for (int w = 0; w < 2; w++) {
+        uint64_t hash[2];
+        for (int mode = DDP_SIM_TASKS_CONTEXTS; mode <= DDP_SIM_TASKS_THREADS; mode++) {
+            ddp_sim_t *sim = sim_with_tasks(6, (ddp_sim_tasks_t)mode, 0);
+            int v = ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "stubborn",
+                                                                 .rank = 0},
+                                     stubborn, (void *)&waits[w]);
+            ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = "bystander",
+                                                         .rank = 1},
+                             bystander, NULL);
+            ddp_sim_add_fault(sim, &(ddp_sim_fault_t){.kind = DDP_FAULT_CRASH, .node = -1,
+                                                      .task = v, .peer_node = -1,
+                                                      .start_ns = 5 * DDP_NS_PER_MS});
+            ddp_sim_run(sim);
+            CU_ASSERT_EQUAL(ddp_sim_outcome(sim, v)->state, DDP_SIM_TASK_CRASHED);
+            CU_ASSERT_EQUAL(ddp_sim_outcome(sim, 1)->state, DDP_SIM_TASK_EXITED);
+            CU_ASSERT_EQUAL(ddp_sim_outcome(sim, 1)->rc, 0);
+            ddp_sim_stats_t st;
+            ddp_sim_stats(sim, &st);
+            CU_ASSERT_EQUAL(st.virtual_ns, 20 * DDP_NS_PER_MS);
+            hash[mode - DDP_SIM_TASKS_CONTEXTS] = st.trace_hash;
+            ddp_sim_free(sim);
+        }
+        CU_ASSERT_EQUAL(hash[0], hash[1]);
     }
-    CU_ASSERT_EQUAL(hash[0], hash[1]);
+}
+
+/* ---- the scheduler's own rules (the sched-* mutants, docs/testing.md) ---- */
+
+/* A 100 s wait by the task's clock: 0 when it ran to its end. */
+static int sleep_100s(ddp_sys_t *sys, void *arg)
+{
+    (void)arg;
+    return ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 100 * DDP_NS_PER_S)) ? 1 : 0;
+}
+
+/* A process with a second thread (as rank 0 with its store server): both
+ * wait 100 s. */
+static int proc_with_thread(ddp_sys_t *sys, void *arg)
+{
+    (void)arg;
+    ddp_thread_t th;
+    if (ddp_sys_thread_start(sys, sleep_100s, NULL, "server", &th) != 0)
+        return 2;
+    int rc = sleep_100s(sys, NULL), trc = 0;
+    if (ddp_sys_thread_join(sys, th, &trc, ddp_sys_deadline_in(sys, 200 * DDP_NS_PER_S)))
+        return 3;
+    return rc || trc;
+}
+
+/* A crash takes the whole process, its other threads included, and at
+ * once: both were parked for 100 s, both are crashed at 1 s, and the run
+ * ends there (a crashed master's store thread must not serve on). */
+static void test_crash_takes_threads(void)
+{
+    ddp_sim_t *sim = two_nodes(21, 0);
+    ddp_sim_add_fault(sim, &(ddp_sim_fault_t){.kind = DDP_FAULT_CRASH, .node = -1, .task = 0,
+                                              .peer_node = -1, .start_ns = DDP_NS_PER_S});
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "master", .rank = 0},
+                     proc_with_thread, NULL);
+    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+    CU_ASSERT_EQUAL_FATAL(ddp_sim_task_count(sim), 2);
+    for (int i = 0; i < 2; i++) {
+        const ddp_sim_outcome_t *o = ddp_sim_outcome(sim, i);
+        CU_ASSERT_EQUAL(o->thread, i == 1);
+        CU_ASSERT_EQUAL(o->state, DDP_SIM_TASK_CRASHED);
+        CU_ASSERT_EQUAL(o->end_ns, DDP_NS_PER_S);
+    }
+    ddp_sim_stats_t st;
+    ddp_sim_stats(sim, &st);
+    CU_ASSERT_EQUAL(st.virtual_ns, DDP_NS_PER_S); /* not 100 s: woken by the kill */
+    ddp_sim_free(sim);
+}
+
+typedef struct late_add {
+    int64_t seen_ns; /* what the added task's clock said first */
+} late_add_t;
+
+static int read_clock(ddp_sys_t *sys, void *arg)
+{
+    ((late_add_t *)arg)->seen_ns = ddp_sys_now(sys);
+    return 0;
+}
+
+/* At virtual 2 s, adds a task whose start time (0) has passed. */
+static int add_task_late(ddp_sys_t *sys, void *arg)
+{
+    if (ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 2 * DDP_NS_PER_S)))
+        return 1;
+    ddp_sim_t *sim = ddp_sim_of(sys);
+    return ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = "late", .rank = 1},
+                            read_clock, arg) < 0;
+}
+
+/* Virtual time never runs back: a task added while the run is under way,
+ * with a start time already past, starts now. */
+static void test_clock_never_runs_back(void)
+{
+    ddp_sim_t *sim = two_nodes(22, 0);
+    late_add_t la = {-1};
+    int64_t t0 = 0;
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "clock", .rank = -1},
+                     skew_reader, &t0);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "adder", .rank = 0},
+                     add_task_late, &la);
+    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+    CU_ASSERT_EQUAL_FATAL(ddp_sim_task_count(sim), 3);
+    CU_ASSERT_EQUAL(ddp_sim_outcome(sim, 1)->rc, 0);
+    CU_ASSERT_EQUAL(ddp_sim_outcome(sim, 2)->state, DDP_SIM_TASK_EXITED);
+    CU_ASSERT_EQUAL(la.seen_ns - t0, 2 * DDP_NS_PER_S);
+    CU_ASSERT_EQUAL(ddp_sim_outcome(sim, 2)->end_ns, 2 * DDP_NS_PER_S);
+    ddp_sim_free(sim);
+}
+
+/* 2,000 waits of 1 ms: many sim calls, never many at one instant. */
+static int many_short_waits(ddp_sys_t *sys, void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 2000; i++)
+        if (ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, DDP_NS_PER_MS)))
+            return 1;
+    return 0;
+}
+
+/* Waits for nothing, again and again, at one virtual instant. */
+static int spin_at_an_instant(ddp_sys_t *sys, void *arg)
+{
+    (void)arg;
+    while (ddp_sys_sleep_until(sys, ddp_sys_now(sys)) == 0)
+        ;
+    return 0;
+}
+
+/* The livelock bound counts the calls made while virtual time stands
+ * still, not the calls of the whole run: a run of 2,000 steps passes a
+ * bound of 100; one that spins at an instant is stopped by it. */
+static void test_livelock_bound_per_instant(void)
+{
+    ddp_sim_opts_t o = {.seed = 23, .livelock_calls = 100};
+    ddp_sim_t *sim = ddp_sim_new(&o);
+    ddp_sim_add_node(sim, "node0", "10.0.0.1", 0);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "stepper", .rank = 0},
+                     many_short_waits, NULL);
+    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+    CU_ASSERT_EQUAL(ddp_sim_outcome(sim, 0)->rc, 0);
+    ddp_sim_stats_t st;
+    ddp_sim_stats(sim, &st);
+    CU_ASSERT_EQUAL(st.virtual_ns, 2000 * DDP_NS_PER_MS);
+    ddp_sim_free(sim);
+
+    sim = ddp_sim_new(&o);
+    ddp_sim_add_node(sim, "node0", "10.0.0.1", 0);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "spinner", .rank = 0},
+                     spin_at_an_instant, NULL);
+    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_LIVELOCK);
+    ddp_sim_free(sim);
 }
 
 DDP_SUITE("sim", NULL, NULL,
@@ -1351,4 +1491,7 @@ DDP_SUITE("sim", NULL, NULL,
           {"contexts: exited tasks' stacks reused, fresh state", test_contexts_stack_reuse},
           {"contexts: later simulations' tasks start clean on cached slabs", test_contexts_slab_cache},
           {"trace lines: printf's bytes, cut at 1 KiB", test_trace_line_bytes},
-          {"a task ignoring cancellation is stopped (both kinds)", test_tasks_ignoring_cancel})
+          {"a task ignoring cancellation is stopped (both kinds)", test_tasks_ignoring_cancel},
+          {"a crash takes every thread of the process, at once", test_crash_takes_threads},
+          {"virtual time never runs back (a task added with a past start)", test_clock_never_runs_back},
+          {"the livelock bound counts calls at one instant, not in the run", test_livelock_bound_per_instant})
