@@ -61,6 +61,7 @@ static void test_bad_run_replay_explore(void)
         {"run scenarios/clean-start.scn --jobs", "--jobs"},
         {"run scenarios/clean-start.scn --jobs abc", "--jobs \"abc\""},
         {"run scenarios/clean-start.scn --jobs 65", "--jobs \"65\""},
+        {"run scenarios/clean-start.scn --jobs ' 2'", "--jobs \" 2\""}, /* strtol skips it */
         {"run scenarios/clean-start.scn --seed 0", "--seed \"0\""},
         {"run scenarios/clean-start.scn --seed -3", "--seed \"-3\""},
         {"run scenarios/clean-start.scn --seed 12x", "--seed \"12x\""},
@@ -104,6 +105,8 @@ static void test_bad_launch_train_hold_port(void)
         {"launch --timeout 0 -- true", "--timeout \"0\""},
         {"launch --grace-period -1 -- true", "--grace-period \"-1\""},
         {"launch --grace-period=soon -- true", "--grace-period \"soon\""},
+        {"launch --grace-period '' -- true", "--grace-period \"\""}, /* strtod: 0 */
+        {"launch --timeout ' 5' -- true", "--timeout \" 5\""},
         {"launch --nnodes 2 --node-rank 2 -- true", "--node-rank \"2\""},
         {"launch --nproc-per-node 2", "PROG"},
         {"train --bogus", "\"--bogus\""},

@@ -8,6 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "ddp/err.h"
 #include "ddp/faults.h"
@@ -1465,6 +1469,83 @@ static void test_livelock_bound_per_instant(void)
     ddp_sim_free(sim);
 }
 
+/* ---- a task's stack ends at a guard page (the ctx-no-guard-page mutant) ---- */
+
+static int guard_pipe = -1; /* the forked child's: the deep task says it returned */
+
+/* n frames of about 1 KiB each, each touched at both ends: no page of the
+ * way down is skipped. */
+DDP_NOINLINE static int deep_frames(int n)
+{
+    volatile char buf[1024];
+    buf[0] = (char)n;
+    buf[sizeof buf - 1] = (char)n;
+    if (n == 0)
+        return buf[0];
+    return deep_frames(n - 1) + buf[sizeof buf - 1];
+}
+
+/* Goes 16 KiB past the end of its stack (arg: the stack's size). */
+static int overflow_stack(ddp_sys_t *sys, void *arg)
+{
+    (void)sys;
+    int r = deep_frames((int)(*(const size_t *)arg / 1024) + 16);
+    if (write(guard_pipe, "returned", 8) != 8)
+        return 2;
+    return r == -1; /* keeps the recursion's result used */
+}
+
+static int park_one_second(ddp_sys_t *sys, void *arg)
+{
+    (void)arg;
+    return ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, DDP_NS_PER_S)) ? 1 : 0;
+}
+
+/* Contexts mode: a task that recurses past the end of its stack is stopped
+ * by the guard page below it, and does not write over the stack of the
+ * task in the slot below (the neighbour, parked, started first so that it
+ * holds that slot). In a forked child: the crash is the expected outcome
+ * (a signal, or a sanitizer's report and exit 1), never "returned". */
+static void test_contexts_guard_page(void)
+{
+    static const size_t stack = 520 * 1024; /* above every build's minimum;
+                                                no other test's shape */
+    int fds[2];
+    CU_ASSERT_EQUAL_FATAL(pipe(fds), 0);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    CU_ASSERT_TRUE_FATAL(pid >= 0);
+    if (pid == 0) {
+        close(fds[0]);
+        guard_pipe = fds[1];
+        setrlimit(RLIMIT_CORE, &(struct rlimit){0, 0});
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0)
+            dup2(null, 2); /* the sanitizers' report of the crash */
+        ddp_sim_opts_t o = {.seed = 24, .tasks = DDP_SIM_TASKS_CONTEXTS, .stack_size = stack};
+        ddp_sim_t *sim = ddp_sim_new(&o);
+        ddp_sim_add_node(sim, "node0", "10.0.0.1", 0);
+        ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "neighbour", .rank = 0},
+                         park_one_second, NULL);
+        ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "deep", .rank = 1,
+                                                     .start_ns = DDP_NS_PER_MS},
+                         overflow_stack, (void *)&stack);
+        ddp_sim_run(sim);
+        _exit(0);
+    }
+    close(fds[1]);
+    char buf[16] = "";
+    ssize_t r = read(fds[0], buf, sizeof buf - 1); /* 0 (EOF) when the child died */
+    close(fds[0]);
+    int st = 0;
+    CU_ASSERT_EQUAL(waitpid(pid, &st, 0), pid);
+    CU_ASSERT_TRUE(r <= 0);
+    if (r > 0)
+        printf("\n  the deep task came back from 16 KiB past its stack: no guard page\n");
+    CU_ASSERT_FALSE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 DDP_SUITE("sim", NULL, NULL,
           {"chrome trace and timeline exports", test_trace_exports},
           {"echo over the virtual network", test_echo},
@@ -1494,4 +1575,5 @@ DDP_SUITE("sim", NULL, NULL,
           {"a task ignoring cancellation is stopped (both kinds)", test_tasks_ignoring_cancel},
           {"a crash takes every thread of the process, at once", test_crash_takes_threads},
           {"virtual time never runs back (a task added with a past start)", test_clock_never_runs_back},
-          {"the livelock bound counts calls at one instant, not in the run", test_livelock_bound_per_instant})
+          {"the livelock bound counts calls at one instant, not in the run", test_livelock_bound_per_instant},
+          {"contexts: a stack overflow stops at the guard page", test_contexts_guard_page})
