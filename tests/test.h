@@ -76,6 +76,11 @@ int ddp_test_ddpsim(const char *args, int with_stderr, char *out, size_t n);
 #define DDP_TEST_DDPSIM_LIMIT_S 120
 int ddp_test_ddpsim_io(const char *env, const char *args, int want_stderr, char *out,
                        size_t n);
+/* The same within limit_s seconds: for a command line that must be refused
+ * at once (a bad option), so that one wrongly accepted fails in seconds
+ * rather than running a whole sweep or a server. */
+int ddp_test_ddpsim_io_within(int limit_s, const char *env, const char *args,
+                              int want_stderr, char *out, size_t n);
 
 /* The planted leak of several suites' plugins: a connection to the main
  * address and port of env that is never closed (the leaked-socket

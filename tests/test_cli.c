@@ -30,7 +30,10 @@ typedef struct bad_case {
 static int check_bad(const char *args, const char *want)
 {
     char err[4096];
-    int st = ddp_test_ddpsim_io(NULL, args, 1, err, sizeof err);
+    /* Refused at once; 15 s, not the usual limit: an option wrongly taken
+     * (a count out of range, a port of "abc") must not run a sweep or a
+     * server until the suite's own bound stops it. */
+    int st = ddp_test_ddpsim_io_within(15, NULL, args, 1, err, sizeof err);
     char sub[64];
     snprintf(sub, sizeof sub, "ddpsim %.*s", (int)strcspn(args, " "), args);
     const char *nl = strchr(err, '\n');
@@ -75,8 +78,8 @@ static void test_bad_run_replay_explore(void)
         {"explore --bogus", "\"--bogus\""},
         {"explore --runs", "--runs"},
         {"explore --ranks abc", "--ranks \"abc\""},
-        {"explore --ranks 5000", "--ranks \"5000\""},
-        {"explore --max-faults 33", "--max-faults \"33\""},
+        {"explore --ranks 5000 --runs 1", "--ranks \"5000\""},
+        {"explore --max-faults 33 --runs 1", "--max-faults \"33\""},
         {"explore --seed ' 5'", "--seed \" 5\""},
         {"explore --progress=1", "--progress"},
     };
@@ -107,7 +110,7 @@ static void test_bad_launch_train_hold_port(void)
         {"launch --grace-period=soon -- true", "--grace-period \"soon\""},
         {"launch --grace-period '' -- true", "--grace-period \"\""}, /* strtod: 0 */
         {"launch --timeout ' 5' -- true", "--timeout \" 5\""},
-        {"launch --nnodes 2 --node-rank 2 -- true", "--node-rank \"2\""},
+        {"launch --timeout 2 --nnodes 2 --node-rank 2 -- true", "--node-rank \"2\""},
         {"launch --nproc-per-node 2", "PROG"},
         {"train --bogus", "\"--bogus\""},
         {"train --devices", "--devices"},
@@ -121,7 +124,7 @@ static void test_bad_launch_train_hold_port(void)
         {hp[1], "--seconds"},
         {hp[2], "--seconds \"abc\""},
         {hp[3], "--seconds \"-1\""},
-        {"hold-port 70000", "PORT \"70000\""},
+        {"hold-port 70000 --seconds 1", "PORT \"70000\""},
         {"hold-port abc", "PORT \"abc\""},
         {"hold-port", "PORT"},
     };

@@ -105,16 +105,22 @@ int ddp_test_ddpsim(const char *args, int with_stderr, char *out, size_t n)
     return shell_read(cmd, out, n);
 }
 
-int ddp_test_ddpsim_io(const char *env, const char *args, int want_stderr, char *out,
-                       size_t n)
+int ddp_test_ddpsim_io_within(int limit_s, const char *env, const char *args,
+                              int want_stderr, char *out, size_t n)
 {
     char bin[400], cmd[2400];
     out[0] = '\0';
     if (!ddp_test_ddpsim_bin(bin, sizeof bin))
         return -1;
-    snprintf(cmd, sizeof cmd, "timeout -k 5 %d env %s %s %s %s", DDP_TEST_DDPSIM_LIMIT_S,
+    snprintf(cmd, sizeof cmd, "timeout -k 5 %d env %s %s %s %s", limit_s,
              env ? env : "", bin, args, want_stderr ? "2>&1 >/dev/null" : "2>/dev/null");
     return shell_read(cmd, out, n);
+}
+
+int ddp_test_ddpsim_io(const char *env, const char *args, int want_stderr, char *out,
+                       size_t n)
+{
+    return ddp_test_ddpsim_io_within(DDP_TEST_DDPSIM_LIMIT_S, env, args, want_stderr, out, n);
 }
 
 void ddp_test_leak_store_connection(ddp_ctx_t *ctx, ddp_cluster_t *env)
