@@ -346,12 +346,25 @@ static void test_run_all_skipped(void)
     if (!have_ddpsim())
         return;
     char err[4096];
+    const char *junit = "build/test-cli-skipped.xml";
+    remove(junit);
     int st = ddp_test_ddpsim_io(NULL, "run --real scenarios/partition-heals.scn "
-                                      "--accelerator ddp --no-progress",
+                                      "--accelerator ddp --no-progress "
+                                      "--junit build/test-cli-skipped.xml",
                                 1, err, sizeof err);
     CU_ASSERT_EQUAL(st, 3);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "every run was skipped"));
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "needs --netns"));
+    /* In JUnit a skip is a skip, not a failure: CI stays green. */
+    char xml[4096] = "";
+    FILE *f = fopen(junit, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    xml[fread(xml, 1, sizeof xml - 1, f)] = '\0';
+    fclose(f);
+    remove(junit);
+    CU_ASSERT_PTR_NOT_NULL(strstr(xml, "tests=\"1\" failures=\"0\" errors=\"0\" skipped=\"1\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(xml, "<skipped message=\""));
+    CU_ASSERT_PTR_NULL(strstr(xml, "<failure"));
 }
 
 /* `make test` (like `make run` and plain `make`) leaves ./ddpsim. */

@@ -719,42 +719,93 @@ static void test_misreported_rank(void)
     check_planted_caught(&misrank, "both have rank 1");
 }
 
+/* `ddpsim run SCENARIO --accelerator ddp_hpc --junit FILE`, in-process
+ * (where the tests' plugins are registered), on a scenario of the given
+ * text: its exit status, its stdout and stderr into out, the JUnit XML
+ * into xml. */
+static int run_with_junit(const char *scenario, char *out, size_t nout, char *xml,
+                          size_t nxml)
+{
+    char dir[] = "/tmp/ddp-junit-XXXXXX";
+    xml[0] = '\0';
+    if (!mkdtemp(dir))
+        return -1;
+    char scn[600], junit[600], args[1400];
+    snprintf(scn, sizeof scn, "%s/s.scn", dir);
+    snprintf(junit, sizeof junit, "%s/j.xml", dir);
+    FILE *f = fopen(scn, "w");
+    if (f) {
+        fputs(scenario, f);
+        fclose(f);
+    }
+    snprintf(args, sizeof args, "run %s --accelerator ddp_hpc --junit %s", scn, junit);
+    int rc = ddp_test_cmd_inproc(ddp_cmd_run, args, out, nout);
+    f = fopen(junit, "r");
+    if (f) {
+        size_t len = fread(xml, 1, nxml - 1, f);
+        xml[len] = '\0';
+        fclose(f);
+    }
+    remove(scn);
+    remove(junit);
+    rmdir(dir);
+    return rc;
+}
+
 /* What CI reads of a run whose expectations held and whose invariants
  * broke (the leaky plugin): the exit status 1, the counts line, and a
- * JUnit <failure> with the invariant. The command runs in-process, where
- * the plugin is registered. */
+ * JUnit <failure> with the invariant. */
 static void test_junit_invariant_failure(void)
 {
     static const ddp_plugin_t leaky = {.name = "test-leaky-junit",
                                        .init_ddp_connection = leaky_init};
     if (!ddp_plugin_find(leaky.name))
         CU_ASSERT_EQUAL_FATAL(ddp_plugin_register(&leaky), 0);
-    char dir[] = "/tmp/ddp-junit-XXXXXX";
-    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
-    char scn[600], junit[600], args[1400];
-    snprintf(scn, sizeof scn, "%s/leak.scn", dir);
-    snprintf(junit, sizeof junit, "%s/j.xml", dir);
-    FILE *f = fopen(scn, "w");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    fputs("scenario \"leak\"\nplugin test-leaky-junit\nexpect ok\n", f);
-    fclose(f);
-    snprintf(args, sizeof args, "run %s --accelerator ddp_hpc --junit %s", scn, junit);
-    static char out[1 << 15];
-    CU_ASSERT_EQUAL(ddp_test_cmd_inproc(ddp_cmd_run, args, out, sizeof out), 1);
+    static char out[1 << 15], xml[1 << 15];
+    CU_ASSERT_EQUAL(run_with_junit("scenario \"leak\"\nplugin test-leaky-junit\nexpect ok\n",
+                                   out, sizeof out, xml, sizeof xml), 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "0 ok, 1 failed"));
-    static char xml[1 << 15];
-    f = fopen(junit, "r");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    size_t len = fread(xml, 1, sizeof xml - 1, f);
-    xml[len] = '\0';
-    fclose(f);
     CU_ASSERT_PTR_NOT_NULL(strstr(xml, "tests=\"1\" failures=\"1\""));
     const char *fail = strstr(xml, "<failure message=\"");
     CU_ASSERT_PTR_NOT_NULL(fail);
     CU_ASSERT_TRUE(fail && strstr(fail, "socket(s) still open"));
-    remove(scn);
-    remove(junit);
-    rmdir(dir);
+}
+
+/* A plugin whose error message holds what XML must not carry raw: a
+ * quote, markup, an ampersand and a terminal colour escape. */
+static int noisy_init(const ddp_plugin_t *self, ddp_ctx_t *ctx, ddp_cluster_t *env,
+                      int rank, int world)
+{
+    (void)self, (void)ctx, (void)env, (void)rank, (void)world;
+    return ddp_err_set(DDP_ECONFIG, "bad \"value\" <x/> & a \x1b[31mcolour\x1b[0m escape");
+}
+
+/* The JUnit file stays XML whatever a message holds: quotes, '<' and '&'
+ * escaped, control bytes (but newline and tab) dropped, so that the
+ * failure's message attribute ends where it should and CI can read the
+ * file. */
+static void test_junit_escapes_messages(void)
+{
+    static const ddp_plugin_t noisy = {.name = "test-noisy-junit",
+                                       .init_ddp_connection = noisy_init};
+    if (!ddp_plugin_find(noisy.name))
+        CU_ASSERT_EQUAL_FATAL(ddp_plugin_register(&noisy), 0);
+    static char out[1 << 15], xml[1 << 15];
+    CU_ASSERT_EQUAL(run_with_junit("scenario \"noisy\"\nplugin test-noisy-junit\nexpect ok\n",
+                                   out, sizeof out, xml, sizeof xml), 1);
+    int bad_bytes = 0;
+    for (const unsigned char *c = (const unsigned char *)xml; *c; c++)
+        bad_bytes += *c < 0x20 && *c != '\n' && *c != '\t';
+    CU_ASSERT_EQUAL(bad_bytes, 0);
+    const char *msg = strstr(xml, "<failure message=\"");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(msg);
+    msg += strlen("<failure message=\"");
+    const char *end = strchr(msg, '"'); /* the attribute's end: then the tag's */
+    CU_ASSERT_TRUE_FATAL(end && end[1] == '>');
+    char attr[2048];
+    snprintf(attr, sizeof attr, "%.*s", (int)(end - msg), msg);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attr, "bad &quot;value&quot; &lt;x/&gt; &amp; a [31mcolour"));
+    CU_ASSERT_PTR_NULL(strstr(xml, "\"value\""));
 }
 
 /* A user plugin with phases of its own: after the default connection it
@@ -926,6 +977,8 @@ DDP_SUITE("scenario", NULL, NULL,
           {"a misreported rank: expectations hold, the judge names it", test_misreported_rank},
           {"JUnit: a run whose invariants broke is a failure (in-process)",
            test_junit_invariant_failure},
+          {"JUnit: messages escaped, control bytes dropped (in-process)",
+           test_junit_escapes_messages},
           {"plugin-declared phases: parsed, validated, faulted", test_plugin_phases},
           {"same seed same trace, other seed other trace", test_determinism},
           {"ddpsim run / replay / list", test_cli})
