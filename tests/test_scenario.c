@@ -720,12 +720,14 @@ static void test_misreported_rank(void)
 }
 
 /* `ddpsim run SCENARIO --accelerator ddp_hpc --junit FILE`, in-process
- * (where the tests' plugins are registered), on a scenario of the given
+ * (where plugin, registered here, is known), on a scenario of the given
  * text: its exit status, its stdout and stderr into out, the JUnit XML
  * into xml. */
-static int run_with_junit(const char *scenario, char *out, size_t nout, char *xml,
-                          size_t nxml)
+static int run_with_junit(const ddp_plugin_t *plugin, const char *scenario, char *out,
+                          size_t nout, char *xml, size_t nxml)
 {
+    if (!ddp_plugin_find(plugin->name) && ddp_plugin_register(plugin) != 0)
+        return -1;
     char dir[] = "/tmp/ddp-junit-XXXXXX";
     xml[0] = '\0';
     if (!mkdtemp(dir))
@@ -759,10 +761,8 @@ static void test_junit_invariant_failure(void)
 {
     static const ddp_plugin_t leaky = {.name = "test-leaky-junit",
                                        .init_ddp_connection = leaky_init};
-    if (!ddp_plugin_find(leaky.name))
-        CU_ASSERT_EQUAL_FATAL(ddp_plugin_register(&leaky), 0);
     static char out[1 << 15], xml[1 << 15];
-    CU_ASSERT_EQUAL(run_with_junit("scenario \"leak\"\nplugin test-leaky-junit\nexpect ok\n",
+    CU_ASSERT_EQUAL(run_with_junit(&leaky, "scenario \"leak\"\nplugin test-leaky-junit\nexpect ok\n",
                                    out, sizeof out, xml, sizeof xml), 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "0 ok, 1 failed"));
     CU_ASSERT_PTR_NOT_NULL(strstr(xml, "tests=\"1\" failures=\"1\""));
@@ -788,10 +788,8 @@ static void test_junit_escapes_messages(void)
 {
     static const ddp_plugin_t noisy = {.name = "test-noisy-junit",
                                        .init_ddp_connection = noisy_init};
-    if (!ddp_plugin_find(noisy.name))
-        CU_ASSERT_EQUAL_FATAL(ddp_plugin_register(&noisy), 0);
     static char out[1 << 15], xml[1 << 15];
-    CU_ASSERT_EQUAL(run_with_junit("scenario \"noisy\"\nplugin test-noisy-junit\nexpect ok\n",
+    CU_ASSERT_EQUAL(run_with_junit(&noisy, "scenario \"noisy\"\nplugin test-noisy-junit\nexpect ok\n",
                                    out, sizeof out, xml, sizeof xml), 1);
     int bad_bytes = 0;
     for (const unsigned char *c = (const unsigned char *)xml; *c; c++)

@@ -1295,10 +1295,11 @@ static int stubborn(ddp_sys_t *sys, void *arg)
     return 0;
 }
 
-static int bystander(ddp_sys_t *sys, void *arg)
+/* *arg waits of 1 ms each (NULL: 20). */
+static int waits_of_1ms(ddp_sys_t *sys, void *arg)
 {
-    (void)arg;
-    for (int i = 0; i < 20; i++)
+    int n = arg ? *(const int *)arg : 20;
+    for (int i = 0; i < n; i++)
         if (ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, DDP_NS_PER_MS)))
             return 1;
     return 0;
@@ -1320,7 +1321,7 @@ static void test_tasks_ignoring_cancel(void)
                                      stubborn, (void *)&waits[w]);
             ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = "bystander",
                                                          .rank = 1},
-                             bystander, NULL);
+                             waits_of_1ms, NULL);
             ddp_sim_add_fault(sim, &(ddp_sim_fault_t){.kind = DDP_FAULT_CRASH, .node = -1,
                                                       .task = v, .peer_node = -1,
                                                       .start_ns = 5 * DDP_NS_PER_MS});
@@ -1425,16 +1426,6 @@ static void test_clock_never_runs_back(void)
     ddp_sim_free(sim);
 }
 
-/* 2,000 waits of 1 ms: many sim calls, never many at one instant. */
-static int many_short_waits(ddp_sys_t *sys, void *arg)
-{
-    (void)arg;
-    for (int i = 0; i < 2000; i++)
-        if (ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, DDP_NS_PER_MS)))
-            return 1;
-    return 0;
-}
-
 /* Waits for nothing, again and again, at one virtual instant. */
 static int spin_at_an_instant(ddp_sys_t *sys, void *arg)
 {
@@ -1450,10 +1441,11 @@ static int spin_at_an_instant(ddp_sys_t *sys, void *arg)
 static void test_livelock_bound_per_instant(void)
 {
     ddp_sim_opts_t o = {.seed = 23, .livelock_calls = 100};
+    static const int steps = 2000; /* many sim calls, never many at one instant */
     ddp_sim_t *sim = ddp_sim_new(&o);
     ddp_sim_add_node(sim, "node0", "10.0.0.1", 0);
     ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "stepper", .rank = 0},
-                     many_short_waits, NULL);
+                     waits_of_1ms, (void *)&steps);
     CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
     CU_ASSERT_EQUAL(ddp_sim_outcome(sim, 0)->rc, 0);
     ddp_sim_stats_t st;
