@@ -1,7 +1,13 @@
 /* bench/plugin_init.c — wall time of the full default init (store + tcp
  * backend + store barrier + configure_ddp) through the shared plugin:
  *  - simulated: ddp_hpc under SLURM on N/8 nodes x 8 ranks (N = 512, 4096);
- *  - real: N processes on loopback (torchrun contract, ddp_cpu_hpc), N = 8, 32.
+ *  - real: N processes on loopback (torchrun contract, ddp_cpu_hpc), N = 8, 32;
+ *  - spawn: the real line's floor: N processes started and reaped the same
+ *    way (ddp_sys_spawn, ddp_sys_wait) that return at once, without the init.
+ * A real or spawn line also gives the CPU time and the minor page faults of
+ * its processes (the launcher and its children): on two CPUs a 64-process
+ * run is bound by that CPU, and on some virtual machines most of it is
+ * process creation and first touches, not the init (docs/benchmarks.md).
  * A sim line also gives the process's peak RSS so far (getrusage: run one
  * N per process for that N's peak) and the most bytes the simulated
  * sockets held unread at once, and the CPU time the run took (user +
@@ -11,7 +17,7 @@
  * bench/plugin_init.sh adds OpenMPI's mpirun for comparison,
  * bench/smpi_init.sh SimGrid's SMPI and bench/plugin_init_scale.sh the
  * growth from 1,024 to 16,384 ranks.
- *   plugin_init [sim N ...] [sim-threads N ...] [real N ...] */
+ *   plugin_init [sim N ...] [sim-threads N ...] [real N ...] [spawn N ...] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,13 +86,35 @@ static int real_rank(ddp_sys_t *sys, void *arg)
     return rc ? 1 : 0;
 }
 
-static void bench_real(int n)
+static int spawn_only(ddp_sys_t *sys, void *arg)
+{
+    (void)sys;
+    (void)arg;
+    return 0;
+}
+
+/* CPU seconds and minor page faults of this process and its reaped
+ * children together. */
+static void self_and_children(double *cpu, long *faults)
+{
+    struct rusage a, b;
+    getrusage(RUSAGE_SELF, &a);
+    getrusage(RUSAGE_CHILDREN, &b);
+    *cpu = bench_tv_s(a.ru_utime) + bench_tv_s(a.ru_stime) + bench_tv_s(b.ru_utime) +
+           bench_tv_s(b.ru_stime);
+    *faults = a.ru_minflt + b.ru_minflt;
+}
+
+static void bench_real(int n, int init)
 {
     ddp_sys_t *sys = ddp_sys_posix_new(ddp_env_new());
     uint16_t port = 0;
     ddp_sys_free_port(sys, &port);
     static ddp_trainer_cfg_t cfg;
     cfg = (ddp_trainer_cfg_t){.accelerator = "ddp_cpu", .num_processes = n};
+    double c0, c1;
+    long f0, f1;
+    self_and_children(&c0, &f0);
     double t0 = wall();
     ddp_pid_t *pids = calloc((size_t)n, sizeof *pids);
     for (int r = 0; r < n; r++) {
@@ -98,7 +126,7 @@ static void bench_real(int n)
         ddp_env_setf(env, "WORLD_SIZE", "%d", n);
         ddp_env_set(env, "MASTER_ADDR", "127.0.0.1");
         ddp_env_setf(env, "MASTER_PORT", "%u", (unsigned)port);
-        ddp_spawn_t sp = {.env = env, .entry = real_rank, .arg = &cfg};
+        ddp_spawn_t sp = {.env = env, .entry = init ? real_rank : spawn_only, .arg = &cfg};
         ddp_sys_spawn(sys, &sp, &pids[r]);
         ddp_env_free(env);
     }
@@ -108,8 +136,11 @@ static void bench_real(int n)
         ddp_sys_wait(sys, pids[r], &st, ddp_sys_deadline_in(sys, 120 * DDP_NS_PER_S));
         ok += st == 0;
     }
-    printf("real  %5d processes on loopback: wall %7.3f s (spawn to all exited), ok %d/%d\n",
-           n, wall() - t0, ok, n);
+    double dt = wall() - t0;
+    self_and_children(&c1, &f1);
+    printf("%-5s %5d processes on loopback: wall %7.3f s (spawn to all exited), ok %d/%d, "
+           "cpu %.3f s, page faults %ld\n",
+           init ? "real" : "spawn", n, dt, ok, n, c1 - c0, f1 - f0);
     fflush(stdout);
     free(pids);
     ddp_sys_free(sys);
@@ -120,8 +151,8 @@ int main(int argc, char **argv)
     if (argc == 1) {
         bench_sim(512, DDP_SIM_TASKS_DEFAULT);
         bench_sim(4096, DDP_SIM_TASKS_DEFAULT);
-        bench_real(8);
-        bench_real(32);
+        bench_real(8, 1);
+        bench_real(32, 1);
         return 0;
     }
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -129,8 +160,10 @@ int main(int argc, char **argv)
             bench_sim(atoi(argv[i + 1]), DDP_SIM_TASKS_DEFAULT);
         else if (!strcmp(argv[i], "sim-threads"))
             bench_sim(atoi(argv[i + 1]), DDP_SIM_TASKS_THREADS);
+        else if (!strcmp(argv[i], "spawn"))
+            bench_real(atoi(argv[i + 1]), 0);
         else
-            bench_real(atoi(argv[i + 1]));
+            bench_real(atoi(argv[i + 1]), 1);
     }
     return 0;
 }

@@ -14,7 +14,9 @@
 # own process start) is printed too. Prints the median of each and the
 # ratio ours/mpi, and for ours p50, p95 and max over the REPS runs (the
 # real-init target of issue 14: N=64, REPS=20, p95 <= 150 ms). MPI=0 skips
-# mpirun. Figures only, no assertions.
+# mpirun and runs, in each rep, `plugin_init spawn N` first: the same N
+# processes started and reaped without the init (the launch floor), with
+# its own p50/p95/max. Figures only, no assertions.
 set -u
 B=${B:-build/default}
 REPS=${REPS:-3}
@@ -37,14 +39,19 @@ own_figure() { sed -n 's/.*wall *\([0-9.]*\) s.*/\1/p' | head -n 1; }
 if [ "$MPI" = 0 ]; then
     echo "plugin_init real, $REPS rep(s), $(nproc) CPU(s)"
     for n in $NS; do
-        own=
+        own= floor=
         for r in $(seq 1 "$REPS"); do
+            line=$("$PI" spawn "$n" 2>&1)
+            floor="$floor $(echo "$line" | own_figure)"
             line=$("$PI" real "$n" 2>&1)
             echo "  rep $r: $(echo "$line" | head -n 1)"
             own="$own $(echo "$line" | own_figure)"
         done
         printf "N=%-3s plugin_init real (spawn to all exited): %s" "$n" \
             "$(echo "$own" | tr ' ' '\n' | grep . | pcts)"
+        echo
+        printf "N=%-3s the launch floor (spawn N, no init):      %s" "$n" \
+            "$(echo "$floor" | tr ' ' '\n' | grep . | pcts)"
         echo
     done
     exit 0
