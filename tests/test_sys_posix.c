@@ -1,6 +1,10 @@
 /* tests/test_sys_posix.c — the POSIX OS seam over loopback: sockets with
  * deadlines, errors that name the address, processes, fault points. */
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <fiu-control.h>
 #include <fiu.h>
 #include <signal.h>
@@ -8,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -319,6 +324,126 @@ static void test_sleep_until(void)
     CU_ASSERT_EQUAL(ddp_sys_deadline_in(S, DDP_DEADLINE_NEVER), DDP_DEADLINE_NEVER);
 }
 
+/* Both ends of a connection have Nagle's algorithm off, as TCPStore's do:
+ * a small reply after a small request must not wait for a delayed ACK. */
+static void test_nodelay_both_ends(void)
+{
+    uint16_t port = 0;
+    int lfd = listen_loopback(&port);
+    CU_ASSERT_FATAL(lfd >= 0);
+    int c = ddp_sys_connect_host(S, "127.0.0.1", port, ddp_test_deadline_ms(S, 2000));
+    int a = ddp_sys_accept(S, lfd, NULL, ddp_test_deadline_ms(S, 2000));
+    CU_ASSERT_FATAL(c >= 0 && a >= 0);
+    int fds[2] = {c, a};
+    for (int i = 0; i < 2; i++) {
+        int v = 0;
+        socklen_t l = sizeof v;
+        CU_ASSERT_EQUAL(getsockopt(fds[i], IPPROTO_TCP, TCP_NODELAY, &v, &l), 0);
+        if (!v)
+            printf("\n  the %s end has Nagle on\n", i ? "accepted" : "connecting");
+        CU_ASSERT(v != 0);
+    }
+    ddp_sys_close(S, c);
+    ddp_sys_close(S, a);
+    ddp_sys_close(S, lfd);
+}
+
+/* A master port is free again as soon as its run ends: the listener's end
+ * of a connection it closed first sits in TIME_WAIT for 60 s, and a
+ * restarted job must still bind it (SO_REUSEADDR, as TCPStore sets). */
+static void test_port_reused_after_close(void)
+{
+    uint16_t port = 0;
+    int lfd = listen_loopback(&port);
+    CU_ASSERT_FATAL(lfd >= 0);
+    int64_t dl = ddp_test_deadline_ms(S, 2000);
+    int c = ddp_sys_connect_host(S, "127.0.0.1", port, dl);
+    int a = ddp_sys_accept(S, lfd, NULL, dl);
+    CU_ASSERT_FATAL(c >= 0 && a >= 0);
+    ddp_sys_close(S, a); /* the server's end closes first: its TIME_WAIT */
+    char b[1];
+    CU_ASSERT_EQUAL(ddp_sys_recv(S, c, b, 1, dl), 0); /* the FIN arrived */
+    ddp_sys_close(S, c);
+    ddp_sys_close(S, lfd);
+    ddp_addr_t addr;
+    ddp_addr_parse("127.0.0.1", port, &addr);
+    int again = ddp_sys_listen(S, &addr, 16);
+    if (again < 0)
+        printf("\n  %s\n", ddp_err_message());
+    CU_ASSERT(again >= 0);
+    if (again >= 0)
+        ddp_sys_close(S, again);
+}
+
+/* A signal that arrives while a rank waits (a launcher's SIGCHLD, a
+ * profiler's SIGPROF; poll(2), epoll_wait(2) and clock_nanosleep(2) are
+ * never restarted) does not end the wait: each of these still runs to its
+ * deadline. The main thread signals the waiting thread every millisecond
+ * until it is done. */
+typedef struct {
+    int fd, ep;
+    atomic_int done;
+    int recv_rc, poll_rc, epoll_rc, sleep_rc, slept_to_deadline;
+} sig_waits_t;
+
+static void on_sigusr1(int sig) { (void)sig; }
+
+static void *sig_waiter(void *arg)
+{
+    sig_waits_t *w = arg;
+    char b[4];
+    w->recv_rc = (int)ddp_sys_recv(S, w->fd, b, sizeof b, ddp_test_deadline_ms(S, 60));
+    ddp_pollfd_t p = {.fd = w->fd, .events = DDP_POLLIN};
+    w->poll_rc = ddp_sys_poll(S, &p, 1, ddp_test_deadline_ms(S, 60));
+    ddp_epoll_event_t ev;
+    w->epoll_rc = ddp_sys_epoll_wait(S, w->ep, &ev, 1, ddp_test_deadline_ms(S, 60));
+    int64_t dl = ddp_test_deadline_ms(S, 60);
+    w->sleep_rc = ddp_sys_sleep_until(S, dl);
+    w->slept_to_deadline = ddp_sys_now(S) >= dl;
+    atomic_store(&w->done, 1);
+    return NULL;
+}
+
+static void test_signals_do_not_end_waits(void)
+{
+    uint16_t port = 0;
+    int lfd = listen_loopback(&port);
+    CU_ASSERT_FATAL(lfd >= 0);
+    int c = ddp_sys_connect_host(S, "127.0.0.1", port, ddp_test_deadline_ms(S, 2000));
+    int a = ddp_sys_accept(S, lfd, NULL, ddp_test_deadline_ms(S, 2000));
+    CU_ASSERT_FATAL(c >= 0 && a >= 0);
+    sig_waits_t w = {.fd = a, .ep = ddp_sys_epoll_create(S)};
+    CU_ASSERT_FATAL(w.ep >= 0);
+    CU_ASSERT_EQUAL(ddp_sys_epoll_ctl(S, w.ep, DDP_EPOLL_ADD, a, DDP_POLLIN, 1), 0);
+    struct sigaction sa = {.sa_handler = on_sigusr1}, old;
+    sigemptyset(&sa.sa_mask); /* no SA_RESTART */
+    CU_ASSERT_FATAL(sigaction(SIGUSR1, &sa, &old) == 0);
+    pthread_t th;
+    CU_ASSERT_FATAL(pthread_create(&th, NULL, sig_waiter, &w) == 0);
+    int sent = 0;
+    while (!atomic_load(&w.done)) {
+        pthread_kill(th, SIGUSR1);
+        sent++;
+        ddp_sys_sleep_until(S, ddp_test_deadline_ms(S, 1));
+    }
+    pthread_join(th, NULL);
+    sigaction(SIGUSR1, &old, NULL);
+    CU_ASSERT(sent > 0);
+    CU_ASSERT_EQUAL(w.recv_rc, DDP_ETIMEOUT);
+    CU_ASSERT_EQUAL(w.poll_rc, 0);
+    CU_ASSERT_EQUAL(w.epoll_rc, 0);
+    CU_ASSERT_EQUAL(w.sleep_rc, 0);
+    CU_ASSERT(w.slept_to_deadline);
+    if (w.recv_rc != DDP_ETIMEOUT || w.poll_rc || w.epoll_rc || !w.slept_to_deadline)
+        printf("\n  after %d signals: recv %d, poll %d, epoll_wait %d, sleep %d%s\n", sent,
+               w.recv_rc, w.poll_rc, w.epoll_rc, w.sleep_rc,
+               w.slept_to_deadline ? "" : " (woke before its deadline)");
+    ddp_sys_epoll_close(S, w.ep);
+    ddp_sys_close(S, c);
+    ddp_sys_close(S, a);
+    ddp_sys_close(S, lfd);
+}
+
 /* Readiness sets: epoll(7) itself, and the emulation over poll that a sys
  * without epoll ops gets (here: the POSIX ops with the four taken out). */
 static void test_epoll_contract(void)
@@ -378,6 +503,11 @@ DDP_SUITE("sys_posix", suite_init, suite_cleanup,
           {"read file: bounded, regular files only", test_read_file_bounded},
           {"libfiu fault points", test_fault_points},
           {"clock and sleep", test_sleep_until},
+          {"TCP_NODELAY on both ends of a connection", test_nodelay_both_ends},
+          {"a port is listened on again at once after its run (SO_REUSEADDR)",
+           test_port_reused_after_close},
+          {"a signal does not end a wait (recv, poll, epoll_wait, sleep)",
+           test_signals_do_not_end_waits},
           {"readiness sets: the epoll contract", test_epoll_contract},
           {"readiness sets emulated over poll", test_epoll_emulated},
           {"readiness sets: the sys/net/epoll fault point",
