@@ -479,6 +479,72 @@ static void test_merge_refuses(void)
     sweep_done(&w);
 }
 
+/* Replaces the first `from` in the file with `to`; 0 when it was there. */
+static int edit_file(const char *path, const char *from, const char *to)
+{
+    char *t = slurp(path);
+    char *at = t ? strstr(t, from) : NULL;
+    FILE *f = at ? fopen(path, "w") : NULL;
+    if (f) {
+        fprintf(f, "%.*s%s%s", (int)(at - t), t, to, at + strlen(from));
+        fclose(f);
+    }
+    free(t);
+    return f ? 0 : -1;
+}
+
+/* What merge takes from every shard, not from the first one: a signal that
+ * stopped any shard (exit 128+N, as the unsharded run stopped by it), the
+ * time (the shards' times added up: the sweep's work), and that each
+ * shard ran all its runs (an explore shard cut short has no row to miss:
+ * its runs count is all that tells). */
+static void test_merge_takes_every_shard(void)
+{
+    if (!have_ddpsim())
+        return;
+    sweep_t w;
+    CU_ASSERT_EQUAL_FATAL(sweep_init(&w, k_files, "--accelerator ddp"), 0);
+    static const char *const walls[3] = {"1.200000", "2.300000", "4.100000"};
+    char path[3][128];
+    for (int k = 1; k <= 3; k++) {
+        char name[16], from[64], to[64];
+        snprintf(name, sizeof name, "s%d", k);
+        CU_ASSERT_EQUAL(run_part(&w, name, k, 3), 0);
+        snprintf(path[k - 1], sizeof path[k - 1], "%s/s%d.res", w.dir, k);
+        char *t = slurp(path[k - 1]);
+        const char *ws = t ? strstr(t, "\"wall_s\":") : NULL;
+        CU_ASSERT_PTR_NOT_NULL_FATAL(ws);
+        snprintf(from, sizeof from, "%.*s", (int)strcspn(ws, ",}"), ws);
+        free(t);
+        snprintf(to, sizeof to, "\"wall_s\":%s", walls[k - 1]);
+        CU_ASSERT_EQUAL(edit_file(path[k - 1], from, to), 0);
+    }
+    /* The last shard was stopped by SIGINT (2) after its runs were listed. */
+    CU_ASSERT_EQUAL(edit_file(path[2], "\"interrupted\":0", "\"interrupted\":2"), 0);
+    char args[1024], err[4096];
+    static char out[1 << 16];
+    snprintf(args, sizeof args, "merge %s %s %s", path[0], path[1], path[2]);
+    CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, args, 0, out, sizeof out), 128 + 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "(7.6 s)\n")); /* 1.2 + 2.3 + 4.1 */
+    if (!strstr(out, "(7.6 s)\n"))
+        printf("\n  merged output, expected the time (7.6 s):\n%s", out);
+    CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, args, 1, err, sizeof err), 128 + 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "interrupted by signal 2"));
+
+    /* An explore shard whose file says it ran fewer runs than it has. */
+    for (int k = 1; k <= 3; k++) {
+        snprintf(args, sizeof args, "explore --runs 6 --shard %d/3 --results %s/e%d.res "
+                 "--no-progress >/dev/null", k, w.dir, k);
+        CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, args, 0, err, sizeof err), 0);
+    }
+    snprintf(args, sizeof args, "%s/e2.res", w.dir);
+    CU_ASSERT_EQUAL(edit_file(args, "\"runs\":2,", "\"runs\":1,"), 0);
+    snprintf(args, sizeof args, "merge %s/e1.res %s/e2.res %s/e3.res", w.dir, w.dir, w.dir);
+    CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, args, 1, err, sizeof err), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "covers 1 run(s); shard 2/3 of 6 has 2"));
+    sweep_done(&w);
+}
+
 /* ---- explore's shards ---- */
 
 /* The planted bug: when its connection fails, a rank other than 0 opens a
@@ -750,6 +816,8 @@ DDP_SUITE("shard", NULL, NULL,
           {"merge of run shards = the unsharded run (table, JUnit, exit)",
            test_merge_run},
           {"merge: missing, twice, other sweep: exit 2, one line", test_merge_refuses},
+          {"merge: every shard's signal, time and run count, not the first's",
+           test_merge_takes_every_shard},
           {"explore shards merged = unsharded violations and reproducers",
            test_merge_explore},
           {"merge: the costliest run is the sweep's, whatever the order",
