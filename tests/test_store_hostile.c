@@ -443,6 +443,41 @@ static void test_pipelined_requests_read_in_large_pieces(void)
     hx_end(&h);
 }
 
+/* A client that pipelines GETs and reads none of the replies: once a
+ * megabyte of replies waits for it (1 MiB, SRV_OUT_HIGH), the server stops asking to read its
+ * requests (the interest drops to POLLOUT), so it sleeps until the client
+ * reads instead of waking at once, over and over, for requests it will not
+ * take; the client is slowed, not dropped, and gets every reply once it
+ * reads. */
+static void test_unread_replies_pause_reading(void)
+{
+    hx_t h;
+    hx_start(&h, 0, 0);
+    static char key[3001]; /* long keys: the requests outgrow one read pass */
+    key[0] = '/';
+    memset(key + 1, 'k', sizeof key - 2);
+    int setter = hx_client(&h, (size_t)1 << 30);
+    hx_set_big(&h, setter, key, 8192, 8192);
+    hx_steps(&h, 4);
+    int c = hx_client(&h, 0); /* reads nothing for now */
+    enum { GETS = 600 };      /* 1.8 MB of requests, 4.9 MB of replies */
+    for (int i = 0; i < GETS; i++)
+        hx_key_req(&h, c, DDP_STORE_OP_GET, key);
+    hx_steps(&h, 64);
+    CU_ASSERT(h.f->conns[c].in_off < h.f->conns[c].in_len); /* some not read */
+    int64_t t0 = h.f->now;
+    CU_ASSERT_EQUAL(ddp_store_server_step(h.srv, t0 + s_ns(1)), 0);
+    if (h.f->now != t0 + s_ns(1))
+        printf("\n  the server woke at once (clock moved %lld ns of 1 s)\n",
+               (long long)(h.f->now - t0));
+    CU_ASSERT_EQUAL(h.f->now, t0 + s_ns(1)); /* it waited: nothing to do */
+    h.f->conns[c].window = (size_t)1 << 30;
+    hx_steps(&h, 256);
+    CU_ASSERT_EQUAL(h.f->conns[c].received, (size_t)GETS * (8 + 8192));
+    CU_ASSERT_FALSE(h.f->conns[c].server_closed);
+    hx_end(&h);
+}
+
 /* The server warns about every client these tests drop on purpose (the
  * suite's POSIX sys is unused: the fake one serves). */
 static struct ddp_sys *g_quiet_sys;
@@ -466,4 +501,6 @@ DDP_SUITE("store_hostile", suite_init, suite_cleanup,
           {"an answered rendezvous client holds no 4 KiB buffer",
            test_idle_clients_stay_small},
           {"a pipelining client is read in growing pieces",
-           test_pipelined_requests_read_in_large_pieces})
+           test_pipelined_requests_read_in_large_pieces},
+          {"replies not read: the server stops reading, sleeps, serves all later",
+           test_unread_replies_pause_reading})

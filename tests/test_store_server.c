@@ -440,6 +440,47 @@ static void test_emfile_warns_once(void)
     ddp_store_server_free(srv);
 }
 
+/* After EMFILE the listener rests, then listens again: the connection that
+ * could not be accepted is served once descriptors are back (here: the
+ * first accept fails, the next one works). */
+static void test_emfile_then_accepts(void)
+{
+    ddp_store_server_t *srv = NULL;
+    CU_ASSERT_EQUAL_FATAL(ddp_store_server_new(g_sys, NULL, &srv), 0);
+    ddp_log_level_t lv = ddp_log_level();
+    ddp_log_set_level(DDP_LOG_ERROR); /* the one warning is expected */
+    CU_ASSERT_EQUAL(fiu_enable("sys/net/accept", 1, (void *)(intptr_t)EMFILE,
+                               FIU_ONETIME),
+                    0);
+    CU_ASSERT_EQUAL_FATAL(ddp_store_server_start_thread(srv), 0);
+    int fd = cl_open(srv);
+    CU_ASSERT_EQUAL(ping(fd, 0x5eed), 0x5eed);
+    fiu_disable("sys/net/accept");
+    ddp_log_set_level(lv);
+    ddp_store_server_stats_t st;
+    ddp_store_server_stats(srv, &st);
+    CU_ASSERT_EQUAL(st.clients, 1);
+    ddp_sys_close(g_sys, fd);
+    ddp_store_server_join_thread(srv);
+    ddp_store_server_free(srv);
+}
+
+/* An interrupted wait (a signal, here the sys/net/epoll fault point's
+ * EINTR) is not an error: the server goes on serving. */
+static void test_interrupted_wait_goes_on(void)
+{
+    ddp_store_server_t *srv = NULL;
+    CU_ASSERT_EQUAL_FATAL(ddp_store_server_new(g_sys, NULL, &srv), 0);
+    CU_ASSERT_EQUAL(fiu_enable("sys/net/epoll", 1, NULL, FIU_ONETIME), 0);
+    CU_ASSERT_EQUAL_FATAL(ddp_store_server_start_thread(srv), 0);
+    int fd = cl_open(srv);
+    CU_ASSERT_EQUAL(ping(fd, 0xe1a7), 0xe1a7);
+    fiu_disable("sys/net/epoll");
+    ddp_sys_close(g_sys, fd);
+    ddp_store_server_join_thread(srv);
+    ddp_store_server_free(srv);
+}
+
 /* ---- tests ---- */
 
 static void test_validate_ping(void)
@@ -1529,4 +1570,6 @@ DDP_SUITE("store_server", suite_init, suite_cleanup,
           {"idle_timeout", test_idle_timeout},
           {"token_frame", test_token_frame},
           {"allow_list", test_allow_list},
-          {"emfile_warns_once", test_emfile_warns_once})
+          {"emfile_warns_once", test_emfile_warns_once},
+          {"emfile_then_accepts", test_emfile_then_accepts},
+          {"interrupted_wait_goes_on", test_interrupted_wait_goes_on})
