@@ -185,9 +185,10 @@ static void signal_procs(ddp_sys_t *sys, proc_t *ps, int np, const ddp_sim_fault
     }
 }
 
-/* Parses the results file into outcomes. */
+/* Parses the results file into outcomes; fired[i] counts the firings of
+ * the plan's in-process fault i (the children's F records). */
 static int read_results(const char *path, proc_t *ps, int np, const ddp_plan_t *plan,
-                        ddp_sim_outcome_t **outs)
+                        ddp_sim_outcome_t **outs, int *fired)
 {
     int n = 0, cap = np + 16;
     ddp_sim_outcome_t *o = calloc((size_t)cap, sizeof *o);
@@ -224,6 +225,10 @@ static int read_results(const char *path, proc_t *ps, int np, const ddp_plan_t *
             int parent_is_rank = task >= 0 && task < np && ps[task].rank == x->rank;
             x->name = parent_is_rank || x->rank < 0 ? tname : "worker";
             n++;
+        } else if (field[0][0] == 'F' && nf >= 3) {
+            int i = atoi(field[2]);
+            if (fired && i >= 0 && i < plan->nfaults)
+                fired[i]++;
         } else if (field[0][0] == 'C' && nf >= 5) {
             x->rank = atoi(field[2]);
             x->world = 1; /* it entered the plugin: a rank */
@@ -702,7 +707,19 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
     char ns_left[32] = "";
     int nleft = ddp__real_netns_down(sys, &ns, ns_left, sizeof ns_left);
     ddp_sim_outcome_t *outs = NULL;
-    int n = read_results(plan->results, ps, np, plan, &outs);
+    int *fired = calloc((size_t)plan->nfaults + 1, sizeof *fired);
+    int n = read_results(plan->results, ps, np, plan, &outs, fired);
+    /* A fault that never took effect is no error (its window or its odds
+     * may not have come up), but a verdict without it proves less than
+     * its scenario says: say so. */
+    for (int i = 0; fired && n >= 0 && !(o->interrupted && *o->interrupted) &&
+                    i < plan->nfaults; i++)
+        if (ddp__real_in_process(&plan->faults[i]) && !fired[i])
+            fprintf(stderr, "ddpsim: fault %s (line %d) never fired in this run (%s, %s): "
+                            "the verdict holds without it\n",
+                    ddp_sim_fault_kind_name(plan->faults[i].kind), plan->fault_line[i],
+                    s->name, accel);
+    free(fired);
     /* A foreign program leaves no record: its exit and stderr say it. */
     for (int i = 0; exec && n >= 0 && i < np; i++) {
         if (plan->procs[ps[i].task].kind != DDP_PLAN_EXEC || ps[i].killed)

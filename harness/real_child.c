@@ -90,6 +90,9 @@ static int fire(int i)
         ddp_rng_double(&self.rng) >= f->probability)
         return 0;
     self.fired[i]++;
+    char line[64];
+    snprintf(line, sizeof line, "F\t%d\t%d\n", self.index, i);
+    append_line(line); /* the runner says which faults never fired */
     return 1;
 }
 

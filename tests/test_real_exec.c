@@ -2,6 +2,9 @@
  * status and stderr (harness/real_exec.c): torch 1.13's and 2.11's own
  * messages, as seen from real runs, map to the simulator's classes. */
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -113,7 +116,68 @@ static void test_taken_master_port(void)
     ddp_sys_free(sys);
 }
 
+/* Real runs on loopback, the quick ones (about 3 s): each launcher's
+ * environment contract in real processes (torchrun, SLURM, mpirun), the
+ * contract errors, and the faults a real run arms inside its processes
+ * (reset and resolve through libfiu, pause by SIGSTOP). Every verdict must
+ * hold, and every such fault must have fired (the run names one that did
+ * not); the rest of the real set runs in CI (make real-scenarios). Real runs
+ * on loopback share the host's port 29500: a lock keeps two copies of this
+ * test (make mutate's parallel jobs) from taking it at once. */
+static void test_quick_real_runs(void)
+{
+    char bin[400];
+    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+        return;
+    static char out[1 << 16];
+    int lock = open("/tmp/ddpsim-test-real-loopback.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (lock >= 0)
+        flock(lock, LOCK_EX);
+    int st = ddp_test_ddpsim_io(
+        NULL,
+        "run --real --tag real --no-progress scenarios/clean-start.scn "
+        "scenarios/torchrun.scn scenarios/torchrun-bad-world.scn "
+        "scenarios/slurm-hostlist.scn scenarios/slurm-interactive.scn "
+        "scenarios/slurm-bad-nodelist.scn scenarios/mpi-mpirun.scn "
+        "scenarios/mpi-no-master-addr.scn scenarios/resolve-flaky.scn "
+        "scenarios/reset-validate.scn scenarios/pause-briefly.scn",
+        0, out, sizeof out);
+    /* Every in-process fault fired; one that cannot (its window opens after
+     * the run) is named. */
+    static char err[1 << 14];
+    int st2 = ddp_test_ddpsim_io(NULL,
+                                 "run --real --accelerator ddp --no-progress "
+                                 "scenarios/resolve-flaky.scn scenarios/reset-validate.scn",
+                                 1, err, sizeof err);
+    CU_ASSERT_EQUAL(st2, 0);
+    CU_ASSERT_PTR_NULL(strstr(err, "never fired"));
+    if (st2 != 0 || strstr(err, "never fired"))
+        printf("\n  exit %d, stderr:\n%s", st2, err);
+    FILE *f = fopen("build/test-real-never-fires.scn", "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs("scenario \"a resolve fault after the end\"\ntimeout 60s\n"
+          "fault resolve start=50s\nexpect ok\n", f);
+    fclose(f);
+    st2 = ddp_test_ddpsim_io(NULL,
+                             "run --real --accelerator ddp --no-progress "
+                             "build/test-real-never-fires.scn",
+                             1, err, sizeof err);
+    remove("build/test-real-never-fires.scn");
+    CU_ASSERT_EQUAL(st2, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "fault resolve (line 3) never fired in this run"));
+    if (lock >= 0)
+        close(lock); /* the lock goes with it */
+    CU_ASSERT_EQUAL(st, 0);
+    const char *counts = strstr(out, " run(s) of 11 scenario file(s): ");
+    CU_ASSERT_PTR_NOT_NULL(counts);
+    CU_ASSERT_PTR_NOT_NULL(counts && strstr(counts, " ok, 0 failed, "));
+    if (st != 0 || !counts || !strstr(counts, " ok, 0 failed, "))
+        printf("\n  exit %d:\n%s", st, out);
+}
+
 DDP_SUITE("real_exec", NULL, NULL,
           {"a master port taken before the run starts", test_taken_master_port},
           {"torch's messages become outcome classes", test_torch_messages},
-          {"an exec program that is not there", test_check_exec})
+          {"an exec program that is not there", test_check_exec},
+          {"quick real runs: launchers' contracts, reset, resolve, pause; faults fire",
+           test_quick_real_runs})
