@@ -147,9 +147,7 @@ static void test_quick_real_runs(void)
     if (probe < 0) {
         printf("\n  skipped: port 29500 is in use on this host (%s)\n", ddp_err_message());
         ddp_sys_free(sys);
-        if (lock >= 0)
-            close(lock);
-        return;
+        goto out;
     }
     ddp_sys_close(sys, probe);
     ddp_sys_free(sys);
@@ -162,45 +160,43 @@ static void test_quick_real_runs(void)
         "scenarios/mpi-no-master-addr.scn scenarios/resolve-flaky.scn "
         "scenarios/reset-validate.scn scenarios/pause-briefly.scn",
         0, out, sizeof out);
-    if (st != 0) { /* a hang already cost 20 s: the lock is not held longer */
-        CU_ASSERT_EQUAL(st, 0);
+    const char *counts = strstr(out, " run(s) of 11 scenario file(s): ");
+    CU_ASSERT_EQUAL(st, 0);
+    CU_ASSERT_PTR_NOT_NULL(counts && strstr(counts, " ok, 0 failed, "));
+    if (st != 0 || !counts || !strstr(counts, " ok, 0 failed, ")) {
         printf("\n  exit %d:\n%s", st, out);
-        if (lock >= 0)
-            close(lock);
-        return;
+        goto out; /* a hang already cost 20 s: the lock is not held longer */
     }
     /* Every in-process fault fired; one that cannot (its window opens after
      * the run) is named. */
     static char err[1 << 14];
-    int st2 = ddp_test_ddpsim_io_within(REAL_QUICK_LIMIT_S, NULL,
-                                 "run --real --accelerator ddp --no-progress "
-                                 "scenarios/resolve-flaky.scn scenarios/reset-validate.scn",
-                                 1, err, sizeof err);
-    CU_ASSERT_EQUAL(st2, 0);
+    st = ddp_test_ddpsim_io_within(REAL_QUICK_LIMIT_S, NULL,
+                                   "run --real --accelerator ddp --no-progress "
+                                   "scenarios/resolve-flaky.scn scenarios/reset-validate.scn",
+                                   1, err, sizeof err);
+    CU_ASSERT_EQUAL(st, 0);
     CU_ASSERT_PTR_NULL(strstr(err, "never fired"));
-    if (st2 != 0 || strstr(err, "never fired"))
-        printf("\n  exit %d, stderr:\n%s", st2, err);
+    if (st != 0 || strstr(err, "never fired"))
+        printf("\n  exit %d, stderr:\n%s", st, err);
     FILE *f = fopen("build/test-real-never-fires.scn", "w");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_PTR_NOT_NULL(f);
+    if (!f)
+        goto out;
     fputs("scenario \"a resolve fault after the end\"\ntimeout 60s\n"
           "fault resolve start=50s\nexpect ok\n", f);
     fclose(f);
-    st2 = ddp_test_ddpsim_io_within(REAL_QUICK_LIMIT_S, NULL,
-                             "run --real --accelerator ddp --no-progress "
-                             "build/test-real-never-fires.scn",
-                             1, err, sizeof err);
+    st = ddp_test_ddpsim_io_within(REAL_QUICK_LIMIT_S, NULL,
+                                   "run --real --accelerator ddp --no-progress "
+                                   "build/test-real-never-fires.scn",
+                                   1, err, sizeof err);
     remove("build/test-real-never-fires.scn");
-    CU_ASSERT_EQUAL(st2, 0);
+    CU_ASSERT_EQUAL(st, 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "fault resolve (line 3) never fired in this run"));
+out:
     if (lock >= 0)
         close(lock); /* the lock goes with it */
-    CU_ASSERT_EQUAL(st, 0);
-    const char *counts = strstr(out, " run(s) of 11 scenario file(s): ");
-    CU_ASSERT_PTR_NOT_NULL(counts);
-    CU_ASSERT_PTR_NOT_NULL(counts && strstr(counts, " ok, 0 failed, "));
-    if (st != 0 || !counts || !strstr(counts, " ok, 0 failed, "))
-        printf("\n  exit %d:\n%s", st, out);
 }
+
 
 DDP_SUITE("real_exec", NULL, NULL,
           {"a master port taken before the run starts", test_taken_master_port},

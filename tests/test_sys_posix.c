@@ -47,6 +47,20 @@ static int listen_loopback(uint16_t *port)
     return lfd;
 }
 
+/* A connection on loopback: the listener, the connecting end and the
+ * accepted end (each >= 0, or the test stops); *port is the listener's. */
+static void loopback_pair(int *lfd, int *c, int *a, uint16_t *port)
+{
+    uint16_t p = 0;
+    *lfd = listen_loopback(&p);
+    CU_ASSERT_FATAL(*lfd >= 0);
+    *c = ddp_sys_connect_host(S, "127.0.0.1", p, ddp_test_deadline_ms(S, 2000));
+    *a = ddp_sys_accept(S, *lfd, NULL, ddp_test_deadline_ms(S, 2000));
+    CU_ASSERT_FATAL(*c >= 0 && *a >= 0);
+    if (port)
+        *port = p;
+}
+
 static void test_stream_roundtrip(void)
 {
     uint16_t port = 0;
@@ -86,11 +100,8 @@ static void test_stream_roundtrip(void)
 
 static void test_recv_deadline(void)
 {
-    uint16_t port = 0;
-    int lfd = listen_loopback(&port);
-    int c = ddp_sys_connect_host(S, "127.0.0.1", port, ddp_test_deadline_ms(S, 2000));
-    int a = ddp_sys_accept(S, lfd, NULL, ddp_test_deadline_ms(S, 2000));
-    CU_ASSERT_FATAL(c >= 0 && a >= 0);
+    int lfd, c, a;
+    loopback_pair(&lfd, &c, &a, NULL);
     char b[4];
     int64_t t0 = ddp_sys_now(S);
     int64_t dl = ddp_test_deadline_ms(S, 50);
@@ -328,12 +339,8 @@ static void test_sleep_until(void)
  * a small reply after a small request must not wait for a delayed ACK. */
 static void test_nodelay_both_ends(void)
 {
-    uint16_t port = 0;
-    int lfd = listen_loopback(&port);
-    CU_ASSERT_FATAL(lfd >= 0);
-    int c = ddp_sys_connect_host(S, "127.0.0.1", port, ddp_test_deadline_ms(S, 2000));
-    int a = ddp_sys_accept(S, lfd, NULL, ddp_test_deadline_ms(S, 2000));
-    CU_ASSERT_FATAL(c >= 0 && a >= 0);
+    int lfd, c, a;
+    loopback_pair(&lfd, &c, &a, NULL);
     int fds[2] = {c, a};
     for (int i = 0; i < 2; i++) {
         int v = 0;
@@ -353,13 +360,10 @@ static void test_nodelay_both_ends(void)
  * restarted job must still bind it (SO_REUSEADDR, as TCPStore sets). */
 static void test_port_reused_after_close(void)
 {
-    uint16_t port = 0;
-    int lfd = listen_loopback(&port);
-    CU_ASSERT_FATAL(lfd >= 0);
+    int lfd, c, a;
+    uint16_t port;
+    loopback_pair(&lfd, &c, &a, &port);
     int64_t dl = ddp_test_deadline_ms(S, 2000);
-    int c = ddp_sys_connect_host(S, "127.0.0.1", port, dl);
-    int a = ddp_sys_accept(S, lfd, NULL, dl);
-    CU_ASSERT_FATAL(c >= 0 && a >= 0);
     ddp_sys_close(S, a); /* the server's end closes first: its TIME_WAIT */
     char b[1];
     CU_ASSERT_EQUAL(ddp_sys_recv(S, c, b, 1, dl), 0); /* the FIN arrived */
@@ -406,12 +410,8 @@ static void *sig_waiter(void *arg)
 
 static void test_signals_do_not_end_waits(void)
 {
-    uint16_t port = 0;
-    int lfd = listen_loopback(&port);
-    CU_ASSERT_FATAL(lfd >= 0);
-    int c = ddp_sys_connect_host(S, "127.0.0.1", port, ddp_test_deadline_ms(S, 2000));
-    int a = ddp_sys_accept(S, lfd, NULL, ddp_test_deadline_ms(S, 2000));
-    CU_ASSERT_FATAL(c >= 0 && a >= 0);
+    int lfd, c, a;
+    loopback_pair(&lfd, &c, &a, NULL);
     sig_waits_t w = {.fd = a, .ep = ddp_sys_epoll_create(S)};
     CU_ASSERT_FATAL(w.ep >= 0);
     CU_ASSERT_EQUAL(ddp_sys_epoll_ctl(S, w.ep, DDP_EPOLL_ADD, a, DDP_POLLIN, 1), 0);
