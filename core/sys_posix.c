@@ -267,7 +267,7 @@ static int px_accept(ddp_sys_t *s, int fd, ddp_addr_t *peer, int64_t deadline)
     }
 }
 
-static int px_connect(ddp_sys_t *s, const ddp_addr_t *a, int64_t deadline)
+static int connect_once(ddp_sys_t *s, const ddp_addr_t *a, int64_t deadline)
 {
     char as[DDP_ADDR_STRLEN];
     ddp_addr_format(a, as, sizeof as);
@@ -307,6 +307,21 @@ static int px_connect(ddp_sys_t *s, const ddp_addr_t *a, int64_t deadline)
         ddp_err_set(-e, "connect to %s failed: %s", as, strerror(e));
         return ddp_err_addr("%s", as);
     }
+    return fd;
+}
+
+/* A POSIX sys: the failed connects made through it (a real run's
+ * "retries", as the simulator counts a rank's failed connects). */
+typedef struct {
+    ddp_sys_t base;
+    atomic_int failed_connects;
+} px_sys_t;
+
+static int px_connect(ddp_sys_t *s, const ddp_addr_t *a, int64_t deadline)
+{
+    int fd = connect_once(s, a, deadline);
+    if (fd < 0)
+        atomic_fetch_add(&((px_sys_t *)s)->failed_connects, 1);
     return fd;
 }
 
@@ -763,7 +778,7 @@ static int px_thread_join(ddp_sys_t *s, ddp_thread_t th, int *rc,
 static void px_destroy(ddp_sys_t *s)
 {
     ddp_env_free(s->env);
-    free(s);
+    free((px_sys_t *)s);
 }
 
 static const ddp_sys_ops_t posix_ops = {
@@ -797,14 +812,20 @@ static const ddp_sys_ops_t posix_ops = {
 
 ddp_sys_t *ddp_sys_posix_new(ddp_env_t *env)
 {
-    ddp_sys_t *s = calloc(1, sizeof *s);
-    if (!s)
+    px_sys_t *px = calloc(1, sizeof *px);
+    if (!px)
         return NULL;
+    ddp_sys_t *s = &px->base;
     s->ops = &posix_ops;
     s->env = env ? env : ddp_env_from_array(environ);
     if (!s->env) {
-        free(s);
+        free(px);
         return NULL;
     }
     return s;
+}
+
+int ddp_sys_posix_failed_connects(ddp_sys_t *s)
+{
+    return s && s->ops == &posix_ops ? atomic_load(&((px_sys_t *)s)->failed_connects) : 0;
 }

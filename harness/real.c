@@ -196,9 +196,9 @@ static int read_results(const char *path, proc_t *ps, int np, const ddp_plan_t *
     char line[1200];
     while (o && f && fgets(line, sizeof line, f)) {
         line[strcspn(line, "\n")] = '\0';
-        char *field[14] = {0};
+        char *field[15] = {0};
         int nf = 0;
-        for (char *save = NULL, *t = strtok_r(line, "\t", &save); t && nf < 14;
+        for (char *save = NULL, *t = strtok_r(line, "\t", &save); t && nf < 15;
              t = strtok_r(NULL, "\t", &save))
             field[nf++] = t;
         if (n == cap) {
@@ -211,7 +211,7 @@ static int read_results(const char *path, proc_t *ps, int np, const ddp_plan_t *
         memset(x, 0, sizeof *x);
         int task = nf > 1 ? atoi(field[1]) : -1;
         const char *tname = task >= 0 && task < plan->nprocs ? plan->procs[task].name : "?";
-        if (field[0][0] == 'R' && nf >= 13) {
+        if (field[0][0] == 'R' && nf >= 14) {
             x->rank = atoi(field[2]);
             x->world = atoi(field[3]);
             x->node = atoi(field[5]);
@@ -219,8 +219,9 @@ static int read_results(const char *path, proc_t *ps, int np, const ddp_plan_t *
             x->code = atoi(field[7]);
             x->connect_ns = atoll(field[9]);
             x->end_ns = atoll(field[10]);
+            x->retries = atoi(field[11]);
             x->state = DDP_SIM_TASK_EXITED;
-            snprintf(x->message, sizeof x->message, "%s", strcmp(field[12], "-") ? field[12] : "");
+            snprintf(x->message, sizeof x->message, "%s", strcmp(field[13], "-") ? field[13] : "");
             /* A worker an accelerator launched reports under its parent's task. */
             int parent_is_rank = task >= 0 && task < np && ps[task].rank == x->rank;
             x->name = parent_is_rank || x->rank < 0 ? tname : "worker";

@@ -60,17 +60,18 @@ static void append_line(const char *line)
 
 static void record_result(ddp_sys_t *sys, const ddp_run_result_t *r, void *arg)
 {
-    (void)sys, (void)arg;
+    (void)arg;
     int64_t t0 = self.p->t0;
     char msg[600], line[900];
     snprintf(msg, sizeof msg, "%s", r->message);
     clean(msg);
     snprintf(line, sizeof line,
-             "R\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%lld\t%lld\t%lld\t%s\t%s\n", self.index,
+             "R\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%lld\t%lld\t%lld\t%d\t%s\t%s\n", self.index,
              r->global_rank, r->world_size, r->local_rank, self.node, r->rc ? 1 : 0, r->rc,
              (long long)(r->start_ns - t0),
              (long long)(r->connect_ns >= 0 ? r->connect_ns - t0 : -1),
-             (long long)(r->end_ns - t0), r->accelerator ? r->accelerator : "-",
+             (long long)(r->end_ns - t0), ddp_sys_posix_failed_connects(sys),
+             r->accelerator ? r->accelerator : "-",
              msg[0] ? msg : "-");
     append_line(line);
 }

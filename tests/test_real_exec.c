@@ -6,6 +6,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../harness/real_priv.h"
@@ -116,6 +117,23 @@ static void test_taken_master_port(void)
     ddp_sys_free(sys);
 }
 
+/* The retries column of a run's row ("NAME ACCEL ... RETRIES") in a run
+ * table; -1 when there is no such row. */
+static int row_retries(const char *table, const char *scenario, const char *accel)
+{
+    char head[128];
+    snprintf(head, sizeof head, "\n%s ", scenario);
+    for (const char *r = strstr(table, head); r; r = strstr(r + 1, head)) {
+        const char *eol = strchr(r + 1, '\n');
+        char row[256], a[32];
+        snprintf(row, sizeof row, "%.*s", (int)(eol ? eol - r - 1 : 200), r + 1);
+        const char *last = strrchr(row, ' ');
+        if (sscanf(row, "%*s %31s", a) == 1 && !strcmp(a, accel) && last)
+            return atoi(last + 1);
+    }
+    return -1;
+}
+
 /* Real runs on loopback, the quick ones (about 3 s): each launcher's
  * environment contract in real processes (torchrun, SLURM, mpirun), the
  * contract errors, and the faults a real run arms inside its processes
@@ -167,6 +185,16 @@ static void test_quick_real_runs(void)
         printf("\n  exit %d:\n%s", st, out);
         goto out; /* a hang already cost 20 s: the lock is not held longer */
     }
+    /* The retries column counts the failed connects of a real run's ranks,
+     * as the simulator does: reset-validate resets each process's first
+     * three store connects (count= is per process for real), and its four
+     * ranks are four processes under ddp. A count of connects, well under
+     * a thousand in this 0.2 s run (not a time in ns). */
+    int retries = row_retries(out, "reset-validate", "ddp");
+    CU_ASSERT(retries >= 12 && retries < 1000);
+    if (retries < 12 || retries >= 1000)
+        printf("\n  reset-validate ddp: %d retries, expected 12 or a few more:\n%s", retries,
+               out);
     /* Every in-process fault fired; one that cannot (its window opens after
      * the run) is named. */
     static char err[1 << 14];

@@ -326,6 +326,57 @@ static void test_fault_points(void)
     ddp_sys_close(S, lfd);
 }
 
+/* A forked entry: its sys's count of failed connects (a refused one first
+ * when arg is non-NULL). */
+static int failed_connects_entry(ddp_sys_t *child, void *arg)
+{
+    if (arg)
+        (void)ddp_sys_connect(child, arg, ddp_test_deadline_ms(child, 1000));
+    return ddp_sys_posix_failed_connects(child);
+}
+
+/* A real run's retries: the connects through a sys that failed, refused or
+ * injected, not the ones that succeeded; a forked entry's sys counts its own
+ * from 0. */
+static void test_failed_connects_counted(void)
+{
+    ddp_sys_t *sys = ddp_test_sys();
+    CU_ASSERT_FATAL(sys != NULL);
+    uint16_t port = 0;
+    CU_ASSERT_EQUAL_FATAL(ddp_sys_free_port(sys, &port), 0);
+    ddp_addr_t closed;
+    ddp_addr_parse("127.0.0.1", port, &closed);
+    int others = ddp_sys_posix_failed_connects(S);
+    CU_ASSERT_EQUAL(ddp_sys_posix_failed_connects(sys), 0);
+    CU_ASSERT_EQUAL(ddp_sys_connect(sys, &closed, ddp_test_deadline_ms(sys, 1000)),
+                    -ECONNREFUSED);
+    CU_ASSERT_EQUAL(ddp_sys_posix_failed_connects(sys), 1);
+    uint16_t lport = 0;
+    int lfd = listen_loopback(&lport);
+    CU_ASSERT_FATAL(lfd >= 0);
+    ddp_addr_t open_;
+    ddp_addr_parse("127.0.0.1", lport, &open_);
+    CU_ASSERT_EQUAL(fiu_enable("sys/net/connect", 1, (void *)(intptr_t)ECONNRESET, 0), 0);
+    CU_ASSERT_EQUAL(ddp_sys_connect(sys, &open_, ddp_test_deadline_ms(sys, 500)), -ECONNRESET);
+    fiu_disable("sys/net/connect");
+    CU_ASSERT_EQUAL(ddp_sys_posix_failed_connects(sys), 2);
+    int c = ddp_sys_connect(sys, &open_, ddp_test_deadline_ms(sys, 1000));
+    CU_ASSERT(c >= 0);
+    CU_ASSERT_EQUAL(ddp_sys_posix_failed_connects(sys), 2);
+    CU_ASSERT_EQUAL(ddp_sys_posix_failed_connects(S), others); /* another sys: its own */
+    ddp_spawn_t sp = {.entry = failed_connects_entry, .arg = &closed};
+    ddp_pid_t pid;
+    int status = -1;
+    CU_ASSERT_EQUAL_FATAL(ddp_sys_spawn(sys, &sp, &pid), 0);
+    CU_ASSERT_EQUAL(ddp_sys_wait(sys, pid, &status, ddp_test_deadline_ms(sys, 5000)), 0);
+    CU_ASSERT_EQUAL(status, 1);
+    CU_ASSERT_EQUAL(ddp_sys_posix_failed_connects(NULL), 0);
+    if (c >= 0)
+        ddp_sys_close(sys, c);
+    ddp_sys_close(sys, lfd);
+    ddp_sys_free(sys);
+}
+
 static void test_sleep_until(void)
 {
     int64_t dl = ddp_test_deadline_ms(S, 10);
@@ -503,6 +554,8 @@ DDP_SUITE("sys_posix", suite_init, suite_cleanup,
           {"read file: bounded, regular files only", test_read_file_bounded},
           {"libfiu fault points", test_fault_points},
           {"clock and sleep", test_sleep_until},
+          {"failed connects counted per sys (a real run's retries)",
+           test_failed_connects_counted},
           {"TCP_NODELAY on both ends of a connection", test_nodelay_both_ends},
           {"a port is listened on again at once after its run (SO_REUSEADDR)",
            test_port_reused_after_close},
