@@ -89,14 +89,45 @@ static void test_partition(void)
     CU_ASSERT_FALSE(ddp_shard_owns(&(ddp_shard_t){2, 3}, -2));
 }
 
+/* Every temporary file and folder the suite makes is recorded, and the
+ * suite's cleanup removes what a test left: a failed CU_ASSERT_*_FATAL
+ * leaves its test before the test's own rm (make mutate's mutants do). */
+static char g_tmp[32][32];
+static int g_ntmp;
+
+/* path: "/tmp/ddp-shard-XXXXXX", made a file (dir 0) or a folder. 0 done. */
+static int shard_tmp(char *path, int dir)
+{
+    int ok = dir ? mkdtemp(path) != NULL : 0;
+    if (!dir) {
+        int fd = mkstemp(path);
+        ok = fd >= 0;
+        if (ok)
+            close(fd);
+    }
+    if (ok && g_ntmp < (int)(sizeof g_tmp / sizeof g_tmp[0]))
+        snprintf(g_tmp[g_ntmp++], sizeof g_tmp[0], "%s", path);
+    return ok ? 0 : -1;
+}
+
+static int suite_cleanup(void)
+{
+    for (int i = 0; i < g_ntmp; i++) {
+        char cmd[64];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp[i]);
+        if (system(cmd) != 0)
+            return 1;
+    }
+    g_ntmp = 0;
+    return 0;
+}
+
 /* ---- result files ---- */
 
 static void test_file_roundtrip(void)
 {
     char path[] = "/tmp/ddp-shard-XXXXXX";
-    int fd = mkstemp(path);
-    CU_ASSERT_FATAL(fd >= 0);
-    close(fd);
+    CU_ASSERT_EQUAL_FATAL(shard_tmp(path, 0), 0);
     static ddp_shard_file_t f, g;
     memset(&f, 0, sizeof f);
     snprintf(f.kind, sizeof f.kind, "run");
@@ -295,7 +326,7 @@ static int sweep_init(sweep_t *w, const char *files, const char *opts)
     snprintf(w->dir, sizeof w->dir, "/tmp/ddp-shard-XXXXXX");
     w->files = files;
     w->opts = opts;
-    return mkdtemp(w->dir) ? 0 : -1;
+    return shard_tmp(w->dir, 1);
 }
 
 static void sweep_done(sweep_t *w)
@@ -608,7 +639,7 @@ static void test_merge_explore(void)
     if (!registered++)
         CU_ASSERT_EQUAL_FATAL(ddp_plugin_register(&leaky_plugin), 0);
     char dir[] = "/tmp/ddp-shard-XXXXXX";
-    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+    CU_ASSERT_EQUAL_FATAL(shard_tmp(dir, 1), 0);
     /* the unsharded run's --out, merge's --out, the result files */
     char sub[3][128];
     for (int i = 0; i < 3; i++) {
@@ -728,9 +759,7 @@ static void costly_part(ddp_shard_file_t *f, int k, long long idx, uint64_t most
 static void test_merge_costliest(void)
 {
     char path[] = "/tmp/ddp-shard-XXXXXX";
-    int fd = mkstemp(path);
-    CU_ASSERT_FATAL(fd >= 0);
-    close(fd);
+    CU_ASSERT_EQUAL_FATAL(shard_tmp(path, 0), 0);
     static ddp_shard_file_t a, parts[2], m;
     const char *np[2] = {"a", "b"};
     costly_part(&a, 1, 4, 100, 300, "ddp", "scenario \"a\"\nnodes 1\n");
@@ -785,7 +814,7 @@ static void test_merge_explore_cmd(void)
     if (!have_ddpsim())
         return;
     char dir[] = "/tmp/ddp-shard-XXXXXX";
-    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+    CU_ASSERT_EQUAL_FATAL(shard_tmp(dir, 1), 0);
     static char full[8192], merged[8192], args[1024];
     snprintf(args, sizeof args, "explore --ranks 8 --runs 30 --seed 4 --no-progress");
     CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, args, 0, full, sizeof full), 0);
@@ -808,7 +837,7 @@ static void test_merge_explore_cmd(void)
     CU_ASSERT_EQUAL(system(cmd), 0);
 }
 
-DDP_SUITE("shard", NULL, NULL,
+DDP_SUITE("shard", NULL, suite_cleanup,
           {"K/N: strict parse, 1 <= K <= N", test_parse},
           {"partition: disjoint, complete, balanced, by index alone", test_partition},
           {"result file: written, read back, cut short, not one", test_file_roundtrip},
