@@ -7,7 +7,9 @@
 # redis, taken in turn), then
 #   redis-benchmark -p PORT -t set,get -c C -n 200000 -q     (C = 50, 500)
 # with the CPU share of redis-benchmark and of redis-server while it ran,
-# and prints ours/redis for GET and SET at 50 and 500 clients. Figures only.
+# and prints ours/redis for GET and SET at 50 and 500 clients, and the
+# ceiling redis-benchmark's own CPU puts on any server's GET ratio at 500
+# clients (one client thread, and --threads 2). Figures only.
 # Extra arguments go to $B/bench/store (e.g. --idle 0 to skip the idle part).
 # REDIS_PORT=P: redis tries P, P+1, ... instead of pseudo-random ports.
 # "GET (event loop, one generator for both)" is the like-for-like figure:
@@ -82,6 +84,25 @@ for c in 50 500; do
                c, 100 * (kb - ka) / w, 100 * (sb - sa) / w }')
 "
 done
+# The ceiling the generator itself sets: GET alone at -c 500, with one
+# redis-benchmark thread and with --threads 2, and the CPU each side used
+# (window: the whole redis-benchmark run). Its client threads can use at
+# most 1 CPU (one thread) or all of them, and the client and the server
+# share the machine, so a server costing S us of CPU per GET can be
+# driven at most at min(client CPUs / G, CPUs / (G + S)) GETs per second,
+# G the client's CPU per GET; printed against the rate redis got in the
+# same window, for S = 0 and for our server's S (its event-loop GET).
+CEIL=
+NCPU=$(nproc 2>/dev/null || echo 1)
+for th in 1 2; do
+    k0=$(stat_cpu $$ 14) s0=$(stat_cpu "$PID" 12) t0=$(now)
+    T=; [ "$th" = 2 ] && T="--threads 2"
+    # shellcheck disable=SC2086
+    redis-benchmark -p "$PORT" -t get -c 500 -n 200000 -q $T >/dev/null 2>&1
+    k1=$(stat_cpu $$ 14) s1=$(stat_cpu "$PID" 12) t1=$(now)
+    CEIL="$CEIL$th $k0 $k1 $s0 $s1 $t0 $t1
+"
+done
 kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null; PID=
 echo "redis-benchmark -c 50 / -c 500 -n 200000 (port $PORT):"
 echo "$RED" | sed '/^$/d; s/^/  redis /'
@@ -117,4 +138,23 @@ for c in 50 500; do
             printf "ratio GET c=%d server CPU per GET, redis/ours: %.2f (%.2f / %.2f us)\n",
                    c, r / o, r, o }'
     fi
+done
+SO=$(fig "$OURS" "GET c=500 (event loop) server CPU")
+echo "The generator's ceiling: redis-benchmark -t get -c 500 -n 200000 ($NCPU CPUs):"
+echo "$CEIL" | while read -r th k0 k1 s0 s1 t0 t1; do
+    [ -n "$th" ] || continue
+    awk -v th="$th" -v ka="$k0" -v kb="$k1" -v sa="$s0" -v sb="$s1" -v ta="$t0" \
+        -v tb="$t1" -v ncpu="$NCPU" -v so="${SO:-}" 'BEGIN {
+        n = 200000; w = tb - ta; if (w <= 0) w = 1
+        g = (kb - ka) / n * 1e6; s = (sb - sa) / n * 1e6; r = n / w
+        cc = th == 1 ? 1 : ncpu
+        if (g <= 0) { print "  (no CPU time seen)"; exit }
+        z = cc * 1e6 / g
+        printf "  %d client thread(s): redis %.0f GET/s; redis-benchmark %.0f %% of a CPU (%.2f us per GET), redis-server %.0f %% (%.2f us); a server costing no CPU: at most %.2fx redis",
+               th, r, 100 * (kb - ka) / w, g, 100 * (sb - sa) / w, s, z / r
+        if (so != "") {
+            o = ncpu * 1e6 / (g + so); if (o > z) o = z
+            printf "; ours (%.2f us per GET): at most %.2fx", so, o / r
+        }
+        printf "\n" }'
 done
