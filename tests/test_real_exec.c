@@ -190,6 +190,7 @@ static void test_quick_real_runs(void)
      * three store connects (count= is per process for real), and its four
      * ranks are four processes under ddp. A count of connects, well under
      * a thousand in this 0.2 s run (not a time in ns). */
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "    wall retries\n")); /* real time, not virtual */
     int retries = row_retries(out, "reset-validate", "ddp");
     CU_ASSERT(retries >= 12 && retries < 1000);
     if (retries < 12 || retries >= 1000)

@@ -561,6 +561,16 @@ static void test_merge_takes_every_shard(void)
         printf("\n  merged output, expected the time (7.6 s):\n%s", out);
     CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, args, 1, err, sizeof err), 128 + 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "interrupted by signal 2"));
+    /* Simulated shards: the time column is virtual time. Shards of a real
+     * sweep (their sweep line says --real): it is wall time, as the
+     * unsharded real run's table says. */
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, " virtual retries\n"));
+    CU_ASSERT_PTR_NULL(strstr(out, "wall: the real time"));
+    for (int k = 0; k < 3; k++)
+        CU_ASSERT_EQUAL(edit_file(path[k], " --tag ", " --real --tag "), 0);
+    CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, args, 0, out, sizeof out), 128 + 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "    wall retries\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "wall: the real time"));
 
     /* An explore shard whose file says it ran fewer runs than it has. */
     for (int k = 1; k <= 3; k++) {

@@ -81,7 +81,9 @@ int ddp_cmd_merge(struct ddp_sys *sys, int argc, char **argv)
     if (run) {
         ddp_run_report_t rep = {.cmd = "merge", .nfiles = m.files, .wall_s = m.wall_s,
                                 .verbose = verbose, .junit = junit,
-                                .interrupted = m.interrupted, .total = m.total};
+                                .interrupted = m.interrupted, .total = m.total,
+                                .real = strstr(m.sweep, " --real") != NULL ||
+                                        strstr(m.sweep, " --netns") != NULL};
         rc = ddp_run_report(sys, &rep, m.rows, m.nrows);
     } else {
         int v = ddp_explore_print_merged(&m, stdout, dir);

@@ -568,12 +568,16 @@ static void print_messages(const job_t *jobs, int njobs, int width)
     }
 }
 
-static void print_legend(int width, int ok, int expected_fail)
+static void print_legend(int width, int ok, int expected_fail, int real)
 {
-    char tail[160] = "";
+    char tail[300] = "";
     if (expected_fail)
         snprintf(tail, sizeof tail, " %d of the %d ok runs are expected failures.",
                  expected_fail, ok);
+    if (real) /* the column a simulated run calls virtual */
+        snprintf(tail + strlen(tail), sizeof tail - strlen(tail),
+                 " wall: the real time from the run's start until its last process "
+                 "ended; retries: the failed connects of ddpsim's processes.");
     char text[1024];
     snprintf(text, sizeof text,
              "expected: what the scenario's expect lines ask for; actual: what its ranks "
@@ -601,7 +605,8 @@ static void print_table(ddp_sys_t *sys, const ddp_run_report_t *rep, const job_t
         t.act_w = al > t.act_w ? al : t.act_w;
     }
     printf("%-*s %-11s %-*s %-*s %-7s %10s %7s\n", t.name_w, "scenario", "accelerator",
-           t.exp_w, "expected", t.act_w, "actual", "verdict", "virtual", "retries");
+           t.exp_w, "expected", t.act_w, "actual", "verdict", rep->real ? "wall" : "virtual",
+           "retries");
     for (int i = 0; i < njobs; i++) {
         if (i == 0 || jobs[i].file != jobs[i - 1].file) {
             char b[256];
@@ -619,7 +624,7 @@ static void print_table(ddp_sys_t *sys, const ddp_run_report_t *rep, const job_t
                    (unsigned long long)jobs[i].r.trace_hash);
     }
     print_messages(jobs, njobs, t.width);
-    print_legend(t.width, ok, expected_fail);
+    print_legend(t.width, ok, expected_fail, rep->real);
 }
 
 int ddp_run_report(ddp_sys_t *sys, const ddp_run_report_t *rep, const job_t *jobs,
@@ -886,7 +891,7 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
     ddp_run_report_t rep = {.cmd = cmd, .nfiles = c.nfiles, .wall_s = wall,
                             .verbose = c.ro.verbose, .replay = replay, .seed = c.ro.seed,
                             .junit = c.junit, .interrupted = (int)g_interrupted,
-                            .shard = c.shard, .total = total};
+                            .shard = c.shard, .total = total, .real = c.ro.real};
     rc = ddp_run_report(sys, &rep, jobs, njobs);
     if (c.results && write_results(&c, jobs, njobs, total, list_hash, wall) != 0)
         rc = 2;

@@ -44,6 +44,7 @@ typedef struct ddp_run_report {
     int interrupted;    /* the signal that stopped the runs (0: none) */
     ddp_shard_t shard;  /* {0, 0}: the whole list; else the counts line says */
     long long total;    /* runs in the whole list */
+    int real;           /* real runs: the time column is wall time */
 } ddp_run_report_t;
 int ddp_run_report(struct ddp_sys *sys, const ddp_run_report_t *rep,
                    const ddp_shard_row_t *rows, int nrows);
