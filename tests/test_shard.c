@@ -98,13 +98,10 @@ static int g_ntmp;
 /* path: "/tmp/ddp-shard-XXXXXX", made a file (dir 0) or a folder. 0 done. */
 static int shard_tmp(char *path, int dir)
 {
-    int ok = dir ? mkdtemp(path) != NULL : 0;
-    if (!dir) {
-        int fd = mkstemp(path);
-        ok = fd >= 0;
-        if (ok)
-            close(fd);
-    }
+    int fd = dir ? -1 : mkstemp(path);
+    int ok = dir ? mkdtemp(path) != NULL : fd >= 0;
+    if (fd >= 0)
+        close(fd);
     if (ok && g_ntmp < (int)(sizeof g_tmp / sizeof g_tmp[0]))
         snprintf(g_tmp[g_ntmp++], sizeof g_tmp[0], "%s", path);
     return ok ? 0 : -1;
