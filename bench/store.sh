@@ -87,7 +87,7 @@ done
 # The ceiling the generator itself sets: GET alone at -c 500, with one
 # redis-benchmark thread and with --threads 2, and the CPU each side used
 # (window: the whole redis-benchmark run). Its client threads can use at
-# most 1 CPU (one thread) or all of them, and the client and the server
+# most one CPU each (and no more than there are), and the client and the server
 # share the machine, so a server costing S us of CPU per GET can be
 # driven at most at min(client CPUs / G, CPUs / (G + S)) GETs per second,
 # G the client's CPU per GET; printed against the rate redis got in the
@@ -147,7 +147,7 @@ echo "$CEIL" | while read -r th k0 k1 s0 s1 t0 t1; do
         -v tb="$t1" -v ncpu="$NCPU" -v so="${SO:-}" 'BEGIN {
         n = 200000; w = tb - ta; if (w <= 0) w = 1
         g = (kb - ka) / n * 1e6; s = (sb - sa) / n * 1e6; r = n / w
-        cc = th == 1 ? 1 : ncpu
+        cc = th < ncpu ? th : ncpu
         if (g <= 0) { print "  (no CPU time seen)"; exit }
         z = cc * 1e6 / g
         printf "  %d client thread(s): redis %.0f GET/s; redis-benchmark %.0f %% of a CPU (%.2f us per GET), redis-server %.0f %% (%.2f us); a server costing no CPU: at most %.2fx redis",
