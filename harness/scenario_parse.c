@@ -22,6 +22,8 @@
 #include "ddp/plugin.h"
 #include "ddp/sys.h"
 
+#include "../core/kvmap.h"
+
 #define MAX_INCLUDE_DEPTH 8
 #define MAX_TOKENS 48
 #define TOKEN_MAX 512
@@ -65,7 +67,16 @@ typedef struct pctx {
     where_t *env_at;   /* per s->env entry: its node= value (line 0: none) */
     char **names;      /* included files' names, freed at the end */
     int nnames;
+    ddp__kvmap_t hostmap; /* host name -> node (buckets NULL: no `hosts` yet) */
 } pctx_t;
+
+/* An entry of pctx_t.hostmap: a host name's node index. Looking names up
+ * in a table keeps `hosts` and node=NAME linear in the hosts (4096 names
+ * of 500 characters compared pairwise took seconds). */
+typedef struct host_entry {
+    ddp__kv_node_t kv;
+    int node;
+} host_entry_t;
 
 static where_t here(const pctx_t *p, int col)
 {
@@ -285,11 +296,11 @@ static int parse_node(pctx_t *p, const char *v, int col, int *out)
 {
     if (isdigit((unsigned char)v[0]))
         return parse_int(p, v, col, 0, 4095, "a node index", out);
-    for (int i = 0; i < p->s->nhosts; i++)
-        if (!strcmp(p->s->hosts[i], v)) {
-            *out = i;
-            return 0;
-        }
+    const ddp__kv_node_t *e = p->hostmap.buckets ? ddp__kv_find(&p->hostmap, v, strlen(v)) : NULL;
+    if (e) {
+        *out = ((const host_entry_t *)e)->node;
+        return 0;
+    }
     return perr(p, col, "expected a node index or a host name of `hosts`, got \"%.60s\"", v);
 }
 
@@ -854,11 +865,18 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
         free(h); /* the names now belong to s->hosts */
         s->hosts = all;
         s->nhosts = (int)(have + n);
-        for (size_t i = have; i < have + n; i++)
-            for (size_t j = 0; j < i; j++)
-                if (!strcmp(all[i], all[j]))
-                    return perr(p, tok[1].col, "expected distinct host names, got \"%s\" twice",
-                                all[i]);
+        if (!p->hostmap.buckets && ddp__kv_init(&p->hostmap, 64) != 0)
+            return perr(p, tok[1].col, "out of memory");
+        for (size_t i = have; i < have + n; i++) {
+            size_t len = strlen(all[i]);
+            if (ddp__kv_find(&p->hostmap, all[i], len))
+                return perr(p, tok[1].col, "expected distinct host names, got \"%s\" twice",
+                            all[i]);
+            ddp__kv_node_t *e = ddp__kv_get(&p->hostmap, all[i], len, sizeof(host_entry_t));
+            if (!e)
+                return perr(p, tok[1].col, "out of memory");
+            ((host_entry_t *)e)->node = (int)i;
+        }
         if (p->nodes_line && s->nodes < s->nhosts)
             return perr(p, tok[1].col, "expected %d hosts (`nodes %d` on line %d), got %d",
                         s->nodes, s->nodes, p->nodes_line, s->nhosts);
@@ -1187,6 +1205,8 @@ int ddp_scenario_parse(const char *text, const char *name, const char *dir,
         free(p.names[i]);
     free(p.names);
     free(p.env_at);
+    if (p.hostmap.buckets)
+        ddp__kv_free(&p.hostmap, NULL);
     if (rc) {
         ddp_scenario_free(s);
         return ddp_err_set(DDP_ECONFIG, "%s", err && errlen ? err : "scenario parse error");
@@ -1388,23 +1408,42 @@ static void put_word(FILE *o, const char *s)
         fputs(s, o);
 }
 
+/* Whether the first n hosts of h compress into one word. */
+static int hosts_fit(const char *const *h, int n)
+{
+    char *e = NULL;
+    int fits = ddp_hostlist_compress(h, (size_t)n, &e) == 0 && strlen(e) < TOKEN_MAX;
+    free(e);
+    return fits;
+}
+
 /* The hosts in order, as `hosts` lines whose words fit the lexer: the most
- * hosts whose compressed expression stays within a word, line after line. */
+ * hosts whose compressed expression stays within a word, line after line.
+ * The count is found by doubling, then halving between the last count that
+ * fit and the first that did not, so a line of k hosts costs compressions
+ * of about 2k hosts, not of all those left (4096 hosts that need one line
+ * each took seconds). */
 static int put_hosts(const ddp_scenario_t *s, FILE *o)
 {
     const char *const *h = (const char *const *)s->hosts;
     for (int i = 0; i < s->nhosts;) {
-        int lo = 1, hi = s->nhosts - i;
-        while (lo < hi) { /* the largest count that fits (1 always does) */
-            int mid = lo + (hi - lo + 1) / 2;
-            char *e = NULL;
-            int fits = ddp_hostlist_compress(h + i, (size_t)mid, &e) == 0 &&
-                       strlen(e) < TOKEN_MAX;
-            free(e);
-            if (fits)
+        int left = s->nhosts - i;
+        int lo = 1, hi = left + 1; /* lo fits (1 always does); hi does not, or is past the end */
+        for (int c = 2; c < hi; c = c > left / 2 ? left : 2 * c) {
+            if (!hosts_fit(h + i, c)) {
+                hi = c;
+                break;
+            }
+            lo = c;
+            if (c == left)
+                break;
+        }
+        while (hi - lo > 1) {
+            int mid = lo + (hi - lo) / 2;
+            if (hosts_fit(h + i, mid))
                 lo = mid;
             else
-                hi = mid - 1;
+                hi = mid;
         }
         char *expr = NULL;
         if (ddp_hostlist_compress(h + i, (size_t)lo, &expr) != 0)

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "ddp/accel.h"
+#include "ddp/cluster.h"
 #include "ddp/env.h"
 #include "ddp/err.h"
 #include "ddp/plugin.h"
@@ -237,19 +238,52 @@ static void test_writer_cases(void)
         CU_ASSERT_TRUE(round_trips(s, cases[i]));
         ddp_scenario_free(s);
     }
-    /* The long list: several hosts lines, each within a line and a word. */
-    ddp_scenario_t *s = parse("scenario \"x\"\nhosts \"gpu[1-1000]-ib\"\nexpect ok\n");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
-    char *t = write_mem(s);
-    int lines = 0;
-    for (char *l = strstr(t, "hosts "); l; l = strstr(l + 1, "\nhosts ")) {
-        lines++;
-        CU_ASSERT_TRUE(strcspn(l + 1, "\n") < 520);
+    /* Long lists: several hosts lines, each within a word and full (one
+     * more host would not fit), hosts in order: 1000 short names, and 4096
+     * names of 480 characters that need a line each. */
+    static const struct { const char *expr; int nhosts, min_lines; } longs[] = {
+        {"gpu[1-1000]-ib", 1000, 11},
+        {"hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh"
+         "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh"
+         "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh"
+         "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh"
+         "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh"
+         "hhhhhhhhhhhhhhhhhhhh[0000-4095]-ib",
+         4096, 4096},
+    };
+    for (size_t c = 0; c < sizeof longs / sizeof longs[0]; c++) {
+        char text[1024];
+        snprintf(text, sizeof text, "scenario \"x\"\nhosts \"%s\"\nexpect ok\n", longs[c].expr);
+        ddp_scenario_t *s = parse(text);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+        CU_ASSERT_EQUAL(s->nhosts, longs[c].nhosts);
+        char *t = write_mem(s);
+        int lines = 0, at = 0, full = 1;
+        for (char *l = strstr(t, "\nhosts \""); l; l = strstr(l + 1, "\nhosts \"")) {
+            lines++;
+            size_t len = strcspn(l + 1, "\n");
+            CU_ASSERT_TRUE(len < 520);
+            char expr[600], **h = NULL, *more = NULL;
+            size_t n = 0;
+            snprintf(expr, sizeof expr, "%.*s", (int)(len - 8), l + 8); /* between the quotes */
+            CU_ASSERT_EQUAL_FATAL(ddp_hostlist_expand(expr, 4096, &h, &n), 0);
+            for (size_t i = 0; i < n; i++)
+                CU_ASSERT_STRING_EQUAL(h[i], s->hosts[at + (int)i]);
+            at += (int)n;
+            if (at < s->nhosts) { /* the line plus the next host: too long for a word */
+                CU_ASSERT_EQUAL(ddp_hostlist_compress((const char *const *)s->hosts + at - n,
+                                                      n + 1, &more), 0);
+                full &= more && strlen(more) >= 512; /* TOKEN_MAX */
+            }
+            free(more);
+            ddp_hostlist_free(h, n);
+        }
+        CU_ASSERT_TRUE(full);
+        CU_ASSERT_EQUAL(at, s->nhosts);
+        CU_ASSERT_TRUE(lines >= longs[c].min_lines);
+        free(t);
+        ddp_scenario_free(s);
     }
-    CU_ASSERT_TRUE(lines > 10);
-    CU_ASSERT_EQUAL(s->nhosts, 1000);
-    free(t);
-    ddp_scenario_free(s);
 }
 
 /* ---- generated scenarios ---- */
