@@ -65,6 +65,7 @@ typedef struct pctx {
     where_t hosts_at;  /* the last `hosts` value (line 0: none) */
     where_t fault_at[DDP_SCN_MAX_FAULTS][AT_COUNT]; /* line 0: key not given */
     where_t *env_at;   /* per s->env entry: its node= value (line 0: none) */
+    int env_cap;       /* entries allocated in s->env and env_at */
     char **names;      /* included files' names, freed at the end */
     int nnames;
     ddp__kvmap_t hostmap; /* host name -> node (buckets NULL: no `hosts` yet) */
@@ -390,15 +391,19 @@ static int st_env(pctx_t *p, token_t *tok, int ntok, int unset)
         if (strlen(t->text) >= sizeof s->env[0].key)
             return perr(p, t->col, "expected a variable name of at most %zu characters",
                         sizeof s->env[0].key - 1);
-        ddp_scn_env_t *e = realloc(s->env, sizeof *e * (size_t)(s->nenv + 1));
-        if (e)
-            s->env = e;
-        where_t *w = e ? realloc(p->env_at, sizeof *w * (size_t)(s->nenv + 1)) : NULL;
-        if (!w)
-            return perr(p, t->col, "out of memory");
-        p->env_at = w;
+        if (s->nenv == p->env_cap) { /* doubled: one entry at a time was quadratic */
+            int cap = p->env_cap ? 2 * p->env_cap : 16;
+            ddp_scn_env_t *e = realloc(s->env, sizeof *e * (size_t)cap);
+            if (e)
+                s->env = e;
+            where_t *w = e ? realloc(p->env_at, sizeof *w * (size_t)cap) : NULL;
+            if (!w)
+                return perr(p, t->col, "out of memory");
+            p->env_at = w;
+            p->env_cap = cap;
+        }
         p->env_at[s->nenv] = node_at;
-        e = &s->env[s->nenv++];
+        ddp_scn_env_t *e = &s->env[s->nenv++];
         e->node = node;
         snprintf(e->key, sizeof e->key, "%s", t->text);
         e->value = unset ? NULL : strdup(t->eq);
