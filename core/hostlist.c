@@ -212,18 +212,25 @@ static int vec_push(hl_vec_t *v, char *s)
     return 0;
 }
 
-/* Index i of a group (0 <= i < count) -> the number and its width. */
-static void group_at(const hl_seg_t *g, uint64_t i, uint64_t *num, int *width)
+/* Where a group's odometer wheel stands: range k of the group, offset off
+ * into it. Stepped one host at a time, so no host costs a walk over the
+ * group's ranges (a group of 16,000 single numbers took seconds). */
+typedef struct hl_pos {
+    size_t k;
+    uint64_t off;
+} hl_pos_t;
+
+/* Advances a wheel; returns 0 when it went past the group's last number
+ * (and is back at the first), 1 otherwise. */
+static int pos_step(const hl_seg_t *g, hl_pos_t *at)
 {
-    for (size_t k = 0; k < g->nranges; k++) {
-        uint64_t span = g->ranges[k].hi - g->ranges[k].lo + 1;
-        if (i < span) {
-            *num = g->ranges[k].lo + i;
-            *width = g->ranges[k].width;
-            return;
-        }
-        i -= span;
-    }
+    if (++at->off <= g->ranges[at->k].hi - g->ranges[at->k].lo)
+        return 1;
+    at->off = 0;
+    if (++at->k < g->nranges)
+        return 1;
+    at->k = 0;
+    return 0;
 }
 
 /* Emits every host of one element: an odometer over its groups in SLURM's
@@ -235,7 +242,7 @@ static void group_at(const hl_seg_t *g, uint64_t i, uint64_t *num, int *width)
 static int expand_element(const hl_seg_t *segs, size_t nseg, uint64_t total,
                           hl_vec_t *out)
 {
-    uint64_t idx[64] = {0}; /* nseg is bounded by the caller */
+    hl_pos_t at[64] = {{0}}; /* nseg is bounded by the caller */
     size_t turn[64], ngroups = 0; /* segment indices, fastest first */
     for (size_t k = 0; k < nseg; k++)
         if (segs[k].ranges)
@@ -254,11 +261,9 @@ static int expand_element(const hl_seg_t *segs, size_t nseg, uint64_t total,
                 w = snprintf(buf + len, sizeof buf - len, "%.*s",
                              (int)segs[k].litlen, segs[k].lit);
             } else {
-                uint64_t num = 0;
-                int width = 0;
-                group_at(&segs[k], idx[k], &num, &width);
-                w = snprintf(buf + len, sizeof buf - len, "%0*llu", width,
-                             (unsigned long long)num);
+                const hl_range_t *r = &segs[k].ranges[at[k].k];
+                w = snprintf(buf + len, sizeof buf - len, "%0*llu", r->width,
+                             (unsigned long long)(r->lo + at[k].off));
             }
             if (w < 0 || (size_t)w >= sizeof buf - len)
                 return ddp_err_set(DDP_ECONFIG,
@@ -273,12 +278,9 @@ static int expand_element(const hl_seg_t *segs, size_t nseg, uint64_t total,
         int rc = vec_push(out, s);
         if (rc < 0)
             return rc;
-        for (size_t g = 0; g < ngroups; g++) {
-            size_t k = turn[g];
-            if (++idx[k] < segs[k].count)
+        for (size_t g = 0; g < ngroups; g++)
+            if (pos_step(&segs[turn[g]], &at[turn[g]]))
                 break;
-            idx[k] = 0;
-        }
     }
     return 0;
 }
