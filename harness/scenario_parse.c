@@ -1425,23 +1425,22 @@ static int hosts_fit(const char *const *h, int n)
 /* The hosts in order, as `hosts` lines whose words fit the lexer: the most
  * hosts whose compressed expression stays within a word, line after line.
  * The count is found by doubling, then halving between the last count that
- * fit and the first that did not, so a line of k hosts costs compressions
- * of about 2k hosts, not of all those left (4096 hosts that need one line
- * each took seconds). */
+ * fit and the first that did not, so a line of k hosts costs about 2 log2 k
+ * compressions of at most 2k hosts, not a binary search over all the hosts
+ * left (4096 hosts that need a line each took seconds). */
 static int put_hosts(const ddp_scenario_t *s, FILE *o)
 {
     const char *const *h = (const char *const *)s->hosts;
     for (int i = 0; i < s->nhosts;) {
         int left = s->nhosts - i;
         int lo = 1, hi = left + 1; /* lo fits (1 always does); hi does not, or is past the end */
-        for (int c = 2; c < hi; c = c > left / 2 ? left : 2 * c) {
+        while (lo < left) { /* doubling */
+            int c = lo > left / 2 ? left : 2 * lo;
             if (!hosts_fit(h + i, c)) {
                 hi = c;
                 break;
             }
             lo = c;
-            if (c == left)
-                break;
         }
         while (hi - lo > 1) {
             int mid = lo + (hi - lo) / 2;
