@@ -1404,10 +1404,12 @@ static void put_quoted(FILE *o, const char *s)
 }
 
 /* A word as the lexer reads it back: bare when it is a plain word, else
- * quoted (blanks, '#', '"', '\\', '=' or nothing at all). */
+ * quoted (blanks, '#', '"', '\\', '=' or nothing at all). A carriage return
+ * is a blank to the lexer outside quotes (CRLF files), so a word holding
+ * one, which only quotes can give, is quoted. */
 static void put_word(FILE *o, const char *s)
 {
-    if (!*s || strpbrk(s, " \t#\"\\="))
+    if (!*s || strpbrk(s, " \t\r#\"\\="))
         put_quoted(o, s);
     else
         fputs(s, o);

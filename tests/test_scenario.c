@@ -218,12 +218,13 @@ static void test_round_trip(void)
 }
 
 /* What the writer used to lose, one case each (issue 15): quoted tags and
- * master_addr, delay=0ms, a pause's end, an env variable named node, a
+ * master_addr, a tag holding carriage returns (found by fuzz_scenario), delay=0ms, a pause's end, an env variable named node, a
  * hosts list longer than a line, a probability's digits. */
 static void test_writer_cases(void)
 {
     static const char *const cases[] = {
         "scenario \"x\"\ntags \"two words\" plain\nexpect ok\n",
+        "scenario \"x\"\ntags plain \"\r\rcr\"\nexpect ok\n", /* a blank outside quotes */
         "scenario \"x\"\nmaster_addr \"a host\"\nexpect ok\n",
         "scenario \"x\"\nfault delay delay=0ms\nexpect ok\n",
         "scenario \"x\"\nfault pause ranks=1 start=2s end=3s\nexpect ok\n",
