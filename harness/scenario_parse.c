@@ -1210,8 +1210,7 @@ int ddp_scenario_parse(const char *text, const char *name, const char *dir,
         free(p.names[i]);
     free(p.names);
     free(p.env_at);
-    if (p.hostmap.buckets)
-        ddp__kv_free(&p.hostmap, NULL);
+    ddp__kv_free(&p.hostmap, NULL); /* also when no `hosts` line made it */
     if (rc) {
         ddp_scenario_free(s);
         return ddp_err_set(DDP_ECONFIG, "%s", err && errlen ? err : "scenario parse error");

@@ -218,8 +218,9 @@ static void test_round_trip(void)
 }
 
 /* What the writer used to lose, one case each (issue 15): quoted tags and
- * master_addr, a tag holding carriage returns (found by fuzz_scenario), delay=0ms, a pause's end, an env variable named node, a
- * hosts list longer than a line, a probability's digits. */
+ * master_addr, a tag holding carriage returns (found by fuzz_scenario),
+ * delay=0ms, a pause's end, an env variable named node, a hosts list longer
+ * than a line, a probability's digits. */
 static void test_writer_cases(void)
 {
     static const char *const cases[] = {
@@ -241,16 +242,13 @@ static void test_writer_cases(void)
     }
     /* Long lists: several hosts lines, each within a word and full (one
      * more host would not fit), hosts in order: 1000 short names, and 4096
-     * names of 480 characters that need a line each. */
-    static const struct { const char *expr; int nhosts, min_lines; } longs[] = {
+     * names of about 470 characters that need a line each. */
+    char long_names[600]; /* 460 characters, then the number, then "-ib" */
+    memset(long_names, 'h', 460);
+    snprintf(long_names + 460, sizeof long_names - 460, "[0000-4095]-ib");
+    const struct { const char *expr; int nhosts, min_lines; } longs[] = {
         {"gpu[1-1000]-ib", 1000, 11},
-        {"hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh"
-         "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh"
-         "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh"
-         "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh"
-         "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh"
-         "hhhhhhhhhhhhhhhhhhhh[0000-4095]-ib",
-         4096, 4096},
+        {long_names, 4096, 4096},
     };
     for (size_t c = 0; c < sizeof longs / sizeof longs[0]; c++) {
         char text[1024];
