@@ -127,7 +127,7 @@ static ddp_scenario_t *scn_clone(const ddp_scenario_t *s)
     return c;
 }
 
-static void fault_free(ddp_sim_fault_t *f)
+static void fault_free(ddp_fault_t *f)
 {
     free((char *)f->ranks);
     f->ranks = NULL;
@@ -171,7 +171,7 @@ static char *draw_rank(ddp_rng_t *r, int world)
 }
 
 /* A window [start, end) inside the group timeout: from 0 half the time. */
-static void draw_window(ddp_rng_t *r, ddp_sim_fault_t *f, int forever_pct)
+static void draw_window(ddp_rng_t *r, ddp_fault_t *f, int forever_pct)
 {
     f->start_ns = ddp_rng_below(r, 2) ? 0
                                       : draw_log(r, DDP_NS_PER_MS / 2,
@@ -200,8 +200,8 @@ static const char *draw_point(ddp_rng_t *r)
 
 /* One fault of kind k on a cluster of `nodes` nodes and `world` ranks.
  * Returns 0 when the kind cannot apply (a partition of one node). */
-static int draw_fault(ddp_rng_t *r, ddp_sim_fault_kind_t k, int nodes,
-                      int world, ddp_sim_fault_t *f)
+static int draw_fault(ddp_rng_t *r, ddp_fault_kind_t k, int nodes,
+                      int world, ddp_fault_t *f)
 {
     memset(f, 0, sizeof *f);
     f->kind = k;
@@ -357,16 +357,16 @@ ddp_scenario_t *ddp_explore_draw(const ddp_explore_opts_t *o, int i, char *accel
 
     const unsigned kinds_all = DDP_EXPLORE_KINDS_ALL;
     unsigned kinds = o->kinds ? o->kinds : kinds_all;
-    ddp_sim_fault_kind_t allowed[DDP_FAULT_KIND_COUNT];
+    ddp_fault_kind_t allowed[DDP_FAULT_KIND_COUNT];
     int nallowed = 0;
     for (int k = 0; k < DDP_FAULT_KIND_COUNT; k++)
         if (kinds >> k & 1)
-            allowed[nallowed++] = (ddp_sim_fault_kind_t)k;
+            allowed[nallowed++] = (ddp_fault_kind_t)k;
     int nf = nallowed ? (int)ddp_rng_below(&r, (uint64_t)max_faults + 1) : 0;
     int world = world_of(s, a);
     for (int k = 0; k < nf; k++) {
-        ddp_sim_fault_t f;
-        ddp_sim_fault_kind_t kind = allowed[ddp_rng_below(&r, (uint64_t)nallowed)];
+        ddp_fault_t f;
+        ddp_fault_kind_t kind = allowed[ddp_rng_below(&r, (uint64_t)nallowed)];
         if (draw_fault(&r, kind, s->nodes, world, &f))
             s->faults[s->nfaults++] = f;
     }
@@ -430,7 +430,7 @@ static void fit_faults(ddp_scenario_t *c, const char *accel)
     int world = world_of(c, accel);
     uint64_t all = c->nodes >= 64 ? ~0ull : (1ull << c->nodes) - 1;
     for (int i = 0; i < c->nfaults; i++) {
-        ddp_sim_fault_t *f = &c->faults[i];
+        ddp_fault_t *f = &c->faults[i];
         int drop = f->node >= c->nodes || f->peer_node >= c->nodes;
         if (f->kind == DDP_FAULT_PARTITION) {
             f->node_set &= all;
@@ -528,13 +528,13 @@ static long rank_at(const char *list, int idx)
 
 /* The value of target `which` of fault f: 0 node, 1 peer node, 2.. the
  * (which-2)-th rank of its list (-1: none). */
-static long target_of(const ddp_sim_fault_t *f, int which)
+static long target_of(const ddp_fault_t *f, int which)
 {
     return which == 0 ? f->node : which == 1 ? f->peer_node
                                              : f->ranks ? rank_at(f->ranks, which - 2) : -1;
 }
 
-static int set_target(ddp_sim_fault_t *f, int which, long v)
+static int set_target(ddp_fault_t *f, int which, long v)
 {
     if (which == 0)
         f->node = (int)v;
@@ -626,7 +626,7 @@ static int shrink_params(shrinker_t *sh, ddp_scenario_t **cur)
     for (int i = 0; i < (*cur)->nfaults; i++) {
         for (int attempt = 0; attempt < 6; attempt++) {
             ddp_scenario_t *c = scn_clone(*cur);
-            ddp_sim_fault_t *f = &c->faults[i];
+            ddp_fault_t *f = &c->faults[i];
             int changed = 0;
             int timed_crash = f->kind == DDP_FAULT_CRASH && !(f->phase && *f->phase);
             switch (attempt) {

@@ -14,6 +14,7 @@
 #include "ddp/cluster.h"
 #include "ddp/err.h"
 #include "ddp/faults.h"
+#include "scenario_priv.h"
 
 #define LSF_RANKFILE "/sim/lsf/rankfile"
 #define DEFAULT_PORT 29500
@@ -92,9 +93,9 @@ int ddp_plan_add_proc(ddp_plan_t *p, const char *name, int node, int rank,
     return p->nprocs++;
 }
 
-int ddp_plan_add_fault(ddp_plan_t *p, const ddp_sim_fault_t *f, int line)
+int ddp_plan_add_fault(ddp_plan_t *p, const ddp_fault_t *f, int line)
 {
-    ddp_sim_fault_t *nf = grow(p->faults, p->nfaults, sizeof *nf);
+    ddp_fault_t *nf = grow(p->faults, p->nfaults, sizeof *nf);
     if (!nf)
         return ddp_err_set(-ENOMEM, "plan: out of memory");
     p->faults = nf;
@@ -102,7 +103,7 @@ int ddp_plan_add_fault(ddp_plan_t *p, const ddp_sim_fault_t *f, int line)
     if (!nl)
         return ddp_err_set(-ENOMEM, "plan: out of memory");
     p->fault_line = nl;
-    ddp_sim_fault_t *x = &nf[p->nfaults];
+    ddp_fault_t *x = &nf[p->nfaults];
     *x = *f;
     x->ranks = f->ranks ? strdup(f->ranks) : NULL;
     x->phase = f->phase ? strdup(f->phase) : NULL;
@@ -569,19 +570,11 @@ int ddp_plan_write(const ddp_plan_t *p, FILE *o)
         put_line(o, "node", p->nodes[i].host, p->nodes[i].addr);
     for (int i = 0; i < p->nfiles; i++)
         put_line(o, "file", p->files[i].path, p->files[i].content);
+    /* A fault in the scenario's own syntax (one writer, one reader), after
+     * what only a plan has: its scenario line and a task it may aim at. */
     for (int i = 0; i < p->nfaults; i++) {
-        const ddp_sim_fault_t *f = &p->faults[i];
-        fprintf(o, "fault %s node=%d task=%d peer=%d port=%u set=%" PRIu64
-                   " start=%" PRId64 " end=%" PRId64 " count=%d p=%.17g delay=%" PRId64
-                   " after=%" PRId64 " rate=%" PRIu64 " line=%d ranks=",
-                ddp_sim_fault_kind_name(f->kind), f->node, f->task, f->peer_node,
-                (unsigned)f->port, f->node_set, f->start_ns, f->end_ns, f->count,
-                f->probability, f->delay_ns, f->after_bytes, f->rate_bps, p->fault_line[i]);
-        put_str(o, f->ranks ? f->ranks : "");
-        fputs(" phase=", o);
-        put_str(o, f->phase ? f->phase : "");
-        fputs(" point=", o);
-        put_str(o, f->point ? f->point : "");
+        fprintf(o, "fault line=%d task=%d ", p->fault_line[i], p->faults[i].task);
+        ddp__scenario_put_fault(o, &p->faults[i]);
         fputc('\n', o);
     }
     for (int i = 0; i < p->nprocs; i++) {
@@ -738,48 +731,27 @@ static int rd_word(rd_t *r, char *buf, size_t n)
 
 static int rd_fault(rd_t *r, ddp_plan_t *p)
 {
-    char kind[24];
-    ddp_sim_fault_t f = {0};
-    int64_t port = 0, start = 0, end = 0, delay = 0, after = 0;
-    int line = 0, rc;
-    if ((rc = rd_word(r, kind, sizeof kind)) || ddp_sim_fault_kind_parse(kind, &f.kind))
-        return rc ? rc : rd_err(r, "a fault kind");
-    if ((rc = rd_i(r, "node", &f.node)) || (rc = rd_i(r, "task", &f.task)) ||
-        (rc = rd_i(r, "peer", &f.peer_node)) || (rc = rd_int(r, "port", &port)) ||
-        (rc = rd_u64(r, "set", &f.node_set)) || (rc = rd_int(r, "start", &start)) ||
-        (rc = rd_int(r, "end", &end)) || (rc = rd_i(r, "count", &f.count)))
+    int line = 0, task = -1, rc;
+    if ((rc = rd_i(r, "line", &line)) || (rc = rd_i(r, "task", &task)))
         return rc;
     skip_ws(r);
-    if (strncmp(r->c, "p=", 2))
-        return rd_err(r, "p=");
-    char *e;
-    f.probability = strtod(r->c + 2, &e);
-    r->c = e;
-    if ((rc = rd_int(r, "delay", &delay)) || (rc = rd_int(r, "after", &after)) ||
-        (rc = rd_u64(r, "rate", &f.rate_bps)) || (rc = rd_i(r, "line", &line)))
-        return rc;
-    char *ranks = NULL, *phase = NULL, *point = NULL;
-    if ((rc = rd_key(r, "ranks")) == 0 && (rc = rd_str(r, &ranks)) == 0 &&
-        (rc = rd_key(r, "phase")) == 0 && (rc = rd_str(r, &phase)) == 0 &&
-        (rc = rd_key(r, "point")) == 0 && (rc = rd_str(r, &point)) == 0 && *point) {
-        const ddp_fault_info_t *fp = ddp_fault_point_find(point);
-        if (fp)
-            f.point = fp->name; /* the table's static name, as the parser's */
-        else
-            rc = rd_err(r, "a fault point of ddp/faults.h");
+    size_t len = strcspn(r->c, "\n");
+    char *text = strndup(r->c, len), err[400];
+    if (!text)
+        return ddp_err_set(-ENOMEM, "out of memory");
+    r->c += len;
+    ddp_fault_t f;
+    /* the cluster the plan's processes make: every rank a fault may name */
+    int world = p->expected_world > p->nprocs ? p->expected_world : p->nprocs;
+    rc = ddp__scenario_parse_fault(text, p->nnodes, world, p->entry.plugin, &f, err, sizeof err);
+    free(text);
+    if (rc) {
+        const char *why = strstr(err, "expected ");
+        return rd_err(r, why ? why + 9 : "a fault");
     }
-    free(point);
-    f.port = (uint16_t)port;
-    f.start_ns = start;
-    f.end_ns = end;
-    f.delay_ns = delay;
-    f.after_bytes = after;
-    f.ranks = ranks && *ranks ? ranks : NULL;
-    f.phase = phase && *phase ? phase : NULL;
-    if (rc == 0)
-        rc = ddp_plan_add_fault(p, &f, line) < 0 ? ddp_err_ctx()->code : 0;
-    free(ranks);
-    free(phase);
+    f.task = task;
+    rc = ddp_plan_add_fault(p, &f, line) < 0 ? ddp_err_ctx()->code : 0;
+    free((char *)f.ranks);
     return rc;
 }
 

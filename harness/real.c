@@ -43,11 +43,11 @@ static int port_held(const char *results)
  * each other's tbf where the simulator takes the lower rate. */
 static const char *bandwidth_clash(const ddp_plan_t *p, int i, int exec)
 {
-    const ddp_sim_fault_t *f = &p->faults[i];
+    const ddp_fault_t *f = &p->faults[i];
     if (!exec && p->latency_ns)
         return "a base latency is netem, the same root qdisc of eth0 as the tbf";
     for (int j = 0; j < p->nfaults; j++) {
-        const ddp_sim_fault_t *g = &p->faults[j];
+        const ddp_fault_t *g = &p->faults[j];
         int overlap = (!f->end_ns || g->start_ns < f->end_ns) &&
                       (!g->end_ns || f->start_ns < g->end_ns);
         if (j == i || !overlap)
@@ -83,8 +83,8 @@ static const char *plan_unsupported(const ddp_plan_t *p, int netns, char *buf, s
         snprintf(buf, n, "a base latency needs --netns (netem)");
     int exec = p->entry.exec[0] != '\0';
     for (int i = 0; i < p->nfaults && !buf[0]; i++) {
-        const ddp_sim_fault_t *f = &p->faults[i];
-        const char *kind = ddp_sim_fault_kind_name(f->kind), *why;
+        const ddp_fault_t *f = &p->faults[i];
+        const char *kind = ddp_fault_kind_name(f->kind), *why;
         int line = p->fault_line[i];
         int nft = ddp__real_nft_fault(f) || (exec && ddp__real_in_process(f) &&
                                              f->kind != DDP_FAULT_CRASH &&
@@ -163,12 +163,12 @@ typedef struct proc {
 typedef enum { EV_KILL, EV_STOP, EV_CONT, EV_NFT_ON, EV_NFT_OFF, EV_LINK_ON, EV_LINK_OFF } ev_kind_t;
 typedef struct { int64_t t; ev_kind_t kind; int fault; } rev_t;
 
-static int proc_aimed(const ddp_sim_fault_t *f, const proc_t *p)
+static int proc_aimed(const ddp_fault_t *f, const proc_t *p)
 {
     return (f->node < 0 || f->node == p->node) && ddp__scenario_rank_in(f->ranks, p->rank);
 }
 
-static void signal_procs(ddp_sys_t *sys, proc_t *ps, int np, const ddp_sim_fault_t *f, int sig)
+static void signal_procs(ddp_sys_t *sys, proc_t *ps, int np, const ddp_fault_t *f, int sig)
 {
     for (int i = 0; i < np; i++) {
         if (ps[i].done || !proc_aimed(f, &ps[i]))
@@ -546,7 +546,7 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
     rev_t evs[2 * DDP_SCN_MAX_FAULTS];
     int nev = 0;
     for (int i = 0; i < plan->nfaults && nev + 2 <= 2 * DDP_SCN_MAX_FAULTS; i++) {
-        const ddp_sim_fault_t *f = &plan->faults[i];
+        const ddp_fault_t *f = &plan->faults[i];
         int nft = ddp__real_nft_fault(f) || (exec && ddp__real_in_process(f));
         if (ddp__real_in_process(f) && !nft)
             continue;
@@ -579,7 +579,7 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
         /* timed faults first: one due at 0 holds before anyone starts */
         while (next_ev < nev && evs[next_ev].t <= now) {
             const rev_t *e = &evs[next_ev++];
-            const ddp_sim_fault_t *f = &plan->faults[e->fault];
+            const ddp_fault_t *f = &plan->faults[e->fault];
             switch (e->kind) {
             case EV_KILL: signal_procs(sys, ps, np, f, 9); break;
             case EV_STOP: signal_procs(sys, ps, np, f, 19); break;
@@ -589,7 +589,7 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             case EV_LINK_ON:
                 if (ddp__real_link_cmd(sys, &ns, f, 1))
                     fprintf(stderr, "ddpsim: fault %s (line %d) is not in force: %s\n",
-                            ddp_sim_fault_kind_name(f->kind), plan->fault_line[e->fault],
+                            ddp_fault_kind_name(f->kind), plan->fault_line[e->fault],
                             ddp_err_message());
                 break;
             case EV_LINK_OFF: ddp__real_link_cmd(sys, &ns, f, 0); break;
@@ -718,7 +718,7 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
         if (ddp__real_in_process(&plan->faults[i]) && !fired[i])
             fprintf(stderr, "ddpsim: fault %s (line %d) never fired in this run (%s, %s): "
                             "the verdict holds without it\n",
-                    ddp_sim_fault_kind_name(plan->faults[i].kind), plan->fault_line[i],
+                    ddp_fault_kind_name(plan->faults[i].kind), plan->fault_line[i],
                     s->name, accel);
     free(fired);
     /* A foreign program leaves no record: its exit and stderr say it. */

@@ -31,7 +31,7 @@ static struct {
     ddp_rng_t rng;
 } self;
 
-int ddp__real_in_process(const ddp_sim_fault_t *f)
+int ddp__real_in_process(const ddp_fault_t *f)
 {
     return f->kind == DDP_FAULT_REFUSE || f->kind == DDP_FAULT_RESOLVE ||
            (f->kind == DDP_FAULT_RESET && f->after_bytes <= 0) ||
@@ -76,7 +76,7 @@ static void record_result(ddp_sys_t *sys, const ddp_run_result_t *r, void *arg)
     append_line(line);
 }
 
-static int active_now(const ddp_sim_fault_t *f)
+static int active_now(const ddp_fault_t *f)
 {
     int64_t now = ddp_sys_now(self.sys) - self.p->t0;
     return now >= f->start_ns && (f->end_ns == 0 || now < f->end_ns);
@@ -84,7 +84,7 @@ static int active_now(const ddp_sim_fault_t *f)
 
 static int fire(int i)
 {
-    const ddp_sim_fault_t *f = &self.p->faults[i];
+    const ddp_fault_t *f = &self.p->faults[i];
     if (f->count > 0 && self.fired[i] >= f->count)
         return 0;
     if (f->probability > 0 && f->probability < 1 &&
@@ -108,7 +108,7 @@ static int node_of(const ddp_addr_t *a)
     return -1;
 }
 
-static int aims_here(const ddp_sim_fault_t *f)
+static int aims_here(const ddp_fault_t *f)
 {
     return (f->node < 0 || f->node == self.node) &&
            ddp__scenario_rank_in(f->ranks, ddp_ident_rank());
@@ -120,7 +120,7 @@ static int net_cb(const char *name, int *failnum, void **failinfo, unsigned int 
     int resolve = !strcmp(name, ddp_fault_name(DDP_FP_SYS_NET_RESOLVE));
     const ddp_addr_t *a = resolve ? NULL : ddp_sys_posix_call_addr();
     for (int i = 0; i < self.p->nfaults; i++) {
-        const ddp_sim_fault_t *f = &self.p->faults[i];
+        const ddp_fault_t *f = &self.p->faults[i];
         int e = 0;
         if (resolve)
             e = f->kind == DDP_FAULT_RESOLVE ? EHOSTUNREACH : 0;
@@ -142,7 +142,7 @@ static int phase_cb(const char *name, int *failnum, void **failinfo, unsigned in
     (void)name, (void)failnum, (void)failinfo, (void)flags;
     const char *phase = ddp_ident_phase();
     for (int i = 0; phase && i < self.p->nfaults; i++) {
-        const ddp_sim_fault_t *f = &self.p->faults[i];
+        const ddp_fault_t *f = &self.p->faults[i];
         if (f->kind != DDP_FAULT_CRASH || !f->phase || strcmp(f->phase, phase) ||
             !active_now(f) || !aims_here(f) || !fire(i))
             continue;
@@ -161,7 +161,7 @@ static int arm_faults(void)
 {
     int net = 0, phase = 0, res = 0;
     for (int i = 0; i < self.p->nfaults; i++) {
-        const ddp_sim_fault_t *f = &self.p->faults[i];
+        const ddp_fault_t *f = &self.p->faults[i];
         if (!ddp__real_in_process(f))
             continue;
         net |= f->kind == DDP_FAULT_REFUSE || f->kind == DDP_FAULT_RESET;

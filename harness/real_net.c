@@ -152,7 +152,7 @@ int ddp__real_netem_probe(ddp_sys_t *sys, const ddp_netns_t *ns)
     return 0;
 }
 
-int ddp__real_link_cmd(ddp_sys_t *sys, const ddp_netns_t *ns, const ddp_sim_fault_t *f,
+int ddp__real_link_cmd(ddp_sys_t *sys, const ddp_netns_t *ns, const ddp_fault_t *f,
                        int on_off)
 {
     int failed = 0;
@@ -186,14 +186,14 @@ int ddp__real_link_cmd(ddp_sys_t *sys, const ddp_netns_t *ns, const ddp_sim_faul
 
 /* ---- nft rules ---- */
 
-int ddp__real_nft_fault(const ddp_sim_fault_t *f)
+int ddp__real_nft_fault(const ddp_fault_t *f)
 {
     return f->kind == DDP_FAULT_BLACKHOLE || f->kind == DDP_FAULT_PARTITION;
 }
 
 /* The rule's words after "nft add rule inet ddpsim fI" for node i, or 0
  * words when the fault does not apply there. */
-static int nft_words(const ddp_plan_t *p, const ddp_sim_fault_t *f, int i, char w[][48],
+static int nft_words(const ddp_plan_t *p, const ddp_fault_t *f, int i, char w[][48],
                      int max)
 {
     int k = 0;
@@ -243,7 +243,7 @@ static int nft_words(const ddp_plan_t *p, const ddp_sim_fault_t *f, int i, char 
 int ddp__real_nft(ddp_sys_t *sys, const ddp_netns_t *ns, const ddp_plan_t *p, int fault,
                   int on)
 {
-    const ddp_sim_fault_t *f = &p->faults[fault];
+    const ddp_fault_t *f = &p->faults[fault];
     char chain[16], name[32];
     snprintf(chain, sizeof chain, "f%d", fault);
     int failed = 0;
@@ -290,7 +290,7 @@ int ddp__real_nft(ddp_sys_t *sys, const ddp_netns_t *ns, const ddp_plan_t *p, in
     }
     return failed ? ddp_err_set(DDP_EUNSUPPORTED, "nft could not %s the rules of fault %s "
                                                   "(line %d): is nftables installed?",
-                                on ? "add" : "delete", ddp_sim_fault_kind_name(f->kind),
+                                on ? "add" : "delete", ddp_fault_kind_name(f->kind),
                                 p->fault_line[fault])
                   : 0;
 }
@@ -335,7 +335,7 @@ static int64_t proxy_delay(const ddp_real_proxy_t *x, int node)
 {
     int64_t now = ddp_sys_now(x->sys) - x->t0, d = x->p->latency_ns;
     for (int i = 0; i < x->p->nfaults; i++) {
-        const ddp_sim_fault_t *f = &x->p->faults[i];
+        const ddp_fault_t *f = &x->p->faults[i];
         if (f->kind == DDP_FAULT_DELAY && now >= f->start_ns &&
             (!f->end_ns || now < f->end_ns) && (f->node < 0 || f->node == node))
             d += f->delay_ns;

@@ -37,7 +37,7 @@ int ddp__real_netem_probe(ddp_sys_t *sys, const ddp_netns_t *ns);
  * node's eth0, bandwidth = tbf on the eth0 of its node (every node's
  * without node=), partition = the veths of its side down. Nonzero (error
  * set) when the tbf could not be put on. */
-int ddp__real_link_cmd(ddp_sys_t *sys, const ddp_netns_t *ns, const ddp_sim_fault_t *f,
+int ddp__real_link_cmd(ddp_sys_t *sys, const ddp_netns_t *ns, const ddp_fault_t *f,
                        int on_off);
 /* Adds (on) or deletes the nft rules of fault `fault` in the namespaces it
  * applies to (one table "f<index>" each). */
@@ -59,13 +59,13 @@ int ddp__real_dnat(ddp_sys_t *sys, const ddp_netns_t *ns, int node, const char *
 
 /* 1 if the fault is realised inside the processes (libfiu at the sys
  * seam's points), 0 if by the runner (signals, links, port holders). */
-int ddp__real_in_process(const ddp_sim_fault_t *f);
+int ddp__real_in_process(const ddp_fault_t *f);
 
 /* 1 if a netns run realises the fault with nft rules in the nodes'
  * namespaces (blackhole: drop; partition: drop between the node sets);
  * refuse and reset are nft rules too for foreign programs, which have no
  * libfiu points. */
-int ddp__real_nft_fault(const ddp_sim_fault_t *f);
+int ddp__real_nft_fault(const ddp_fault_t *f);
 
 /* A foreign program's outcome: its code (0 for exit status 0; else by the
  * rules of harness/real_exec.c over its stderr, DDP_EINTERNAL when none

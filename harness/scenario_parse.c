@@ -23,6 +23,7 @@
 #include "ddp/sys.h"
 
 #include "../core/kvmap.h"
+#include "scenario_priv.h"
 
 #define MAX_INCLUDE_DEPTH 8
 #define MAX_TOKENS 48
@@ -51,7 +52,7 @@ typedef struct where {
 } where_t;
 
 /* The words of a fault that name a target, checked against the cluster. */
-enum { AT_NODE, AT_PEER, AT_NODES, AT_RANKS, AT_PHASE, AT_COUNT };
+enum { AT_NODE, AT_PEER, AT_NODES, AT_RANKS, AT_PHASE, AT_START, AT_END, AT_COUNT };
 
 typedef struct pctx {
     ddp_scenario_t *s;
@@ -265,27 +266,13 @@ static int parse_rate(pctx_t *p, const char *v, int col, uint64_t *out)
 /* "0,3-5": each rank a number; checked, kept as text (the sim's form). */
 static int parse_rank_list(pctx_t *p, const char *v, int col, char *out, size_t n)
 {
-    const char *c = v;
-    if (!*c)
+    ddp_rankset_t rs;
+    if (!*v)
         return perr(p, col, "expected a rank list such as 3 or 0,2-5, got \"\"");
-    while (*c) {
-        if (!isdigit((unsigned char)*c))
-            return perr(p, col, "expected a rank list such as 3 or 0,2-5, got \"%.60s\"", v);
-        char *e;
-        long a = strtol(c, &e, 10), b = a;
-        if (*e == '-') {
-            if (!isdigit((unsigned char)e[1]))
-                return perr(p, col, "expected a rank list such as 3 or 0,2-5, got \"%.60s\"", v);
-            b = strtol(e + 1, &e, 10);
-        }
-        if (b < a || b > 1 << 20)
-            return perr(p, col, "expected a rank range low-high with low <= high, got \"%.60s\"", v);
-        if (*e && *e != ',')
-            return perr(p, col, "expected a rank list such as 3 or 0,2-5, got \"%.60s\"", v);
-        c = *e ? e + 1 : e;
-        if (*e == ',' && !*c)
-            return perr(p, col, "expected a rank after ',', got end of \"%.60s\"", v);
-    }
+    if (ddp_rankset_parse(v, &rs))
+        return perr(p, col, "expected a rank list such as 3 or 0,2-5 (at most %d ranks or "
+                            "ranges), got \"%.60s\"",
+                    DDP_RANKSET_MAX, v);
     if (strlen(v) >= n)
         return perr(p, col, "expected a rank list shorter than %zu characters", n);
     snprintf(out, n, "%s", v);
@@ -500,6 +487,33 @@ static int parse_phase(pctx_t *p, const char *v, int col, const char **out)
     return 0;
 }
 
+/* start= / end=: a duration from the run's start, or an event with an
+ * optional +offset (docs/scenario-format.md, "Triggers"). */
+static int parse_when(pctx_t *p, const char *v, int col, ddp_fault_trigger_t *trig,
+                      int64_t *ns)
+{
+    memset(trig, 0, sizeof *trig);
+    *ns = 0;
+    if (isdigit((unsigned char)v[0]))
+        return parse_duration(p, v, col, ns);
+    char head[160];
+    snprintf(head, sizeof head, "%s", v);
+    char *plus = strrchr(head, '+');
+    if (plus)
+        *plus = '\0';
+    if (ddp_trigger_parse(head, trig))
+        return perr(p, col, "%s", ddp_err_ctx()->what);
+    if (plus && parse_duration(p, plus + 1, col + (int)(plus - head) + 1, ns))
+        return DDP_ECONFIG;
+    if (trig->kind == DDP_TRIG_ENTER || trig->kind == DDP_TRIG_LEAVE) {
+        const char *name;
+        if (parse_phase(p, trig->arg, col + (int)strlen(ddp_trigger_kind_name(trig->kind)) + 1,
+                        &name))
+            return DDP_ECONFIG;
+    }
+    return 0;
+}
+
 static int st_fault(pctx_t *p, token_t *tok, int ntok)
 {
     ddp_scenario_t *s = p->s;
@@ -510,27 +524,34 @@ static int st_fault(pctx_t *p, token_t *tok, int ntok)
                                        "bandwidth), got end of line");
     if (s->nfaults == DDP_SCN_MAX_FAULTS)
         return perr(p, tok[0].col, "expected at most %d faults, got more", DDP_SCN_MAX_FAULTS);
-    ddp_sim_fault_t *f = &s->faults[s->nfaults];
+    ddp_fault_t *f = &s->faults[s->nfaults];
     where_t *at = p->fault_at[s->nfaults];
     memset(f, 0, sizeof *f);
     memset(at, 0, sizeof p->fault_at[0]);
     f->node = f->task = f->peer_node = -1;
-    if (tok[1].eq || ddp_sim_fault_kind_parse(tok[1].text, &f->kind) != 0)
+    if (tok[1].eq || ddp_fault_kind_parse(tok[1].text, &f->kind) != 0)
         return perr(p, tok[1].col, "expected a fault kind (refuse, reset, blackhole, delay, "
-                                   "partition, crash, pause, resolve, point, bandwidth), got %s",
+                                   "partition, crash, pause, resolve, point, bandwidth, late), "
+                                   "got %s",
                     got(&tok[1], g, sizeof g));
     s->fault_line[s->nfaults] = p->line;
     s->nfaults++; /* owned strings are freed with the scenario from here on */
-    int have_end = 0, have_delay = 0, end_col = 0, nodes_col = 0, rate_col = 0;
+    int have_end = 0, have_delay = 0, end_col = 0, nodes_col = 0, rate_col = 0, by_col = 0;
     const token_t *not_bw = NULL; /* the first key a bandwidth fault cannot take */
     for (int i = 2; i < ntok; i++) {
         token_t *t = &tok[i];
         const char *k = t->text, *v = t->eq;
         int c = t->vcol;
+        if (!v && !strcmp(k, "may-miss")) { /* a fault allowed to act on nothing */
+            if (f->may_miss)
+                return perr(p, t->col, "expected may-miss at most once, got it twice");
+            f->may_miss = 1;
+            continue;
+        }
         if (!v)
             return perr(p, t->col, "expected key=value (node=, peer=, port=, nodes=, ranks=, "
                                    "start=, end=, count=, p=, delay=, after=, phase=, point=, "
-                                   "rate=), got \"%.60s\"", k);
+                                   "rate=, by=) or may-miss, got \"%.60s\"", k);
         if (once(p, tok, i, "a fault"))
             return DDP_ECONFIG;
         int rc = 0;
@@ -558,11 +579,16 @@ static int st_fault(pctx_t *p, token_t *tok, int ntok)
                 rc = perr(p, c, "out of memory");
             at[AT_RANKS] = here(p, c);
         } else if (!strcmp(k, "start")) {
-            rc = parse_duration(p, v, c, &f->start_ns);
+            rc = parse_when(p, v, c, &f->start_on, &f->start_ns);
+            at[AT_START] = here(p, c);
         } else if (!strcmp(k, "end")) {
-            rc = parse_duration(p, v, c, &f->end_ns);
+            rc = parse_when(p, v, c, &f->end_on, &f->end_ns);
+            at[AT_END] = here(p, c);
             have_end = 1;
             end_col = t->col;
+        } else if (!strcmp(k, "by") && f->kind == DDP_FAULT_LATE) {
+            rc = parse_duration(p, v, c, &f->delay_ns);
+            by_col = c;
         } else if (!strcmp(k, "count")) {
             rc = parse_int(p, v, c, 1, INT_MAX, "a count", &f->count);
         } else if (!strcmp(k, "p")) {
@@ -591,8 +617,8 @@ static int st_fault(pctx_t *p, token_t *tok, int ntok)
             rate_col = t->col;
         } else {
             rc = perr(p, t->col, "expected a fault key (node, peer, port, nodes, ranks, start, "
-                                 "end, count, p, delay, after, phase, point, rate), got "
-                                 "\"%.60s\"", k);
+                                 "end, count, p, delay, after, phase, point, rate; by on "
+                                 "late), got \"%.60s\"", k);
         }
         if (rc)
             return rc;
@@ -600,8 +626,20 @@ static int st_fault(pctx_t *p, token_t *tok, int ntok)
     int last = END_OF(tok[ntok - 1]);
     /* end=0s included: the window must hold some time (a pause that ends
      * at 0 never pauses; "no end" is no end= at all). */
-    if (have_end && f->end_ns <= f->start_ns)
+    if (have_end && f->end_on.kind == DDP_TRIG_TIME && f->start_on.kind == DDP_TRIG_TIME &&
+        f->end_ns <= f->start_ns)
         return perr(p, end_col, "expected end= after start=, got end <= start");
+    if (f->kind == DDP_FAULT_LATE && (!by_col || f->delay_ns <= 0))
+        return perr(p, by_col ? by_col : last, "expected by= (how late the processes start, "
+                                               "more than 0s), got %s",
+                    by_col ? "0" : "end of line");
+    if (f->kind == DDP_FAULT_LATE && (have_end || f->start_on.kind != DDP_TRIG_TIME ||
+                                      f->start_ns))
+        return perr(p, tok[1].col, "expected ranks=, node= and by= on a late line (it holds "
+                                   "processes before they start), got start= or end=");
+    if (f->kind == DDP_FAULT_LATE && f->node < 0 && !f->ranks)
+        return perr(p, last, "expected ranks= or node= (whose processes start late), got end "
+                             "of line");
     if (f->kind == DDP_FAULT_PARTITION && !f->node_set)
         return perr(p, last, "expected nodes= (one side of the partition), got end of line");
     if (f->node_set && f->kind != DDP_FAULT_PARTITION)
@@ -610,7 +648,8 @@ static int st_fault(pctx_t *p, token_t *tok, int ntok)
                     tok[1].text, tok[1].text);
     if (f->kind == DDP_FAULT_DELAY && !have_delay)
         return perr(p, last, "expected delay= (extra latency), got end of line");
-    if ((f->kind == DDP_FAULT_CRASH || f->kind == DDP_FAULT_PAUSE) && f->node < 0 && !f->ranks)
+    if ((f->kind == DDP_FAULT_CRASH || f->kind == DDP_FAULT_PAUSE) && f->node < 0 && !f->ranks &&
+        f->task < 0)
         return perr(p, last, "expected ranks= or node= (whom the %s hits), got end of line",
                     tok[1].text);
     if (f->kind == DDP_FAULT_PAUSE && !have_end)
@@ -1012,6 +1051,19 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
         return st_env(p, tok, ntok, 1);
     if (!strcmp(kw, "fault"))
         return st_fault(p, tok, ntok);
+    if (!strcmp(kw, "late")) { /* `late ranks=3 by=20s`: a fault of kind late */
+        token_t *lt = malloc(sizeof *lt * (size_t)(ntok + 1));
+        if (!lt)
+            return perr(p, tok[0].col, "out of memory");
+        lt[0] = tok[0];
+        memset(&lt[1], 0, sizeof lt[1]);
+        snprintf(lt[1].text, sizeof lt[1].text, "late");
+        lt[1].col = tok[0].col;
+        memcpy(&lt[2], &tok[1], sizeof *lt * (size_t)(ntok - 1));
+        int rc = st_fault(p, lt, ntok + 1);
+        free(lt);
+        return rc;
+    }
     if (!strcmp(kw, "expect"))
         return st_expect(p, tok, ntok);
 #undef ONE
@@ -1103,17 +1155,8 @@ static int ranks_per_node(const ddp_scenario_t *s, int *only_ddp2)
 /* The highest rank in a list the parser validated ("0,3-5" -> 5). */
 static long highest_rank(const char *list)
 {
-    long top = -1;
-    for (const char *c = list; c && *c;) {
-        char *e;
-        long x = strtol(c, &e, 10);
-        if (*e == '-')
-            x = strtol(e + 1, &e, 10);
-        if (x > top)
-            top = x;
-        c = *e ? e + 1 : e;
-    }
-    return top;
+    ddp_rankset_t rs;
+    return ddp_rankset_parse(list, &rs) ? -1 : ddp_rankset_max(&rs);
 }
 
 static int check_node(pctx_t *p, where_t at, int node, const char *key)
@@ -1130,7 +1173,7 @@ static int check_node(pctx_t *p, where_t at, int node, const char *key)
 static int check_fault(pctx_t *p, int i)
 {
     const ddp_scenario_t *s = p->s;
-    const ddp_sim_fault_t *f = &s->faults[i];
+    const ddp_fault_t *f = &s->faults[i];
     const where_t *at = p->fault_at[i];
     if (at[AT_NODE].line && check_node(p, at[AT_NODE], f->node, "node= to be"))
         return DDP_ECONFIG;
@@ -1151,6 +1194,22 @@ static int check_fault(pctx_t *p, int i)
                                         "node%s), got rank %ld",
                        world - 1, s->nodes, s->nodes == 1 ? "" : "s", per, per == 1 ? "" : "s",
                        only_ddp2 ? ", ddp2 runs one per node" : "", top);
+    const ddp_fault_trigger_t *tr[2] = {&f->start_on, &f->end_on};
+    for (int k = 0; k < 2; k++) {
+        ddp_rankset_t rs;
+        if (tr[k]->ranks[0] && ddp_rankset_parse(tr[k]->ranks, &rs) == 0 &&
+            ddp_rankset_max(&rs) >= world)
+            return PERR_AT(p, at[k ? AT_END : AT_START],
+                           "expected an event of ranks 0..%ld (the scenario's largest world), "
+                           "got rank %d",
+                           world - 1, ddp_rankset_max(&rs));
+        if ((tr[k]->kind == DDP_TRIG_ENTER || tr[k]->kind == DDP_TRIG_LEAVE) &&
+            !default_phase(tr[k]->arg) && !plugin_phase(scenario_plugin(s), tr[k]->arg))
+            return PERR_AT(p, at[k ? AT_END : AT_START],
+                           "expected a phase the scenario's plugin \"%s\" enters, got "
+                           "\"%s\" (add the `plugin` line of the plugin that declares it)",
+                           s->plugin[0] ? s->plugin : "default", tr[k]->arg);
+    }
     if (f->phase && !default_phase(f->phase)) {
         const ddp_plugin_t *pl = scenario_plugin(s);
         if (!plugin_phase(pl, f->phase)) {
@@ -1289,7 +1348,7 @@ static int str_eq(const char *a, const char *b)
         }                                                                      \
     } while (0)
 
-static int fault_equal(const ddp_sim_fault_t *a, const ddp_sim_fault_t *b, int i,
+static int fault_equal(const ddp_fault_t *a, const ddp_fault_t *b, int i,
                        char *why, size_t n)
 {
     DIFF(a->kind != b->kind || a->node != b->node || a->task != b->task ||
@@ -1307,6 +1366,9 @@ static int fault_equal(const ddp_sim_fault_t *a, const ddp_sim_fault_t *b, int i
          "fault %d: phase, ranks or point differ", i + 1);
     DIFF(a->rate_bps != b->rate_bps, "fault %d: rate %llu vs %llu bit/s", i + 1,
          (unsigned long long)a->rate_bps, (unsigned long long)b->rate_bps);
+    DIFF(memcmp(&a->start_on, &b->start_on, sizeof a->start_on) ||
+             memcmp(&a->end_on, &b->end_on, sizeof a->end_on) || a->may_miss != b->may_miss,
+         "fault %d: start/end events or may-miss differ", i + 1);
     return 1;
 }
 
@@ -1412,6 +1474,103 @@ static void put_word(FILE *o, const char *s)
         put_quoted(o, s);
     else
         fputs(s, o);
+}
+
+static void put_when(FILE *o, const char *key, const ddp_fault_trigger_t *t, int64_t ns)
+{
+    char ev[120];
+    ddp_trigger_format(t, ev, sizeof ev);
+    fprintf(o, " %s=", key);
+    if (!ns) {
+        put_word(o, ev);
+        return;
+    }
+    char off[48];
+    FILE *m = fmemopen(off, sizeof off, "w");
+    if (!m)
+        abort();
+    put_duration(m, "+", ns);
+    fclose(m);
+    char all[200];
+    snprintf(all, sizeof all, "%s%s", ev, off);
+    put_word(o, all);
+}
+
+void ddp__scenario_put_fault(FILE *o, const ddp_fault_t *f)
+{
+    if (f->kind == DDP_FAULT_LATE)
+        fputs("late", o);
+    else
+        fprintf(o, "fault %s", ddp_fault_kind_name(f->kind));
+    if (f->node >= 0)
+        fprintf(o, " node=%d", f->node);
+    if (f->peer_node >= 0)
+        fprintf(o, " peer=%d", f->peer_node);
+    if (f->port)
+        fprintf(o, " port=%u", (unsigned)f->port);
+    if (f->node_set) {
+        fprintf(o, " nodes=");
+        int first = 1;
+        for (int b = 0; b < 64; b++)
+            if (f->node_set >> b & 1) {
+                fprintf(o, "%s%d", first ? "" : ",", b);
+                first = 0;
+            }
+    }
+    if (f->ranks)
+        fprintf(o, " ranks=%s", f->ranks);
+    if (f->start_on.kind != DDP_TRIG_TIME)
+        put_when(o, "start", &f->start_on, f->start_ns);
+    else if (f->start_ns)
+        put_duration(o, " start=", f->start_ns);
+    /* A pause needs its end= and a delay its delay=, even at 0. */
+    if (f->end_on.kind != DDP_TRIG_TIME)
+        put_when(o, "end", &f->end_on, f->end_ns);
+    else if (f->end_ns || f->kind == DDP_FAULT_PAUSE)
+        put_duration(o, " end=", f->end_ns);
+    if (f->count)
+        fprintf(o, " count=%d", f->count);
+    if (f->probability > 0)
+        fprintf(o, " p=%.17g", f->probability);
+    if (f->kind == DDP_FAULT_LATE)
+        put_duration(o, " by=", f->delay_ns);
+    else if (f->delay_ns || f->kind == DDP_FAULT_DELAY)
+        put_duration(o, " delay=", f->delay_ns);
+    if (f->after_bytes)
+        fprintf(o, " after=%lld", (long long)f->after_bytes);
+    if (f->phase) {
+        fprintf(o, " phase=");
+        put_quoted(o, f->phase);
+    }
+    if (f->point)
+        fprintf(o, " point=%s", f->point);
+    if (f->rate_bps)
+        put_rate(o, f->rate_bps);
+    if (f->may_miss)
+        fputs(" may-miss", o);
+}
+
+int ddp__scenario_parse_fault(const char *line, int nodes, int world, const char *plugin,
+                              ddp_fault_t *out, char *err, size_t errlen)
+{
+    char *text = NULL;
+    nodes = nodes > 0 ? nodes : 1;
+    world = world > nodes ? world : nodes;
+    if (asprintf(&text, "scenario \"plan\"\nnodes %d\ndevices %d\n%s%s\n%s\nexpect invariants\n",
+                 nodes, (world + nodes - 1) / nodes, plugin && *plugin ? "plugin " : "",
+                 plugin && *plugin ? plugin : "", line) < 0)
+        return ddp_err_set(-ENOMEM, "out of memory");
+    ddp_scenario_t *s = NULL;
+    int rc = ddp_scenario_parse(text, "plan", NULL, &s, err, errlen);
+    free(text);
+    if (rc == 0 && s->nfaults != 1)
+        rc = ddp_err_set(DDP_ECONFIG, "expected one fault line, got %d", s->nfaults);
+    if (rc == 0) {
+        *out = s->faults[0];
+        s->faults[0].ranks = NULL; /* now the caller's */
+    }
+    ddp_scenario_free(s);
+    return rc;
 }
 
 /* Whether the first n hosts of h compress into one word. */
@@ -1559,46 +1718,7 @@ int ddp_scenario_write(const ddp_scenario_t *s, FILE *o)
         fputc('\n', o);
     }
     for (int i = 0; i < s->nfaults; i++) {
-        const ddp_sim_fault_t *f = &s->faults[i];
-        fprintf(o, "fault %s", ddp_sim_fault_kind_name(f->kind));
-        if (f->node >= 0)
-            fprintf(o, " node=%d", f->node);
-        if (f->peer_node >= 0)
-            fprintf(o, " peer=%d", f->peer_node);
-        if (f->port)
-            fprintf(o, " port=%u", (unsigned)f->port);
-        if (f->node_set) {
-            fprintf(o, " nodes=");
-            int first = 1;
-            for (int b = 0; b < 64; b++)
-                if (f->node_set >> b & 1) {
-                    fprintf(o, "%s%d", first ? "" : ",", b);
-                    first = 0;
-                }
-        }
-        if (f->ranks)
-            fprintf(o, " ranks=%s", f->ranks);
-        if (f->start_ns)
-            put_duration(o, " start=", f->start_ns);
-        /* A pause needs its end= and a delay its delay=, even at 0. */
-        if (f->end_ns || f->kind == DDP_FAULT_PAUSE)
-            put_duration(o, " end=", f->end_ns);
-        if (f->count)
-            fprintf(o, " count=%d", f->count);
-        if (f->probability > 0)
-            fprintf(o, " p=%.17g", f->probability);
-        if (f->delay_ns || f->kind == DDP_FAULT_DELAY)
-            put_duration(o, " delay=", f->delay_ns);
-        if (f->after_bytes)
-            fprintf(o, " after=%lld", (long long)f->after_bytes);
-        if (f->phase) {
-            fprintf(o, " phase=");
-            put_quoted(o, f->phase);
-        }
-        if (f->point)
-            fprintf(o, " point=%s", f->point);
-        if (f->rate_bps)
-            put_rate(o, f->rate_bps);
+        ddp__scenario_put_fault(o, &s->faults[i]);
         fputc('\n', o);
     }
     static const char *const kinds[] = {"ok", "fail", "crashed", "invariants"};

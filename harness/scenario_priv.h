@@ -22,4 +22,15 @@ void ddp__scenario_judge(const ddp_scenario_t *s, const ddp_sim_outcome_t *outs,
  * holds every rank. */
 int ddp__scenario_rank_in(const char *list, int r);
 
+/* One fault line in the scenario's syntax ("fault refuse node=1 ...", or
+ * "late ..."; no newline): what the scenario writer and the plan file
+ * write. */
+void ddp__scenario_put_fault(FILE *o, const ddp_fault_t *f);
+/* Reads such a line back with the scenario's own parser, for a cluster of
+ * nodes nodes, at most world ranks and the plugin named (""/NULL: the
+ * default). out->ranks is malloc'd (the caller frees it). 0, or
+ * DDP_ECONFIG with err "plan:LINE:COL: expected ...". */
+int ddp__scenario_parse_fault(const char *line, int nodes, int world, const char *plugin,
+                              ddp_fault_t *out, char *err, size_t errlen);
+
 #endif

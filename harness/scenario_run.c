@@ -33,20 +33,12 @@ static void apply_env(ddp_env_t *env, int node, void *arg)
     }
 }
 
+/* The fault model's rank sets (ddp/faults.h): one parser for fault and
+ * expect lines alike; NULL or "" is every rank. */
 int ddp__scenario_rank_in(const char *list, int r)
 {
-    if (!list)
-        return 1;
-    for (const char *c = list; *c;) {
-        char *e;
-        long a = strtol(c, &e, 10), b = a;
-        if (*e == '-')
-            b = strtol(e + 1, &e, 10);
-        if (r >= a && r <= b)
-            return 1;
-        c = *e ? e + 1 : e;
-    }
-    return 0;
+    ddp_rankset_t rs;
+    return ddp_rankset_parse(list, &rs) == 0 && ddp_rankset_has(&rs, r);
 }
 
 static int is_ok(const ddp_sim_outcome_t *o)

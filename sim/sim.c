@@ -287,24 +287,26 @@ static void process_event(ddp_sim_t *sim, sim_event_t *ev)
     switch (ev->type) {
     case EV_START: {
         ddp_sim_task_t *t = sim->tasks[ev->a];
-        if (t->out.state == DDP_SIM_TASK_NEW && !sim->nodes[t->out.node].crashed)
-            make_runnable(sim, t);
+        if (t->out.state != DDP_SIM_TASK_NEW || sim->nodes[t->out.node].crashed)
+            break;
+        if (!t->out.thread && !t->late_done) { /* a late fault holds it */
+            t->late_done = 1;
+            int64_t late = ddp__sim_late(sim, t);
+            if (late > 0) {
+                ddp__sim_trace(sim, t->id, "fault", "\"fault\":\"late\",\"by\":%lld",
+                               (long long)late);
+                sim_event_t again = {.t = sim->vt + late, .type = EV_START, .a = t->id};
+                ddp__sim_push_event(sim, again);
+                break;
+            }
+        }
+        make_runnable(sim, t);
+        if (!t->out.thread)
+            ddp__sim_proc_event(sim, t, DDP_TRIG_SPAWN);
         break;
     }
     case EV_CRASH:
-        if (ev->b >= 0) {
-            sim->nodes[ev->b].crashed = 1;
-            ddp__sim_trace(sim, -1, "fault", "\"fault\":\"crash\",\"node\":\"%s\"",
-                           sim->nodes[ev->b].host);
-            for (int i = 0; i < sim->ntasks; i++)
-                if (sim->tasks[i]->out.node == ev->b)
-                    ddp__sim_kill_task(sim, sim->tasks[i], 1);
-        } else if (ev->a >= 0) {
-            ddp__sim_trace(sim, ev->a, "fault", "\"fault\":\"crash\"");
-            ddp__sim_kill_task(sim, sim->tasks[ev->a], 1);
-        } else {
-            ddp__sim_crash_ranks(sim, (int)ev->x);
-        }
+        ddp__sim_crash(sim, (int)ev->x);
         break;
     default:
         ddp__sim_net_event(sim, ev);
@@ -692,6 +694,8 @@ static void kill_one(ddp_sim_t *sim, ddp_sim_task_t *t, int crashed)
         snprintf(t->out.message, sizeof t->out.message, "crashed by a fault");
         /* A dead process's sockets close; a dead node says nothing. */
         ddp__sim_close_task_socks(sim, t->id, !sim->nodes[t->out.node].crashed);
+        if (!t->out.thread && t->started)
+            ddp__sim_proc_event(sim, t, DDP_TRIG_EXIT);
     }
     if (!t->started) {
         if (t->runnable_idx >= 0)
@@ -731,6 +735,8 @@ static void task_run(ddp_sim_task_t *t)
     sim->unfinished--;
     ddp__sim_trace(sim, t->id, "exit", "\"rc\":%d,\"state\":%d", rc,
                    (int)t->out.state);
+    if (!t->out.thread)
+        ddp__sim_proc_event(sim, t, DDP_TRIG_EXIT);
     ddp__sim_close_task_socks(sim, t->id, 1);
     t->finished = 1;
     ddp__waitq_wake_all(sim, &t->exitq);
@@ -1172,7 +1178,8 @@ void ddp_sim_free(ddp_sim_t *sim)
         free(sim->owned[i]);
     free(sim->owned);
     free(sim->faults);
-    free(sim->fault_fired);
+    free(sim->fault_crash_at);
+    ddp_faultset_free(&sim->fs);
     free(sim->uplink_free);
     free(sim->trace);
     free(sim->deadlock);

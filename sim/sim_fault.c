@@ -22,29 +22,6 @@
 #include "ddp/faults.h"
 #include "sim_priv.h"
 
-static const char *const kind_names[DDP_FAULT_KIND_COUNT] = {
-    "refuse", "reset", "blackhole", "delay", "partition", "crash", "pause",
-    "resolve", "point", "bandwidth"};
-
-const char *ddp_sim_fault_kind_name(ddp_sim_fault_kind_t k)
-{
-    return k >= 0 && k < DDP_FAULT_KIND_COUNT ? kind_names[k] : "?";
-}
-
-int ddp_sim_fault_kind_parse(const char *name, ddp_sim_fault_kind_t *out)
-{
-    for (int i = 0; i < DDP_FAULT_KIND_COUNT; i++)
-        if (!strcasecmp(name, kind_names[i])) {
-            *out = (ddp_sim_fault_kind_t)i;
-            return 0;
-        }
-    return ddp_err_set(DDP_ECONFIG,
-                       "unknown fault kind \"%s\"; expected one of refuse, "
-                       "reset, blackhole, delay, partition, crash, pause, "
-                       "resolve, point, bandwidth",
-                       name);
-}
-
 /* The point a POINT fault fires, or NULL (error set) when the simulator
  * would never check it. */
 static const ddp_fault_info_t *sim_point(const char *name)
@@ -73,7 +50,7 @@ int ddp_sim_fault_point_check(const char *name)
     return sim_point(name) ? 0 : DDP_ECONFIG;
 }
 
-int ddp_sim_add_fault(ddp_sim_t *sim, const ddp_sim_fault_t *f)
+int ddp_sim_add_fault(ddp_sim_t *sim, const ddp_fault_t *f)
 {
     if (f->kind < 0 || f->kind >= DDP_FAULT_KIND_COUNT)
         return ddp_err_set(DDP_ECONFIG, "fault kind %d is not valid", f->kind);
@@ -84,70 +61,49 @@ int ddp_sim_add_fault(ddp_sim_t *sim, const ddp_sim_fault_t *f)
         return ddp_err_set(DDP_ECONFIG, "a bandwidth fault needs a rate of 1 bit/s .. 10 "
                                         "gbit/s (rate=1mbit), got %llu bit/s",
                            (unsigned long long)f->rate_bps);
+    ddp_rankset_t rs;
+    if (ddp_rankset_parse(f->ranks, &rs))
+        return DDP_ECONFIG;
     sim->nbandwidth += f->kind == DDP_FAULT_BANDWIDTH;
-    ddp_sim_fault_t *nf = realloc(sim->faults, sizeof *nf * (size_t)(sim->nfaults + 1));
-    int *nc = realloc(sim->fault_fired, sizeof *nc * (size_t)(sim->nfaults + 1));
-    if (!nf || !nc) {
-        free(nf ? nf : sim->faults);
+    ddp_fault_t *nf = realloc(sim->faults, sizeof *nf * (size_t)(sim->nfaults + 1));
+    if (!nf)
         abort();
-    }
     sim->faults = nf;
-    sim->fault_fired = nc;
     sim->faults[sim->nfaults] = *f;
     sim->faults[sim->nfaults].point = fp ? fp->name : NULL; /* static text */
-    sim->fault_fired[sim->nfaults] = 0;
     return sim->nfaults++;
 }
 
-static int active(const ddp_sim_t *sim, const ddp_sim_fault_t *f)
+long long ddp_sim_fault_hits(const ddp_sim_t *sim, int i)
 {
-    int64_t now = sim->vt - VT0;
-    return now >= f->start_ns && (f->end_ns == 0 || now < f->end_ns);
+    return i >= 0 && i < sim->fs.n ? sim->fs.st[i].hits : 0;
 }
 
-/* Count and probability: may this fault fire once more? */
-static int draw(ddp_sim_t *sim, int i)
+static int active(const ddp_sim_t *sim, int i)
 {
-    const ddp_sim_fault_t *f = &sim->faults[i];
-    if (f->count > 0 && sim->fault_fired[i] >= f->count)
-        return 0;
-    if (f->probability > 0 && f->probability < 1 &&
-        ddp_rng_double(&sim->rng) >= f->probability)
-        return 0;
-    sim->fault_fired[i]++;
-    return 1;
+    return ddp_faultset_active(&sim->fs, i, sim->vt);
 }
 
-/* "5,9" contains rank? (NULL: any rank) */
-static int rank_listed(const char *list, int rank)
+/* The rank a task is aimed by: the identity it set, else its launcher's. */
+static int task_rank(const ddp_sim_task_t *t)
 {
-    if (!list || !*list)
-        return 1;
-    for (const char *p = list; *p;) {
-        char *end;
-        long a = strtol(p, &end, 10), b = a;
-        if (end == p)
-            return 0;
-        if (*end == '-') { /* a range "3-5" */
-            const char *q = end + 1;
-            b = strtol(q, &end, 10);
-            if (end == q)
-                return 0;
-        }
-        if (rank >= a && rank <= b)
-            return 1;
-        if (*end && *end != ',')
-            return 0;
-        p = *end == ',' ? end + 1 : end;
-    }
-    return 0;
+    return t == ddp__sim_current() && ddp_ident_rank() >= 0 ? ddp_ident_rank() : t->out.rank;
 }
 
-static int aims_at(const ddp_sim_fault_t *f, const ddp_sim_task_t *t)
+static int aims_at(const ddp_sim_t *sim, int i, const ddp_sim_task_t *t)
 {
-    int rank = ddp_ident_rank() >= 0 ? ddp_ident_rank() : t->out.rank;
-    return (f->task < 0 || f->task == t->id) &&
-           (f->node < 0 || f->node == t->out.node) && rank_listed(f->ranks, rank);
+    return ddp_faultset_aims(&sim->fs, i, t->out.node, task_rank(t), t->id);
+}
+
+/* When a window holding a link fault closes: its close time, -1 while an
+ * event has yet to close it, 0 never. */
+static int64_t closes(const ddp_sim_t *sim, int i)
+{
+    const ddp_fault_t *f = &sim->faults[i];
+    int64_t c = sim->fs.st[i].close_at;
+    if (c != DDP_FAULT_NEVER)
+        return c;
+    return f->end_on.kind != DDP_TRIG_TIME ? -1 : 0;
 }
 
 int ddp__sim_link(ddp_sim_t *sim, int from, int to, int64_t *extra,
@@ -155,27 +111,31 @@ int ddp__sim_link(ddp_sim_t *sim, int from, int to, int64_t *extra,
 {
     int dropped = 0;
     for (int i = 0; i < sim->nfaults; i++) {
-        const ddp_sim_fault_t *f = &sim->faults[i];
-        if (!active(sim, f))
+        const ddp_fault_t *f = &sim->faults[i];
+        if (!active(sim, i))
             continue;
         if (f->kind == DDP_FAULT_PARTITION) {
             int a = from < 64 && (f->node_set >> from & 1);
             int b = to < 64 && (f->node_set >> to & 1);
             if (a != b) {
                 dropped = 1;
-                if (f->end_ns && VT0 + f->end_ns > *heal_at)
-                    *heal_at = VT0 + f->end_ns;
-                if (!f->end_ns) {
-                    *heal_at = 0;
+                ddp_faultset_hit(&sim->fs, i, 1);
+                int64_t c = closes(sim, i);
+                if (c <= 0) { /* forever, or until an event: held */
+                    *heal_at = c;
                     return 1;
                 }
+                if (*heal_at >= 0 && c > *heal_at)
+                    *heal_at = c;
             }
         } else if (f->kind == DDP_FAULT_DELAY) {
             int match = (f->node < 0 || f->node == from || f->node == to) &&
                         (f->peer_node < 0 || f->peer_node == from ||
                          f->peer_node == to);
-            if (match)
+            if (match) {
                 *extra += f->delay_ns;
+                ddp_faultset_hit(&sim->fs, i, 1);
+            }
         }
     }
     return dropped;
@@ -184,17 +144,22 @@ int ddp__sim_link(ddp_sim_t *sim, int from, int to, int64_t *extra,
 int64_t ddp__sim_uplink(ddp_sim_t *sim, int from, int64_t at, size_t len)
 {
     uint64_t rate = 0;
+    int which = -1;
     for (int i = 0; i < sim->nfaults; i++) {
-        const ddp_sim_fault_t *f = &sim->faults[i];
+        const ddp_fault_t *f = &sim->faults[i];
         if (f->kind == DDP_FAULT_BANDWIDTH && (f->node < 0 || f->node == from) &&
-            active(sim, f) && (!rate || f->rate_bps < rate))
+            active(sim, i) && (!rate || f->rate_bps < rate)) {
             rate = f->rate_bps;
+            which = i;
+        }
     }
     if (!rate || !sim->uplink_free)
         return at;
     int64_t *free_at = &sim->uplink_free[from];
-    if (*free_at > at)
+    if (*free_at > at) {
         at = *free_at;
+        ddp_faultset_hit(&sim->fs, which, 1); /* queued behind the limit */
+    }
     /* ceil(len * 8 s / rate) in ns, exact in 64 bits: the remainder is
      * below the rate (at most DDP_SIM_RATE_MAX), times 1e9 below 2^64 */
     uint64_t bits = (uint64_t)len * 8u, ns = (uint64_t)DDP_NS_PER_S;
@@ -205,57 +170,63 @@ int64_t ddp__sim_uplink(ddp_sim_t *sim, int from, int64_t at, size_t len)
 int64_t ddp__sim_reset_after(ddp_sim_t *sim, int src, int dst, uint16_t port)
 {
     for (int i = 0; i < sim->nfaults; i++) {
-        const ddp_sim_fault_t *f = &sim->faults[i];
-        if (f->kind == DDP_FAULT_RESET && f->after_bytes > 0 && active(sim, f) &&
+        const ddp_fault_t *f = &sim->faults[i];
+        if (f->kind == DDP_FAULT_RESET && f->after_bytes > 0 && active(sim, i) &&
             (f->node < 0 || f->node == src) &&
             (f->peer_node < 0 || f->peer_node == dst) &&
-            (f->port == 0 || f->port == port) && draw(sim, i))
+            (f->port == 0 || f->port == port) && ddp_faultset_draw(&sim->fs, i)) {
+            ddp_faultset_hit(&sim->fs, i, 1);
             return f->after_bytes;
+        }
     }
     return -1;
 }
 
-/* What the current call looks like, for the callbacks. */
-static _Thread_local struct {
-    int dst_node;
-    uint16_t port;
-    int err;
-} call;
-
-/* The per-call points: which fault kinds each answers, and with what errno. */
-static int call_errno(ddp_fault_id_t point, const ddp_sim_fault_t *f)
+/* A call of task t at a point the faults aim at by its details. */
+static int call_match(ddp_sim_task_t *t, ddp_fault_call_t *c, int *err)
 {
-    if (point == DDP_FP_SYS_NET_RESOLVE)
-        return f->kind == DDP_FAULT_RESOLVE ? EHOSTUNREACH : 0;
-    if ((f->peer_node >= 0 && f->peer_node != call.dst_node) ||
-        (f->port && f->port != call.port))
-        return 0;
-    return f->kind == DDP_FAULT_REFUSE      ? ECONNREFUSED
-           : f->kind == DDP_FAULT_BLACKHOLE ? ETIMEDOUT
-           : f->kind == DDP_FAULT_RESET && f->after_bytes <= 0 ? ECONNRESET
-                                                              : 0;
+    c->node = t->out.node;
+    c->rank = task_rank(t);
+    c->task = t->id;
+    c->now = t->sim->vt;
+    return ddp_faultset_match(&t->sim->fs, c, err);
 }
 
-/* A refuse/reset/blackhole or resolve fault for this connect/resolve. */
-static int call_hook(ddp_sim_task_t *t, ddp_fault_id_t point)
+/* The sim's observer: every event the job produces (ddp_fault_notify from
+ * a task: phases, the store server and client) may open or close a
+ * window. */
+static void fault_windows_changed(ddp_sim_t *sim);
+
+static void sim_event(ddp_sim_t *sim, const ddp_fault_event_t *ev)
 {
-    ddp_sim_t *sim = t->sim;
-    for (int i = 0; i < sim->nfaults; i++) {
-        const ddp_sim_fault_t *f = &sim->faults[i];
-        int e = call_errno(point, f);
-        if (e && active(sim, f) && aims_at(f, t) && draw(sim, i)) {
-            call.err = e;
-            ddp__sim_trace(sim, t->id, "fault", "\"fault\":\"%s\",\"port\":%u",
-                           kind_names[f->kind], (unsigned)call.port);
-            return 1;
-        }
+    if (ddp_faultset_event(&sim->fs, ev, sim->vt)) {
+        ddp__sim_trace(sim, -1, "window", "\"event\":\"%s\",\"name\":\"%s\",\"rank\":%d",
+                       ddp_trigger_kind_name(ev->kind), ev->name ? ev->name : "", ev->rank);
+        fault_windows_changed(sim);
     }
-    return 0;
+}
+
+static void observer(void *arg, const ddp_fault_event_t *ev)
+{
+    (void)arg;
+    ddp_sim_task_t *t = ddp__sim_current();
+    if (t && t->sim->fs.events)
+        sim_event(t->sim, ev);
+}
+
+/* A task's process started or exited: spawn/exit events of its rank. */
+void ddp__sim_proc_event(ddp_sim_t *sim, ddp_sim_task_t *t, ddp_trigger_kind_t kind)
+{
+    if (!sim->fs.events || t->out.thread)
+        return;
+    ddp_fault_event_t ev = {.kind = kind, .rank = t->out.rank, .name = t->name, .value = -1};
+    sim_event(sim, &ev);
 }
 
 /* Every phase change is traced; the rank identity and the moment the
  * plugin reports "connected" become the task's outcome; a crash fault
- * aimed at the phase kills the task. */
+ * aimed at the phase kills the task; leave/enter events go to the
+ * windows. */
 static void phase_hook(ddp_sim_task_t *t)
 {
     if (t->killed)
@@ -270,37 +241,37 @@ static void phase_hook(ddp_sim_task_t *t)
                    t->out.rank);
     if (!strcmp(phase, "connected"))
         t->out.connect_ns = sim->vt - VT0;
-    for (int i = 0; i < sim->nfaults; i++) {
-        const ddp_sim_fault_t *f = &sim->faults[i];
-        if (f->kind == DDP_FAULT_CRASH && f->phase && f->phase[0] &&
-            !strcmp(f->phase, phase) && active(sim, f) && aims_at(f, t) &&
-            draw(sim, i)) {
-            ddp__sim_trace(sim, t->id, "fault", "\"fault\":\"crash\",\"phase\":\"%s\"",
-                           phase);
-            ddp__sim_kill_task(sim, t, 1);
-            return; /* the task's next sim call fails: it is dead */
-        }
+    if (sim->fs.events) {
+        ddp_fault_event_t ev = {.kind = DDP_TRIG_LEAVE, .rank = t->out.rank,
+                                .name = t->phase, .value = -1};
+        if (t->phase[0])
+            sim_event(sim, &ev);
+        ev.kind = DDP_TRIG_ENTER;
+        ev.name = phase;
+        sim_event(sim, &ev);
+    }
+    snprintf(t->phase, sizeof t->phase, "%s", phase);
+    ddp_fault_call_t c = {.point = DDP_FP_DDP_PHASE_ENTER, .peer_node = -1, .phase = phase};
+    int i = call_match(t, &c, NULL);
+    if (i >= 0) {
+        ddp__sim_trace(sim, t->id, "fault", "\"fault\":\"crash\",\"phase\":\"%s\"", phase);
+        ddp__sim_kill_task(sim, t, 1);
     }
 }
 
 /* A `point` fault on this point: it fires with the point's default errno
  * (failinfo NULL). */
-static int point_hook(ddp_sim_task_t *t, const char *name)
+static int point_hook(ddp_sim_task_t *t, const ddp_fault_info_t *fp)
 {
-    ddp_sim_t *sim = t->sim;
-    for (int i = 0; i < sim->nfaults; i++) {
-        const ddp_sim_fault_t *f = &sim->faults[i];
-        if (f->kind == DDP_FAULT_POINT && !strcmp(f->point, name) &&
-            active(sim, f) && aims_at(f, t) && draw(sim, i)) {
-            ddp__sim_trace(sim, t->id, "fault", "\"fault\":\"point\",\"point\":\"%s\"",
-                           name);
-            return 1;
-        }
-    }
-    return 0;
+    ddp_fault_call_t c = {.point = fp->id, .peer_node = -1};
+    if (call_match(t, &c, NULL) < 0)
+        return 0;
+    ddp__sim_trace(t->sim, t->id, "fault", "\"fault\":\"point\",\"point\":\"%s\"", fp->name);
+    return 1;
 }
 
-/* The one callback of every point the engine arms. */
+/* The one libfiu callback of the points the engine arms that carry no
+ * call details (the phase point, `point` faults' points). */
 static int engine_cb(const char *name, int *failnum, void **failinfo,
                      unsigned int *flags)
 {
@@ -316,26 +287,39 @@ static int engine_cb(const char *name, int *failnum, void **failinfo,
         return 0;
     }
     const ddp_fault_info_t *fp = ddp_fault_point_find(name);
-    if (!fp)
-        return 0;
-    if ((fp->id == DDP_FP_SYS_NET_CONNECT || fp->id == DDP_FP_SYS_NET_RESOLVE) &&
-        call_hook(t, fp->id))
-        return 1;
-    return point_hook(t, name);
+    return fp ? point_hook(t, fp) : 0;
 }
 
-/* A timed crash aimed at ranks: every process whose rank is listed dies. */
-void ddp__sim_crash_ranks(ddp_sim_t *sim, int fault)
+/* A crash whose window opened (at its time, or on its event): the targets
+ * die. Counts the processes it killed. */
+void ddp__sim_crash(ddp_sim_t *sim, int fault)
 {
-    const ddp_sim_fault_t *f = &sim->faults[fault];
-    if (!f->ranks || !f->ranks[0])
+    const ddp_fault_t *f = &sim->faults[fault];
+    if (!active(sim, fault))
         return;
-    for (int i = 0; i < sim->ntasks; i++) {
-        ddp_sim_task_t *t = sim->tasks[i];
-        if (!t->out.thread && t->out.rank >= 0 && rank_listed(f->ranks, t->out.rank)) {
-            ddp__sim_trace(sim, t->id, "fault", "\"fault\":\"crash\"");
+    if (f->task < 0 && f->node >= 0) {
+        if (sim->nodes[f->node].crashed)
+            return;
+        sim->nodes[f->node].crashed = 1;
+        ddp__sim_trace(sim, -1, "fault", "\"fault\":\"crash\",\"node\":\"%s\"",
+                       sim->nodes[f->node].host);
+        for (int i = 0; i < sim->ntasks; i++) {
+            ddp_sim_task_t *t = sim->tasks[i];
+            if (t->out.node != f->node)
+                continue;
+            ddp_faultset_hit(&sim->fs, fault, !t->killed && !t->finished && !t->out.thread);
             ddp__sim_kill_task(sim, t, 1);
         }
+        return;
+    }
+    for (int i = 0; i < sim->ntasks; i++) {
+        ddp_sim_task_t *t = sim->tasks[i];
+        if (t->out.thread || t->killed || t->finished || !aims_at(sim, fault, t) ||
+            (f->task < 0 && !f->ranks))
+            continue; /* a crash aims at a task, a node or ranks */
+        ddp__sim_trace(sim, t->id, "fault", "\"fault\":\"crash\"");
+        ddp_faultset_hit(&sim->fs, fault, 1);
+        ddp__sim_kill_task(sim, t, 1);
     }
 }
 
@@ -345,13 +329,14 @@ int ddp__sim_blackholed(ddp_sim_t *sim, int task, int dst_node, uint16_t port)
 {
     const ddp_sim_task_t *t = sim->tasks[task];
     for (int i = 0; i < sim->nfaults; i++) {
-        const ddp_sim_fault_t *f = &sim->faults[i];
-        if (f->kind == DDP_FAULT_BLACKHOLE && active(sim, f) &&
-            (f->task < 0 || f->task == task) &&
-            (f->node < 0 || f->node == t->out.node) &&
+        const ddp_fault_t *f = &sim->faults[i];
+        if (f->kind == DDP_FAULT_BLACKHOLE && active(sim, i) &&
             (f->peer_node < 0 || f->peer_node == dst_node) &&
-            (f->port == 0 || f->port == port) && rank_listed(f->ranks, t->out.rank))
+            (f->port == 0 || f->port == port) &&
+            ddp_faultset_aims(&sim->fs, i, t->out.node, t->out.rank, t->id)) {
+            ddp_faultset_hit(&sim->fs, i, 1);
             return 1;
+        }
     }
     return 0;
 }
@@ -359,68 +344,80 @@ int ddp__sim_blackholed(ddp_sim_t *sim, int task, int dst_node, uint16_t port)
 int ddp__sim_call_fault(ddp_sim_task_t *t, ddp_fault_id_t point, int dst_node,
                         uint16_t port)
 {
-    (void)t;
-    call.dst_node = dst_node;
-    call.port = port;
-    call.err = 0;
+    ddp_fault_call_t c = {.point = point, .peer_node = dst_node, .port = port};
+    int err = 0;
+    if (call_match(t, &c, &err) >= 0) {
+        ddp__sim_trace(t->sim, t->id, "fault", "\"fault\":\"%s\",\"port\":%u",
+                       point == DDP_FP_SYS_NET_RESOLVE ? "resolve"
+                       : err == ECONNREFUSED           ? "refuse"
+                       : err == ETIMEDOUT              ? "blackhole"
+                                                       : "reset",
+                       (unsigned)port);
+        return err;
+    }
+    /* A point enabled by hand (ddp_fault_enable with failinfo = errno). */
     if (!ddp_fault_hit(point))
         return 0;
-    /* A point enabled by hand (ddp_fault_enable with failinfo = errno) or a
-     * `point` fault (failinfo NULL: the point's default) also works. */
-    if (!call.err) {
-        intptr_t fi = (intptr_t)fiu_failinfo();
-        call.err = fi > 0 ? (int)fi : ddp_fault_info(point)->deferr;
-    }
-    return call.err;
+    intptr_t fi = (intptr_t)fiu_failinfo();
+    return fi > 0 ? (int)fi : ddp_fault_info(point)->deferr;
 }
 
 int ddp__sim_pause_point(ddp_sim_task_t *t)
 {
     ddp_sim_t *sim = t->sim;
     for (int i = 0; i < sim->nfaults; i++) {
-        const ddp_sim_fault_t *f = &sim->faults[i];
-        if (f->kind != DDP_FAULT_PAUSE || !active(sim, f) || !aims_at(f, t) ||
-            f->end_ns == 0)
+        const ddp_fault_t *f = &sim->faults[i];
+        if (f->kind != DDP_FAULT_PAUSE || !active(sim, i) || !aims_at(sim, i, t))
             continue;
+        int64_t close = sim->fs.st[i].close_at;
+        if (close == DDP_FAULT_NEVER && f->end_on.kind == DDP_TRIG_TIME)
+            continue; /* a pause without an end never parses */
         ddp__sim_trace(sim, t->id, "fault", "\"fault\":\"pause\",\"until\":%lld",
-                       (long long)f->end_ns);
-        int64_t until = VT0 + f->end_ns + sim->nodes[t->out.node].skew;
-        while (ddp__sim_task_now(t) < until)
-            if (ddp__sim_park(t, until, NULL, 0, "paused by a fault"))
+                       (long long)(close == DDP_FAULT_NEVER ? -1 : close - VT0));
+        ddp_faultset_hit(&sim->fs, i, 1);
+        /* until its window closes: a time, or an event some other task
+         * produces (re-checked at every wake) */
+        while (active(sim, i)) {
+            int64_t until = sim->fs.st[i].close_at;
+            int64_t wake = until == DDP_FAULT_NEVER ? ddp__sim_task_now(t) + DDP_NS_PER_S / 10
+                                                    : until + sim->nodes[t->out.node].skew;
+            if (ddp__sim_park(t, wake, NULL, 0, "paused by a fault"))
                 return 1;
+        }
     }
     return 0;
 }
 
+/* A late fault aimed at a process about to start: how much later. */
+int64_t ddp__sim_late(ddp_sim_t *sim, const ddp_sim_task_t *t)
+{
+    int64_t late = 0;
+    for (int i = 0; i < sim->nfaults; i++) {
+        const ddp_fault_t *f = &sim->faults[i];
+        if (f->kind == DDP_FAULT_LATE && f->delay_ns > late &&
+            ddp_faultset_aims(&sim->fs, i, t->out.node, t->out.rank, t->id) &&
+            (f->ranks || f->node >= 0 || f->task >= 0) && ddp_faultset_draw(&sim->fs, i)) {
+            ddp_faultset_hit(&sim->fs, i, 1);
+            late = f->delay_ns;
+        }
+    }
+    return late;
+}
+
 /* Arms (on = 1) or disarms the points the faults need: always
- * ddp/phase/enter (the trace and the outcomes), sys/net/connect and
- * sys/net/resolve when a fault acts there, each `point` fault's point.
- * Disarming also turns off connect, resolve and phase if a test had
- * enabled them by hand. */
+ * ddp/phase/enter (the trace and the outcomes), each `point` fault's
+ * point. Connects and resolves ask the engine directly (with the call's
+ * details); disarming also turns them off if a test had enabled them by
+ * hand. */
 static void arm_points(ddp_sim_t *sim, int on)
 {
     unsigned char need[DDP_FP_COUNT] = {0};
     need[DDP_FP_DDP_PHASE_ENTER] = 1;
     need[DDP_FP_SYS_NET_CONNECT] = need[DDP_FP_SYS_NET_RESOLVE] = !on;
     for (int i = 0; i < sim->nfaults; i++) {
-        const ddp_sim_fault_t *f = &sim->faults[i];
-        switch (f->kind) {
-        case DDP_FAULT_REFUSE:
-        case DDP_FAULT_BLACKHOLE:
-            need[DDP_FP_SYS_NET_CONNECT] = 1;
-            break;
-        case DDP_FAULT_RESET:
-            need[DDP_FP_SYS_NET_CONNECT] |= f->after_bytes <= 0;
-            break;
-        case DDP_FAULT_RESOLVE:
-            need[DDP_FP_SYS_NET_RESOLVE] = 1;
-            break;
-        case DDP_FAULT_POINT:
+        const ddp_fault_t *f = &sim->faults[i];
+        if (f->kind == DDP_FAULT_POINT)
             need[ddp_fault_point_find(f->point)->id] = 1;
-            break;
-        default:
-            break;
-        }
     }
     for (int id = 0; id < DDP_FP_COUNT; id++) {
         const char *name = ddp_fault_name((ddp_fault_id_t)id);
@@ -429,6 +426,29 @@ static void arm_points(ddp_sim_t *sim, int on)
         else if (need[id])
             ddp_fault_disable(name);
     }
+    ddp_fault_observe(on ? observer : NULL, NULL);
+}
+
+/* Timed crashes whose window opened and are not queued yet. */
+static void queue_crashes(ddp_sim_t *sim)
+{
+    for (int i = 0; i < sim->nfaults; i++) {
+        const ddp_fault_t *f = &sim->faults[i];
+        int64_t at = sim->fs.st[i].open_at;
+        if (f->kind != DDP_FAULT_CRASH || (f->phase && f->phase[0]) || at == DDP_FAULT_NEVER ||
+            sim->fault_crash_at[i])
+            continue;
+        sim->fault_crash_at[i] = at;
+        sim_event_t ev = {.t = at < sim->vt ? sim->vt : at, .type = EV_CRASH, .a = -1,
+                          .b = -1, .x = i};
+        ddp__sim_push_event(sim, ev);
+    }
+}
+
+static void fault_windows_changed(ddp_sim_t *sim)
+{
+    queue_crashes(sim);
+    ddp__sim_net_release_held(sim);
 }
 
 void ddp__sim_faults_arm(ddp_sim_t *sim)
@@ -438,15 +458,12 @@ void ddp__sim_faults_arm(ddp_sim_t *sim)
         if (!sim->uplink_free)
             abort();
     }
-    for (int i = 0; i < sim->nfaults; i++) {
-        const ddp_sim_fault_t *f = &sim->faults[i];
-        if (f->kind == DDP_FAULT_CRASH && !(f->phase && f->phase[0])) {
-            sim_event_t ev = {.t = VT0 + f->start_ns, .type = EV_CRASH,
-                              .a = f->task, .b = f->task < 0 ? f->node : -1,
-                              .x = i};
-            ddp__sim_push_event(sim, ev);
-        }
-    }
+    if (ddp_faultset_init(&sim->fs, sim->faults, sim->nfaults, VT0, &sim->rng, sim->o.world))
+        abort(); /* every rank set was parsed when its fault was added */
+    if (sim->nfaults &&
+        !(sim->fault_crash_at = calloc((size_t)sim->nfaults, sizeof *sim->fault_crash_at)))
+        abort();
+    queue_crashes(sim);
     arm_points(sim, 1);
 }
 

@@ -239,6 +239,39 @@ static void schedule(ddp_sim_t *sim, int64_t t, int type, int a, int b,
     ddp__sim_push_event(sim, ev);
 }
 
+static void hold_segment(ddp_sim_t *sim, int fd, int type, void *data, size_t len)
+{
+    if (sim->nheld == sim->held_cap) {
+        int cap = sim->held_cap ? 2 * sim->held_cap : 16;
+        void *n = realloc(sim->held, sizeof *sim->held * (size_t)cap);
+        if (!n)
+            abort();
+        sim->held = n;
+        sim->held_cap = cap;
+    }
+    sim->held[sim->nheld++] = (sim_held_t){.fd = fd, .type = type, .data = data, .len = len};
+}
+
+static void send_segment(ddp_sim_t *sim, sock_t *s, int type, void *data, size_t len);
+
+void ddp__sim_net_release_held(ddp_sim_t *sim)
+{
+    int n = sim->nheld;
+    if (!n)
+        return;
+    sim_held_t *h = sim->held;
+    sim->held = NULL;
+    sim->nheld = sim->held_cap = 0;
+    for (int i = 0; i < n; i++) {
+        sock_t *s = sock_get(sim, h[i].fd);
+        if (s)
+            send_segment(sim, s, h[i].type, h[i].data, h[i].len); /* may hold again */
+        else
+            ddp__sim_seg_free(sim, h[i].data);
+    }
+    free(h);
+}
+
 /* Queues bytes (or FIN/RST when data == NULL) from s to its peer, in order. */
 static void send_segment(ddp_sim_t *sim, sock_t *s, int type, void *data,
                          size_t len)
@@ -254,7 +287,12 @@ static void send_segment(ddp_sim_t *sim, sock_t *s, int type, void *data,
     int64_t t = sim->vt + d + (int64_t)((double)len * 1e9 / sim->o.bandwidth_Bps);
     int64_t sent = sim->vt;
     if (dropped) {
-        /* TCP retransmits until the link heals; forever means never. */
+        /* TCP retransmits until the link heals; forever means never; a
+         * partition an event ends holds the segment until then. */
+        if (heal < 0) {
+            hold_segment(sim, s->fd, type, data, len);
+            return;
+        }
         if (!heal) {
             ddp__sim_seg_free(sim, data);
             return;
@@ -594,6 +632,11 @@ void ddp__sim_close_task_socks(ddp_sim_t *sim, int task, int graceful)
 
 void ddp__sim_net_free(ddp_sim_t *sim)
 {
+    for (int i = 0; i < sim->nheld; i++)
+        ddp__sim_seg_free(sim, sim->held[i].data);
+    free(sim->held);
+    sim->held = NULL;
+    sim->nheld = 0;
     for (int i = 0; i < sim->nsocks; i++) {
         sock_t *s = sim->socks[i];
         if (!s)

@@ -106,6 +106,8 @@ struct ddp_sim_task {
     int64_t timer_of;  /* the park (timer_gen) that timer belongs to */
     int64_t parked_since;
     int64_t paused_until;
+    char phase[48];  /* the phase it is in (a leave: event names it) */
+    int late_done;   /* late faults were asked about its start */
     sim_ctx_t ctx;    /* contexts mode */
     ddp_ident_state_t *ident; /* contexts mode: rank, phase, error context */
     ddp_sys_t sys; /* this task's view of the world; impl = task */
@@ -167,6 +169,13 @@ typedef struct sim_file {
 
 struct sock;
 
+/* A segment a partition holds until an event ends it (sim_net.c). */
+typedef struct sim_held {
+    int fd, type;
+    void *data;
+    size_t len;
+} sim_held_t;
+
 struct ddp_sim {
     ddp_sim_opts_t o;
     ddp_rng_t rng;
@@ -216,9 +225,12 @@ struct ddp_sim {
      * a LIFO per power-of-two size class, 64 B ... 64 KiB. */
     void *seg_pool[SIM_SEG_CLASSES];
     int seg_pooled[SIM_SEG_CLASSES];
-    ddp_sim_fault_t *faults;
-    int *fault_fired;
+    ddp_fault_t *faults;
     int nfaults;
+    ddp_faultset_t fs;     /* the faults' windows, draws and hits (at the run) */
+    int64_t *fault_crash_at;
+    sim_held_t *held;      /* segments held by event-ended partitions */
+    int nheld, held_cap; /* per fault: when its timed crash is queued (0: not) */
     int nbandwidth;        /* bandwidth faults: 0 = no uplink is ever limited */
     int64_t *uplink_free;  /* per node: when its uplink is free again (only
                               with bandwidth faults; allocated at the run) */
@@ -316,7 +328,15 @@ int ddp__sim_blackholed(ddp_sim_t *sim, int task, int dst_node, uint16_t port);
 int ddp__sim_call_fault(ddp_sim_task_t *t, ddp_fault_id_t point, int dst_node,
                         uint16_t port);
 void ddp__sim_faults_arm(ddp_sim_t *sim);
-void ddp__sim_crash_ranks(ddp_sim_t *sim, int fault);
+/* A timed (or event-opened) crash fault's window opened: its targets die. */
+void ddp__sim_crash(ddp_sim_t *sim, int fault);
+/* A process's spawn or exit event (DDP_TRIG_SPAWN, DDP_TRIG_EXIT). */
+void ddp__sim_proc_event(ddp_sim_t *sim, ddp_sim_task_t *t, ddp_trigger_kind_t kind);
+/* How late a late fault holds a process about to start (0: not). */
+int64_t ddp__sim_late(ddp_sim_t *sim, const ddp_sim_task_t *t);
+/* Segments a partition held until an event closes it: sent again now
+ * where their link is open (sim_net.c). */
+void ddp__sim_net_release_held(ddp_sim_t *sim);
 /* A paused task sleeps out its pause here; DDP_ECANCELED if killed meanwhile. */
 int ddp__sim_pause_point(ddp_sim_task_t *t);
 void ddp__sim_faults_disarm(ddp_sim_t *sim);

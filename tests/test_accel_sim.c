@@ -61,13 +61,13 @@ static summary_t run_case(const char *accel, fault_t f, int nodes, int procs,
         l.squat_port = 29500;
         break;
     case F_CRASH:
-        ddp_sim_add_fault(sim, &(ddp_sim_fault_t){.kind = DDP_FAULT_CRASH, .node = -1,
+        ddp_sim_add_fault(sim, &(ddp_fault_t){.kind = DDP_FAULT_CRASH, .node = -1,
                                                   .task = -1, .phase = "wait for workers",
                                                   .ranks = crash_rank});
         break;
     case F_HEAL:
     case F_OUTLAST:
-        ddp_sim_add_fault(sim, &(ddp_sim_fault_t){
+        ddp_sim_add_fault(sim, &(ddp_fault_t){
                                    .kind = DDP_FAULT_PARTITION, .node_set = 1u << 1,
                                    .end_ns = (f == F_HEAL ? 20 : 90) * DDP_NS_PER_S});
         break;
@@ -280,7 +280,7 @@ static void test_foreign_store_root_cause(void)
                                                                  .name = "foreign",
                                                                  .rank = -1},
                                      foreign_store_main, NULL) >= 0);
-    ddp_sim_add_fault(sim, &(ddp_sim_fault_t){.kind = DDP_FAULT_PARTITION,
+    ddp_sim_add_fault(sim, &(ddp_fault_t){.kind = DDP_FAULT_PARTITION,
                                               .node_set = 1u << 1,
                                               .end_ns = 3 * DDP_NS_PER_S});
     ddp_sim_launch_t l = {.accelerator = "ddp", .nodes = 2, .procs = 2};

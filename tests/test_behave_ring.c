@@ -117,7 +117,7 @@ static ddp_sim_t *ring_sim(ring_run_t *r, ddp_behave_task_t *args, const int64_t
 }
 
 /* Adds f, aimed at its task alone (any node, any link). */
-static void add_fault(ddp_sim_t *sim, ddp_sim_fault_t f)
+static void add_fault(ddp_sim_t *sim, ddp_fault_t f)
 {
     f.node = f.peer_node = -1;
     CU_ASSERT_FATAL(ddp_sim_add_fault(sim, &f) >= 0);
@@ -132,7 +132,7 @@ static void test_failure_unravels(void)
     ddp_behave_task_t args[W];
     int first = 0;
     ddp_sim_t *sim = ring_sim(&r, args, NULL, &first);
-    add_fault(sim, (ddp_sim_fault_t){.kind = DDP_FAULT_CRASH, .task = first + DEAD,
+    add_fault(sim, (ddp_fault_t){.kind = DDP_FAULT_CRASH, .task = first + DEAD,
                                      .phase = "allreduce"});
     CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
     const ddp_sim_outcome_t *dead = ddp_sim_outcome(sim, first + DEAD);
@@ -169,7 +169,7 @@ static void test_reconnect_backoff(void)
     int first = 0;
     ddp_sim_t *sim = ring_sim(&r, args, NULL, &first);
     /* Rank 1's first REFUSALS connects to its successor (rank 2) fail. */
-    add_fault(sim, (ddp_sim_fault_t){.kind = DDP_FAULT_POINT, .task = first + WHO,
+    add_fault(sim, (ddp_fault_t){.kind = DDP_FAULT_POINT, .task = first + WHO,
                                      .count = REFUSALS, .point = "pg/tcp/connect"});
     CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
     for (int i = 0; i < W; i++) {

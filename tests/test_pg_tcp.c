@@ -553,7 +553,7 @@ static void test_sim_crash_mid_allreduce(void)
     simrun_t s;
     sim_setup(&s, 12, 2, WORLD, body_crash, NULL, NULL);
     s.expect_done = WORLD - 1;
-    ddp_sim_add_fault(s.sim, &(ddp_sim_fault_t){.kind = DDP_FAULT_CRASH, .node = -1,
+    ddp_sim_add_fault(s.sim, &(ddp_fault_t){.kind = DDP_FAULT_CRASH, .node = -1,
                                                 .task = s.first_rank + 5,
                                                 .phase = "allreduce"});
     CU_ASSERT_EQUAL(ddp_sim_run(s.sim), DDP_SIM_DONE);
@@ -593,7 +593,7 @@ static void test_sim_paused_rank_times_out(void)
 {
     simrun_t s;
     sim_setup(&s, 23, 2, WORLD, body_pause, NULL, NULL);
-    ddp_sim_add_fault(s.sim, &(ddp_sim_fault_t){.kind = DDP_FAULT_PAUSE, .node = -1,
+    ddp_sim_add_fault(s.sim, &(ddp_fault_t){.kind = DDP_FAULT_PAUSE, .node = -1,
                                                 .task = s.first_rank + 3,
                                                 .start_ns = DDP_NS_PER_S,
                                                 .end_ns = 100 * DDP_NS_PER_S});
@@ -618,7 +618,7 @@ static uint64_t crash_run_hash(uint64_t seed, char *msg6, size_t n)
     simrun_t s;
     sim_setup(&s, seed, 2, WORLD, body_crash, NULL, NULL);
     s.expect_done = WORLD - 1;
-    ddp_sim_add_fault(s.sim, &(ddp_sim_fault_t){.kind = DDP_FAULT_CRASH, .node = -1,
+    ddp_sim_add_fault(s.sim, &(ddp_fault_t){.kind = DDP_FAULT_CRASH, .node = -1,
                                                 .task = s.first_rank + 5,
                                                 .phase = "allreduce"});
     ddp_sim_run(s.sim);
@@ -997,7 +997,7 @@ static void test_sim_handshake_faults(void)
         simrun_t s;
         int world = 2 + (int)(seed % 3);
         sim_setup(&s, seed, 1, world, body_barrier, NULL, NULL);
-        ddp_sim_add_fault(s.sim, &(ddp_sim_fault_t){.kind = DDP_FAULT_POINT,
+        ddp_sim_add_fault(s.sim, &(ddp_fault_t){.kind = DDP_FAULT_POINT,
                                                     .node = -1, .task = -1,
                                                     .peer_node = -1,
                                                     .point = "pg/tcp/handshake",

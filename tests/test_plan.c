@@ -186,9 +186,8 @@ static void test_read_errors(void)
         {"ddpsim-plan 1\nnode \"a\" \"10.0.0.1\"\nproc trainer node=7 rank=0 start=0 port=0 "
          "name=\"p\"\nend\n",
          "process p on node 7"},
-        {"ddpsim-plan 1\nfault crash node=-1 task=-1 peer=-1 port=0 set=0 start=0 end=0 "
-         "count=0 p=0 delay=0 after=0 rate=0 line=1 ranks=\"\" phase=\"\" point=\"no/such\"\nend\n",
-         ":2: expected a fault point"},
+        {"ddpsim-plan 1\nfault line=1 task=-1 fault point point=no/such\nend\n",
+         ":2: expected the name of a fault point"},
         {"ddpsim-plan 1\nname \"unterminated\nend\n", ":2: expected a closing quote"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

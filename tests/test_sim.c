@@ -179,7 +179,7 @@ static int long_sleep(ddp_sys_t *sys, void *arg)
 static void test_thirty_minutes_virtual(void)
 {
     ddp_sim_t *sim = two_nodes(5, 0);
-    ddp_sim_add_fault(sim, &(ddp_sim_fault_t){.kind = DDP_FAULT_BLACKHOLE, .node = -1,
+    ddp_sim_add_fault(sim, &(ddp_fault_t){.kind = DDP_FAULT_BLACKHOLE, .node = -1,
                                               .task = -1, .peer_node = 0});
     ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = "c", .rank = 0},
                      long_sleep, NULL);
@@ -232,7 +232,7 @@ static void test_partition(void)
      * after the heal (SYN retransmits), one with a 2 s deadline times out. */
     for (int pass = 0; pass < 2; pass++) {
         ddp_sim_t *sim = two_nodes(6, 0);
-        ddp_sim_add_fault(sim, &(ddp_sim_fault_t){.kind = DDP_FAULT_PARTITION,
+        ddp_sim_add_fault(sim, &(ddp_fault_t){.kind = DDP_FAULT_PARTITION,
                                                   .node_set = 1u << 1,
                                                   .end_ns = 3 * DDP_NS_PER_S});
         echo_srv_t srv = {1, 20 * DDP_NS_PER_S};
@@ -291,7 +291,7 @@ static int cut_node0(ddp_sys_t *sys, void *arg) { return cut_side(sys, arg, 0); 
 static int cut_node1(ddp_sys_t *sys, void *arg) { return cut_side(sys, arg, 1); }
 
 /* Both sides on two nodes, under fault f (NULL: none); both must end well. */
-static void cut_run(const ddp_sim_fault_t *f, cut_run_t *w)
+static void cut_run(const ddp_fault_t *f, cut_run_t *w)
 {
     ddp_sim_t *sim = two_nodes(6, 0);
     if (f)
@@ -313,7 +313,7 @@ static void cut_run(const ddp_sim_fault_t *f, cut_run_t *w)
 static void test_partition_both_ways(void)
 {
     cut_run_t w;
-    cut_run(&(ddp_sim_fault_t){.kind = DDP_FAULT_PARTITION, .node_set = 1u << 1,
+    cut_run(&(ddp_fault_t){.kind = DDP_FAULT_PARTITION, .node_set = 1u << 1,
                                .start_ns = DDP_NS_PER_S / 2, .end_ns = 3 * DDP_NS_PER_S},
             &w);
     CU_ASSERT(w.got[1] >= 3 * DDP_NS_PER_S); /* into the cut-off side */
@@ -366,7 +366,7 @@ static void test_fault_probability(void)
     static const double ps[] = {0.1, 0.9};
     for (int k = 0; k < 2; k++) {
         ddp_sim_t *sim = two_nodes(12, 0);
-        ddp_sim_add_fault(sim, &(ddp_sim_fault_t){.kind = DDP_FAULT_REFUSE, .node = 1,
+        ddp_sim_add_fault(sim, &(ddp_fault_t){.kind = DDP_FAULT_REFUSE, .node = 1,
                                                   .task = -1, .peer_node = -1,
                                                   .probability = ps[k]});
         prob_run_t w = {200, 0};
@@ -423,7 +423,7 @@ static int connect_then_crash(ddp_sys_t *sys, void *arg)
 static void test_crash_faults(void)
 {
     ddp_sim_t *sim = two_nodes(7, 0);
-    ddp_sim_add_fault(sim, &(ddp_sim_fault_t){.kind = DDP_FAULT_CRASH, .node = -1,
+    ddp_sim_add_fault(sim, &(ddp_fault_t){.kind = DDP_FAULT_CRASH, .node = -1,
                                               .task = 1, .phase = "barrier"});
     ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "reader", .rank = 0},
                      peer_reader, NULL);
@@ -437,7 +437,7 @@ static void test_crash_faults(void)
 
     /* A timed crash of a node: its task dies at 0.5 s. */
     sim = two_nodes(8, 0);
-    ddp_sim_add_fault(sim, &(ddp_sim_fault_t){.kind = DDP_FAULT_CRASH, .node = 1,
+    ddp_sim_add_fault(sim, &(ddp_fault_t){.kind = DDP_FAULT_CRASH, .node = 1,
                                               .task = -1, .start_ns = DDP_NS_PER_S / 2});
     ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = "v", .rank = 0},
                      crash_victim, NULL);
@@ -458,7 +458,7 @@ static void test_refuse_fault_and_resolve(void)
 {
     ddp_sim_t *sim = two_nodes(9, 0);
     echo_srv_t srv = {1, 3 * DDP_NS_PER_S};
-    ddp_sim_add_fault(sim, &(ddp_sim_fault_t){.kind = DDP_FAULT_REFUSE, .node = 1,
+    ddp_sim_add_fault(sim, &(ddp_fault_t){.kind = DDP_FAULT_REFUSE, .node = 1,
                                               .task = -1, .peer_node = -1, .count = 1});
     ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "server", .rank = -1},
                      echo_server, &srv);
@@ -475,7 +475,7 @@ static void test_refuse_fault_and_resolve(void)
     ddp_sim_free(sim);
 
     sim = two_nodes(10, 0);
-    ddp_sim_add_fault(sim, &(ddp_sim_fault_t){.kind = DDP_FAULT_RESOLVE, .node = -1, .task = -1});
+    ddp_sim_add_fault(sim, &(ddp_fault_t){.kind = DDP_FAULT_RESOLVE, .node = -1, .task = -1});
     ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = "c", .rank = 0},
                      echo_client, &cli);
     ddp_sim_run(sim);
@@ -751,7 +751,7 @@ static int bw_sender(ddp_sys_t *sys, void *arg)
 }
 
 /* node 1 sends to node 0 under bandwidth faults f and g (NULL: none). */
-static void bw_run2(const ddp_sim_fault_t *f, const ddp_sim_fault_t *g, bw_run_t *w,
+static void bw_run2(const ddp_fault_t *f, const ddp_fault_t *g, bw_run_t *w,
                     uint64_t *hash)
 {
     ddp_sim_t *sim = two_nodes(3, 0);
@@ -773,7 +773,7 @@ static void bw_run2(const ddp_sim_fault_t *f, const ddp_sim_fault_t *g, bw_run_t
     ddp_sim_free(sim);
 }
 
-static void bw_run(const ddp_sim_fault_t *f, bw_run_t *w, uint64_t *hash)
+static void bw_run(const ddp_fault_t *f, bw_run_t *w, uint64_t *hash)
 {
     bw_run2(f, NULL, w, hash);
 }
@@ -790,7 +790,7 @@ static void test_bandwidth_fault(void)
     bw_run(NULL, &w, &h0);
     CU_ASSERT(w.got[1] - w.sent < DDP_NS_PER_MS); /* 10 GB/s and 100 us */
 
-    ddp_sim_fault_t f = {.kind = DDP_FAULT_BANDWIDTH, .node = 1, .task = -1,
+    ddp_fault_t f = {.kind = DDP_FAULT_BANDWIDTH, .node = 1, .task = -1,
                          .peer_node = -1, .rate_bps = BW_RATE};
     bw_run(&f, &w, &h1);
     CU_ASSERT(w.got[0] - w.sent >= one);
@@ -814,7 +814,7 @@ static void test_bandwidth_fault(void)
     /* Two limits on one uplink: the tighter holds, in either order. */
     f.end_ns = 0;
     f.node = 1;
-    ddp_sim_fault_t loose = f;
+    ddp_fault_t loose = f;
     loose.rate_bps = 10 * BW_RATE;
     for (int order = 0; order < 2; order++) {
         bw_run2(order ? &loose : &f, order ? &f : &loose, &w, &h2);
@@ -907,7 +907,7 @@ static void test_point_faults(void)
                      point_task, &p);
     ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = "r1", .rank = 1},
                      point_task, &p);
-    ddp_sim_fault_t f = {.kind = DDP_FAULT_POINT, .node = -1, .task = -1, .peer_node = -1,
+    ddp_fault_t f = {.kind = DDP_FAULT_POINT, .node = -1, .task = -1, .peer_node = -1,
                          .point = "sys/fs/read", .ranks = "1", .count = 2};
     CU_ASSERT_EQUAL(ddp_sim_add_fault(sim, &f), 0);
     f.point = "sys/time/sleep";
@@ -1322,7 +1322,7 @@ static void test_tasks_ignoring_cancel(void)
             ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = "bystander",
                                                          .rank = 1},
                              waits_of_1ms, NULL);
-            ddp_sim_add_fault(sim, &(ddp_sim_fault_t){.kind = DDP_FAULT_CRASH, .node = -1,
+            ddp_sim_add_fault(sim, &(ddp_fault_t){.kind = DDP_FAULT_CRASH, .node = -1,
                                                       .task = v, .peer_node = -1,
                                                       .start_ns = 5 * DDP_NS_PER_MS});
             ddp_sim_run(sim);
@@ -1368,7 +1368,7 @@ static int proc_with_thread(ddp_sys_t *sys, void *arg)
 static void test_crash_takes_threads(void)
 {
     ddp_sim_t *sim = two_nodes(21, 0);
-    ddp_sim_add_fault(sim, &(ddp_sim_fault_t){.kind = DDP_FAULT_CRASH, .node = -1, .task = 0,
+    ddp_sim_add_fault(sim, &(ddp_fault_t){.kind = DDP_FAULT_CRASH, .node = -1, .task = 0,
                                               .peer_node = -1, .start_ns = DDP_NS_PER_S});
     ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "master", .rank = 0},
                      proc_with_thread, NULL);

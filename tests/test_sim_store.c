@@ -146,7 +146,7 @@ static void test_reset_during_wait(void)
     /* Connections from node1 reset once 60 bytes went out: after VALIDATE,
      * PING and the init ADD, inside the barrier's WAIT. */
     rdv_t r = {.sim = cluster(4, 2, 0), .rv = {.ranks = 8, .timeout_ns = 30 * DDP_NS_PER_S}};
-    ddp_sim_add_fault(r.sim, &(ddp_sim_fault_t){.kind = DDP_FAULT_RESET, .node = 1, .task = -1,
+    ddp_sim_add_fault(r.sim, &(ddp_fault_t){.kind = DDP_FAULT_RESET, .node = 1, .task = -1,
                                                 .peer_node = 0, .after_bytes = 60});
     ddp_sim_rendezvous_build(r.sim, &r.rv);
     run(&r);
@@ -164,7 +164,7 @@ static void test_partition_heal(void)
     for (int late = 0; late < 2; late++) {
         rdv_t r = {.sim = cluster(5, 2, 0),
                    .rv = {.ranks = 8, .timeout_ns = 60 * DDP_NS_PER_S}};
-        ddp_sim_add_fault(r.sim, &(ddp_sim_fault_t){.kind = DDP_FAULT_PARTITION,
+        ddp_sim_add_fault(r.sim, &(ddp_fault_t){.kind = DDP_FAULT_PARTITION,
                                                     .node_set = 1u << 1,
                                                     .end_ns = (late ? 90 : 20) * DDP_NS_PER_S});
         ddp_sim_rendezvous_build(r.sim, &r.rv);
@@ -185,7 +185,7 @@ static void test_crashed_client(void)
 {
     rdv_t r = {.sim = cluster(6, 2, 0), .rv = {.ranks = 8, .timeout_ns = 60 * DDP_NS_PER_S}};
     ddp_sim_rendezvous_build(r.sim, &r.rv);
-    ddp_sim_add_fault(r.sim, &(ddp_sim_fault_t){.kind = DDP_FAULT_CRASH, .node = -1,
+    ddp_sim_add_fault(r.sim, &(ddp_fault_t){.kind = DDP_FAULT_CRASH, .node = -1,
                                                 .task = r.rv.first_rank_task + 5,
                                                 .phase = "barrier"});
     run(&r);

@@ -74,10 +74,10 @@ static int parse_kinds(const char *v, void *dst)
     snprintf(buf, sizeof buf, "%s", v);
     char *save = NULL;
     for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        ddp_sim_fault_kind_t k;
+        ddp_fault_kind_t k;
         if (!strcasecmp(tok, "all"))
             set |= DDP_EXPLORE_KINDS_ALL;
-        else if (ddp_sim_fault_kind_parse(tok, &k) == 0)
+        else if (ddp_fault_kind_parse(tok, &k) == 0)
             set |= 1u << k;
         else
             return -1;

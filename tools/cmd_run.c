@@ -949,7 +949,7 @@ int ddp_cmd_list(ddp_sys_t *sys, int argc, char **argv)
             printf("%s\n", ddp_cluster_at(i)->name);
     } else if (!strcmp(w, "faults")) {
         for (int i = 0; i < DDP_FAULT_KIND_COUNT; i++)
-            printf("%s\n", ddp_sim_fault_kind_name((ddp_sim_fault_kind_t)i));
+            printf("%s\n", ddp_fault_kind_name((ddp_fault_kind_t)i));
     } else if (!strcmp(w, "launchers")) {
         for (int i = 0; i < DDP_SIM_LAUNCH_COUNT; i++)
             printf("%s\n", ddp_sim_launcher_name((ddp_sim_launcher_t)i));

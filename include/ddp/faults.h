@@ -30,6 +30,11 @@
 
 #include "ddp/export.h"
 
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ddp/sys.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -278,6 +283,257 @@ DDP_API int ddp_fault_disable(const char *name);
  * contexts, for the length of the run), 0 (every thread's default) consults
  * libfiu at every point. Returns the thread's previous setting. */
 DDP_API int ddp_fault_thread_armed_only(int on);
+
+/* ==== the fault model: one spec, one matcher, every executor ====
+ *
+ * A fault (ddp_fault_t) is what a scenario's `fault` line says: a kind, its
+ * targets, a window that opens and closes on a time or on an event the job
+ * produces, a count and a probability. Every executor (the simulator, the
+ * real processes' in-process points, the real runner's nft rules, delay
+ * proxy and signals) holds the run's faults in a ddp_faultset_t, feeds it
+ * the events it observes (ddp_faultset_event), asks it whether a call is
+ * hit (ddp_faultset_match, with the call's details passed in), and counts
+ * what each fault acted on (its hits). A fault that acted on nothing in a
+ * run makes the run vacuous (docs/scenario-format.md). */
+
+typedef enum ddp_fault_kind {
+    DDP_FAULT_REFUSE,     /* connects to the target are refused */
+    DDP_FAULT_RESET,      /* connects reset (after_bytes: after N bytes) */
+    DDP_FAULT_BLACKHOLE,  /* connects hang until the caller's deadline */
+    DDP_FAULT_DELAY,      /* extra latency (+ jitter) on matching links */
+    DDP_FAULT_PARTITION,  /* nodes in set A cannot reach nodes outside it */
+    DDP_FAULT_CRASH,      /* a rank (task) or node dies */
+    DDP_FAULT_PAUSE,      /* a task is alive but silent for a window */
+    DDP_FAULT_RESOLVE,    /* name resolution fails */
+    DDP_FAULT_POINT,      /* a fault point of ddp/faults.h fires (.point) */
+    DDP_FAULT_BANDWIDTH,  /* a node's uplink sends at most .rate_bps */
+    DDP_FAULT_LATE,       /* the targets' processes start .delay_ns late */
+    DDP_FAULT_KIND_COUNT
+} ddp_fault_kind_t;
+
+/* The executors a kind can be realised by (ddp_fault_kind_info.exec). */
+enum {
+    DDP_EXEC_SIM = 1 << 0,    /* the simulator */
+    DDP_EXEC_INPROC = 1 << 1, /* libfiu points inside ddpsim's own processes */
+    DDP_EXEC_NFT = 1 << 2,    /* nft rules in the nodes' namespaces */
+    DDP_EXEC_PROXY = 1 << 3,  /* the runner's delay proxy */
+    DDP_EXEC_SIGNAL = 1 << 4, /* signals to processes (SIGKILL, SIGSTOP/CONT) */
+    DDP_EXEC_LINK = 1 << 5,   /* tc / links of the namespaces */
+    DDP_EXEC_RUNNER = 1 << 6, /* the runner itself (when it starts processes) */
+};
+
+/* One row per kind: the table every parser, writer, executor and doc reads. */
+typedef struct ddp_fault_kind_info {
+    ddp_fault_kind_t kind;
+    const char *name;    /* "refuse" */
+    const char *acts_on; /* "connects", "links", "processes", ... */
+    const char *effects; /* what a hit does ("ECONNREFUSED") */
+    unsigned exec;       /* DDP_EXEC_* that can realise it */
+    const char *hits;    /* what the hit count counts */
+} ddp_fault_kind_info_t;
+
+/* X(ID, name, acts on, effects, executors, what a hit is) */
+/* clang-format off */
+#define DDP_FAULT_KINDS(X)                                                     \
+    X(REFUSE, "refuse", "connects", "ECONNREFUSED",                           \
+      DDP_EXEC_SIM | DDP_EXEC_INPROC | DDP_EXEC_NFT, "connects refused")      \
+    X(RESET, "reset", "connects", "ECONNRESET (after=N: after N bytes)",      \
+      DDP_EXEC_SIM | DDP_EXEC_INPROC | DDP_EXEC_NFT, "connections reset")     \
+    X(BLACKHOLE, "blackhole", "connects", "no answer until the deadline",     \
+      DDP_EXEC_SIM | DDP_EXEC_NFT, "connects swallowed")                      \
+    X(DELAY, "delay", "links", "extra latency",                                \
+      DDP_EXEC_SIM | DDP_EXEC_PROXY | DDP_EXEC_LINK, "segments delayed")      \
+    X(PARTITION, "partition", "links", "segments dropped between two sides",  \
+      DDP_EXEC_SIM | DDP_EXEC_NFT | DDP_EXEC_LINK, "segments dropped")        \
+    X(CRASH, "crash", "processes", "the process dies (SIGKILL)",              \
+      DDP_EXEC_SIM | DDP_EXEC_INPROC | DDP_EXEC_SIGNAL, "processes killed")   \
+    X(PAUSE, "pause", "processes", "the process stops (SIGSTOP..SIGCONT)",    \
+      DDP_EXEC_SIM | DDP_EXEC_SIGNAL, "processes stopped")                    \
+    X(RESOLVE, "resolve", "name lookups", "EHOSTUNREACH",                     \
+      DDP_EXEC_SIM | DDP_EXEC_INPROC, "lookups failed")                       \
+    X(POINT, "point", "a fault point", "the point's default errno",           \
+      DDP_EXEC_SIM | DDP_EXEC_INPROC, "point firings")                        \
+    X(BANDWIDTH, "bandwidth", "uplinks", "a rate limit",                       \
+      DDP_EXEC_SIM | DDP_EXEC_LINK, "segments queued behind the limit")      \
+    X(LATE, "late", "process starts", "the process starts late",              \
+      DDP_EXEC_SIM | DDP_EXEC_RUNNER, "processes held")
+/* clang-format on */
+
+DDP_API const ddp_fault_kind_info_t *ddp_fault_kind_info(ddp_fault_kind_t k);
+DDP_API const char *ddp_fault_kind_name(ddp_fault_kind_t k);
+/* 0 and *out, or DDP_ECONFIG with the error listing the kinds. */
+DDP_API int ddp_fault_kind_parse(const char *name, ddp_fault_kind_t *out);
+
+/* A set of global ranks ("3", "0,2-5"), parsed once. n == 0: any rank. */
+#define DDP_RANKSET_MAX 16
+typedef struct ddp_rankset {
+    int n;
+    struct {
+        int lo, hi;
+    } r[DDP_RANKSET_MAX];
+} ddp_rankset_t;
+/* NULL or "" is the empty text: any rank. Else comma-separated ranks and
+ * ranges a-b (a <= b, each 0..2^30). DDP_ECONFIG with the error naming the
+ * offending part; *out is then "any". */
+DDP_API int ddp_rankset_parse(const char *text, ddp_rankset_t *out);
+DDP_API int ddp_rankset_has(const ddp_rankset_t *s, int rank);
+/* The highest rank listed (-1 for "any"). */
+DDP_API int ddp_rankset_max(const ddp_rankset_t *s);
+
+/* What opens or closes a fault's window. */
+typedef enum ddp_trigger_kind {
+    DDP_TRIG_TIME = 0, /* a time from the run's start (start_ns/end_ns) */
+    DDP_TRIG_ENTER,    /* enter:PHASE  a rank enters the phase */
+    DDP_TRIG_LEAVE,    /* leave:PHASE  a rank leaves it */
+    DDP_TRIG_CONNECT,  /* connect      a rank's first store connect */
+    DDP_TRIG_JOINED,   /* joined:N     the N-th client joined the store */
+    DDP_TRIG_SET,      /* set:GLOB     a key matching GLOB is set */
+    DDP_TRIG_WAIT,     /* wait:GLOB    a key matching GLOB is waited on */
+    DDP_TRIG_BARRIER,  /* barrier      the store barrier is complete */
+    DDP_TRIG_SPAWN,    /* spawn        a rank's process is spawned */
+    DDP_TRIG_EXIT,     /* exit         a rank's process exits */
+    DDP_TRIG_MARK,     /* mark:NAME    ddpsim/mark/NAME is set */
+    DDP_TRIG_COUNT
+} ddp_trigger_kind_t;
+
+/* The key prefix of marks: a program sets ddpsim/mark/NAME to start a
+ * fault on mark:NAME. */
+#define DDP_MARK_PREFIX "ddpsim/mark/"
+
+/* A trigger: KIND[:ARG][@RANKS][+OFFSET] ("enter:barrier@1+50ms"). The
+ * offset is the fault's start_ns (end_ns for end=). */
+typedef struct ddp_fault_trigger {
+    ddp_trigger_kind_t kind;
+    char arg[48];   /* the phase, glob or mark name */
+    char ranks[48]; /* the ranks whose event counts ("" any) */
+    int n;          /* joined:N */
+} ddp_fault_trigger_t;
+
+DDP_API const char *ddp_trigger_kind_name(ddp_trigger_kind_t k);
+/* Parses an event of a start= or end= value, KIND[:ARG][@RANKS] (the
+ * caller splits off a +OFFSET). DDP_ECONFIG with the error saying what was
+ * expected. A plain duration is not a trigger (DDP_ECONFIG). */
+DDP_API int ddp_trigger_parse(const char *text, ddp_fault_trigger_t *out);
+/* The trigger's text without its offset ("enter:barrier@1"). */
+DDP_API int ddp_trigger_format(const ddp_fault_trigger_t *t, char *buf, size_t n);
+
+/* The spec of one fault. */
+typedef struct ddp_fault {
+    ddp_fault_kind_t kind;
+    int node;          /* target node (-1 any); CRASH: whole node */
+    int task;          /* target task (-1 any) */
+    int peer_node;     /* link's other end (-1 any) */
+    uint16_t port;     /* target port (0 any) */
+    uint64_t node_set; /* PARTITION: bit i = node i on side A */
+    int64_t start_ns;  /* opens at this time, or this long after start_on */
+    int64_t end_ns;    /* closes at this time (0 = never, for a time
+                          window), or this long after end_on */
+    ddp_fault_trigger_t start_on, end_on; /* kind TIME: start_ns/end_ns */
+    int count;         /* fire at most this many times (0 = unlimited) */
+    double probability; /* 0 -> 1.0; drawn from the run's PRNG */
+    int64_t delay_ns;  /* DELAY; LATE: by how much */
+    int64_t after_bytes; /* RESET after N bytes on the connection */
+    const char *phase; /* CRASH: fire when the task enters this phase */
+    const char *ranks; /* also aim at these global ranks ("5" or "5,9";
+                          NULL = any) */
+    const char *point; /* POINT: the point's name ("pg/tcp/handshake"); it
+                          fails with its default errno (ddp/faults.h) */
+    uint64_t rate_bps; /* BANDWIDTH: bits per second (> 0) that the uplink of
+                          node (every node's when -1) carries to other nodes;
+                          its segments are serialised one after another */
+    int may_miss;      /* a run where it acts on nothing is not vacuous */
+} ddp_fault_t;
+
+/* 1 when the fault's window has an event at either end. */
+static inline int ddp_fault_has_event(const ddp_fault_t *f)
+{
+    return f->start_on.kind != DDP_TRIG_TIME || f->end_on.kind != DDP_TRIG_TIME;
+}
+
+/* An event of the job, as an executor observed it. */
+typedef struct ddp_fault_event {
+    ddp_trigger_kind_t kind; /* ENTER, LEAVE, CONNECT, JOINED, SET, WAIT,
+                                SPAWN, EXIT (BARRIER and MARK are derived
+                                from SET) */
+    int rank;                /* -1 unknown */
+    const char *name;        /* phase or key */
+    long long value;         /* JOINED: clients; SET by ADD: the new value
+                                (-1 for other sets) */
+} ddp_fault_event_t;
+
+/* The executor's observer: the code that produces events (phase changes,
+ * the store server and client) calls ddp_fault_notify; the executor that
+ * registered an observer feeds its faultset. One observer per process;
+ * NULL turns it off. */
+typedef void (*ddp_fault_observer_fn)(void *arg, const ddp_fault_event_t *ev);
+DDP_API void ddp_fault_observe(ddp_fault_observer_fn fn, void *arg);
+DDP_API void ddp_fault_notify(const ddp_fault_event_t *ev);
+/* 1 when an observer is registered (a producer may skip building events). */
+DDP_API int ddp_fault_observed(void);
+
+/* One call at a fault point, with everything a fault may be aimed by. */
+typedef struct ddp_fault_call {
+    ddp_fault_id_t point; /* sys/net/connect, sys/net/resolve, ddp/phase/enter,
+                             or the point of a POINT fault */
+    int node, rank, task; /* the caller (-1 unknown) */
+    int peer_node;        /* connect: the node of the address (-1 none) */
+    uint16_t port;        /* connect: the port */
+    const ddp_addr_t *addr; /* connect: the address (NULL none) */
+    const char *phase;    /* phase enter: the phase entered */
+    int64_t now;          /* the executor's clock */
+} ddp_fault_call_t;
+
+/* The executor's call hook: the sys seam hands each connect and resolve to
+ * it with the call's details; it returns 1 and *err (a positive errno) when
+ * a fault hits the call. One hook per process; NULL turns it off. */
+typedef int (*ddp_fault_call_fn)(void *arg, const ddp_fault_call_t *c, int *err);
+DDP_API void ddp_fault_on_call(ddp_fault_call_fn fn, void *arg);
+/* A point whose aim depends on the call: the hook decides first, then
+ * libfiu (fiu-run, fiu-ctrl, tests) as ddp_fault_fire does. 0, or -errno
+ * with the error context set to "fault point NAME fired (strerror)". */
+DDP_API int ddp_fault_fire_call(const ddp_fault_call_t *c);
+
+/* A run's faults and their state in one executor. */
+typedef struct ddp_fault_state {
+    int64_t open_at, close_at; /* on the executor's clock; INT64_MAX: not
+                                  yet (open) / never (close) */
+    int fired;                 /* draws taken (count=) */
+    long long hits;            /* what it acted on */
+    ddp_rankset_t ranks, start_ranks, end_ranks;
+} ddp_fault_state_t;
+
+typedef struct ddp_faultset {
+    const ddp_fault_t *faults; /* not owned */
+    ddp_fault_state_t *st;
+    int n;
+    int64_t t0;     /* time 0 of the run on the executor's clock */
+    ddp_rng_t *rng; /* count/probability draws */
+    int world;      /* the expected world (the barrier event) */
+    int events;     /* faults waiting for an event */
+    long long joined;
+} ddp_faultset_t;
+
+#define DDP_FAULT_NEVER INT64_MAX
+
+/* 0, or DDP_ECONFIG (error set) when a rank set does not parse. */
+DDP_API int ddp_faultset_init(ddp_faultset_t *fs, const ddp_fault_t *faults, int n, int64_t t0,
+                              ddp_rng_t *rng, int world);
+DDP_API void ddp_faultset_free(ddp_faultset_t *fs);
+/* Feeds an event at time now; returns how many windows opened or closed. */
+DDP_API int ddp_faultset_event(ddp_faultset_t *fs, const ddp_fault_event_t *ev, int64_t now);
+/* 1 when fault i's window holds now. */
+DDP_API int ddp_faultset_active(const ddp_faultset_t *fs, int i, int64_t now);
+/* 1 when fault i aims at a caller (node, rank, task; -1 unknown). */
+DDP_API int ddp_faultset_aims(const ddp_faultset_t *fs, int i, int node, int rank, int task);
+/* Count and probability: may fault i fire once more? (Counts the draw.) */
+DDP_API int ddp_faultset_draw(ddp_faultset_t *fs, int i);
+/* The fault that hits this call (its index; it is drawn and its hit
+ * counted), or -1. *err: the errno the call fails with (positive). */
+DDP_API int ddp_faultset_match(ddp_faultset_t *fs, const ddp_fault_call_t *c, int *err);
+static inline void ddp_faultset_hit(ddp_faultset_t *fs, int i, long long n)
+{
+    fs->st[i].hits += n;
+}
 
 #ifdef __cplusplus
 }

@@ -89,7 +89,7 @@ typedef struct ddp_plan {
     int nnodes;
     ddp_plan_proc_t *procs;
     int nprocs;
-    ddp_sim_fault_t *faults; /* .ranks and .phase owned by the plan */
+    ddp_fault_t *faults; /* .ranks and .phase owned by the plan */
     int *fault_line;         /* the scenario line of each (0: none) */
     int nfaults;
     ddp_plan_file_t *files;
@@ -110,7 +110,7 @@ DDP_API int ddp_plan_add_proc(ddp_plan_t *p, const char *name, int node, int ran
                       int64_t start_ns, ddp_plan_kind_t kind,
                       const ddp_env_t *env);
 /* Appends a copy of f (its ranks and phase strings copied). */
-DDP_API int ddp_plan_add_fault(ddp_plan_t *p, const ddp_sim_fault_t *f, int line);
+DDP_API int ddp_plan_add_fault(ddp_plan_t *p, const ddp_fault_t *f, int line);
 DDP_API int ddp_plan_add_file(ddp_plan_t *p, const char *path, const char *content);
 
 /* How an accelerator's processes are started (what launchers do). */

@@ -85,7 +85,7 @@ typedef struct ddp_scenario {
     ddp_scn_env_t *env;
     int nenv;
     /* faults and expectations */
-    ddp_sim_fault_t faults[DDP_SCN_MAX_FAULTS]; /* .ranks owned; .phase
+    ddp_fault_t faults[DDP_SCN_MAX_FAULTS]; /* .ranks owned; .phase
                                                    points at a static name
                                                    (the parser's table or a
                                                    plugin's `phases`) */
@@ -254,7 +254,7 @@ typedef struct ddp_explore_opts {
                            that is the only way) */
     int runs;           /* 0: 100 */
     uint64_t seed;
-    unsigned kinds;     /* bit per ddp_sim_fault_kind_t; 0: all those of
+    unsigned kinds;     /* bit per ddp_fault_kind_t; 0: all those of
                            DDP_EXPLORE_KINDS_ALL */
     int max_faults;     /* per run (0: 3; < 0: none) */
     const char *accelerator; /* NULL: drawn per run */
@@ -273,7 +273,7 @@ typedef struct ddp_explore_opts {
 /* The kinds explore draws by default (`--faults all`): every kind but
  * bandwidth, which a sweep draws only when asked (--faults bandwidth), so
  * that sweeps keep the runs they had before it existed. */
-#define DDP_EXPLORE_KINDS_ALL (((1u << DDP_FAULT_KIND_COUNT) - 1) & ~(1u << DDP_FAULT_BANDWIDTH))
+#define DDP_EXPLORE_KINDS_ALL (((1u << DDP_FAULT_BANDWIDTH) - 1))
 
 typedef struct ddp_explore_stats {
     int runs, violations;

@@ -20,6 +20,7 @@
 #include <stdio.h>
 
 #include "ddp/env.h"
+#include "ddp/faults.h"
 #include "ddp/sys.h"
 
 #ifdef __cplusplus
@@ -52,6 +53,8 @@ typedef struct ddp_sim_opts {
      * running. The livelock bound is a count, so it stops a run at the same
      * point in every replay. */
     uint64_t livelock_calls;
+    int world; /* the world the job expects (a fault's `barrier` event:
+                  the store barrier counts to it); 0: unknown */
     ddp_sys_t *wall_clock;
     int64_t wall_limit_ns; /* 0: no wall limit */
     /* How tasks run (docs/simulator.md § 1); both make the same scheduling
@@ -179,53 +182,19 @@ DDP_API void ddp_sim_trace_event(ddp_sys_t *sys, const char *kind, const char *f
                          ...) __attribute__((format(printf, 3, 4)));
 
 /* ---- faults ---- */
-typedef enum ddp_sim_fault_kind {
-    DDP_FAULT_REFUSE,     /* connects to the target are refused */
-    DDP_FAULT_RESET,      /* connects reset (after_bytes: after N bytes) */
-    DDP_FAULT_BLACKHOLE,  /* connects hang until the caller's deadline */
-    DDP_FAULT_DELAY,      /* extra latency (+ jitter) on matching links */
-    DDP_FAULT_PARTITION,  /* nodes in set A cannot reach nodes outside it */
-    DDP_FAULT_CRASH,      /* a rank (task) or node dies */
-    DDP_FAULT_PAUSE,      /* a task is alive but silent for a window */
-    DDP_FAULT_RESOLVE,    /* name resolution fails */
-    DDP_FAULT_POINT,      /* a fault point of ddp/faults.h fires (.point) */
-    DDP_FAULT_BANDWIDTH,  /* a node's uplink sends at most .rate_bps */
-    DDP_FAULT_KIND_COUNT
-} ddp_sim_fault_kind_t;
-
-typedef struct ddp_sim_fault {
-    ddp_sim_fault_kind_t kind;
-    int node;          /* target node (-1 any); CRASH: whole node */
-    int task;          /* target task (-1 any) */
-    int peer_node;     /* link's other end (-1 any) */
-    uint16_t port;     /* target port (0 any) */
-    uint64_t node_set; /* PARTITION: bit i = node i on side A */
-    int64_t start_ns;  /* active from (virtual) */
-    int64_t end_ns;    /* active until (0 = forever); PARTITION heals here */
-    int count;         /* fire at most this many times (0 = unlimited) */
-    double probability; /* 0 -> 1.0; drawn from the run's PRNG */
-    int64_t delay_ns;  /* DELAY */
-    int64_t after_bytes; /* RESET after N bytes on the connection */
-    const char *phase; /* CRASH: fire when the task enters this phase */
-    const char *ranks; /* also aim at these global ranks ("5" or "5,9";
-                          NULL = any): matched against the task's identity */
-    const char *point; /* POINT: the point's name ("pg/tcp/handshake"); it
-                          fails with its default errno (ddp/faults.h) */
-    uint64_t rate_bps; /* BANDWIDTH: bits per second (> 0) that the uplink of
-                          node (every node's when -1) carries to other nodes;
-                          its segments are serialised one after another */
-} ddp_sim_fault_t;
+/* The fault spec and kinds are ddp/faults.h's (ddp_fault_t). */
 /* The highest rate_bps a bandwidth fault may have: 10 gbit/s. */
 #define DDP_SIM_RATE_MAX 10000000000ull
 
 /* Adds a fault; returns its index, or DDP_ECONFIG (error set) for a kind
  * out of range or a POINT fault whose point the simulator never checks. */
-DDP_API int ddp_sim_add_fault(ddp_sim_t *sim, const ddp_sim_fault_t *f);
-DDP_API const char *ddp_sim_fault_kind_name(ddp_sim_fault_kind_t k);
+DDP_API int ddp_sim_add_fault(ddp_sim_t *sim, const ddp_fault_t *f);
 /* 0 when a point fault may name this point (listed in ddp/faults.h and
  * checked in the simulator); else DDP_ECONFIG with an error saying why. */
 DDP_API int ddp_sim_fault_point_check(const char *name);
-DDP_API int ddp_sim_fault_kind_parse(const char *name, ddp_sim_fault_kind_t *out);
+/* What fault i (ddp_sim_add_fault's index) acted on in the run so far:
+ * calls failed, segments dropped or delayed, tasks stopped or killed. */
+DDP_API long long ddp_sim_fault_hits(const ddp_sim_t *sim, int i);
 
 #ifdef __cplusplus
 }
