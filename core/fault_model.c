@@ -359,7 +359,6 @@ int ddp_faultset_event(ddp_faultset_t *fs, const ddp_fault_event_t *ev, int64_t 
             if (f->end_on.kind == DDP_TRIG_TIME && f->end_ns && s->close_at <= s->open_at)
                 s->close_at = s->open_at + (f->end_ns - f->start_ns);
             changed++;
-            continue; /* an event that opens a window does not close it */
         }
         if (f->end_on.kind != DDP_TRIG_TIME && s->open_at != DDP_FAULT_NEVER &&
             s->close_at == DDP_FAULT_NEVER && fires(fs, &f->end_on, &s->end_ranks, ev)) {

@@ -1156,6 +1156,11 @@ ddp_store_t *ddp_store_client_connect(ddp_sys_t *sys,
                           "s",
                           c->addr, c->attempts,
                           ddp__store_secs(start, ddp_sys_now(sys)));
+            if (ddp_fault_observed()) { /* a fault's connect event */
+                ddp_fault_event_t ev = {.kind = DDP_TRIG_CONNECT, .rank = ddp_ident_rank(),
+                                        .name = c->addr, .value = -1};
+                ddp_fault_notify(&ev);
+            }
             return &c->st;
         }
         snprintf(last, sizeof last, "%s", ddp_err_ctx()->what);

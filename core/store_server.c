@@ -206,6 +206,7 @@ enum { RL_ACCEPT, RL_REFUSE, RL_DROP, RL_TIMEOUT, RL_MEMORY, RL_DENY,
 
 struct ddp_store_server {
     ddp_sys_t *sys;
+    long long joined; /* clients that completed their first request */
     ddp_store_server_opts_t o; /* defaults filled in; strings: ours */
     size_t max_request, max_reply;
     int lfd, ep;
@@ -1480,6 +1481,47 @@ static int handle_auth(ddp_store_server_t *srv, conn_t *c, rd_t *r)
 
 /* Parse one request at the start of c->in's pending bytes and run it.
  * H_OK consumed it. */
+/* The job's store events, for a fault executor that observes them
+ * (ddp_fault_notify: a fault's window may open on a key set or waited on,
+ * the N-th client joined, the store barrier, a mark). */
+static void observe(ddp_trigger_kind_t kind, slice_t k, long long value)
+{
+    char key[256];
+    size_t n = k.n < sizeof key - 1 ? k.n : sizeof key - 1;
+    if (n)
+        memcpy(key, k.p, n);
+    key[n] = '\0';
+    ddp_fault_event_t ev = {.kind = kind, .rank = -1, .name = key, .value = value};
+    ddp_fault_notify(&ev);
+}
+
+static void observe_request(ddp_store_server_t *srv, int op, slice_t k, slice_t *ks,
+                            size_t n, long long added)
+{
+    switch (op) {
+    case DDP_STORE_OP_SET:
+    case DDP_STORE_OP_APPEND:
+    case DDP_STORE_OP_COMPARE_SET:
+        observe(DDP_TRIG_SET, k, -1);
+        break;
+    case DDP_STORE_OP_ADD:
+        observe(DDP_TRIG_SET, k, added);
+        break;
+    case DDP_STORE_OP_MULTI_SET:
+        for (size_t i = 0; i < n; i++)
+            observe(DDP_TRIG_SET, ks[2 * i], -1);
+        break;
+    case DDP_STORE_OP_WAIT:
+    case DDP_STORE_OP_GET:
+        for (size_t i = 0; i < (op == DDP_STORE_OP_GET ? 1 : n); i++)
+            observe(DDP_TRIG_WAIT, op == DDP_STORE_OP_GET ? k : ks[i], -1);
+        break;
+    default:
+        break;
+    }
+    (void)srv;
+}
+
 static int handle_one(ddp_store_server_t *srv, conn_t *c)
 {
     rd_t r = {.p = c->in.data + c->in.off,
@@ -1522,6 +1564,7 @@ static int handle_one(ddp_store_server_t *srv, conn_t *c)
     size_t n = 0;
     int64_t i64 = 0;
     uint32_t u32 = 0;
+    int64_t res = 0; /* ADD's result */
     switch (op) {
     case DDP_STORE_OP_VALIDATE:
         if (c->validated)
@@ -1647,7 +1690,7 @@ static int handle_one(ddp_store_server_t *srv, conn_t *c)
         break;
     }
     case DDP_STORE_OP_ADD: {
-        int64_t res = 0;
+        res = 0;
         if (store_add(srv, k, i64, &res) != 0)
             return H_BAD;
         REPLY_FAULT();
@@ -1723,9 +1766,18 @@ static int handle_one(ddp_store_server_t *srv, conn_t *c)
     }
     if (rc == H_OK) {
         ddp__bb_consume(&c->in, r.off);
+        int joined = !c->validated || op == DDP_STORE_OP_VALIDATE;
         if (!c->validated) { /* a legacy client's first request */
             c->validated = 1;
             tl_del(srv, L_UV, c);
+        }
+        srv->joined += joined;
+        if (ddp_fault_observed()) {
+            if (joined) {
+                ddp_fault_event_t ev = {.kind = DDP_TRIG_JOINED, .rank = -1, .value = srv->joined};
+                ddp_fault_notify(&ev);
+            }
+            observe_request(srv, op, k, ks, n, (long long)res);
         }
     }
     return rc;

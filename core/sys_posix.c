@@ -119,12 +119,6 @@ static socklen_t to_sockaddr(const ddp_addr_t *a, struct sockaddr_storage *ss)
     return sizeof *s4;
 }
 
-/* The connect the calling thread is making: what a fault callback on
- * sys/net/connect aims by (ddp_sys_posix_call_addr). */
-static _Thread_local ddp_addr_t tls_call_addr;
-
-const ddp_addr_t *ddp_sys_posix_call_addr(void) { return &tls_call_addr; }
-
 /* DDPSIM_HOSTS="name=addr,name=addr": a static host table consulted before
  * the resolver (real scenario runs on loopback give each simulated host
  * name an address of 127/8 this way). 1 found, 0 not listed. */
@@ -149,7 +143,12 @@ static int hosts_table(ddp_sys_t *s, const char *host, uint16_t port, ddp_addr_t
 static int px_resolve(ddp_sys_t *s, const char *host, uint16_t port,
                       ddp_addr_t *out, int max)
 {
-    SYS_FAULT(SYS_NET_RESOLVE);
+    ddp_fault_call_t call = {.point = DDP_FP_SYS_NET_RESOLVE, .node = -1,
+                             .rank = ddp_ident_rank(), .task = -1, .peer_node = -1,
+                             .port = port, .now = px_now(s)};
+    int fe = ddp_fault_fire_call(&call);
+    if (fe)
+        return fe;
     if (max <= 0)
         return ddp_err_set(-EINVAL, "resolve: no room for addresses");
     if (ddp_addr_try_parse(host, port, &out[0]) == 0)
@@ -271,8 +270,13 @@ static int connect_once(ddp_sys_t *s, const ddp_addr_t *a, int64_t deadline)
 {
     char as[DDP_ADDR_STRLEN];
     ddp_addr_format(a, as, sizeof as);
-    tls_call_addr = *a;
-    SYS_FAULT(SYS_NET_CONNECT);
+    /* the fault executor aims by the call's details, handed to it here */
+    ddp_fault_call_t call = {.point = DDP_FP_SYS_NET_CONNECT, .node = -1,
+                             .rank = ddp_ident_rank(), .task = -1, .peer_node = -1,
+                             .port = a->port, .addr = a, .now = px_now(s)};
+    int fe = ddp_fault_fire_call(&call);
+    if (fe)
+        return fe;
     int64_t start = px_now(s);
     int fd = socket(a->family == 6 ? AF_INET6 : AF_INET,
                     SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);

@@ -27,7 +27,9 @@ static struct {
     ddp_plan_t *p;
     int index;
     int node;
-    int *fired;
+    ddp_fault_t *faults; /* the plan's in-process faults */
+    int *plan_index;     /* each one's index in the plan */
+    ddp_faultset_t fs;
     ddp_rng_t rng;
 } self;
 
@@ -76,25 +78,12 @@ static void record_result(ddp_sys_t *sys, const ddp_run_result_t *r, void *arg)
     append_line(line);
 }
 
-static int active_now(const ddp_fault_t *f)
+/* A fault acted: the runner counts its hits from these records. */
+static void record_hit(int i)
 {
-    int64_t now = ddp_sys_now(self.sys) - self.p->t0;
-    return now >= f->start_ns && (f->end_ns == 0 || now < f->end_ns);
-}
-
-static int fire(int i)
-{
-    const ddp_fault_t *f = &self.p->faults[i];
-    if (f->count > 0 && self.fired[i] >= f->count)
-        return 0;
-    if (f->probability > 0 && f->probability < 1 &&
-        ddp_rng_double(&self.rng) >= f->probability)
-        return 0;
-    self.fired[i]++;
     char line[64];
-    snprintf(line, sizeof line, "F\t%d\t%d\n", self.index, i);
-    append_line(line); /* the runner says which faults never fired */
-    return 1;
+    snprintf(line, sizeof line, "F\t%d\t%d\n", self.index, self.plan_index[i]);
+    append_line(line);
 }
 
 /* The node an address belongs to, by the plan's node table (-1 none). */
@@ -108,81 +97,103 @@ static int node_of(const ddp_addr_t *a)
     return -1;
 }
 
-static int aims_here(const ddp_fault_t *f)
+/* The sys seam's connects and resolves, with their details: the faultset
+ * (ddp/faults.h) decides, as it does in the simulator. */
+static int call_hook(void *arg, const ddp_fault_call_t *c, int *err)
 {
-    return (f->node < 0 || f->node == self.node) &&
-           ddp__scenario_rank_in(f->ranks, ddp_ident_rank());
+    (void)arg;
+    ddp_fault_call_t x = *c;
+    x.node = self.node;
+    x.rank = ddp_ident_rank();
+    x.peer_node = c->addr ? node_of(c->addr) : -1;
+    x.now = ddp_sys_now(self.sys);
+    int i = ddp_faultset_match(&self.fs, &x, err);
+    if (i < 0)
+        return 0;
+    record_hit(i);
+    return 1;
 }
 
-static int net_cb(const char *name, int *failnum, void **failinfo, unsigned int *flags)
+/* Events this process sees (its phases, its store connects, the store it
+ * serves) open and close the windows of its faults. */
+static void observer(void *arg, const ddp_fault_event_t *ev)
 {
-    (void)failnum, (void)flags;
-    int resolve = !strcmp(name, ddp_fault_name(DDP_FP_SYS_NET_RESOLVE));
-    const ddp_addr_t *a = resolve ? NULL : ddp_sys_posix_call_addr();
-    for (int i = 0; i < self.p->nfaults; i++) {
-        const ddp_fault_t *f = &self.p->faults[i];
-        int e = 0;
-        if (resolve)
-            e = f->kind == DDP_FAULT_RESOLVE ? EHOSTUNREACH : 0;
-        else if ((f->peer_node < 0 || f->peer_node == node_of(a)) &&
-                 (!f->port || f->port == a->port))
-            e = f->kind == DDP_FAULT_REFUSE ? ECONNREFUSED
-                : f->kind == DDP_FAULT_RESET && f->after_bytes <= 0 ? ECONNRESET
-                                                                    : 0;
-        if (e && active_now(f) && aims_here(f) && fire(i)) {
-            *failinfo = (void *)(intptr_t)e;
-            return 1;
-        }
-    }
-    return 0;
+    (void)arg;
+    ddp_faultset_event(&self.fs, ev, ddp_sys_now(self.sys));
 }
 
 static int phase_cb(const char *name, int *failnum, void **failinfo, unsigned int *flags)
 {
     (void)name, (void)failnum, (void)failinfo, (void)flags;
+    static char last[48];
     const char *phase = ddp_ident_phase();
-    for (int i = 0; phase && i < self.p->nfaults; i++) {
-        const ddp_fault_t *f = &self.p->faults[i];
-        if (f->kind != DDP_FAULT_CRASH || !f->phase || strcmp(f->phase, phase) ||
-            !active_now(f) || !aims_here(f) || !fire(i))
-            continue;
-        char line[256];
-        snprintf(line, sizeof line, "C\t%d\t%d\t%d\t%lld\t%s\n", self.index,
-                 ddp_ident_rank(), self.node,
-                 (long long)(ddp_sys_now(self.sys) - self.p->t0), phase);
-        append_line(line);
-        ddp_sys_kill(self.sys, DDP_PID_SELF, 9);
+    if (self.fs.events) {
+        ddp_fault_event_t ev = {.kind = DDP_TRIG_LEAVE, .rank = ddp_ident_rank(), .name = last,
+                                .value = -1};
+        if (last[0])
+            observer(NULL, &ev);
+        ev.kind = DDP_TRIG_ENTER;
+        ev.name = phase;
+        observer(NULL, &ev);
+        snprintf(last, sizeof last, "%s", phase ? phase : "");
     }
+    ddp_fault_call_t c = {.point = DDP_FP_DDP_PHASE_ENTER, .node = self.node,
+                          .rank = ddp_ident_rank(), .task = -1, .peer_node = -1,
+                          .phase = phase, .now = ddp_sys_now(self.sys)};
+    int i = phase ? ddp_faultset_match(&self.fs, &c, NULL) : -1;
+    if (i < 0)
+        return 0;
+    record_hit(i);
+    char line[256];
+    snprintf(line, sizeof line, "C\t%d\t%d\t%d\t%lld\t%s\n", self.index, ddp_ident_rank(),
+             self.node, (long long)(ddp_sys_now(self.sys) - self.p->t0), phase);
+    append_line(line);
+    ddp_sys_kill(self.sys, DDP_PID_SELF, 9);
     return 0;
 }
 
-/* The plan's in-process faults, through the sys seam's own fault points. */
+/* The plan's in-process faults: a faultset over them, the sys seam's call
+ * hook, the phase point and the event observer. */
 static int arm_faults(void)
 {
-    int net = 0, phase = 0, res = 0;
-    for (int i = 0; i < self.p->nfaults; i++) {
-        const ddp_fault_t *f = &self.p->faults[i];
-        if (!ddp__real_in_process(f))
-            continue;
-        net |= f->kind == DDP_FAULT_REFUSE || f->kind == DDP_FAULT_RESET;
-        res |= f->kind == DDP_FAULT_RESOLVE;
-        phase |= f->kind == DDP_FAULT_CRASH;
-    }
-    if (!net && !res && !phase)
+    int n = 0;
+    for (int i = 0; i < self.p->nfaults; i++)
+        n += ddp__real_in_process(&self.p->faults[i]);
+    if (!n)
         return 0;
-    self.fired = calloc((size_t)self.p->nfaults, sizeof *self.fired);
-    if (!self.fired)
+    self.faults = calloc((size_t)n, sizeof *self.faults);
+    self.plan_index = calloc((size_t)n, sizeof *self.plan_index);
+    if (!self.faults || !self.plan_index)
         return ddp_err_set(-ENOMEM, "out of memory");
+    n = 0;
+    for (int i = 0; i < self.p->nfaults; i++)
+        if (ddp__real_in_process(&self.p->faults[i])) {
+            self.plan_index[n] = i;
+            self.faults[n++] = self.p->faults[i];
+        }
     ddp_rng_seed(&self.rng, self.p->seed * 7919 + (uint64_t)self.index);
+    int rc = ddp_faultset_init(&self.fs, self.faults, n, self.p->t0, &self.rng,
+                               self.p->expected_world);
+    if (rc)
+        return rc;
     fiu_init(0);
-    if ((net && ddp_fault_enable_external(ddp_fault_name(DDP_FP_SYS_NET_CONNECT), 1, NULL, 0,
-                                          net_cb)) ||
-        (res && ddp_fault_enable_external(ddp_fault_name(DDP_FP_SYS_NET_RESOLVE), 1, NULL, 0,
-                                          net_cb)) ||
-        (phase && ddp_fault_enable_external(ddp_fault_name(DDP_FP_DDP_PHASE_ENTER), 1, NULL, 0,
-                                            phase_cb)))
+    ddp_fault_on_call(call_hook, NULL);
+    ddp_fault_observe(observer, NULL);
+    if (ddp_fault_enable_external(ddp_fault_name(DDP_FP_DDP_PHASE_ENTER), 1, NULL, 0, phase_cb))
         return ddp_err_set(DDP_EINTERNAL, "libfiu: cannot enable the fault points");
     return 0;
+}
+
+static void disarm_faults(void)
+{
+    ddp_fault_on_call(NULL, NULL);
+    ddp_fault_observe(NULL, NULL);
+    ddp_fault_disable(ddp_fault_name(DDP_FP_DDP_PHASE_ENTER));
+    ddp_faultset_free(&self.fs);
+    free(self.faults);
+    free(self.plan_index);
+    self.faults = NULL;
+    self.plan_index = NULL;
 }
 
 /* What the process needs of the plan besides its environment: host names
@@ -248,10 +259,7 @@ int ddp_real_child(ddp_sys_t *sys, const char *plan_path, int index)
     ddp_run_result_t res;
     rc = ddp_accel_run(sys, &cfg, &res);
     /* Its workers have exited (ddp_accel_run waited for them). */
-    ddp_fault_disable(ddp_fault_name(DDP_FP_SYS_NET_CONNECT));
-    ddp_fault_disable(ddp_fault_name(DDP_FP_SYS_NET_RESOLVE));
-    ddp_fault_disable(ddp_fault_name(DDP_FP_DDP_PHASE_ENTER));
-    free(self.fired);
+    disarm_faults();
     ddp_plan_free(p);
     self.p = NULL;
     return rc || res.children_failed ? 1 : 0;

@@ -18,6 +18,13 @@ void ddp__scenario_judge(const ddp_scenario_t *s, const ddp_sim_outcome_t *outs,
                          const char *deadlock_report, char *report,
                          size_t report_len, ddp_scn_result_t *r);
 
+/* Hit accounting (docs/scenario-format.md, "Vacuous runs"): hits[i] is
+ * what the plan's fault i acted on. Fills r->hits; a run whose
+ * expectations held while a fault that is not may-miss acted on nothing
+ * becomes vacuous: not a pass, its why naming the fault. */
+void ddp__scenario_account(const struct ddp_plan *plan, const long long *hits,
+                           ddp_scn_result_t *r);
+
 /* Is rank r in the list "0,3-5" (as the parser validated it)? A NULL list
  * holds every rank. */
 int ddp__scenario_rank_in(const char *list, int r);

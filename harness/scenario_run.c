@@ -470,6 +470,30 @@ void ddp__scenario_judge(const ddp_scenario_t *s, const ddp_sim_outcome_t *outs,
     r->pass = r->expect_ok && r->invariants_ok;
 }
 
+void ddp__scenario_account(const ddp_plan_t *plan, const long long *hits, ddp_scn_result_t *r)
+{
+    r->nhits = plan->nfaults < DDP_SCN_MAX_FAULTS ? plan->nfaults : DDP_SCN_MAX_FAULTS;
+    for (int i = 0; i < r->nhits; i++)
+        r->hits[i] = hits[i];
+    if (!r->pass || r->skipped)
+        return;
+    for (int i = 0; i < r->nhits; i++) {
+        const ddp_fault_t *f = &plan->faults[i];
+        if (hits[i] || f->may_miss)
+            continue;
+        const ddp_fault_kind_info_t *k = ddp_fault_kind_info(f->kind);
+        r->pass = 0;
+        r->vacuous = 1;
+        snprintf(r->why, sizeof r->why,
+                 "vacuous: fault %s (line %d) acted on nothing in this run (0 %s), so the "
+                 "verdict does not test it; aim its window at what the job does (start=enter:"
+                 "PHASE, start=connect, start=mark:NAME) or, when it may rightly miss this "
+                 "accelerator, add may-miss",
+                 k->name, plan->fault_line[i], k->hits);
+        return;
+    }
+}
+
 int ddp_scenario_run(const ddp_scenario_t *s, const char *accel,
                      const ddp_scn_run_opts_t *opts, ddp_scn_result_t *r)
 {
@@ -510,6 +534,10 @@ int ddp_scenario_run(const ddp_scenario_t *s, const char *accel,
     ddp__scenario_judge(s, outs, n, plan->expected_world, res,
                         ddp_sim_deadlock_report(sim), o->report, o->report_len, r);
     free(outs);
+    long long hits[DDP_SCN_MAX_FAULTS] = {0};
+    for (int i = 0; i < plan->nfaults && i < DDP_SCN_MAX_FAULTS; i++)
+        hits[i] = ddp_sim_fault_hits(sim, i);
+    ddp__scenario_account(plan, hits, r);
     if (o->trace_out) {
         size_t len = 0;
         const char *tr = ddp_sim_trace(sim, &len);

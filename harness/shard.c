@@ -103,6 +103,7 @@ static const field_t run_fields[] = {
     FLD(ddp_shard_row_t, "actual", F_STR, actual),
     FLD(ddp_shard_row_t, "pass", F_INT, r.pass),
     FLD(ddp_shard_row_t, "skipped", F_INT, r.skipped),
+    FLD(ddp_shard_row_t, "vacuous", F_INT, r.vacuous),
     FLD(ddp_shard_row_t, "expect_ok", F_INT, r.expect_ok),
     FLD(ddp_shard_row_t, "invariants_ok", F_INT, r.invariants_ok),
     FLD(ddp_shard_row_t, "rc", F_INT, rc),

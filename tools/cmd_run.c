@@ -275,8 +275,8 @@ static int write_junit(const char *path, const job_t *jobs, int n)
     int failures = 0, skipped = 0;
     double total = 0;
     for (int i = 0; i < n; i++) {
-        failures += !jobs[i].r.pass && !jobs[i].r.skipped;
-        skipped += jobs[i].r.skipped;
+        failures += !jobs[i].r.pass && !jobs[i].r.skipped && !jobs[i].r.vacuous;
+        skipped += jobs[i].r.skipped || jobs[i].r.vacuous;
         total += jobs[i].r.wall_s;
     }
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -289,7 +289,7 @@ static int write_junit(const char *path, const job_t *jobs, int n)
         fprintf(f, "  <testcase classname=\"");
         xml_text(f, base_name(jobs[i].path, b, sizeof b));
         fprintf(f, "\" name=\"%s\" time=\"%.3f\"", jobs[i].accel, jobs[i].r.wall_s);
-        if (jobs[i].r.skipped) {
+        if (jobs[i].r.skipped || jobs[i].r.vacuous) { /* a vacuous run tested nothing */
             fprintf(f, ">\n    <skipped message=\"");
             xml_text(f, jobs[i].r.why);
             fprintf(f, "\"/>\n  </testcase>\n");
@@ -492,7 +492,7 @@ static const char *actual_outcome(const job_t *j, char *buf, size_t n)
     int ok = r->ok > 0;
     /* The counts are of ranks; a run that passed also did what each expect
      * line says (a node that died before its processes became ranks). */
-    for (int i = 0; r->pass && i < j->s->nexpect; i++) {
+    for (int i = 0; (r->pass || r->vacuous) && i < j->s->nexpect; i++) {
         crash |= j->s->expect[i].kind == DDP_EXPECT_CRASHED;
         fail |= j->s->expect[i].kind == DDP_EXPECT_FAIL;
         ok |= j->s->expect[i].kind == DDP_EXPECT_OK;
@@ -515,7 +515,8 @@ static void print_row(const job_t *j, const table_t *t)
         snprintf(virt, sizeof virt, "%.3f s", (double)r->virtual_ns / 1e9);
     printf("%-*s %-11s %-*s %-*s %-7s %10s %7d\n", t->name_w,
            base_name(j->path, b, sizeof b), j->accel, t->exp_w, j->expected, t->act_w,
-           j->actual, r->skipped ? "skip" : r->pass ? "ok" : "FAIL", virt, r->retries);
+           j->actual, r->skipped ? "skip" : r->pass ? "ok" : r->vacuous ? "vacuous" : "FAIL",
+           virt, r->retries);
     if (!r->pass && !r->skipped) {
         printf("    why: ");
         wrap(r->why, 9, 9, t->width);
@@ -632,17 +633,20 @@ int ddp_run_report(ddp_sys_t *sys, const ddp_run_report_t *rep, const job_t *job
                    int njobs)
 {
     const char *cmd = rep->cmd;
-    int failed = 0, skipped = 0, expected_fail = 0;
+    int failed = 0, skipped = 0, expected_fail = 0, vacuous = 0;
     for (int i = 0; i < njobs; i++) {
-        failed += !jobs[i].r.pass && !jobs[i].r.skipped;
+        failed += !jobs[i].r.pass && !jobs[i].r.skipped && !jobs[i].r.vacuous;
+        vacuous += jobs[i].r.vacuous;
         skipped += jobs[i].r.skipped;
         expected_fail += jobs[i].r.pass && !jobs[i].r.skipped && jobs[i].r.first_error[0];
     }
-    print_table(sys, rep, jobs, njobs, njobs - failed - skipped, expected_fail);
+    print_table(sys, rep, jobs, njobs, njobs - failed - skipped - vacuous, expected_fail);
     printf("%d run(s) of %d scenario file(s)", njobs, rep->nfiles);
     if (rep->shard.n)
         printf(" (shard %d/%d of %lld run(s))", rep->shard.k, rep->shard.n, rep->total);
-    printf(": %d ok, %d failed", njobs - failed - skipped, failed);
+    printf(": %d ok, %d failed", njobs - failed - skipped - vacuous, failed);
+    if (vacuous)
+        printf(", %d vacuous", vacuous);
     if (skipped)
         printf(", %d skipped", skipped);
     printf(" (%.1f s)\n", rep->wall_s);
@@ -650,8 +654,8 @@ int ddp_run_report(ddp_sys_t *sys, const ddp_run_report_t *rep, const job_t *job
         fprintf(stderr, "ddpsim %s: cannot write %s\n", cmd, rep->junit);
         failed++;
     }
-    int rc = failed ? 1 : 0;
-    if (!failed && njobs && skipped == njobs) {
+    int rc = failed || vacuous ? 1 : 0;
+    if (!failed && !vacuous && njobs && skipped == njobs) {
         /* Nothing was tested: not a pass. */
         char b[256];
         fprintf(stderr, "ddpsim %s: every run was skipped (%d of %d), so nothing was tested "

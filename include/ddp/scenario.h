@@ -133,6 +133,10 @@ typedef struct ddp_scn_result {
     char accelerator[16];
     int pass;            /* every expectation and invariant held */
     int skipped;         /* real runs: cannot be realised (why says why) */
+    int vacuous;         /* the expectations held, but a fault (not may-miss)
+                            acted on nothing: not a pass (why says which) */
+    long long hits[DDP_SCN_MAX_FAULTS]; /* what each fault acted on */
+    int nhits;
     int expect_ok;       /* the expectations held */
     int invariants_ok;   /* the invariants held */
     char why[768];       /* the first expectation or invariant that did not */

@@ -164,9 +164,6 @@ struct ddp_sys {
 
 /* The real implementation. env: taken over (NULL: built from environ). */
 DDP_API ddp_sys_t *ddp_sys_posix_new(struct ddp_env *env);
-/* The address the calling thread's current POSIX connect goes to (for
- * libfiu callbacks on sys/net/connect that aim at a peer or port). */
-DDP_API const ddp_addr_t *ddp_sys_posix_call_addr(void);
 /* The connects through this POSIX sys that failed (injected, refused,
  * timed out ...); 0 for any other sys. A forked entry's sys starts at 0. */
 DDP_API int ddp_sys_posix_failed_connects(ddp_sys_t *sys);
