@@ -22,4 +22,13 @@ void ddp__scenario_judge(const ddp_scenario_t *s, const ddp_sim_outcome_t *outs,
  * holds every rank. */
 int ddp__scenario_rank_in(const char *list, int r);
 
+/* The root-cause order of the run's summary (harness/root_cause.c,
+ * docs/errors.md): the tier of an error code, 0 most causal (config), 7
+ * least (timeout). */
+int ddp__scn_cause_tier(int code);
+/* 1 when (code, rank, node) should be shown ahead of the best so far: a more
+ * causal tier, then the lower rank, then the lower node. */
+int ddp__scn_more_causal(int code, int rank, int node, int best_code,
+                         int best_rank, int best_node);
+
 #endif
