@@ -205,3 +205,95 @@ void ddp_cluster_describe(ddp_cluster_t *c,
     rc = ddp_cluster_validate(c, 0, 0);
     emit(fn, arg, "validate", rc, "ok");
 }
+
+/* ---- master-address sanity ---- */
+
+#define MAX_ADDRS 16
+
+/* "10.0.0.1, 127.0.0.1" */
+static void format_addrs(const ddp_addr_t *a, int n, char *buf, size_t len)
+{
+    size_t off = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n && off + 1 < len; i++) {
+        char h[DDP_ADDR_STRLEN];
+        int k = snprintf(buf + off, len - off, "%s%s", i ? ", " : "",
+                         ddp_addr_format_host(&a[i], h, sizeof h));
+        off += k > 0 ? (size_t)k : 0;
+    }
+}
+
+/* 1 when a is one of this host's: loopback and the wildcard always are. */
+static int own_addr(const ddp_addr_t *a, const ddp_addr_t *mine, int n)
+{
+    if (ddp_addr_is_loopback(a) || ddp_addr_is_any(a))
+        return 1;
+    for (int i = 0; i < n; i++) {
+        ddp_addr_t x = mine[i];
+        x.port = a->port;
+        if (ddp_addr_equal(&x, a))
+            return 1;
+    }
+    return 0;
+}
+
+int ddp_cluster_check_master(ddp_cluster_t *c, const char *addr,
+                             int global_rank, int num_nodes)
+{
+    if (!c || !addr)
+        return ddp_err_set(-EINVAL, "ddp_cluster_check_master: NULL argument");
+    if (global_rank != 0 && num_nodes <= 1)
+        return 0;
+    ddp_errctx_t saved = *ddp_err_ctx();
+    ddp_addr_t res[MAX_ADDRS], mine[MAX_ADDRS];
+    int nres = ddp_sys_resolve(c->sys, addr, 0, res, MAX_ADDRS);
+    if (nres <= 0) { /* the connect names it, after its retries */
+        *ddp_err_ctx() = saved;
+        return 0;
+    }
+    char as[256];
+    format_addrs(res, nres, as, sizeof as);
+    const char *from = ddp_env_has(c->env, "MASTER_ADDR")
+                           ? "MASTER_ADDR"
+                           : "the main address (MASTER_ADDR is not set; the "
+                             "launcher's default)";
+    if (num_nodes > 1) {
+        int local = 1;
+        for (int i = 0; i < nres && local; i++)
+            local = ddp_sys_node_local(c->sys, &res[i]) == 1;
+        if (local) {
+            ddp_err_set(DDP_ECONFIG,
+                        "%s \"%s\" resolves to %s, an address that only reaches "
+                        "the host it is used on, but the world spans %d nodes: "
+                        "the ranks of the other nodes would look for rank 0's "
+                        "store on their own host",
+                        from, addr, as, num_nodes);
+            return ddp_err_hint("export MASTER_ADDR=<host name or address of "
+                                "rank 0's node> on every node (torchrun "
+                                "--master-addr=HOST, or --rdzv-endpoint=HOST:PORT)");
+        }
+    }
+    if (global_rank != 0)
+        return 0;
+    int nmine = ddp_sys_local_addrs(c->sys, mine, MAX_ADDRS);
+    if (nmine < 0) { /* a sys that cannot tell: nothing to compare */
+        *ddp_err_ctx() = saved;
+        return 0;
+    }
+    for (int i = 0; i < nres; i++)
+        if (own_addr(&res[i], mine, nmine))
+            return 0;
+    char host[256] = "this host", ms[256];
+    if (ddp_sys_hostname(c->sys, host, sizeof host) != 0)
+        snprintf(host, sizeof host, "this host");
+    format_addrs(mine, nmine, ms, sizeof ms);
+    *ddp_err_ctx() = saved;
+    ddp_err_set(DDP_ECONFIG,
+                "%s \"%s\" resolves to %s, not an address of %s (%s), where "
+                "rank 0 runs and serves the rendezvous store: every rank would "
+                "wait for a store nobody serves at %s",
+                from, addr, as, host, ms, addr);
+    return ddp_err_hint("set MASTER_ADDR to rank 0's host (%s), or start rank "
+                        "0 on %s (NODE_RANK=0 on that node only: #5651)",
+                        host, addr);
+}

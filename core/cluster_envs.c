@@ -282,6 +282,37 @@ static int lightning_external(ddp_cluster_t *c)
     return ddp_env_has(c->env, "LOCAL_RANK");
 }
 
+/* The variables by which a launcher says how big the world is. A worker
+ * that ddp relaunches gets WORLD_SIZE with its LOCAL_RANK; a LOCAL_RANK
+ * with none of them was not set by a launcher (a container image that
+ * bakes LOCAL_RANK=0 in): the process then believes it is a relaunched
+ * worker and launches none, and its rank 0 waits for ranks that never
+ * start. */
+static const char *const world_vars[] = {
+    "WORLD_SIZE",         "LOCAL_WORLD_SIZE",   "SLURM_NTASKS",
+    "OMPI_COMM_WORLD_SIZE", "JSM_NAMESPACE_SIZE", NULL};
+
+static int lightning_validate(ddp_cluster_t *c, int devices, int num_nodes)
+{
+    (void)devices, (void)num_nodes;
+    const char *lr = ddp_env_get(c->env, "LOCAL_RANK");
+    if (!lr)
+        return 0;
+    for (size_t i = 0; world_vars[i]; i++)
+        if (ddp_env_has(c->env, world_vars[i]))
+            return 0;
+    ddp_err_set(DDP_ECONFIG,
+                "LOCAL_RANK=\"%.40s\" is set but no launcher's world size "
+                "is (WORLD_SIZE, LOCAL_WORLD_SIZE, SLURM_NTASKS, "
+                "OMPI_COMM_WORLD_SIZE, JSM_NAMESPACE_SIZE): this process "
+                "takes itself for a worker that was already launched and "
+                "starts no others",
+                lr);
+    return ddp_err_hint("unset LOCAL_RANK (an image or shell profile may "
+                        "export it), or start the job with a launcher "
+                        "(torchrun, srun) that sets the world size too");
+}
+
 const ddp_cluster_ops_t ddp__cluster_lightning = {
     .name = "lightning",
     .detect = lightning_detect,
@@ -292,7 +323,7 @@ const ddp_cluster_ops_t ddp__cluster_lightning = {
     .local_rank = lightning_local_rank,
     .node_rank = lightning_node_rank,
     .creates_processes_externally = lightning_external,
-    .validate = no_validation,
+    .validate = lightning_validate,
 };
 
 /* ---- slurm ---- */
@@ -381,6 +412,36 @@ static int slurm_node_rank(ddp_cluster_t *c, int *out)
                     "node rank", NULL, out);
 }
 
+/* SLURM_NTASKS is the world size, but the local ranks are counted against
+ * SLURM_NTASKS_PER_NODE: when the two disagree (#SBATCH --ntasks=1 with
+ * --ntasks-per-node=2, Lightning #20391) the job runs a world of
+ * SLURM_NTASKS for a Trainer that expects the product, silently. Checked
+ * only when all three are set: without them there is nothing to compare. */
+static int slurm_check_world(ddp_cluster_t *c, int ntasks)
+{
+    int per_node = 0, nnodes = 0, rc;
+    if (!ntasks || !ddp_env_has(c->env, "SLURM_NTASKS_PER_NODE") ||
+        !ddp_env_has(c->env, "SLURM_NNODES"))
+        return 0;
+    if ((rc = env_count(c, "SLURM_NTASKS_PER_NODE", "number of tasks per node",
+                        NULL, &per_node)) < 0 ||
+        (rc = env_count(c, "SLURM_NNODES", "number of nodes", NULL, &nnodes)) < 0)
+        return rc;
+    long want = (long)per_node * nnodes;
+    if (want == ntasks)
+        return 0;
+    ddp_err_set(DDP_ECONFIG,
+                "SLURM_NTASKS=%d does not equal SLURM_NTASKS_PER_NODE=%d x "
+                "SLURM_NNODES=%d = %ld: srun started %d task(s), but each "
+                "node expects %d, so the world would be %d rank(s) instead "
+                "of %ld (Lightning #20391)",
+                ntasks, per_node, nnodes, want, ntasks, per_node, ntasks, want);
+    return ddp_err_hint("drop --ntasks (or #SBATCH --ntasks) and give only "
+                        "--nodes=%d --ntasks-per-node=%d, or set "
+                        "--ntasks=%ld",
+                        nnodes, per_node, want);
+}
+
 static int slurm_validate(ddp_cluster_t *c, int devices, int num_nodes)
 {
     int ntasks = 0, per_node = 0, nnodes = 0, rc;
@@ -402,6 +463,8 @@ static int slurm_validate(ddp_cluster_t *c, int devices, int num_nodes)
     }
     if (slurm_interactive(c->env))
         return 0;
+    if ((rc = slurm_check_world(c, ntasks)) < 0)
+        return rc;
     if (devices > 0 && ddp_env_has(c->env, "SLURM_NTASKS_PER_NODE")) {
         if ((rc = env_count(c, "SLURM_NTASKS_PER_NODE",
                             "number of tasks per node", NULL, &per_node)) < 0)
@@ -849,6 +912,34 @@ static int mpi_main_port(ddp_cluster_t *c, uint16_t *port)
     return 0;
 }
 
+/* mpirun decides how many ranks run on each node; the Trainer expects one
+ * per device. One rank per node for 4 devices per node (a hostfile without
+ * slots=, or -npernode 1; Lightning #8998) runs a world of 2 instead of 8
+ * and no rank notices, so compare the local size with the devices. */
+static int mpi_validate(ddp_cluster_t *c, int devices, int num_nodes)
+{
+    (void)num_nodes; /* the node count follows from SIZE / LOCAL_SIZE */
+    int local_size = 0, world = 0, rc;
+    if (devices <= 0 || !ddp_env_has(c->env, "OMPI_COMM_WORLD_LOCAL_SIZE"))
+        return 0;
+    if ((rc = mpi_local_size(c, &local_size)) < 0 ||
+        (rc = mpi_world_size(c, &world)) < 0)
+        return rc;
+    if (local_size == devices)
+        return 0;
+    ddp_err_set(DDP_ECONFIG,
+                "OMPI_COMM_WORLD_LOCAL_SIZE=%d: mpirun started %d rank(s) on "
+                "this node but devices=%d was requested, so the world would "
+                "be OMPI_COMM_WORLD_SIZE=%d rank(s) instead of %ld "
+                "(Lightning #8998)",
+                local_size, local_size, devices, world,
+                (long)devices * (world / local_size));
+    return ddp_err_hint("start %d ranks per node (mpirun -npernode %d, or "
+                        "slots=%d per host in the hostfile), or set "
+                        "devices=%d",
+                        devices, devices, devices, local_size);
+}
+
 const ddp_cluster_ops_t ddp__cluster_mpi = {
     .name = "mpi",
     .detect = mpi_detect,
@@ -859,7 +950,7 @@ const ddp_cluster_ops_t ddp__cluster_mpi = {
     .local_rank = mpi_local_rank,
     .node_rank = mpi_node_rank,
     .creates_processes_externally = always_external,
-    .validate = no_validation,
+    .validate = mpi_validate,
     .manages_tasks = launcher_manages_tasks,
 };
 

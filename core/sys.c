@@ -258,3 +258,29 @@ uint64_t ddp_rng_below(ddp_rng_t *rng, uint64_t n)
     while (x >= lim);
     return x % n;
 }
+
+int ddp_sys_local_addrs(ddp_sys_t *s, ddp_addr_t *out, int max)
+{
+    if (!s->ops->local_addrs)
+        return ddp_err_set(DDP_EUNSUPPORTED, "the %s sys cannot list this host's "
+                                             "addresses", s->ops->name);
+    if (max <= 0)
+        return ddp_err_set(-EINVAL, "local_addrs: no room for addresses");
+    return s->ops->local_addrs(s, out, max);
+}
+
+int ddp_addr_is_loopback(const ddp_addr_t *a)
+{
+    static const uint8_t v6_loop[16] = {[15] = 1};
+    return a->family == 4 ? a->ip[0] == 127 : !memcmp(a->ip, v6_loop, 16);
+}
+
+/* The rule every sys shares unless it knows better: loopback is this
+ * host's alone, whatever the name that led to it (a Debian /etc/hosts maps
+ * the host's own name to 127.0.1.1). */
+int ddp_sys_node_local(ddp_sys_t *s, const ddp_addr_t *addr)
+{
+    if (s->ops->node_local)
+        return s->ops->node_local(s, addr);
+    return ddp_addr_is_loopback(addr);
+}

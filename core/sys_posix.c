@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -190,6 +191,32 @@ static int px_hostname(ddp_sys_t *s, char *buf, size_t n)
         return ddp_err_set(-errno, "gethostname: %s", strerror(errno));
     buf[n - 1] = '\0';
     return 0;
+}
+
+/* Every interface's IPv4 and IPv6 address, as `ip addr` lists them. */
+static int px_local_addrs(ddp_sys_t *s, ddp_addr_t *out, int max)
+{
+    (void)s;
+    struct ifaddrs *all = NULL;
+    if (getifaddrs(&all) != 0)
+        return ddp_err_set(-errno, "getifaddrs: %s", strerror(errno));
+    int n = 0;
+    for (struct ifaddrs *i = all; i && n < max; i = i->ifa_next)
+        if (i->ifa_addr && (i->ifa_addr->sa_family == AF_INET ||
+                            i->ifa_addr->sa_family == AF_INET6))
+            to_addr(i->ifa_addr, &out[n++]);
+    freeifaddrs(all);
+    return n;
+}
+
+/* Loopback is this host's alone, except where a DDPSIM_HOSTS table puts
+ * several simulated hosts on this machine's loopback (real scenario runs
+ * without namespaces: node i at 127.0.0.(i+1)): there it is the network
+ * that every "node" shares. */
+static int px_node_local(ddp_sys_t *s, const ddp_addr_t *a)
+{
+    const char *t = ddp_env_get(ddp_sys_env(s), "DDPSIM_HOSTS");
+    return !(t && *t) && ddp_addr_is_loopback(a);
 }
 
 static int px_listen(ddp_sys_t *s, const ddp_addr_t *a, int backlog)
@@ -812,6 +839,8 @@ static const ddp_sys_ops_t posix_ops = {
     .thread_join = px_thread_join,
     .read_file = px_read_file,
     .destroy = px_destroy,
+    .local_addrs = px_local_addrs,
+    .node_local = px_node_local,
 };
 
 ddp_sys_t *ddp_sys_posix_new(ddp_env_t *env)

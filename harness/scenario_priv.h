@@ -39,5 +39,13 @@ void ddp__scenario_put_fault(FILE *o, const ddp_fault_t *f);
  * DDP_ECONFIG with err "plan:LINE:COL: expected ...". */
 int ddp__scenario_parse_fault(const char *line, int nodes, int world, const char *plugin,
                               ddp_fault_t *out, char *err, size_t errlen);
+/* The root-cause order of the run's summary (harness/root_cause.c,
+ * docs/errors.md): the tier of an error code, 0 most causal (config), 7
+ * least (timeout). */
+int ddp__scn_cause_tier(int code);
+/* 1 when (code, rank, node) should be shown ahead of the best so far: a more
+ * causal tier, then the lower rank, then the lower node. */
+int ddp__scn_more_causal(int code, int rank, int node, int best_code,
+                         int best_rank, int best_node);
 
 #endif

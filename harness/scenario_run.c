@@ -428,12 +428,12 @@ void ddp__scenario_judge(const ddp_scenario_t *s, const ddp_sim_outcome_t *outs,
             else
                 r->failed++;
         }
-        /* The lowest failing rank, ties (duplicated ranks) to the lowest
+        /* The most causal failure (root_cause.c), then the lowest rank and
          * node: the same pick whatever order the outcomes come in. */
         int xr = x->rank >= 0 ? x->rank : j.n + 1;
         if (!is_ok(x) && x->state != DDP_SIM_TASK_CRASHED && x->message[0] &&
-            (first_rank < 0 || xr < first_rank ||
-             (xr == first_rank && x->node < first_node))) {
+            (first_rank < 0 || ddp__scn_more_causal(x->code, xr, x->node, r->first_code,
+                                                    first_rank, first_node))) {
             first_rank = xr;
             first_node = x->node;
             snprintf(r->first_error, sizeof r->first_error, "%s", x->message);

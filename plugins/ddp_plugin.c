@@ -67,6 +67,12 @@ DDP_NOINLINE static int write_master_env(ddp_ctx_t *ctx, ddp_cluster_t *env, int
     int rc = ddp_cluster_main_address(env, addr, an);
     if (rc == 0)
         rc = ddp_cluster_main_port(env, port);
+    /* Before MASTER_ADDR is written: the check says whether the user set
+     * it or the environment fell back to its default. */
+    if (rc == 0)
+        rc = ddp_cluster_check_master(env, addr, ctx->global_rank,
+                                      ctx->cfg && ctx->cfg->num_nodes > 0
+                                          ? ctx->cfg->num_nodes : 1);
     if (rc)
         return rc;
     ddp_env_t *e = ddp_sys_env(ctx->sys);
@@ -343,6 +349,9 @@ int ddp_plugin_default_init_ddp_connection(const ddp_plugin_t *self,
     (void)self;
     /* Also when a custom member calls it directly, after phases of its own. */
     enter(ctx, global_rank, world_size, "init_ddp_connection");
+    /* The group deadline counts from here: the launch-contract checks
+     * below may wait (a resolve), and must not move it. */
+    const int64_t t0 = ddp_sys_now(ctx->sys), timeout = ddp_trainer_timeout_ns(ctx->cfg);
     char addr[256];
     uint16_t port = 0;
     int rc = write_master_env(ctx, cluster_env, world_size, addr, sizeof addr,
@@ -355,7 +364,7 @@ int ddp_plugin_default_init_ddp_connection(const ddp_plugin_t *self,
     ddp_info("initializing ddp: GLOBAL_RANK: %d, MEMBER: %d/%d", global_rank,
              global_rank + 1, world_size);
     int64_t start = ddp_sys_now(ctx->sys);
-    ctx->deadline = ddp_sys_deadline_in(ctx->sys, ddp_trainer_timeout_ns(ctx->cfg));
+    ctx->deadline = timeout > DDP_DEADLINE_NEVER - t0 ? DDP_DEADLINE_NEVER : t0 + timeout;
 
     char token[24] = "";
     if (global_rank == 0 &&

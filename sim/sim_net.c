@@ -735,6 +735,18 @@ static int sm_resolve(ddp_sys_t *s, const char *host, uint16_t port,
     return 1;
 }
 
+/* A virtual node has one interface with its address, and lo. */
+static int sm_local_addrs(ddp_sys_t *s, ddp_addr_t *out, int max)
+{
+    ddp_sim_task_t *t = me(s);
+    out[0] = t->sim->nodes[t->out.node].addr;
+    out[0].port = 0;
+    if (max < 2)
+        return 1;
+    ddp_addr_parse("127.0.0.1", 0, &out[1]);
+    return 2;
+}
+
 static int sm_hostname(ddp_sys_t *s, char *buf, size_t n)
 {
     ddp_sim_task_t *t = me(s);
@@ -1269,6 +1281,7 @@ const ddp_sys_ops_t ddp__sim_sys_ops = {
     .epoll_close = ddp__sim_epoll_close,
     .close = sm_close,
     .local_addr = sm_local_addr,
+    .local_addrs = sm_local_addrs,
     .somaxconn = sm_somaxconn,
     .spawn = sm_spawn,
     .wait = sm_wait,

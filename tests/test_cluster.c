@@ -477,10 +477,50 @@ static const validate_row_t validate_rows[] = {
     {NULL, {TE_OK}, 3, 0, 0, NULL, NULL},
     {"torchelastic", {"RANK=0"}, 1, 1, DDP_ECONFIG, "WORLD_SIZE is not set",
      ">= 1"},
+    /* #20391: the world is SLURM_NTASKS, the local ranks count against
+     * SLURM_NTASKS_PER_NODE: the product must match, whatever was asked */
+    {NULL, {"SLURM_NTASKS=1", "SLURM_NTASKS_PER_NODE=2", "SLURM_NNODES=1"}, 2,
+     1, DDP_ECONFIG,
+     "SLURM_NTASKS=1 does not equal SLURM_NTASKS_PER_NODE=2 x SLURM_NNODES=1",
+     "hint: drop --ntasks"},
+    {NULL, {SLURM_OK, "SLURM_NTASKS=6"}, 0, 0, DDP_ECONFIG,
+     "the world would be 6 rank(s) instead of 8", "--ntasks=8"},
+    {NULL, {"SLURM_NTASKS=2", "SLURM_NTASKS_PER_NODE=2", "SLURM_NNODES=1"}, 2,
+     1, 0, NULL, NULL},
+    {NULL, {"SLURM_NTASKS=4", "SLURM_NTASKS_PER_NODE=2"}, 0, 0, 0, NULL, NULL},
+    {NULL, {SLURM_OK, "SLURM_NNODES=zero"}, 0, 0, DDP_ECONFIG,
+     "SLURM_NNODES=\"zero\"", ">= 1"},
+    /* an interactive shell's tasks are not the Trainer's */
+    {"slurm", {SLURM_OK, "SLURM_NTASKS=6", "SLURM_JOB_NAME=bash"}, 0, 0, 0,
+     NULL, NULL},
+    /* #8998: mpirun's ranks per node against the devices */
+    {NULL, {MPI_OK}, 4, 2, 0, NULL, NULL},
+    {NULL, {MPI_OK}, 0, 0, 0, NULL, NULL},
+    {NULL, {"OMPI_COMM_WORLD_SIZE=2", "OMPI_COMM_WORLD_RANK=1",
+            "OMPI_COMM_WORLD_LOCAL_SIZE=1", "OMPI_COMM_WORLD_LOCAL_RANK=0"},
+     4, 2, DDP_ECONFIG,
+     "OMPI_COMM_WORLD_LOCAL_SIZE=1: mpirun started 1 rank(s) on this node but "
+     "devices=4 was requested, so the world would be OMPI_COMM_WORLD_SIZE=2 "
+     "rank(s) instead of 8",
+     "hint: start 4 ranks per node (mpirun -npernode 4"},
+    {NULL, {MPI_OK}, 8, 1, DDP_ECONFIG, "OMPI_COMM_WORLD_LOCAL_SIZE=4",
+     "or set devices=4"},
+    {"mpi", {"OMPI_COMM_WORLD_SIZE=8", "OMPI_COMM_WORLD_LOCAL_SIZE=0"}, 4, 2,
+     DDP_ECONFIG, "OMPI_COMM_WORLD_LOCAL_SIZE=\"0\"", ">= 1"},
+    /* a LOCAL_RANK that no launcher set: a baked-in LOCAL_RANK=0 */
+    {NULL, {"LOCAL_RANK=0"}, 2, 1, DDP_ECONFIG,
+     "LOCAL_RANK=\"0\" is set but no launcher's world size is",
+     "hint: unset LOCAL_RANK"},
+    {NULL, {"LOCAL_RANK=1", "WORLD_SIZE=2"}, 2, 1, 0, NULL, NULL},
+    {NULL, {"LOCAL_RANK=1", "LOCAL_WORLD_SIZE=2"}, 2, 1, 0, NULL, NULL},
+    {"lightning", {"LOCAL_RANK=0", "SLURM_NTASKS=2"}, 2, 1, 0, NULL, NULL},
+    {"lightning", {"LOCAL_RANK=0", "OMPI_COMM_WORLD_SIZE=2"}, 2, 1, 0, NULL,
+     NULL},
+    {"lightning", {"LOCAL_RANK=0", "JSM_NAMESPACE_SIZE=2"}, 2, 1, 0, NULL,
+     NULL},
     /* the others accept any request; negative counts are refused */
     {NULL, {NULL}, 8, 8, 0, NULL, NULL},
     {NULL, {LSF_OK}, 8, 8, 0, NULL, NULL},
-    {NULL, {MPI_OK}, 8, 8, 0, NULL, NULL},
     {"kubeflow", {KF_OK}, 8, 8, 0, NULL, NULL},
     {NULL, {NULL}, -1, 1, DDP_ECONFIG, "devices=-1, num_nodes=1",
      "expected counts >= 1"},
@@ -507,6 +547,92 @@ static void test_validate_table(void)
         ddp_cluster_close(c);
         ddp_sys_free(sys);
     }
+}
+
+/* Master-address sanity (ddp_cluster_check_master) on the POSIX sys:
+ * numeric addresses only, so no row depends on this machine's resolver. */
+typedef struct master_row {
+    const char *env[MAXENV];
+    const char *addr;
+    int rank, nodes, code;
+    const char *what, *hint;
+} master_row_t;
+
+static const master_row_t master_rows[] = {
+    /* one node: loopback is where rank 0 runs */
+    {{NULL}, "127.0.0.1", 0, 1, 0, NULL, NULL},
+    {{"MASTER_ADDR=127.0.1.1"}, "127.0.1.1", 0, 1, 0, NULL, NULL},
+    {{NULL}, "0.0.0.0", 0, 1, 0, NULL, NULL},
+    /* several nodes and a loopback master: every rank says so */
+    {{NULL}, "127.0.0.1", 0, 2, DDP_ECONFIG,
+     "the main address (MASTER_ADDR is not set; the launcher's default) "
+     "\"127.0.0.1\" resolves to 127.0.0.1",
+     "--rdzv-endpoint=HOST:PORT"},
+    {{"MASTER_ADDR=127.0.0.1"}, "127.0.0.1", 3, 4, DDP_ECONFIG,
+     "MASTER_ADDR \"127.0.0.1\" resolves to 127.0.0.1, an address that only "
+     "reaches the host it is used on, but the world spans 4 nodes",
+     "export MASTER_ADDR="},
+    {{"MASTER_ADDR=::1"}, "::1", 1, 2, DDP_ECONFIG, "spans 2 nodes",
+     "export MASTER_ADDR="},
+    /* ... unless the nodes share this machine's loopback (real runs) */
+    {{"DDPSIM_HOSTS=node0=127.0.0.1,node1=127.0.0.2"}, "127.0.0.1", 1, 2, 0,
+     NULL, NULL},
+    {{"DDPSIM_HOSTS=node0=127.0.0.1,node1=127.0.0.2"}, "node0", 0, 2, 0, NULL,
+     NULL},
+    /* rank 0 told to serve at an address that is not its own */
+    {{"MASTER_ADDR=192.0.2.7"}, "192.0.2.7", 0, 1, DDP_ECONFIG,
+     "MASTER_ADDR \"192.0.2.7\" resolves to 192.0.2.7, not an address of ",
+     "set MASTER_ADDR to rank 0's host"},
+    {{"DDPSIM_HOSTS=cpn583=192.0.2.8"}, "cpn583", 0, 2, DDP_ECONFIG,
+     "\"cpn583\" resolves to 192.0.2.8, not an address of",
+     "or start rank 0 on cpn583"},
+    /* other ranks cannot know rank 0's addresses: nothing to say */
+    {{"MASTER_ADDR=192.0.2.7"}, "192.0.2.7", 1, 1, 0, NULL, NULL},
+    {{"MASTER_ADDR=192.0.2.7"}, "192.0.2.7", 5, 2, 0, NULL, NULL},
+};
+
+static void test_master_check_table(void)
+{
+    for (size_t i = 0; i < sizeof master_rows / sizeof master_rows[0]; i++) {
+        const master_row_t *r = &master_rows[i];
+        ddp_sys_t *sys = sys_with(r->env);
+        ddp_cluster_t *c = open_or_fail(sys, "lightning");
+        int rc = ddp_cluster_check_master(c, r->addr, r->rank, r->nodes);
+        const char *m = ddp_err_message();
+        int ok = rc == r->code &&
+                 (!r->code || (strstr(m, r->what) && strstr(m, r->hint)));
+        if (!ok)
+            fprintf(stderr, "\n  master row %zu (%s): rc %d, \"%s\"\n", i,
+                    r->addr, rc, m);
+        CU_ASSERT_TRUE(ok);
+        ddp_cluster_close(c);
+        ddp_sys_free(sys);
+    }
+}
+
+/* Rank 0 on one of its own (non-loopback) addresses passes; the seam lists
+ * this host's addresses, loopback among them. */
+static void test_master_check_own_address(void)
+{
+    ddp_sys_t *sys = sys_with(NULL);
+    ddp_addr_t mine[16];
+    int n = ddp_sys_local_addrs(sys, mine, 16), loop = 0;
+    CU_ASSERT_TRUE_FATAL(n >= 1);
+    ddp_cluster_t *c = open_or_fail(sys, "lightning");
+    for (int i = 0; i < n; i++) {
+        char h[DDP_ADDR_STRLEN];
+        ddp_addr_format_host(&mine[i], h, sizeof h);
+        loop |= ddp_addr_is_loopback(&mine[i]);
+        if (mine[i].family == 6 && mine[i].ip[0] == 0xfe)
+            continue; /* link-local: not an address a master is named by */
+        int rc = ddp_cluster_check_master(c, h, 0, 1);
+        if (rc)
+            fprintf(stderr, "\n  own address %s: %s\n", h, ddp_err_message());
+        CU_ASSERT_EQUAL(rc, 0);
+    }
+    CU_ASSERT_TRUE(loop);
+    ddp_cluster_close(c);
+    ddp_sys_free(sys);
 }
 
 /* Lightning picks a free port once and keeps it: every local rank it
@@ -868,6 +994,8 @@ DDP_SUITE("cluster", NULL, NULL,
           {"getters table", test_getters_table},
           {"bad values table", test_bad_values_table},
           {"validate table", test_validate_table},
+          {"master address table", test_master_check_table},
+          {"master address: rank 0 on its own address", test_master_check_own_address},
           {"lightning port cache and setters",
            test_lightning_port_cache_and_setters},
           {"address buffer", test_address_buffer},

@@ -681,6 +681,69 @@ static void test_judge_invariants(void)
     ddp_scenario_free(s);
 }
 
+/* Root cause first (harness/root_cause.c, docs/errors.md): the summary
+ * shows the most causal error of any rank, not the lowest failing rank's.
+ * Each row fails some ranks of 4 with the given codes (0: that rank is
+ * fine); want is the rank whose message the summary must show. */
+static void test_root_cause_first(void)
+{
+    static const struct {
+        const char *what;
+        int code[4];
+        int want;
+    } cases[] = {
+        {"config beats rank 0's timeout", {DDP_ETIMEOUT, 0, DDP_ECONFIG, DDP_ETIMEOUT}, 2},
+        {"not_found beats timeouts", {DDP_ETIMEOUT, DDP_ETIMEOUT, DDP_ETIMEOUT, DDP_ENOT_FOUND}, 3},
+        {"addrinuse beats a refused connect", {0, -ECONNREFUSED, -EADDRINUSE, 0}, 2},
+        {"an unreachable address beats peer_lost", {DDP_EPEER_LOST, -EHOSTUNREACH, 0, 0}, 1},
+        {"peer_lost beats a timeout", {DDP_ETIMEOUT, DDP_ETIMEOUT, DDP_EPEER_LOST, 0}, 2},
+        {"config beats not_found", {0, DDP_ENOT_FOUND, DDP_ECONFIG, 0}, 2},
+        {"any other error beats a refused connect", {-ECONNREFUSED, DDP_EPROTOCOL, 0, 0}, 1},
+        {"equals: the lowest rank", {0, DDP_ECONFIG, DDP_ECONFIG, 0}, 1},
+        {"timeouts alone: the lowest rank", {0, DDP_ETIMEOUT, DDP_ETIMEOUT, DDP_ETIMEOUT}, 1},
+    };
+    ddp_scenario_t *s = parse("scenario \"judge\"\nexpect invariants\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        ddp_sim_outcome_t o[4];
+        healthy_outcomes(o);
+        /* Each order of the outcomes, so the pick cannot lean on it. */
+        for (int rot = 0; rot < 4; rot++) {
+            ddp_sim_outcome_t in[4];
+            for (int i = 0; i < 4; i++) {
+                ddp_sim_outcome_t *x = &in[(i + rot) % 4];
+                *x = o[i];
+                if (!cases[c].code[i])
+                    continue;
+                x->rc = 1;
+                x->code = cases[c].code[i];
+                x->connect_ns = -1;
+                snprintf(x->message, sizeof x->message,
+                         "rank %d failed with %s, naming its cause", i,
+                         ddp_err_name(cases[c].code[i]));
+            }
+            ddp_scn_result_t r;
+            memset(&r, 0, sizeof r);
+            ddp__scenario_judge(s, in, 4, 4, DDP_SIM_DONE, NULL, NULL, 0, &r);
+            char want[64];
+            snprintf(want, sizeof want, "rank %d failed", cases[c].want);
+            int ok = strstr(r.first_error, want) != NULL &&
+                     r.first_code == cases[c].code[cases[c].want];
+            if (!ok)
+                printf("\n  %s (rotation %d): summary shows \"%s\"\n", cases[c].what, rot,
+                       r.first_error);
+            CU_ASSERT_TRUE(ok);
+        }
+    }
+    /* The table itself: strictly config < not_found < addrinuse <
+     * unreachable < other < refused < peer_lost < timeout. */
+    static const int order[] = {DDP_ECONFIG,   DDP_ENOT_FOUND, -EADDRINUSE,    -EHOSTUNREACH,
+                                DDP_EPROTOCOL, -ECONNREFUSED,  DDP_EPEER_LOST, DDP_ETIMEOUT};
+    for (size_t i = 1; i < sizeof order / sizeof order[0]; i++)
+        CU_ASSERT_TRUE(ddp__scn_cause_tier(order[i - 1]) < ddp__scn_cause_tier(order[i]));
+    ddp_scenario_free(s);
+}
+
 /* The judge's expectations on outcomes made to the measure of each:
  * every rank of the world must connect for `expect ok` (not only those
  * that ran), `match=some` needs a process that matches (not one that
@@ -1005,6 +1068,7 @@ DDP_SUITE("scenario", NULL, NULL,
           {"leaked socket invariant", test_leak_invariant},
           {"the judge: every invariant, broken one at a time", test_judge_invariants},
           {"the judge: ok means the world, some means one, fail means a failure", test_judge_expectations},
+          {"the judge: the summary shows the root cause first", test_root_cause_first},
           {"a misreported rank: expectations hold, the judge names it", test_misreported_rank},
           {"JUnit: a run whose invariants broke is a failure (in-process)",
            test_junit_invariant_failure},

@@ -111,7 +111,7 @@ typedef struct run_opts {
 } run_opts_t;
 
 /* The outcome class `--compare` puts side by side: ok, or the error class
- * of the lowest failing rank, or skip. */
+ * of the most causal failing rank (harness/root_cause.c), or skip. */
 static const char *outcome_class(const ddp_scn_result_t *r, char *buf, size_t n)
 {
     if (r->skipped)
@@ -546,9 +546,9 @@ static void print_messages(const job_t *jobs, int njobs, int width)
             continue;
         if (!any++) {
             printf("\n");
-            wrap("messages in full (each run's first error, of its lowest failing "
-                 "rank, or why it was skipped; the runs of a scenario with the same "
-                 "text share one):", 0, 0, width);
+            wrap("messages in full (each run's first error, of its most causal "
+                 "failing rank, or why it was skipped; the runs of a scenario with "
+                 "the same text share one):", 0, 0, width);
         }
         char b[256], head[512];
         int off = snprintf(head, sizeof head, "%s (", base_name(jobs[i].path, b, sizeof b));

@@ -84,6 +84,16 @@ DDP_API int ddp_cluster_validate(ddp_cluster_t *c, int devices, int num_nodes);
 /* ops->manages_tasks (0 when the environment has none). Never fails: a
  * value it cannot read means "no" (validation reports it later). */
 DDP_API int ddp_cluster_manages_tasks(ddp_cluster_t *c, int devices, int num_nodes);
+/* Master-address sanity, before anything connects. addr is the main
+ * address the environment gave (ddp_cluster_main_address); num_nodes the
+ * nodes the world spans. DDP_ECONFIG, naming the address, when
+ *  - the world spans several nodes and addr reaches only the host it is
+ *    resolved on (loopback: a multi-node torchrun without --master-addr);
+ *  - global_rank is 0 and addr resolves to none of this host's addresses:
+ *    rank 0 serves the store here, so nobody would find it at addr.
+ * A name that does not resolve is left to the connect, which retries it. */
+DDP_API int ddp_cluster_check_master(ddp_cluster_t *c, const char *addr,
+                                     int global_rank, int num_nodes);
 /* Lightning: settable world size / global rank. */
 DDP_API void ddp_cluster_set_world_size(ddp_cluster_t *c, int n);
 DDP_API void ddp_cluster_set_global_rank(ddp_cluster_t *c, int r);

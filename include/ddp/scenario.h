@@ -140,7 +140,8 @@ typedef struct ddp_scn_result {
     int expect_ok;       /* the expectations held */
     int invariants_ok;   /* the invariants held */
     char why[768];       /* the first expectation or invariant that did not */
-    char first_error[640]; /* the first failing rank's message ("" none) */
+    char first_error[640]; /* the most causal failing rank's message ("" none;
+                              order: harness/root_cause.c) */
     int first_code;      /* its error code (0 none) */
     int ranks, ok, failed, crashed;
     int retries;         /* connect retries of all ranks */

@@ -54,6 +54,8 @@ DDP_API char *ddp_addr_format(const ddp_addr_t *addr, char *buf, size_t n);
 DDP_API char *ddp_addr_format_host(const ddp_addr_t *addr, char *buf, size_t n);
 DDP_API int ddp_addr_equal(const ddp_addr_t *a, const ddp_addr_t *b);
 DDP_API int ddp_addr_is_any(const ddp_addr_t *addr);
+/* 127.0.0.0/8 or ::1. */
+DDP_API int ddp_addr_is_loopback(const ddp_addr_t *addr);
 
 #define DDP_ADDR_STRLEN 64
 
@@ -153,6 +155,11 @@ typedef struct ddp_sys_ops {
     int (*read_file)(ddp_sys_t *sys, const char *path, char **data,
                      size_t *len);
     void (*destroy)(ddp_sys_t *sys);
+    /* This host's own addresses (ddp_sys_local_addrs). May be NULL. */
+    int (*local_addrs)(ddp_sys_t *sys, ddp_addr_t *out, int max);
+    /* 1 when addr can be reached from this host only (ddp_sys_node_local).
+     * May be NULL: the loopback rule. */
+    int (*node_local)(ddp_sys_t *sys, const ddp_addr_t *addr);
 } ddp_sys_ops_t;
 
 /* An instance: ops + the rank's environment + implementation state. */
@@ -186,6 +193,15 @@ static inline int ddp_sys_hostname(ddp_sys_t *s, char *buf, size_t n)
 {
     return s->ops->hostname(s, buf, n);
 }
+/* Up to max of this host's own addresses, every interface's, loopback
+ * included (port 0): the count, or a negative code; DDP_EUNSUPPORTED from a
+ * sys that cannot tell (then a check that needs them is skipped). Rank 0
+ * uses them to see that MASTER_ADDR names its own host. */
+DDP_API int ddp_sys_local_addrs(ddp_sys_t *s, ddp_addr_t *out, int max);
+/* 1 when addr, an address as this host sees it, reaches this host only, so
+ * that no other node can use it (a loopback address: 127/8, ::1); else 0.
+ * A sys whose "nodes" share one loopback (real runs on one machine) says 0. */
+DDP_API int ddp_sys_node_local(ddp_sys_t *s, const ddp_addr_t *addr);
 /* A listening socket bound to addr (port 0 picks a free one; read it back with
  * local_addr). SO_REUSEADDR; an IPv6 "::" listener also accepts IPv4.
  * -EADDRINUSE when the port is taken. */
