@@ -712,8 +712,10 @@ static void task_run(ddp_sim_task_t *t)
     ddp_ident_set_rank(t->out.rank);
     if (t->out.state == DDP_SIM_TASK_NEW)
         t->out.state = DDP_SIM_TASK_RUNNING;
-    ddp__sim_trace(sim, t->id, "start", "\"node\":\"%s\"",
-                   sim->nodes[t->out.node].host);
+    /* Where the task runs and what it is: the Chrome export's tracks. */
+    ddp__sim_trace(sim, t->id, "start",
+                   "\"node\":\"%s\",\"node_index\":%d,\"rank\":%d,\"thread\":%d",
+                   sim->nodes[t->out.node].host, t->out.node, t->out.rank, t->out.thread);
     int rc = t->killed ? DDP_ECANCELED : t->fn(&t->sys, t->arg);
     t->out.rc = rc;
     /* A process's exit status is small; the error context keeps the code. */

@@ -367,6 +367,46 @@ static void test_run_all_skipped(void)
     CU_ASSERT_PTR_NULL(strstr(xml, "<failure"));
 }
 
+/* A whole file's contents into buf (NUL-terminated; "" when unreadable). */
+static const char *slurp(const char *path, char *buf, size_t n)
+{
+    FILE *f = fopen(path, "r");
+    size_t k = f ? fread(buf, 1, n - 1, f) : 0;
+    buf[k] = '\0';
+    if (f)
+        fclose(f);
+    return buf;
+}
+
+/* --trace-chrome with several runs: one file per run, the scenario and
+ * accelerator in its name, each a whole trace of that run. */
+static void test_run_chrome_per_run(void)
+{
+    if (!have_ddpsim())
+        return;
+    static const char *const files[] = {"build/test-cli-c.clean-start.ddp.json",
+                                        "build/test-cli-c.crash-joining.ddp.json",
+                                        "build/test-cli-c.clean-start.ddp_spawn.json"};
+    for (size_t i = 0; i < 3; i++)
+        remove(files[i]);
+    char out[8192];
+    int st = ddp_test_ddpsim("run scenarios/clean-start.scn scenarios/crash-joining.scn "
+                             "--accelerator ddp --no-progress "
+                             "--trace-chrome build/test-cli-c.json", 1, out, sizeof out);
+    CU_ASSERT_EQUAL(st, 0);
+    static char json[1 << 16];
+    for (size_t i = 0; i < 2; i++) {
+        slurp(files[i], json, sizeof json);
+        CU_ASSERT_EQUAL(strncmp(json, "{\"displayTimeUnit\"", 18), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(json, "\"thread_name\""));
+        /* the crash scenario's trace holds its fault, the clean one none */
+        CU_ASSERT_EQUAL(strstr(json, "\"cat\":\"fault\"") != NULL, i == 1);
+        remove(files[i]);
+    }
+    CU_ASSERT_NOT_EQUAL(access(files[2], F_OK), 0);
+    CU_ASSERT_NOT_EQUAL(access("build/test-cli-c.json", F_OK), 0);
+}
+
 /* `make test` (like `make run` and plain `make`) leaves ./ddpsim. */
 static void test_symlink(void)
 {
@@ -388,4 +428,5 @@ DDP_SUITE("cli", NULL, NULL,
           {"run table: expected, actual, verdict, title, messages", test_run_table},
           {"run: output paths checked before the first run", test_run_output_paths},
           {"run: every run skipped exits 3", test_run_all_skipped},
+          {"run: --trace-chrome with several runs, one file each", test_run_chrome_per_run},
           {"make test leaves ./ddpsim", test_symlink})

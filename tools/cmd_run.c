@@ -45,7 +45,10 @@ static void run_usage(FILE *f)
             "  --seed N            override every scenario's seed (N >= 1)\n"
             "  --tag TAG           only scenarios carrying this tag (e.g. real)\n"
             "  --trace FILE        write every run's JSON-lines trace to FILE\n"
-            "  --trace-chrome FILE Chrome/Perfetto trace of the run (exactly one run)\n"
+            "  --trace-chrome FILE Chrome/Perfetto trace (one track per rank, grouped by\n"
+            "                      node); with several runs one file each, named FILE\n"
+            "                      with the scenario and accelerator before its extension\n"
+            "                      (t.json: t.clean-start.ddp.json)\n"
             "  --junit FILE        JUnit XML: one testcase per scenario x accelerator\n"
             "  --jobs N            run in N worker processes (1..64, default 1)\n"
             "  --shard K/N         only the runs i (0, 1, ... in the order of the table:\n"
@@ -104,6 +107,7 @@ typedef struct run_opts {
     uint64_t seed;
     FILE *trace;
     const char *chrome;
+    int chrome_per_run; /* several runs: one --trace-chrome file each */
     int verbose, timeline;
     int real, netns; /* --real [--netns]: real processes */
     int64_t exec_grace_ns; /* --grace */
@@ -131,6 +135,33 @@ static volatile sig_atomic_t g_interrupted;
 static void on_interrupt(int sig)
 {
     g_interrupted = sig;
+}
+
+static const char *base_name(const char *path, char *buf, size_t n)
+{
+    const char *b = strrchr(path, '/');
+    snprintf(buf, n, "%s", b ? b + 1 : path);
+    char *dot = strrchr(buf, '.');
+    if (dot && !strcmp(dot, ".scn"))
+        *dot = '\0';
+    return buf;
+}
+
+/* --trace-chrome PATH of one run among several: PATH with the scenario and
+ * the accelerator before its extension (t.json: t.clean-start.ddp.json),
+ * so that every run's trace is kept. */
+static const char *chrome_path(const run_opts_t *ro, const job_t *j, char *buf, size_t n)
+{
+    if (!ro->chrome_per_run)
+        return ro->chrome;
+    char b[256];
+    const char *slash = strrchr(ro->chrome, '/');
+    const char *dot = strrchr(slash ? slash : ro->chrome, '.');
+    int stem = dot && dot != (slash ? slash + 1 : ro->chrome)
+                   ? (int)(dot - ro->chrome) : (int)strlen(ro->chrome);
+    snprintf(buf, n, "%.*s.%s.%s%s", stem, ro->chrome, base_name(j->path, b, sizeof b),
+             j->accel, ro->chrome + stem);
+    return buf;
 }
 
 static void run_job(ddp_sys_t *sys, job_t *j, const run_opts_t *ro)
@@ -162,9 +193,11 @@ static void run_job(ddp_sys_t *sys, job_t *j, const run_opts_t *ro)
     if (tr && ro->timeline)
         ddp_sim_export_timeline(tr, stdout);
     if (tr && ro->chrome) {
-        FILE *f = fopen(ro->chrome, "w");
+        char path[1200];
+        const char *cp = chrome_path(ro, j, path, sizeof path);
+        FILE *f = fopen(cp, "w");
         if (!f || ddp_sim_export_chrome(tr, f) != 0) {
-            fprintf(stderr, "ddpsim: cannot write %s\n", ro->chrome);
+            fprintf(stderr, "ddpsim: cannot write %s\n", cp);
             j->r.pass = 0;
         }
         if (f)
@@ -240,16 +273,6 @@ static int run_parallel(ddp_sys_t *sys, job_t *jobs, int njobs, int n,
     free(w);
     free(pids);
     return rc;
-}
-
-static const char *base_name(const char *path, char *buf, size_t n)
-{
-    const char *b = strrchr(path, '/');
-    snprintf(buf, n, "%s", b ? b + 1 : path);
-    char *dot = strrchr(buf, '.');
-    if (dot && !strcmp(dot, ".scn"))
-        *dot = '\0';
-    return buf;
 }
 
 static void xml_text(FILE *f, const char *s)
@@ -835,12 +858,6 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
         fprintf(stderr, "ddpsim %s: shard %d/%d has no run: the list has %lld (shard K "
                         "of N runs K-1, K-1+N, ...); nothing to do\n", cmd, c.shard.k,
                 c.shard.n, total);
-    if (c.chrome && njobs != 1) {
-        fprintf(stderr, "ddpsim %s: --trace-chrome needs exactly one run, got %d "
-                        "(choose one file and one --accelerator)\n", cmd, njobs);
-        rc = 2;
-        goto out;
-    }
     if (c.ro.real && (c.chrome || c.trace_path || c.ro.timeline)) {
         fprintf(stderr, "ddpsim %s: --trace, --trace-chrome and --timeline are the "
                         "simulator's; real runs have none\n", cmd);
@@ -852,6 +869,7 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
         goto out;
     }
     c.ro.chrome = c.chrome;
+    c.ro.chrome_per_run = njobs > 1;
     if (replay)
         c.ro.verbose = 1;
     int64_t t0 = ddp_sys_now(sys);
