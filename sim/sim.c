@@ -1007,6 +1007,7 @@ int ddp__sim_spawn_child(ddp_sim_task_t *parent, const ddp_spawn_t *w,
     ddp_sim_task_t *t = new_task(sim, parent->out.node, name, rank, env,
                                  w->entry, w->arg);
     t->parent = parent->id;
+    sim->tasks[parent->proc]->out.spawned++;
     sim_event_t ev = {.t = sim->vt, .type = EV_START, .a = t->id};
     ddp__sim_push_event(sim, ev);
     ddp__sim_trace(sim, parent->id, "spawn", "\"child\":\"%s\"", t->name);

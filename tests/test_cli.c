@@ -407,6 +407,55 @@ static void test_run_chrome_per_run(void)
     CU_ASSERT_NOT_EQUAL(access("build/test-cli-c.json", F_OK), 0);
 }
 
+/* The lines of out that contain word, each checked by ok(line). */
+static int lines_with(const char *out, const char *word, int (*ok)(const char *line))
+{
+    int n = 0;
+    for (const char *p = out; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        char line[1024];
+        snprintf(line, sizeof line, "%.*s", nl ? (int)(nl - p) : (int)strlen(p), p);
+        if (strstr(line, word)) {
+            CU_ASSERT_TRUE(ok(line));
+            n++;
+        }
+        p = nl ? nl + 1 : NULL;
+    }
+    return n;
+}
+
+static int clean_launcher(const char *line)
+{
+    return strstr(line, " ok ") && !strstr(line, "FAIL") && !strstr(line, "rank -1");
+}
+
+static int failed_launcher(const char *line)
+{
+    return strstr(line, " exited ") && strstr(line, "worker process(es) failed") &&
+           !strstr(line, "FAIL");
+}
+
+/* ddp_spawn's and ddp_cpu's per-node launchers are labelled as such, ok
+ * on a clean run, and never FAIL when their workers fail as expected. */
+static void test_launcher_rows(void)
+{
+    if (!have_ddpsim())
+        return;
+    static char out[1 << 16];
+    CU_ASSERT_EQUAL(ddp_test_ddpsim("sim --accelerator ddp_cpu --nodes 3 --procs 2", 0,
+                                    out, sizeof out), 0);
+    CU_ASSERT_EQUAL(lines_with(out, "launcher", clean_launcher), 3);
+    CU_ASSERT_PTR_NULL(strstr(out, " FAIL ")); /* the legend says "FAIL:" */
+    CU_ASSERT_EQUAL(ddp_test_ddpsim("run scenarios/clean-start.scn --accelerator ddp_spawn "
+                                    "-v --no-progress", 0, out, sizeof out), 0);
+    CU_ASSERT_EQUAL(lines_with(out, "launcher", clean_launcher), 2);
+    CU_ASSERT_PTR_NULL(strstr(out, " FAIL ")); /* the legend says "FAIL:" */
+    /* A passing run whose ranks fail as expected: FAIL only on rank rows. */
+    CU_ASSERT_EQUAL(ddp_test_ddpsim("run scenarios/crash-joining.scn --accelerator ddp_spawn "
+                                    "-v --no-progress", 0, out, sizeof out), 0);
+    CU_ASSERT_EQUAL(lines_with(out, "launcher", failed_launcher), 2);
+}
+
 /* `make test` (like `make run` and plain `make`) leaves ./ddpsim. */
 static void test_symlink(void)
 {
@@ -429,4 +478,6 @@ DDP_SUITE("cli", NULL, NULL,
           {"run: output paths checked before the first run", test_run_output_paths},
           {"run: every run skipped exits 3", test_run_all_skipped},
           {"run: --trace-chrome with several runs, one file each", test_run_chrome_per_run},
+          {"sim, run -v: launchers labelled, never FAIL on a passing run",
+           test_launcher_rows},
           {"make test leaves ./ddpsim", test_symlink})
