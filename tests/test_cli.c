@@ -13,6 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ddp/faults.h"
+#include "ddp/scenario.h"
 #include "ddp/sys.h"
 
 static int have_ddpsim(void)
@@ -456,6 +458,61 @@ static void test_launcher_rows(void)
     CU_ASSERT_EQUAL(lines_with(out, "launcher", failed_launcher), 2);
 }
 
+/* `list phases`: every phase a crash fault may name, and only those: each
+ * line's phase parses in a scenario running its plugin, and the default
+ * plugin's come first, all of them. */
+static void test_list_phases(void)
+{
+    if (!have_ddpsim())
+        return;
+    static char out[8192];
+    CU_ASSERT_EQUAL(ddp_test_ddpsim("list phases", 0, out, sizeof out), 0);
+    size_t lines = 0, defaults = 0, others = 0;
+    for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n"), lines++) {
+        char plugin[64], text[512], err[512];
+        int at = 0;
+        CU_ASSERT_FATAL(sscanf(line, "%63s %n", plugin, &at) == 1 && at > 0);
+        const char *phase = line + at;
+        if (!strcmp(plugin, "default")) {
+            CU_ASSERT_EQUAL(lines, defaults); /* the default plugin's first */
+            CU_ASSERT_STRING_EQUAL(phase, ddp_scenario_phase_at(defaults));
+            defaults++;
+        } else {
+            others++;
+        }
+        snprintf(text, sizeof text, "scenario \"p\"\nplugin %s\nfault crash ranks=1 "
+                                    "phase=\"%s\"\nexpect invariants\n", plugin, phase);
+        ddp_scenario_t *s = NULL;
+        int rc = ddp_scenario_parse(text, "list", NULL, &s, err, sizeof err);
+        if (rc != 0)
+            printf("\n  listed phase \"%s\" of %s does not parse: %s\n", phase, plugin, err);
+        CU_ASSERT_EQUAL(rc, 0);
+        ddp_scenario_free(s);
+    }
+    CU_ASSERT_EQUAL(defaults, ddp_scenario_phase_count());
+    CU_ASSERT(others >= 3); /* subgroups' and rpc's */
+}
+
+/* `list points`: each point of include/ddp/faults.h once, with its layer. */
+static void test_list_points(void)
+{
+    if (!have_ddpsim())
+        return;
+    static char out[8192];
+    CU_ASSERT_EQUAL(ddp_test_ddpsim("list points", 0, out, sizeof out), 0);
+    int lines = 0;
+    for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n"), lines++) {
+        char name[64];
+        int at = 0;
+        CU_ASSERT_FATAL(sscanf(line, "%63s %n", name, &at) == 1 && at > 0);
+        const ddp_fault_info_t *fi = ddp_fault_point_find(name);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(fi);
+        CU_ASSERT_EQUAL((int)fi->id, lines); /* the header's order */
+        CU_ASSERT_STRING_EQUAL(line + at, ddp_fault_layer_name(fi->layer));
+    }
+    CU_ASSERT_EQUAL(lines, DDP_FP_COUNT);
+}
+
 /* `make test` (like `make run` and plain `make`) leaves ./ddpsim. */
 static void test_symlink(void)
 {
@@ -480,4 +537,7 @@ DDP_SUITE("cli", NULL, NULL,
           {"run: --trace-chrome with several runs, one file each", test_run_chrome_per_run},
           {"sim, run -v: launchers labelled, never FAIL on a passing run",
            test_launcher_rows},
+          {"list phases: the default plugin's, then each plugin's; each parses",
+           test_list_phases},
+          {"list points: every fault point with its layer", test_list_points},
           {"make test leaves ./ddpsim", test_symlink})

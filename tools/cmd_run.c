@@ -12,6 +12,7 @@
 #include "ddp/accel.h"
 #include "ddp/cluster.h"
 #include "ddp/err.h"
+#include "ddp/faults.h"
 #include "ddp/pg.h"
 #include "ddp/plugin.h"
 #include "ddp/real.h"
@@ -964,11 +965,18 @@ int ddp_cmd_replay(ddp_sys_t *sys, int argc, char **argv)
 }
 
 /* ---- ddpsim list ---- */
+#define LIST_WHAT "one of accelerators, backends, plugins, environments, faults, " \
+                  "launchers, phases or points"
 static void list_usage(FILE *f)
 {
     fprintf(f, "usage: ddpsim list accelerators|backends|plugins|environments|faults|"
-               "launchers\n\nPrints the names ddpsim knows, one per line (what scenario "
-               "files and options accept).\n\nExit status: 0 ok, 2 anything else.\n");
+               "launchers|phases|points\n\nPrints the names ddpsim knows, one per line "
+               "(what scenario files and options accept).\n"
+               "  phases  the phases a crash fault may name: PLUGIN PHASE, the default\n"
+               "          plugin's in the order it enters them, then each registered\n"
+               "          plugin's own\n"
+               "  points  the libfiu fault points (include/ddp/faults.h): NAME LAYER\n\n"
+               "Exit status: 0 ok, 2 anything else.\n");
 }
 
 int ddp_cmd_list(ddp_sys_t *sys, int argc, char **argv)
@@ -978,8 +986,7 @@ int ddp_cmd_list(ddp_sys_t *sys, int argc, char **argv)
     const ddp_opt_t opts[] = {OPT_HELP};
     ddp_opt_spec_t sp = {DDP_OPT_SPEC("list", opts, list_usage), .min_operands = 1,
                          .max_operands = 1,
-                         .operands = "one of accelerators, backends, plugins, environments, "
-                                     "faults or launchers"};
+                         .operands = LIST_WHAT};
     DDP_OPT_PARSE_OR_RETURN(&sp, argc, argv, &n);
     const char *w = argv[1];
     if (!strcmp(w, "accelerators")) {
@@ -1000,9 +1007,19 @@ int ddp_cmd_list(ddp_sys_t *sys, int argc, char **argv)
     } else if (!strcmp(w, "launchers")) {
         for (int i = 0; i < DDP_SIM_LAUNCH_COUNT; i++)
             printf("%s\n", ddp_sim_launcher_name((ddp_sim_launcher_t)i));
+    } else if (!strcmp(w, "phases")) {
+        for (size_t i = 0; i < ddp_scenario_phase_count(); i++)
+            printf("%-12s %s\n", "default", ddp_scenario_phase_at(i));
+        for (size_t i = 0; i < ddp_plugin_count(); i++)
+            for (const char *const *ph = ddp_plugin_at(i)->phases; ph && *ph; ph++)
+                printf("%-12s %s\n", ddp_plugin_at(i)->name, *ph);
+    } else if (!strcmp(w, "points")) {
+        for (int i = 0; i < DDP_FP_COUNT; i++) {
+            const ddp_fault_info_t *fi = ddp_fault_info((ddp_fault_id_t)i);
+            printf("%-28s %s\n", fi->name, ddp_fault_layer_name(fi->layer));
+        }
     } else {
-        return ddp_opt_bad("list", "WHAT", w, "one of accelerators, backends, plugins, "
-                                              "environments, faults or launchers");
+        return ddp_opt_bad("list", "WHAT", w, LIST_WHAT);
     }
     return 0;
 }
