@@ -73,6 +73,10 @@ static void test_bad_run_replay_explore(void)
         {"run scenarios/clean-start.scn --accelerator nope", "--accelerator \"nope\""},
         {"run scenarios/clean-start.scn --verbose=1", "--verbose"},
         {"run", "scenario FILE"},
+        {"run scenarios/clean-start.scn -k", "--keyword"},
+        {"run scenarios/clean-start.scn -k nothing-is-called-this", "-k nothing-is-called-this"},
+        {"run scenarios/clean-start.scn --last-failed /nonexistent/r.res", "--last-failed"},
+        {"replay scenarios/clean-start.scn -x", "-x"},
         {"replay --bogus scenarios/clean-start.scn", "\"--bogus\""},
         {"replay scenarios/clean-start.scn --seed", "--seed"},
         {"replay scenarios/clean-start.scn --seed x1", "--seed \"x1\""},
@@ -513,6 +517,106 @@ static void test_list_points(void)
     CU_ASSERT_EQUAL(lines, DDP_FP_COUNT);
 }
 
+/* The line of out that starts with prefix (copied into line), or NULL. */
+static const char *line_of(const char *out, const char *prefix, char *line, size_t n)
+{
+    for (const char *p = out; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+        if (!strncmp(p, prefix, strlen(prefix))) {
+            snprintf(line, n, "%.*s", (int)strcspn(p, "\n"), p);
+            return line;
+        }
+    return NULL;
+}
+
+/* -k: a part of the scenario file, its title or the accelerator, case
+ * ignored; the other runs are not in the table. */
+static void test_run_keyword(void)
+{
+    if (!have_ddpsim())
+        return;
+    static const struct {
+        const char *args, *count, *row; /* row: the one run's row */
+    } c[] = {
+        {"-k TAKEN --accelerator ddp", "1 run(s) of 2 scenario file(s)", "port-taken ddp "},
+        {"-k 'already taken' --accelerator ddp2", "1 run(s) of 2", "port-taken ddp2 "},
+        {"-k cpu_hpc", "2 run(s) of 2", "clean-start ddp_cpu_hpc "},
+        {"--keyword clean-start --accelerator ddp_spawn", "1 run(s) of 2",
+         "clean-start ddp_spawn "},
+    };
+    static char out[1 << 15];
+    char args[256], line[256];
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        snprintf(args, sizeof args, "run scenarios/clean-start.scn scenarios/port-taken.scn "
+                                    "--no-progress %s", c[i].args);
+        CU_ASSERT_EQUAL(ddp_test_ddpsim(args, 0, out, sizeof out), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, c[i].count));
+        CU_ASSERT_PTR_NOT_NULL(line_of(out, c[i].row, line, sizeof line));
+    }
+}
+
+/* -x stops after the first failing run; --last-failed then runs only the
+ * runs that failed, or every run when the file records no failure. */
+static void test_run_exitfirst_last_failed(void)
+{
+    if (!have_ddpsim())
+        return;
+    const char *wrong = "build/test-cli-x.scn", *res = "build/test-cli-x.res";
+    FILE *f = fopen(wrong, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs("scenario \"wrong on purpose\"\nport_taken\nexpect ok\n", f);
+    fclose(f);
+    static char out[1 << 15];
+    char line[256];
+    const char *files = "scenarios/clean-start.scn build/test-cli-x.scn "
+                        "scenarios/crash-joining.scn --accelerator ddp --no-progress";
+    char args[512];
+    snprintf(args, sizeof args, "run %s -x --results %s", files, res);
+    CU_ASSERT_EQUAL(ddp_test_ddpsim(args, 1, out, sizeof out), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "-x: stopped after the first failure, 1 run(s) of 3 "
+                                       "not run"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "2 run(s) of 3 scenario file(s): 1 ok, 1 failed"));
+    CU_ASSERT_PTR_NULL(line_of(out, "crash-joining ddp", line, sizeof line));
+    /* Without -x the third runs too. */
+    snprintf(args, sizeof args, "run %s", files);
+    CU_ASSERT_EQUAL(ddp_test_ddpsim(args, 0, out, sizeof out), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "3 run(s) of 3 scenario file(s): 2 ok, 1 failed"));
+    /* Only what failed. */
+    snprintf(args, sizeof args, "run %s --last-failed %s", files, res);
+    CU_ASSERT_EQUAL(ddp_test_ddpsim(args, 0, out, sizeof out), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "1 run(s) of 3 scenario file(s): 0 ok, 1 failed"));
+    CU_ASSERT_PTR_NOT_NULL(line_of(out, "test-cli-x ddp ", line, sizeof line));
+    /* A file without failures: every run, and a line saying so. */
+    snprintf(args, sizeof args, "run scenarios/clean-start.scn --accelerator ddp "
+                                "--no-progress --results %s", res);
+    CU_ASSERT_EQUAL(ddp_test_ddpsim(args, 0, out, sizeof out), 0);
+    snprintf(args, sizeof args, "run %s --last-failed %s", files, res);
+    CU_ASSERT_EQUAL(ddp_test_ddpsim(args, 1, out, sizeof out), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "records no failed run; running every selected run"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "3 run(s) of 3 scenario file(s)"));
+    remove(wrong);
+    remove(res);
+}
+
+/* run --help's synopsis names every option, the selection ones too. */
+static void test_run_synopsis(void)
+{
+    if (!have_ddpsim())
+        return;
+    static char out[1 << 15];
+    CU_ASSERT_EQUAL(ddp_test_ddpsim("run --help", 0, out, sizeof out), 0);
+    char *end = strstr(out, "\n\n"); /* the synopsis ends at the first blank line */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(end);
+    *end = '\0';
+    static const char *const want[] = {"--exec", "--wall-limit SEC", "--grace SEC",
+                                       "-k PATTERN", "[-x]", "--last-failed FILE",
+                                       "--results FILE", "--shard K/N"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        if (!strstr(out, want[i])) {
+            printf("\n  run's synopsis lacks %s\n", want[i]);
+            CU_FAIL("an option missing from the synopsis");
+        }
+}
+
 /* `make test` (like `make run` and plain `make`) leaves ./ddpsim. */
 static void test_symlink(void)
 {
@@ -540,4 +644,8 @@ DDP_SUITE("cli", NULL, NULL,
           {"list phases: the default plugin's, then each plugin's; each parses",
            test_list_phases},
           {"list points: every fault point with its layer", test_list_points},
+          {"run -k: scenario file, title or accelerator", test_run_keyword},
+          {"run -x stops at the first failure; --last-failed reruns it",
+           test_run_exitfirst_last_failed},
+          {"run --help: the synopsis names every option", test_run_synopsis},
           {"make test leaves ./ddpsim", test_symlink})

@@ -26,10 +26,12 @@ static void run_usage(FILE *f)
 {
     fprintf(f,
             "usage: ddpsim run FILE... [--accelerator NAME|all] [--seed N] [--tag TAG]\n"
+            "                  [-k PATTERN] [-x] [--last-failed FILE]\n"
             "                  [--trace FILE] [--trace-chrome FILE] [--junit FILE]\n"
             "                  [--jobs N] [--verbose] [--progress|--no-progress]\n"
             "                  [--real [--netns]] [--compare [--markdown FILE]]\n"
-            "                  [--shard K/N] [--results FILE]\n\n"
+            "                  [--shard K/N] [--results FILE] [--exec 'CMD ARGS']\n"
+            "                  [--wall-limit SEC] [--grace SEC]\n\n"
             "Runs each scenario file (docs/scenario-format.md) in the simulator for each\n"
             "selected accelerator it lists (default: all), checks its expectations and the\n"
             "invariants (no deadlock, deadlines kept, ranks agree, no leaked sockets,\n"
@@ -45,6 +47,12 @@ static void run_usage(FILE *f)
             "                      scenario's first listed accelerator\n"
             "  --seed N            override every scenario's seed (N >= 1)\n"
             "  --tag TAG           only scenarios carrying this tag (e.g. real)\n"
+            "  -k, --keyword PATTERN  only the runs whose scenario file, title or\n"
+            "                      accelerator contains PATTERN (case ignored)\n"
+            "  -x, --exitfirst     stop after the first run that fails (the runs after\n"
+            "                      it are left out of the table, JUnit and results)\n"
+            "  --last-failed FILE  only the runs that failed in FILE (a --results file);\n"
+            "                      all of them when it records no failure\n"
             "  --trace FILE        write every run's JSON-lines trace to FILE\n"
             "  --trace-chrome FILE Chrome/Perfetto trace (one track per rank, grouped by\n"
             "                      node); with several runs one file each, named FILE\n"
@@ -378,7 +386,8 @@ static int load_all(char **files, int nfiles, ddp_scenario_t **sc, const char *c
 /* Shared option parsing of run and replay. */
 typedef struct cli {
     const char *accel, *trace_path, *chrome, *junit, *tag, *markdown, *exec, *results;
-    int compare;
+    const char *keyword, *last_failed;
+    int compare, exitfirst;
     ddp_shard_t shard;
     run_opts_t ro;
     int jobs, progress;
@@ -415,6 +424,10 @@ static int parse_cli(const char *cmd, int argc, char **argv, cli_t *c,
         OPT_FN("accelerator", &c->accel, accel_choice, accel_choice_form()),
         OPT_U64("seed", &c->ro.seed, 1),
         OPT_STR("tag", &c->tag, "a tag word (real, netns, ...)"),
+        OPT_STR_SHORT("keyword", 'k', &c->keyword, "a part of a scenario file, title or "
+                                                  "accelerator"),
+        OPT_FLAG("exitfirst", 'x', &c->exitfirst, 1),
+        OPT_STR("last-failed", &c->last_failed, "a --results file of an earlier run"),
         OPT_STR("trace", &c->trace_path, file),
         OPT_STR("trace-chrome", &c->chrome, file),
         OPT_STR("junit", &c->junit, file),
@@ -451,6 +464,11 @@ static int parse_cli(const char *cmd, int argc, char **argv, cli_t *c,
     if (replay && (c->shard.n || c->results)) {
         fprintf(stderr, "ddpsim replay: --shard and --results are ddpsim run's (replay "
                         "runs one scenario); expected neither\n");
+        return 2;
+    }
+    if (replay && (c->keyword || c->exitfirst || c->last_failed)) {
+        fprintf(stderr, "ddpsim replay: -k, -x and --last-failed select among ddpsim "
+                        "run's runs (replay runs one scenario); expected none of them\n");
         return 2;
     }
     if (c->results && c->compare) {
@@ -819,6 +837,48 @@ static int compare(ddp_sys_t *sys, const cli_t *c, job_t *jobs, int njobs, doubl
     return differ ? 1 : 0;
 }
 
+/* -k: the run's scenario file, title or accelerator contains the pattern,
+ * case ignored (pytest's -k, as a plain substring). */
+static int keyword_matches(const char *kw, const char *path, const ddp_scenario_t *s,
+                           const char *accel)
+{
+    return !kw || strcasestr(path, kw) || strcasestr(s->name, kw) || strcasestr(accel, kw);
+}
+
+/* --last-failed: 1 when the earlier results file f has (path, accel) as a
+ * failed run (a skip is no failure). */
+static int failed_before(const ddp_shard_file_t *f, const char *path, const char *accel)
+{
+    for (int i = 0; i < f->nrows; i++)
+        if (!f->rows[i].r.pass && !f->rows[i].r.skipped && !strcmp(f->rows[i].path, path) &&
+            !strcmp(f->rows[i].accel, accel))
+            return 1;
+    return 0;
+}
+
+/* Reads --last-failed FILE into *f: 1 when it records a failed run (then
+ * only those run), 0 when it records none (then every run does, as under
+ * pytest), -1 when it cannot be read (the error printed). */
+static int read_last_failed(const char *cmd, const char *path, ddp_shard_file_t *f)
+{
+    if (ddp_shard_read(path, f) != 0) {
+        fprintf(stderr, "ddpsim %s: --last-failed: %s; expected a `ddpsim run --results` "
+                        "file\n", cmd, ddp_err_message());
+        return -1;
+    }
+    if (strcmp(f->kind, "run")) {
+        fprintf(stderr, "ddpsim %s: --last-failed: %s holds explore results; expected "
+                        "a `ddpsim run --results` file\n", cmd, path);
+        return -1;
+    }
+    for (int i = 0; i < f->nrows; i++)
+        if (!f->rows[i].r.pass && !f->rows[i].r.skipped)
+            return 1;
+    fprintf(stderr, "ddpsim %s: --last-failed: %s records no failed run; running every "
+                    "selected run\n", cmd, path);
+    return 0;
+}
+
 static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
 {
     const char *cmd = replay ? "replay" : "run";
@@ -831,7 +891,10 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
     int njobs = 0, rc = 0;
     long long total = 0; /* runs in the whole list (all shards) */
     uint64_t list_hash = 0xcbf29ce484222325ull;
-    if (load_all(c.files, c.nfiles, sc, cmd)) {
+    ddp_shard_file_t lf = {0};
+    int only_failed = 0;
+    if (load_all(c.files, c.nfiles, sc, cmd) ||
+        (c.last_failed && (only_failed = read_last_failed(cmd, c.last_failed, &lf)) < 0)) {
         rc = 2;
         goto out;
     }
@@ -870,6 +933,9 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
             if ((!first && strcmp(c.accel, "all") && strcmp(c.accel, name)) ||
                 !ddp_scenario_has_accel(sc[i], name))
                 continue;
+            if (!keyword_matches(c.keyword, c.files[i], sc[i], name) ||
+                (only_failed && !failed_before(&lf, c.files[i], name)))
+                continue;
             if (ddp_shard_owns(&c.shard, total))
                 new_job(&jobs[njobs++], sc[i], i, c.files[i], name, total);
             list_hash = list_hash_add(list_hash, c.files[i], name);
@@ -877,6 +943,14 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
             if (first)
                 break;
         }
+    }
+    if (total == 0 && (c.keyword || only_failed)) {
+        fprintf(stderr, "ddpsim %s: nothing to run: no run of these files matches%s%s%s%s; "
+                        "expected a selection that leaves a run\n",
+                cmd, c.keyword ? " -k " : "", c.keyword ? c.keyword : "",
+                only_failed ? " --last-failed " : "", only_failed ? c.last_failed : "");
+        rc = 2;
+        goto out;
     }
     if (total == 0) {
         fprintf(stderr, "ddpsim %s: nothing to run: no scenario%s lists accelerator "
@@ -904,7 +978,9 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
         c.ro.verbose = 1;
     int64_t t0 = ddp_sys_now(sys);
     /* Real runs share ports and namespaces: one at a time. */
-    if (c.jobs > 1 && njobs > 1 && !c.trace_path && !c.ro.timeline && !c.ro.real) {
+    /* -x needs the runs in order, one at a time, to know where to stop. */
+    if (c.jobs > 1 && njobs > 1 && !c.trace_path && !c.ro.timeline && !c.ro.real &&
+        !c.exitfirst) {
         if (run_parallel(sys, jobs, njobs, c.jobs < njobs ? c.jobs : njobs, &c.ro) != 0)
             fprintf(stderr, "ddpsim %s: %s\n", cmd, ddp_err_message());
     } else {
@@ -921,6 +997,12 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
                 fprintf(stderr, "\r[%d/%d] %-40.40s %-12s", i + 1, njobs, jobs[i].path,
                         jobs[i].accel);
             run_job(sys, &jobs[i], &c.ro);
+            if (c.exitfirst && !jobs[i].r.pass && !jobs[i].r.skipped && i + 1 < njobs) {
+                fprintf(stderr, "%sddpsim %s: -x: stopped after the first failure, %d "
+                                "run(s) of %d not run\n", c.progress ? "\n" : "", cmd,
+                        njobs - i - 1, njobs);
+                njobs = i + 1;
+            }
         }
         if (c.progress)
             fprintf(stderr, "\r%*s\r", 70, "");
@@ -945,6 +1027,7 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
     if (c.results && write_results(&c, jobs, njobs, total, list_hash, wall) != 0)
         rc = 2;
 out:
+    ddp_shard_file_free(&lf);
     if (c.ro.trace)
         fclose(c.ro.trace);
     for (int i = 0; sc && i < c.nfiles; i++)
