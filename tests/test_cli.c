@@ -373,17 +373,6 @@ static void test_run_all_skipped(void)
     CU_ASSERT_PTR_NULL(strstr(xml, "<failure"));
 }
 
-/* A whole file's contents into buf (NUL-terminated; "" when unreadable). */
-static const char *slurp(const char *path, char *buf, size_t n)
-{
-    FILE *f = fopen(path, "r");
-    size_t k = f ? fread(buf, 1, n - 1, f) : 0;
-    buf[k] = '\0';
-    if (f)
-        fclose(f);
-    return buf;
-}
-
 /* --trace-chrome with several runs: one file per run, the scenario and
  * accelerator in its name, each a whole trace of that run. */
 static void test_run_chrome_per_run(void)
@@ -402,7 +391,7 @@ static void test_run_chrome_per_run(void)
     CU_ASSERT_EQUAL(st, 0);
     static char json[1 << 16];
     for (size_t i = 0; i < 2; i++) {
-        slurp(files[i], json, sizeof json);
+        ddp_test_read_file(files[i], json, sizeof json);
         CU_ASSERT_EQUAL(strncmp(json, "{\"displayTimeUnit\"", 18), 0);
         CU_ASSERT_PTR_NOT_NULL(strstr(json, "\"thread_name\""));
         /* the crash scenario's trace holds its fault, the clean one none */
@@ -561,10 +550,7 @@ static void test_run_exitfirst_last_failed(void)
     if (!have_ddpsim())
         return;
     const char *wrong = "build/test-cli-x.scn", *res = "build/test-cli-x.res";
-    FILE *f = fopen(wrong, "w");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    fputs("scenario \"wrong on purpose\"\nport_taken\nexpect ok\n", f);
-    fclose(f);
+    CU_ASSERT_EQUAL_FATAL(ddp_test_write_file(wrong, DDP_TEST_WRONG_SCN), 0);
     static char out[1 << 15];
     char line[256];
     const char *files = "scenarios/clean-start.scn build/test-cli-x.scn "

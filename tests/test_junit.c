@@ -14,16 +14,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char *read_all(const char *path, char *buf, size_t n)
-{
-    FILE *f = fopen(path, "r");
-    size_t k = f ? fread(buf, 1, n - 1, f) : 0;
-    buf[k] = '\0';
-    if (f)
-        fclose(f);
-    return buf;
-}
-
 /* xmllint's verdict on path against tests/junit.xsd: 1 valid, 0 not (its
  * complaint printed unless quiet), -1 no xmllint. */
 static int schema_valid(const char *path, int quiet)
@@ -47,10 +37,7 @@ static void test_run_junit(void)
     if (!ddp_test_ddpsim_bin(bin, sizeof bin))
         return;
     const char *xml = "build/test-junit-run.xml", *wrong = "build/test-junit-wrong.scn";
-    FILE *f = fopen(wrong, "w");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    fputs("scenario \"wrong on purpose\"\nport_taken\nexpect ok\n", f);
-    fclose(f);
+    CU_ASSERT_EQUAL_FATAL(ddp_test_write_file(wrong, DDP_TEST_WRONG_SCN), 0);
     remove(xml);
     char out[8192];
     CU_ASSERT_EQUAL(ddp_test_ddpsim("run scenarios/clean-start.scn scenarios/crash-joining.scn "
@@ -58,7 +45,7 @@ static void test_run_junit(void)
                                     "--no-progress --junit build/test-junit-run.xml",
                                     0, out, sizeof out), 1);
     static char x[1 << 17];
-    read_all(xml, x, sizeof x);
+    ddp_test_read_file(xml, x, sizeof x);
     CU_ASSERT_PTR_NOT_NULL(strstr(x, "<testcase classname=\"scenarios/clean-start\" "
                                      "name=\"clean-start[ddp]\" time=\""));
     CU_ASSERT_PTR_NOT_NULL(strstr(x, "<testcase classname=\"scenarios/crash-joining\" "
@@ -92,7 +79,7 @@ static void test_runner_junit(void)
     snprintf(cmd, sizeof cmd, "%s --junit %s hostlist >/dev/null 2>&1", self, xml);
     CU_ASSERT_EQUAL(system(cmd), 0);
     static char x[1 << 16];
-    read_all(xml, x, sizeof x);
+    ddp_test_read_file(xml, x, sizeof x);
     CU_ASSERT_PTR_NOT_NULL(strstr(x, "<testsuite name=\"hostlist\" tests=\""));
     int cases = 0, timed = 0;
     for (const char *p = strstr(x, "<testcase "); p; p = strstr(p + 1, "<testcase ")) {
