@@ -105,7 +105,8 @@ static void replay_usage(FILE *f)
             "seed, same schedule) and prints every rank's outcome, the verdict and the\n"
             "trace hash: two replays with the same seed print the same hash.\n"
             "Without --accelerator it replays each accelerator the scenario lists.\n"
-            "It takes the options of ddpsim run too. Exit status as for ddpsim run.\n");
+            "It takes the options of ddpsim run too, but for those that select runs\n"
+            "(-k, -x, --last-failed, --shard, --results). Exit status as for ddpsim run.\n");
 }
 
 /* A run of the list: its scenario and accelerator, its place in the whole
