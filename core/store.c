@@ -104,6 +104,28 @@ char *ddp__store_fmt_keys(const char *const *keys, size_t n, char *buf,
     return buf;
 }
 
+char *ddp__store_fmt_missing(const char *const *keys, size_t n,
+                             int (*is_set)(void *arg, const char *key), void *arg,
+                             char *buf, size_t len)
+{
+    const char **miss = n > 1 ? malloc(n * sizeof *miss) : NULL;
+    size_t k = 0;
+    int rc = miss ? 0 : -1;
+    for (size_t i = 0; rc >= 0 && i < n; i++)
+        if ((rc = is_set(arg, keys[i])) == 0)
+            miss[k++] = keys[i];
+    if (rc < 0 || k == 0 || k == n) {
+        ddp__store_fmt_keys(keys, n, buf, len);
+    } else {
+        ddp__store_fmt_keys(miss, k, buf, len);
+        size_t off = strlen(buf);
+        if (off < len)
+            snprintf(buf + off, len - off, " (%zu of the %zu waited on)", k, n);
+    }
+    free(miss);
+    return buf;
+}
+
 double ddp__store_secs(int64_t from, int64_t to)
 {
     return (double)(to - from) / (double)DDP_NS_PER_S;

@@ -431,16 +431,39 @@ static int rd_bytes(client_t *c, ddp_buf_t *out, int op, int64_t deadline)
 
 /* -------------------------------------------------------------- WAIT */
 
+static int c_check(ddp_store_t *st, const char *const *keys, size_t n,
+                   int64_t deadline);
+
+/* After a timed-out wait: is key set? One CHECK, on a connection the
+ * cancel left in step, within the cancel's grace (counted from the first
+ * key asked), so that the error names what is still missing. */
+typedef struct probe {
+    client_t *c;
+    int64_t deadline;
+} probe_t;
+
+static int probe_set(void *arg, const char *key)
+{
+    probe_t *p = arg;
+    if (ddp_sys_now(p->c->st.sys) >= p->deadline)
+        return -1;
+    return c_check(&p->c->st, &key, 1, p->deadline);
+}
+
 /* Why a wait ended without STOP_WAITING: the error to return. */
 static int wait_timeout(client_t *c, const char *const *keys, size_t n,
                         int64_t start, const char *cancel_err)
 {
     char ks[320];
-    int64_t now = ddp_sys_now(c->st.sys);
+    int64_t ended = ddp_sys_now(c->st.sys);
+    probe_t pr = {c, ddp_sys_deadline_in(c->st.sys, CANCEL_GRACE_NS)};
+    if (cancel_err)
+        ddp__store_fmt_keys(keys, n, ks, sizeof ks); /* out of step: ask nothing */
+    else
+        ddp__store_fmt_missing(keys, n, probe_set, &pr, ks, sizeof ks);
     ddp_err_set(DDP_ETIMEOUT, "Timed out after %.1f s waiting for keys %s on "
                               "%s%s%s",
-                ddp__store_secs(start, now),
-                ddp__store_fmt_keys(keys, n, ks, sizeof ks), c->addr,
+                ddp__store_secs(start, ended), ks, c->addr,
                 cancel_err ? "; then lost the connection cancelling the "
                              "wait: "
                            : "",
@@ -452,7 +475,7 @@ static int wait_timeout(client_t *c, const char *const *keys, size_t n,
                                      "ignores the legacy protocol asked for: "
                                      "use protocol auto or current"
                                    : "");
-    ddp_err_waited(now - start);
+    ddp_err_waited(ended - start);
     return ddp_err_addr("%s", c->addr);
 }
 

@@ -123,8 +123,14 @@ static int unlock(mem_t *m, int rc)
 /* A condition re-checked under the lock: 1 done, 0 not yet, < 0 error. */
 typedef int (*ready_fn)(mem_t *m, void *arg);
 
+/* For the timeout's message: is key set (under the lock)? */
+static int key_set(void *arg, const char *key)
+{
+    return exists(arg, key);
+}
+
 /* Re-checks ready() until it is done or the deadline passes. On timeout
- * the error names the keys being waited for. */
+ * the error names the keys still missing. */
 static int block_until(mem_t *m, ready_fn ready, void *arg,
                        const char *const *keys, size_t nkeys,
                        int64_t deadline)
@@ -139,10 +145,12 @@ static int block_until(mem_t *m, ready_fn ready, void *arg,
         int64_t now = ddp_sys_now(sys);
         if (now >= deadline) {
             char ks[320];
+            lock(m);
+            ddp__store_fmt_missing(keys, nkeys, key_set, m, ks, sizeof ks);
+            unlock(m, 0);
             ddp_err_set(DDP_ETIMEOUT, "Timed out after %.1f s waiting for "
                                       "keys %s in the memory store",
-                        ddp__store_secs(start, now),
-                        ddp__store_fmt_keys(keys, nkeys, ks, sizeof ks));
+                        ddp__store_secs(start, now), ks);
             return ddp_err_waited(now - start);
         }
         int64_t wake = deadline - now > POLL_NS ? now + POLL_NS : deadline;

@@ -26,6 +26,14 @@
 /* "[a, b, c]" (at most a few keys, then "... (+N more)") into buf. */
 char *ddp__store_fmt_keys(const char *const *keys, size_t n, char *buf,
                           size_t len);
+/* The keys a timed-out wait still misses, formatted as ddp__store_fmt_keys
+ * does, with " (K of the N waited on)" when some were set: is_set(arg, key)
+ * is 1 set, 0 not, < 0 could not tell. Every key, as waited on, when there
+ * is one, when is_set fails, or when it finds none missing (the wait ended
+ * for another reason: a queue that stayed empty). */
+char *ddp__store_fmt_missing(const char *const *keys, size_t n,
+                             int (*is_set)(void *arg, const char *key), void *arg,
+                             char *buf, size_t len);
 /* Seconds between two sys times, for messages. */
 double ddp__store_secs(int64_t from, int64_t to);
 

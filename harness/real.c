@@ -159,6 +159,7 @@ typedef struct proc {
     int held;             /* its start waited for a pause window to close */
     int at_limit;         /* still running at the run's limit: killed */
     int64_t start_ns, end_ns;
+    int workers; /* records of processes it launched */
 } proc_t;
 
 typedef enum { EV_KILL, EV_STOP, EV_CONT, EV_NFT_ON, EV_NFT_OFF, EV_LINK_ON, EV_LINK_OFF } ev_kind_t;
@@ -257,6 +258,8 @@ static int read_results(const char *path, proc_t *ps, int np, const ddp_plan_t *
             /* A worker an accelerator launched reports under its parent's task. */
             int parent_is_rank = task >= 0 && task < np && ps[task].rank == x->rank;
             x->name = parent_is_rank || x->rank < 0 ? tname : "worker";
+            if (!parent_is_rank && x->rank >= 0 && task >= 0 && task < np)
+                ps[task].workers++;
             n++;
         } else if (field[0][0] == 'F' && nf >= 3) {
             int i = atoi(field[2]);
@@ -276,6 +279,12 @@ static int read_results(const char *path, proc_t *ps, int np, const ddp_plan_t *
     }
     if (f)
         fclose(f);
+    /* A per-node script whose workers reported is their launcher (its own
+     * record carries the plan's name for its task). */
+    for (int k = 0; o && k < n; k++)
+        for (int i = 0; i < np; i++)
+            if (o[k].rank < 0 && i < plan->nprocs && o[k].name == plan->procs[i].name)
+                o[k].spawned = ps[i].workers;
     /* Processes killed by the runner left no record of their own. */
     for (int i = 0; o && i < np; i++) {
         if (!ps[i].killed)

@@ -424,6 +424,16 @@ static const char *plugin_phase(const ddp_plugin_t *pl, const char *v)
     return NULL;
 }
 
+size_t ddp_scenario_phase_count(void)
+{
+    return NPHASES;
+}
+
+const char *ddp_scenario_phase_at(size_t i)
+{
+    return i < NPHASES ? phases[i] : NULL;
+}
+
 static const char *default_phase(const char *v)
 {
     for (size_t j = 0; j < NPHASES; j++)

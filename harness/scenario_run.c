@@ -443,14 +443,21 @@ void ddp__scenario_judge(const ddp_scenario_t *s, const ddp_sim_outcome_t *outs,
             char cn[32] = "-";
             if (x->connect_ns >= 0)
                 snprintf(cn, sizeof cn, "%.6f s", (double)x->connect_ns / 1e9);
+            /* A launcher (ddp_spawn's, ddp_cpu's) is no rank and never
+             * connects: its status is its exit, its workers' verdicts are
+             * their own rows. */
+            int launcher = !is_rank(x) && x->spawned > 0;
+            char who[16], st[16];
+            snprintf(who, sizeof who, launcher ? "launcher" : "rank %d", x->rank);
+            snprintf(st, sizeof st, "%s",
+                     x->state == DDP_SIM_TASK_CRASHED ? "CRASHED"
+                     : launcher ? (x->rc == 0 ? "ok" : "exited")
+                     : is_ok(x)  ? "ok" : "FAIL");
             int k = snprintf(report + roff, report_len - roff,
-                             "  %-12s rank %-4d node %-4d %-8s connected %-12s ended "
+                             "  %-12s %-9s node %-4d %-8s connected %-12s ended "
                              "%.6f s  %s\n",
-                             x->name, x->rank, x->node,
-                             is_ok(x) ? "ok"
-                             : x->state == DDP_SIM_TASK_CRASHED ? "CRASHED" : "FAIL",
-                             cn, (double)x->end_ns / 1e9,
-                             is_ok(x) ? "" : x->message);
+                             x->name, who, x->node, st, cn, (double)x->end_ns / 1e9,
+                             is_ok(x) || (launcher && x->rc == 0) ? "" : x->message);
             roff += k > 0 ? (size_t)k : 0;
             if (roff >= report_len)
                 roff = report_len - 1;

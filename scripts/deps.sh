@@ -3,7 +3,8 @@
 # any is missing. Called by `make deps` (and by the other targets through it).
 # Needs root (apt-get) only when something is missing.
 set -eu
-PKGS="build-essential pkg-config libfiu-dev fiu-utils libcunit1-dev lcov gcovr"
+# libxml2-utils: xmllint, which validates the JUnit files (tests/test_junit.c).
+PKGS="build-essential pkg-config libfiu-dev fiu-utils libcunit1-dev lcov gcovr libxml2-utils"
 [ "${1:-}" = "--bench" ] && PKGS="$PKGS redis-server redis-tools openmpi-bin libopenmpi-dev time"
 # --fuzz: make fuzz (clang with its libFuzzer runtime).
 [ "${1:-}" = "--fuzz" ] && PKGS="$PKGS clang libclang-rt-dev"

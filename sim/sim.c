@@ -716,8 +716,10 @@ static void task_run(ddp_sim_task_t *t)
     ddp_ident_set_rank(t->out.rank);
     if (t->out.state == DDP_SIM_TASK_NEW)
         t->out.state = DDP_SIM_TASK_RUNNING;
-    ddp__sim_trace(sim, t->id, "start", "\"node\":\"%s\"",
-                   sim->nodes[t->out.node].host);
+    /* Where the task runs and what it is: the Chrome export's tracks. */
+    ddp__sim_trace(sim, t->id, "start",
+                   "\"node\":\"%s\",\"node_index\":%d,\"rank\":%d,\"thread\":%d",
+                   sim->nodes[t->out.node].host, t->out.node, t->out.rank, t->out.thread);
     int rc = t->killed ? DDP_ECANCELED : t->fn(&t->sys, t->arg);
     t->out.rc = rc;
     /* A process's exit status is small; the error context keeps the code. */
@@ -1011,6 +1013,7 @@ int ddp__sim_spawn_child(ddp_sim_task_t *parent, const ddp_spawn_t *w,
     ddp_sim_task_t *t = new_task(sim, parent->out.node, name, rank, env,
                                  w->entry, w->arg);
     t->parent = parent->id;
+    sim->tasks[parent->proc]->out.spawned++;
     sim_event_t ev = {.t = sim->vt, .type = EV_START, .a = t->id};
     ddp__sim_push_event(sim, ev);
     ddp__sim_trace(sim, parent->id, "spawn", "\"child\":\"%s\"", t->name);

@@ -5,11 +5,17 @@
  * Exit status comes from CU_get_number_of_failure_records() read BEFORE
  * CU_cleanup_registry() (CU_basic_run_tests returns 0 even on failures, and
  * the counts read 0 after cleanup). JUnit XML is written by us: CUnit 2.1-3's
- * own JUnit output is broken (toolchain-pitfalls.md). */
+ * own JUnit output is broken (toolchain-pitfalls.md).
+ *
+ * Every test runs through timed_run and every suite's init and cleanup
+ * through timed_init and timed_cleanup, which time them (wall clock, for
+ * the reader: nothing asserts on it); the run ends with each suite's wall
+ * time and the ten slowest tests, and the JUnit file carries the times. */
 #include <CUnit/Basic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "test.h"
 
@@ -24,6 +30,138 @@ void ddp_test_add_suite(ddp_test_suite_t *s)
         p = &(*p)->next;
     s->next = *p;
     *p = s;
+}
+
+/* A registered test, its real function and when it ran. */
+typedef struct timed {
+    CU_pTest test;
+    const char *suite, *name;
+    void (*fn)(void);
+    double start, secs; /* secs < 0: never ended on its own (see timed_end) */
+    int ran;
+} timed_t;
+
+static timed_t *g_timed;
+static size_t g_ntimed;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A fatal assertion leaves the test by longjmp, past the end of
+ * timed_run: such a test ends when the next one starts (or the run ends). */
+static void timed_end(double at)
+{
+    for (size_t i = 0; i < g_ntimed; i++)
+        if (g_timed[i].ran && g_timed[i].secs < 0)
+            g_timed[i].secs = at - g_timed[i].start;
+}
+
+static void timed_run(void)
+{
+    CU_pTest t = CU_get_current_test();
+    double t0 = now_s();
+    timed_end(t0);
+    for (size_t i = 0; i < g_ntimed; i++) {
+        if (g_timed[i].test != t)
+            continue;
+        g_timed[i].ran = 1;
+        g_timed[i].start = t0;
+        g_timed[i].secs = -1;
+        g_timed[i].fn();
+        g_timed[i].secs = now_s() - t0;
+        return;
+    }
+}
+
+static const timed_t *timed_of(CU_pTest t)
+{
+    for (size_t i = 0; i < g_ntimed; i++)
+        if (g_timed[i].test == t)
+            return &g_timed[i];
+    return NULL;
+}
+
+static double test_secs(CU_pTest t)
+{
+    const timed_t *x = timed_of(t);
+    return x && x->ran && x->secs > 0 ? x->secs : 0;
+}
+
+/* A registered suite, its real init and cleanup and when it ran: many
+ * suites do their work in init (the behave_* suites run their scenarios
+ * there), so its wall time runs from its init's start to its cleanup's end. */
+typedef struct timed_suite {
+    CU_pSuite suite;
+    const char *name;
+    int (*init)(void), (*cleanup)(void);
+    double start, end;
+} timed_suite_t;
+
+static timed_suite_t *g_suites_t;
+static size_t g_nsuites_t;
+
+static timed_suite_t *suite_of(CU_pSuite s)
+{
+    for (size_t i = 0; i < g_nsuites_t; i++)
+        if (g_suites_t[i].suite == s)
+            return &g_suites_t[i];
+    return NULL;
+}
+
+static int timed_init(void)
+{
+    timed_suite_t *t = suite_of(CU_get_current_suite());
+    if (!t)
+        return 1;
+    t->start = now_s();
+    return t->init ? t->init() : 0;
+}
+
+static int timed_cleanup(void)
+{
+    timed_suite_t *t = suite_of(CU_get_current_suite());
+    if (!t)
+        return 1;
+    int rc = t->cleanup ? t->cleanup() : 0;
+    t->end = now_s();
+    return rc;
+}
+
+static double suite_secs(const char *suite)
+{
+    for (size_t i = 0; i < g_nsuites_t; i++)
+        if (!strcmp(g_suites_t[i].name, suite) && g_suites_t[i].end > 0)
+            return g_suites_t[i].end - g_suites_t[i].start;
+    return 0;
+}
+
+static int slower(const void *a, const void *b)
+{
+    double x = (*(const timed_t *const *)a)->secs, y = (*(const timed_t *const *)b)->secs;
+    return (x < y) - (x > y);
+}
+
+static void print_times(void)
+{
+    printf("\nSuite wall times:\n");
+    for (size_t i = 0; i < g_ntimed; i++)
+        if (g_timed[i].ran && (i == 0 || strcmp(g_timed[i].suite, g_timed[i - 1].suite)))
+            printf("  %8.3f s  %s\n", suite_secs(g_timed[i].suite), g_timed[i].suite);
+    const timed_t **order = malloc(g_ntimed * sizeof *order + 1);
+    size_t n = 0;
+    for (size_t i = 0; order && i < g_ntimed; i++)
+        if (g_timed[i].ran)
+            order[n++] = &g_timed[i];
+    if (order)
+        qsort(order, n, sizeof *order, slower);
+    printf("The %zu slowest tests:\n", n < 10 ? n : 10);
+    for (size_t i = 0; i < n && i < 10; i++)
+        printf("  %8.3f s  %s/%s\n", order[i]->secs, order[i]->suite, order[i]->name);
+    free(order);
 }
 
 static int selected(const char *suite, const char *test, int argc, char **argv,
@@ -63,19 +201,25 @@ static int write_junit(const char *path)
         return -1;
     }
     CU_pRunSummary sum = CU_get_run_summary();
+    double total = 0;
+    for (CU_pSuite s = CU_get_registry()->pSuite; s; s = s->pNext)
+        total += suite_secs(s->pName);
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-               "<testsuites tests=\"%u\" failures=\"%u\">\n",
-            sum->nTestsRun, sum->nTestsFailed);
+               "<testsuites tests=\"%u\" failures=\"%u\" time=\"%.3f\">\n",
+            sum->nTestsRun, sum->nTestsFailed, total);
     for (CU_pSuite s = CU_get_registry()->pSuite; s; s = s->pNext) {
+        unsigned ntests = 0;
+        for (CU_pTest t = s->pTest; t; t = t->pNext)
+            ntests++;
         fprintf(f, "  <testsuite name=\"");
         xml_escape(f, s->pName);
-        fprintf(f, "\">\n");
+        fprintf(f, "\" tests=\"%u\" time=\"%.3f\">\n", ntests, suite_secs(s->pName));
         for (CU_pTest t = s->pTest; t; t = t->pNext) {
             fprintf(f, "    <testcase classname=\"");
             xml_escape(f, s->pName);
             fprintf(f, "\" name=\"");
             xml_escape(f, t->pName);
-            fprintf(f, "\"");
+            fprintf(f, "\" time=\"%.3f\"", test_secs(t));
             int failed = 0;
             for (CU_pFailureRecord r = CU_get_failure_list(); r; r = r->pNext)
                 if (r->pTest == t) {
@@ -94,6 +238,18 @@ static int write_junit(const char *path)
     }
     fprintf(f, "</testsuites>\n");
     return fclose(f);
+}
+
+static CU_pSuite add_suite(const ddp_test_suite_t *s)
+{
+    timed_suite_t *nt = realloc(g_suites_t, (g_nsuites_t + 1) * sizeof *nt);
+    if (!nt)
+        return NULL;
+    g_suites_t = nt;
+    CU_pSuite cs = CU_add_suite(s->name, timed_init, timed_cleanup);
+    g_suites_t[g_nsuites_t++] = (timed_suite_t){.suite = cs, .name = s->name,
+                                                .init = s->init, .cleanup = s->cleanup};
+    return cs;
 }
 
 int main(int argc, char **argv)
@@ -128,9 +284,15 @@ int main(int argc, char **argv)
                 printf("%s/%s\n", s->name, s->cases[i].name);
                 continue;
             }
-            if (!cs && !(cs = CU_add_suite(s->name, s->init, s->cleanup)))
+            if (!cs && !(cs = add_suite(s)))
                 return 2;
-            CU_add_test(cs, s->cases[i].name, s->cases[i].fn);
+            timed_t *nt = realloc(g_timed, (g_ntimed + 1) * sizeof *nt);
+            if (!nt)
+                return 2;
+            g_timed = nt;
+            g_timed[g_ntimed++] = (timed_t){
+                .test = CU_add_test(cs, s->cases[i].name, timed_run),
+                .suite = s->name, .name = s->cases[i].name, .fn = s->cases[i].fn};
             matched++;
         }
     }
@@ -145,10 +307,14 @@ int main(int argc, char **argv)
     }
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
+    timed_end(now_s());
+    print_times();
     unsigned failures = CU_get_number_of_failure_records();
     if (junit && write_junit(junit) != 0)
         failures++;
     fflush(stdout);
     CU_cleanup_registry();
+    free(g_timed);
+    free(g_suites_t);
     return failures ? 1 : 0;
 }

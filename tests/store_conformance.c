@@ -177,10 +177,18 @@ static void check_and_wait(ddp_store_t *st, ddp_store_t *other,
     CU_ASSERT_EQUAL(ddp_store_check(st, ab + 1, 1, dl_ms(st, 3000)), 0);
     CU_ASSERT_EQUAL(ddp_store_check(st, NULL, 0, dl_ms(st, 3000)), 1);
     CU_ASSERT_EQUAL(ddp_store_wait(st, ab, 1, dl_ms(st, 3000)), 0);
-    /* Mixed present/absent: times out naming the keys, then works. */
+    /* Mixed present/absent: times out naming only the missing key (with
+     * how many were waited on), then works. */
     CU_ASSERT_EQUAL(ddp_store_wait(st, ab, 2, dl_ms(st, 100)), DDP_ETIMEOUT);
-    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_message(), "wb"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_message(), "wb] (1 of the 2 waited on)"));
+    CU_ASSERT_PTR_NULL(strstr(ddp_err_message(), a));
     CU_ASSERT(ddp_err_ctx()->waited_ns >= 0);
+    /* None there: every key, as waited on, and no count. */
+    const char *cd[2] = {K(tag, "wc"), K(tag, "wd")};
+    CU_ASSERT_EQUAL(ddp_store_wait(st, cd, 2, dl_ms(st, 100)), DDP_ETIMEOUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_message(), "wc"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_message(), "wd]"));
+    CU_ASSERT_PTR_NULL(strstr(ddp_err_message(), "waited on"));
     ddp_test_later_t *l = ddp_test_set_later(other, b, "2", 50);
     CU_ASSERT_EQUAL(ddp_store_wait(st, ab, 2, dl_ms(st, 5000)), 0);
     CU_ASSERT_EQUAL(ddp_test_later_join(l), 0);

@@ -111,6 +111,16 @@ struct ddp_store;
 int ddp_test_connect_published(struct ddp_sys *sys, struct ddp_store *st, const char *key,
                                long long deadline);
 
+/* A whole file (at most n - 1 bytes) into buf, NUL-terminated; "" when it
+ * cannot be read. Returns buf. */
+const char *ddp_test_read_file(const char *path, char *buf, size_t n);
+
+/* Writes text to path (a scenario a test made): 0, or -1. */
+int ddp_test_write_file(const char *path, const char *text);
+/* A scenario that fails on purpose: it expects ok of a run whose port is
+ * taken (so "line 3: expected rank 0 to connect"). */
+#define DDP_TEST_WRONG_SCN "scenario \"wrong on purpose\"\nport_taken\nexpect ok\n"
+
 /* How many file descriptors this process has open (/proc/self/fd), -1
  * when it cannot tell: tests that count what a run left open. */
 int ddp_test_open_fds(void);

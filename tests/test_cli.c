@@ -13,6 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ddp/faults.h"
+#include "ddp/scenario.h"
 #include "ddp/sys.h"
 
 static int have_ddpsim(void)
@@ -71,6 +73,10 @@ static void test_bad_run_replay_explore(void)
         {"run scenarios/clean-start.scn --accelerator nope", "--accelerator \"nope\""},
         {"run scenarios/clean-start.scn --verbose=1", "--verbose"},
         {"run", "scenario FILE"},
+        {"run scenarios/clean-start.scn -k", "--keyword"},
+        {"run scenarios/clean-start.scn -k nothing-is-called-this", "-k nothing-is-called-this"},
+        {"run scenarios/clean-start.scn --last-failed /nonexistent/r.res", "--last-failed"},
+        {"replay scenarios/clean-start.scn -x", "-x"},
         {"replay --bogus scenarios/clean-start.scn", "\"--bogus\""},
         {"replay scenarios/clean-start.scn --seed", "--seed"},
         {"replay scenarios/clean-start.scn --seed x1", "--seed \"x1\""},
@@ -367,6 +373,236 @@ static void test_run_all_skipped(void)
     CU_ASSERT_PTR_NULL(strstr(xml, "<failure"));
 }
 
+/* --trace-chrome with several runs: one file per run, the scenario and
+ * accelerator in its name, each a whole trace of that run. */
+static void test_run_chrome_per_run(void)
+{
+    if (!have_ddpsim())
+        return;
+    static const char *const files[] = {"build/test-cli-c.clean-start.ddp.json",
+                                        "build/test-cli-c.crash-joining.ddp.json",
+                                        "build/test-cli-c.clean-start.ddp_spawn.json"};
+    for (size_t i = 0; i < 3; i++)
+        remove(files[i]);
+    char out[8192];
+    int st = ddp_test_ddpsim("run scenarios/clean-start.scn scenarios/crash-joining.scn "
+                             "--accelerator ddp --no-progress "
+                             "--trace-chrome build/test-cli-c.json", 1, out, sizeof out);
+    CU_ASSERT_EQUAL(st, 0);
+    static char json[1 << 16];
+    for (size_t i = 0; i < 2; i++) {
+        ddp_test_read_file(files[i], json, sizeof json);
+        CU_ASSERT_EQUAL(strncmp(json, "{\"displayTimeUnit\"", 18), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(json, "\"thread_name\""));
+        /* the crash scenario's trace holds its fault, the clean one none */
+        CU_ASSERT_EQUAL(strstr(json, "\"cat\":\"fault\"") != NULL, i == 1);
+        remove(files[i]);
+    }
+    CU_ASSERT_NOT_EQUAL(access(files[2], F_OK), 0);
+    CU_ASSERT_NOT_EQUAL(access("build/test-cli-c.json", F_OK), 0);
+}
+
+/* The lines of out that contain word, each checked by ok(line). */
+static int lines_with(const char *out, const char *word, int (*ok)(const char *line))
+{
+    int n = 0;
+    for (const char *p = out; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        char line[1024];
+        snprintf(line, sizeof line, "%.*s", nl ? (int)(nl - p) : (int)strlen(p), p);
+        if (strstr(line, word)) {
+            CU_ASSERT_TRUE(ok(line));
+            n++;
+        }
+        p = nl ? nl + 1 : NULL;
+    }
+    return n;
+}
+
+static int clean_launcher(const char *line)
+{
+    return strstr(line, " ok ") && !strstr(line, "FAIL") && !strstr(line, "rank -1");
+}
+
+static int failed_launcher(const char *line)
+{
+    return strstr(line, " exited ") && strstr(line, "worker process(es) failed") &&
+           !strstr(line, "FAIL");
+}
+
+/* ddp_spawn's and ddp_cpu's per-node launchers are labelled as such, ok
+ * on a clean run, and never FAIL when their workers fail as expected. */
+static void test_launcher_rows(void)
+{
+    if (!have_ddpsim())
+        return;
+    static char out[1 << 16];
+    CU_ASSERT_EQUAL(ddp_test_ddpsim("sim --accelerator ddp_cpu --nodes 3 --procs 2", 0,
+                                    out, sizeof out), 0);
+    CU_ASSERT_EQUAL(lines_with(out, "launcher", clean_launcher), 3);
+    CU_ASSERT_PTR_NULL(strstr(out, " FAIL ")); /* the legend says "FAIL:" */
+    CU_ASSERT_EQUAL(ddp_test_ddpsim("run scenarios/clean-start.scn --accelerator ddp_spawn "
+                                    "-v --no-progress", 0, out, sizeof out), 0);
+    CU_ASSERT_EQUAL(lines_with(out, "launcher", clean_launcher), 2);
+    CU_ASSERT_PTR_NULL(strstr(out, " FAIL ")); /* the legend says "FAIL:" */
+    /* A passing run whose ranks fail as expected: FAIL only on rank rows. */
+    CU_ASSERT_EQUAL(ddp_test_ddpsim("run scenarios/crash-joining.scn --accelerator ddp_spawn "
+                                    "-v --no-progress", 0, out, sizeof out), 0);
+    CU_ASSERT_EQUAL(lines_with(out, "launcher", failed_launcher), 2);
+}
+
+/* `list phases`: every phase a crash fault may name, and only those: each
+ * line's phase parses in a scenario running its plugin, and the default
+ * plugin's come first, all of them. */
+static void test_list_phases(void)
+{
+    if (!have_ddpsim())
+        return;
+    static char out[8192];
+    CU_ASSERT_EQUAL(ddp_test_ddpsim("list phases", 0, out, sizeof out), 0);
+    size_t lines = 0, defaults = 0, others = 0;
+    for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n"), lines++) {
+        char plugin[64], text[512], err[512];
+        int at = 0;
+        CU_ASSERT_FATAL(sscanf(line, "%63s %n", plugin, &at) == 1 && at > 0);
+        const char *phase = line + at;
+        if (!strcmp(plugin, "default")) {
+            CU_ASSERT_EQUAL(lines, defaults); /* the default plugin's first */
+            CU_ASSERT_STRING_EQUAL(phase, ddp_scenario_phase_at(defaults));
+            defaults++;
+        } else {
+            others++;
+        }
+        snprintf(text, sizeof text, "scenario \"p\"\nplugin %s\nfault crash ranks=1 "
+                                    "phase=\"%s\"\nexpect invariants\n", plugin, phase);
+        ddp_scenario_t *s = NULL;
+        int rc = ddp_scenario_parse(text, "list", NULL, &s, err, sizeof err);
+        if (rc != 0)
+            printf("\n  listed phase \"%s\" of %s does not parse: %s\n", phase, plugin, err);
+        CU_ASSERT_EQUAL(rc, 0);
+        ddp_scenario_free(s);
+    }
+    CU_ASSERT_EQUAL(defaults, ddp_scenario_phase_count());
+    CU_ASSERT(others >= 3); /* subgroups' and rpc's */
+}
+
+/* `list points`: each point of include/ddp/faults.h once, with its layer. */
+static void test_list_points(void)
+{
+    if (!have_ddpsim())
+        return;
+    static char out[8192];
+    CU_ASSERT_EQUAL(ddp_test_ddpsim("list points", 0, out, sizeof out), 0);
+    int lines = 0;
+    for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n"), lines++) {
+        char name[64];
+        int at = 0;
+        CU_ASSERT_FATAL(sscanf(line, "%63s %n", name, &at) == 1 && at > 0);
+        const ddp_fault_info_t *fi = ddp_fault_point_find(name);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(fi);
+        CU_ASSERT_EQUAL((int)fi->id, lines); /* the header's order */
+        CU_ASSERT_STRING_EQUAL(line + at, ddp_fault_layer_name(fi->layer));
+    }
+    CU_ASSERT_EQUAL(lines, DDP_FP_COUNT);
+}
+
+/* The line of out that starts with prefix (copied into line), or NULL. */
+static const char *line_of(const char *out, const char *prefix, char *line, size_t n)
+{
+    for (const char *p = out; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+        if (!strncmp(p, prefix, strlen(prefix))) {
+            snprintf(line, n, "%.*s", (int)strcspn(p, "\n"), p);
+            return line;
+        }
+    return NULL;
+}
+
+/* -k: a part of the scenario file, its title or the accelerator, case
+ * ignored; the other runs are not in the table. */
+static void test_run_keyword(void)
+{
+    if (!have_ddpsim())
+        return;
+    static const struct {
+        const char *args, *count, *row; /* row: the one run's row */
+    } c[] = {
+        {"-k TAKEN --accelerator ddp", "1 run(s) of 2 scenario file(s)", "port-taken ddp "},
+        {"-k 'already taken' --accelerator ddp2", "1 run(s) of 2", "port-taken ddp2 "},
+        {"-k cpu_hpc", "2 run(s) of 2", "clean-start ddp_cpu_hpc "},
+        {"--keyword clean-start --accelerator ddp_spawn", "1 run(s) of 2",
+         "clean-start ddp_spawn "},
+    };
+    static char out[1 << 15];
+    char args[256], line[256];
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        snprintf(args, sizeof args, "run scenarios/clean-start.scn scenarios/port-taken.scn "
+                                    "--no-progress %s", c[i].args);
+        CU_ASSERT_EQUAL(ddp_test_ddpsim(args, 0, out, sizeof out), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, c[i].count));
+        CU_ASSERT_PTR_NOT_NULL(line_of(out, c[i].row, line, sizeof line));
+    }
+}
+
+/* -x stops after the first failing run; --last-failed then runs only the
+ * runs that failed, or every run when the file records no failure. */
+static void test_run_exitfirst_last_failed(void)
+{
+    if (!have_ddpsim())
+        return;
+    const char *wrong = "build/test-cli-x.scn", *res = "build/test-cli-x.res";
+    CU_ASSERT_EQUAL_FATAL(ddp_test_write_file(wrong, DDP_TEST_WRONG_SCN), 0);
+    static char out[1 << 15];
+    char line[256];
+    const char *files = "scenarios/clean-start.scn build/test-cli-x.scn "
+                        "scenarios/crash-joining.scn --accelerator ddp --no-progress";
+    char args[512];
+    snprintf(args, sizeof args, "run %s -x --results %s", files, res);
+    CU_ASSERT_EQUAL(ddp_test_ddpsim(args, 1, out, sizeof out), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "-x: stopped after the first failure, 1 run(s) of 3 "
+                                       "not run"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "2 run(s) of 3 scenario file(s): 1 ok, 1 failed"));
+    CU_ASSERT_PTR_NULL(line_of(out, "crash-joining ddp", line, sizeof line));
+    /* Without -x the third runs too. */
+    snprintf(args, sizeof args, "run %s", files);
+    CU_ASSERT_EQUAL(ddp_test_ddpsim(args, 0, out, sizeof out), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "3 run(s) of 3 scenario file(s): 2 ok, 1 failed"));
+    /* Only what failed. */
+    snprintf(args, sizeof args, "run %s --last-failed %s", files, res);
+    CU_ASSERT_EQUAL(ddp_test_ddpsim(args, 0, out, sizeof out), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "1 run(s) of 3 scenario file(s): 0 ok, 1 failed"));
+    CU_ASSERT_PTR_NOT_NULL(line_of(out, "test-cli-x ddp ", line, sizeof line));
+    /* A file without failures: every run, and a line saying so. */
+    snprintf(args, sizeof args, "run scenarios/clean-start.scn --accelerator ddp "
+                                "--no-progress --results %s", res);
+    CU_ASSERT_EQUAL(ddp_test_ddpsim(args, 0, out, sizeof out), 0);
+    snprintf(args, sizeof args, "run %s --last-failed %s", files, res);
+    CU_ASSERT_EQUAL(ddp_test_ddpsim(args, 1, out, sizeof out), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "records no failed run; running every selected run"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "3 run(s) of 3 scenario file(s)"));
+    remove(wrong);
+    remove(res);
+}
+
+/* run --help's synopsis names every option, the selection ones too. */
+static void test_run_synopsis(void)
+{
+    if (!have_ddpsim())
+        return;
+    static char out[1 << 15];
+    CU_ASSERT_EQUAL(ddp_test_ddpsim("run --help", 0, out, sizeof out), 0);
+    char *end = strstr(out, "\n\n"); /* the synopsis ends at the first blank line */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(end);
+    *end = '\0';
+    static const char *const want[] = {"--exec", "--wall-limit SEC", "--grace SEC",
+                                       "-k PATTERN", "[-x]", "--last-failed FILE",
+                                       "--results FILE", "--shard K/N"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        if (!strstr(out, want[i])) {
+            printf("\n  run's synopsis lacks %s\n", want[i]);
+            CU_FAIL("an option missing from the synopsis");
+        }
+}
+
 /* `make test` (like `make run` and plain `make`) leaves ./ddpsim. */
 static void test_symlink(void)
 {
@@ -388,4 +624,14 @@ DDP_SUITE("cli", NULL, NULL,
           {"run table: expected, actual, verdict, title, messages", test_run_table},
           {"run: output paths checked before the first run", test_run_output_paths},
           {"run: every run skipped exits 3", test_run_all_skipped},
+          {"run: --trace-chrome with several runs, one file each", test_run_chrome_per_run},
+          {"sim, run -v: launchers labelled, never FAIL on a passing run",
+           test_launcher_rows},
+          {"list phases: the default plugin's, then each plugin's; each parses",
+           test_list_phases},
+          {"list points: every fault point with its layer", test_list_points},
+          {"run -k: scenario file, title or accelerator", test_run_keyword},
+          {"run -x stops at the first failure; --last-failed reruns it",
+           test_run_exitfirst_last_failed},
+          {"run --help: the synopsis names every option", test_run_synopsis},
           {"make test leaves ./ddpsim", test_symlink})

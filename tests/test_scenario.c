@@ -1022,7 +1022,8 @@ static void test_cli(void)
     out[len] = '\0';
     fclose(f);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "<testsuite name=\"scenarios\" tests=\"12\" failures=\"0\""));
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "classname=\"port-taken\" name=\"ddp_cpu_hpc\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "classname=\"scenarios/clean-start\" "
+                                       "name=\"clean-start[ddp]\""));
     /* A failing expectation: exit 1, the row and why. */
     f = fopen("build/test-wrong.scn", "w");
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);

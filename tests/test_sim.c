@@ -1267,20 +1267,20 @@ static void test_trace_line_bytes(void)
     CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
     const char *tr = ddp_sim_trace(sim, NULL);
     char want[1100];
-    snprintf(want, sizeof want, "{\"t\":0,\"task\":\"w\",\"kind\":\"k1\",\"a\":%d,\"b\":%u,"
+    snprintf(want, sizeof want, "{\"t\":0,\"task\":\"w\",\"id\":0,\"kind\":\"k1\",\"a\":%d,\"b\":%u,"
              "\"c\":%lld,\"d\":%llu,\"e\":\"%s\",\"p\":\"%%\"}\n",
              -42, 7u, -9000000000LL, 18446744073709551615ULL, "x");
     CU_ASSERT_PTR_NOT_NULL(strstr(tr, want));
-    snprintf(want, sizeof want, "{\"t\":0,\"task\":\"w\",\"kind\":\"k2\",\"w\":%5d,\"f\":%.2f,"
+    snprintf(want, sizeof want, "{\"t\":0,\"task\":\"w\",\"id\":0,\"kind\":\"k2\",\"w\":%5d,\"f\":%.2f,"
              "\"h\":%x}\n", 3, 1.5, 255u);
     CU_ASSERT_PTR_NOT_NULL(strstr(tr, want));
     /* cut: the first 1,021 bytes of the line, then "}\n" */
-    int n = snprintf(want, sizeof want, "{\"t\":0,\"task\":\"w\",\"kind\":\"k3\",\"z\":%zu,"
+    int n = snprintf(want, sizeof want, "{\"t\":0,\"task\":\"w\",\"id\":0,\"kind\":\"k3\",\"z\":%zu,"
                      "\"l\":%ld,\"s\":\"%s", (size_t)12, -5L, long_text);
     CU_ASSERT(n > 1021);
     memcpy(want + 1021, "}\n", 3);
     CU_ASSERT_PTR_NOT_NULL(strstr(tr, want));
-    CU_ASSERT_PTR_NOT_NULL(strstr(tr, "{\"t\":0,\"task\":\"w\",\"kind\":\"k4\",}\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(tr, "{\"t\":0,\"task\":\"w\",\"id\":0,\"kind\":\"k4\",}\n"));
     ddp_sim_free(sim);
 }
 

@@ -226,3 +226,22 @@ int ddp_test_connect_published(struct ddp_sys *sys, struct ddp_store *st, const 
     *colon = '\0';
     return ddp_sys_connect_host(sys, text, (uint16_t)atoi(colon + 1), deadline);
 }
+
+const char *ddp_test_read_file(const char *path, char *buf, size_t n)
+{
+    FILE *f = fopen(path, "r");
+    size_t k = f ? fread(buf, 1, n - 1, f) : 0;
+    buf[k] = '\0';
+    if (f)
+        fclose(f);
+    return buf;
+}
+
+int ddp_test_write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    int bad = fputs(text, f) < 0;
+    return fclose(f) || bad ? -1 : 0;
+}

@@ -12,6 +12,7 @@
 #include "ddp/accel.h"
 #include "ddp/cluster.h"
 #include "ddp/err.h"
+#include "ddp/faults.h"
 #include "ddp/pg.h"
 #include "ddp/plugin.h"
 #include "ddp/real.h"
@@ -25,10 +26,12 @@ static void run_usage(FILE *f)
 {
     fprintf(f,
             "usage: ddpsim run FILE... [--accelerator NAME|all] [--seed N] [--tag TAG]\n"
+            "                  [-k PATTERN] [-x] [--last-failed FILE]\n"
             "                  [--trace FILE] [--trace-chrome FILE] [--junit FILE]\n"
             "                  [--jobs N] [--verbose] [--progress|--no-progress]\n"
             "                  [--real [--netns]] [--compare [--markdown FILE]]\n"
-            "                  [--shard K/N] [--results FILE]\n\n"
+            "                  [--shard K/N] [--results FILE] [--exec 'CMD ARGS']\n"
+            "                  [--wall-limit SEC] [--grace SEC]\n\n"
             "Runs each scenario file (docs/scenario-format.md) in the simulator for each\n"
             "selected accelerator it lists (default: all), checks its expectations and the\n"
             "invariants (no deadlock, deadlines kept, ranks agree, no leaked sockets,\n"
@@ -44,9 +47,19 @@ static void run_usage(FILE *f)
             "                      scenario's first listed accelerator\n"
             "  --seed N            override every scenario's seed (N >= 1)\n"
             "  --tag TAG           only scenarios carrying this tag (e.g. real)\n"
+            "  -k, --keyword PATTERN  only the runs whose scenario file, title or\n"
+            "                      accelerator contains PATTERN (case ignored)\n"
+            "  -x, --exitfirst     stop after the first run that fails (the runs after\n"
+            "                      it are left out of the table, JUnit and results)\n"
+            "  --last-failed FILE  only the runs that failed in FILE (a --results file);\n"
+            "                      all of them when it records no failure\n"
             "  --trace FILE        write every run's JSON-lines trace to FILE\n"
-            "  --trace-chrome FILE Chrome/Perfetto trace of the run (exactly one run)\n"
-            "  --junit FILE        JUnit XML: one testcase per scenario x accelerator\n"
+            "  --trace-chrome FILE Chrome/Perfetto trace (one track per rank, grouped by\n"
+            "                      node); with several runs one file each, named FILE\n"
+            "                      with the scenario and accelerator before its extension\n"
+            "                      (t.json: t.clean-start.ddp.json)\n"
+            "  --junit FILE        JUnit XML: one testcase per run, named SCENARIO[ACCEL],\n"
+            "                      classname the scenario file, its time and outcome\n"
             "  --jobs N            run in N worker processes (1..64, default 1)\n"
             "  --shard K/N         only the runs i (0, 1, ... in the order of the table:\n"
             "                      files as given, accelerators in registry order) with\n"
@@ -92,7 +105,8 @@ static void replay_usage(FILE *f)
             "seed, same schedule) and prints every rank's outcome, the verdict and the\n"
             "trace hash: two replays with the same seed print the same hash.\n"
             "Without --accelerator it replays each accelerator the scenario lists.\n"
-            "It takes the options of ddpsim run too. Exit status as for ddpsim run.\n");
+            "It takes the options of ddpsim run too, but for those that select runs\n"
+            "(-k, -x, --last-failed, --shard, --results). Exit status as for ddpsim run.\n");
 }
 
 /* A run of the list: its scenario and accelerator, its place in the whole
@@ -104,6 +118,7 @@ typedef struct run_opts {
     uint64_t seed;
     FILE *trace;
     const char *chrome;
+    int chrome_per_run; /* several runs: one --trace-chrome file each */
     int verbose, timeline;
     int real, netns; /* --real [--netns]: real processes */
     int64_t exec_grace_ns; /* --grace */
@@ -131,6 +146,33 @@ static volatile sig_atomic_t g_interrupted;
 static void on_interrupt(int sig)
 {
     g_interrupted = sig;
+}
+
+static const char *base_name(const char *path, char *buf, size_t n)
+{
+    const char *b = strrchr(path, '/');
+    snprintf(buf, n, "%s", b ? b + 1 : path);
+    char *dot = strrchr(buf, '.');
+    if (dot && !strcmp(dot, ".scn"))
+        *dot = '\0';
+    return buf;
+}
+
+/* --trace-chrome PATH of one run among several: PATH with the scenario and
+ * the accelerator before its extension (t.json: t.clean-start.ddp.json),
+ * so that every run's trace is kept. */
+static const char *chrome_path(const run_opts_t *ro, const job_t *j, char *buf, size_t n)
+{
+    if (!ro->chrome_per_run)
+        return ro->chrome;
+    char b[256];
+    const char *slash = strrchr(ro->chrome, '/');
+    const char *dot = strrchr(slash ? slash : ro->chrome, '.');
+    int stem = dot && dot != (slash ? slash + 1 : ro->chrome)
+                   ? (int)(dot - ro->chrome) : (int)strlen(ro->chrome);
+    snprintf(buf, n, "%.*s.%s.%s%s", stem, ro->chrome, base_name(j->path, b, sizeof b),
+             j->accel, ro->chrome + stem);
+    return buf;
 }
 
 static void run_job(ddp_sys_t *sys, job_t *j, const run_opts_t *ro)
@@ -162,9 +204,11 @@ static void run_job(ddp_sys_t *sys, job_t *j, const run_opts_t *ro)
     if (tr && ro->timeline)
         ddp_sim_export_timeline(tr, stdout);
     if (tr && ro->chrome) {
-        FILE *f = fopen(ro->chrome, "w");
+        char path[1200];
+        const char *cp = chrome_path(ro, j, path, sizeof path);
+        FILE *f = fopen(cp, "w");
         if (!f || ddp_sim_export_chrome(tr, f) != 0) {
-            fprintf(stderr, "ddpsim: cannot write %s\n", ro->chrome);
+            fprintf(stderr, "ddpsim: cannot write %s\n", cp);
             j->r.pass = 0;
         }
         if (f)
@@ -242,16 +286,6 @@ static int run_parallel(ddp_sys_t *sys, job_t *jobs, int njobs, int n,
     return rc;
 }
 
-static const char *base_name(const char *path, char *buf, size_t n)
-{
-    const char *b = strrchr(path, '/');
-    snprintf(buf, n, "%s", b ? b + 1 : path);
-    char *dot = strrchr(buf, '.');
-    if (dot && !strcmp(dot, ".scn"))
-        *dot = '\0';
-    return buf;
-}
-
 static void xml_text(FILE *f, const char *s)
 {
     for (; *s; s++) {
@@ -267,6 +301,20 @@ static void xml_text(FILE *f, const char *s)
     }
 }
 
+/* The scenario file as JUnit's classname: its path as given, without
+ * ".scn" (viewers read a dot in a classname as a package separator). */
+static const char *junit_class(const char *path, char *buf, size_t n)
+{
+    size_t len = strlen(path);
+    int scn = len > 4 && !strcmp(path + len - 4, ".scn");
+    snprintf(buf, n, "%.*s", (int)(scn ? len - 4 : len), path);
+    return buf;
+}
+
+/* One testcase per run, named scenario[accelerator] and classed by its
+ * file, so that a viewer groups an accelerator's runs under their
+ * scenario; the outcome text (the table's row and the per-process lines)
+ * goes to system-out. Valid against tests/junit.xsd (Jenkins' schema). */
 static int write_junit(const char *path, const job_t *jobs, int n)
 {
     FILE *f = fopen(path, "w");
@@ -280,30 +328,44 @@ static int write_junit(const char *path, const job_t *jobs, int n)
         total += jobs[i].r.wall_s;
     }
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-               "<testsuites name=\"ddpsim run\" tests=\"%d\" failures=\"%d\" "
-               "time=\"%.3f\">\n<testsuite name=\"scenarios\" tests=\"%d\" "
+               "<testsuites name=\"ddpsim run\" tests=\"%d\" failures=\"%d\" errors=\"0\" "
+               "skipped=\"%d\" time=\"%.3f\">\n<testsuite name=\"scenarios\" tests=\"%d\" "
                "failures=\"%d\" errors=\"0\" skipped=\"%d\" time=\"%.3f\">\n",
-            n, failures, total, n, failures, skipped, total);
+            n, failures, skipped, total, n, failures, skipped, total);
     for (int i = 0; i < n; i++) {
-        char b[256];
+        const job_t *j = &jobs[i];
+        char b[512];
         fprintf(f, "  <testcase classname=\"");
-        xml_text(f, base_name(jobs[i].path, b, sizeof b));
-        fprintf(f, "\" name=\"%s\" time=\"%.3f\"", jobs[i].accel, jobs[i].r.wall_s);
-        if (jobs[i].r.skipped || jobs[i].r.vacuous) { /* a vacuous run tested nothing */
-            fprintf(f, ">\n    <skipped message=\"");
-            xml_text(f, jobs[i].r.why);
-            fprintf(f, "\"/>\n  </testcase>\n");
-            continue;
+        xml_text(f, junit_class(j->path, b, sizeof b));
+        fprintf(f, "\" name=\"");
+        xml_text(f, base_name(j->path, b, sizeof b));
+        fprintf(f, "[%s]\" time=\"%.3f\">\n", j->accel, j->r.wall_s);
+        if (j->r.skipped || j->r.vacuous) { /* a vacuous run tested nothing */
+            fprintf(f, "    <skipped message=\"");
+            xml_text(f, j->r.why);
+            fprintf(f, "\"/>\n");
+        } else if (!j->r.pass) {
+            fprintf(f, "    <failure message=\"");
+            xml_text(f, j->r.why);
+            fprintf(f, "\">");
+            xml_text(f, j->r.first_error[0] ? j->r.first_error : j->r.why);
+            fprintf(f, "</failure>\n");
         }
-        if (jobs[i].r.pass) {
-            fprintf(f, "/>\n");
-            continue;
+        fprintf(f, "    <system-out>");
+        /* The table's row: its time column is virtual, a real run's wall. */
+        snprintf(b, sizeof b, "%s: \"%s\"\nexpected %s, actual %s, verdict %s, time %.3f s, "
+                              "%d connect retries\n",
+                 j->path, j->title, j->expected, j->actual,
+                 j->r.skipped ? "skip" : j->r.pass ? "ok" : j->r.vacuous ? "vacuous" : "FAIL",
+                 (double)j->r.virtual_ns / 1e9, j->r.retries);
+        xml_text(f, b);
+        if (j->r.first_error[0]) {
+            xml_text(f, "first error: ");
+            xml_text(f, j->r.first_error);
+            xml_text(f, "\n");
         }
-        fprintf(f, ">\n    <failure message=\"");
-        xml_text(f, jobs[i].r.why);
-        fprintf(f, "\">");
-        xml_text(f, jobs[i].report);
-        fprintf(f, "</failure>\n  </testcase>\n");
+        xml_text(f, j->report);
+        fprintf(f, "</system-out>\n  </testcase>\n");
     }
     fprintf(f, "</testsuite>\n</testsuites>\n");
     return fclose(f) ? -1 : 0;
@@ -325,7 +387,8 @@ static int load_all(char **files, int nfiles, ddp_scenario_t **sc, const char *c
 /* Shared option parsing of run and replay. */
 typedef struct cli {
     const char *accel, *trace_path, *chrome, *junit, *tag, *markdown, *exec, *results;
-    int compare;
+    const char *keyword, *last_failed;
+    int compare, exitfirst;
     ddp_shard_t shard;
     run_opts_t ro;
     int jobs, progress;
@@ -362,6 +425,10 @@ static int parse_cli(const char *cmd, int argc, char **argv, cli_t *c,
         OPT_FN("accelerator", &c->accel, accel_choice, accel_choice_form()),
         OPT_U64("seed", &c->ro.seed, 1),
         OPT_STR("tag", &c->tag, "a tag word (real, netns, ...)"),
+        OPT_STR_SHORT("keyword", 'k', &c->keyword, "a part of a scenario file, title or "
+                                                  "accelerator"),
+        OPT_FLAG("exitfirst", 'x', &c->exitfirst, 1),
+        OPT_STR("last-failed", &c->last_failed, "a --results file of an earlier run"),
         OPT_STR("trace", &c->trace_path, file),
         OPT_STR("trace-chrome", &c->chrome, file),
         OPT_STR("junit", &c->junit, file),
@@ -398,6 +465,11 @@ static int parse_cli(const char *cmd, int argc, char **argv, cli_t *c,
     if (replay && (c->shard.n || c->results)) {
         fprintf(stderr, "ddpsim replay: --shard and --results are ddpsim run's (replay "
                         "runs one scenario); expected neither\n");
+        return 2;
+    }
+    if (replay && (c->keyword || c->exitfirst || c->last_failed)) {
+        fprintf(stderr, "ddpsim replay: -k, -x and --last-failed select among ddpsim "
+                        "run's runs (replay runs one scenario); expected none of them\n");
         return 2;
     }
     if (c->results && c->compare) {
@@ -770,6 +842,48 @@ static int compare(ddp_sys_t *sys, const cli_t *c, job_t *jobs, int njobs, doubl
     return differ ? 1 : 0;
 }
 
+/* -k: the run's scenario file, title or accelerator contains the pattern,
+ * case ignored (pytest's -k, as a plain substring). */
+static int keyword_matches(const char *kw, const char *path, const ddp_scenario_t *s,
+                           const char *accel)
+{
+    return !kw || strcasestr(path, kw) || strcasestr(s->name, kw) || strcasestr(accel, kw);
+}
+
+/* --last-failed: 1 when the earlier results file f has (path, accel) as a
+ * failed run (a skip is no failure). */
+static int failed_before(const ddp_shard_file_t *f, const char *path, const char *accel)
+{
+    for (int i = 0; i < f->nrows; i++)
+        if (!f->rows[i].r.pass && !f->rows[i].r.skipped && !strcmp(f->rows[i].path, path) &&
+            !strcmp(f->rows[i].accel, accel))
+            return 1;
+    return 0;
+}
+
+/* Reads --last-failed FILE into *f: 1 when it records a failed run (then
+ * only those run), 0 when it records none (then every run does, as under
+ * pytest), -1 when it cannot be read (the error printed). */
+static int read_last_failed(const char *cmd, const char *path, ddp_shard_file_t *f)
+{
+    if (ddp_shard_read(path, f) != 0) {
+        fprintf(stderr, "ddpsim %s: --last-failed: %s; expected a `ddpsim run --results` "
+                        "file\n", cmd, ddp_err_message());
+        return -1;
+    }
+    if (strcmp(f->kind, "run")) {
+        fprintf(stderr, "ddpsim %s: --last-failed: %s holds explore results; expected "
+                        "a `ddpsim run --results` file\n", cmd, path);
+        return -1;
+    }
+    for (int i = 0; i < f->nrows; i++)
+        if (!f->rows[i].r.pass && !f->rows[i].r.skipped)
+            return 1;
+    fprintf(stderr, "ddpsim %s: --last-failed: %s records no failed run; running every "
+                    "selected run\n", cmd, path);
+    return 0;
+}
+
 static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
 {
     const char *cmd = replay ? "replay" : "run";
@@ -782,7 +896,10 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
     int njobs = 0, rc = 0;
     long long total = 0; /* runs in the whole list (all shards) */
     uint64_t list_hash = 0xcbf29ce484222325ull;
-    if (load_all(c.files, c.nfiles, sc, cmd)) {
+    ddp_shard_file_t lf = {0};
+    int only_failed = 0;
+    if (load_all(c.files, c.nfiles, sc, cmd) ||
+        (c.last_failed && (only_failed = read_last_failed(cmd, c.last_failed, &lf)) < 0)) {
         rc = 2;
         goto out;
     }
@@ -821,6 +938,9 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
             if ((!first && strcmp(c.accel, "all") && strcmp(c.accel, name)) ||
                 !ddp_scenario_has_accel(sc[i], name))
                 continue;
+            if (!keyword_matches(c.keyword, c.files[i], sc[i], name) ||
+                (only_failed && !failed_before(&lf, c.files[i], name)))
+                continue;
             if (ddp_shard_owns(&c.shard, total))
                 new_job(&jobs[njobs++], sc[i], i, c.files[i], name, total);
             list_hash = list_hash_add(list_hash, c.files[i], name);
@@ -828,6 +948,14 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
             if (first)
                 break;
         }
+    }
+    if (total == 0 && (c.keyword || only_failed)) {
+        fprintf(stderr, "ddpsim %s: nothing to run: no run of these files matches%s%s%s%s; "
+                        "expected a selection that leaves a run\n",
+                cmd, c.keyword ? " -k " : "", c.keyword ? c.keyword : "",
+                only_failed ? " --last-failed " : "", only_failed ? c.last_failed : "");
+        rc = 2;
+        goto out;
     }
     if (total == 0) {
         fprintf(stderr, "ddpsim %s: nothing to run: no scenario%s lists accelerator "
@@ -839,12 +967,6 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
         fprintf(stderr, "ddpsim %s: shard %d/%d has no run: the list has %lld (shard K "
                         "of N runs K-1, K-1+N, ...); nothing to do\n", cmd, c.shard.k,
                 c.shard.n, total);
-    if (c.chrome && njobs != 1) {
-        fprintf(stderr, "ddpsim %s: --trace-chrome needs exactly one run, got %d "
-                        "(choose one file and one --accelerator)\n", cmd, njobs);
-        rc = 2;
-        goto out;
-    }
     if (c.ro.real && (c.chrome || c.trace_path || c.ro.timeline)) {
         fprintf(stderr, "ddpsim %s: --trace, --trace-chrome and --timeline are the "
                         "simulator's; real runs have none\n", cmd);
@@ -856,11 +978,14 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
         goto out;
     }
     c.ro.chrome = c.chrome;
+    c.ro.chrome_per_run = njobs > 1;
     if (replay)
         c.ro.verbose = 1;
     int64_t t0 = ddp_sys_now(sys);
     /* Real runs share ports and namespaces: one at a time. */
-    if (c.jobs > 1 && njobs > 1 && !c.trace_path && !c.ro.timeline && !c.ro.real) {
+    /* -x needs the runs in order, one at a time, to know where to stop. */
+    if (c.jobs > 1 && njobs > 1 && !c.trace_path && !c.ro.timeline && !c.ro.real &&
+        !c.exitfirst) {
         if (run_parallel(sys, jobs, njobs, c.jobs < njobs ? c.jobs : njobs, &c.ro) != 0)
             fprintf(stderr, "ddpsim %s: %s\n", cmd, ddp_err_message());
     } else {
@@ -877,6 +1002,12 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
                 fprintf(stderr, "\r[%d/%d] %-40.40s %-12s", i + 1, njobs, jobs[i].path,
                         jobs[i].accel);
             run_job(sys, &jobs[i], &c.ro);
+            if (c.exitfirst && !jobs[i].r.pass && !jobs[i].r.skipped && i + 1 < njobs) {
+                fprintf(stderr, "%sddpsim %s: -x: stopped after the first failure, %d "
+                                "run(s) of %d not run\n", c.progress ? "\n" : "", cmd,
+                        njobs - i - 1, njobs);
+                njobs = i + 1;
+            }
         }
         if (c.progress)
             fprintf(stderr, "\r%*s\r", 70, "");
@@ -901,6 +1032,7 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
     if (c.results && write_results(&c, jobs, njobs, total, list_hash, wall) != 0)
         rc = 2;
 out:
+    ddp_shard_file_free(&lf);
     if (c.ro.trace)
         fclose(c.ro.trace);
     for (int i = 0; sc && i < c.nfiles; i++)
@@ -921,11 +1053,18 @@ int ddp_cmd_replay(ddp_sys_t *sys, int argc, char **argv)
 }
 
 /* ---- ddpsim list ---- */
+#define LIST_WHAT "one of accelerators, backends, plugins, environments, faults, " \
+                  "launchers, phases or points"
 static void list_usage(FILE *f)
 {
     fprintf(f, "usage: ddpsim list accelerators|backends|plugins|environments|faults|"
-               "launchers\n\nPrints the names ddpsim knows, one per line (what scenario "
-               "files and options accept).\n\nExit status: 0 ok, 2 anything else.\n");
+               "launchers|phases|points\n\nPrints the names ddpsim knows, one per line "
+               "(what scenario files and options accept).\n"
+               "  phases  the phases a crash fault may name: PLUGIN PHASE, the default\n"
+               "          plugin's in the order it enters them, then each registered\n"
+               "          plugin's own\n"
+               "  points  the libfiu fault points (include/ddp/faults.h): NAME LAYER\n\n"
+               "Exit status: 0 ok, 2 anything else.\n");
 }
 
 int ddp_cmd_list(ddp_sys_t *sys, int argc, char **argv)
@@ -935,8 +1074,7 @@ int ddp_cmd_list(ddp_sys_t *sys, int argc, char **argv)
     const ddp_opt_t opts[] = {OPT_HELP};
     ddp_opt_spec_t sp = {DDP_OPT_SPEC("list", opts, list_usage), .min_operands = 1,
                          .max_operands = 1,
-                         .operands = "one of accelerators, backends, plugins, environments, "
-                                     "faults or launchers"};
+                         .operands = LIST_WHAT};
     DDP_OPT_PARSE_OR_RETURN(&sp, argc, argv, &n);
     const char *w = argv[1];
     if (!strcmp(w, "accelerators")) {
@@ -957,9 +1095,19 @@ int ddp_cmd_list(ddp_sys_t *sys, int argc, char **argv)
     } else if (!strcmp(w, "launchers")) {
         for (int i = 0; i < DDP_SIM_LAUNCH_COUNT; i++)
             printf("%s\n", ddp_sim_launcher_name((ddp_sim_launcher_t)i));
+    } else if (!strcmp(w, "phases")) {
+        for (size_t i = 0; i < ddp_scenario_phase_count(); i++)
+            printf("%-12s %s\n", "default", ddp_scenario_phase_at(i));
+        for (size_t i = 0; i < ddp_plugin_count(); i++)
+            for (const char *const *ph = ddp_plugin_at(i)->phases; ph && *ph; ph++)
+                printf("%-12s %s\n", ddp_plugin_at(i)->name, *ph);
+    } else if (!strcmp(w, "points")) {
+        for (int i = 0; i < DDP_FP_COUNT; i++) {
+            const ddp_fault_info_t *fi = ddp_fault_info((ddp_fault_id_t)i);
+            printf("%-28s %s\n", fi->name, ddp_fault_layer_name(fi->layer));
+        }
     } else {
-        return ddp_opt_bad("list", "WHAT", w, "one of accelerators, backends, plugins, "
-                                              "environments, faults or launchers");
+        return ddp_opt_bad("list", "WHAT", w, LIST_WHAT);
     }
     return 0;
 }

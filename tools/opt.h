@@ -45,6 +45,8 @@ typedef struct ddp_opt {
 
 #define OPT_FLAG(n, s, d, v) {n, s, DDP_OPT_FLAG, d, 0, 0, v, NULL, NULL}
 #define OPT_STR(n, d, form) {n, 0, DDP_OPT_STR, d, 0, 0, 0, form, NULL}
+/* A string option with a short form too (-k PATTERN). */
+#define OPT_STR_SHORT(n, s, d, form) {n, s, DDP_OPT_STR, d, 0, 0, 0, form, NULL}
 #define OPT_INT(n, d, lo, hi) {n, 0, DDP_OPT_INT, d, lo, hi, 0, NULL, NULL}
 #define OPT_LONG(n, d, lo, hi) {n, 0, DDP_OPT_LONG, d, lo, hi, 0, NULL, NULL}
 #define OPT_U64(n, d, lo) {n, 0, DDP_OPT_U64, d, lo, 0, 0, NULL, NULL}

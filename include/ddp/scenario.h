@@ -119,6 +119,11 @@ DDP_API int ddp_scenario_equal(const ddp_scenario_t *a, const ddp_scenario_t *b,
 /* 1 if the scenario runs this accelerator. */
 DDP_API int ddp_scenario_has_accel(const ddp_scenario_t *s, const char *accel);
 DDP_API int ddp_scenario_has_tag(const ddp_scenario_t *s, const char *tag);
+/* The phases of the default plugin a `fault crash phase=` may name, in the
+ * order it enters them: i < ddp_scenario_phase_count(), else NULL. (A
+ * plugin's own phases are its ddp_plugin_t.phases.) */
+DDP_API size_t ddp_scenario_phase_count(void);
+DDP_API const char *ddp_scenario_phase_at(size_t i);
 /* The error class of a code: "timeout", "peer_lost", "addrinuse", ... */
 DDP_API const char *ddp_scn_error_class(int code);
 

@@ -133,6 +133,8 @@ typedef struct ddp_sim_outcome {
     int thread;             /* a thread of another task's process */
     int world;              /* world size the rank believed in (-1 unknown) */
     int leaked_socks;       /* sockets its process left open at a normal exit */
+    int spawned;            /* processes it spawned: a process that spawned
+                               some and is no rank is a launcher */
 } ddp_sim_outcome_t;
 
 DDP_API int ddp_sim_task_count(const ddp_sim_t *sim);

@@ -1,0 +1,130 @@
+/* tests/test_junit.c — the JUnit files CI tools read: `ddpsim run --junit`
+ * (a testcase per run named scenario[accelerator], classed by its scenario
+ * file, with its time and outcome text) and the CUnit runner's --junit
+ * (`make test JUNIT=...`, with times). Both are validated against
+ * tests/junit.xsd (the Jenkins/Ant schema) with xmllint from Debian's
+ * libxml2-utils (scripts/deps.sh installs it); without xmllint that check
+ * is skipped with one line and the others still run.
+ *
+ * It runs the built commands and skips outside `make test`. */
+#include "test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* xmllint's verdict on path against tests/junit.xsd: 1 valid, 0 not (its
+ * complaint printed unless quiet), -1 no xmllint. */
+static int schema_valid(const char *path, int quiet)
+{
+    if (system("command -v xmllint >/dev/null 2>&1") != 0) {
+        printf("\n  xmllint absent (Debian: libxml2-utils): JUnit schema check skipped\n");
+        return -1;
+    }
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "xmllint --noout --schema tests/junit.xsd %s 2>&1 | "
+                              "grep -v ' validates$' %s", path, quiet ? ">/dev/null" : "");
+    /* grep finds nothing (exit 1) when the only line is "PATH validates". */
+    return system(cmd) != 0;
+}
+
+/* A passing, an expected-failure and a failing run: each a testcase named
+ * scenario[accelerator], classname its file, a time, the outcome text. */
+static void test_run_junit(void)
+{
+    char bin[400];
+    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+        return;
+    const char *xml = "build/test-junit-run.xml", *wrong = "build/test-junit-wrong.scn";
+    CU_ASSERT_EQUAL_FATAL(ddp_test_write_file(wrong, DDP_TEST_WRONG_SCN), 0);
+    remove(xml);
+    char out[8192];
+    CU_ASSERT_EQUAL(ddp_test_ddpsim("run scenarios/clean-start.scn scenarios/crash-joining.scn "
+                                    "build/test-junit-wrong.scn --accelerator ddp "
+                                    "--no-progress --junit build/test-junit-run.xml",
+                                    0, out, sizeof out), 1);
+    static char x[1 << 17];
+    ddp_test_read_file(xml, x, sizeof x);
+    CU_ASSERT_PTR_NOT_NULL(strstr(x, "<testcase classname=\"scenarios/clean-start\" "
+                                     "name=\"clean-start[ddp]\" time=\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(x, "<testcase classname=\"scenarios/crash-joining\" "
+                                     "name=\"crash-joining[ddp]\" time=\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(x, "<testcase classname=\"build/test-junit-wrong\" "
+                                     "name=\"test-junit-wrong[ddp]\" time=\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(x, "expected ok, actual ok, verdict ok, time "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(x, "expected crash+fail, actual crash+fail, verdict ok"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(x, "first error: rank 0, wait for workers: rank 1 never "
+                                     "joined"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(x, "<failure message=\"line 3: expected rank 0 to "
+                                     "connect"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(x, "tests=\"3\" failures=\"1\""));
+    CU_ASSERT_NOT_EQUAL(schema_valid(xml, 0), 0);
+    remove(xml);
+    remove(wrong);
+}
+
+/* The CUnit runner's own file: every suite and testcase has its time. */
+static void test_runner_junit(void)
+{
+    char bin[400];
+    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+        return; /* outside `make test` the runner is not where it is known */
+    const char *xml = "build/test-junit-cunit.xml";
+    remove(xml);
+    char self[512], cmd[1200];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    CU_ASSERT_FATAL(n > 0);
+    self[n] = '\0';
+    snprintf(cmd, sizeof cmd, "%s --junit %s hostlist >/dev/null 2>&1", self, xml);
+    CU_ASSERT_EQUAL(system(cmd), 0);
+    static char x[1 << 16];
+    ddp_test_read_file(xml, x, sizeof x);
+    CU_ASSERT_PTR_NOT_NULL(strstr(x, "<testsuite name=\"hostlist\" tests=\""));
+    int cases = 0, timed = 0;
+    for (const char *p = strstr(x, "<testcase "); p; p = strstr(p + 1, "<testcase ")) {
+        const char *end = strchr(p, '>');
+        const char *t = strstr(p, " time=\"");
+        cases++;
+        timed += t && end && t < end;
+    }
+    CU_ASSERT(cases > 3);
+    CU_ASSERT_EQUAL(timed, cases);
+    CU_ASSERT_NOT_EQUAL(schema_valid(xml, 0), 0);
+    remove(xml);
+}
+
+/* The schema itself refuses what viewers cannot group or time. */
+static void test_schema_refuses(void)
+{
+    static const char *const bad[] = {
+        /* no classname */
+        "<testsuites><testsuite name=\"s\" tests=\"1\" time=\"0\">"
+        "<testcase name=\"a\" time=\"1\"/></testsuite></testsuites>",
+        /* a time that is no number */
+        "<testsuites><testsuite name=\"s\" tests=\"1\" time=\"0\">"
+        "<testcase classname=\"c\" name=\"a\" time=\"fast\"/></testsuite></testsuites>",
+        /* system-out before failure */
+        "<testsuites><testsuite name=\"s\" tests=\"1\" time=\"0\">"
+        "<testcase classname=\"c\" name=\"a\" time=\"1\"><system-out>x</system-out>"
+        "<failure message=\"m\"/></testcase></testsuite></testsuites>",
+    };
+    const char *path = "build/test-junit-bad.xml";
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        FILE *f = fopen(path, "w");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        fputs(bad[i], f);
+        fclose(f);
+        int v = schema_valid(path, 1);
+        if (v < 0)
+            break;
+        CU_ASSERT_EQUAL(v, 0);
+    }
+    remove(path);
+}
+
+DDP_SUITE("junit", NULL, NULL,
+          {"run --junit: scenario[accelerator], classname, time, outcome; valid",
+           test_run_junit},
+          {"the CUnit runner's --junit: times everywhere; valid", test_runner_junit},
+          {"the schema refuses what viewers cannot group or time", test_schema_refuses})
