@@ -44,7 +44,11 @@
  * served, so a normal client's GET is answered whatever the others hold.
  * A validated connection that has a request or replies in flight and
  * makes no progress for opts.idle_timeout_ns is dropped; one with nothing
- * in flight (a WAIT, torch's silent callback socket) never is.
+ * in flight (a WAIT, torch's silent callback socket) never is. Progress is
+ * a complete request, a reply sent in full or SRV_PROGRESS_BYTES of one
+ * sent; bytes of a request that is not complete are not, so a client
+ * trickling one byte a second is dropped one idle timeout after its
+ * request began.
  * Any protocol violation (bad first message, oversized length, unknown
  * opcode, over a limit) drops that connection only. Warnings are rate
  * limited per kind (srv_warn).
@@ -1827,6 +1831,9 @@ static void conn_process(ddp_store_server_t *srv, conn_t *c)
  * referenced blob at its place among them. */
 static void conn_flush(ddp_store_server_t *srv, conn_t *c)
 {
+    int sent = 0; /* this call sent bytes: a flush with nothing to send is
+                     no progress (else every read of a trickling client,
+                     which is flushed after it, would restart its clock) */
     while (!c->dead && out_total(c) > 0) {
         if (ddp_fault_hit(DDP_FP_STORE_SERVER_SEND)) {
             ddp_info("store server: dropping client %s: fault point "
@@ -1857,6 +1864,7 @@ static void conn_flush(ddp_store_server_t *srv, conn_t *c)
             return;
         }
         c->sent_since += (size_t)w;
+        sent = 1;
         if (head && head->pos == c->out_sent) {
             c->roff += (size_t)w;
             c->ref_bytes -= (size_t)w;
@@ -1870,7 +1878,7 @@ static void conn_flush(ddp_store_server_t *srv, conn_t *c)
             c->out_sent += (uint64_t)w;
         }
     }
-    if (out_total(c) == 0 || c->sent_since >= SRV_PROGRESS_BYTES)
+    if (sent && (out_total(c) == 0 || c->sent_since >= SRV_PROGRESS_BYTES))
         conn_progress(srv, c);
     if (out_total(c) == 0) {
         ddp__bb_trim(&c->out, SRV_KEEP_BUF);

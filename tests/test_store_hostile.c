@@ -223,6 +223,58 @@ static void test_stalled_partial_requests(void)
     hx_end(&h);
 }
 
+/* Issue 34: every byte restarted the idle clock, so clients trickling one
+ * byte a second held their connections forever, and at the connection
+ * limit kept every normal client out. The clock runs from the start of a
+ * request until it is complete: tricklers at the limit are dropped one
+ * idle timeout after they began, the normal client is served meanwhile,
+ * and their places go to new clients. */
+static void test_trickling_clients_dropped(void)
+{
+    hx_t h;
+    hx_start(&h, 0, 0);
+    int normal = hx_client(&h, (size_t)1 << 30);
+    set_small(&h, normal, "/k", "value");
+    int tr[FAKE_MAX_CONNS - 1];
+    for (int i = 0; i < FAKE_MAX_CONNS - 1; i++) {
+        tr[i] = hx_client(&h, (size_t)1 << 30);
+        CU_ASSERT_FATAL(tr[i] >= 0);
+    }
+    hx_steps(&h, 4);
+    CU_ASSERT_EQUAL(hx_stats(&h).clients, FAKE_MAX_CONNS);
+    CU_ASSERT_EQUAL(fake_connect(h.f), -1); /* every place is taken */
+    /* A SET of a 64-byte key, one byte a second: 1 + 4 + 64 bytes (never
+     * complete within the test) — 9 s of it, past the 5 s timeout. */
+    msg_t m = {.n = 0};
+    m_u8(&m, DDP_STORE_OP_SET);
+    char key[65];
+    memset(key, 'k', 64);
+    key[64] = '\0';
+    m_str(&m, key);
+    for (size_t b = 0; b < 9; b++) {
+        for (int i = 0; i < FAKE_MAX_CONNS - 1; i++)
+            if (!h.f->conns[tr[i]].server_closed)
+                fake_send(h.f, tr[i], m.b + b, 1);
+        hx_wait(&h, 1);
+        CU_ASSERT(get_answered(&h, normal, "/k", 5));
+        ddp_store_server_stats_t s = hx_stats(&h);
+        if (b < 4) /* within the timeout nobody goes */
+            CU_ASSERT_EQUAL(s.clients, FAKE_MAX_CONNS);
+    }
+    ddp_store_server_stats_t s = hx_stats(&h);
+    CU_ASSERT_EQUAL(s.idle_dropped, FAKE_MAX_CONNS - 1);
+    CU_ASSERT_EQUAL(s.clients, 1);
+    for (int i = 0; i < FAKE_MAX_CONNS - 1; i++)
+        CU_ASSERT(h.f->conns[tr[i]].server_closed);
+    /* Their places serve new clients. */
+    free(h.f->conns[tr[0]].in);
+    h.f->conns[tr[0]] = (fake_conn_t){0};
+    int late = hx_client(&h, (size_t)1 << 30);
+    hx_steps(&h, 4);
+    CU_ASSERT(get_answered(&h, late, "/k", 5));
+    hx_end(&h);
+}
+
 /* WAIT on n keys "/w<tag>/<i>", nobody sets them. */
 static void wait_many(hx_t *h, int c, int tag, int n, size_t klen)
 {
@@ -492,6 +544,8 @@ DDP_SUITE("store_hostile", suite_init, suite_cleanup,
            test_multi_get_amplification},
           {"stalled partial requests: budget, deferral, idle timeout",
            test_stalled_partial_requests},
+          {"trickling clients are dropped at the idle timeout",
+           test_trickling_clients_dropped},
           {"WAIT entries count against max_keys and the budget",
            test_wait_entries_count},
           {"a watcher that never reads is bounded", test_watcher_not_reading},
