@@ -620,6 +620,200 @@ static int px_read_file(ddp_sys_t *s, const char *path, char **data,
     return 0;
 }
 
+/* ---- output files (ddp_out_*; contract in ddp/sys.h) ---- */
+
+struct ddp_out {
+    FILE *f;
+    int fd;   /* the temporary file's; 1 for "-" */
+    int err;  /* the first write's errno, kept: stdio's error flag has none */
+    const char *what;
+    char *path, *tmp; /* tmp NULL for "-" */
+};
+
+/* The stream's writes go straight to fd, so a failure's errno is ours to
+ * keep (a later fclose would report EIO or nothing at all). */
+static ssize_t out_write(void *cookie, const char *buf, size_t n)
+{
+    ddp_out_t *o = cookie;
+    size_t done = 0;
+    while (done < n) {
+        ssize_t w = write(o->fd, buf + done, n - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            if (!o->err)
+                o->err = w < 0 ? errno : EIO;
+            return done ? (ssize_t)done : -1;
+        }
+        done += (size_t)w;
+    }
+    return (ssize_t)n;
+}
+
+static int out_target_ok(const char *path, const char *what, mode_t *mode)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0) {
+        if (errno == ENOENT)
+            return 0;
+        return ddp_err_set(-errno, "cannot write %s \"%s\": %s", what, path,
+                           strerror(errno));
+    }
+    if (S_ISREG(st.st_mode)) {
+        if (mode)
+            *mode = st.st_mode & 07777;
+        return 0;
+    }
+    const char *kind = S_ISDIR(st.st_mode)   ? "a directory"
+                       : S_ISLNK(st.st_mode) ? "a symbolic link"
+                                             : file_kind(st.st_mode);
+    return ddp_err_set(DDP_EUNSUPPORTED,
+                       "cannot write %s \"%s\": it is %s; expected a regular "
+                       "file or a new path (ddpsim replaces the file whole, "
+                       "and would replace that; name a file, or \"-\" for "
+                       "standard output)",
+                       what, path, kind);
+}
+
+int ddp_out_check(const char *path, const char *what)
+{
+    if (!strcmp(path, "-"))
+        return 0;
+    return out_target_ok(path, what, NULL);
+}
+
+static void out_free(ddp_out_t *o)
+{
+    free(o->path);
+    free(o->tmp);
+    free(o);
+}
+
+int ddp_out_open(const char *path, const char *what, ddp_out_t **out)
+{
+    *out = NULL;
+    mode_t mode = 0666; /* narrowed by the umask, as a plain fopen would */
+    int keep_mode = 0;
+    if (strcmp(path, "-")) {
+        mode_t m = 0;
+        int rc = out_target_ok(path, what, &m);
+        if (rc)
+            return rc;
+        if (m)
+            mode = m, keep_mode = 1;
+    }
+    ddp_out_t *o = calloc(1, sizeof *o);
+    if (!o || !(o->path = strdup(path))) {
+        free(o);
+        return ddp_err_set(-ENOMEM, "out of memory opening %s", what);
+    }
+    o->what = what;
+    o->fd = 1;
+    fflush(stdout); /* what stdout buffered comes first */
+    if (strcmp(path, "-")) {
+        /* In the target's folder, so the rename stays on one file system. */
+        const char *slash = strrchr(path, '/');
+        int dlen = slash ? (int)(slash - path) + 1 : 0;
+        static atomic_uint seq;
+        for (int tries = 0; o->fd == 1 && tries < 100; tries++) {
+            free(o->tmp);
+            o->tmp = NULL;
+            if (asprintf(&o->tmp, "%.*s.%s.%ld.%u.tmp", dlen, path,
+                         path + dlen, (long)getpid(),
+                         atomic_fetch_add(&seq, 1)) < 0) {
+                o->tmp = NULL;
+                out_free(o);
+                return ddp_err_set(-ENOMEM, "out of memory opening %s", what);
+            }
+            int fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+            if (fd >= 0) {
+                o->fd = fd;
+            } else if (errno != EEXIST) {
+                int e = errno;
+                int rc = ddp_err_set(-e, "cannot write %s \"%s\": creating "
+                                         "\"%s\" beside it failed: %s",
+                                     what, path, o->tmp, strerror(e));
+                out_free(o);
+                return rc;
+            }
+        }
+        if (o->fd == 1) {
+            out_free(o);
+            return ddp_err_set(-EEXIST, "cannot write %s \"%s\": no free "
+                               "temporary name beside it", what, path);
+        }
+        if (keep_mode) /* a replaced file keeps its permissions */
+            (void)fchmod(o->fd, mode);
+    }
+    o->f = fopencookie(o, "w", (cookie_io_functions_t){.write = out_write});
+    if (!o->f) {
+        int e = errno;
+        ddp_out_abort(o);
+        return ddp_err_set(-e, "cannot write %s \"%s\": %s", what, path,
+                           strerror(e));
+    }
+    *out = o;
+    return 0;
+}
+
+FILE *ddp_out_file(ddp_out_t *o) { return o->f; }
+
+void ddp_out_abort(ddp_out_t *o)
+{
+    if (!o)
+        return;
+    if (o->f)
+        fclose(o->f);
+    if (o->tmp) {
+        close(o->fd);
+        unlink(o->tmp);
+    }
+    out_free(o);
+}
+
+int ddp_out_commit(ddp_out_t *o)
+{
+    int e = 0;
+    if (fflush(o->f) != 0 && !o->err)
+        o->err = errno ? errno : EIO;
+    if (!o->err && ferror(o->f))
+        o->err = EIO;
+    if (!o->err && o->tmp && fsync(o->fd) != 0)
+        o->err = errno;
+    int rc = 0;
+    if (o->err) {
+        e = o->err;
+        rc = ddp_err_set(-e, "writing %s \"%s\" failed: %s%s", o->what,
+                         o->path, strerror(e),
+                         o->tmp ? " (nothing was written under that name)" : "");
+    } else if (o->tmp) {
+        /* The target may have changed since it was opened. */
+        rc = out_target_ok(o->path, o->what, NULL);
+        if (!rc && rename(o->tmp, o->path) != 0) {
+            e = errno;
+            rc = ddp_err_set(-e, "cannot write %s \"%s\": renaming \"%s\" "
+                                 "onto it failed: %s",
+                             o->what, o->path, o->tmp, strerror(e));
+        }
+        if (!rc) {
+            free(o->tmp);
+            o->tmp = NULL; /* renamed: nothing to remove */
+        }
+    }
+    fclose(o->f);
+    o->f = NULL;
+    if (o->tmp) {
+        close(o->fd);
+        unlink(o->tmp);
+        free(o->tmp);
+        o->tmp = NULL;
+    } else if (o->fd != 1) {
+        close(o->fd);
+    }
+    out_free(o);
+    return rc;
+}
+
 static int px_somaxconn(ddp_sys_t *s)
 {
     char *txt = NULL;

@@ -18,6 +18,7 @@
 
 #include "ddp/err.h"
 #include "ddp/scenario.h"
+#include "ddp/sys.h"
 
 #define SHARD_FORMAT "ddpsim-results"
 #define SHARD_VERSION 1
@@ -204,21 +205,18 @@ static void put_object(FILE *f, const field_t *fl, size_t n, const void *obj)
 
 int ddp_shard_write(const ddp_shard_file_t *f, const char *path)
 {
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
-        return ddp_err_set(DDP_ECONFIG, "result file path %s is too long", path);
-    FILE *out = fopen(tmp, "w");
-    if (!out)
-        return ddp_err_set(-errno, "cannot write the result file %s: %s", tmp,
-                           strerror(errno));
+    ddp_out_t *o;
+    int rc = ddp_out_open(path, "the result file", &o);
+    if (rc)
+        return rc;
+    FILE *out = ddp_out_file(o);
     fprintf(out, "{\"ddpsim\":\"%s\",\"version\":%d,", SHARD_FORMAT, SHARD_VERSION);
     /* the header's own object, without its opening brace */
     char *hdr = NULL;
     size_t hlen = 0;
     FILE *h = open_memstream(&hdr, &hlen);
     if (!h) {
-        fclose(out);
-        remove(tmp);
+        ddp_out_abort(o);
         return ddp_err_set(-ENOMEM, "out of memory writing %s", path);
     }
     put_object(h, header_fields, NFIELDS(header_fields), f);
@@ -229,17 +227,7 @@ int ddp_shard_write(const ddp_shard_file_t *f, const char *path)
     const field_t *fl = row_fields(f->kind, &nf);
     for (int i = 0; i < f->nrows; i++)
         put_object(out, fl, nf, &f->rows[i]);
-    int bad = ferror(out);
-    if (fclose(out) != 0 || bad) {
-        remove(tmp);
-        return ddp_err_set(-EIO, "writing the result file %s failed", tmp);
-    }
-    if (rename(tmp, path) != 0) {
-        int e = errno;
-        remove(tmp);
-        return ddp_err_set(-e, "cannot rename %s to %s: %s", tmp, path, strerror(e));
-    }
-    return 0;
+    return ddp_out_commit(o);
 }
 
 /* ---- reading ---- */

@@ -10,7 +10,10 @@
 #include "test.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "ddp/sys.h"
@@ -340,6 +343,58 @@ static void test_run_output_paths(void)
     remove("build/test-cli-junit.xml");
 }
 
+/* Issue 34: `--results /dev/full` renamed a regular file over the device.
+ * Every output option refuses a device, FIFO or symlink by name, before a
+ * run, and leaves it as it was (the device node is made in the test's own
+ * folder, never /dev). */
+static void test_output_special_targets(void)
+{
+    if (!have_ddpsim())
+        return;
+    char dir[] = "/tmp/ddpsim-cli-out-XXXXXX";
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+    char dev[64], fifo[64], link[64];
+    snprintf(dev, sizeof dev, "%s/full", dir);
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    snprintf(link, sizeof link, "%s/link", dir);
+    int have_dev = mknod(dev, S_IFCHR | 0600, makedev(1, 7)) == 0;
+    if (!have_dev) /* not root: a FIFO stands in for the device */
+        CU_ASSERT_EQUAL(mkfifo(dev, 0600), 0);
+    CU_ASSERT_EQUAL(mkfifo(fifo, 0600), 0);
+    CU_ASSERT_EQUAL(symlink("results", link), 0);
+    static const char *const cases[][2] = {
+        {"run scenarios/clean-start.scn --accelerator ddp --results %s", "--results"},
+        {"run scenarios/clean-start.scn --accelerator ddp --junit %s", "--junit"},
+        {"run scenarios/clean-start.scn --accelerator ddp --trace %s", "--trace"},
+        {"run scenarios/clean-start.scn --accelerator ddp --trace-chrome %s",
+         "--trace-chrome"},
+        {"sim --trace %s", "--trace"},
+        {"explore --runs 1 --results %s", "--results"},
+    };
+    const char *targets[] = {dev, fifo, link};
+    for (size_t t = 0; t < 3; t++)
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            char args[512];
+            snprintf(args, sizeof args, cases[i][0], targets[t]);
+            CU_ASSERT_TRUE(check_bad(args, targets[t]));
+        }
+    struct stat st;
+    CU_ASSERT_EQUAL(lstat(dev, &st), 0);
+    CU_ASSERT(have_dev ? S_ISCHR(st.st_mode) : S_ISFIFO(st.st_mode));
+    CU_ASSERT_EQUAL(lstat(fifo, &st), 0);
+    CU_ASSERT(S_ISFIFO(st.st_mode));
+    CU_ASSERT_EQUAL(lstat(link, &st), 0);
+    CU_ASSERT(S_ISLNK(st.st_mode));
+    /* "-" is standard output. */
+    char out[16384];
+    CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, "run scenarios/clean-start.scn "
+                                             "--accelerator ddp --results -",
+                                       0, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "{\"ddpsim\":"));
+    unlink(dev), unlink(fifo), unlink(link);
+    CU_ASSERT_EQUAL(rmdir(dir), 0);
+}
+
 /* Every run skipped: nothing tested, exit 3 with a line saying why. */
 static void test_run_all_skipped(void)
 {
@@ -387,5 +442,7 @@ DDP_SUITE("cli", NULL, NULL,
           {"sim: --fault forms become one scenario statement", test_sim_faults},
           {"run table: expected, actual, verdict, title, messages", test_run_table},
           {"run: output paths checked before the first run", test_run_output_paths},
+          {"output options refuse devices, FIFOs and symlinks",
+           test_output_special_targets},
           {"run: every run skipped exits 3", test_run_all_skipped},
           {"make test leaves ./ddpsim", test_symlink})

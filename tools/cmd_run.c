@@ -161,14 +161,9 @@ static void run_job(ddp_sys_t *sys, job_t *j, const run_opts_t *ro)
         snprintf(j->r.why, sizeof j->r.why, "%s", ddp_err_message());
     if (tr && ro->timeline)
         ddp_sim_export_timeline(tr, stdout);
-    if (tr && ro->chrome) {
-        FILE *f = fopen(ro->chrome, "w");
-        if (!f || ddp_sim_export_chrome(tr, f) != 0) {
-            fprintf(stderr, "ddpsim: cannot write %s\n", ro->chrome);
-            j->r.pass = 0;
-        }
-        if (f)
-            fclose(f);
+    if (tr && ro->chrome && ddp_tool_write_chrome(tr, ro->chrome) != 0) {
+        fprintf(stderr, "ddpsim: %s\n", ddp_err_message());
+        j->r.pass = 0;
     }
     free(tr);
 }
@@ -269,9 +264,11 @@ static void xml_text(FILE *f, const char *s)
 
 static int write_junit(const char *path, const job_t *jobs, int n)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return -1;
+    ddp_out_t *o;
+    int rc = ddp_out_open(path, "the JUnit file", &o);
+    if (rc)
+        return rc;
+    FILE *f = ddp_out_file(o);
     int failures = 0, skipped = 0;
     double total = 0;
     for (int i = 0; i < n; i++) {
@@ -306,7 +303,7 @@ static int write_junit(const char *path, const job_t *jobs, int n)
         fprintf(f, "</failure>\n  </testcase>\n");
     }
     fprintf(f, "</testsuite>\n</testsuites>\n");
-    return fclose(f) ? -1 : 0;
+    return ddp_out_commit(o);
 }
 
 static int load_all(char **files, int nfiles, ddp_scenario_t **sc, const char *cmd)
@@ -647,7 +644,7 @@ int ddp_run_report(ddp_sys_t *sys, const ddp_run_report_t *rep, const job_t *job
         printf(", %d skipped", skipped);
     printf(" (%.1f s)\n", rep->wall_s);
     if (rep->junit && write_junit(rep->junit, jobs, njobs) != 0) {
-        fprintf(stderr, "ddpsim %s: cannot write %s\n", cmd, rep->junit);
+        fprintf(stderr, "ddpsim %s: %s\n", cmd, ddp_err_message());
         failed++;
     }
     int rc = failed ? 1 : 0;
@@ -717,11 +714,12 @@ static int write_results(const cli_t *c, job_t *jobs, int njobs, long long total
  * by side (the real results are in jobs already). */
 static int compare(ddp_sys_t *sys, const cli_t *c, job_t *jobs, int njobs, double wall)
 {
-    FILE *md = c->markdown ? fopen(c->markdown, "w") : NULL;
-    if (c->markdown && !md) {
-        fprintf(stderr, "ddpsim run: cannot write %s\n", c->markdown);
+    ddp_out_t *mdo = NULL;
+    if (c->markdown && ddp_out_open(c->markdown, "the Markdown table", &mdo)) {
+        fprintf(stderr, "ddpsim run: %s\n", ddp_err_message());
         return 2;
     }
+    FILE *md = mdo ? ddp_out_file(mdo) : NULL;
     run_opts_t sim_ro = c->ro;
     sim_ro.real = sim_ro.netns = 0;
     int differ = 0, same = 0, skipped = 0;
@@ -761,7 +759,10 @@ static int compare(ddp_sys_t *sys, const cli_t *c, job_t *jobs, int njobs, doubl
     if (md) {
         fprintf(md, "\n%d pair(s): %d same, %d different, %d not realisable for real.\n",
                 njobs, same, differ, skipped);
-        fclose(md);
+        if (ddp_out_commit(mdo) != 0) {
+            fprintf(stderr, "ddpsim run: %s\n", ddp_err_message());
+            return 2;
+        }
     }
     return differ ? 1 : 0;
 }
@@ -778,6 +779,7 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
     int njobs = 0, rc = 0;
     long long total = 0; /* runs in the whole list (all shards) */
     uint64_t list_hash = 0xcbf29ce484222325ull;
+    ddp_out_t *trace_out = NULL;
     if (load_all(c.files, c.nfiles, sc, cmd)) {
         rc = 2;
         goto out;
@@ -847,9 +849,13 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
         rc = 2;
         goto out;
     }
-    if (c.trace_path && !(c.ro.trace = fopen(c.trace_path, "w"))) {
-        rc = ddp_opt_bad(cmd, "--trace", c.trace_path, "a file that can be written");
-        goto out;
+    if (c.trace_path) {
+        if (ddp_out_open(c.trace_path, "the trace", &trace_out) != 0) {
+            fprintf(stderr, "ddpsim %s: %s\n", cmd, ddp_err_message());
+            rc = 2;
+            goto out;
+        }
+        c.ro.trace = ddp_out_file(trace_out);
     }
     c.ro.chrome = c.chrome;
     if (replay)
@@ -897,8 +903,10 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
     if (c.results && write_results(&c, jobs, njobs, total, list_hash, wall) != 0)
         rc = 2;
 out:
-    if (c.ro.trace)
-        fclose(c.ro.trace);
+    if (trace_out && ddp_out_commit(trace_out) != 0) {
+        fprintf(stderr, "ddpsim %s: %s\n", cmd, ddp_err_message());
+        rc = rc ? rc : 2;
+    }
     for (int i = 0; sc && i < c.nfiles; i++)
         ddp_scenario_free(sc[i]);
     free(sc);

@@ -23,6 +23,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #ifdef __cplusplus
@@ -171,6 +172,33 @@ DDP_API const ddp_addr_t *ddp_sys_posix_call_addr(void);
  * timed out ...); 0 for any other sys. A forked entry's sys starts at 0. */
 DDP_API int ddp_sys_posix_failed_connects(ddp_sys_t *sys);
 DDP_API void ddp_sys_free(ddp_sys_t *sys);
+
+/* Output files (every file ddpsim writes for a user: results, JUnit,
+ * traces, reports). A target is replaced whole or left as it was: the
+ * bytes go to a temporary file in the target's folder, which is flushed,
+ * fsynced, checked and renamed over the target at ddp_out_commit. Only a
+ * regular file or a missing path is a target; a device, FIFO, socket,
+ * directory or symlink is refused, naming it (renaming over /dev/null
+ * would replace the device). "-" is standard output. Every write error is
+ * kept with its own errno (ENOSPC reads "No space left on device"), and a
+ * failed output leaves no file under the final name. what: how errors
+ * name the file ("the result file"). */
+typedef struct ddp_out ddp_out_t;
+/* Is path a target ddp_out_open would take? 0, or a negative code with
+ * the error context filled (for checking options before a long run). */
+DDP_API int ddp_out_check(const char *path, const char *what);
+DDP_API int ddp_out_open(const char *path, const char *what, ddp_out_t **out);
+/* The stream to write to (valid until commit or abort). */
+DDP_API FILE *ddp_out_file(ddp_out_t *o);
+/* Flush, fsync, rename: 0, or the first error (the temporary file is
+ * removed). Frees o either way. */
+DDP_API int ddp_out_commit(ddp_out_t *o);
+/* Drop what was written (the target stays as it was); frees o. NULL: no-op. */
+DDP_API void ddp_out_abort(ddp_out_t *o);
+/* The whole cycle: open, fill(stream, arg) (0, or a negative code with
+ * the error context filled, which aborts), commit. */
+DDP_API int ddp_out_write(const char *path, const char *what,
+                          int (*fill)(FILE *f, void *arg), void *arg);
 
 /* Monotonic now in ns. */
 static inline int64_t ddp_sys_now(ddp_sys_t *s) { return s->ops->now(s); }
