@@ -21,7 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -620,6 +622,35 @@ static int px_read_file(ddp_sys_t *s, const char *path, char **data,
     return 0;
 }
 
+long ddp_sys_pid(void) { return (long)getpid(); }
+
+int ddp_sys_sweep_stale(const char *dir, const char *prefix)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    size_t plen = strlen(prefix);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (strncmp(e->d_name, prefix, plen))
+            continue;
+        char *end;
+        long pid = strtol(e->d_name + plen, &end, 10);
+        /* Only a dead owner's: a live run's files (or a name not ours) stay;
+         * EPERM means somebody else's live process. */
+        if (end == e->d_name + plen || *end != '-' || pid <= 0 ||
+            kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue;
+        char path[4096];
+        if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) <
+                (int)sizeof path &&
+            unlink(path) == 0)
+            n++;
+    }
+    closedir(d);
+    return n;
+}
+
 /* ---- output files (ddp_out_*; contract in ddp/sys.h) ---- */
 
 struct ddp_out {
@@ -827,6 +858,71 @@ static int px_somaxconn(ddp_sys_t *s)
     return v;
 }
 
+/* In a new child: PR_SET_PDEATHSIG, unless the parent is gone already
+ * (it died before the prctl: the signal would never come). Only
+ * async-signal-safe calls: the parent may have threads. */
+static void child_die_with(pid_t parent)
+{
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+        _exit(127);
+}
+
+/* posix_spawn cannot set a parent-death signal: fork, set it, exec. An exec
+ * that fails sends its errno up a close-on-exec pipe, so the caller sees
+ * "could not start" as with posix_spawn. */
+static int spawn_argv_dying(const ddp_spawn_t *w, char **envp, pid_t *out)
+{
+    int pfd[2];
+    if (pipe2(pfd, O_CLOEXEC) != 0)
+        return -errno;
+    pid_t parent = getpid();
+    pid_t p = fork();
+    if (p < 0) {
+        int e = errno;
+        close(pfd[0]);
+        close(pfd[1]);
+        return -e;
+    }
+    if (p == 0) {
+        close(pfd[0]);
+        child_die_with(parent);
+        const char *paths[2] = {w->stdout_path, w->stderr_path};
+        int e = 0;
+        for (int k = 0; k < 2 && !e; k++) {
+            if (!paths[k])
+                continue;
+            int fd = open(paths[k], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            if (fd < 0 || dup2(fd, k + 1) < 0)
+                e = errno;
+            if (fd >= 0 && fd != k + 1)
+                close(fd);
+        }
+        if (!e) {
+            if (strchr(w->argv[0], '/'))
+                execve(w->argv[0], w->argv, envp);
+            else
+                execvpe(w->argv[0], w->argv, envp);
+            e = errno;
+        }
+        ssize_t wr = write(pfd[1], &e, sizeof e);
+        (void)wr;
+        _exit(127);
+    }
+    close(pfd[1]);
+    int e = 0;
+    ssize_t r;
+    do
+        r = read(pfd[0], &e, sizeof e);
+    while (r < 0 && errno == EINTR);
+    close(pfd[0]);
+    if (r == (ssize_t)sizeof e) {
+        waitpid(p, NULL, 0);
+        return -e;
+    }
+    *out = p;
+    return 0;
+}
+
 static int px_spawn(ddp_sys_t *s, const ddp_spawn_t *w, ddp_pid_t *pid)
 {
     SYS_FAULT(SYS_PROC_SPAWN);
@@ -834,7 +930,13 @@ static int px_spawn(ddp_sys_t *s, const ddp_spawn_t *w, ddp_pid_t *pid)
     if (!envp)
         return -ENOMEM;
     pid_t p;
-    if (w->argv) {
+    if (w->argv && w->die_with_parent) {
+        int rc = spawn_argv_dying(w, envp, &p);
+        ddp_env_free_array(envp);
+        if (rc)
+            return ddp_err_set(rc, "could not start \"%s\": %s", w->argv[0],
+                               strerror(-rc));
+    } else if (w->argv) {
         posix_spawn_file_actions_t fa;
         posix_spawn_file_actions_init(&fa);
         if (w->stdout_path)
@@ -854,10 +956,13 @@ static int px_spawn(ddp_sys_t *s, const ddp_spawn_t *w, ddp_pid_t *pid)
     } else if (w->entry) {
         ddp_env_free_array(envp);
         fflush(NULL);
+        pid_t parent = getpid();
         p = fork();
         if (p < 0)
             return ddp_err_set(-errno, "fork: %s", strerror(errno));
         if (p == 0) {
+            if (w->die_with_parent)
+                child_die_with(parent);
             ddp_sys_t *child = ddp_sys_posix_new(
                 ddp_env_clone(w->env ? w->env : s->env));
             int rc = child ? w->entry(child, w->arg) : 1;

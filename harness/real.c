@@ -494,7 +494,10 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
     int64_t t0 = ddp_sys_now(sys);
     const char *tmpdir = o->tmpdir ? o->tmpdir : "/tmp";
     unsigned long long tag = (unsigned long long)(t0 ^ (int64_t)plan->seed);
-    snprintf(base, sizeof base, "%s/ddpsim-real-%llx", tmpdir, tag);
+    /* The runner's pid in the name: a run killed by SIGKILL cannot remove
+     * its files, and the next run tells them from a live run's. */
+    ddp_sys_sweep_stale(tmpdir, "ddpsim-real-");
+    snprintf(base, sizeof base, "%s/ddpsim-real-%ld-%llx", tmpdir, ddp_sys_pid(), tag);
     snprintf(plan->results, sizeof plan->results, "%s.tsv", base);
     snprintf(plan_path, sizeof plan_path, "%s.plan", base);
     plan->t0 = t0;
@@ -609,7 +612,7 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
                 argv[k++] = "ip", argv[k++] = "netns", argv[k++] = "exec", argv[k++] = nsname;
             }
             argv[k++] = "setsid";
-            ddp_spawn_t sp = {.env = env, .name = x->name};
+            ddp_spawn_t sp = {.env = env, .name = x->name, .die_with_parent = 1};
             if (x->kind == DDP_PLAN_EXEC) {
                 argv[k++] = "/bin/sh", argv[k++] = "-c", argv[k++] = plan->entry.exec;
                 out_path(outp, sizeof outp, base, p->task, "out");

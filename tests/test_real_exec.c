@@ -1,7 +1,10 @@
 /* tests/test_real_exec.c — a foreign program's outcome class from its exit
  * status and stderr (harness/real_exec.c): torch 1.13's and 2.11's own
  * messages, as seen from real runs, map to the simulator's classes. */
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -227,9 +230,132 @@ out:
 }
 
 
+/* The processes whose command line holds `needle`; their pids into pids
+ * (up to max). */
+static int procs_with(const char *needle, pid_t *pids, int max)
+{
+    DIR *d = opendir("/proc");
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        if (*end || pid <= 0)
+            continue;
+        char path[64], buf[4096];
+        snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        ssize_t got = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (got <= 0)
+            continue; /* a zombie has none */
+        for (ssize_t i = 0; i < got; i++)
+            if (!buf[i])
+                buf[i] = ' ';
+        buf[got] = '\0';
+        if (strstr(buf, needle) && n < max)
+            pids[n++] = (pid_t)pid;
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* Waits (at most limit_s: a bound, not a measure) until the processes
+ * holding needle number `want` or more (more: 1) or fewer (0). */
+static int wait_procs(const char *needle, int want, int more, int limit_s)
+{
+    pid_t pids[64];
+    int n = 0;
+    for (int i = 0; i < limit_s * 50; i++) {
+        n = procs_with(needle, pids, 64);
+        if (more ? n >= want : n <= want)
+            break;
+        usleep(20000);
+    }
+    return n;
+}
+
+/* Issue 34: SIGKILL of `ddpsim run --real` left every rank running,
+ * holding the port, and its plan file in /tmp. The ranks die with their
+ * runner (parent-death signal), the next run on the port starts cleanly
+ * and sweeps the dead run's files. Ranks train for 60 s: still running
+ * when their runner is killed. */
+static void test_sigkill_leaves_no_rank(void)
+{
+    char bin[400];
+    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+        return;
+    ddp_sys_t *sys = ddp_test_sys();
+    uint16_t port = 0;
+    CU_ASSERT_EQUAL_FATAL(ddp_sys_free_port(sys, &port), 0);
+    ddp_sys_free(sys);
+    const char *scn = "build/test-real-sigkill.scn", *quick = "build/test-real-after.scn";
+    FILE *f = fopen(scn, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fprintf(f, "scenario \"killed while training\"\nnodes 1\ndevices 2\n"
+               "accelerators ddp\nport %u\ntrain 60s\nexpect ok\n", (unsigned)port);
+    fclose(f);
+    f = fopen(quick, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fprintf(f, "scenario \"the next run\"\nnodes 1\ndevices 2\naccelerators ddp\n"
+               "port %u\nexpect ok\n", (unsigned)port);
+    fclose(f);
+    fflush(NULL);
+    pid_t runner = fork();
+    CU_ASSERT_FATAL(runner >= 0);
+    if (runner == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        dup2(null, 2);
+        execl(bin, bin, "run", "--real", "--no-progress", scn, (char *)NULL);
+        _exit(127);
+    }
+    char needle[64];
+    snprintf(needle, sizeof needle, "ddpsim-real-%ld-", (long)runner);
+    int ranks = wait_procs(needle, 2, 1, 30);
+    CU_ASSERT_EQUAL(ranks, 2);
+    kill(runner, SIGKILL);
+    waitpid(runner, NULL, 0);
+    int left = wait_procs(needle, 0, 0, 10);
+    CU_ASSERT_EQUAL(left, 0);
+    if (left) { /* not ours to leave running */
+        pid_t pids[64];
+        int n = procs_with(needle, pids, 64);
+        printf("\n  %d rank process(es) outlived their runner\n", n);
+        for (int i = 0; i < n; i++)
+            kill(pids[i], SIGKILL);
+    }
+    int stale = 0;
+    DIR *d = opendir("/tmp");
+    for (struct dirent *e; d && (e = readdir(d));)
+        stale += !strncmp(e->d_name, needle, strlen(needle));
+    if (d)
+        closedir(d);
+    CU_ASSERT(stale > 0); /* the killed run could not remove them */
+    char args[256], out[1 << 14];
+    snprintf(args, sizeof args, "run --real --no-progress %s", quick);
+    int st = ddp_test_ddpsim_io_within(REAL_QUICK_LIMIT_S, NULL, args, 1, out, sizeof out);
+    CU_ASSERT_EQUAL(st, 0);
+    if (st)
+        printf("\n  the next run: exit %d:\n%s", st, out);
+    stale = 0;
+    d = opendir("/tmp");
+    for (struct dirent *e; d && (e = readdir(d));)
+        stale += !strncmp(e->d_name, needle, strlen(needle));
+    if (d)
+        closedir(d);
+    CU_ASSERT_EQUAL(stale, 0);
+    remove(scn);
+    remove(quick);
+}
+
 DDP_SUITE("real_exec", NULL, NULL,
           {"a master port taken before the run starts", test_taken_master_port},
           {"torch's messages become outcome classes", test_torch_messages},
           {"an exec program that is not there", test_check_exec},
           {"quick real runs: launchers' contracts, reset, resolve, pause; faults fire",
-           test_quick_real_runs})
+           test_quick_real_runs},
+          {"SIGKILL of a real run: no rank outlives it, its files are swept",
+           test_sigkill_leaves_no_rank})

@@ -99,6 +99,11 @@ typedef struct ddp_spawn {
     /* Real processes with argv: files their stdout / stderr go to
      * (created or truncated; NULL: inherited). The simulator ignores them. */
     const char *stdout_path, *stderr_path;
+    /* Real processes: the child is killed (SIGKILL) when the thread that
+     * spawned it ends, however it ends (SIGKILL of the process included:
+     * Linux's parent-death signal), so no rank outlives its runner. The
+     * simulator's tasks die with their process anyway. */
+    int die_with_parent;
 } ddp_spawn_t;
 
 typedef struct ddp_sys ddp_sys_t;
@@ -172,6 +177,13 @@ DDP_API const ddp_addr_t *ddp_sys_posix_call_addr(void);
  * timed out ...); 0 for any other sys. A forked entry's sys starts at 0. */
 DDP_API int ddp_sys_posix_failed_connects(ddp_sys_t *sys);
 DDP_API void ddp_sys_free(ddp_sys_t *sys);
+
+/* This process's id (names of per-run files; ddp_sys_sweep_stale). */
+DDP_API long ddp_sys_pid(void);
+/* Removes the files in dir named PREFIX<pid>-... whose process <pid> no
+ * longer exists: what a run killed by SIGKILL left behind, swept by the
+ * next one. Returns how many were removed. */
+DDP_API int ddp_sys_sweep_stale(const char *dir, const char *prefix);
 
 /* Output files (every file ddpsim writes for a user: results, JUnit,
  * traces, reports). A target is replaced whole or left as it was: the
