@@ -624,6 +624,11 @@ static int px_read_file(ddp_sys_t *s, const char *path, char **data,
 
 long ddp_sys_pid(void) { return (long)getpid(); }
 
+int ddp_sys_read_host_file(const char *path, char **data, size_t *len)
+{
+    return px_read_file(NULL, path, data, len);
+}
+
 int ddp_sys_sweep_stale(const char *dir, const char *prefix)
 {
     DIR *d = opendir(dir);

@@ -10,6 +10,8 @@
  * test`) and skip outside `make test`. */
 #include "test.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -211,6 +213,27 @@ static void test_file_roundtrip(void)
     remove(path);
     f.nrows = 0;
     free(f.rows);
+    /* Issue 34: merge read without a cap (`merge /dev/zero` grew to 3 GB)
+     * and opened a FIFO (blocked forever). Refused before any byte is read,
+     * as every other reader does (ddp_sys_read_file). */
+    char dir[] = "/tmp/ddpsim-merge-XXXXXX";
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+    char fifo[64], big[64];
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    snprintf(big, sizeof big, "%s/big", dir);
+    CU_ASSERT_EQUAL(mkfifo(fifo, 0600), 0);
+    CU_ASSERT_EQUAL(ddp_shard_read(fifo, &g), DDP_EUNSUPPORTED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_message(), "a FIFO"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_message(), fifo));
+    int fd = open(big, O_CREAT | O_WRONLY, 0600); /* sparse: no disk space */
+    CU_ASSERT_FATAL(fd >= 0);
+    CU_ASSERT_EQUAL(ftruncate(fd, (off_t)DDP_SYS_READ_MAX + 1), 0);
+    close(fd);
+    CU_ASSERT_EQUAL(ddp_shard_read(big, &g), DDP_ELIMIT);
+    CU_ASSERT_EQUAL(ddp_shard_read(dir, &g), -EISDIR);
+    unlink(fifo);
+    unlink(big);
+    CU_ASSERT_EQUAL(rmdir(dir), 0);
 }
 
 /* ---- ddpsim run --shard and ddpsim merge ---- */

@@ -178,6 +178,10 @@ DDP_API const ddp_addr_t *ddp_sys_posix_call_addr(void);
 DDP_API int ddp_sys_posix_failed_connects(ddp_sys_t *sys);
 DDP_API void ddp_sys_free(ddp_sys_t *sys);
 
+/* ddp_sys_read_file of the POSIX sys, for a tool's own inputs (result
+ * files to merge) where no rank's sys is at hand: the same cap and the
+ * same refusal of FIFOs, devices and directories. */
+DDP_API int ddp_sys_read_host_file(const char *path, char **data, size_t *len);
 /* This process's id (names of per-run files; ddp_sys_sweep_stale). */
 DDP_API long ddp_sys_pid(void);
 /* Removes the files in dir named PREFIX<pid>-... whose process <pid> no
