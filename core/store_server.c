@@ -809,10 +809,13 @@ static entry_t *ent_claim(ddp_store_server_t *srv, slice_t k,
                           int *was)
 {
     entry_t *e = ent_find(srv, k);
-    if (!e && srv->keys.n >= srv->o.max_keys)
-        return srv_fail(srv, "the store tracks %zu keys, stored or awaited "
-                             "(max_keys); refusing a new %s",
-                        srv->keys.n, what),
+    /* Only stored keys count: entries that exist for waiters are paid for
+     * in the memory budget (else waits on keys nobody sets would fill the
+     * table and refuse every real key). */
+    if ((!e || !ent_stored(e)) && srv->nstored >= srv->o.max_keys)
+        return srv_fail(srv, "the store holds %zu keys (max_keys); refusing "
+                             "a new %s",
+                        srv->nstored, what),
                NULL;
     if (!e && !(e = ent_get(srv, k)))
         return srv_fail(srv, "%s", oom), NULL;
@@ -1174,21 +1177,21 @@ static int req_cost(ddp_store_server_t *srv, int op, slice_t k, slice_t v,
             *store += set_cost(srv, ks[2 * i], ks[2 * i + 1].n);
         break;
     case DDP_STORE_OP_WAIT: {
-        size_t fresh = 0;
+        size_t missing = 0;
         for (size_t i = 0; i < n; i++) {
             if (key_present(srv, ks[i]))
                 continue;
-            int known = ent_find(srv, ks[i]) != NULL;
-            fresh += !known;
-            *store += sizeof(waiter_t) + (known ? 0 : ENT_COST(ks[i].n));
+            missing++;
+            *store += sizeof(waiter_t) +
+                      (ent_find(srv, ks[i]) ? 0 : ENT_COST(ks[i].n));
         }
-        if (fresh > srv->o.max_keys - (srv->keys.n < srv->o.max_keys
-                                           ? srv->keys.n
-                                           : srv->o.max_keys))
-            return srv_fail(srv, "WAIT on %zu keys nobody has set would make "
-                                 "the store track more than %zu keys "
-                                 "(max_keys counts awaited keys too)",
-                            fresh, srv->o.max_keys),
+        /* One connection has one WAIT at a time: its share is bounded
+         * here, and all shares together by the memory budget. */
+        if (missing > srv->o.max_wait_keys)
+            return srv_fail(srv, "WAIT on %zu keys nobody has set; a "
+                                 "connection may wait for at most %zu "
+                                 "(max_wait_keys)",
+                            missing, srv->o.max_wait_keys),
                    H_BAD;
         *out = 1;
         break;
@@ -2362,6 +2365,8 @@ int ddp_store_server_new(ddp_sys_t *sys, const ddp_store_server_opts_t *opts,
         o.max_keys = DDP_STORE_MAX_KEYS;
     if (!o.max_key_len)
         o.max_key_len = DDP_STORE_MAX_KEY;
+    if (!o.max_wait_keys)
+        o.max_wait_keys = DDP_STORE_MAX_WAIT_KEYS;
     if (!o.max_value_len)
         o.max_value_len = DDP_STORE_MAX_VALUE;
     if (o.validate_timeout_ns <= 0)

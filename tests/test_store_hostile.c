@@ -291,13 +291,21 @@ static void wait_many(hx_t *h, int c, int tag, int n, size_t klen)
     }
 }
 
-/* Issue 15, case 2: WAIT on missing keys made entries that max_keys did
- * not count (100 clients x 10k keys: +225 MB). They count against
- * max_keys and the memory budget now, and go with their connection. */
+/* Issue 15, case 2: WAIT on missing keys made entries nobody counted
+ * (100 clients x 10k keys: +225 MB). Issue 34: counted against max_keys,
+ * they filled the key table (14 connections waiting on 131,072 keys made
+ * the store refuse every new key). They count against the memory budget,
+ * each connection may wait for max_wait_keys, and they go with their
+ * connection. */
 static void test_wait_entries_count(void)
 {
     hx_t h;
-    hx_start(&h, 0, 2500);
+    h.f = fake_sys_new();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h.f);
+    ddp_store_server_opts_t o = {.max_keys = 2500, .max_wait_keys = 1000,
+                                 .max_clients = FAKE_MAX_CONNS,
+                                 .idle_timeout_ns = s_ns(5)};
+    CU_ASSERT_EQUAL_FATAL(ddp_store_server_new(&h.f->sys, &o, &h.srv), 0);
     size_t base = hx_stats(&h).memory;
     int c[4];
     for (int i = 0; i < 4; i++) {
@@ -306,14 +314,33 @@ static void test_wait_entries_count(void)
         hx_steps(&h, 4);
     }
     ddp_store_server_stats_t s = hx_stats(&h);
-    /* Two WAITs fit 2,500 tracked keys; the third and fourth would not. */
-    CU_ASSERT_EQUAL(s.protocol_errors, 2);
-    CU_ASSERT_EQUAL(s.clients, 2);
-    CU_ASSERT(s.memory > base + 2000 * 64);
-    h.f->conns[c[0]].eof = 1;
-    h.f->conns[c[1]].eof = 1;
+    /* 4,000 awaited keys beside a 2,500-key table: all four wait. */
+    CU_ASSERT_EQUAL(s.protocol_errors, 0);
+    CU_ASSERT_EQUAL(s.clients, 4);
+    CU_ASSERT(s.memory > base + 4000 * 64);
+    /* ... and the table still takes every key it has room for. */
+    int setter = hx_client(&h, (size_t)1 << 30);
+    for (int i = 0; i < 2500; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "/k%d", i);
+        set_small(&h, setter, key, "v");
+    }
+    s = hx_stats(&h);
+    CU_ASSERT_EQUAL(s.keys, 2500);
+    CU_ASSERT_EQUAL(s.clients, 5);
+    /* A client over its share is dropped, the others wait on. */
+    int greedy = hx_client(&h, (size_t)1 << 30);
+    wait_many(&h, greedy, 9, 1001, 8);
     hx_steps(&h, 4);
-    CU_ASSERT(hx_stats(&h).memory <= base);
+    s = hx_stats(&h);
+    CU_ASSERT_EQUAL(s.protocol_errors, 1);
+    CU_ASSERT(h.f->conns[greedy].server_closed);
+    CU_ASSERT_EQUAL(s.clients, 5);
+    for (int i = 0; i < 4; i++)
+        h.f->conns[c[i]].eof = 1;
+    h.f->conns[setter].eof = 1;
+    hx_steps(&h, 4);
+    CU_ASSERT_EQUAL(hx_stats(&h).clients, 0);
     hx_end(&h);
 
     /* The same against the memory budget: 10,000 awaited keys take more
