@@ -1224,14 +1224,24 @@ static int req_cost(ddp_store_server_t *srv, int op, slice_t k, slice_t v,
  * connection with nothing unsent never waits, so every client's GET is
  * answered whatever the others hold. */
 static int budget(ddp_store_server_t *srv, conn_t *c, int op, size_t store,
-                  size_t out)
+                  size_t out, size_t freed)
 {
+    /* freed: the request buffer, released once this request is done (it
+     * is all the buffer holds): a value copied from it into the store is
+     * counted once, so a 32 MiB MULTI_SET fits a 64 MiB budget. */
     size_t cost = store;
     if (out_total(c) > 0 || out > SRV_OUT_FLOOR)
         cost += out;
     if (cost == 0)
         return H_OK;
-    switch (mem_fits(srv, cost, c->charged)) {
+    int fit = mem_fits(srv, cost, c->charged);
+    /* Only where the request would never fit otherwise: elsewhere the
+     * buffer is soon filled by the next request, and a value the store
+     * lets go of may live on in replies. */
+    if (fit == FIT_REFUSE && freed > 0)
+        fit = mem_fits(srv, cost > freed ? cost - freed : 0,
+                       c->charged - (freed < c->charged ? freed : c->charged));
+    switch (fit) {
     case FIT_OK:
         return H_OK;
     case FIT_DEFER:
@@ -1589,7 +1599,8 @@ static int handle_one(ddp_store_server_t *srv, conn_t *c)
     size_t store_cost, out_cost;
     int rc = req_cost(srv, op, k, v, v2, ks, n, &store_cost, &out_cost);
     if (rc == H_OK)
-        rc = budget(srv, c, op, store_cost, out_cost);
+        rc = budget(srv, c, op, store_cost, out_cost,
+                    r.off == r.n && c->in.cap > SRV_KEEP_BUF ? c->in.cap : 0);
     if (rc != H_OK)
         return rc;
 
@@ -1965,6 +1976,17 @@ static void conn_read(ddp_store_server_t *srv, conn_t *c)
         size_t cap = in_cap_for(c, want);
         if (cap > c->in.cap && cap > SRV_IN_FLOOR) {
             int fit = mem_fits(srv, cap - c->in.cap, c->charged);
+            /* Doubling would pass the budget: grow by what this read needs
+             * only, so a request near the budget still fits (a 32 MiB one
+             * would otherwise ask for a 64 MiB buffer). */
+            size_t tight = avail + want;
+            if (fit != FIT_OK && tight < cap && tight > c->in.cap) {
+                int f2 = mem_fits(srv, tight - c->in.cap, c->charged);
+                if (f2 < fit) {
+                    fit = f2;
+                    cap = tight;
+                }
+            }
             if (fit == FIT_REFUSE) {
                 srv_warn(srv, RL_MEMORY,
                          "store server: dropping client %s: its request "
