@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "ddp/err.h"
+#include "ddp/fmt.h"
 #include "ddp/scenario.h"
 #include "ddp/sys.h"
 
@@ -148,13 +149,18 @@ static void put_str(FILE *f, const char *s)
     fputc('"', f);
     for (; s && *s; s++) {
         unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
+        size_t k = c >= 0x80 ? ddp_utf8_seq(s, strnlen(s, 4)) : 1;
+        if (k > 1) { /* valid UTF-8: as it is */
+            fwrite(s, 1, k, f);
+            s += k - 1;
+        } else if (c == '"' || c == '\\')
             fprintf(f, "\\%c", c);
         else if (c == '\n')
             fputs("\\n", f);
         else if (c == '\t')
             fputs("\\t", f);
-        else if (c < 0x20 || c == 0x7f)
+        else if (c < 0x20 || c == 0x7f || k == 0) /* k == 0: not UTF-8,
+                                                     which JSON must be */
             fprintf(f, "\\u%04x", c);
         else
             fputc(c, f);

@@ -199,6 +199,7 @@ static void test_bad_sim(void)
         {"sim --master-late abc", "--master-late \"abc\""},
         {"sim --timeout abc", "--timeout \"abc\""},
         {"sim --seed abc", "--seed \"abc\""},
+        {"sim --seed a\xff", "--seed \"a\\xff\""}, /* not UTF-8: escaped */
         {"sim --fault delay,ms=abc", "--fault \"delay,ms=abc\""},
         {"sim --fault crash,phase=nonsense,ranks=1", "--fault \"crash,phase=nonsense"},
         {"sim --fault partition", "--fault \"partition\""},
@@ -395,6 +396,23 @@ static void test_output_special_targets(void)
     CU_ASSERT_EQUAL(rmdir(dir), 0);
 }
 
+/* Issue 34: `ddpsim --version extra` was accepted. */
+static void test_top_level_extra(void)
+{
+    if (!have_ddpsim())
+        return;
+    const char *cases[] = {"--version extra", "--help run", "help x"};
+    for (size_t i = 0; i < 3; i++) {
+        char err[1024];
+        int st = ddp_test_ddpsim_io_within(15, NULL, cases[i], 1, err, sizeof err);
+        CU_ASSERT_EQUAL(st, 2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "takes no arguments"));
+    }
+    char out[1024];
+    CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, "--version", 0, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "ddpsim "));
+}
+
 /* Every run skipped: nothing tested, exit 3 with a line saying why. */
 static void test_run_all_skipped(void)
 {
@@ -444,5 +462,6 @@ DDP_SUITE("cli", NULL, NULL,
           {"run: output paths checked before the first run", test_run_output_paths},
           {"output options refuse devices, FIFOs and symlinks",
            test_output_special_targets},
+          {"--version and --help take no arguments", test_top_level_extra},
           {"run: every run skipped exits 3", test_run_all_skipped},
           {"make test leaves ./ddpsim", test_symlink})

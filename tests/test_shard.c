@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "ddp/err.h"
+#include "ddp/fmt.h"
 #include "ddp/plugin.h"
 #include "ddp/scenario.h"
 #include "ddp/sys.h"
@@ -192,6 +193,22 @@ static void test_file_roundtrip(void)
         CU_ASSERT_EQUAL(b->r.trace_hash, a->r.trace_hash);
         CU_ASSERT_STRING_EQUAL(b->report, a->report);
     }
+    ddp_shard_file_free(&g);
+    /* Issue 34: raw bytes that are not UTF-8 (an error echoing a file's
+     * bytes) went into the JSON as they were; they are escaped, and the
+     * file is valid UTF-8 throughout. */
+    snprintf(f.rows[0].r.why, sizeof f.rows[0].r.why, "raw \xff\xfe end \xc3\xa9");
+    CU_ASSERT_EQUAL_FATAL(ddp_shard_write(&f, path), 0);
+    char *text = NULL;
+    size_t tlen = 0;
+    CU_ASSERT_EQUAL_FATAL(ddp_sys_read_host_file(path, &text, &tlen), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "raw \\u00ff\\u00fe end \xc3\xa9"));
+    for (size_t i = 0, k; i < tlen; i += k ? k : 1) {
+        k = ddp_utf8_seq(text + i, tlen - i);
+        CU_ASSERT(k > 0);
+    }
+    free(text);
+    CU_ASSERT_EQUAL(ddp_shard_read(path, &g), 0);
     ddp_shard_file_free(&g);
     /* Cut short (a row lost): the row count names it. */
     FILE *w = fopen(path, "r+");

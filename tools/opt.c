@@ -12,6 +12,7 @@
 
 #include "ddp/accel.h"
 #include "ddp/err.h"
+#include "ddp/fmt.h"
 #include "ddp/sys.h"
 #include "ddp/plugin.h"
 #include "ddp/scenario.h"
@@ -20,8 +21,10 @@
 
 int ddp_opt_bad(const char *cmd, const char *what, const char *value, const char *form)
 {
-    fprintf(stderr, "ddpsim %s: bad %s \"%s\"; expected %s\n", cmd, what,
-            value ? value : "", form);
+    char v[1024]; /* the value as typed, its bytes that are not UTF-8 escaped */
+    snprintf(v, sizeof v, "%s", value ? value : "");
+    ddp_utf8_escape(v, sizeof v);
+    fprintf(stderr, "ddpsim %s: bad %s \"%s\"; expected %s\n", cmd, what, v, form);
     return 2;
 }
 
