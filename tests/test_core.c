@@ -500,6 +500,23 @@ static void test_err_not_utf8(void)
     CU_ASSERT_EQUAL(ddp_utf8_seq("\xe2\x98", 2), 0); /* cut short */
 }
 
+/* Issue 34: fixed wall limits of process-spawning tests failed under the
+ * sanitizers on a loaded host. They scale with the build and a knob. */
+static void test_wall_limits_scale(void)
+{
+    int base = ddp_test_wall_s_for(10, NULL);
+    CU_ASSERT(base >= 10);
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    CU_ASSERT(base >= 30); /* a sanitizer build allows more */
+#endif
+    CU_ASSERT_EQUAL(ddp_test_wall_s_for(10, "2"), 2 * base);
+    CU_ASSERT_EQUAL(ddp_test_wall_s_for(10, "2.5"), base * 5 / 2);
+    CU_ASSERT_EQUAL(ddp_test_wall_s_for(10, "abc"), base); /* not a factor */
+    CU_ASSERT_EQUAL(ddp_test_wall_s_for(10, "0"), base);
+    CU_ASSERT_EQUAL(ddp_test_wall_s_for(10, "-3"), base);
+    CU_ASSERT_EQUAL(ddp_test_wall_s_for(10, ""), base);
+}
+
 static void test_addr(void)
 {
     ddp_addr_t a, b;
@@ -528,6 +545,7 @@ DDP_SUITE("core", NULL, NULL,
           {"error names and descriptions", test_err_names},
           {"error context sentence", test_err_context},
           {"error text that is not UTF-8 is escaped", test_err_not_utf8},
+          {"test wall limits scale with the build and a knob", test_wall_limits_scale},
           {"identity state on zeroed memory", test_ident_state_zeroed},
           {"environment map", test_env_map},
           {"environment clone: one pool, independent copies", test_env_clone_independent},

@@ -268,7 +268,7 @@ static int wait_procs(const char *needle, int want, int more, int limit_s)
 {
     pid_t pids[64];
     int n = 0;
-    for (int i = 0; i < limit_s * 50; i++) {
+    for (int i = 0; i < ddp_test_wall_s(limit_s) * 50; i++) {
         n = procs_with(needle, pids, 64);
         if (more ? n >= want : n <= want)
             break;
