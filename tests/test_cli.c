@@ -10,10 +10,8 @@
 #include "test.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "ddp/sys.h"
@@ -352,16 +350,12 @@ static void test_output_special_targets(void)
 {
     if (!have_ddpsim())
         return;
-    char dir[] = "/tmp/ddpsim-cli-out-XXXXXX";
-    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
-    char dev[64], fifo[64], link[64];
-    snprintf(dev, sizeof dev, "%s/full", dir);
-    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
-    snprintf(link, sizeof link, "%s/link", dir);
-    int have_dev = mknod(dev, S_IFCHR | 0600, makedev(1, 7)) == 0;
-    if (!have_dev) /* not root: a FIFO stands in for the device */
-        CU_ASSERT_EQUAL(mkfifo(dev, 0600), 0);
-    CU_ASSERT_EQUAL(mkfifo(fifo, 0600), 0);
+    char dir[64], dev[96], fifo[96], link[96];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "cli-out"));
+    int have_dev = ddp_test_mkdev(ddp_test_in(dev, sizeof dev, dir, "full"));
+    CU_ASSERT(have_dev >= 0);
+    CU_ASSERT_EQUAL(mkfifo(ddp_test_in(fifo, sizeof fifo, dir, "fifo"), 0600), 0);
+    ddp_test_in(link, sizeof link, dir, "link");
     CU_ASSERT_EQUAL(symlink("results", link), 0);
     static const char *const cases[][2] = {
         {"run scenarios/clean-start.scn --accelerator ddp --results %s", "--results"},
@@ -381,7 +375,7 @@ static void test_output_special_targets(void)
         }
     struct stat st;
     CU_ASSERT_EQUAL(lstat(dev, &st), 0);
-    CU_ASSERT(have_dev ? S_ISCHR(st.st_mode) : S_ISFIFO(st.st_mode));
+    CU_ASSERT(have_dev > 0 ? S_ISCHR(st.st_mode) : S_ISFIFO(st.st_mode));
     CU_ASSERT_EQUAL(lstat(fifo, &st), 0);
     CU_ASSERT(S_ISFIFO(st.st_mode));
     CU_ASSERT_EQUAL(lstat(link, &st), 0);

@@ -233,12 +233,10 @@ static void test_file_roundtrip(void)
     /* Issue 34: merge read without a cap (`merge /dev/zero` grew to 3 GB)
      * and opened a FIFO (blocked forever). Refused before any byte is read,
      * as every other reader does (ddp_sys_read_file). */
-    char dir[] = "/tmp/ddpsim-merge-XXXXXX";
-    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
-    char fifo[64], big[64];
-    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
-    snprintf(big, sizeof big, "%s/big", dir);
-    CU_ASSERT_EQUAL(mkfifo(fifo, 0600), 0);
+    char dir[64], fifo[96], big[96];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "merge"));
+    ddp_test_in(big, sizeof big, dir, "big");
+    CU_ASSERT_EQUAL(mkfifo(ddp_test_in(fifo, sizeof fifo, dir, "fifo"), 0600), 0);
     CU_ASSERT_EQUAL(ddp_shard_read(fifo, &g), DDP_EUNSUPPORTED);
     CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_message(), "a FIFO"));
     CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_message(), fifo));

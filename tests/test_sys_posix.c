@@ -15,7 +15,6 @@
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
-#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -340,14 +339,13 @@ static int dir_entries(const char *dir)
  * in the test's own folder. */
 static void test_output_targets(void)
 {
-    char dir[] = "/tmp/ddpsim-out-XXXXXX";
-    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
-    char reg[64], dev[64], fifo[64], sub[64], link[64];
-    snprintf(reg, sizeof reg, "%s/results", dir);
-    snprintf(dev, sizeof dev, "%s/full", dir);
-    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
-    snprintf(sub, sizeof sub, "%s/sub", dir);
-    snprintf(link, sizeof link, "%s/link", dir);
+    char dir[64], reg[96], dev[96], fifo[96], sub[96], link[96];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "out"));
+    ddp_test_in(reg, sizeof reg, dir, "results");
+    ddp_test_in(dev, sizeof dev, dir, "full");
+    ddp_test_in(fifo, sizeof fifo, dir, "fifo");
+    ddp_test_in(sub, sizeof sub, dir, "sub");
+    ddp_test_in(link, sizeof link, dir, "link");
     CU_ASSERT_EQUAL(write_text(reg, "first\n"), 0);
     CU_ASSERT_EQUAL(chmod(reg, 0640), 0);
     CU_ASSERT_EQUAL(write_text(reg, "second\n"), 0);
@@ -361,9 +359,11 @@ static void test_output_targets(void)
     CU_ASSERT_EQUAL(mkfifo(fifo, 0600), 0);
     CU_ASSERT_EQUAL(mkdir(sub, 0700), 0);
     CU_ASSERT_EQUAL(symlink(reg, link), 0);
-    int have_dev = mknod(dev, S_IFCHR | 0600, makedev(1, 7)) == 0;
-    if (!have_dev)
+    int have_dev = ddp_test_mkdev(dev) == 1;
+    if (!have_dev) {
+        unlink(dev); /* the FIFO standing in: the FIFO case has its own */
         printf("\n  mknod not permitted here: the device target is skipped\n");
+    }
     struct {
         const char *path, *kind;
         int have;
@@ -407,8 +407,8 @@ static int full_disk_child(const char *dir)
         mount("tmpfs", dir, "tmpfs", 0, "size=16k") != 0)
         return 77;
     char path[96], old[96];
-    snprintf(path, sizeof path, "%s/new", dir);
-    snprintf(old, sizeof old, "%s/old", dir);
+    ddp_test_in(path, sizeof path, dir, "new");
+    ddp_test_in(old, sizeof old, dir, "old");
     int bad = write_text(old, "old\n") != 0;
     static char big[256 << 10];
     memset(big, 'x', sizeof big - 1);
@@ -435,8 +435,8 @@ static int full_disk_child(const char *dir)
 
 static void test_output_full_disk(void)
 {
-    char dir[] = "/tmp/ddpsim-full-XXXXXX";
-    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+    char dir[64];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "full"));
     fflush(NULL);
     pid_t pid = fork();
     CU_ASSERT_FATAL(pid >= 0);

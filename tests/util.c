@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -271,4 +273,25 @@ int ddp_test_connect_published(struct ddp_sys *sys, struct ddp_store *st, const 
         return DDP_EPROTOCOL;
     *colon = '\0';
     return ddp_sys_connect_host(sys, text, (uint16_t)atoi(colon + 1), deadline);
+}
+
+const char *ddp_test_tmpdir(char *dir, size_t n, const char *tag)
+{
+    snprintf(dir, n, "/tmp/ddpsim-%s-XXXXXX", tag);
+    return mkdtemp(dir);
+}
+
+const char *ddp_test_in(char *buf, size_t n, const char *dir, const char *name)
+{
+    snprintf(buf, n, "%s/%s", dir, name);
+    return buf;
+}
+
+int ddp_test_mkdev(const char *path)
+{
+    /* /dev/full's numbers: a write there fails, a rename over it would
+     * replace it. Made in the test's own folder, never in /dev. */
+    if (mknod(path, S_IFCHR | 0600, makedev(1, 7)) == 0)
+        return 1;
+    return mkfifo(path, 0600) == 0 ? 0 : -1;
 }
