@@ -24,6 +24,7 @@
 #include <dirent.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -623,6 +624,27 @@ static int px_read_file(ddp_sys_t *s, const char *path, char **data,
 }
 
 long ddp_sys_pid(void) { return (long)getpid(); }
+
+uint64_t ddp_sys_random_u64(void)
+{
+    uint64_t v = 0;
+    if (getrandom(&v, sizeof v, 0) == (ssize_t)sizeof v)
+        return v;
+    /* No entropy source (an old kernel): the clock and pid still set two
+     * runs of one host apart. */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return ((uint64_t)ts.tv_sec * 1000000007u) ^ (uint64_t)ts.tv_nsec ^
+           ((uint64_t)getpid() << 40);
+}
+
+void ddp_sys_wall_text(char *buf, size_t n)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    if (!gmtime_r(&t, &tm) || !strftime(buf, n, "%Y-%m-%d %H:%M:%S UTC", &tm))
+        snprintf(buf, n, "%lld s after the epoch", (long long)t);
+}
 
 int ddp_sys_read_host_file(const char *path, char **data, size_t *len)
 {

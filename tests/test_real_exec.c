@@ -1,6 +1,7 @@
 /* tests/test_real_exec.c — a foreign program's outcome class from its exit
  * status and stderr (harness/real_exec.c): torch 1.13's and 2.11's own
  * messages, as seen from real runs, map to the simulator's classes. */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
@@ -351,6 +352,87 @@ static void test_sigkill_leaves_no_rank(void)
     remove(quick);
 }
 
+/* Runs of white space (the table wraps its why: lines) become one space. */
+static void squeeze(char *t)
+{
+    char *o = t;
+    for (char *p = t; *p; p++)
+        if (!isspace((unsigned char)*p) || (o > t && o[-1] != ' '))
+            *o++ = isspace((unsigned char)*p) ? ' ' : *p;
+    *o = '\0';
+}
+
+/* Starts `BIN run --real --no-progress SCN` under `timeout`, its output to
+ * out; the pid. */
+static pid_t start_run(const char *bin, const char *scn, const char *out)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "timeout -k 5 %d '%s' run --real --no-progress '%s' >'%s' 2>&1",
+             ddp_test_wall_s(REAL_QUICK_LIMIT_S), bin, scn, out);
+    fflush(NULL);
+    pid_t p = fork();
+    if (p == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    return p;
+}
+
+/* Issue 34: a second run of one scenario that started within ~50 ms of the
+ * first joined the first run's store and failed "ranks are duplicated" (1
+ * pair in 13), where it could as well have broken the first. Each run has
+ * an identity now: two runs started together on one port, again and again,
+ * never mix; one passes, and the other, if it fails, says the port serves
+ * another ddpsim run (or was taken before it started). */
+#define PAIRS 6
+static void test_concurrent_runs_never_mix(void)
+{
+    char bin[400];
+    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+        return;
+    ddp_sys_t *sys = ddp_test_sys();
+    uint16_t port = 0;
+    CU_ASSERT_EQUAL_FATAL(ddp_sys_free_port(sys, &port), 0);
+    ddp_sys_free(sys);
+    char dir[64], scn[96], out[2][96];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "pair"));
+    FILE *f = fopen(ddp_test_in(scn, sizeof scn, dir, "pair.scn"), "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fprintf(f, "scenario \"two runs, one port\"\nnodes 1\ndevices 2\n"
+               "accelerators ddp\nport %u\ntrain 1s\nexpect ok\n", (unsigned)port);
+    fclose(f);
+    ddp_test_in(out[0], sizeof out[0], dir, "a.out");
+    ddp_test_in(out[1], sizeof out[1], dir, "b.out");
+    int refused = 0;
+    for (int i = 0; i < PAIRS; i++) {
+        pid_t p[2] = {start_run(bin, scn, out[0]), start_run(bin, scn, out[1])};
+        int ok = 0;
+        for (int k = 0; k < 2; k++) {
+            int st = -1;
+            CU_ASSERT_EQUAL(waitpid(p[k], &st, 0), p[k]);
+            char *text = NULL;
+            CU_ASSERT_EQUAL(ddp_sys_read_host_file(out[k], &text, NULL), 0);
+            if (text)
+                squeeze(text);
+            int passed = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+            int other = text && strstr(text, "is serving another ddpsim run (started at 20");
+            int taken = text && strstr(text, "on this host was taken before the run");
+            ok += passed;
+            refused += other;
+            CU_ASSERT(passed || other || taken);
+            CU_ASSERT_PTR_NULL(text ? strstr(text, "duplicated") : NULL);
+            if (!passed && !other && !taken)
+                printf("\n  pair %d, run %d: status %d:\n%s", i, k, st, text ? text : "");
+            free(text);
+        }
+        CU_ASSERT(ok >= 1); /* the run that owns the port is unharmed */
+    }
+    printf("\n  %d of %d pairs met in one store; every meeting was refused\n", refused,
+           PAIRS);
+    unlink(out[0]), unlink(out[1]), unlink(scn);
+    CU_ASSERT_EQUAL(rmdir(dir), 0);
+}
+
 DDP_SUITE("real_exec", NULL, NULL,
           {"a master port taken before the run starts", test_taken_master_port},
           {"torch's messages become outcome classes", test_torch_messages},
@@ -358,4 +440,6 @@ DDP_SUITE("real_exec", NULL, NULL,
           {"quick real runs: launchers' contracts, reset, resolve, pause; faults fire",
            test_quick_real_runs},
           {"SIGKILL of a real run: no rank outlives it, its files are swept",
-           test_sigkill_leaves_no_rank})
+           test_sigkill_leaves_no_rank},
+          {"two real runs started together on one port never mix",
+           test_concurrent_runs_never_mix})

@@ -184,6 +184,11 @@ DDP_API void ddp_sys_free(ddp_sys_t *sys);
 DDP_API int ddp_sys_read_host_file(const char *path, char **data, size_t *len);
 /* This process's id (names of per-run files; ddp_sys_sweep_stale). */
 DDP_API long ddp_sys_pid(void);
+/* 64 random bits from the kernel (a run's identity, never a decision a
+ * seed should reproduce). */
+DDP_API uint64_t ddp_sys_random_u64(void);
+/* The wall-clock time now, "2026-12-06 07:30:01 UTC", for messages. */
+DDP_API void ddp_sys_wall_text(char *buf, size_t n);
 /* Removes the files in dir named PREFIX<pid>-... whose process <pid> no
  * longer exists: what a run killed by SIGKILL left behind, swept by the
  * next one. Returns how many were removed. */
