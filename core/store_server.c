@@ -1235,17 +1235,20 @@ static int budget(ddp_store_server_t *srv, conn_t *c, int op, size_t store,
     if (cost == 0)
         return H_OK;
     int fit = mem_fits(srv, cost, c->charged);
+    size_t need = cost;
     /* Only where the request would never fit otherwise: elsewhere the
      * buffer is soon filled by the next request, and a value the store
      * lets go of may live on in replies. */
-    if (fit == FIT_REFUSE && freed > 0)
-        fit = mem_fits(srv, cost > freed ? cost - freed : 0,
+    if (fit == FIT_REFUSE && freed > 0) {
+        need = cost > freed ? cost - freed : 0;
+        fit = mem_fits(srv, need,
                        c->charged - (freed < c->charged ? freed : c->charged));
+    }
     switch (fit) {
     case FIT_OK:
         return H_OK;
     case FIT_DEFER:
-        c->defer_need = cost;
+        c->defer_need = need;
         return H_DEFER;
     default:
         return srv_fail(srv, "%s needs %zu bytes beside the %zu its request "
