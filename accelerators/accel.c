@@ -126,8 +126,10 @@ int ddp_accel_launch(ddp_ctx_t *ctx, const ddp_child_env_t *envs, int n,
         char name[32];
         snprintf(name, sizeof name, "%s-child%d", ctx->accelerator, i);
         /* The child runs the same "script": the cfg is this process's. */
+        /* A worker ends with its launcher (a rank of a killed real run). */
         ddp_spawn_t sp = {.env = env, .entry = child_main,
-                          .arg = (void *)ctx->cfg, .name = name};
+                          .arg = (void *)ctx->cfg, .name = name,
+                          .die_with_parent = 1};
         int rc = ddp_sys_spawn(ctx->sys, &sp, &ctx->children[ctx->nchildren]);
         ddp_env_free(env);
         if (rc)

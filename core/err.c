@@ -7,6 +7,7 @@
  * task one and makes it current on every switch (ddp_ident_state_use). */
 #include "ddp/err.h"
 #include "ddp/faults.h"
+#include "ddp/fmt.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -142,6 +143,7 @@ int ddp_err_set(int code, const char *fmt, ...)
     c->waited_ns = -1;
     snprintf(c->phase, sizeof c->phase, "%s", s->phase);
     memcpy(c->what, what, sizeof what);
+    ddp_utf8_escape(c->what, sizeof c->what); /* names from files, keys */
     return code;
 }
 
@@ -155,6 +157,7 @@ int ddp_err_wrap(const char *fmt, ...)
     va_end(ap);
     memcpy(old, c->what, sizeof old);
     snprintf(c->what, sizeof c->what, "%s: %s", pre, old);
+    ddp_utf8_escape(c->what, sizeof c->what);
     return c->code;
 }
 

@@ -111,3 +111,66 @@ int ddp_fmt(char *buf, size_t n, const char *fmt, ...)
     va_end(ap);
     return r;
 }
+
+size_t ddp_utf8_seq(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    if (n == 0)
+        return 0;
+    if (p[0] < 0x80)
+        return 1;
+    /* RFC 3629: no overlongs, no surrogates, nothing past U+10FFFF. */
+    size_t len;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (p[0] >= 0xC2 && p[0] <= 0xDF)
+        len = 2;
+    else if (p[0] >= 0xE0 && p[0] <= 0xEF) {
+        len = 3;
+        if (p[0] == 0xE0)
+            lo = 0xA0;
+        else if (p[0] == 0xED)
+            hi = 0x9F;
+    } else if (p[0] >= 0xF0 && p[0] <= 0xF4) {
+        len = 4;
+        if (p[0] == 0xF0)
+            lo = 0x90;
+        else if (p[0] == 0xF4)
+            hi = 0x8F;
+    } else
+        return 0;
+    if (n < len || p[1] < lo || p[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++)
+        if (p[i] < 0x80 || p[i] > 0xBF)
+            return 0;
+    return len;
+}
+
+void ddp_utf8_escape(char *s, size_t cap)
+{
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n;) {
+        size_t k = ddp_utf8_seq(s + i, n - i);
+        if (k) {
+            i += k;
+            continue;
+        }
+        /* One byte becomes four ("\xNN"): the tail moves, cut to fit. */
+        if (n + 3 >= cap)
+            n = cap > 4 ? cap - 4 : 0;
+        if (i >= n) {
+            s[n] = '\0';
+            break;
+        }
+        unsigned char b = (unsigned char)s[i];
+        memmove(s + i + 4, s + i + 1, n - i - 1);
+        n += 3;
+        s[n] = '\0';
+        static const char hex[] = "0123456789abcdef";
+        s[i] = '\\';
+        s[i + 1] = 'x';
+        s[i + 2] = hex[b >> 4];
+        s[i + 3] = hex[b & 15];
+        i += 4;
+    }
+}

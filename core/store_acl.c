@@ -83,16 +83,24 @@ int ddp__store_acl_allows(const ddp__store_acl_t *acl, const ddp_addr_t *a)
 {
     if (!acl->n)
         return 1;
+    /* An IPv4 client is also ::ffff:a.b.c.d, the address a dual-stack
+     * listener sees it at: IPv6 rules that cover it (::ffff:10.0.0.0/104,
+     * ::/0) match it too. */
+    uint8_t mapped[16] = {[10] = 0xFF, [11] = 0xFF};
+    memcpy(mapped + 12, a->ip, 4);
     for (size_t i = 0; i < acl->n; i++) {
         const ddp__store_cidr_t *r = &acl->rules[i];
-        if (r->family != a->family)
+        const uint8_t *ip = a->ip;
+        if (r->family == 6 && a->family == 4)
+            ip = mapped;
+        else if (r->family != a->family)
             continue;
         int full = r->bits / 8, rest = r->bits % 8;
-        if (memcmp(r->ip, a->ip, (size_t)full) != 0)
+        if (memcmp(r->ip, ip, (size_t)full) != 0)
             continue;
         if (rest) {
             uint8_t mask = (uint8_t)(0xFF << (8 - rest));
-            if ((r->ip[full] & mask) != (a->ip[full] & mask))
+            if ((r->ip[full] & mask) != (ip[full] & mask))
                 continue;
         }
         return 1;

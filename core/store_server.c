@@ -44,7 +44,11 @@
  * served, so a normal client's GET is answered whatever the others hold.
  * A validated connection that has a request or replies in flight and
  * makes no progress for opts.idle_timeout_ns is dropped; one with nothing
- * in flight (a WAIT, torch's silent callback socket) never is.
+ * in flight (a WAIT, torch's silent callback socket) never is. Progress is
+ * a complete request, a reply sent in full or SRV_PROGRESS_BYTES of one
+ * sent; bytes of a request that is not complete are not, so a client
+ * trickling one byte a second is dropped one idle timeout after its
+ * request began.
  * Any protocol violation (bad first message, oversized length, unknown
  * opcode, over a limit) drops that connection only. Warnings are rate
  * limited per kind (srv_warn).
@@ -806,10 +810,13 @@ static entry_t *ent_claim(ddp_store_server_t *srv, slice_t k,
                           int *was)
 {
     entry_t *e = ent_find(srv, k);
-    if (!e && srv->keys.n >= srv->o.max_keys)
-        return srv_fail(srv, "the store tracks %zu keys, stored or awaited "
-                             "(max_keys); refusing a new %s",
-                        srv->keys.n, what),
+    /* Only stored keys count: entries that exist for waiters are paid for
+     * in the memory budget (else waits on keys nobody sets would fill the
+     * table and refuse every real key). */
+    if ((!e || !ent_stored(e)) && srv->nstored >= srv->o.max_keys)
+        return srv_fail(srv, "the store holds %zu keys (max_keys); refusing "
+                             "a new %s",
+                        srv->nstored, what),
                NULL;
     if (!e && !(e = ent_get(srv, k)))
         return srv_fail(srv, "%s", oom), NULL;
@@ -1171,21 +1178,21 @@ static int req_cost(ddp_store_server_t *srv, int op, slice_t k, slice_t v,
             *store += set_cost(srv, ks[2 * i], ks[2 * i + 1].n);
         break;
     case DDP_STORE_OP_WAIT: {
-        size_t fresh = 0;
+        size_t missing = 0;
         for (size_t i = 0; i < n; i++) {
             if (key_present(srv, ks[i]))
                 continue;
-            int known = ent_find(srv, ks[i]) != NULL;
-            fresh += !known;
-            *store += sizeof(waiter_t) + (known ? 0 : ENT_COST(ks[i].n));
+            missing++;
+            *store += sizeof(waiter_t) +
+                      (ent_find(srv, ks[i]) ? 0 : ENT_COST(ks[i].n));
         }
-        if (fresh > srv->o.max_keys - (srv->keys.n < srv->o.max_keys
-                                           ? srv->keys.n
-                                           : srv->o.max_keys))
-            return srv_fail(srv, "WAIT on %zu keys nobody has set would make "
-                                 "the store track more than %zu keys "
-                                 "(max_keys counts awaited keys too)",
-                            fresh, srv->o.max_keys),
+        /* One connection has one WAIT at a time: its share is bounded
+         * here, and all shares together by the memory budget. */
+        if (missing > srv->o.max_wait_keys)
+            return srv_fail(srv, "WAIT on %zu keys nobody has set; a "
+                                 "connection may wait for at most %zu "
+                                 "(max_wait_keys)",
+                            missing, srv->o.max_wait_keys),
                    H_BAD;
         *out = 1;
         break;
@@ -1218,18 +1225,31 @@ static int req_cost(ddp_store_server_t *srv, int op, slice_t k, slice_t v,
  * connection with nothing unsent never waits, so every client's GET is
  * answered whatever the others hold. */
 static int budget(ddp_store_server_t *srv, conn_t *c, int op, size_t store,
-                  size_t out)
+                  size_t out, size_t freed)
 {
+    /* freed: the request buffer, released once this request is done (it
+     * is all the buffer holds): a value copied from it into the store is
+     * counted once, so a 32 MiB MULTI_SET fits a 64 MiB budget. */
     size_t cost = store;
     if (out_total(c) > 0 || out > SRV_OUT_FLOOR)
         cost += out;
     if (cost == 0)
         return H_OK;
-    switch (mem_fits(srv, cost, c->charged)) {
+    int fit = mem_fits(srv, cost, c->charged);
+    size_t need = cost;
+    /* Only where the request would never fit otherwise: elsewhere the
+     * buffer is soon filled by the next request, and a value the store
+     * lets go of may live on in replies. */
+    if (fit == FIT_REFUSE && freed > 0) {
+        need = cost > freed ? cost - freed : 0;
+        fit = mem_fits(srv, need,
+                       c->charged - (freed < c->charged ? freed : c->charged));
+    }
+    switch (fit) {
     case FIT_OK:
         return H_OK;
     case FIT_DEFER:
-        c->defer_need = cost;
+        c->defer_need = need;
         return H_DEFER;
     default:
         return srv_fail(srv, "%s needs %zu bytes beside the %zu its request "
@@ -1625,7 +1645,8 @@ static int handle_one(ddp_store_server_t *srv, conn_t *c)
     size_t store_cost, out_cost;
     int rc = req_cost(srv, op, k, v, v2, ks, n, &store_cost, &out_cost);
     if (rc == H_OK)
-        rc = budget(srv, c, op, store_cost, out_cost);
+        rc = budget(srv, c, op, store_cost, out_cost,
+                    r.off == r.n && c->in.cap > SRV_KEEP_BUF ? c->in.cap : 0);
     if (rc != H_OK)
         return rc;
 
@@ -1879,6 +1900,9 @@ static void conn_process(ddp_store_server_t *srv, conn_t *c)
  * referenced blob at its place among them. */
 static void conn_flush(ddp_store_server_t *srv, conn_t *c)
 {
+    int sent = 0; /* this call sent bytes: a flush with nothing to send is
+                     no progress (else every read of a trickling client,
+                     which is flushed after it, would restart its clock) */
     while (!c->dead && out_total(c) > 0) {
         if (ddp_fault_hit(DDP_FP_STORE_SERVER_SEND)) {
             ddp_info("store server: dropping client %s: fault point "
@@ -1909,6 +1933,7 @@ static void conn_flush(ddp_store_server_t *srv, conn_t *c)
             return;
         }
         c->sent_since += (size_t)w;
+        sent = 1;
         if (head && head->pos == c->out_sent) {
             c->roff += (size_t)w;
             c->ref_bytes -= (size_t)w;
@@ -1922,7 +1947,7 @@ static void conn_flush(ddp_store_server_t *srv, conn_t *c)
             c->out_sent += (uint64_t)w;
         }
     }
-    if (out_total(c) == 0 || c->sent_since >= SRV_PROGRESS_BYTES)
+    if (sent && (out_total(c) == 0 || c->sent_since >= SRV_PROGRESS_BYTES))
         conn_progress(srv, c);
     if (out_total(c) == 0) {
         ddp__bb_trim(&c->out, SRV_KEEP_BUF);
@@ -2006,6 +2031,17 @@ static void conn_read(ddp_store_server_t *srv, conn_t *c)
         size_t cap = in_cap_for(c, want);
         if (cap > c->in.cap && cap > SRV_IN_FLOOR) {
             int fit = mem_fits(srv, cap - c->in.cap, c->charged);
+            /* Doubling would pass the budget: grow by what this read needs
+             * only, so a request near the budget still fits (a 32 MiB one
+             * would otherwise ask for a 64 MiB buffer). */
+            size_t tight = avail + want;
+            if (fit != FIT_OK && tight < cap && tight > c->in.cap) {
+                int f2 = mem_fits(srv, tight - c->in.cap, c->charged);
+                if (f2 < fit) {
+                    fit = f2;
+                    cap = tight;
+                }
+            }
             if (fit == FIT_REFUSE) {
                 srv_warn(srv, RL_MEMORY,
                          "store server: dropping client %s: its request "
@@ -2406,6 +2442,8 @@ int ddp_store_server_new(ddp_sys_t *sys, const ddp_store_server_opts_t *opts,
         o.max_keys = DDP_STORE_MAX_KEYS;
     if (!o.max_key_len)
         o.max_key_len = DDP_STORE_MAX_KEY;
+    if (!o.max_wait_keys)
+        o.max_wait_keys = DDP_STORE_MAX_WAIT_KEYS;
     if (!o.max_value_len)
         o.max_value_len = DDP_STORE_MAX_VALUE;
     if (o.validate_timeout_ns <= 0)

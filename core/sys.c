@@ -284,3 +284,20 @@ int ddp_sys_node_local(ddp_sys_t *s, const ddp_addr_t *addr)
         return s->ops->node_local(s, addr);
     return ddp_addr_is_loopback(addr);
 }
+
+int ddp_out_write(const char *path, const char *what,
+                  int (*fill)(FILE *f, void *arg), void *arg)
+{
+    ddp_out_t *o;
+    int rc = ddp_out_open(path, what, &o);
+    if (rc)
+        return rc;
+    rc = fill(ddp_out_file(o), arg);
+    /* A fill that failed on a write: commit reports the write's own error
+     * (ENOSPC ...) and removes the temporary file. */
+    if (rc && !ferror(ddp_out_file(o))) {
+        ddp_out_abort(o);
+        return ddp_err_wrap("writing %s \"%s\" failed", what, path);
+    }
+    return ddp_out_commit(o);
+}

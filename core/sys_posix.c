@@ -22,7 +22,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -651,6 +654,255 @@ static int px_read_file(ddp_sys_t *s, const char *path, char **data,
     return 0;
 }
 
+long ddp_sys_pid(void) { return (long)getpid(); }
+
+uint64_t ddp_sys_random_u64(void)
+{
+    uint64_t v = 0;
+    if (getrandom(&v, sizeof v, 0) == (ssize_t)sizeof v)
+        return v;
+    /* No entropy source (an old kernel): the clock and pid still set two
+     * runs of one host apart. */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return ((uint64_t)ts.tv_sec * 1000000007u) ^ (uint64_t)ts.tv_nsec ^
+           ((uint64_t)getpid() << 40);
+}
+
+void ddp_sys_wall_text(char *buf, size_t n)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    if (!gmtime_r(&t, &tm) || !strftime(buf, n, "%Y-%m-%d %H:%M:%S UTC", &tm))
+        snprintf(buf, n, "%lld s after the epoch", (long long)t);
+}
+
+int ddp_sys_read_host_file(const char *path, char **data, size_t *len)
+{
+    return px_read_file(NULL, path, data, len);
+}
+
+int ddp_sys_sweep_stale(const char *dir, const char *prefix)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    size_t plen = strlen(prefix);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (strncmp(e->d_name, prefix, plen))
+            continue;
+        char *end;
+        long pid = strtol(e->d_name + plen, &end, 10);
+        /* Only a dead owner's: a live run's files (or a name not ours) stay;
+         * EPERM means somebody else's live process. */
+        if (end == e->d_name + plen || *end != '-' || pid <= 0 ||
+            kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue;
+        char path[4096];
+        if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) <
+                (int)sizeof path &&
+            unlink(path) == 0)
+            n++;
+    }
+    closedir(d);
+    return n;
+}
+
+/* ---- output files (ddp_out_*; contract in ddp/sys.h) ---- */
+
+struct ddp_out {
+    FILE *f;
+    int fd;   /* the temporary file's; 1 for "-" */
+    int err;  /* the first write's errno, kept: stdio's error flag has none */
+    const char *what;
+    char *path, *tmp; /* tmp NULL for "-" */
+};
+
+/* The stream's writes go straight to fd, so a failure's errno is ours to
+ * keep (a later fclose would report EIO or nothing at all). */
+static ssize_t out_write(void *cookie, const char *buf, size_t n)
+{
+    ddp_out_t *o = cookie;
+    size_t done = 0;
+    while (done < n) {
+        ssize_t w = write(o->fd, buf + done, n - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            if (!o->err)
+                o->err = w < 0 ? errno : EIO;
+            return done ? (ssize_t)done : -1;
+        }
+        done += (size_t)w;
+    }
+    return (ssize_t)n;
+}
+
+static int out_target_ok(const char *path, const char *what, mode_t *mode)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0) {
+        if (errno == ENOENT)
+            return 0;
+        return ddp_err_set(-errno, "cannot write %s \"%s\": %s", what, path,
+                           strerror(errno));
+    }
+    if (S_ISREG(st.st_mode)) {
+        if (mode)
+            *mode = st.st_mode & 07777;
+        return 0;
+    }
+    const char *kind = S_ISDIR(st.st_mode)   ? "a directory"
+                       : S_ISLNK(st.st_mode) ? "a symbolic link"
+                                             : file_kind(st.st_mode);
+    return ddp_err_set(DDP_EUNSUPPORTED,
+                       "cannot write %s \"%s\": it is %s; expected a regular "
+                       "file or a new path (ddpsim replaces the file whole, "
+                       "and would replace that; name a file, or \"-\" for "
+                       "standard output)",
+                       what, path, kind);
+}
+
+int ddp_out_check(const char *path, const char *what)
+{
+    if (!strcmp(path, "-"))
+        return 0;
+    return out_target_ok(path, what, NULL);
+}
+
+static void out_free(ddp_out_t *o)
+{
+    free(o->path);
+    free(o->tmp);
+    free(o);
+}
+
+int ddp_out_open(const char *path, const char *what, ddp_out_t **out)
+{
+    *out = NULL;
+    mode_t mode = 0666; /* narrowed by the umask, as a plain fopen would */
+    int keep_mode = 0;
+    if (strcmp(path, "-")) {
+        mode_t m = 0;
+        int rc = out_target_ok(path, what, &m);
+        if (rc)
+            return rc;
+        if (m)
+            mode = m, keep_mode = 1;
+    }
+    ddp_out_t *o = calloc(1, sizeof *o);
+    if (!o || !(o->path = strdup(path))) {
+        free(o);
+        return ddp_err_set(-ENOMEM, "out of memory opening %s", what);
+    }
+    o->what = what;
+    o->fd = 1;
+    fflush(stdout); /* what stdout buffered comes first */
+    if (strcmp(path, "-")) {
+        /* In the target's folder, so the rename stays on one file system. */
+        const char *slash = strrchr(path, '/');
+        int dlen = slash ? (int)(slash - path) + 1 : 0;
+        static atomic_uint seq;
+        for (int tries = 0; o->fd == 1 && tries < 100; tries++) {
+            free(o->tmp);
+            o->tmp = NULL;
+            if (asprintf(&o->tmp, "%.*s.%s.%ld.%u.tmp", dlen, path,
+                         path + dlen, (long)getpid(),
+                         atomic_fetch_add(&seq, 1)) < 0) {
+                o->tmp = NULL;
+                out_free(o);
+                return ddp_err_set(-ENOMEM, "out of memory opening %s", what);
+            }
+            int fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+            if (fd >= 0) {
+                o->fd = fd;
+            } else if (errno != EEXIST) {
+                int e = errno;
+                int rc = ddp_err_set(-e, "cannot write %s \"%s\": creating "
+                                         "\"%s\" beside it failed: %s",
+                                     what, path, o->tmp, strerror(e));
+                out_free(o);
+                return rc;
+            }
+        }
+        if (o->fd == 1) {
+            out_free(o);
+            return ddp_err_set(-EEXIST, "cannot write %s \"%s\": no free "
+                               "temporary name beside it", what, path);
+        }
+        if (keep_mode) /* a replaced file keeps its permissions */
+            (void)fchmod(o->fd, mode);
+    }
+    o->f = fopencookie(o, "w", (cookie_io_functions_t){.write = out_write});
+    if (!o->f) {
+        int e = errno;
+        ddp_out_abort(o);
+        return ddp_err_set(-e, "cannot write %s \"%s\": %s", what, path,
+                           strerror(e));
+    }
+    *out = o;
+    return 0;
+}
+
+FILE *ddp_out_file(ddp_out_t *o) { return o->f; }
+
+void ddp_out_abort(ddp_out_t *o)
+{
+    if (!o)
+        return;
+    if (o->f)
+        fclose(o->f);
+    if (o->tmp) {
+        close(o->fd);
+        unlink(o->tmp);
+    }
+    out_free(o);
+}
+
+int ddp_out_commit(ddp_out_t *o)
+{
+    int e = 0;
+    if (fflush(o->f) != 0 && !o->err)
+        o->err = errno ? errno : EIO;
+    if (!o->err && ferror(o->f))
+        o->err = EIO;
+    if (!o->err && o->tmp && fsync(o->fd) != 0)
+        o->err = errno;
+    int rc = 0;
+    if (o->err) {
+        e = o->err;
+        rc = ddp_err_set(-e, "writing %s \"%s\" failed: %s%s", o->what,
+                         o->path, strerror(e),
+                         o->tmp ? " (nothing was written under that name)" : "");
+    } else if (o->tmp) {
+        /* The target may have changed since it was opened. */
+        rc = out_target_ok(o->path, o->what, NULL);
+        if (!rc && rename(o->tmp, o->path) != 0) {
+            e = errno;
+            rc = ddp_err_set(-e, "cannot write %s \"%s\": renaming \"%s\" "
+                                 "onto it failed: %s",
+                             o->what, o->path, o->tmp, strerror(e));
+        }
+        if (!rc) {
+            free(o->tmp);
+            o->tmp = NULL; /* renamed: nothing to remove */
+        }
+    }
+    fclose(o->f);
+    o->f = NULL;
+    if (o->tmp) {
+        close(o->fd);
+        unlink(o->tmp);
+        free(o->tmp);
+        o->tmp = NULL;
+    } else if (o->fd != 1) {
+        close(o->fd);
+    }
+    out_free(o);
+    return rc;
+}
+
 static int px_somaxconn(ddp_sys_t *s)
 {
     char *txt = NULL;
@@ -664,6 +916,71 @@ static int px_somaxconn(ddp_sys_t *s)
     return v;
 }
 
+/* In a new child: PR_SET_PDEATHSIG, unless the parent is gone already
+ * (it died before the prctl: the signal would never come). Only
+ * async-signal-safe calls: the parent may have threads. */
+static void child_die_with(pid_t parent)
+{
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+        _exit(127);
+}
+
+/* posix_spawn cannot set a parent-death signal: fork, set it, exec. An exec
+ * that fails sends its errno up a close-on-exec pipe, so the caller sees
+ * "could not start" as with posix_spawn. */
+static int spawn_argv_dying(const ddp_spawn_t *w, char **envp, pid_t *out)
+{
+    int pfd[2];
+    if (pipe2(pfd, O_CLOEXEC) != 0)
+        return -errno;
+    pid_t parent = getpid();
+    pid_t p = fork();
+    if (p < 0) {
+        int e = errno;
+        close(pfd[0]);
+        close(pfd[1]);
+        return -e;
+    }
+    if (p == 0) {
+        close(pfd[0]);
+        child_die_with(parent);
+        const char *paths[2] = {w->stdout_path, w->stderr_path};
+        int e = 0;
+        for (int k = 0; k < 2 && !e; k++) {
+            if (!paths[k])
+                continue;
+            int fd = open(paths[k], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            if (fd < 0 || dup2(fd, k + 1) < 0)
+                e = errno;
+            if (fd >= 0 && fd != k + 1)
+                close(fd);
+        }
+        if (!e) {
+            if (strchr(w->argv[0], '/'))
+                execve(w->argv[0], w->argv, envp);
+            else
+                execvpe(w->argv[0], w->argv, envp);
+            e = errno;
+        }
+        ssize_t wr = write(pfd[1], &e, sizeof e);
+        (void)wr;
+        _exit(127);
+    }
+    close(pfd[1]);
+    int e = 0;
+    ssize_t r;
+    do
+        r = read(pfd[0], &e, sizeof e);
+    while (r < 0 && errno == EINTR);
+    close(pfd[0]);
+    if (r == (ssize_t)sizeof e) {
+        waitpid(p, NULL, 0);
+        return -e;
+    }
+    *out = p;
+    return 0;
+}
+
 static int px_spawn(ddp_sys_t *s, const ddp_spawn_t *w, ddp_pid_t *pid)
 {
     SYS_FAULT(SYS_PROC_SPAWN);
@@ -671,7 +988,13 @@ static int px_spawn(ddp_sys_t *s, const ddp_spawn_t *w, ddp_pid_t *pid)
     if (!envp)
         return -ENOMEM;
     pid_t p;
-    if (w->argv) {
+    if (w->argv && w->die_with_parent) {
+        int rc = spawn_argv_dying(w, envp, &p);
+        ddp_env_free_array(envp);
+        if (rc)
+            return ddp_err_set(rc, "could not start \"%s\": %s", w->argv[0],
+                               strerror(-rc));
+    } else if (w->argv) {
         posix_spawn_file_actions_t fa;
         posix_spawn_file_actions_init(&fa);
         if (w->stdout_path)
@@ -691,10 +1014,13 @@ static int px_spawn(ddp_sys_t *s, const ddp_spawn_t *w, ddp_pid_t *pid)
     } else if (w->entry) {
         ddp_env_free_array(envp);
         fflush(NULL);
+        pid_t parent = getpid();
         p = fork();
         if (p < 0)
             return ddp_err_set(-errno, "fork: %s", strerror(errno));
         if (p == 0) {
+            if (w->die_with_parent)
+                child_die_with(parent);
             ddp_sys_t *child = ddp_sys_posix_new(
                 ddp_env_clone(w->env ? w->env : s->env));
             int rc = child ? w->entry(child, w->arg) : 1;

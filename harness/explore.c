@@ -783,14 +783,15 @@ static void print_scenario(FILE *log, const char *label, const char *text)
     fprintf(log, "  --- end ---\n");
 }
 
+static int put_text(FILE *f, void *text)
+{
+    fputs(text, f); /* a write error is ddp_out_commit's to report */
+    return 0;
+}
+
 static int write_file(const char *path, const char *text)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return -1;
-    int ok = fputs(text, f) >= 0;
-    ok &= fclose(f) == 0;
-    return ok ? 0 : -1;
+    return ddp_out_write(path, "the scenario file", put_text, (void *)text);
 }
 
 /* Writes DIR/explore-S-I.scn (shrunk) and DIR/explore-S-I-original.scn (as
@@ -806,7 +807,8 @@ static int write_scenarios(const char *dir, uint64_t seed, long long i, const ch
         snprintf(path, sizeof path, "%s/explore-%" PRIu64 "-%lld%s.scn", dir, seed, i,
                  k ? "-original" : "");
         if (!text || write_file(path, text) != 0) {
-            fprintf(log, "  could not write %s\n", path);
+            fprintf(log, "  could not write %s%s%s\n", path, text ? ": " : "",
+                    text ? ddp_err_message() : "");
             rc = -1;
         }
     }

@@ -13,6 +13,7 @@
 #include "ddp/env.h"
 #include "ddp/err.h"
 #include "ddp/plan.h"
+#include "ddp/plugin.h"
 #include "ddp/sim.h"
 #include "real_priv.h"
 #include "scenario_priv.h"
@@ -318,11 +319,15 @@ static int read_results(const char *path, proc_t *ps, int np, const ddp_plan_t *
  * DDPSIM_TRAIN_S: examples/torch_ddp.py passes them to torch) and, in
  * namespaces, the interface gloo and NCCL bind. */
 static ddp_env_t *proc_env(ddp_sys_t *sys, const ddp_plan_t *plan, const ddp_plan_proc_t *x,
-                           int netns)
+                           int netns, const char *run_id)
 {
     ddp_env_t *env = ddp_env_clone(x->env);
     if (!env)
         return NULL;
+    /* The run's identity: rank 0 leaves it in its store and every rank
+     * checks it there, so a rank that reaches another run's store on the
+     * same port is refused instead of joining it (DDP_RUN_ID_ENV). */
+    ddp_env_set(env, DDP_RUN_ID_ENV, run_id);
     const ddp_env_t *mine = ddp_sys_env(sys);
     const char *path = ddp_env_get(mine, "PATH");
     ddp_env_set(env, "PATH", path ? path : "/usr/sbin:/usr/bin:/sbin:/bin");
@@ -535,7 +540,14 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
     int64_t t0 = ddp_sys_now(sys);
     const char *tmpdir = o->tmpdir ? o->tmpdir : "/tmp";
     unsigned long long tag = (unsigned long long)(t0 ^ (int64_t)plan->seed);
-    snprintf(base, sizeof base, "%s/ddpsim-real-%llx", tmpdir, tag);
+    /* The runner's pid in the name: a run killed by SIGKILL cannot remove
+     * its files, and the next run tells them from a live run's. */
+    ddp_sys_sweep_stale(tmpdir, "ddpsim-real-");
+    char run_id[80], started[48];
+    ddp_sys_wall_text(started, sizeof started);
+    snprintf(run_id, sizeof run_id, "%016llx@%s",
+             (unsigned long long)ddp_sys_random_u64(), started);
+    snprintf(base, sizeof base, "%s/ddpsim-real-%ld-%llx", tmpdir, ddp_sys_pid(), tag);
     snprintf(plan->results, sizeof plan->results, "%s.tsv", base);
     snprintf(plan_path, sizeof plan_path, "%s.plan", base);
     plan->t0 = t0;
@@ -661,7 +673,7 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             if (held)
                 continue;
             const ddp_plan_proc_t *x = &plan->procs[p->task];
-            ddp_env_t *env = proc_env(sys, plan, x, o->netns);
+            ddp_env_t *env = proc_env(sys, plan, x, o->netns, run_id);
             char *argv[16], nsname[32], idx[16], outp[320], errp[320];
             int k = 0;
             if (o->netns) {
@@ -669,7 +681,7 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
                 argv[k++] = "ip", argv[k++] = "netns", argv[k++] = "exec", argv[k++] = nsname;
             }
             argv[k++] = "setsid";
-            ddp_spawn_t sp = {.env = env, .name = x->name};
+            ddp_spawn_t sp = {.env = env, .name = x->name, .die_with_parent = 1};
             if (x->kind == DDP_PLAN_EXEC) {
                 argv[k++] = "/bin/sh", argv[k++] = "-c", argv[k++] = plan->entry.exec;
                 out_path(outp, sizeof outp, base, p->task, "out");

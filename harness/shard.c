@@ -17,7 +17,9 @@
 #include <string.h>
 
 #include "ddp/err.h"
+#include "ddp/fmt.h"
 #include "ddp/scenario.h"
+#include "ddp/sys.h"
 
 #define SHARD_FORMAT "ddpsim-results"
 #define SHARD_VERSION 1
@@ -148,13 +150,18 @@ static void put_str(FILE *f, const char *s)
     fputc('"', f);
     for (; s && *s; s++) {
         unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
+        size_t k = c >= 0x80 ? ddp_utf8_seq(s, strnlen(s, 4)) : 1;
+        if (k > 1) { /* valid UTF-8: as it is */
+            fwrite(s, 1, k, f);
+            s += k - 1;
+        } else if (c == '"' || c == '\\')
             fprintf(f, "\\%c", c);
         else if (c == '\n')
             fputs("\\n", f);
         else if (c == '\t')
             fputs("\\t", f);
-        else if (c < 0x20 || c == 0x7f)
+        else if (c < 0x20 || c == 0x7f || k == 0) /* k == 0: not UTF-8,
+                                                     which JSON must be */
             fprintf(f, "\\u%04x", c);
         else
             fputc(c, f);
@@ -205,21 +212,18 @@ static void put_object(FILE *f, const field_t *fl, size_t n, const void *obj)
 
 int ddp_shard_write(const ddp_shard_file_t *f, const char *path)
 {
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
-        return ddp_err_set(DDP_ECONFIG, "result file path %s is too long", path);
-    FILE *out = fopen(tmp, "w");
-    if (!out)
-        return ddp_err_set(-errno, "cannot write the result file %s: %s", tmp,
-                           strerror(errno));
+    ddp_out_t *o;
+    int rc = ddp_out_open(path, "the result file", &o);
+    if (rc)
+        return rc;
+    FILE *out = ddp_out_file(o);
     fprintf(out, "{\"ddpsim\":\"%s\",\"version\":%d,", SHARD_FORMAT, SHARD_VERSION);
     /* the header's own object, without its opening brace */
     char *hdr = NULL;
     size_t hlen = 0;
     FILE *h = open_memstream(&hdr, &hlen);
     if (!h) {
-        fclose(out);
-        remove(tmp);
+        ddp_out_abort(o);
         return ddp_err_set(-ENOMEM, "out of memory writing %s", path);
     }
     put_object(h, header_fields, NFIELDS(header_fields), f);
@@ -230,17 +234,7 @@ int ddp_shard_write(const ddp_shard_file_t *f, const char *path)
     const field_t *fl = row_fields(f->kind, &nf);
     for (int i = 0; i < f->nrows; i++)
         put_object(out, fl, nf, &f->rows[i]);
-    int bad = ferror(out);
-    if (fclose(out) != 0 || bad) {
-        remove(tmp);
-        return ddp_err_set(-EIO, "writing the result file %s failed", tmp);
-    }
-    if (rename(tmp, path) != 0) {
-        int e = errno;
-        remove(tmp);
-        return ddp_err_set(-e, "cannot rename %s to %s: %s", tmp, path, strerror(e));
-    }
-    return 0;
+    return ddp_out_commit(o);
 }
 
 /* ---- reading ---- */
@@ -442,48 +436,15 @@ static int get_object(reader_t *r, const field_t *fl, size_t n, void *obj)
     return *r->p == '\0' || *r->p == '\n' ? 0 : bad(r, "the end of the line");
 }
 
-static char *read_all(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        ddp_err_set(-errno, "cannot read the result file %s: %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 65536, len = 0;
-    char *buf = malloc(cap);
-    size_t got;
-    while (buf && (got = fread(buf + len, 1, cap - len - 1, f)) > 0) {
-        len += got;
-        if (cap - len - 1 == 0) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-    }
-    int e = ferror(f) ? errno : 0;
-    fclose(f);
-    if (buf && e) {
-        free(buf);
-        ddp_err_set(-e, "cannot read the result file %s: %s", path, strerror(e));
-        return NULL;
-    }
-    if (!buf)
-        ddp_err_set(-ENOMEM, "out of memory reading %s", path);
-    else
-        buf[len] = '\0';
-    return buf;
-}
-
 int ddp_shard_read(const char *path, ddp_shard_file_t *f)
 {
     memset(f, 0, sizeof *f);
-    char *text = read_all(path);
-    if (!text)
-        return -1;
+    /* Capped, and a FIFO or device refused before any byte is read, as
+     * every other reader (`merge /dev/zero` grew without bound; a FIFO
+     * blocked). */
+    char *text = NULL;
+    if (ddp_sys_read_host_file(path, &text, NULL) != 0)
+        return ddp_err_wrap("cannot read the result file %s", path);
     reader_t r = {.path = path, .line = 1, .p = text};
     int rc = 0;
     char *nl = strchr(text, '\n');

@@ -31,6 +31,7 @@
 #define KEY_AT_BARRIER "ddpsim/barrier/"
 /* Rank 0's token in its own store (see claim_own_store). */
 #define KEY_MASTER "ddpsim/master"
+#define KEY_RUN "ddpsim/run" /* DDP_RUN_ID_ENV's value, preset by rank 0 */
 
 int64_t ddp_trainer_timeout_ns(const ddp_trainer_cfg_t *cfg)
 {
@@ -102,6 +103,35 @@ static int server_thread(ddp_sys_t *sys, void *arg)
     return ddp_store_server_run(arg, DDP_DEADLINE_NEVER);
 }
 
+static int get_if_set(ddp_store_t *st, const char *key, ddp_buf_t *v,
+                      int64_t deadline);
+
+/* 0 when st is this run's store, or when this process or that store has
+ * no run identity (the simulator, a launcher of one's own); 1 with the
+ * error set (-EADDRINUSE) when it serves another ddpsim run: two runs that
+ * chose one port at once must not mix their ranks; < 0 when a request
+ * failed. */
+DDP_NOINLINE static int check_run_identity(ddp_ctx_t *ctx, ddp_store_t *st,
+                                           uint16_t port, int64_t deadline)
+{
+    const char *mine = ddp_env_get(ddp_sys_env(ctx->sys), DDP_RUN_ID_ENV);
+    if (!mine || !*mine)
+        return 0;
+    ddp_buf_t v = {0};
+    int rc = get_if_set(st, KEY_RUN, &v, deadline);
+    if (rc == 1 && (v.len != strlen(mine) || memcmp(v.data, mine, v.len))) {
+        const char *at = memchr(v.data, '@', v.len);
+        int tn = at ? (int)(v.len - (size_t)(at + 1 - (const char *)v.data)) : 0;
+        ddp_err_set(-EADDRINUSE, "port %u is serving another ddpsim run "
+                                 "(started at %.*s): pick another port or wait",
+                    (unsigned)port, at ? tn : 7, at ? at + 1 : "unknown");
+        ddp_buf_free(&v);
+        return 1;
+    }
+    ddp_buf_free(&v);
+    return rc < 0 ? rc : 0;
+}
+
 /* Rank 0 cannot bind: tell whoever holds the port, if it is a TCPStore
  * (another job's master), so the ranks that reach it read the real cause
  * instead of timing out blind. Best effort, bounded by one second. If the
@@ -118,6 +148,10 @@ DDP_NOINLINE static int publish_root_cause(ddp_ctx_t *ctx, const char *addr,
     /* Bounded by one second: the wait below must not eat the set's time. */
     int err, dup = 0;
     ddp_store_t *st = ddp_store_client_connect(ctx->sys, &o, &err);
+    if (st && check_run_identity(ctx, st, port, dl) == 1) {
+        ddp_store_free(st);
+        return 2; /* another run's store: nothing of ours goes there */
+    }
     if (st) {
         const char *k[1] = {KEY_JOINED "0"};
         /* The other rank 0 may have bound a moment ago: give it the
@@ -164,6 +198,9 @@ static int claim_own_store(ddp_ctx_t *ctx, char *token, size_t n)
                                      strlen(token));
     if (rc == 0)
         rc = ddp_store_server_preset(ctx->server, KEY_JOINED "0", "1", 1);
+    const char *run = ddp_env_get(ddp_sys_env(ctx->sys), DDP_RUN_ID_ENV);
+    if (rc == 0 && run && *run)
+        rc = ddp_store_server_preset(ctx->server, KEY_RUN, run, strlen(run));
     return rc;
 }
 
@@ -208,7 +245,10 @@ DDP_NOINLINE static int start_store_server(ddp_ctx_t *ctx, const char *addr, uin
         ddp_err_set(rc, "rank 0 could not bind %s:%u: %s", addr, (unsigned)port, why);
         char msg[600];
         snprintf(msg, sizeof msg, "%s", ddp_err_message());
-        if (rc == -EADDRINUSE && publish_root_cause(ctx, addr, port, msg)) {
+        int held = rc == -EADDRINUSE ? publish_root_cause(ctx, addr, port, msg) : 0;
+        if (held == 2)
+            return -EADDRINUSE; /* check_run_identity said whose it is */
+        if (held) {
             ddp_err_set(rc, "rank 0 could not bind %s:%u: %s: another rank 0 "
                             "already serves a rendezvous store there",
                         addr, (unsigned)port, why);
@@ -383,6 +423,9 @@ int ddp_plugin_default_init_ddp_connection(const ddp_plugin_t *self,
                             "(%s:%u): is it running, reachable and did it bind "
                             "that port?", addr, (unsigned)port);
     }
+    if ((rc = check_run_identity(ctx, ctx->store, port,
+                                 ddp_plugin_store_deadline(ctx))) != 0)
+        return rc == 1 ? -EADDRINUSE : rc;
     if ((rc = check_root_cause(ctx)) != 0)
         return rc;
 

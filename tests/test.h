@@ -76,7 +76,21 @@ int ddp_test_ddpsim(const char *args, int with_stderr, char *out, size_t n);
 #define DDP_TEST_DDPSIM_LIMIT_S 120
 int ddp_test_ddpsim_io(const char *env, const char *args, int want_stderr, char *out,
                        size_t n);
-/* The same within limit_s seconds: for a command line that must be refused
+/* A fresh folder /tmp/ddpsim-TAG-XXXXXX into dir (n bytes); NULL when it
+ * cannot be made. */
+const char *ddp_test_tmpdir(char *dir, size_t n, const char *tag);
+/* "DIR/NAME" into buf; returns buf. */
+const char *ddp_test_in(char *buf, size_t n, const char *dir, const char *name);
+/* A character device at path (mknod: root only), else a FIFO standing in
+ * for it: 1 device, 0 FIFO, -1 neither. */
+int ddp_test_mkdev(const char *path);
+/* A wall-clock limit of base_s seconds for a test that spawns processes,
+ * scaled for this build (ASan 3x, TSan 5x) and by $DDP_TEST_WALL_SCALE (a
+ * positive factor, for a loaded host). Limits bound a hang; they never
+ * measure. _for: with the knob's text given (NULL: unset). */
+int ddp_test_wall_s(int base_s);
+int ddp_test_wall_s_for(int base_s, const char *knob);
+/* The same within limit_s seconds (scaled by ddp_test_wall_s): for a command line that must be refused
  * at once (a bad option), so that one wrongly accepted fails in seconds
  * rather than running a whole sweep or a server. */
 int ddp_test_ddpsim_io_within(int limit_s, const char *env, const char *args,

@@ -11,6 +11,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ddp/faults.h"
@@ -202,6 +203,7 @@ static void test_bad_sim(void)
         {"sim --master-late abc", "--master-late \"abc\""},
         {"sim --timeout abc", "--timeout \"abc\""},
         {"sim --seed abc", "--seed \"abc\""},
+        {"sim --seed a\xff", "--seed \"a\\xff\""}, /* not UTF-8: escaped */
         {"sim --fault delay,ms=abc", "--fault \"delay,ms=abc\""},
         {"sim --fault crash,phase=nonsense,ranks=1", "--fault \"crash,phase=nonsense"},
         {"sim --fault partition", "--fault \"partition\""},
@@ -344,6 +346,71 @@ static void test_run_output_paths(void)
                                        0, out, sizeof out), 0);
     CU_ASSERT_EQUAL(access("build/test-cli-junit.xml", R_OK), 0);
     remove("build/test-cli-junit.xml");
+}
+
+/* Issue 34: `--results /dev/full` renamed a regular file over the device.
+ * Every output option refuses a device, FIFO or symlink by name, before a
+ * run, and leaves it as it was (the device node is made in the test's own
+ * folder, never /dev). */
+static void test_output_special_targets(void)
+{
+    if (!have_ddpsim())
+        return;
+    char dir[64], dev[96], fifo[96], link[96];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "cli-out"));
+    int have_dev = ddp_test_mkdev(ddp_test_in(dev, sizeof dev, dir, "full"));
+    CU_ASSERT(have_dev >= 0);
+    CU_ASSERT_EQUAL(mkfifo(ddp_test_in(fifo, sizeof fifo, dir, "fifo"), 0600), 0);
+    ddp_test_in(link, sizeof link, dir, "link");
+    CU_ASSERT_EQUAL(symlink("results", link), 0);
+    static const char *const cases[][2] = {
+        {"run scenarios/clean-start.scn --accelerator ddp --results %s", "--results"},
+        {"run scenarios/clean-start.scn --accelerator ddp --junit %s", "--junit"},
+        {"run scenarios/clean-start.scn --accelerator ddp --trace %s", "--trace"},
+        {"run scenarios/clean-start.scn --accelerator ddp --trace-chrome %s",
+         "--trace-chrome"},
+        {"sim --trace %s", "--trace"},
+        {"explore --runs 1 --results %s", "--results"},
+    };
+    const char *targets[] = {dev, fifo, link};
+    for (size_t t = 0; t < 3; t++)
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            char args[512];
+            snprintf(args, sizeof args, cases[i][0], targets[t]);
+            CU_ASSERT_TRUE(check_bad(args, targets[t]));
+        }
+    struct stat st;
+    CU_ASSERT_EQUAL(lstat(dev, &st), 0);
+    CU_ASSERT(have_dev > 0 ? S_ISCHR(st.st_mode) : S_ISFIFO(st.st_mode));
+    CU_ASSERT_EQUAL(lstat(fifo, &st), 0);
+    CU_ASSERT(S_ISFIFO(st.st_mode));
+    CU_ASSERT_EQUAL(lstat(link, &st), 0);
+    CU_ASSERT(S_ISLNK(st.st_mode));
+    /* "-" is standard output. */
+    char out[16384];
+    CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, "run scenarios/clean-start.scn "
+                                             "--accelerator ddp --results -",
+                                       0, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "{\"ddpsim\":"));
+    unlink(dev), unlink(fifo), unlink(link);
+    CU_ASSERT_EQUAL(rmdir(dir), 0);
+}
+
+/* Issue 34: `ddpsim --version extra` was accepted. */
+static void test_top_level_extra(void)
+{
+    if (!have_ddpsim())
+        return;
+    const char *cases[] = {"--version extra", "--help run", "help x"};
+    for (size_t i = 0; i < 3; i++) {
+        char err[1024];
+        int st = ddp_test_ddpsim_io_within(15, NULL, cases[i], 1, err, sizeof err);
+        CU_ASSERT_EQUAL(st, 2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "takes no arguments"));
+    }
+    char out[1024];
+    CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, "--version", 0, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "ddpsim "));
 }
 
 /* Every run skipped: nothing tested, exit 3 with a line saying why. */
@@ -623,6 +690,9 @@ DDP_SUITE("cli", NULL, NULL,
           {"sim: --fault forms become one scenario statement", test_sim_faults},
           {"run table: expected, actual, verdict, title, messages", test_run_table},
           {"run: output paths checked before the first run", test_run_output_paths},
+          {"output options refuse devices, FIFOs and symlinks",
+           test_output_special_targets},
+          {"--version and --help take no arguments", test_top_level_extra},
           {"run: every run skipped exits 3", test_run_all_skipped},
           {"run: --trace-chrome with several runs, one file each", test_run_chrome_per_run},
           {"sim, run -v: launchers labelled, never FAIL on a passing run",

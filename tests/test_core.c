@@ -475,6 +475,48 @@ static void test_fmt(void)
     CU_ASSERT_TRUE(same);
 }
 
+/* Issue 34: bytes that are not UTF-8 were echoed raw in errors (a key, a
+ * file's name or line); they read \xNN now, valid UTF-8 stays as it is. */
+static void test_err_not_utf8(void)
+{
+    ddp_err_set(-1, "key \"%s\" refused", "a\xff\xfe\xc3\xa9\xe2\x98\x83" "b\xc0\xaf");
+    CU_ASSERT_STRING_EQUAL(ddp_err_ctx()->what,
+                           "key \"a\\xff\\xfe\xc3\xa9\xe2\x98\x83" "b\\xc0\\xaf\" refused");
+    ddp_err_wrap("reading %s", "f\x80");
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_ctx()->what, "reading f\\x80: key"));
+    /* A message at the context's size is cut to fit, still terminated. */
+    char big[2048];
+    memset(big, '\xff', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    ddp_err_set(-1, "%s", big);
+    size_t n = strlen(ddp_err_ctx()->what);
+    CU_ASSERT(n < sizeof ddp_err_ctx()->what);
+    CU_ASSERT(n > 16);
+    for (size_t i = 0; i < n; i++)
+        CU_ASSERT((unsigned char)ddp_err_ctx()->what[i] < 0x80);
+    CU_ASSERT_EQUAL(ddp_utf8_seq("\xed\xa0\x80", 3), 0); /* a surrogate */
+    CU_ASSERT_EQUAL(ddp_utf8_seq("\xf4\x90\x80\x80", 4), 0); /* > U+10FFFF */
+    CU_ASSERT_EQUAL(ddp_utf8_seq("\xf0\x9f\x98\x80", 4), 4);
+    CU_ASSERT_EQUAL(ddp_utf8_seq("\xe2\x98", 2), 0); /* cut short */
+}
+
+/* Issue 34: fixed wall limits of process-spawning tests failed under the
+ * sanitizers on a loaded host. They scale with the build and a knob. */
+static void test_wall_limits_scale(void)
+{
+    int base = ddp_test_wall_s_for(10, NULL);
+    CU_ASSERT(base >= 10);
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    CU_ASSERT(base >= 30); /* a sanitizer build allows more */
+#endif
+    CU_ASSERT_EQUAL(ddp_test_wall_s_for(10, "2"), 2 * base);
+    CU_ASSERT_EQUAL(ddp_test_wall_s_for(10, "2.5"), base * 5 / 2);
+    CU_ASSERT_EQUAL(ddp_test_wall_s_for(10, "abc"), base); /* not a factor */
+    CU_ASSERT_EQUAL(ddp_test_wall_s_for(10, "0"), base);
+    CU_ASSERT_EQUAL(ddp_test_wall_s_for(10, "-3"), base);
+    CU_ASSERT_EQUAL(ddp_test_wall_s_for(10, ""), base);
+}
+
 static void test_addr(void)
 {
     ddp_addr_t a, b;
@@ -502,6 +544,8 @@ static void test_addr(void)
 DDP_SUITE("core", NULL, NULL,
           {"error names and descriptions", test_err_names},
           {"error context sentence", test_err_context},
+          {"error text that is not UTF-8 is escaped", test_err_not_utf8},
+          {"test wall limits scale with the build and a knob", test_wall_limits_scale},
           {"identity state on zeroed memory", test_ident_state_zeroed},
           {"environment map", test_env_map},
           {"environment clone: one pool, independent copies", test_env_clone_independent},

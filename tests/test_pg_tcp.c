@@ -353,7 +353,7 @@ static int run_real(int world, const char *prefix, rank_body_fn body)
      * connections. */
     int started = ddp_store_server_start_thread(srv) == 0;
     CU_ASSERT(started);
-    int64_t dl = ddp_sys_deadline_in(sys, 90 * DDP_NS_PER_S);
+    int64_t dl = ddp_sys_deadline_in(sys, ddp_test_wall_s(90) * DDP_NS_PER_S);
     int ok = 0;
     for (int r = 0; r < world; r++) {
         int status = -1;

@@ -1,7 +1,11 @@
 /* tests/test_real_exec.c — a foreign program's outcome class from its exit
  * status and stderr (harness/real_exec.c): torch 1.13's and 2.11's own
  * messages, as seen from real runs, map to the simulator's classes. */
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -229,9 +233,215 @@ out:
 }
 
 
+/* The processes whose command line holds `needle`; their pids into pids
+ * (up to max). */
+static int procs_with(const char *needle, pid_t *pids, int max)
+{
+    DIR *d = opendir("/proc");
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        if (*end || pid <= 0)
+            continue;
+        char path[64], buf[4096];
+        snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        ssize_t got = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (got <= 0)
+            continue; /* a zombie has none */
+        for (ssize_t i = 0; i < got; i++)
+            if (!buf[i])
+                buf[i] = ' ';
+        buf[got] = '\0';
+        if (strstr(buf, needle) && n < max)
+            pids[n++] = (pid_t)pid;
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* Waits (at most limit_s: a bound, not a measure) until the processes
+ * holding needle number `want` or more (more: 1) or fewer (0). */
+static int wait_procs(const char *needle, int want, int more, int limit_s)
+{
+    pid_t pids[64];
+    int n = 0;
+    for (int i = 0; i < ddp_test_wall_s(limit_s) * 50; i++) {
+        n = procs_with(needle, pids, 64);
+        if (more ? n >= want : n <= want)
+            break;
+        usleep(20000);
+    }
+    return n;
+}
+
+/* Issue 34: SIGKILL of `ddpsim run --real` left every rank running,
+ * holding the port, and its plan file in /tmp. The ranks die with their
+ * runner (parent-death signal), the next run on the port starts cleanly
+ * and sweeps the dead run's files. Ranks train for 60 s: still running
+ * when their runner is killed. */
+static void test_sigkill_leaves_no_rank(void)
+{
+    char bin[400];
+    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+        return;
+    ddp_sys_t *sys = ddp_test_sys();
+    uint16_t port = 0;
+    CU_ASSERT_EQUAL_FATAL(ddp_sys_free_port(sys, &port), 0);
+    ddp_sys_free(sys);
+    const char *scn = "build/test-real-sigkill.scn", *quick = "build/test-real-after.scn";
+    FILE *f = fopen(scn, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fprintf(f, "scenario \"killed while training\"\nnodes 1\ndevices 2\n"
+               "accelerators ddp\nport %u\ntrain 60s\nexpect ok\n", (unsigned)port);
+    fclose(f);
+    f = fopen(quick, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fprintf(f, "scenario \"the next run\"\nnodes 1\ndevices 2\naccelerators ddp\n"
+               "port %u\nexpect ok\n", (unsigned)port);
+    fclose(f);
+    fflush(NULL);
+    pid_t runner = fork();
+    CU_ASSERT_FATAL(runner >= 0);
+    if (runner == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        dup2(null, 2);
+        execl(bin, bin, "run", "--real", "--no-progress", scn, (char *)NULL);
+        _exit(127);
+    }
+    char needle[64];
+    snprintf(needle, sizeof needle, "ddpsim-real-%ld-", (long)runner);
+    int ranks = wait_procs(needle, 2, 1, 30);
+    CU_ASSERT_EQUAL(ranks, 2);
+    kill(runner, SIGKILL);
+    waitpid(runner, NULL, 0);
+    int left = wait_procs(needle, 0, 0, 10);
+    CU_ASSERT_EQUAL(left, 0);
+    if (left) { /* not ours to leave running */
+        pid_t pids[64];
+        int n = procs_with(needle, pids, 64);
+        printf("\n  %d rank process(es) outlived their runner\n", n);
+        for (int i = 0; i < n; i++)
+            kill(pids[i], SIGKILL);
+    }
+    int stale = 0;
+    DIR *d = opendir("/tmp");
+    for (struct dirent *e; d && (e = readdir(d));)
+        stale += !strncmp(e->d_name, needle, strlen(needle));
+    if (d)
+        closedir(d);
+    CU_ASSERT(stale > 0); /* the killed run could not remove them */
+    char args[256], out[1 << 14];
+    snprintf(args, sizeof args, "run --real --no-progress %s", quick);
+    int st = ddp_test_ddpsim_io_within(REAL_QUICK_LIMIT_S, NULL, args, 1, out, sizeof out);
+    CU_ASSERT_EQUAL(st, 0);
+    if (st)
+        printf("\n  the next run: exit %d:\n%s", st, out);
+    stale = 0;
+    d = opendir("/tmp");
+    for (struct dirent *e; d && (e = readdir(d));)
+        stale += !strncmp(e->d_name, needle, strlen(needle));
+    if (d)
+        closedir(d);
+    CU_ASSERT_EQUAL(stale, 0);
+    remove(scn);
+    remove(quick);
+}
+
+/* Runs of white space (the table wraps its why: lines) become one space. */
+static void squeeze(char *t)
+{
+    char *o = t;
+    for (char *p = t; *p; p++)
+        if (!isspace((unsigned char)*p) || (o > t && o[-1] != ' '))
+            *o++ = isspace((unsigned char)*p) ? ' ' : *p;
+    *o = '\0';
+}
+
+/* Starts `BIN run --real --no-progress SCN` under `timeout`, its output to
+ * out; the pid. */
+static pid_t start_run(const char *bin, const char *scn, const char *out)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "timeout -k 5 %d '%s' run --real --no-progress '%s' >'%s' 2>&1",
+             ddp_test_wall_s(REAL_QUICK_LIMIT_S), bin, scn, out);
+    fflush(NULL);
+    pid_t p = fork();
+    if (p == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    return p;
+}
+
+/* Issue 34: a second run of one scenario that started within ~50 ms of the
+ * first joined the first run's store and failed "ranks are duplicated" (1
+ * pair in 13), where it could as well have broken the first. Each run has
+ * an identity now: two runs started together on one port, again and again,
+ * never mix; one passes, and the other, if it fails, says the port serves
+ * another ddpsim run (or was taken before it started). */
+#define PAIRS 6
+static void test_concurrent_runs_never_mix(void)
+{
+    char bin[400];
+    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+        return;
+    ddp_sys_t *sys = ddp_test_sys();
+    uint16_t port = 0;
+    CU_ASSERT_EQUAL_FATAL(ddp_sys_free_port(sys, &port), 0);
+    ddp_sys_free(sys);
+    char dir[64], scn[96], out[2][96];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "pair"));
+    FILE *f = fopen(ddp_test_in(scn, sizeof scn, dir, "pair.scn"), "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fprintf(f, "scenario \"two runs, one port\"\nnodes 1\ndevices 2\n"
+               "accelerators ddp\nport %u\ntrain 1s\nexpect ok\n", (unsigned)port);
+    fclose(f);
+    ddp_test_in(out[0], sizeof out[0], dir, "a.out");
+    ddp_test_in(out[1], sizeof out[1], dir, "b.out");
+    int refused = 0;
+    for (int i = 0; i < PAIRS; i++) {
+        pid_t p[2] = {start_run(bin, scn, out[0]), start_run(bin, scn, out[1])};
+        int ok = 0;
+        for (int k = 0; k < 2; k++) {
+            int st = -1;
+            CU_ASSERT_EQUAL(waitpid(p[k], &st, 0), p[k]);
+            char *text = NULL;
+            CU_ASSERT_EQUAL(ddp_sys_read_host_file(out[k], &text, NULL), 0);
+            if (text)
+                squeeze(text);
+            int passed = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+            int other = text && strstr(text, "is serving another ddpsim run (started at 20");
+            int taken = text && strstr(text, "on this host was taken before the run");
+            ok += passed;
+            refused += other;
+            CU_ASSERT(passed || other || taken);
+            CU_ASSERT_PTR_NULL(text ? strstr(text, "duplicated") : NULL);
+            if (!passed && !other && !taken)
+                printf("\n  pair %d, run %d: status %d:\n%s", i, k, st, text ? text : "");
+            free(text);
+        }
+        CU_ASSERT(ok >= 1); /* the run that owns the port is unharmed */
+    }
+    printf("\n  %d of %d pairs met in one store; every meeting was refused\n", refused,
+           PAIRS);
+    unlink(out[0]), unlink(out[1]), unlink(scn);
+    CU_ASSERT_EQUAL(rmdir(dir), 0);
+}
+
 DDP_SUITE("real_exec", NULL, NULL,
           {"a master port taken before the run starts", test_taken_master_port},
           {"torch's messages become outcome classes", test_torch_messages},
           {"an exec program that is not there", test_check_exec},
           {"quick real runs: launchers' contracts, reset, resolve, pause; faults fire",
-           test_quick_real_runs})
+           test_quick_real_runs},
+          {"SIGKILL of a real run: no rank outlives it, its files are swept",
+           test_sigkill_leaves_no_rank},
+          {"two real runs started together on one port never mix",
+           test_concurrent_runs_never_mix})

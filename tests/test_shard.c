@@ -10,6 +10,8 @@
  * test`) and skip outside `make test`. */
 #include "test.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,7 @@
 #include <unistd.h>
 
 #include "ddp/err.h"
+#include "ddp/fmt.h"
 #include "ddp/plugin.h"
 #include "ddp/scenario.h"
 #include "ddp/sys.h"
@@ -191,6 +194,22 @@ static void test_file_roundtrip(void)
         CU_ASSERT_STRING_EQUAL(b->report, a->report);
     }
     ddp_shard_file_free(&g);
+    /* Issue 34: raw bytes that are not UTF-8 (an error echoing a file's
+     * bytes) went into the JSON as they were; they are escaped, and the
+     * file is valid UTF-8 throughout. */
+    snprintf(f.rows[0].r.why, sizeof f.rows[0].r.why, "raw \xff\xfe end \xc3\xa9");
+    CU_ASSERT_EQUAL_FATAL(ddp_shard_write(&f, path), 0);
+    char *text = NULL;
+    size_t tlen = 0;
+    CU_ASSERT_EQUAL_FATAL(ddp_sys_read_host_file(path, &text, &tlen), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "raw \\u00ff\\u00fe end \xc3\xa9"));
+    for (size_t i = 0, k; i < tlen; i += k ? k : 1) {
+        k = ddp_utf8_seq(text + i, tlen - i);
+        CU_ASSERT(k > 0);
+    }
+    free(text);
+    CU_ASSERT_EQUAL(ddp_shard_read(path, &g), 0);
+    ddp_shard_file_free(&g);
     /* Cut short (a row lost): the row count names it. */
     FILE *w = fopen(path, "r+");
     CU_ASSERT_PTR_NOT_NULL_FATAL(w);
@@ -211,6 +230,25 @@ static void test_file_roundtrip(void)
     remove(path);
     f.nrows = 0;
     free(f.rows);
+    /* Issue 34: merge read without a cap (`merge /dev/zero` grew to 3 GB)
+     * and opened a FIFO (blocked forever). Refused before any byte is read,
+     * as every other reader does (ddp_sys_read_file). */
+    char dir[64], fifo[96], big[96];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "merge"));
+    ddp_test_in(big, sizeof big, dir, "big");
+    CU_ASSERT_EQUAL(mkfifo(ddp_test_in(fifo, sizeof fifo, dir, "fifo"), 0600), 0);
+    CU_ASSERT_EQUAL(ddp_shard_read(fifo, &g), DDP_EUNSUPPORTED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_message(), "a FIFO"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_message(), fifo));
+    int fd = open(big, O_CREAT | O_WRONLY, 0600); /* sparse: no disk space */
+    CU_ASSERT_FATAL(fd >= 0);
+    CU_ASSERT_EQUAL(ftruncate(fd, (off_t)DDP_SYS_READ_MAX + 1), 0);
+    close(fd);
+    CU_ASSERT_EQUAL(ddp_shard_read(big, &g), DDP_ELIMIT);
+    CU_ASSERT_EQUAL(ddp_shard_read(dir, &g), -EISDIR);
+    unlink(fifo);
+    unlink(big);
+    CU_ASSERT_EQUAL(rmdir(dir), 0);
 }
 
 /* ---- ddpsim run --shard and ddpsim merge ---- */

@@ -223,6 +223,96 @@ static void test_stalled_partial_requests(void)
     hx_end(&h);
 }
 
+/* Issue 34: every byte restarted the idle clock, so clients trickling one
+ * byte a second held their connections forever, and at the connection
+ * limit kept every normal client out. The clock runs from the start of a
+ * request until it is complete: tricklers at the limit are dropped one
+ * idle timeout after they began, the normal client is served meanwhile,
+ * and their places go to new clients. */
+static void test_trickling_clients_dropped(void)
+{
+    hx_t h;
+    hx_start(&h, 0, 0);
+    int normal = hx_client(&h, (size_t)1 << 30);
+    set_small(&h, normal, "/k", "value");
+    int tr[FAKE_MAX_CONNS - 1];
+    for (int i = 0; i < FAKE_MAX_CONNS - 1; i++) {
+        tr[i] = hx_client(&h, (size_t)1 << 30);
+        CU_ASSERT_FATAL(tr[i] >= 0);
+    }
+    hx_steps(&h, 4);
+    CU_ASSERT_EQUAL(hx_stats(&h).clients, FAKE_MAX_CONNS);
+    CU_ASSERT_EQUAL(fake_connect(h.f), -1); /* every place is taken */
+    /* A SET of a 64-byte key, one byte a second: 1 + 4 + 64 bytes (never
+     * complete within the test) — 9 s of it, past the 5 s timeout. */
+    msg_t m = {.n = 0};
+    m_u8(&m, DDP_STORE_OP_SET);
+    char key[65];
+    memset(key, 'k', 64);
+    key[64] = '\0';
+    m_str(&m, key);
+    for (size_t b = 0; b < 9; b++) {
+        for (int i = 0; i < FAKE_MAX_CONNS - 1; i++)
+            if (!h.f->conns[tr[i]].server_closed)
+                fake_send(h.f, tr[i], m.b + b, 1);
+        hx_wait(&h, 1);
+        CU_ASSERT(get_answered(&h, normal, "/k", 5));
+        ddp_store_server_stats_t s = hx_stats(&h);
+        if (b < 4) /* within the timeout nobody goes */
+            CU_ASSERT_EQUAL(s.clients, FAKE_MAX_CONNS);
+    }
+    ddp_store_server_stats_t s = hx_stats(&h);
+    CU_ASSERT_EQUAL(s.idle_dropped, FAKE_MAX_CONNS - 1);
+    CU_ASSERT_EQUAL(s.clients, 1);
+    for (int i = 0; i < FAKE_MAX_CONNS - 1; i++)
+        CU_ASSERT(h.f->conns[tr[i]].server_closed);
+    /* Their places serve new clients. */
+    free(h.f->conns[tr[0]].in);
+    h.f->conns[tr[0]] = (fake_conn_t){0};
+    int late = hx_client(&h, (size_t)1 << 30);
+    hx_steps(&h, 4);
+    CU_ASSERT(get_answered(&h, late, "/k", 5));
+    hx_end(&h);
+}
+
+/* Issue 34: a 32 MiB MULTI_SET into an empty store with a 64 MiB budget
+ * was refused: its request buffer and the values it stores were both
+ * counted, though the buffer goes when the request is done. */
+static void test_large_write_counted_once(void)
+{
+    hx_t h;
+    size_t budget = (size_t)64 << 20, vlen = (size_t)8 << 20;
+    hx_start(&h, budget, 0);
+    int c = hx_client(&h, (size_t)1 << 30);
+    msg_t m = {.n = 0};
+    m_u8(&m, DDP_STORE_OP_MULTI_SET);
+    m_u64(&m, 4);
+    hx_send(&h, c, &m);
+    static uint8_t chunk[1 << 16];
+    memset(chunk, 'x', sizeof chunk);
+    for (int k = 0; k < 4; k++) {
+        char key[8];
+        snprintf(key, sizeof key, "/m%d", k);
+        m.n = 0;
+        m_str(&m, key);
+        m_u64(&m, vlen);
+        hx_send(&h, c, &m);
+        for (size_t off = 0; off < vlen; off += sizeof chunk)
+            fake_send(h.f, c, chunk, sizeof chunk);
+        hx_steps(&h, 8);
+    }
+    hx_steps(&h, 64);
+    ddp_store_server_stats_t s = hx_stats(&h);
+    CU_ASSERT_EQUAL(s.memory_refused, 0);
+    CU_ASSERT_EQUAL(s.keys, 4);
+    CU_ASSERT_EQUAL(s.clients, 1);
+    CU_ASSERT(!h.f->conns[c].server_closed);
+    CU_ASSERT(s.memory_peak <= budget + 2 * PER_CONN_SLACK);
+    CU_ASSERT(s.memory <= budget);
+    CU_ASSERT(get_answered(&h, c, "/m3", vlen));
+    hx_end(&h);
+}
+
 /* WAIT on n keys "/w<tag>/<i>", nobody sets them. */
 static void wait_many(hx_t *h, int c, int tag, int n, size_t klen)
 {
@@ -239,13 +329,21 @@ static void wait_many(hx_t *h, int c, int tag, int n, size_t klen)
     }
 }
 
-/* Issue 15, case 2: WAIT on missing keys made entries that max_keys did
- * not count (100 clients x 10k keys: +225 MB). They count against
- * max_keys and the memory budget now, and go with their connection. */
+/* Issue 15, case 2: WAIT on missing keys made entries nobody counted
+ * (100 clients x 10k keys: +225 MB). Issue 34: counted against max_keys,
+ * they filled the key table (14 connections waiting on 131,072 keys made
+ * the store refuse every new key). They count against the memory budget,
+ * each connection may wait for max_wait_keys, and they go with their
+ * connection. */
 static void test_wait_entries_count(void)
 {
     hx_t h;
-    hx_start(&h, 0, 2500);
+    h.f = fake_sys_new();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h.f);
+    ddp_store_server_opts_t o = {.max_keys = 2500, .max_wait_keys = 1000,
+                                 .max_clients = FAKE_MAX_CONNS,
+                                 .idle_timeout_ns = s_ns(5)};
+    CU_ASSERT_EQUAL_FATAL(ddp_store_server_new(&h.f->sys, &o, &h.srv), 0);
     size_t base = hx_stats(&h).memory;
     int c[4];
     for (int i = 0; i < 4; i++) {
@@ -254,14 +352,33 @@ static void test_wait_entries_count(void)
         hx_steps(&h, 4);
     }
     ddp_store_server_stats_t s = hx_stats(&h);
-    /* Two WAITs fit 2,500 tracked keys; the third and fourth would not. */
-    CU_ASSERT_EQUAL(s.protocol_errors, 2);
-    CU_ASSERT_EQUAL(s.clients, 2);
-    CU_ASSERT(s.memory > base + 2000 * 64);
-    h.f->conns[c[0]].eof = 1;
-    h.f->conns[c[1]].eof = 1;
+    /* 4,000 awaited keys beside a 2,500-key table: all four wait. */
+    CU_ASSERT_EQUAL(s.protocol_errors, 0);
+    CU_ASSERT_EQUAL(s.clients, 4);
+    CU_ASSERT(s.memory > base + 4000 * 64);
+    /* ... and the table still takes every key it has room for. */
+    int setter = hx_client(&h, (size_t)1 << 30);
+    for (int i = 0; i < 2500; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "/k%d", i);
+        set_small(&h, setter, key, "v");
+    }
+    s = hx_stats(&h);
+    CU_ASSERT_EQUAL(s.keys, 2500);
+    CU_ASSERT_EQUAL(s.clients, 5);
+    /* A client over its share is dropped, the others wait on. */
+    int greedy = hx_client(&h, (size_t)1 << 30);
+    wait_many(&h, greedy, 9, 1001, 8);
     hx_steps(&h, 4);
-    CU_ASSERT(hx_stats(&h).memory <= base);
+    s = hx_stats(&h);
+    CU_ASSERT_EQUAL(s.protocol_errors, 1);
+    CU_ASSERT(h.f->conns[greedy].server_closed);
+    CU_ASSERT_EQUAL(s.clients, 5);
+    for (int i = 0; i < 4; i++)
+        h.f->conns[c[i]].eof = 1;
+    h.f->conns[setter].eof = 1;
+    hx_steps(&h, 4);
+    CU_ASSERT_EQUAL(hx_stats(&h).clients, 0);
     hx_end(&h);
 
     /* The same against the memory budget: 10,000 awaited keys take more
@@ -310,8 +427,9 @@ static void test_watcher_not_reading(void)
 
 /* Two clients whose whole SETs are buffered and wait for memory held only
  * by each other: the first is dropped so that the second goes on (they
- * would wait for each other forever). A SET that cannot fit beside its
- * own buffer is refused at once. */
+ * would wait for each other forever). A SET is counted once, its buffer
+ * or its value (2 MiB fits a 3 MiB budget); one that cannot fit even so
+ * is refused at once. */
 static void test_waiting_requests_do_not_deadlock(void)
 {
     hx_t h;
@@ -331,9 +449,19 @@ static void test_waiting_requests_do_not_deadlock(void)
     hx_set_big(&h, a, "/a", (size_t)2 << 20, (size_t)2 << 20);
     hx_steps(&h, 64);
     s = hx_stats(&h);
+    CU_ASSERT_EQUAL(s.memory_refused, 0);
+    CU_ASSERT_EQUAL(s.keys, 1);
+    CU_ASSERT(!h.f->conns[a].server_closed);
+    /* (held twice only while it is copied from the buffer) */
+    CU_ASSERT(s.memory_peak <= ((size_t)5 << 20) + PER_CONN_SLACK);
+    CU_ASSERT(s.memory <= ((size_t)3 << 20));
+    b = hx_client(&h, (size_t)1 << 30);
+    hx_set_big(&h, b, "/b", (size_t)4 << 20, (size_t)4 << 20);
+    hx_steps(&h, 64);
+    s = hx_stats(&h);
     CU_ASSERT_EQUAL(s.memory_refused, 1);
-    CU_ASSERT_EQUAL(s.keys, 0);
-    CU_ASSERT(h.f->conns[a].server_closed);
+    CU_ASSERT_EQUAL(s.keys, 1);
+    CU_ASSERT(h.f->conns[b].server_closed);
     hx_end(&h);
 }
 
@@ -492,6 +620,10 @@ DDP_SUITE("store_hostile", suite_init, suite_cleanup,
            test_multi_get_amplification},
           {"stalled partial requests: budget, deferral, idle timeout",
            test_stalled_partial_requests},
+          {"trickling clients are dropped at the idle timeout",
+           test_trickling_clients_dropped},
+          {"a large write counts against the budget once",
+           test_large_write_counted_once},
           {"WAIT entries count against max_keys and the budget",
            test_wait_entries_count},
           {"a watcher that never reads is bounded", test_watcher_not_reading},

@@ -379,6 +379,20 @@ static void test_allow_list(void)
     CU_ASSERT(allows("fd00::/8, 127.0.0.1", "127.0.0.1"));
     CU_ASSERT(!allows("fd00::/8,127.0.0.1", "fe80::1"));
     CU_ASSERT(allows("::1", "::1"));
+    /* Issue 34: IPv6 rules that cover IPv4-mapped addresses match IPv4
+     * clients (accepted before, never matched). */
+    static const struct {
+        const char *rule, *peer;
+        int allowed;
+    } mapped[] = {{"::ffff:192.0.2.7", "192.0.2.7", 1},
+                  {"::ffff:192.0.2.7", "192.0.2.8", 0},
+                  {"::ffff:10.0.0.0/104", "10.9.8.7", 1},
+                  {"::ffff:10.0.0.0/104", "11.0.0.1", 0},
+                  {"::/0", "203.0.113.9", 1},
+                  {"::/0", "::1", 1},
+                  {"fd00::/8", "10.0.0.1", 0}};
+    for (size_t i = 0; i < sizeof mapped / sizeof mapped[0]; i++)
+        CU_ASSERT_EQUAL(allows(mapped[i].rule, mapped[i].peer), mapped[i].allowed);
     const char *bad[] = {"10.0.0.0/33", "::/129", "host", "10.0.0.0/",
                          "10.0.0.0/8,", "10.0.0.0/8x", ",", "1.2.3.4/-1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

@@ -12,7 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -303,6 +306,152 @@ static void test_read_file_bounded(void)
     rmdir(dir);
 }
 
+/* ---- output files (ddp_out_*: issue 34) ---- */
+
+static int write_text(const char *path, const char *text)
+{
+    ddp_out_t *o;
+    int rc = ddp_out_open(path, "the test output", &o);
+    if (rc)
+        return rc;
+    fputs(text, ddp_out_file(o));
+    return ddp_out_commit(o);
+}
+
+/* Names in dir other than . and .. (a temporary file left behind shows). */
+static int dir_entries(const char *dir)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "ls -A '%s' | wc -l", dir);
+    FILE *p = popen(cmd, "r");
+    int n = -1;
+    if (p) {
+        if (fscanf(p, "%d", &n) != 1)
+            n = -1;
+        pclose(p);
+    }
+    return n;
+}
+
+/* A regular target is replaced whole and keeps its mode; a device, FIFO,
+ * directory or symlink is refused by name and left as it was (renaming
+ * over /dev/full replaced the machine's device). The device node is made
+ * in the test's own folder. */
+static void test_output_targets(void)
+{
+    char dir[64], reg[96], dev[96], fifo[96], sub[96], link[96];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "out"));
+    ddp_test_in(reg, sizeof reg, dir, "results");
+    ddp_test_in(dev, sizeof dev, dir, "full");
+    ddp_test_in(fifo, sizeof fifo, dir, "fifo");
+    ddp_test_in(sub, sizeof sub, dir, "sub");
+    ddp_test_in(link, sizeof link, dir, "link");
+    CU_ASSERT_EQUAL(write_text(reg, "first\n"), 0);
+    CU_ASSERT_EQUAL(chmod(reg, 0640), 0);
+    CU_ASSERT_EQUAL(write_text(reg, "second\n"), 0);
+    char *data = NULL;
+    CU_ASSERT_EQUAL(ddp_sys_read_file(S, reg, &data, NULL), 0);
+    CU_ASSERT_STRING_EQUAL(data ? data : "", "second\n");
+    free(data);
+    struct stat st;
+    CU_ASSERT_EQUAL(lstat(reg, &st), 0);
+    CU_ASSERT_EQUAL(st.st_mode & 0777, 0640);
+    CU_ASSERT_EQUAL(mkfifo(fifo, 0600), 0);
+    CU_ASSERT_EQUAL(mkdir(sub, 0700), 0);
+    CU_ASSERT_EQUAL(symlink(reg, link), 0);
+    int have_dev = ddp_test_mkdev(dev) == 1;
+    if (!have_dev) {
+        unlink(dev); /* the FIFO standing in: the FIFO case has its own */
+        printf("\n  mknod not permitted here: the device target is skipped\n");
+    }
+    struct {
+        const char *path, *kind;
+        int have;
+    } bad[] = {{dev, "a character device", have_dev},
+               {fifo, "a FIFO (named pipe)", 1},
+               {sub, "a directory", 1},
+               {link, "a symbolic link", 1}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        if (!bad[i].have)
+            continue;
+        CU_ASSERT_EQUAL(write_text(bad[i].path, "x\n"), DDP_EUNSUPPORTED);
+        CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_message(), bad[i].path));
+        CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_message(), bad[i].kind));
+        CU_ASSERT_EQUAL(ddp_out_check(bad[i].path, "x"), DDP_EUNSUPPORTED);
+        CU_ASSERT_EQUAL(lstat(bad[i].path, &st), 0);
+        CU_ASSERT(!S_ISREG(st.st_mode)); /* still what it was */
+    }
+    CU_ASSERT_EQUAL(ddp_out_check(reg, "x"), 0);
+    CU_ASSERT_EQUAL(ddp_out_check("-", "x"), 0);
+    /* An aborted output leaves the target as it was, and no temporary. */
+    ddp_out_t *o;
+    CU_ASSERT_EQUAL_FATAL(ddp_out_open(reg, "x", &o), 0);
+    fputs("third\n", ddp_out_file(o));
+    ddp_out_abort(o);
+    data = NULL;
+    CU_ASSERT_EQUAL(ddp_sys_read_file(S, reg, &data, NULL), 0);
+    CU_ASSERT_STRING_EQUAL(data ? data : "", "second\n");
+    free(data);
+    CU_ASSERT_EQUAL(dir_entries(dir), 4 + have_dev);
+    unlink(reg), unlink(dev), unlink(fifo), rmdir(sub), unlink(link);
+    CU_ASSERT_EQUAL(rmdir(dir), 0);
+}
+
+/* A full disk: the error says so in its own words, and nothing is left
+ * under the final name (an existing file keeps its old content). In a
+ * child of its own, in a mount namespace of its own, on a 16 KiB tmpfs. */
+static int full_disk_child(const char *dir)
+{
+    if (unshare(CLONE_NEWNS) != 0 ||
+        mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+        mount("tmpfs", dir, "tmpfs", 0, "size=16k") != 0)
+        return 77;
+    char path[96], old[96];
+    ddp_test_in(path, sizeof path, dir, "new");
+    ddp_test_in(old, sizeof old, dir, "old");
+    int bad = write_text(old, "old\n") != 0;
+    static char big[256 << 10];
+    memset(big, 'x', sizeof big - 1);
+    for (int k = 0; k < 2; k++) {
+        const char *p = k ? old : path;
+        int rc = write_text(p, big);
+        if (rc != -ENOSPC ||
+            !strstr(ddp_err_message(), "No space left on device") ||
+            !strstr(ddp_err_message(), p)) {
+            fprintf(stderr, "  %s: rc %d: %s\n", p, rc, ddp_err_message());
+            bad = 1;
+        }
+    }
+    char *data = NULL;
+    struct stat st;
+    bad |= lstat(path, &st) == 0; /* no partial file */
+    bad |= ddp_sys_read_file(S, old, &data, NULL) != 0 ||
+           strcmp(data, "old\n") != 0;
+    free(data);
+    bad |= dir_entries(dir) != 1; /* only "old": no temporary left */
+    umount(dir);
+    return bad;
+}
+
+static void test_output_full_disk(void)
+{
+    char dir[64];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "full"));
+    fflush(NULL);
+    pid_t pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0)
+        _exit(full_disk_child(dir));
+    int status = 0;
+    CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
+    CU_ASSERT(WIFEXITED(status));
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+        printf("\n  no mount namespace here (not root?): the tmpfs case is skipped\n");
+    else
+        CU_ASSERT_EQUAL(WEXITSTATUS(status), 0);
+    CU_ASSERT_EQUAL(rmdir(dir), 0);
+}
+
 static void test_fault_points(void)
 {
     uint16_t port = 0;
@@ -543,6 +692,8 @@ static void test_epoll_fault_point(void)
 }
 
 DDP_SUITE("sys_posix", suite_init, suite_cleanup,
+          {"output_targets", test_output_targets},
+          {"output_full_disk", test_output_full_disk},
           {"loopback stream round trip", test_stream_roundtrip},
           {"recv and accept honour deadlines", test_recv_deadline},
           {"refused connect names the address", test_refused_names_address},

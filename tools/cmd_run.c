@@ -206,13 +206,10 @@ static void run_job(ddp_sys_t *sys, job_t *j, const run_opts_t *ro)
     if (tr && ro->chrome) {
         char path[1200];
         const char *cp = chrome_path(ro, j, path, sizeof path);
-        FILE *f = fopen(cp, "w");
-        if (!f || ddp_sim_export_chrome(tr, f) != 0) {
-            fprintf(stderr, "ddpsim: cannot write %s\n", cp);
+        if (ddp_tool_write_chrome(tr, cp) != 0) {
+            fprintf(stderr, "ddpsim: %s\n", ddp_err_message());
             j->r.pass = 0;
         }
-        if (f)
-            fclose(f);
     }
     free(tr);
 }
@@ -317,9 +314,11 @@ static const char *junit_class(const char *path, char *buf, size_t n)
  * goes to system-out. Valid against tests/junit.xsd (Jenkins' schema). */
 static int write_junit(const char *path, const job_t *jobs, int n)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return -1;
+    ddp_out_t *o;
+    int rc = ddp_out_open(path, "the JUnit file", &o);
+    if (rc)
+        return rc;
+    FILE *f = ddp_out_file(o);
     int failures = 0, skipped = 0;
     double total = 0;
     for (int i = 0; i < n; i++) {
@@ -368,7 +367,7 @@ static int write_junit(const char *path, const job_t *jobs, int n)
         fprintf(f, "</system-out>\n  </testcase>\n");
     }
     fprintf(f, "</testsuite>\n</testsuites>\n");
-    return fclose(f) ? -1 : 0;
+    return ddp_out_commit(o);
 }
 
 static int load_all(char **files, int nfiles, ddp_scenario_t **sc, const char *cmd)
@@ -723,7 +722,7 @@ int ddp_run_report(ddp_sys_t *sys, const ddp_run_report_t *rep, const job_t *job
         printf(", %d skipped", skipped);
     printf(" (%.1f s)\n", rep->wall_s);
     if (rep->junit && write_junit(rep->junit, jobs, njobs) != 0) {
-        fprintf(stderr, "ddpsim %s: cannot write %s\n", cmd, rep->junit);
+        fprintf(stderr, "ddpsim %s: %s\n", cmd, ddp_err_message());
         failed++;
     }
     int rc = failed || vacuous ? 1 : 0;
@@ -793,11 +792,12 @@ static int write_results(const cli_t *c, job_t *jobs, int njobs, long long total
  * by side (the real results are in jobs already). */
 static int compare(ddp_sys_t *sys, const cli_t *c, job_t *jobs, int njobs, double wall)
 {
-    FILE *md = c->markdown ? fopen(c->markdown, "w") : NULL;
-    if (c->markdown && !md) {
-        fprintf(stderr, "ddpsim run: cannot write %s\n", c->markdown);
+    ddp_out_t *mdo = NULL;
+    if (c->markdown && ddp_out_open(c->markdown, "the Markdown table", &mdo)) {
+        fprintf(stderr, "ddpsim run: %s\n", ddp_err_message());
         return 2;
     }
+    FILE *md = mdo ? ddp_out_file(mdo) : NULL;
     run_opts_t sim_ro = c->ro;
     sim_ro.real = sim_ro.netns = 0;
     int differ = 0, same = 0, skipped = 0;
@@ -837,7 +837,10 @@ static int compare(ddp_sys_t *sys, const cli_t *c, job_t *jobs, int njobs, doubl
     if (md) {
         fprintf(md, "\n%d pair(s): %d same, %d different, %d not realisable for real.\n",
                 njobs, same, differ, skipped);
-        fclose(md);
+        if (ddp_out_commit(mdo) != 0) {
+            fprintf(stderr, "ddpsim run: %s\n", ddp_err_message());
+            return 2;
+        }
     }
     return differ ? 1 : 0;
 }
@@ -896,6 +899,7 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
     int njobs = 0, rc = 0;
     long long total = 0; /* runs in the whole list (all shards) */
     uint64_t list_hash = 0xcbf29ce484222325ull;
+    ddp_out_t *trace_out = NULL;
     ddp_shard_file_t lf = {0};
     int only_failed = 0;
     if (load_all(c.files, c.nfiles, sc, cmd) ||
@@ -973,9 +977,13 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
         rc = 2;
         goto out;
     }
-    if (c.trace_path && !(c.ro.trace = fopen(c.trace_path, "w"))) {
-        rc = ddp_opt_bad(cmd, "--trace", c.trace_path, "a file that can be written");
-        goto out;
+    if (c.trace_path) {
+        if (ddp_out_open(c.trace_path, "the trace", &trace_out) != 0) {
+            fprintf(stderr, "ddpsim %s: %s\n", cmd, ddp_err_message());
+            rc = 2;
+            goto out;
+        }
+        c.ro.trace = ddp_out_file(trace_out);
     }
     c.ro.chrome = c.chrome;
     c.ro.chrome_per_run = njobs > 1;
@@ -1033,8 +1041,10 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
         rc = 2;
 out:
     ddp_shard_file_free(&lf);
-    if (c.ro.trace)
-        fclose(c.ro.trace);
+    if (trace_out && ddp_out_commit(trace_out) != 0) {
+        fprintf(stderr, "ddpsim %s: %s\n", cmd, ddp_err_message());
+        rc = rc ? rc : 2;
+    }
     for (int i = 0; sc && i < c.nfiles; i++)
         ddp_scenario_free(sc[i]);
     free(sc);

@@ -258,14 +258,9 @@ static int run_one(const sim_cli_t *c, const ddp_scenario_t *s, const char *acce
         printf("  %s\n", r.why);
     if (tr && c->timeline)
         ddp_sim_export_timeline(tr, stdout);
-    if (tr && c->chrome) {
-        FILE *f = fopen(c->chrome, "w");
-        if (!f || ddp_sim_export_chrome(tr, f) != 0) {
-            fprintf(stderr, "ddpsim sim: cannot write --trace-chrome %s\n", c->chrome);
-            failed++;
-        }
-        if (f)
-            fclose(f);
+    if (tr && c->chrome && ddp_tool_write_chrome(tr, c->chrome) != 0) {
+        fprintf(stderr, "ddpsim sim: %s\n", ddp_err_message());
+        failed++;
     }
     free(tr);
     free(report);
@@ -322,7 +317,13 @@ int ddp_cmd_sim(ddp_sys_t *sys, int argc, char **argv)
         ddp_scenario_free(s);
         return 2;
     }
-    FILE *trace = c.trace_path ? fopen(c.trace_path, "w") : NULL;
+    ddp_out_t *trace_out = NULL;
+    if (c.trace_path && ddp_out_open(c.trace_path, "the trace", &trace_out)) {
+        fprintf(stderr, "ddpsim sim: %s\n", ddp_err_message());
+        ddp_scenario_free(s);
+        return 2;
+    }
+    FILE *trace = trace_out ? ddp_out_file(trace_out) : NULL;
     int rc = 0;
     for (size_t i = 0; i < ddp_accel_count(); i++) {
         const char *name = strcmp(c.accel, "all") ? c.accel : ddp_accel_at(i)->name;
@@ -331,8 +332,10 @@ int ddp_cmd_sim(ddp_sys_t *sys, int argc, char **argv)
         if (strcmp(c.accel, "all"))
             break;
     }
-    if (trace)
-        fclose(trace);
+    if (trace_out && ddp_out_commit(trace_out) != 0) {
+        fprintf(stderr, "ddpsim sim: %s\n", ddp_err_message());
+        rc = 2;
+    }
     ddp_scenario_free(s);
     return rc;
 }

@@ -27,6 +27,9 @@ extern const char *ddp_tool_self;
 /* fn handles SIGINT and SIGTERM, and SIGHUP when hup (unless it is ignored,
  * as under nohup); fn NULL with the same hup restores the default actions. */
 void ddp_tool_catch_signals(void (*fn)(int), int hup);
+/* --trace-chrome: the simulator's trace tr as Chrome trace JSON at path
+ * (ddp_out_write: replaced whole or not at all). 0 or a negative code. */
+int ddp_tool_write_chrome(const char *tr, const char *path);
 int ddp_cmd_explore(struct ddp_sys *sys, int argc, char **argv);
 int ddp_cmd_merge(struct ddp_sys *sys, int argc, char **argv);
 

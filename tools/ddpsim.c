@@ -4,6 +4,7 @@
 
 #include "cmds.h"
 #include "ddp/err.h"
+#include "ddp/fmt.h"
 #include "ddp/log.h"
 #include "ddp/sys.h"
 
@@ -61,6 +62,16 @@ int main(int argc, char **argv)
     ddp_tool_self = argv[0];
     if (argc < 2) {
         usage(stderr);
+        return 2;
+    }
+    int top = !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+              !strcmp(argv[1], "help") || !strcmp(argv[1], "--version");
+    if (top && argc > 2) { /* "--version extra" was taken, silently */
+        char extra[256];
+        snprintf(extra, sizeof extra, "%s", argv[2]);
+        ddp_utf8_escape(extra, sizeof extra);
+        fprintf(stderr, "ddpsim: %s takes no arguments (got \"%s\")\n", argv[1],
+                extra);
         return 2;
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||

@@ -11,6 +11,9 @@
 #include <sys/stat.h>
 
 #include "ddp/accel.h"
+#include "ddp/err.h"
+#include "ddp/fmt.h"
+#include "ddp/sys.h"
 #include "ddp/plugin.h"
 #include "ddp/scenario.h"
 
@@ -18,8 +21,10 @@
 
 int ddp_opt_bad(const char *cmd, const char *what, const char *value, const char *form)
 {
-    fprintf(stderr, "ddpsim %s: bad %s \"%s\"; expected %s\n", cmd, what,
-            value ? value : "", form);
+    char v[1024]; /* the value as typed, its bytes that are not UTF-8 escaped */
+    snprintf(v, sizeof v, "%s", value ? value : "");
+    ddp_utf8_escape(v, sizeof v);
+    fprintf(stderr, "ddpsim %s: bad %s \"%s\"; expected %s\n", cmd, what, v, form);
     return 2;
 }
 
@@ -306,10 +311,14 @@ int ddp_opt_writable(const char *cmd, const char *opt, const char *path)
     if (!path)
         return 0;
     char form[300];
+    if (!strcmp(path, "-"))
+        return 0;
+    if (ddp_out_check(path, opt) != 0) { /* a device, FIFO, folder, link */
+        fprintf(stderr, "ddpsim %s: %s\n", cmd, ddp_err_message());
+        return 2;
+    }
     struct stat st;
     int existed = stat(path, &st) == 0;
-    if (existed && S_ISDIR(st.st_mode))
-        return ddp_opt_bad(cmd, opt, path, "a file to write (it is a directory)");
     FILE *f = fopen(path, "a");
     if (!f) {
         snprintf(form, sizeof form, "a file that can be written (cannot open it: %s)",

@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "cmds.h"
+#include "ddp/sim.h"
+#include "ddp/sys.h"
 
 const char *ddp_tool_self = "ddpsim";
 
@@ -20,4 +22,11 @@ void ddp_tool_catch_signals(void (*fn)(int), int hup)
     /* under nohup SIGHUP stays ignored */
     if (hup && sigaction(SIGHUP, NULL, &old) == 0 && old.sa_handler != SIG_IGN)
         sigaction(SIGHUP, &sa, NULL);
+}
+
+static int fill_chrome(FILE *f, void *tr) { return ddp_sim_export_chrome(tr, f); }
+
+int ddp_tool_write_chrome(const char *tr, const char *path)
+{
+    return ddp_out_write(path, "the Chrome trace", fill_chrome, (void *)tr);
 }

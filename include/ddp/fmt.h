@@ -24,6 +24,14 @@ DDP_API int ddp_fmt(char *buf, size_t n, const char *fmt, ...)
 DDP_API int ddp_vfmt(char *buf, size_t n, const char *fmt, va_list ap)
     __attribute__((format(printf, 3, 0)));
 
+/* The length of the valid UTF-8 sequence at s[0..n) (1 for ASCII), or 0
+ * when it is not one (a stray byte, an overlong form, a surrogate). */
+DDP_API size_t ddp_utf8_seq(const char *s, size_t n);
+/* Rewrites each byte of the NUL-terminated s (in a buffer of cap bytes)
+ * that is not part of valid UTF-8 as "\xNN", cutting the end to fit: text
+ * from a file or the network is echoed in errors and JSON as valid text. */
+DDP_API void ddp_utf8_escape(char *s, size_t cap);
+
 #ifdef __cplusplus
 }
 #endif

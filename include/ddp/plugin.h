@@ -25,6 +25,11 @@ extern "C" {
 #define DDP_DEFAULT_PG_TIMEOUT_S 1800 /* init_process_group (Lightning 1.7+) */
 #define DDP_DEFAULT_STORE_TIMEOUT_S 300 /* TCPStore's own timeout */
 #define DDP_DEFAULT_RPC_PORT 15000    /* RPC_MASTER_PORT */
+/* A run's identity ("ID@STARTED", set by `ddpsim run --real` for every
+ * process): rank 0 leaves it in its store, every rank compares it there
+ * first, and a rank that reached another run's store is refused ("port P
+ * is serving another ddpsim run (started at T)"). Unset: no check. */
+#define DDP_RUN_ID_ENV "DDPSIM_RUN"
 
 typedef struct ddp_plugin ddp_plugin_t;
 struct ddp_run_result;

@@ -316,7 +316,13 @@ typedef struct ddp_store_server_opts {
     const char *token; /* NULL: none (TCPStore-compatible); else every
                           connection must send it first (ddpsim's AUTH
                           frame): PyTorch clients are then refused */
+    size_t max_wait_keys; /* keys one connection may wait for that nobody
+                             has set (a WAIT over it drops the client);
+                             0 -> DDP_STORE_MAX_WAIT_KEYS. Awaited keys
+                             count against max_memory, not max_keys. */
 } ddp_store_server_opts_t;
+
+#define DDP_STORE_MAX_WAIT_KEYS 16384
 
 #define DDP_STORE_DEFAULT_MAX_MEMORY ((size_t)1 << 30)
 #define DDP_STORE_DEFAULT_IDLE_TIMEOUT_S 30

@@ -23,6 +23,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #ifdef __cplusplus
@@ -100,6 +101,11 @@ typedef struct ddp_spawn {
     /* Real processes with argv: files their stdout / stderr go to
      * (created or truncated; NULL: inherited). The simulator ignores them. */
     const char *stdout_path, *stderr_path;
+    /* Real processes: the child is killed (SIGKILL) when the thread that
+     * spawned it ends, however it ends (SIGKILL of the process included:
+     * Linux's parent-death signal), so no rank outlives its runner. The
+     * simulator's tasks die with their process anyway. */
+    int die_with_parent;
 } ddp_spawn_t;
 
 typedef struct ddp_sys ddp_sys_t;
@@ -175,6 +181,49 @@ DDP_API ddp_sys_t *ddp_sys_posix_new(struct ddp_env *env);
  * timed out ...); 0 for any other sys. A forked entry's sys starts at 0. */
 DDP_API int ddp_sys_posix_failed_connects(ddp_sys_t *sys);
 DDP_API void ddp_sys_free(ddp_sys_t *sys);
+
+/* ddp_sys_read_file of the POSIX sys, for a tool's own inputs (result
+ * files to merge) where no rank's sys is at hand: the same cap and the
+ * same refusal of FIFOs, devices and directories. */
+DDP_API int ddp_sys_read_host_file(const char *path, char **data, size_t *len);
+/* This process's id (names of per-run files; ddp_sys_sweep_stale). */
+DDP_API long ddp_sys_pid(void);
+/* 64 random bits from the kernel (a run's identity, never a decision a
+ * seed should reproduce). */
+DDP_API uint64_t ddp_sys_random_u64(void);
+/* The wall-clock time now, "2026-12-06 07:30:01 UTC", for messages. */
+DDP_API void ddp_sys_wall_text(char *buf, size_t n);
+/* Removes the files in dir named PREFIX<pid>-... whose process <pid> no
+ * longer exists: what a run killed by SIGKILL left behind, swept by the
+ * next one. Returns how many were removed. */
+DDP_API int ddp_sys_sweep_stale(const char *dir, const char *prefix);
+
+/* Output files (every file ddpsim writes for a user: results, JUnit,
+ * traces, reports). A target is replaced whole or left as it was: the
+ * bytes go to a temporary file in the target's folder, which is flushed,
+ * fsynced, checked and renamed over the target at ddp_out_commit. Only a
+ * regular file or a missing path is a target; a device, FIFO, socket,
+ * directory or symlink is refused, naming it (renaming over /dev/null
+ * would replace the device). "-" is standard output. Every write error is
+ * kept with its own errno (ENOSPC reads "No space left on device"), and a
+ * failed output leaves no file under the final name. what: how errors
+ * name the file ("the result file"). */
+typedef struct ddp_out ddp_out_t;
+/* Is path a target ddp_out_open would take? 0, or a negative code with
+ * the error context filled (for checking options before a long run). */
+DDP_API int ddp_out_check(const char *path, const char *what);
+DDP_API int ddp_out_open(const char *path, const char *what, ddp_out_t **out);
+/* The stream to write to (valid until commit or abort). */
+DDP_API FILE *ddp_out_file(ddp_out_t *o);
+/* Flush, fsync, rename: 0, or the first error (the temporary file is
+ * removed). Frees o either way. */
+DDP_API int ddp_out_commit(ddp_out_t *o);
+/* Drop what was written (the target stays as it was); frees o. NULL: no-op. */
+DDP_API void ddp_out_abort(ddp_out_t *o);
+/* The whole cycle: open, fill(stream, arg) (0, or a negative code with
+ * the error context filled, which aborts), commit. */
+DDP_API int ddp_out_write(const char *path, const char *what,
+                          int (*fill)(FILE *f, void *arg), void *arg);
 
 /* Monotonic now in ns. */
 static inline int64_t ddp_sys_now(ddp_sys_t *s) { return s->ops->now(s); }
