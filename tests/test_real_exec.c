@@ -280,6 +280,29 @@ static int wait_procs(const char *needle, int want, int more, int limit_s)
     return n;
 }
 
+/* A free port of this host, for a real run of its own (0: none). */
+static uint16_t free_port(void)
+{
+    ddp_sys_t *sys = ddp_test_sys();
+    uint16_t port = 0;
+    if (!sys || ddp_sys_free_port(sys, &port) != 0)
+        port = 0;
+    ddp_sys_free(sys);
+    return port;
+}
+
+/* The names in dir that start with prefix. */
+static int files_with(const char *dir, const char *prefix)
+{
+    int n = 0;
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));)
+        n += e->d_name[0] != '.' && !strncmp(e->d_name, prefix, strlen(prefix));
+    if (d)
+        closedir(d);
+    return n;
+}
+
 /* Issue 34: SIGKILL of `ddpsim run --real` left every rank running,
  * holding the port, and its plan file in /tmp. The ranks die with their
  * runner (parent-death signal), the next run on the port starts cleanly
@@ -290,10 +313,8 @@ static void test_sigkill_leaves_no_rank(void)
     char bin[400];
     if (!ddp_test_ddpsim_bin(bin, sizeof bin))
         return;
-    ddp_sys_t *sys = ddp_test_sys();
-    uint16_t port = 0;
-    CU_ASSERT_EQUAL_FATAL(ddp_sys_free_port(sys, &port), 0);
-    ddp_sys_free(sys);
+    uint16_t port = free_port();
+    CU_ASSERT_FATAL(port > 0);
     const char *scn = "build/test-real-sigkill.scn", *quick = "build/test-real-after.scn";
     FILE *f = fopen(scn, "w");
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
@@ -305,6 +326,11 @@ static void test_sigkill_leaves_no_rank(void)
     fprintf(f, "scenario \"the next run\"\nnodes 1\ndevices 2\naccelerators ddp\n"
                "port %u\nexpect ok\n", (unsigned)port);
     fclose(f);
+    /* The runs' files in a folder of this test's own ($TMPDIR): nothing
+     * else on the host sweeps them. */
+    char tmp[64], env[96];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(tmp, sizeof tmp, "sigkill"));
+    snprintf(env, sizeof env, "TMPDIR=%s", tmp);
     fflush(NULL);
     pid_t runner = fork();
     CU_ASSERT_FATAL(runner >= 0);
@@ -312,6 +338,7 @@ static void test_sigkill_leaves_no_rank(void)
         int null = open("/dev/null", O_WRONLY);
         dup2(null, 1);
         dup2(null, 2);
+        setenv("TMPDIR", tmp, 1);
         execl(bin, bin, "run", "--real", "--no-progress", scn, (char *)NULL);
         _exit(127);
     }
@@ -330,28 +357,18 @@ static void test_sigkill_leaves_no_rank(void)
         for (int i = 0; i < n; i++)
             kill(pids[i], SIGKILL);
     }
-    int stale = 0;
-    DIR *d = opendir("/tmp");
-    for (struct dirent *e; d && (e = readdir(d));)
-        stale += !strncmp(e->d_name, needle, strlen(needle));
-    if (d)
-        closedir(d);
-    CU_ASSERT(stale > 0); /* the killed run could not remove them */
+    CU_ASSERT(files_with(tmp, needle) > 0); /* the killed run could not remove them */
     char args[256], out[1 << 14];
     snprintf(args, sizeof args, "run --real --no-progress %s", quick);
-    int st = ddp_test_ddpsim_io_within(REAL_QUICK_LIMIT_S, NULL, args, 1, out, sizeof out);
+    int st = ddp_test_ddpsim_io_within(REAL_QUICK_LIMIT_S, env, args, 1, out, sizeof out);
     CU_ASSERT_EQUAL(st, 0);
     if (st)
         printf("\n  the next run: exit %d:\n%s", st, out);
-    stale = 0;
-    d = opendir("/tmp");
-    for (struct dirent *e; d && (e = readdir(d));)
-        stale += !strncmp(e->d_name, needle, strlen(needle));
-    if (d)
-        closedir(d);
-    CU_ASSERT_EQUAL(stale, 0);
+    CU_ASSERT_EQUAL(files_with(tmp, needle), 0);
+    CU_ASSERT_EQUAL(files_with(tmp, ""), 0); /* the next run's own are gone too */
     remove(scn);
     remove(quick);
+    CU_ASSERT_EQUAL(rmdir(tmp), 0);
 }
 
 /* Runs of white space (the table wraps its why: lines) become one space. */
@@ -392,10 +409,8 @@ static void test_concurrent_runs_never_mix(void)
     char bin[400];
     if (!ddp_test_ddpsim_bin(bin, sizeof bin))
         return;
-    ddp_sys_t *sys = ddp_test_sys();
-    uint16_t port = 0;
-    CU_ASSERT_EQUAL_FATAL(ddp_sys_free_port(sys, &port), 0);
-    ddp_sys_free(sys);
+    uint16_t port = free_port();
+    CU_ASSERT_FATAL(port > 0);
     char dir[64], scn[96], out[2][96];
     CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "pair"));
     FILE *f = fopen(ddp_test_in(scn, sizeof scn, dir, "pair.scn"), "w");

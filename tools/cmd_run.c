@@ -182,7 +182,11 @@ static void run_job(ddp_sys_t *sys, job_t *j, const run_opts_t *ro)
                                  .seed = ro->seed, .report = j->report,
                                  .report_len = sizeof j->report,
                                  .interrupted = &g_interrupted,
-                                 .exec_grace_ns = ro->exec_grace_ns};
+                                 .exec_grace_ns = ro->exec_grace_ns,
+                                 /* per-run files: $TMPDIR, else /tmp */
+                                 .tmpdir = ddp_env_get(ddp_sys_env(sys), "TMPDIR")};
+        if (ropts.tmpdir && !*ropts.tmpdir)
+            ropts.tmpdir = NULL;
         int64_t t0 = ddp_sys_now(sys);
         j->rc = ddp_real_run(sys, j->s, j->accel, &ropts, &j->r);
         j->r.wall_s = (double)(ddp_sys_now(sys) - t0) / 1e9;
