@@ -163,8 +163,14 @@ typedef struct proc {
     int workers; /* records of processes it launched */
 } proc_t;
 
-typedef enum { EV_KILL, EV_STOP, EV_CONT, EV_NFT_ON, EV_NFT_OFF, EV_LINK_ON, EV_LINK_OFF } ev_kind_t;
-typedef struct { int64_t t; ev_kind_t kind; int fault; } rev_t;
+/* Who realises a fault in a real run. */
+typedef enum {
+    BY_OTHERS, /* the processes (libfiu), the delay proxy, or the start times */
+    BY_KILL,   /* the runner: SIGKILL when the window opens */
+    BY_STOP,   /* the runner: SIGSTOP while the window is open, SIGCONT after */
+    BY_NFT,    /* the runner: nft rules while the window is open */
+    BY_LINK,   /* the runner: tc / links while the window is open */
+} by_t;
 
 static int proc_aimed(const ddp_fault_t *f, const proc_t *p)
 {
@@ -193,22 +199,29 @@ static int signal_procs(ddp_sys_t *sys, proc_t *ps, int np, const ddp_fault_t *f
     return hit;
 }
 
-/* How the runner realises fault f (0: inside the processes). */
-static ev_kind_t runner_kind(const ddp_fault_t *f, int exec, int *mine)
+static by_t realised_by(const ddp_fault_t *f, int exec)
 {
-    int nft = ddp__real_nft_fault(f) || (exec && ddp__real_in_process(f));
-    *mine = 1;
-    if (nft)
-        return EV_NFT_ON;
+    if (ddp__real_nft_fault(f) || (exec && ddp__real_in_process(f)))
+        return BY_NFT;
     if (ddp__real_in_process(f))
-        return *mine = 0, EV_KILL;
+        return BY_OTHERS;
     if (f->kind == DDP_FAULT_CRASH)
-        return EV_KILL;
+        return BY_KILL;
     if (f->kind == DDP_FAULT_PAUSE)
-        return EV_STOP;
+        return BY_STOP;
     if ((f->kind == DDP_FAULT_DELAY && !exec) || f->kind == DDP_FAULT_BANDWIDTH)
-        return EV_LINK_ON;
-    return *mine = 0, EV_KILL; /* the proxy's (delay of a foreign program), late starts */
+        return BY_LINK;
+    return BY_OTHERS; /* a foreign program's delay is the proxy's; late starts */
+}
+
+/* What fault f's hits start at: 0 where an executor counts them (signals,
+ * late starts, the processes' F records), -1 where none does yet (nft,
+ * links, the proxy): such a fault never makes a run vacuous. */
+static long long hits_start(const ddp_fault_t *f, by_t by, int exec)
+{
+    if (by == BY_KILL || by == BY_STOP || f->kind == DDP_FAULT_LATE)
+        return 0;
+    return by == BY_OTHERS && !exec && ddp__real_in_process(f) ? 0 : -1;
 }
 
 /* A runner's event (a process spawned or exited) to its faultset. */
@@ -609,25 +622,17 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
         return rc;
     }
     long long hits[DDP_SCN_MAX_FAULTS];
-    unsigned char mine[DDP_SCN_MAX_FAULTS] = {0}, on[DDP_SCN_MAX_FAULTS] = {0};
-    ev_kind_t how[DDP_SCN_MAX_FAULTS];
+    unsigned char on[DDP_SCN_MAX_FAULTS] = {0};
+    by_t by[DDP_SCN_MAX_FAULTS];
     for (int i = 0; i < plan->nfaults && i < DDP_SCN_MAX_FAULTS; i++) {
-        int m;
-        how[i] = runner_kind(&plan->faults[i], exec, &m);
-        mine[i] = (unsigned char)m;
-        hits[i] = m && how[i] != EV_KILL && how[i] != EV_STOP ? -1 : 0;
-        if (plan->faults[i].kind == DDP_FAULT_LATE) { /* held before they start */
-            hits[i] = 0;
-            for (int k = 0; k < np; k++)
-                if (proc_aimed(&plan->faults[i], &ps[k]) && ddp_faultset_draw(&rfs, i)) {
-                    ps[k].start_ns += plan->faults[i].delay_ns;
-                    hits[i]++;
-                }
-        }
-        if (ddp__real_in_process(&plan->faults[i]) && !mine[i])
-            hits[i] = 0; /* counted from the processes' F records */
-        else if (exec && how[i] == EV_NFT_ON)
-            hits[i] = -1;
+        const ddp_fault_t *f = &plan->faults[i];
+        by[i] = realised_by(f, exec);
+        hits[i] = hits_start(f, by[i], exec);
+        for (int k = 0; f->kind == DDP_FAULT_LATE && k < np; k++)
+            if (proc_aimed(f, &ps[k]) && ddp_faultset_draw(&rfs, i)) {
+                ps[k].start_ns += f->delay_ns; /* held before it starts */
+                hits[i]++;
+            }
     }
     int timed_out = 0;
     char holder_why[400] = "";
@@ -635,23 +640,21 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
         int64_t now = ddp_sys_now(sys) - t0;
         /* windows first: one open at 0 holds before anyone starts */
         for (int i = 0; i < plan->nfaults && i < DDP_SCN_MAX_FAULTS; i++) {
-            if (!mine[i])
-                continue;
             int want = ddp_faultset_active(&rfs, i, now);
-            if (want == on[i] || (how[i] == EV_KILL && on[i]))
+            if (by[i] == BY_OTHERS || want == on[i] || (by[i] == BY_KILL && on[i]))
                 continue;
             const ddp_fault_t *f = &plan->faults[i];
             on[i] = (unsigned char)want;
-            switch (how[i]) {
-            case EV_KILL: hits[i] += signal_procs(sys, ps, np, f, 9); break;
-            case EV_STOP:
+            switch (by[i]) {
+            case BY_KILL: hits[i] += signal_procs(sys, ps, np, f, 9); break;
+            case BY_STOP:
                 if (want)
                     hits[i] += signal_procs(sys, ps, np, f, 19);
                 else
                     signal_procs(sys, ps, np, f, 18);
                 break;
-            case EV_NFT_ON: ddp__real_nft(sys, &ns, plan, i, want); break;
-            case EV_LINK_ON:
+            case BY_NFT: ddp__real_nft(sys, &ns, plan, i, want); break;
+            case BY_LINK:
                 if (ddp__real_link_cmd(sys, &ns, f, want) && want)
                     fprintf(stderr, "ddpsim: fault %s (line %d) is not in force: %s\n",
                             ddp_fault_kind_name(f->kind), plan->fault_line[i],
@@ -665,13 +668,18 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             proc_t *p = &ps[i];
             if (p->started || now < p->start_ns)
                 continue;
-            int held = 0; /* a pause open at its spawn: it starts at the pause's end */
-            for (int k = 0; k < plan->nfaults && k < DDP_SCN_MAX_FAULTS && !held; k++)
-                held = mine[k] && how[k] == EV_STOP && on[k] &&
-                       proc_aimed(&plan->faults[k], p) && (p->held || ++hits[k]);
-            p->held |= held;
-            if (held)
+            /* a pause open at its spawn: it starts at the pause's end, as a
+             * process stopped at birth would go on then */
+            int pause = -1;
+            for (int k = 0; k < plan->nfaults && k < DDP_SCN_MAX_FAULTS && pause < 0; k++)
+                if (by[k] == BY_STOP && on[k] && proc_aimed(&plan->faults[k], p))
+                    pause = k;
+            if (pause >= 0) {
+                if (!p->held)
+                    hits[pause]++; /* held once, however long */
+                p->held = 1;
                 continue;
+            }
             const ddp_plan_proc_t *x = &plan->procs[p->task];
             ddp_env_t *env = proc_env(sys, plan, x, o->netns, run_id);
             char *argv[16], nsname[32], idx[16], outp[320], errp[320];
@@ -785,7 +793,7 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
     int *fired = calloc((size_t)plan->nfaults + 1, sizeof *fired);
     int n = read_results(plan->results, ps, np, plan, &outs, fired);
     for (int i = 0; fired && i < plan->nfaults && i < DDP_SCN_MAX_FAULTS; i++)
-        if (ddp__real_in_process(&plan->faults[i]) && !mine[i])
+        if (ddp__real_in_process(&plan->faults[i]) && by[i] == BY_OTHERS)
             hits[i] = fired[i];
     ddp_faultset_free(&rfs);
     free(fired);
