@@ -223,54 +223,41 @@ int ddp_trigger_format(const ddp_fault_trigger_t *t, char *buf, size_t n)
 
 /* ---- the observer and the call hook ---- */
 
-typedef struct {
-    void *fn;
-    void *arg;
-} hook_t;
-/* Published whole, so a reader never pairs one executor's function with
- * another's argument. A hook is set before the run whose code calls it. */
-static _Atomic(hook_t *) observer, call_hook;
-static hook_t hooks[2][2]; /* [which][generation]: no allocation, no free */
-static atomic_int gen[2];
-
-static void publish(int which, _Atomic(hook_t *) *slot, void *fn, void *arg)
-{
-    if (!fn) {
-        atomic_store(slot, NULL);
-        return;
-    }
-    int g = atomic_fetch_add(&gen[which], 1) & 1;
-    hooks[which][g] = (hook_t){fn, arg};
-    atomic_store(slot, &hooks[which][g]);
-}
+/* One observer and one call hook per process, set before the run whose
+ * code calls them (the simulator arms its own at each run; a real process
+ * once). The argument is stored before the function and read after it. */
+static _Atomic(ddp_fault_observer_fn) observer;
+static _Atomic(ddp_fault_call_fn) call_hook;
+static void *_Atomic observer_arg, *_Atomic call_arg;
 
 void ddp_fault_observe(ddp_fault_observer_fn fn, void *arg)
 {
-    publish(0, &observer, (void *)fn, arg);
+    atomic_store(&observer_arg, arg);
+    atomic_store(&observer, fn);
 }
 
 int ddp_fault_observed(void) { return atomic_load_explicit(&observer, memory_order_relaxed) != NULL; }
 
 void ddp_fault_notify(const ddp_fault_event_t *ev)
 {
-    hook_t *h = atomic_load(&observer);
-    if (h)
-        ((ddp_fault_observer_fn)h->fn)(h->arg, ev);
+    ddp_fault_observer_fn fn = atomic_load(&observer);
+    if (fn)
+        fn(atomic_load(&observer_arg), ev);
 }
 
 void ddp_fault_on_call(ddp_fault_call_fn fn, void *arg)
 {
-    publish(1, &call_hook, (void *)fn, arg);
+    atomic_store(&call_arg, arg);
+    atomic_store(&call_hook, fn);
 }
 
 int ddp_fault_fire_call(const ddp_fault_call_t *c)
 {
-    hook_t *h = atomic_load(&call_hook);
+    ddp_fault_call_fn fn = atomic_load(&call_hook);
     int e = 0;
-    if (h && ((ddp_fault_call_fn)h->fn)(h->arg, c, &e) && e > 0) {
-        const char *name = ddp_fault_name(c->point);
-        return ddp_err_set(-e, "fault point %s fired (%s)", name, strerror(e));
-    }
+    if (fn && fn(atomic_load(&call_arg), c, &e) && e > 0)
+        return ddp_err_set(-e, "fault point %s fired (%s)", ddp_fault_name(c->point),
+                           strerror(e));
     return ddp_fault_fire(c->point);
 }
 
@@ -282,7 +269,6 @@ int ddp_faultset_init(ddp_faultset_t *fs, const ddp_fault_t *faults, int n, int6
     memset(fs, 0, sizeof *fs);
     fs->faults = faults;
     fs->n = n;
-    fs->t0 = t0;
     fs->rng = rng;
     fs->world = world;
     if (n > 0 && !(fs->st = calloc((size_t)n, sizeof *fs->st)))

@@ -125,7 +125,7 @@ static void observer(void *arg, const ddp_fault_event_t *ev)
 static int phase_cb(const char *name, int *failnum, void **failinfo, unsigned int *flags)
 {
     (void)name, (void)failnum, (void)failinfo, (void)flags;
-    static char last[48];
+    static _Thread_local char last[48]; /* per thread, as the phase is */
     const char *phase = ddp_ident_phase();
     if (self.fs.events) {
         ddp_fault_event_t ev = {.kind = DDP_TRIG_LEAVE, .rank = ddp_ident_rank(), .name = last,

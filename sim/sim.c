@@ -1181,7 +1181,7 @@ void ddp_sim_free(ddp_sim_t *sim)
         free(sim->owned[i]);
     free(sim->owned);
     free(sim->faults);
-    free(sim->fault_crash_at);
+    free(sim->crash_queued);
     ddp_faultset_free(&sim->fs);
     free(sim->uplink_free);
     free(sim->trace);

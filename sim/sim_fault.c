@@ -345,14 +345,10 @@ int ddp__sim_call_fault(ddp_sim_task_t *t, ddp_fault_id_t point, int dst_node,
                         uint16_t port)
 {
     ddp_fault_call_t c = {.point = point, .peer_node = dst_node, .port = port};
-    int err = 0;
-    if (call_match(t, &c, &err) >= 0) {
+    int err = 0, i = call_match(t, &c, &err);
+    if (i >= 0) {
         ddp__sim_trace(t->sim, t->id, "fault", "\"fault\":\"%s\",\"port\":%u",
-                       point == DDP_FP_SYS_NET_RESOLVE ? "resolve"
-                       : err == ECONNREFUSED           ? "refuse"
-                       : err == ETIMEDOUT              ? "blackhole"
-                                                       : "reset",
-                       (unsigned)port);
+                       ddp_fault_kind_name(t->sim->faults[i].kind), (unsigned)port);
         return err;
     }
     /* A point enabled by hand (ddp_fault_enable with failinfo = errno). */
@@ -436,9 +432,9 @@ static void queue_crashes(ddp_sim_t *sim)
         const ddp_fault_t *f = &sim->faults[i];
         int64_t at = sim->fs.st[i].open_at;
         if (f->kind != DDP_FAULT_CRASH || (f->phase && f->phase[0]) || at == DDP_FAULT_NEVER ||
-            sim->fault_crash_at[i])
+            sim->crash_queued[i])
             continue;
-        sim->fault_crash_at[i] = at;
+        sim->crash_queued[i] = 1;
         sim_event_t ev = {.t = at < sim->vt ? sim->vt : at, .type = EV_CRASH, .a = -1,
                           .b = -1, .x = i};
         ddp__sim_push_event(sim, ev);
@@ -461,7 +457,7 @@ void ddp__sim_faults_arm(ddp_sim_t *sim)
     if (ddp_faultset_init(&sim->fs, sim->faults, sim->nfaults, VT0, &sim->rng, sim->o.world))
         abort(); /* every rank set was parsed when its fault was added */
     if (sim->nfaults &&
-        !(sim->fault_crash_at = calloc((size_t)sim->nfaults, sizeof *sim->fault_crash_at)))
+        !(sim->crash_queued = calloc((size_t)sim->nfaults, sizeof *sim->crash_queued)))
         abort();
     queue_crashes(sim);
     arm_points(sim, 1);

@@ -228,9 +228,9 @@ struct ddp_sim {
     ddp_fault_t *faults;
     int nfaults;
     ddp_faultset_t fs;     /* the faults' windows, draws and hits (at the run) */
-    int64_t *fault_crash_at;
+    unsigned char *crash_queued; /* per fault: its timed crash is queued */
     sim_held_t *held;      /* segments held by event-ended partitions */
-    int nheld, held_cap; /* per fault: when its timed crash is queued (0: not) */
+    int nheld, held_cap;
     int nbandwidth;        /* bandwidth faults: 0 = no uplink is ever limited */
     int64_t *uplink_free;  /* per node: when its uplink is free again (only
                               with bandwidth faults; allocated at the run) */

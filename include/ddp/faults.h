@@ -506,16 +506,15 @@ typedef struct ddp_faultset {
     const ddp_fault_t *faults; /* not owned */
     ddp_fault_state_t *st;
     int n;
-    int64_t t0;     /* time 0 of the run on the executor's clock */
     ddp_rng_t *rng; /* count/probability draws */
     int world;      /* the expected world (the barrier event) */
-    int events;     /* faults waiting for an event */
-    long long joined;
+    int events;     /* faults whose window has an event at either end */
 } ddp_faultset_t;
 
 #define DDP_FAULT_NEVER INT64_MAX
 
-/* 0, or DDP_ECONFIG (error set) when a rank set does not parse. */
+/* t0: time 0 of the run on the executor's clock (time windows count from
+ * it). 0, or DDP_ECONFIG (error set) when a rank set does not parse. */
 DDP_API int ddp_faultset_init(ddp_faultset_t *fs, const ddp_fault_t *faults, int n, int64_t t0,
                               ddp_rng_t *rng, int world);
 DDP_API void ddp_faultset_free(ddp_faultset_t *fs);
