@@ -282,10 +282,35 @@ static void test_sim_late_and_held(void)
     CU_ASSERT_TRUE(r.virtual_ns >= 3000000000LL);
 }
 
+/* A custom plugin's own phase aims a partition at its handshake under
+ * every accelerator (scenarios/plugin-rpc-partition.scn). */
+static void test_plugin_phase_partition(void)
+{
+    static const char *const accels[] = {"ddp", "ddp_spawn", "ddp_cpu", "ddp2", "ddp_hpc",
+                                         "ddp_cpu_hpc"};
+    ddp_scenario_t *s = NULL;
+    char err[512];
+    CU_ASSERT_EQUAL_FATAL(
+        ddp_scenario_load("scenarios/plugin-rpc-partition.scn", &s, err, sizeof err), 0);
+    for (size_t i = 0; i < sizeof accels / sizeof accels[0]; i++) {
+        ddp_scn_result_t r;
+        CU_ASSERT_EQUAL(ddp_scenario_run(s, accels[i], NULL, &r), 0);
+        CU_ASSERT_TRUE(r.pass);
+        CU_ASSERT_TRUE(r.hits[0] > 0);
+        /* healed 2 s after rank 0 entered rpc init: the SYNs got through */
+        CU_ASSERT_TRUE(r.virtual_ns >= 2000000000LL);
+        if (!r.pass || r.hits[0] <= 0)
+            printf("\n  %s: %lld hits: %s\n", accels[i], r.hits[0], r.why);
+    }
+    ddp_scenario_free(s);
+}
+
 DDP_SUITE("fault_model", NULL, NULL, {"rank sets: one parser, empty is every rank", test_rankset},
           {"triggers: parse, format, errors", test_triggers},
           {"faultset: event windows, offsets, count, aim", test_faultset_windows},
           {"faultset: barrier and mark events from store sets", test_faultset_store_events},
           {"scenario syntax: events, may-miss, late; round trip; errors", test_scenario_syntax},
           {"simulator: event-aimed faults hit, mistimed ones are vacuous", test_sim_events_and_vacuous},
-          {"simulator: late ranks, a partition held until its event", test_sim_late_and_held})
+          {"simulator: late ranks, a partition held until its event", test_sim_late_and_held},
+          {"a plugin's own phase aims a partition under every accelerator",
+           test_plugin_phase_partition})
