@@ -394,10 +394,10 @@ static void exec_outcome(const ddp_plan_t *plan, const proc_t *p, const char *ba
     x->end_ns = p->end_ns;
     x->state = DDP_SIM_TASK_EXITED;
     x->connect_ns = -1;
-    if (p->at_limit) {
-        x->rc = x->code = DDP_ETIMEOUT;
+    if (p->at_limit) { /* its own timeouts never ended it: hung, not timed out */
+        x->rc = x->code = DDP_EHUNG;
         snprintf(x->message, sizeof x->message,
-                 "still running at the scenario's deadline plus %.0f s of grace "
+                 "hung: still running at the scenario's deadline plus %.0f s of grace "
                  "(%.1f s): killed", (double)grace / 1e9,
                  (double)plan->limit_ns / 1e9);
         return;

@@ -40,6 +40,7 @@ static const struct {
     {DDP_EPEER_LOST, 6},
     /* 7: waited for someone who never came: almost always an effect */
     {DDP_ETIMEOUT, 7},
+    {DDP_EHUNG, 7},
 };
 
 #define OTHER_TIER 4

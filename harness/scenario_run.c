@@ -142,6 +142,14 @@ static int meets(const ddp_scn_expect_t *e, const ddp_sim_outcome_t *o, char *wh
 {
     char w[48];
     why[0] = '\0';
+    /* A process that outlived every deadline and was killed is a finding
+     * of its own: only an expect line naming it (error=hung) accepts it. */
+    if (o->code == DDP_EHUNG &&
+        !(e->kind == DDP_EXPECT_FAIL && e->error[0] && class_in(e->error, "hung"))) {
+        snprintf(why, n, "%s hung (%s); an expect line accepts that only with error=hung",
+                 who(o, w, sizeof w), o->message);
+        return 0;
+    }
     switch (e->kind) {
     case DDP_EXPECT_OK:
         if (!is_ok(o)) {
@@ -193,12 +201,15 @@ static int check_expect(judge_t *j, int idx, int any_rank)
     const ddp_scn_expect_t *e = &j->s->expect[idx];
     int matched = 0, okc = 0, met = 0;
     char why[700], first_why[700] = "";
-    if (e->kind == DDP_EXPECT_INVARIANTS)
-        return 1;
     for (int t = 0; t < j->n; t++) {
         const ddp_sim_outcome_t *o = &j->outs[t];
         if (!covers(j, idx, o, any_rank))
             continue;
+        if (e->kind == DDP_EXPECT_INVARIANTS) { /* nothing to meet but not hanging */
+            if (o->code == DDP_EHUNG && !meets(e, o, why, sizeof why))
+                return say(j, "line %d: %s", e->line, why);
+            continue;
+        }
         matched++;
         okc += is_ok(o);
         if (meets(e, o, why, sizeof why)) {
@@ -212,15 +223,13 @@ static int check_expect(judge_t *j, int idx, int any_rank)
     if (e->some && matched && !met)
         return say(j, "line %d: expected some process to match (match=some), none did; "
                       "first: %s", e->line, first_why);
-    if (e->ranks[0] && strcmp(e->ranks, "others")) {
+    if (e->kind == DDP_EXPECT_INVARIANTS)
+        return 1;
+    ddp_rankset_t rs;
+    if (e->ranks[0] && strcmp(e->ranks, "others") && ddp_rankset_parse(e->ranks, &rs) == 0) {
         /* Every named rank must exist. */
-        const char *c = e->ranks;
-        while (*c) {
-            char *end;
-            long a = strtol(c, &end, 10), b = a;
-            if (*end == '-')
-                b = strtol(end + 1, &end, 10);
-            for (long r = a; r <= b; r++) {
+        for (int k = 0; k < rs.n; k++)
+            for (long r = rs.r[k].lo; r <= rs.r[k].hi; r++) {
                 int found = 0;
                 for (int t = 0; t < j->n && !found; t++) {
                     const ddp_sim_outcome_t *o = &j->outs[t];
@@ -231,8 +240,6 @@ static int check_expect(judge_t *j, int idx, int any_rank)
                     return say(j, "line %d: expected rank %ld, but no process had that rank",
                                e->line, r);
             }
-            c = *end ? end + 1 : end;
-        }
     }
     if (!matched && e->ranks[0] == '\0')
         return say(j, "line %d: expected some process to judge, found none", e->line);

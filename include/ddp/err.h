@@ -32,7 +32,8 @@ extern "C" {
     X(LIMIT, -10007, "limit exceeded")                                         \
     X(CANCELED, -10008, "canceled")                                            \
     X(NOT_BUILT, -10009, "not built into this binary")                         \
-    X(INTERNAL, -10010, "internal error")
+    X(INTERNAL, -10010, "internal error")                                      \
+    X(HUNG, -10011, "still running past its deadline")
 
 enum ddp_err_code {
     DDP_OK = 0,
