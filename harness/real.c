@@ -215,11 +215,12 @@ static by_t realised_by(const ddp_fault_t *f, int exec)
 }
 
 /* What fault f's hits start at: 0 where an executor counts them (signals,
- * late starts, the processes' F records), -1 where none does yet (nft,
- * links, the proxy): such a fault never makes a run vacuous. */
+ * nft rule counters, late starts, the processes' F records), -1 where
+ * none does yet (links, the proxy): such a fault never makes a run
+ * vacuous. */
 static long long hits_start(const ddp_fault_t *f, by_t by, int exec)
 {
-    if (by == BY_KILL || by == BY_STOP || f->kind == DDP_FAULT_LATE)
+    if (by == BY_KILL || by == BY_STOP || by == BY_NFT || f->kind == DDP_FAULT_LATE)
         return 0;
     return by == BY_OTHERS && !exec && ddp__real_in_process(f) ? 0 : -1;
 }
@@ -623,6 +624,8 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
     }
     long long hits[DDP_SCN_MAX_FAULTS];
     unsigned char on[DDP_SCN_MAX_FAULTS] = {0};
+    char nft_scratch[320];
+    snprintf(nft_scratch, sizeof nft_scratch, "%s.nft", base);
     by_t by[DDP_SCN_MAX_FAULTS];
     for (int i = 0; i < plan->nfaults && i < DDP_SCN_MAX_FAULTS; i++) {
         const ddp_fault_t *f = &plan->faults[i];
@@ -653,7 +656,11 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
                 else
                     signal_procs(sys, ps, np, f, 18);
                 break;
-            case BY_NFT: ddp__real_nft(sys, &ns, plan, i, want); break;
+            case BY_NFT:
+                if (!want) /* its counters go with its rules */
+                    hits[i] += ddp__real_nft_hits(sys, &ns, plan, i, nft_scratch);
+                ddp__real_nft(sys, &ns, plan, i, want);
+                break;
             case BY_LINK:
                 if (ddp__real_link_cmd(sys, &ns, f, want) && want)
                     fprintf(stderr, "ddpsim: fault %s (line %d) is not in force: %s\n",
@@ -787,6 +794,9 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             ps[i].end_ns = ddp_sys_now(sys) - t0;
         }
     ddp__real_proxy_stop(proxy);
+    for (int i = 0; i < plan->nfaults && i < DDP_SCN_MAX_FAULTS; i++)
+        if (by[i] == BY_NFT && on[i]) /* still in force: its counters go with the namespaces */
+            hits[i] += ddp__real_nft_hits(sys, &ns, plan, i, nft_scratch);
     char ns_left[32] = "";
     int nleft = ddp__real_netns_down(sys, &ns, ns_left, sizeof ns_left);
     ddp_sim_outcome_t *outs = NULL;
@@ -825,7 +835,7 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
     ddp__scenario_judge(s, outs, n, plan->expected_world,
                         timed_out && !exec ? DDP_SIM_TIME_LIMIT : DDP_SIM_DONE, NULL,
                         o->report, o->report_len, r);
-    ddp__scenario_account(plan, hits, r);
+    ddp__scenario_account(plan, hits, r, o->report, o->report_len);
     if (holder_why[0]) {
         r->pass = 0;
         snprintf(r->why, sizeof r->why, "%s", holder_why);

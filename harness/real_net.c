@@ -202,11 +202,12 @@ static int nft_words(const ddp_plan_t *p, const ddp_fault_t *f, int i, char w[][
         int side = (int)(f->node_set >> i & 1), others = 0;
         for (int j = 0; j < p->nnodes; j++)
             others += (int)(f->node_set >> j & 1) != side;
-        if (!others || max < 4)
+        if (!others || max < 5)
             return 0;
         snprintf(w[k++], 48, "ip");
         snprintf(w[k++], 48, "daddr");
         snprintf(w[k++], 48, "@set"); /* the other side's addresses: ddp__real_nft */
+        snprintf(w[k++], 48, "counter"); /* the fault's hits (ddp__real_nft_hits) */
         snprintf(w[k++], 48, "drop");
         return k;
     }
@@ -229,6 +230,7 @@ static int nft_words(const ddp_plan_t *p, const ddp_fault_t *f, int i, char w[][
     snprintf(w[k++], 48, "ct");
     snprintf(w[k++], 48, "state");
     snprintf(w[k++], 48, "new");
+    snprintf(w[k++], 48, "counter"); /* the fault's hits (ddp__real_nft_hits) */
     if (f->kind == DDP_FAULT_BLACKHOLE) {
         snprintf(w[k++], 48, "drop");
     } else { /* refuse, reset: the SYN is answered with a reset */
@@ -293,6 +295,39 @@ int ddp__real_nft(ddp_sys_t *sys, const ddp_netns_t *ns, const ddp_plan_t *p, in
                                 on ? "add" : "delete", ddp_fault_kind_name(f->kind),
                                 p->fault_line[fault])
                   : 0;
+}
+
+long long ddp__real_nft_hits(ddp_sys_t *sys, const ddp_netns_t *ns, const ddp_plan_t *p,
+                             int fault, const char *scratch)
+{
+    char chain[16], name[32];
+    snprintf(chain, sizeof chain, "f%d", fault);
+    long long packets = 0;
+    for (int i = 0; i < ns->nodes && i < p->nnodes; i++) {
+        char w[16][48];
+        if (!nft_words(p, &p->faults[fault], i, w, 16))
+            continue;
+        ddp__real_ns_name(ns, i, name, sizeof name);
+        char *argv[] = {"ip", "netns", "exec", name, "nft", "list", "table", "inet", chain, NULL};
+        ddp_spawn_t sp = {.argv = argv, .env = ddp_sys_env(sys), .name = "nft",
+                          .stdout_path = scratch, .stderr_path = "/dev/null"};
+        ddp_pid_t pid;
+        int st = -1;
+        if (ddp_sys_spawn(sys, &sp, &pid) ||
+            ddp_sys_wait(sys, pid, &st, ddp_sys_deadline_in(sys, 30 * DDP_NS_PER_S)) || st)
+            continue;
+        FILE *f = fopen(scratch, "r");
+        char line[512];
+        while (f && fgets(line, sizeof line, f)) {
+            const char *c = strstr(line, "counter packets ");
+            if (c)
+                packets += strtoll(c + strlen("counter packets "), NULL, 10);
+        }
+        if (f)
+            fclose(f);
+    }
+    remove(scratch);
+    return packets;
 }
 
 /* ---- the delay proxy ---- */

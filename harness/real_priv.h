@@ -57,6 +57,12 @@ void ddp__real_proxy_stop(ddp_real_proxy_t *x);
 int ddp__real_dnat(ddp_sys_t *sys, const ddp_netns_t *ns, int node, const char *master,
                    uint16_t master_port, uint16_t proxy_port);
 
+/* The packets fault `fault`'s nft rules acted on, summed over the
+ * namespaces (each rule has a counter); read before the rules go. scratch:
+ * a file path for nft's output (removed). */
+long long ddp__real_nft_hits(ddp_sys_t *sys, const ddp_netns_t *ns, const ddp_plan_t *p,
+                             int fault, const char *scratch);
+
 /* 1 if the fault is realised inside the processes (libfiu at the sys
  * seam's points), 0 if by the runner (signals, links, port holders). */
 int ddp__real_in_process(const ddp_fault_t *f);

@@ -21,9 +21,10 @@ void ddp__scenario_judge(const ddp_scenario_t *s, const ddp_sim_outcome_t *outs,
 /* Hit accounting (docs/scenario-format.md, "Vacuous runs"): hits[i] is
  * what the plan's fault i acted on. Fills r->hits; a run whose
  * expectations held while a fault that is not may-miss acted on nothing
- * becomes vacuous: not a pass, its why naming the fault. */
+ * becomes vacuous: not a pass, its why naming the fault. Appends a line
+ * per fault with its hits to report (the per-process lines; NULL: none). */
 void ddp__scenario_account(const struct ddp_plan *plan, const long long *hits,
-                           ddp_scn_result_t *r);
+                           ddp_scn_result_t *r, char *report, size_t report_len);
 
 /* Is rank r in the list "0,3-5" (as the parser validated it)? A NULL list
  * holds every rank. */

@@ -484,11 +484,26 @@ void ddp__scenario_judge(const ddp_scenario_t *s, const ddp_sim_outcome_t *outs,
     r->pass = r->expect_ok && r->invariants_ok;
 }
 
-void ddp__scenario_account(const ddp_plan_t *plan, const long long *hits, ddp_scn_result_t *r)
+void ddp__scenario_account(const ddp_plan_t *plan, const long long *hits, ddp_scn_result_t *r,
+                           char *report, size_t report_len)
 {
     r->nhits = plan->nfaults < DDP_SCN_MAX_FAULTS ? plan->nfaults : DDP_SCN_MAX_FAULTS;
-    for (int i = 0; i < r->nhits; i++)
+    size_t off = report ? strlen(report) : 0;
+    for (int i = 0; i < r->nhits; i++) {
         r->hits[i] = hits[i];
+        const ddp_fault_t *f = &plan->faults[i];
+        if (!report || off + 1 >= report_len)
+            continue;
+        int w = hits[i] < 0
+                    ? snprintf(report + off, report_len - off,
+                               "  fault %-9s (line %d)  hits not counted by this executor\n",
+                               ddp_fault_kind_name(f->kind), plan->fault_line[i])
+                    : snprintf(report + off, report_len - off, "  fault %-9s (line %d)  %lld %s%s\n",
+                               ddp_fault_kind_name(f->kind), plan->fault_line[i], hits[i],
+                               ddp_fault_kind_info(f->kind)->hits,
+                               !hits[i] && f->may_miss ? " (may-miss)" : "");
+        off = w > 0 && (size_t)w < report_len - off ? off + (size_t)w : report_len - 1;
+    }
     if (!r->pass || r->skipped)
         return;
     for (int i = 0; i < r->nhits; i++) {
@@ -551,7 +566,7 @@ int ddp_scenario_run(const ddp_scenario_t *s, const char *accel,
     long long hits[DDP_SCN_MAX_FAULTS] = {0};
     for (int i = 0; i < plan->nfaults && i < DDP_SCN_MAX_FAULTS; i++)
         hits[i] = ddp_sim_fault_hits(sim, i);
-    ddp__scenario_account(plan, hits, r);
+    ddp__scenario_account(plan, hits, r, o->report, o->report_len);
     if (o->trace_out) {
         size_t len = 0;
         const char *tr = ddp_sim_trace(sim, &len);

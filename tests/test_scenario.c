@@ -795,6 +795,45 @@ static void test_judge_expectations(void)
     }
 }
 
+/* A process killed at the deadline plus grace (a foreign program that
+ * outlived its own timeouts) is hung: only an expect line that names
+ * error=hung accepts it, not a bare `expect fail` or `expect invariants`. */
+static void test_judge_hung(void)
+{
+    static const struct {
+        const char *text, *why; /* why: NULL when it holds */
+    } cases[] = {
+        {"expect fail ranks=1\nexpect ok ranks=0,2,3\n", "rank 1 hung"},
+        {"expect fail ranks=1 error=timeout\nexpect ok ranks=0,2,3\n", "rank 1 hung"},
+        {"expect invariants\n", "rank 1 hung"},
+        {"expect fail ranks=1 error=timeout|hung\nexpect ok ranks=0,2,3\n", NULL},
+        {"expect fail ranks=1 error=hung\nexpect ok ranks=0,2,3\n", NULL},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char text[256];
+        snprintf(text, sizeof text, "scenario \"judge\"\n%s", cases[c].text);
+        ddp_scenario_t *s = parse(text);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+        ddp_sim_outcome_t o[4];
+        healthy_outcomes(o);
+        o[1].rc = o[1].code = DDP_EHUNG;
+        o[1].connect_ns = -1;
+        snprintf(o[1].message, sizeof o[1].message,
+                 "hung: still running at the scenario's deadline plus 30 s of grace: killed");
+        ddp_scn_result_t r;
+        memset(&r, 0, sizeof r);
+        ddp__scenario_judge(s, o, 4, 4, DDP_SIM_DONE, NULL, NULL, 0, &r);
+        int ok = cases[c].why ? !r.expect_ok && strstr(r.why, cases[c].why) != NULL
+                              : r.expect_ok == 1;
+        if (!ok)
+            printf("\n  %s: expectations %s, why \"%s\"\n", cases[c].text,
+                   r.expect_ok ? "held" : "failed", r.why);
+        CU_ASSERT_TRUE(ok);
+        CU_ASSERT_STRING_EQUAL(ddp_scn_error_class(DDP_EHUNG), "hung");
+        ddp_scenario_free(s);
+    }
+}
+
 /* End to end: a custom connection that misreports its rank (rank 3 says
  * it is rank 1 once connected) passes `expect ok`, every rank connected,
  * and the judge names the duplicate. */
@@ -1068,6 +1107,7 @@ DDP_SUITE("scenario", NULL, NULL,
           {"train D: every rank trains D, then ends cleanly", test_train},
           {"leaked socket invariant", test_leak_invariant},
           {"the judge: every invariant, broken one at a time", test_judge_invariants},
+          {"the judge: a hung process is accepted only by error=hung", test_judge_hung},
           {"the judge: ok means the world, some means one, fail means a failure", test_judge_expectations},
           {"the judge: the summary shows the root cause first", test_root_cause_first},
           {"a misreported rank: expectations hold, the judge names it", test_misreported_rank},
