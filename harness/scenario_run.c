@@ -405,6 +405,35 @@ int ddp_scenario_plan(const ddp_scenario_t *s, const char *accel, uint64_t seed,
     return 0;
 }
 
+/* A failure the summary names (the first error's filter). */
+static int names_failure(const ddp_sim_outcome_t *x)
+{
+    return is_process(x) && !is_ok(x) && x->state != DDP_SIM_TASK_CRASHED && x->message[0];
+}
+
+/* "addrinuse 1, hung 3": each distinct class of the failures, most causal
+ * first (root_cause.c), so a run with two kinds of failure shows both. */
+static void failure_classes(const ddp_sim_outcome_t *outs, int n, char *buf, size_t len)
+{
+    size_t off = 0;
+    buf[0] = '\0';
+    for (int tier = 0; tier <= 7; tier++)
+        for (int t = 0; t < n; t++) {
+            const ddp_sim_outcome_t *x = &outs[t];
+            if (!names_failure(x) || ddp__scn_cause_tier(x->code) != tier)
+                continue;
+            int seen = 0, count = 0;
+            for (int u = 0; u < n; u++)
+                if (names_failure(&outs[u]) && outs[u].code == x->code)
+                    seen |= u < t, count++;
+            if (seen || off + 1 >= len)
+                continue;
+            int w = snprintf(buf + off, len - off, "%s%s %d", off ? ", " : "",
+                             ddp_scn_error_class(x->code), count);
+            off = w > 0 && (size_t)w < len - off ? off + (size_t)w : len - 1;
+        }
+}
+
 void ddp__scenario_judge(const ddp_scenario_t *s, const ddp_sim_outcome_t *outs,
                          int n, int expected_world, ddp_sim_result_t res,
                          const char *deadlock_report, char *report,
@@ -438,7 +467,7 @@ void ddp__scenario_judge(const ddp_scenario_t *s, const ddp_sim_outcome_t *outs,
         /* The most causal failure (root_cause.c), then the lowest rank and
          * node: the same pick whatever order the outcomes come in. */
         int xr = x->rank >= 0 ? x->rank : j.n + 1;
-        if (!is_ok(x) && x->state != DDP_SIM_TASK_CRASHED && x->message[0] &&
+        if (names_failure(x) &&
             (first_rank < 0 || ddp__scn_more_causal(x->code, xr, x->node, r->first_code,
                                                     first_rank, first_node))) {
             first_rank = xr;
@@ -481,6 +510,7 @@ void ddp__scenario_judge(const ddp_scenario_t *s, const ddp_sim_outcome_t *outs,
         snprintf(r->why, sizeof r->why, "%s", inv_why);
     else if (!r->invariants_ok)
         snprintf(r->why + strlen(r->why), sizeof r->why - strlen(r->why), "; %s", inv_why);
+    failure_classes(outs, n, r->classes, sizeof r->classes);
     r->pass = r->expect_ok && r->invariants_ok;
 }
 

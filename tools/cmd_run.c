@@ -607,6 +607,14 @@ static const char *message_of(const job_t *j)
     return j->r.first_error;
 }
 
+/* Two runs share a message under the table: the same text, skipped or
+ * not, and the same failure classes. */
+static int same_message(const job_t *a, const job_t *b)
+{
+    return a->r.skipped == b->r.skipped && !strcmp(message_of(a), message_of(b)) &&
+           !strcmp(a->r.classes, b->r.classes);
+}
+
 /* Under the table, each scenario's messages in full, once per distinct
  * text, with the accelerators that gave it. */
 static void print_messages(const job_t *jobs, int njobs, int width)
@@ -616,7 +624,7 @@ static void print_messages(const job_t *jobs, int njobs, int width)
         const char *m = message_of(&jobs[i]);
         int seen = 0;
         for (int k = i - 1; k >= 0 && jobs[k].file == jobs[i].file && !seen; k--)
-            seen = jobs[k].r.skipped == jobs[i].r.skipped && !strcmp(message_of(&jobs[k]), m);
+            seen = same_message(&jobs[k], &jobs[i]);
         if (!*m || seen)
             continue;
         if (!any++) {
@@ -628,16 +636,19 @@ static void print_messages(const job_t *jobs, int njobs, int width)
         char b[256], head[512];
         int off = snprintf(head, sizeof head, "%s (", base_name(jobs[i].path, b, sizeof b));
         for (int k = i, nk = 0; k < njobs && jobs[k].file == jobs[i].file; k++)
-            if (jobs[k].r.skipped == jobs[i].r.skipped && !strcmp(message_of(&jobs[k]), m) &&
+            if (same_message(&jobs[k], &jobs[i]) &&
                 off < (int)sizeof head)
                 off += snprintf(head + off, sizeof head - (size_t)off, "%s%s",
                                 nk++ ? ", " : "", jobs[k].accel);
+        /* a run whose failures are of several classes names them all */
+        int several = !jobs[i].r.skipped && strchr(jobs[i].r.classes, ',');
         if (off < (int)sizeof head)
-            snprintf(head + off, sizeof head - (size_t)off, ")%s%s:",
+            snprintf(head + off, sizeof head - (size_t)off, ")%s%s%s%s:",
                      jobs[i].r.skipped ? ", skipped" : jobs[i].r.first_code ? ", " : "",
                      jobs[i].r.skipped || !jobs[i].r.first_code
                          ? ""
-                         : ddp_scn_error_class(jobs[i].r.first_code));
+                         : ddp_scn_error_class(jobs[i].r.first_code),
+                     several ? "; failures: " : "", several ? jobs[i].r.classes : "");
         printf("  ");
         wrap(head, 2, 6, width);
         printf("      ");

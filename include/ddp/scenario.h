@@ -148,6 +148,8 @@ typedef struct ddp_scn_result {
     char first_error[640]; /* the most causal failing rank's message ("" none;
                               order: harness/root_cause.c) */
     int first_code;      /* its error code (0 none) */
+    char classes[160];   /* every failing process's error class, most causal
+                            first, with how many ("addrinuse 1, hung 3") */
     int ranks, ok, failed, crashed;
     int retries;         /* connect retries of all ranks */
     int64_t virtual_ns;  /* when the last task ended */
