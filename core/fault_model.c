@@ -355,6 +355,20 @@ int ddp_faultset_event(ddp_faultset_t *fs, const ddp_fault_event_t *ev, int64_t 
     return changed;
 }
 
+int ddp_faultset_wants(const ddp_faultset_t *fs, const ddp_fault_event_t *ev)
+{
+    for (int i = 0; fs->events && i < fs->n; i++) {
+        const ddp_fault_t *f = &fs->faults[i];
+        const ddp_fault_state_t *s = &fs->st[i];
+        if ((f->start_on.kind != DDP_TRIG_TIME && s->open_at == DDP_FAULT_NEVER &&
+             fires(fs, &f->start_on, &s->start_ranks, ev)) ||
+            (f->end_on.kind != DDP_TRIG_TIME && s->close_at == DDP_FAULT_NEVER &&
+             fires(fs, &f->end_on, &s->end_ranks, ev)))
+            return 1;
+    }
+    return 0;
+}
+
 int ddp_faultset_active(const ddp_faultset_t *fs, int i, int64_t now)
 {
     const ddp_fault_state_t *s = &fs->st[i];

@@ -225,12 +225,14 @@ static long long hits_start(const ddp_fault_t *f, by_t by, int exec)
     return by == BY_OTHERS && !exec && ddp__real_in_process(f) ? 0 : -1;
 }
 
-/* A runner's event (a process spawned or exited) to its faultset. */
-static void proc_event(ddp_faultset_t *fs, const proc_t *p, ddp_trigger_kind_t kind,
-                       int64_t now)
+/* A runner's event (a process spawned or exited): an E record, for the
+ * processes and the runner alike (ddp__real_events_read). */
+static void proc_event(const ddp_plan_t *plan, ddp_faultset_t *fs, const proc_t *p,
+                       ddp_trigger_kind_t kind, int64_t now)
 {
     ddp_fault_event_t ev = {.kind = kind, .rank = p->rank, .name = "", .value = -1};
-    ddp_faultset_event(fs, &ev, now);
+    if (ddp_faultset_wants(fs, &ev))
+        ddp__real_event_write(plan->results, &ev, now);
 }
 
 /* Parses the results file into outcomes; fired[i] counts the firings of
@@ -638,10 +640,15 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             }
     }
     int timed_out = 0;
+    long events_off = 0;
+    ddp_faultset_t *rfsp = &rfs;
     char holder_why[400] = "";
     for (;;) {
         int64_t now = ddp_sys_now(sys) - t0;
-        /* windows first: one open at 0 holds before anyone starts */
+        /* every process's events (E records), then the windows: one open
+         * at 0 holds before anyone starts */
+        if (rfs.events)
+            ddp__real_events_read(plan->results, &events_off, &rfsp, 1, 0);
         for (int i = 0; i < plan->nfaults && i < DDP_SCN_MAX_FAULTS; i++) {
             int want = ddp_faultset_active(&rfs, i, now);
             if (by[i] == BY_OTHERS || want == on[i] || (by[i] == BY_KILL && on[i]))
@@ -714,7 +721,7 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             int src = env ? ddp_sys_spawn(sys, &sp, &p->pid) : -ENOMEM;
             ddp_env_free(env);
             p->started = 1;
-            proc_event(&rfs, p, DDP_TRIG_SPAWN, now);
+            proc_event(plan, &rfs, p, DDP_TRIG_SPAWN, now);
             if (src) {
                 p->done = 1;
                 p->status = 127;
@@ -761,7 +768,7 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
                 p->done = 1;
                 p->status = st;
                 p->end_ns = ddp_sys_now(sys) - t0;
-                proc_event(&rfs, p, DDP_TRIG_EXIT, p->end_ns);
+                proc_event(plan, &rfs, p, DDP_TRIG_EXIT, p->end_ns);
                 /* orphans of a killed process go with it */
                 ddp_sys_kill(sys, -p->pid, 9);
             }

@@ -30,6 +30,8 @@ static struct {
     ddp_fault_t *faults; /* the plan's in-process faults */
     int *plan_index;     /* each one's index in the plan */
     ddp_faultset_t fs;
+    ddp_faultset_t all;  /* every fault of the plan: which events to share */
+    long events_off;     /* E records read so far (ddp__real_events_read) */
     ddp_rng_t rng;
 } self;
 
@@ -58,6 +60,52 @@ static void append_line(const char *line)
     setvbuf(f, NULL, _IOFBF, 4096);
     fputs(line, f);
     fclose(f);
+}
+
+void ddp__real_event_write(const char *results, const ddp_fault_event_t *ev, int64_t t)
+{
+    char name[200], line[300];
+    snprintf(name, sizeof name, "%s", ev->name ? ev->name : "");
+    clean(name);
+    snprintf(line, sizeof line, "E\t%d\t%d\t%lld\t%lld\t%s\n", (int)ev->kind, ev->rank,
+             ev->value, (long long)t, name);
+    FILE *f = results && results[0] ? fopen(results, "a") : NULL;
+    if (!f)
+        return;
+    setvbuf(f, NULL, _IOFBF, 4096); /* one write: appends do not mix */
+    fputs(line, f);
+    fclose(f);
+}
+
+int ddp__real_events_read(const char *results, long *off, ddp_faultset_t *const *fss, int nfs,
+                          int64_t base)
+{
+    FILE *f = fopen(results, "r");
+    if (!f)
+        return 0;
+    int changed = 0;
+    char line[400];
+    if (fseek(f, *off, SEEK_SET) == 0)
+        while (fgets(line, sizeof line, f)) {
+            size_t len = strlen(line);
+            if (!len || line[len - 1] != '\n')
+                break; /* a line still being written: read it next time */
+            *off += (long)len;
+            int kind, rank;
+            long long value, t;
+            int name_at = 0;
+            if (line[0] != 'E' ||
+                sscanf(line, "E\t%d\t%d\t%lld\t%lld\t%n", &kind, &rank, &value, &t,
+                       &name_at) != 4 || !name_at || kind <= 0 || kind >= DDP_TRIG_COUNT)
+                continue;
+            line[len - 1] = '\0';
+            ddp_fault_event_t ev = {.kind = (ddp_trigger_kind_t)kind, .rank = rank,
+                                    .name = line + name_at, .value = value};
+            for (int i = 0; i < nfs; i++)
+                changed += ddp_faultset_event(fss[i], &ev, base + t);
+        }
+    fclose(f);
+    return changed;
 }
 
 static void record_result(ddp_sys_t *sys, const ddp_run_result_t *r, void *arg)
@@ -97,11 +145,21 @@ static int node_of(const ddp_addr_t *a)
     return -1;
 }
 
+/* Every process's events, in the results file's E records: this process's
+ * windows open and close on what any process of the run saw. */
+static void sync_events(void)
+{
+    ddp_faultset_t *fss[2] = {&self.all, &self.fs};
+    if (self.all.events)
+        ddp__real_events_read(self.p->results, &self.events_off, fss, 2, self.p->t0);
+}
+
 /* The sys seam's connects and resolves, with their details: the faultset
  * (ddp/faults.h) decides, as it does in the simulator. */
 static int call_hook(void *arg, const ddp_fault_call_t *c, int *err)
 {
     (void)arg;
+    sync_events();
     ddp_fault_call_t x = *c;
     x.node = self.node;
     x.rank = ddp_ident_rank();
@@ -115,11 +173,13 @@ static int call_hook(void *arg, const ddp_fault_call_t *c, int *err)
 }
 
 /* Events this process sees (its phases, its store connects, the store it
- * serves) open and close the windows of its faults. */
+ * serves) that some window waits for go to every process of the run and
+ * to the runner, as E records; each reads them back (sync_events). */
 static void observer(void *arg, const ddp_fault_event_t *ev)
 {
     (void)arg;
-    ddp_faultset_event(&self.fs, ev, ddp_sys_now(self.sys));
+    if (ddp_faultset_wants(&self.all, ev))
+        ddp__real_event_write(self.p->results, ev, ddp_sys_now(self.sys) - self.p->t0);
 }
 
 static int phase_cb(const char *name, int *failnum, void **failinfo, unsigned int *flags)
@@ -127,7 +187,7 @@ static int phase_cb(const char *name, int *failnum, void **failinfo, unsigned in
     (void)name, (void)failnum, (void)failinfo, (void)flags;
     static _Thread_local char last[48]; /* per thread, as the phase is */
     const char *phase = ddp_ident_phase();
-    if (self.fs.events) {
+    if (self.all.events) {
         ddp_fault_event_t ev = {.kind = DDP_TRIG_LEAVE, .rank = ddp_ident_rank(), .name = last,
                                 .value = -1};
         if (last[0])
@@ -137,6 +197,7 @@ static int phase_cb(const char *name, int *failnum, void **failinfo, unsigned in
         observer(NULL, &ev);
         snprintf(last, sizeof last, "%s", phase ? phase : "");
     }
+    sync_events();
     ddp_fault_call_t c = {.point = DDP_FP_DDP_PHASE_ENTER, .node = self.node,
                           .rank = ddp_ident_rank(), .task = -1, .peer_node = -1,
                           .phase = phase, .now = ddp_sys_now(self.sys)};
@@ -156,13 +217,16 @@ static int phase_cb(const char *name, int *failnum, void **failinfo, unsigned in
  * hook, the phase point and the event observer. */
 static int arm_faults(void)
 {
-    int n = 0;
+    int n = 0, rc;
     for (int i = 0; i < self.p->nfaults; i++)
         n += ddp__real_in_process(&self.p->faults[i]);
-    if (!n)
+    if ((rc = ddp_faultset_init(&self.all, self.p->faults, self.p->nfaults, self.p->t0, NULL,
+                                self.p->expected_world)))
+        return rc;
+    if (!n && !self.all.events)
         return 0;
-    self.faults = calloc((size_t)n, sizeof *self.faults);
-    self.plan_index = calloc((size_t)n, sizeof *self.plan_index);
+    self.faults = calloc((size_t)n + 1, sizeof *self.faults);
+    self.plan_index = calloc((size_t)n + 1, sizeof *self.plan_index);
     if (!self.faults || !self.plan_index)
         return ddp_err_set(-ENOMEM, "out of memory");
     n = 0;
@@ -172,13 +236,14 @@ static int arm_faults(void)
             self.faults[n++] = self.p->faults[i];
         }
     ddp_rng_seed(&self.rng, self.p->seed * 7919 + (uint64_t)self.index);
-    int rc = ddp_faultset_init(&self.fs, self.faults, n, self.p->t0, &self.rng,
-                               self.p->expected_world);
-    if (rc)
+    if ((rc = ddp_faultset_init(&self.fs, self.faults, n, self.p->t0, &self.rng,
+                                self.p->expected_world)))
         return rc;
     fiu_init(0);
-    ddp_fault_on_call(call_hook, NULL);
-    ddp_fault_observe(observer, NULL);
+    if (n)
+        ddp_fault_on_call(call_hook, NULL);
+    if (self.all.events)
+        ddp_fault_observe(observer, NULL);
     if (ddp_fault_enable_external(ddp_fault_name(DDP_FP_DDP_PHASE_ENTER), 1, NULL, 0, phase_cb))
         return ddp_err_set(DDP_EINTERNAL, "libfiu: cannot enable the fault points");
     return 0;
@@ -190,6 +255,7 @@ static void disarm_faults(void)
     ddp_fault_observe(NULL, NULL);
     ddp_fault_disable(ddp_fault_name(DDP_FP_DDP_PHASE_ENTER));
     ddp_faultset_free(&self.fs);
+    ddp_faultset_free(&self.all);
     free(self.faults);
     free(self.plan_index);
     self.faults = NULL;

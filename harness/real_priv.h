@@ -63,6 +63,17 @@ int ddp__real_dnat(ddp_sys_t *sys, const ddp_netns_t *ns, int node, const char *
 long long ddp__real_nft_hits(ddp_sys_t *sys, const ddp_netns_t *ns, const ddp_plan_t *p,
                              int fault, const char *scratch);
 
+/* E records: an event one process of a real run saw (or the runner: a
+ * spawn, an exit) that some fault's window waits for, appended to the
+ * plan's results file with its time from the run's start; every process
+ * and the runner read them back, so a window opens on any process's event
+ * as in the simulator. ddp__real_events_read feeds the records past *off
+ * (moved on) to each faultset at base + their time; returns how many
+ * windows opened or closed. */
+void ddp__real_event_write(const char *results, const ddp_fault_event_t *ev, int64_t t);
+int ddp__real_events_read(const char *results, long *off, ddp_faultset_t *const *fss, int nfs,
+                          int64_t base);
+
 /* 1 if the fault is realised inside the processes (libfiu at the sys
  * seam's points), 0 if by the runner (signals, links, port holders). */
 int ddp__real_in_process(const ddp_fault_t *f);

@@ -180,9 +180,10 @@ static void test_quick_real_runs(void)
         "scenarios/slurm-hostlist.scn scenarios/slurm-interactive.scn "
         "scenarios/slurm-bad-nodelist.scn scenarios/mpi-mpirun.scn "
         "scenarios/mpi-no-master-addr.scn scenarios/resolve-flaky.scn "
-        "scenarios/reset-validate.scn scenarios/pause-briefly.scn",
+        "scenarios/reset-validate.scn scenarios/pause-briefly.scn "
+        "scenarios/refuse-on-peer-phase.scn",
         0, out, sizeof out);
-    const char *counts = strstr(out, " run(s) of 11 scenario file(s): ");
+    const char *counts = strstr(out, " run(s) of 12 scenario file(s): ");
     CU_ASSERT_EQUAL(st, 0);
     CU_ASSERT_PTR_NOT_NULL(counts && strstr(counts, " ok, 0 failed, "));
     if (st != 0 || !counts || !strstr(counts, " ok, 0 failed, ")) {

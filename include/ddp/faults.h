@@ -520,6 +520,9 @@ DDP_API int ddp_faultset_init(ddp_faultset_t *fs, const ddp_fault_t *faults, int
 DDP_API void ddp_faultset_free(ddp_faultset_t *fs);
 /* Feeds an event at time now; returns how many windows opened or closed. */
 DDP_API int ddp_faultset_event(ddp_faultset_t *fs, const ddp_fault_event_t *ev, int64_t now);
+/* 1 when the event would open or close a window still waiting for one:
+ * what an executor passes on to the others (real runs' E records). */
+DDP_API int ddp_faultset_wants(const ddp_faultset_t *fs, const ddp_fault_event_t *ev);
 /* 1 when fault i's window holds now. */
 DDP_API int ddp_faultset_active(const ddp_faultset_t *fs, int i, int64_t now);
 /* 1 when fault i aims at a caller (node, rank, task; -1 unknown). */
