@@ -283,8 +283,10 @@ int ddp_faultset_init(ddp_faultset_t *fs, const ddp_fault_t *faults, int n, int6
             return DDP_ECONFIG;
         }
         s->open_at = f->start_on.kind == DDP_TRIG_TIME ? t0 + f->start_ns : DDP_FAULT_NEVER;
-        s->close_at = f->end_on.kind == DDP_TRIG_TIME && f->end_ns ? t0 + f->end_ns
-                                                                   : DDP_FAULT_NEVER;
+        s->close_at = f->start_on.kind == DDP_TRIG_TIME && f->end_on.kind == DDP_TRIG_TIME &&
+                              f->end_ns
+                          ? t0 + f->end_ns
+                          : DDP_FAULT_NEVER; /* an event's: set when it opens or closes */
         fs->events += ddp_fault_has_event(f);
     }
     return 0;
@@ -340,10 +342,9 @@ int ddp_faultset_event(ddp_faultset_t *fs, const ddp_fault_event_t *ev, int64_t 
         if (f->start_on.kind != DDP_TRIG_TIME && s->open_at == DDP_FAULT_NEVER &&
             fires(fs, &f->start_on, &s->start_ranks, ev)) {
             s->open_at = now + f->start_ns;
-            /* a time end counts from the run's start, but never closes a
-             * window before it opened: end is then "that long after" */
-            if (f->end_on.kind == DDP_TRIG_TIME && f->end_ns && s->close_at <= s->open_at)
-                s->close_at = s->open_at + (f->end_ns - f->start_ns);
+            /* with an event start, a time end is the window's length */
+            if (f->end_on.kind == DDP_TRIG_TIME && f->end_ns)
+                s->close_at = s->open_at + f->end_ns;
             changed++;
         }
         if (f->end_on.kind != DDP_TRIG_TIME && s->open_at != DDP_FAULT_NEVER &&

@@ -139,6 +139,7 @@ static void test_faultset_store_events(void)
         f[i] = (ddp_fault_t){.kind = DDP_FAULT_PARTITION, .node = -1, .task = -1,
                              .peer_node = -1, .node_set = 1};
     ddp_trigger_parse("barrier", &f[0].start_on);
+    f[0].end_ns = 100; /* with an event start, a time end is the length */
     ddp_trigger_parse("mark:epoch1", &f[1].start_on);
     ddp_faultset_t fs;
     CU_ASSERT_EQUAL_FATAL(ddp_faultset_init(&fs, f, 2, 0, NULL, 4), 0);
@@ -148,6 +149,8 @@ static void test_faultset_store_events(void)
     ev.value = 4;
     CU_ASSERT_EQUAL(ddp_faultset_event(&fs, &ev, 20), 1);
     CU_ASSERT_TRUE(ddp_faultset_active(&fs, 0, 20));
+    CU_ASSERT_TRUE(ddp_faultset_active(&fs, 0, 119));
+    CU_ASSERT_FALSE(ddp_faultset_active(&fs, 0, 120));
     CU_ASSERT_FALSE(ddp_faultset_active(&fs, 1, 20));
     ev = (ddp_fault_event_t){.kind = DDP_TRIG_SET, .rank = -1, .name = "ddpsim/mark/epoch2",
                              .value = -1};

@@ -427,7 +427,8 @@ typedef struct ddp_fault {
     uint64_t node_set; /* PARTITION: bit i = node i on side A */
     int64_t start_ns;  /* opens at this time, or this long after start_on */
     int64_t end_ns;    /* closes at this time (0 = never, for a time
-                          window), or this long after end_on */
+                          window), this long after end_on, or, with an event
+                          start_on and a time end, this long after it opened */
     ddp_fault_trigger_t start_on, end_on; /* kind TIME: start_ns/end_ns */
     int count;         /* fire at most this many times (0 = unlimited) */
     double probability; /* 0 -> 1.0; drawn from the run's PRNG */
