@@ -198,6 +198,42 @@ static const char *draw_point(ddp_rng_t *r)
     return pts[ddp_rng_below(r, (uint64_t)n)];
 }
 
+/* Turns fault f's time window into one opened by an event of the job (a
+ * rank entering a phase, its store connect, its spawn, the N-th join, the
+ * store barrier), its start time becoming a small offset and its end a
+ * length. */
+static void draw_event(ddp_rng_t *r, int world, ddp_fault_t *f)
+{
+    ddp_fault_trigger_t *t = &f->start_on;
+    memset(t, 0, sizeof *t);
+    int rank = (int)ddp_rng_below(r, (uint64_t)world);
+    switch (ddp_rng_below(r, 5)) {
+    case 0:
+        t->kind = DDP_TRIG_ENTER;
+        snprintf(t->arg, sizeof t->arg, "%s", explore_phases[ddp_rng_below(r, NPHASES)]);
+        snprintf(t->ranks, sizeof t->ranks, "%d", rank);
+        break;
+    case 1:
+        t->kind = DDP_TRIG_CONNECT;
+        snprintf(t->ranks, sizeof t->ranks, "%d", rank);
+        break;
+    case 2:
+        t->kind = DDP_TRIG_SPAWN;
+        snprintf(t->ranks, sizeof t->ranks, "%d", rank);
+        break;
+    case 3:
+        t->kind = DDP_TRIG_JOINED;
+        t->n = 1 + (int)ddp_rng_below(r, (uint64_t)world);
+        break;
+    default:
+        t->kind = DDP_TRIG_BARRIER;
+        break;
+    }
+    int64_t len = f->end_ns ? f->end_ns - f->start_ns : 0;
+    f->start_ns = ddp_rng_below(r, 2) ? 0 : draw_log(r, DDP_NS_PER_MS / 10, 50 * DDP_NS_PER_MS);
+    f->end_ns = len;
+}
+
 /* One fault of kind k on a cluster of `nodes` nodes and `world` ranks.
  * Returns 0 when the kind cannot apply (a partition of one node). */
 static int draw_fault(ddp_rng_t *r, ddp_fault_kind_t k, int nodes,
@@ -370,6 +406,16 @@ ddp_scenario_t *ddp_explore_draw(const ddp_explore_opts_t *o, int i, char *accel
         if (draw_fault(&r, kind, s->nodes, world, &f))
             s->faults[s->nfaults++] = f;
     }
+    /* A third of the windows open on an event of the job instead of a
+     * time. Drawn from a stream of their own, so every draw above is the
+     * one earlier versions made for the same seed and run. */
+    ddp_rng_t ev;
+    ddp_rng_seed(&ev, mix64(o->seed) ^ mix64(0x6576656e7473ull + (uint64_t)i));
+    for (int k = 0; k < s->nfaults; k++) {
+        ddp_fault_t *f = &s->faults[k];
+        if (ddp_rng_below(&ev, 3) == 0 && !(f->kind == DDP_FAULT_CRASH && f->phase))
+            draw_event(&ev, world, f);
+    }
     /* Timing: another link latency in a quarter of the runs; a master that
      * starts late in a tenth, unless --faults narrowed the kinds. */
     if (ddp_rng_below(&r, 4) == 0)
@@ -425,6 +471,26 @@ static int still_fails(shrinker_t *sh, const ddp_scenario_t *c)
 
 /* Re-aims c's faults at a cluster of c->nodes x c->devices: a fault aimed
  * past it is dropped, a rank list keeps the ranks that exist. */
+/* The part of rank list `list` below `world`, written back into out; 0
+ * when nothing is left. */
+static int clip_ranks(const char *list, int world, char *out, size_t n)
+{
+    ddp_rankset_t rs;
+    size_t off = 0;
+    out[0] = '\0';
+    if (ddp_rankset_parse(list, &rs))
+        return 0;
+    for (int k = 0; k < rs.n && off + 24 < n; k++) {
+        int lo = rs.r[k].lo, hi = rs.r[k].hi < world - 1 ? rs.r[k].hi : world - 1;
+        if (lo > hi)
+            continue;
+        off += (size_t)(lo == hi ? snprintf(out + off, n - off, "%s%d", off ? "," : "", lo)
+                                 : snprintf(out + off, n - off, "%s%d-%d", off ? "," : "", lo,
+                                            hi));
+    }
+    return out[0] != '\0';
+}
+
 static void fit_faults(ddp_scenario_t *c, const char *accel)
 {
     int world = world_of(c, accel);
@@ -437,33 +503,23 @@ static void fit_faults(ddp_scenario_t *c, const char *accel)
             drop |= f->node_set == 0 || f->node_set == all;
         }
         if (f->ranks && *f->ranks) {
-            char kept[128] = "";
-            size_t off = 0;
-            for (const char *p = f->ranks; *p;) { /* "3" or "2-5" entries */
-                char *end;
-                long lo = strtol(p, &end, 10), hi = lo;
-                if (end == p)
-                    break;
-                if (*end == '-')
-                    hi = strtol(end + 1, &end, 10);
-                if (hi > world - 1)
-                    hi = world - 1;
-                if (lo >= 0 && lo <= hi && off + 24 < sizeof kept)
-                    off += (size_t)(lo == hi
-                                        ? snprintf(kept + off, sizeof kept - off,
-                                                   "%s%ld", off ? "," : "", lo)
-                                        : snprintf(kept + off, sizeof kept - off,
-                                                   "%s%ld-%ld", off ? "," : "", lo, hi));
-                p = *end == ',' ? end + 1 : end;
-                if (*end && *end != ',')
-                    break;
-            }
-            if (!kept[0])
+            char kept[128];
+            if (!clip_ranks(f->ranks, world, kept, sizeof kept))
                 drop = 1;
             else if (strcmp(kept, f->ranks)) {
                 free((char *)f->ranks);
                 f->ranks = dup_str(kept);
             }
+        }
+        ddp_fault_trigger_t *tr[2] = {&f->start_on, &f->end_on};
+        for (int k = 0; k < 2; k++) { /* an event of a rank the world lost */
+            char kept[sizeof tr[k]->ranks];
+            if (tr[k]->ranks[0] && !clip_ranks(tr[k]->ranks, world, kept, sizeof kept))
+                drop = 1;
+            else if (tr[k]->ranks[0])
+                snprintf(tr[k]->ranks, sizeof tr[k]->ranks, "%s", kept);
+            if (tr[k]->kind == DDP_TRIG_JOINED && tr[k]->n > world)
+                tr[k]->n = world;
         }
         if (drop)
             drop_fault(c, i--);

@@ -308,6 +308,35 @@ static void test_plugin_phase_partition(void)
     ddp_scenario_free(s);
 }
 
+/* explore draws event windows too, and its scenarios keep them through
+ * the writer and the parser (what a replay file holds). */
+static void test_explore_draws_events(void)
+{
+    ddp_explore_opts_t o = {.ranks = 8, .seed = 1};
+    int events = 0;
+    for (int i = 0; i < 200; i++) {
+        char accel[16];
+        ddp_scenario_t *s = ddp_explore_draw(&o, i, accel, sizeof accel);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+        int mine = 0;
+        for (int k = 0; k < s->nfaults; k++)
+            mine += ddp_fault_has_event(&s->faults[k]);
+        if (mine) {
+            events += mine;
+            char *text = ddp_scenario_text(s), why[256] = "";
+            ddp_scenario_t *back = text ? parse(text) : NULL;
+            CU_ASSERT_PTR_NOT_NULL(back);
+            CU_ASSERT_TRUE(back && ddp_scenario_equal(s, back, why, sizeof why));
+            if (back && !ddp_scenario_equal(s, back, why, sizeof why))
+                printf("\n  run %d: %s\n%s", i, why, text);
+            ddp_scenario_free(back);
+            free(text);
+        }
+        ddp_scenario_free(s);
+    }
+    CU_ASSERT_TRUE(events > 20);
+}
+
 DDP_SUITE("fault_model", NULL, NULL, {"rank sets: one parser, empty is every rank", test_rankset},
           {"triggers: parse, format, errors", test_triggers},
           {"faultset: event windows, offsets, count, aim", test_faultset_windows},
@@ -316,4 +345,5 @@ DDP_SUITE("fault_model", NULL, NULL, {"rank sets: one parser, empty is every ran
           {"simulator: event-aimed faults hit, mistimed ones are vacuous", test_sim_events_and_vacuous},
           {"simulator: late ranks, a partition held until its event", test_sim_late_and_held},
           {"a plugin's own phase aims a partition under every accelerator",
-           test_plugin_phase_partition})
+           test_plugin_phase_partition},
+          {"explore draws event windows, and its files keep them", test_explore_draws_events})
