@@ -323,9 +323,15 @@ static int fires(const ddp_faultset_t *fs, const ddp_fault_trigger_t *t,
          * brings store_based_barrier_key... to the world size */
         return ev->kind == DDP_TRIG_SET && fs->world > 0 && ev->value >= fs->world &&
                strstr(name, "store_based_barrier_key");
-    case DDP_TRIG_MARK:
-        return ev->kind == DDP_TRIG_SET && !strncmp(name, DDP_MARK_PREFIX, strlen(DDP_MARK_PREFIX)) &&
-               !strcmp(name + strlen(DDP_MARK_PREFIX), t->arg);
+    case DDP_TRIG_MARK: {
+        /* ddpsim/mark/NAME, also under a store prefix ("/worker/attempt_0/"
+         * of torch's agent store, "default_pg/" of a PrefixStore) */
+        const char *m = NULL;
+        for (const char *p = strstr(name, DDP_MARK_PREFIX); p; p = strstr(p + 1, DDP_MARK_PREFIX))
+            if (p == name || p[-1] == '/')
+                m = p;
+        return ev->kind == DDP_TRIG_SET && m && !strcmp(m + strlen(DDP_MARK_PREFIX), t->arg);
+    }
     default:
         return 0;
     }

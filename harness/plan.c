@@ -133,7 +133,7 @@ int ddp_plan_add_file(ddp_plan_t *p, const char *path, const char *content)
 }
 
 static const char *const kind_names[DDP_PLAN_KIND_COUNT] = {"trainer", "port-holder",
-                                                            "exec"};
+                                                            "exec", "store"};
 
 const char *ddp_plan_kind_name(ddp_plan_kind_t k)
 {
@@ -470,6 +470,9 @@ int ddp_plan_add_tasks(const ddp_plan_t *p, ddp_sim_t *sim, int *first_task)
                                  .env = x->env, .start_ns = x->start_ns};
         /* A foreign program (exec) is modelled by ddpsim's own Trainer
          * with the same environment: its prediction of the real job. */
+        if (x->kind == DDP_PLAN_STORE)
+            return ddp_err_set(DDP_EUNSUPPORTED, "plan: process %s hosts a foreign job's "
+                                                 "store, which only real runs do", x->name);
         if (x->kind == DDP_PLAN_PORT_HOLDER)
             rc = ddp_sim_add_task(sim, &o, port_holder_main, (void *)(intptr_t)x->port);
         else

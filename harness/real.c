@@ -62,12 +62,28 @@ static const char *bandwidth_clash(const ddp_plan_t *p, int i, int exec)
     return NULL;
 }
 
+/* A process that serves the others (a port holder, the hosted store): no
+ * rank, started first, ended at the run's end. */
+static int is_service(ddp_plan_kind_t k)
+{
+    return k == DDP_PLAN_PORT_HOLDER || k == DDP_PLAN_STORE;
+}
+
+/* The plan's hosted store (a foreign job's: -1 none). */
+static int hosted_store(const ddp_plan_t *p)
+{
+    for (int i = 0; i < p->nprocs; i++)
+        if (p->procs[i].kind == DDP_PLAN_STORE)
+            return i;
+    return -1;
+}
+
 /* NULL when the plan can run for real; else why not, in buf. */
 static const char *plan_unsupported(const ddp_plan_t *p, int netns, char *buf, size_t n)
 {
     int per_rank = 1, trainers = 0;
     for (int i = 0; i < p->nprocs; i++)
-        if (p->procs[i].kind != DDP_PLAN_PORT_HOLDER) {
+        if (!is_service(p->procs[i].kind)) {
             trainers++;
             per_rank &= p->procs[i].rank >= 0;
         }
@@ -362,6 +378,12 @@ static ddp_env_t *proc_env(ddp_sys_t *sys, const ddp_plan_t *plan, const ddp_pla
             ddp_env_set(env, "MASTER_ADDR", plan->nodes[i].addr);
             break;
         }
+    if (hosted_store(plan) >= 0) { /* torch's ranks are then all clients */
+        if (!ddp_env_has(env, "TORCHELASTIC_USE_AGENT_STORE"))
+            ddp_env_set(env, "TORCHELASTIC_USE_AGENT_STORE", "True");
+        if (!ddp_env_has(env, "TORCHELASTIC_RESTART_COUNT"))
+            ddp_env_set(env, "TORCHELASTIC_RESTART_COUNT", "0");
+    }
     ddp_env_setf(env, "DDPSIM_TIMEOUT_S", "%.3f",
                  (double)(plan->entry.timeout_ns ? plan->entry.timeout_ns
                                                  : DDP_DEFAULT_PG_TIMEOUT_S * DDP_NS_PER_S) / 1e9);
@@ -542,6 +564,28 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
         snprintf(r->why, sizeof r->why, "skipped: %s", why);
         ddp_plan_free(plan);
         return 0;
+    }
+    /* A foreign job's store is the runner's, on node 0 at MASTER_PORT, as
+     * torchrun's agent hosts it: every rank is a client, and the store's
+     * events (joins, keys, the barrier, marks) reach the faults. Not when
+     * the port is taken (that scenario is about rank 0 binding it). */
+    if (exec && !o->no_host_store && !s->port_taken) {
+        long port = master_port(plan); /* before the store joins the processes */
+        int k = ddp_plan_add_proc(plan, "store", 0, -1, 0, DDP_PLAN_STORE, NULL);
+        if (k < 0) {
+            ddp_plan_free(plan);
+            return k;
+        }
+        ddp_plan_proc_t st = plan->procs[k];
+        st.port = (uint16_t)port;
+        st.start_ns = -1; /* with node 0's first process, as its agent would */
+        for (int i = 0; i < k; i++)
+            if (plan->procs[i].node == 0 && (st.start_ns < 0 || plan->procs[i].start_ns < st.start_ns))
+                st.start_ns = plan->procs[i].start_ns;
+        if (st.start_ns < 0)
+            st.start_ns = 0;
+        memmove(&plan->procs[1], &plan->procs[0], sizeof *plan->procs * (size_t)k);
+        plan->procs[0] = st; /* started first: the ranks connect to it */
     }
     if (!o->netns && (rc = master_port_free(sys, plan)) != 0) {
         snprintf(r->why, sizeof r->why, "%s", ddp_err_message());
@@ -729,28 +773,34 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             }
             /* The port must be held before anyone else starts (in a
              * namespace, starting takes long enough to lose that race). */
-            if (!src && x->kind == DDP_PLAN_PORT_HOLDER) {
+            if (!src && is_service(x->kind)) {
                 int64_t until = ddp_sys_deadline_in(sys, 5 * DDP_NS_PER_S);
                 int st = 0, exited = 0;
                 while (!port_held(plan->results) && ddp_sys_now(sys) < until &&
                        !(exited = ddp_sys_wait(sys, p->pid, &st, 0) == 0))
                     ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 5 * DDP_NS_PER_MS));
                 /* A holder that never held the port would turn a port-taken
-                 * test into a clean start that passes or fails by chance. */
+                 * test into a clean start that passes or fails by chance;
+                 * a store that never served, a job that cannot join. */
                 if (!port_held(plan->results)) {
+                    const char *what = x->kind == DDP_PLAN_STORE ? "the hosted store"
+                                                                 : "the port holder",
+                               *lost = x->kind == DDP_PLAN_STORE
+                                           ? "the job had no store (--no-host-store lets "
+                                             "rank 0 host its own)"
+                                           : "the port-taken fault was not in force";
                     if (exited) {
                         p->done = 1;
                         p->status = st;
                         snprintf(holder_why, sizeof holder_why,
-                                 "the port holder (%s train --process %d, to hold port %u) "
-                                 "exited with status %d before it held the port (its "
-                                 "stderr is above): the port-taken fault was not in force",
-                                 o->ddpsim, p->task, (unsigned)x->port, st);
+                                 "%s (%s train --process %d, on port %u) exited with status "
+                                 "%d before it listened (its stderr is above): %s",
+                                 what, o->ddpsim, p->task, (unsigned)x->port, st, lost);
                     } else {
                         snprintf(holder_why, sizeof holder_why,
-                                 "the port holder (%s train --process %d) did not hold "
-                                 "port %u within 5 s: the port-taken fault was not in force",
-                                 o->ddpsim, p->task, (unsigned)x->port);
+                                 "%s (%s train --process %d) did not listen on port %u "
+                                 "within 5 s: %s",
+                                 what, o->ddpsim, p->task, (unsigned)x->port, lost);
                     }
                     break;
                 }
@@ -778,7 +828,7 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             pending |= !ps[i].started;
             /* the port holder only ends at the limit: not waited for */
             others += ps[i].started && !ps[i].done &&
-                      plan->procs[ps[i].task].kind != DDP_PLAN_PORT_HOLDER;
+                      !is_service(plan->procs[ps[i].task].kind);
         }
         if (!pending && others == 0)
             break;
@@ -797,7 +847,7 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             int st;
             ddp_sys_wait(sys, ps[i].pid, &st, ddp_sys_deadline_in(sys, 5 * DDP_NS_PER_S));
             ps[i].done = 1;
-            ps[i].at_limit = timed_out && plan->procs[ps[i].task].kind != DDP_PLAN_PORT_HOLDER;
+            ps[i].at_limit = timed_out && !is_service(plan->procs[ps[i].task].kind);
             ps[i].end_ns = ddp_sys_now(sys) - t0;
         }
     ddp__real_proxy_stop(proxy);

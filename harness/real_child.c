@@ -15,6 +15,7 @@
 #include "ddp/env.h"
 #include "ddp/err.h"
 #include "ddp/faults.h"
+#include "ddp/store.h"
 #include "ddp/plan.h"
 #include "ddp/real.h"
 #include "real_priv.h"
@@ -298,6 +299,27 @@ static int hold_port(ddp_sys_t *sys, uint16_t port)
     return 0;
 }
 
+/* The job's store, for a foreign program whose ranks are all clients
+ * (torch's TORCHELASTIC_USE_AGENT_STORE): ddpsim's server, serving until
+ * the run's limit. The events it sees (joins, sets, waits, the barrier,
+ * marks) go to the run as E records through this process's observer. */
+static int host_store(ddp_sys_t *sys, uint16_t port)
+{
+    ddp_store_server_opts_t so = {.port = port};
+    ddp_store_server_t *srv = NULL;
+    int rc = ddp_store_server_new(sys, &so, &srv);
+    if (rc) {
+        fprintf(stderr, "ddpsim: the hosted store: %s\n", ddp_err_message());
+        return 1;
+    }
+    char line[64];
+    snprintf(line, sizeof line, "H\t%u\n", (unsigned)port);
+    append_line(line); /* the runner waits for this before it starts others */
+    rc = ddp_store_server_run(srv, self.p->t0 + self.p->limit_ns);
+    ddp_store_server_free(srv);
+    return rc && rc != DDP_ETIMEOUT ? 1 : 0;
+}
+
 int ddp_real_child(ddp_sys_t *sys, const char *plan_path, int index)
 {
     ddp_plan_t *p = NULL;
@@ -318,6 +340,13 @@ int ddp_real_child(ddp_sys_t *sys, const char *plan_path, int index)
         return rc;
     if (p->procs[index].kind == DDP_PLAN_PORT_HOLDER)
         return hold_port(sys, p->procs[index].port);
+    if (p->procs[index].kind == DDP_PLAN_STORE) {
+        rc = host_store(sys, p->procs[index].port);
+        disarm_faults();
+        ddp_plan_free(p);
+        self.p = NULL;
+        return rc;
+    }
     ddp_trainer_cfg_t cfg;
     if ((rc = ddp_plan_trainer_cfg(p, &cfg)))
         return rc;

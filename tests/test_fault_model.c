@@ -155,7 +155,9 @@ static void test_faultset_store_events(void)
     ev = (ddp_fault_event_t){.kind = DDP_TRIG_SET, .rank = -1, .name = "ddpsim/mark/epoch2",
                              .value = -1};
     CU_ASSERT_EQUAL(ddp_faultset_event(&fs, &ev, 30), 0);
-    ev.name = "ddpsim/mark/epoch1";
+    ev.name = "/worker/attempt_0/xddpsim/mark/epoch1"; /* not a mark */
+    CU_ASSERT_EQUAL(ddp_faultset_event(&fs, &ev, 35), 0);
+    ev.name = "/worker/attempt_0/ddpsim/mark/epoch1"; /* under torch's agent store prefix */
     CU_ASSERT_EQUAL(ddp_faultset_event(&fs, &ev, 40), 1);
     CU_ASSERT_TRUE(ddp_faultset_active(&fs, 1, 40));
     ddp_faultset_free(&fs);

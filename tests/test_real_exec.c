@@ -398,6 +398,47 @@ static pid_t start_run(const char *bin, const char *scn, const char *out)
     return p;
 }
 
+/* A foreign job's store is the run's: rank 0 of an exec program sets a
+ * mark through ddpsim's own store client (no torch needed) at the hosted
+ * store, the store's process writes the mark as an E record, and the
+ * runner kills rank 1 on it (fault crash start=mark:go). With the job
+ * hosting its own store (--no-host-store) nothing serves MASTER_PORT, the
+ * mark cannot be set, and the crash never opens: vacuous. */
+static void test_hosted_store_events(void)
+{
+    char bin[400];
+    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+        return;
+    uint16_t port = free_port();
+    CU_ASSERT_FATAL(port > 0);
+    char dir[64], scn[96], args[400];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "hosted"));
+    FILE *f = fopen(ddp_test_in(scn, sizeof scn, dir, "mark.scn"), "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fprintf(f,
+            "scenario \"a mark through the hosted store\"\nnodes 1\ndevices 2\n"
+            "accelerators ddp\nlauncher torchrun\nport %u\ntimeout 20s\n"
+            "exec \"sh -c 'if [ $RANK = 0 ]; then %s store --host $MASTER_ADDR --port "
+            "$MASTER_PORT --timeout 2 set ddpsim/mark/go 1 || exit 1; fi; sleep 4'\"\n"
+            "fault crash ranks=1 start=mark:go\n"
+            "expect crashed ranks=1\nexpect ok ranks=0\n",
+            (unsigned)port, bin);
+    fclose(f);
+    static char out[1 << 15];
+    snprintf(args, sizeof args, "run --real --grace 5 --no-progress -v %s", scn);
+    int st = ddp_test_ddpsim_io_within(60, NULL, args, 0, out, sizeof out);
+    CU_ASSERT_EQUAL(st, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fault crash     (line 9)  1 processes killed"));
+    if (st != 0)
+        printf("\n  exit %d:\n%s", st, out);
+    snprintf(args, sizeof args, "run --real --grace 5 --no-progress --no-host-store -v %s", scn);
+    st = ddp_test_ddpsim_io_within(60, NULL, args, 0, out, sizeof out);
+    CU_ASSERT_EQUAL(st, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fault crash     (line 9)  0 processes killed"));
+    unlink(scn);
+    CU_ASSERT_EQUAL(rmdir(dir), 0);
+}
+
 /* Issue 34: a second run of one scenario that started within ~50 ms of the
  * first joined the first run's store and failed "ranks are duplicated" (1
  * pair in 13), where it could as well have broken the first. Each run has
@@ -455,6 +496,7 @@ DDP_SUITE("real_exec", NULL, NULL,
           {"a master port taken before the run starts", test_taken_master_port},
           {"torch's messages become outcome classes", test_torch_messages},
           {"an exec program that is not there", test_check_exec},
+          {"a foreign job's hosted store: its mark opens a fault", test_hosted_store_events},
           {"quick real runs: launchers' contracts, reset, resolve, pause; faults fire",
            test_quick_real_runs},
           {"SIGKILL of a real run: no rank outlives it, its files are swept",

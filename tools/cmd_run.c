@@ -86,7 +86,11 @@ static void run_usage(FILE *f)
             "                      (default 600; a run whose virtual time stands still is\n"
             "                      stopped after 10,000,000 sim calls whatever this says)\n"
             "  --grace SEC         a foreign program still running SEC past the scenario's\n"
-            "                      deadline is killed, a timeout (default 30)\n"
+            "                      deadline is killed: hung (default 30)\n"
+            "  --no-host-store     a foreign program hosts its own store (rank 0); by\n"
+            "                      default the run hosts it on node 0 at MASTER_PORT and\n"
+            "                      sets TORCHELASTIC_USE_AGENT_STORE=True, so store events\n"
+            "                      (joined:N, set:, wait:, barrier, mark:) aim its faults\n"
             "Every output FILE is checked before the first run.\n\n"
             "Exit status: 0 every expectation and invariant held (skips aside), 1 some\n"
             "did not, 2 bad input (one line naming the option; a scenario error is\n"
@@ -122,6 +126,7 @@ typedef struct run_opts {
     int verbose, timeline;
     int real, netns; /* --real [--netns]: real processes */
     int64_t exec_grace_ns; /* --grace */
+    int no_host_store;     /* --no-host-store */
     int64_t wall_limit_ns; /* --wall-limit */
 } run_opts_t;
 
@@ -183,6 +188,7 @@ static void run_job(ddp_sys_t *sys, job_t *j, const run_opts_t *ro)
                                  .report_len = sizeof j->report,
                                  .interrupted = &g_interrupted,
                                  .exec_grace_ns = ro->exec_grace_ns,
+                                 .no_host_store = ro->no_host_store,
                                  /* per-run files: $TMPDIR, else /tmp */
                                  .tmpdir = ddp_env_get(ddp_sys_env(sys), "TMPDIR")};
         if (ropts.tmpdir && !*ropts.tmpdir)
@@ -438,6 +444,7 @@ static int parse_cli(const char *cmd, int argc, char **argv, cli_t *c,
         OPT_STR("markdown", &c->markdown, file),
         OPT_STR("exec", &c->exec, "a command line (every rank's program)"),
         OPT_NS_POS("grace", &c->ro.exec_grace_ns, 3600),
+        OPT_FLAG("no-host-store", 0, &c->ro.no_host_store, 1),
         OPT_NS_POS("wall-limit", &c->ro.wall_limit_ns, 86400),
         OPT_INT("jobs", &c->jobs, 1, 64),
         OPT_FN("shard", &c->shard, ddp_opt_shard, DDP_OPT_SHARD_FORM),

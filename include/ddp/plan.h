@@ -37,6 +37,8 @@ typedef enum ddp_plan_kind {
     DDP_PLAN_TRAINER = 0, /* the "training script": ddp_accel_run(entry) */
     DDP_PLAN_PORT_HOLDER, /* listens on `port` and accepts nothing */
     DDP_PLAN_EXEC,        /* a foreign program (entry.exec; real runs only) */
+    DDP_PLAN_STORE,       /* the job's store, hosted for a foreign program on
+                             `port` (real runs, as torchrun's agent does) */
     DDP_PLAN_KIND_COUNT
 } ddp_plan_kind_t;
 
@@ -70,7 +72,7 @@ typedef struct ddp_plan_proc {
     int rank;          /* the launcher's global rank; -1: a per-node script */
     int64_t start_ns;  /* from the run's start */
     ddp_plan_kind_t kind;
-    uint16_t port;     /* DDP_PLAN_PORT_HOLDER */
+    uint16_t port;     /* DDP_PLAN_PORT_HOLDER, DDP_PLAN_STORE */
     ddp_env_t *env;    /* exactly the environment the process gets */
 } ddp_plan_proc_t;
 

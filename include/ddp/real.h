@@ -42,6 +42,10 @@ typedef struct ddp_real_opts {
     /* A foreign program (exec) still running this long past the scenario's
      * deadline is killed and reported as a timeout (0: 30 s). */
     int64_t exec_grace_ns;
+    /* A foreign program's store is hosted by the run (a ddpsim store on
+     * node 0 at MASTER_PORT, TORCHELASTIC_USE_AGENT_STORE=True for the
+     * ranks), so store events reach its faults; 1: the job hosts its own. */
+    int no_host_store;
 } ddp_real_opts_t;
 
 /* NULL when s can run for real (with netns or not); else why not. */
