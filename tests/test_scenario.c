@@ -756,14 +756,22 @@ static void test_judge_expectations(void)
         int n;                         /* outcomes: ranks 0..n-1 of 4 */
         int fails;                     /* this rank failed (-1: none) */
         int exits_zero;                /* this rank exited 0, unconnected */
+        int hangs;                     /* this rank hung: killed at the deadline
+                                          plus grace (only error=hung accepts it) */
     } cases[] = {
-        {"expect ok\n", "4 of 4 connect", NULL, 4, -1, -1},
-        {"expect ok\n", "3 of 4 ran, all connected", "expected all 4 ranks to connect, 3 did", 3, -1, -1},
-        {"expect fail match=some\n", "one of 4 fails", NULL, 4, 2, -1},
-        {"expect fail match=some\n", "none fails", "expected some process to match (match=some), none did", 4, -1, -1},
-        {"expect fail ranks=1\n", "rank 1 fails", NULL, 4, 1, -1},
-        {"expect fail ranks=1\n", "rank 1 exits 0 unconnected", "expected rank 1 to fail, but it exited 0 without connecting", 4, -1, 1},
+        {"expect ok\n", "4 of 4 connect", NULL, 4, -1, -1, -1},
+        {"expect ok\n", "3 of 4 ran, all connected", "expected all 4 ranks to connect, 3 did", 3, -1, -1, -1},
+        {"expect fail match=some\n", "one of 4 fails", NULL, 4, 2, -1, -1},
+        {"expect fail match=some\n", "none fails", "expected some process to match (match=some), none did", 4, -1, -1, -1},
+        {"expect fail ranks=1\n", "rank 1 fails", NULL, 4, 1, -1, -1},
+        {"expect fail ranks=1\n", "rank 1 exits 0 unconnected", "expected rank 1 to fail, but it exited 0 without connecting", 4, -1, 1, -1},
+        {"expect fail ranks=1\nexpect ok ranks=0,2,3\n", "rank 1 hung, any class", "rank 1 hung", 4, -1, -1, 1},
+        {"expect fail ranks=1 error=timeout\nexpect ok ranks=0,2,3\n", "rank 1 hung, timeout", "rank 1 hung", 4, -1, -1, 1},
+        {"expect invariants\n", "rank 1 hung, invariants only", "rank 1 hung", 4, -1, -1, 1},
+        {"expect fail ranks=1 error=timeout|hung\nexpect ok ranks=0,2,3\n", "rank 1 hung, named", NULL, 4, -1, -1, 1},
+        {"expect fail ranks=1 error=hung\nexpect ok ranks=0,2,3\n", "rank 1 hung, named alone", NULL, 4, -1, -1, 1},
     };
+    CU_ASSERT_STRING_EQUAL(ddp_scn_error_class(DDP_EHUNG), "hung");
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         char text[256];
         snprintf(text, sizeof text, "scenario \"judge\"\n%s", cases[c].text);
@@ -781,6 +789,13 @@ static void test_judge_expectations(void)
             }
             if (i == cases[c].exits_zero)
                 o[i].connect_ns = -1;
+            if (i == cases[c].hangs) {
+                o[i].rc = o[i].code = DDP_EHUNG;
+                o[i].connect_ns = -1;
+                snprintf(o[i].message, sizeof o[i].message, "hung: still running at the "
+                                                            "scenario's deadline plus 30 s of "
+                                                            "grace: killed");
+            }
         }
         ddp_scn_result_t r;
         memset(&r, 0, sizeof r);
@@ -791,45 +806,6 @@ static void test_judge_expectations(void)
             printf("\n  %s: %s: expectations %s, why \"%s\"\n", cases[c].text, cases[c].what,
                    r.expect_ok ? "held" : "failed", r.why);
         CU_ASSERT_TRUE(ok);
-        ddp_scenario_free(s);
-    }
-}
-
-/* A process killed at the deadline plus grace (a foreign program that
- * outlived its own timeouts) is hung: only an expect line that names
- * error=hung accepts it, not a bare `expect fail` or `expect invariants`. */
-static void test_judge_hung(void)
-{
-    static const struct {
-        const char *text, *why; /* why: NULL when it holds */
-    } cases[] = {
-        {"expect fail ranks=1\nexpect ok ranks=0,2,3\n", "rank 1 hung"},
-        {"expect fail ranks=1 error=timeout\nexpect ok ranks=0,2,3\n", "rank 1 hung"},
-        {"expect invariants\n", "rank 1 hung"},
-        {"expect fail ranks=1 error=timeout|hung\nexpect ok ranks=0,2,3\n", NULL},
-        {"expect fail ranks=1 error=hung\nexpect ok ranks=0,2,3\n", NULL},
-    };
-    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        char text[256];
-        snprintf(text, sizeof text, "scenario \"judge\"\n%s", cases[c].text);
-        ddp_scenario_t *s = parse(text);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(s);
-        ddp_sim_outcome_t o[4];
-        healthy_outcomes(o);
-        o[1].rc = o[1].code = DDP_EHUNG;
-        o[1].connect_ns = -1;
-        snprintf(o[1].message, sizeof o[1].message,
-                 "hung: still running at the scenario's deadline plus 30 s of grace: killed");
-        ddp_scn_result_t r;
-        memset(&r, 0, sizeof r);
-        ddp__scenario_judge(s, o, 4, 4, DDP_SIM_DONE, NULL, NULL, 0, &r);
-        int ok = cases[c].why ? !r.expect_ok && strstr(r.why, cases[c].why) != NULL
-                              : r.expect_ok == 1;
-        if (!ok)
-            printf("\n  %s: expectations %s, why \"%s\"\n", cases[c].text,
-                   r.expect_ok ? "held" : "failed", r.why);
-        CU_ASSERT_TRUE(ok);
-        CU_ASSERT_STRING_EQUAL(ddp_scn_error_class(DDP_EHUNG), "hung");
         ddp_scenario_free(s);
     }
 }
@@ -1107,8 +1083,7 @@ DDP_SUITE("scenario", NULL, NULL,
           {"train D: every rank trains D, then ends cleanly", test_train},
           {"leaked socket invariant", test_leak_invariant},
           {"the judge: every invariant, broken one at a time", test_judge_invariants},
-          {"the judge: a hung process is accepted only by error=hung", test_judge_hung},
-          {"the judge: ok means the world, some means one, fail means a failure", test_judge_expectations},
+          {"the judge: ok means the world, some means one, fail means a failure, hung only when named", test_judge_expectations},
           {"the judge: the summary shows the root cause first", test_root_cause_first},
           {"a misreported rank: expectations hold, the judge names it", test_misreported_rank},
           {"JUnit: a run whose invariants broke is a failure (in-process)",
