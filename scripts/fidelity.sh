@@ -1,7 +1,7 @@
 #!/bin/sh
 # scripts/fidelity.sh — `make fidelity`: every scenario that runs both in the
 # simulator and for real, side by side (outcome class: ok, or the error
-# class of the lowest failing rank), into docs/fidelity.md. Loopback for the
+# class of the most causal failing rank, docs/errors.md), into docs/fidelity.md. Loopback for the
 # scenarios tagged `real`, network namespaces (root) for those tagged
 # `netns`. Exit 1 if any pair differs.
 set -u
@@ -39,7 +39,7 @@ add_torch() {
         /^[|] / { k = $1; sub(/^[|] /, "", k); k = k "|" $2
                   tc = (k in cls) ? cls[k] : "-"; nt = $6; sub(/ [|]$/, "", nt)
                   if ((k in note) && tc != $3) { tn = note[k]; sub(/ [|]$/, "", tn); nt = nt (nt == "" ? "" : "; ") "torch: " tn }
-                  # same: the simulator's class is what ran for real (the
+                  # same: the class in the simulator is what ran for real (the
                   # torch job where it ran: "-" and "skip" did not)
                   torch_ran = tc != "-" && tc != "skip"
                   same = $4 == "skip" && !torch_ran ? "-" : \
@@ -55,7 +55,7 @@ add_torch() {
     echo "accelerator in the simulator and as real processes (\`ddpsim run --real\`: \`ddpsim train\`"
     echo "processes, POSIX sockets, node i at 127.0.0.(i+1)); those tagged \`netns\` ran again"
     echo "with one network namespace per node (\`--netns\`). The outcome class is \`ok\`"
-    echo "when every rank connected, else the error class of the lowest failing rank"
+    echo "when every rank connected, else the error class of the most causal failing rank"
     echo "(\`timeout\`, \`addrinuse\`, \`config\`, ...). \`skip\`: the scenario cannot be realised"
     echo "for real with that accelerator (the note says why). See docs/real-runs.md."
     echo
