@@ -270,7 +270,10 @@ int ddp_cluster_check_master(ddp_cluster_t *c, const char *addr,
                         from, addr, as, num_nodes);
             return ddp_err_hint("export MASTER_ADDR=<host name or address of "
                                 "rank 0's node> on every node (torchrun "
-                                "--master-addr=HOST, or --rdzv-endpoint=HOST:PORT)");
+                                "--master-addr=HOST, or --rdzv-endpoint=HOST:PORT); "
+                                "if every node really is this one host (a test), "
+                                "say so with DDPSIM_HOSTS=node0=127.0.0.1,"
+                                "node1=127.0.0.1,...");
         }
     }
     if (global_rank != 0)

@@ -83,7 +83,7 @@ start=$(date +%s)
 rc=$?
 took=$(($(date +%s) - start))
 if [ $rc -eq 0 ] && grep -q 'still running at the scenario' "$work/hang.out"; then
-    ok "a hanging program: killed at the deadline + grace, reported as a timeout (${took} s)"
+    ok "a hanging program: killed at the deadline + grace, reported as hung (${took} s)"
 else
     fail "a hanging program: exit $rc or not reported as killed at the deadline"
     show "$work/hang.out"
@@ -175,7 +175,7 @@ perl -e '$p = shift; exec {$p} @ARGV' "$ddpsim" "$work/ddpsim-broken-holder" \
 rc=$?
 if [ $rc -ne 0 ] && grep -q '0 ok, 1 failed' "$work/holder.out" &&
     tr '\n' ' ' <"$work/holder.out" | tr -s ' ' |
-    grep -q 'exited with status 3 before it held the port'; then
+    grep -q 'exited with status 3 before it listened'; then
     ok "a port holder that never held the port fails the run, naming why (exit $rc)"
 else
     fail "a broken port holder: exit $rc, or the run was not failed with the reason"

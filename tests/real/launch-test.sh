@@ -98,10 +98,13 @@ else
     show "$work/out3"
 fi
 
-# 4. Two launchers as two nodes (node ranks 0 and 1) of one job.
+# 4. Two launchers as two nodes (node ranks 0 and 1) of one job. Both
+#    nodes are this host, so the loopback master reaches them both: the
+#    DDPSIM_HOSTS table says so (without it every rank refuses a loopback
+#    master in a world of 2 nodes, as it should on real separate hosts).
 port=$(free_port 4)
 for nr in 0 1; do
-    timeout -k 5 60 "$ddpsim" launch --nproc-per-node 2 --nnodes 2 --node-rank $nr \
+    DDPSIM_HOSTS="node0=127.0.0.1,node1=127.0.0.1" timeout -k 5 60 "$ddpsim" launch --nproc-per-node 2 --nnodes 2 --node-rank $nr \
         --master-port "$port" -- "$ddpsim" train --accelerator ddp --devices 2 \
         --num-nodes 2 --timeout 30 >"$work/out4.$nr" 2>&1 &
     eval "pid$nr=\$!"
