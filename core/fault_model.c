@@ -299,6 +299,17 @@ void ddp_faultset_free(ddp_faultset_t *fs)
     fs->n = 0;
 }
 
+/* A store key as the program named it matches glob: the key on the wire,
+ * or what follows any '/' in it (TCPStore's "/" key prefix, a
+ * PrefixStore's "default_pg/", torch's agent store "/worker/attempt_0/"). */
+static int key_matches(const char *glob, const char *key)
+{
+    for (const char *k = key; k; k = strchr(k, '/'), k = k ? k + 1 : NULL)
+        if (!fnmatch(glob, k, 0))
+            return 1;
+    return 0;
+}
+
 /* Does the event fire trigger t (with its parsed rank set)? */
 static int fires(const ddp_faultset_t *fs, const ddp_fault_trigger_t *t,
                  const ddp_rankset_t *rs, const ddp_fault_event_t *ev)
@@ -317,7 +328,7 @@ static int fires(const ddp_faultset_t *fs, const ddp_fault_trigger_t *t,
         return ev->kind == DDP_TRIG_JOINED && ev->value >= t->n;
     case DDP_TRIG_SET:
     case DDP_TRIG_WAIT:
-        return ev->kind == t->kind && ranked && !fnmatch(t->arg, name, 0);
+        return ev->kind == t->kind && ranked && key_matches(t->arg, name);
     case DDP_TRIG_BARRIER:
         /* the store-based barrier (torch's and ddpsim's): the ADD that
          * brings store_based_barrier_key... to the world size */

@@ -181,7 +181,8 @@ typedef struct proc {
 
 /* Who realises a fault in a real run. */
 typedef enum {
-    BY_OTHERS, /* the processes (libfiu), the delay proxy, or the start times */
+    BY_OTHERS, /* the processes (libfiu), or the start times */
+    BY_PROXY,  /* the delay proxy in front of a foreign program's store */
     BY_KILL,   /* the runner: SIGKILL when the window opens */
     BY_STOP,   /* the runner: SIGSTOP while the window is open, SIGCONT after */
     BY_NFT,    /* the runner: nft rules while the window is open */
@@ -227,17 +228,22 @@ static by_t realised_by(const ddp_fault_t *f, int exec)
         return BY_STOP;
     if ((f->kind == DDP_FAULT_DELAY && !exec) || f->kind == DDP_FAULT_BANDWIDTH)
         return BY_LINK;
-    return BY_OTHERS; /* a foreign program's delay is the proxy's; late starts */
+    if (f->kind == DDP_FAULT_DELAY)
+        return BY_PROXY; /* a foreign program's delay */
+    return BY_OTHERS;    /* late starts */
 }
 
 /* What fault f's hits start at: 0 where an executor counts them (signals,
- * nft rule counters, late starts, the processes' F records), -1 where
- * none does yet (links, the proxy): such a fault never makes a run
- * vacuous. */
-static long long hits_start(const ddp_fault_t *f, by_t by, int exec)
+ * nft rule and tc qdisc counters, the proxy's delayed chunks, late
+ * starts, the processes' F records), -1 where none can (a link fault
+ * without namespaces, which is not realised at all): such a fault never
+ * makes a run vacuous. */
+static long long hits_start(const ddp_fault_t *f, by_t by, int exec, int netns)
 {
     if (by == BY_KILL || by == BY_STOP || by == BY_NFT || f->kind == DDP_FAULT_LATE)
         return 0;
+    if (by == BY_LINK || by == BY_PROXY)
+        return netns ? 0 : -1;
     return by == BY_OTHERS && !exec && ddp__real_in_process(f) ? 0 : -1;
 }
 
@@ -534,7 +540,7 @@ static int delay_fault_line(const ddp_plan_t *plan)
 static void abandon(ddp_sys_t *sys, ddp_real_proxy_t *proxy, ddp_netns_t *ns,
                     ddp_plan_t *plan, const char *plan_path)
 {
-    ddp__real_proxy_stop(proxy);
+    ddp__real_proxy_stop(proxy, NULL, 0);
     ddp__real_netns_down(sys, ns, NULL, 0);
     remove(plan->results);
     remove(plan_path);
@@ -676,7 +682,7 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
     for (int i = 0; i < plan->nfaults && i < DDP_SCN_MAX_FAULTS; i++) {
         const ddp_fault_t *f = &plan->faults[i];
         by[i] = realised_by(f, exec);
-        hits[i] = hits_start(f, by[i], exec);
+        hits[i] = hits_start(f, by[i], exec, o->netns);
         for (int k = 0; f->kind == DDP_FAULT_LATE && k < np; k++)
             if (proc_aimed(f, &ps[k]) && ddp_faultset_draw(&rfs, i)) {
                 ps[k].start_ns += f->delay_ns; /* held before it starts */
@@ -712,7 +718,10 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
                     hits[i] += ddp__real_nft_hits(sys, &ns, plan, i, nft_scratch);
                 ddp__real_nft(sys, &ns, plan, i, want);
                 break;
+            case BY_PROXY: ddp__real_proxy_set(proxy, i, want); break;
             case BY_LINK:
+                if (!want && o->netns) /* its counters go with its qdiscs */
+                    hits[i] += ddp__real_link_hits(sys, &ns, f, nft_scratch);
                 if (ddp__real_link_cmd(sys, &ns, f, want) && want)
                     fprintf(stderr, "ddpsim: fault %s (line %d) is not in force: %s\n",
                             ddp_fault_kind_name(f->kind), plan->fault_line[i],
@@ -850,10 +859,14 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             ps[i].at_limit = timed_out && !is_service(plan->procs[ps[i].task].kind);
             ps[i].end_ns = ddp_sys_now(sys) - t0;
         }
-    ddp__real_proxy_stop(proxy);
-    for (int i = 0; i < plan->nfaults && i < DDP_SCN_MAX_FAULTS; i++)
-        if (by[i] == BY_NFT && on[i]) /* still in force: its counters go with the namespaces */
+    ddp__real_proxy_stop(proxy, hits, plan->nfaults);
+    for (int i = 0; i < plan->nfaults && i < DDP_SCN_MAX_FAULTS; i++) {
+        /* still in force: its counters go with the namespaces */
+        if (by[i] == BY_NFT && on[i])
             hits[i] += ddp__real_nft_hits(sys, &ns, plan, i, nft_scratch);
+        if (by[i] == BY_LINK && on[i] && o->netns)
+            hits[i] += ddp__real_link_hits(sys, &ns, &plan->faults[i], nft_scratch);
+    }
     char ns_left[32] = "";
     int nleft = ddp__real_netns_down(sys, &ns, ns_left, sizeof ns_left);
     ddp_sim_outcome_t *outs = NULL;

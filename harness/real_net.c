@@ -12,6 +12,7 @@
 
 #include "ddp/err.h"
 #include "ddp/plan.h"
+#include "ddp/scenario.h"
 #include "ddp/sys.h"
 #include "real_priv.h"
 
@@ -297,6 +298,38 @@ int ddp__real_nft(ddp_sys_t *sys, const ddp_netns_t *ns, const ddp_plan_t *p, in
                   : 0;
 }
 
+/* Runs argv with its stdout in scratch and sums the number after each
+ * `key` in that output; with `section`, only the keys in the lines from
+ * one that names section up to the next line that names `qdisc ` (tc -s
+ * prints one qdisc's counters under its line). */
+static long long capture_sum(ddp_sys_t *sys, char **argv, const char *scratch,
+                             const char *section, const char *key)
+{
+    ddp_spawn_t sp = {.argv = argv, .env = ddp_sys_env(sys), .name = argv[0],
+                      .stdout_path = scratch, .stderr_path = "/dev/null"};
+    ddp_pid_t pid;
+    int st = -1;
+    if (ddp_sys_spawn(sys, &sp, &pid) ||
+        ddp_sys_wait(sys, pid, &st, ddp_sys_deadline_in(sys, 30 * DDP_NS_PER_S)) || st) {
+        remove(scratch);
+        return 0;
+    }
+    long long sum = 0;
+    int in = section == NULL;
+    FILE *f = fopen(scratch, "r");
+    char line[512];
+    while (f && fgets(line, sizeof line, f)) {
+        if (section && strstr(line, "qdisc "))
+            in = strstr(line, section) != NULL;
+        for (const char *c = in ? strstr(line, key) : NULL; c; c = strstr(c + 1, key))
+            sum += strtoll(c + strlen(key), NULL, 10);
+    }
+    if (f)
+        fclose(f);
+    remove(scratch);
+    return sum;
+}
+
 long long ddp__real_nft_hits(ddp_sys_t *sys, const ddp_netns_t *ns, const ddp_plan_t *p,
                              int fault, const char *scratch)
 {
@@ -309,25 +342,29 @@ long long ddp__real_nft_hits(ddp_sys_t *sys, const ddp_netns_t *ns, const ddp_pl
             continue;
         ddp__real_ns_name(ns, i, name, sizeof name);
         char *argv[] = {"ip", "netns", "exec", name, "nft", "list", "table", "inet", chain, NULL};
-        ddp_spawn_t sp = {.argv = argv, .env = ddp_sys_env(sys), .name = "nft",
-                          .stdout_path = scratch, .stderr_path = "/dev/null"};
-        ddp_pid_t pid;
-        int st = -1;
-        if (ddp_sys_spawn(sys, &sp, &pid) ||
-            ddp_sys_wait(sys, pid, &st, ddp_sys_deadline_in(sys, 30 * DDP_NS_PER_S)) || st)
-            continue;
-        FILE *f = fopen(scratch, "r");
-        char line[512];
-        while (f && fgets(line, sizeof line, f)) {
-            const char *c = strstr(line, "counter packets ");
-            if (c)
-                packets += strtoll(c + strlen("counter packets "), NULL, 10);
-        }
-        if (f)
-            fclose(f);
+        packets += capture_sum(sys, argv, scratch, NULL, "counter packets ");
     }
-    remove(scratch);
     return packets;
+}
+
+long long ddp__real_link_hits(ddp_sys_t *sys, const ddp_netns_t *ns, const ddp_fault_t *f,
+                              const char *scratch)
+{
+    /* netem delays every packet it sends ("Sent B bytes P pkt": P follows
+     * "bytes "); tbf's overlimits are the packets that found its bucket
+     * empty and waited behind the limit */
+    int delay = f->kind == DDP_FAULT_DELAY;
+    long long hits = 0;
+    for (int i = 0; i < ns->nodes; i++) {
+        if (!delay && f->node >= 0 && f->node != i)
+            continue;
+        char name[32];
+        ddp__real_ns_name(ns, i, name, sizeof name);
+        char *argv[] = {"tc", "-s", "-n", name, "qdisc", "show", "dev", "eth0", NULL};
+        hits += capture_sum(sys, argv, scratch, delay ? "qdisc netem" : "qdisc tbf",
+                            delay ? "bytes " : "overlimits ");
+    }
+    return hits;
 }
 
 /* ---- the delay proxy ---- */
@@ -362,20 +399,33 @@ struct ddp_real_proxy {
     int running;
     pconn_t c[PROXY_CONNS];
     int n;
+    /* on[i]: the runner's view of fault i's window (ddp__real_proxy_set);
+     * hits[i]: the chunks it delayed, read once the thread is joined */
+    unsigned char on[DDP_SCN_MAX_FAULTS];
+    long long hits[DDP_SCN_MAX_FAULTS];
 };
 
 /* One way's delay now, for a client on `node`: the base latency and every
- * delay fault that is active and aimed at that node (or at every node). */
-static int64_t proxy_delay(const ddp_real_proxy_t *x, int node)
+ * delay fault whose window the runner has open and that aims at that node
+ * (or at every node); each such fault counts the chunk as a hit. */
+static int64_t proxy_delay(ddp_real_proxy_t *x, int node)
 {
-    int64_t now = ddp_sys_now(x->sys) - x->t0, d = x->p->latency_ns;
-    for (int i = 0; i < x->p->nfaults; i++) {
+    int64_t d = x->p->latency_ns;
+    for (int i = 0; i < x->p->nfaults && i < DDP_SCN_MAX_FAULTS; i++) {
         const ddp_fault_t *f = &x->p->faults[i];
-        if (f->kind == DDP_FAULT_DELAY && now >= f->start_ns &&
-            (!f->end_ns || now < f->end_ns) && (f->node < 0 || f->node == node))
+        if (f->kind == DDP_FAULT_DELAY && __atomic_load_n(&x->on[i], __ATOMIC_ACQUIRE) &&
+            (f->node < 0 || f->node == node)) {
             d += f->delay_ns;
+            x->hits[i]++;
+        }
     }
     return d;
+}
+
+void ddp__real_proxy_set(ddp_real_proxy_t *x, int fault, int on)
+{
+    if (x && fault >= 0 && fault < DDP_SCN_MAX_FAULTS)
+        __atomic_store_n(&x->on[fault], (unsigned char)(on != 0), __ATOMIC_RELEASE);
 }
 
 static void pconn_close(ddp_real_proxy_t *x, int i)
@@ -555,13 +605,17 @@ int ddp__real_proxy_start(ddp_sys_t *sys, const ddp_plan_t *p, int64_t t0,
     return 0;
 }
 
-void ddp__real_proxy_stop(ddp_real_proxy_t *x)
+void ddp__real_proxy_stop(ddp_real_proxy_t *x, long long *hits, int n)
 {
     if (!x)
         return;
     x->stop = 1;
-    if (x->running)
-        ddp_sys_thread_join(x->sys, x->th, NULL, ddp_sys_deadline_in(x->sys, 5 * DDP_NS_PER_S));
+    int joined = !x->running ||
+                 ddp_sys_thread_join(x->sys, x->th, NULL,
+                                     ddp_sys_deadline_in(x->sys, 5 * DDP_NS_PER_S)) == 0;
+    for (int i = 0; joined && hits && i < n && i < DDP_SCN_MAX_FAULTS; i++)
+        if (hits[i] >= 0 && x->p->faults[i].kind == DDP_FAULT_DELAY)
+            hits[i] += x->hits[i];
     if (x->lfd >= 0)
         ddp_sys_close(x->sys, x->lfd);
     free(x);

@@ -52,7 +52,11 @@ typedef struct ddp_real_proxy ddp_real_proxy_t;
 int ddp__real_proxy_start(ddp_sys_t *sys, const ddp_plan_t *p, int64_t t0,
                           const ddp_addr_t *listen, const ddp_addr_t *target,
                           ddp_real_proxy_t **out, uint16_t *port);
-void ddp__real_proxy_stop(ddp_real_proxy_t *x);
+/* The runner opens (on) or closes fault `fault`'s window for the proxy. */
+void ddp__real_proxy_set(ddp_real_proxy_t *x, int fault, int on);
+/* Stops and frees it; adds each delay fault's hits (the chunks it delayed)
+ * to hits[i] where hits[i] >= 0 (hits may be NULL). */
+void ddp__real_proxy_stop(ddp_real_proxy_t *x, long long *hits, int n);
 /* In node's namespace: connections to master:master_port go to the proxy. */
 int ddp__real_dnat(ddp_sys_t *sys, const ddp_netns_t *ns, int node, const char *master,
                    uint16_t master_port, uint16_t proxy_port);
@@ -60,6 +64,11 @@ int ddp__real_dnat(ddp_sys_t *sys, const ddp_netns_t *ns, int node, const char *
 /* The packets fault `fault`'s nft rules acted on, summed over the
  * namespaces (each rule has a counter); read before the rules go. scratch:
  * a file path for nft's output (removed). */
+/* The packets link fault f's qdiscs acted on, summed over the namespaces:
+ * netem (delay) counts every packet it sent, tbf (bandwidth) the packets
+ * that waited behind the limit. Read before the qdiscs go. */
+long long ddp__real_link_hits(ddp_sys_t *sys, const ddp_netns_t *ns, const ddp_fault_t *f,
+                              const char *scratch);
 long long ddp__real_nft_hits(ddp_sys_t *sys, const ddp_netns_t *ns, const ddp_plan_t *p,
                              int fault, const char *scratch);
 

@@ -163,6 +163,35 @@ static void test_faultset_store_events(void)
     ddp_faultset_free(&fs);
 }
 
+/* set:/wait: globs name the key as the program did: TCPStore sends "/"+key
+ * on the wire, and a PrefixStore puts its prefix before that. */
+static void test_faultset_key_globs(void)
+{
+    ddp_fault_t f[2];
+    memset(f, 0, sizeof f);
+    for (int i = 0; i < 2; i++)
+        f[i] = (ddp_fault_t){.kind = DDP_FAULT_DELAY, .node = -1, .task = -1,
+                             .peer_node = -1, .delay_ns = 1};
+    ddp_trigger_parse("set:k0", &f[0].start_on);
+    ddp_trigger_parse("wait:ready*", &f[1].start_on);
+    ddp_faultset_t fs;
+    CU_ASSERT_EQUAL_FATAL(ddp_faultset_init(&fs, f, 2, 0, NULL, 2), 0);
+    ddp_fault_event_t ev = {.kind = DDP_TRIG_SET, .rank = -1, .name = "/xk0", .value = -1};
+    CU_ASSERT_EQUAL(ddp_faultset_event(&fs, &ev, 5), 0);
+    ev.name = "/k01";
+    CU_ASSERT_EQUAL(ddp_faultset_event(&fs, &ev, 6), 0);
+    ev.kind = DDP_TRIG_WAIT, ev.name = "/k0"; /* a wait is not a set */
+    CU_ASSERT_EQUAL(ddp_faultset_event(&fs, &ev, 7), 0);
+    ev.kind = DDP_TRIG_SET;
+    CU_ASSERT_EQUAL(ddp_faultset_event(&fs, &ev, 10), 1);
+    CU_ASSERT_TRUE(ddp_faultset_active(&fs, 0, 10));
+    ev.kind = DDP_TRIG_WAIT, ev.name = "default_pg//ready3";
+    CU_ASSERT_EQUAL(ddp_faultset_event(&fs, &ev, 20), 1);
+    CU_ASSERT_TRUE(ddp_faultset_active(&fs, 1, 20));
+    CU_ASSERT_FALSE(ddp_faultset_active(&fs, 1, 19));
+    ddp_faultset_free(&fs);
+}
+
 static ddp_scenario_t *parse(const char *text)
 {
     ddp_scenario_t *s = NULL;
@@ -343,6 +372,7 @@ DDP_SUITE("fault_model", NULL, NULL, {"rank sets: one parser, empty is every ran
           {"triggers: parse, format, errors", test_triggers},
           {"faultset: event windows, offsets, count, aim", test_faultset_windows},
           {"faultset: barrier and mark events from store sets", test_faultset_store_events},
+          {"faultset: set/wait globs match the program's key", test_faultset_key_globs},
           {"scenario syntax: events, may-miss, late; round trip; errors", test_scenario_syntax},
           {"simulator: event-aimed faults hit, mistimed ones are vacuous", test_sim_events_and_vacuous},
           {"simulator: late ranks, a partition held until its event", test_sim_late_and_held},

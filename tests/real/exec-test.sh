@@ -158,6 +158,49 @@ else
     echo "skip: netns delay without netem (needs root and iproute2)"
 fi
 
+# 6b. The delay proxy in front of a foreign program's store (netns, root):
+#     a window opened by the program's own store event (set:k*) delays its
+#     traffic, and the run counts the segments it delayed; a window that
+#     waits for a mark nobody sets acts on nothing: vacuous, exit 1.
+if [ "$(id -u)" -eq 0 ] && command -v nft >/dev/null 2>&1 && command -v ip >/dev/null 2>&1; then
+    abs=$(cd "$(dirname "$ddpsim")" && pwd)/$(basename "$ddpsim")
+    cat >"$work/prog.sh" <<EOS
+st="$abs store --host \$MASTER_ADDR --port \$MASTER_PORT --timeout 20"
+\$st set k\$RANK v && \$st get k0 && \$st get k1 && \$st set done\$RANK 1
+EOS
+    for start in "set:k*" "mark:never"; do
+        cat >"$work/proxy.scn" <<EOS
+scenario "exec: the delay proxy, opened by a store event"
+nodes 2
+devices 1
+accelerators ddp
+timeout 30s
+seed 7
+exec "sh $work/prog.sh"
+fault delay delay=100ms start=$start
+expect ok
+EOS
+        "$ddpsim" run --netns --verbose "$work/proxy.scn" --no-progress >"$work/proxy.out" 2>&1
+        rc=$?
+        n=$(sed -n 's/.*fault delay *(line [0-9]*) *\([0-9][0-9]*\) segments delayed.*/\1/p' "$work/proxy.out" | head -1)
+        if [ "$start" = "set:k*" ]; then
+            if [ $rc -eq 0 ] && [ "${n:-0}" -gt 0 ]; then
+                ok "netns: --exec delay opened at the program's set:k*: $n segments delayed by the proxy"
+            else
+                fail "netns: --exec delay at set:k*: exit $rc, segments delayed '${n:-none}' (want exit 0, > 0)"
+                show "$work/proxy.out"
+            fi
+        elif [ $rc -eq 1 ] && [ "${n:-x}" = 0 ] && grep -q 'vacuous' "$work/proxy.out"; then
+            ok "netns: --exec delay waiting for a mark nobody sets: 0 segments delayed, vacuous, exit 1"
+        else
+            fail "netns: --exec delay at mark:never: exit $rc, segments delayed '${n:-none}' (want vacuous, 0, exit 1)"
+            show "$work/proxy.out"
+        fi
+    done
+else
+    echo "skip: netns delay proxy (needs root, nftables and iproute2)"
+fi
+
 # 7. A port holder that exits before it holds the port (seen where the
 #    holder could not load its libraries): the run fails naming why, and
 #    port-taken's ranks never run as a clean start. A wrapper run as the
