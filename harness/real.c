@@ -176,6 +176,7 @@ typedef struct proc {
     int held;             /* its start waited for a pause window to close */
     int at_limit;         /* still running at the run's limit: killed */
     int64_t start_ns, end_ns;
+    int64_t spawn_ns; /* when it was spawned: start_ns, or after its pause */
     int workers; /* records of processes it launched */
 } proc_t;
 
@@ -293,6 +294,8 @@ static int read_results(const char *path, proc_t *ps, int np, const ddp_plan_t *
             x->end_ns = atoll(field[10]);
             x->retries = atoi(field[11]);
             x->state = DDP_SIM_TASK_EXITED;
+            if (task >= 0 && task < np && ps[task].spawn_ns > plan->procs[task].start_ns)
+                x->held_ns = ps[task].spawn_ns - plan->procs[task].start_ns;
             snprintf(x->message, sizeof x->message, "%s", strcmp(field[13], "-") ? field[13] : "");
             /* A worker an accelerator launched reports under its parent's task. */
             int parent_is_rank = task >= 0 && task < np && ps[task].rank == x->rank;
@@ -774,6 +777,7 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             int src = env ? ddp_sys_spawn(sys, &sp, &p->pid) : -ENOMEM;
             ddp_env_free(env);
             p->started = 1;
+            p->spawn_ns = now;
             proc_event(plan, &rfs, p, DDP_TRIG_SPAWN, now);
             if (src) {
                 p->done = 1;

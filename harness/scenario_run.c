@@ -298,12 +298,13 @@ static int check_invariants(judge_t *j, ddp_sim_result_t res)
             free(seen);
             return say(j, "invariant: task %s never finished", o->name);
         }
-        if (o->end_ns > bound && o->state != DDP_SIM_TASK_CRASHED) {
+        /* a process held at birth (late, paused) counts from its start */
+        if (o->end_ns > bound + o->held_ns && o->state != DDP_SIM_TASK_CRASHED) {
             free(seen);
             return say(j, "invariant: %s ended at %.3f s, past its deadline (%.3f s = "
                           "start + timeout + %.0f s slack)",
-                       who(o, w, sizeof w), (double)o->end_ns / 1e9, (double)bound / 1e9,
-                       (double)DEADLINE_SLACK_NS / 1e9);
+                       who(o, w, sizeof w), (double)o->end_ns / 1e9,
+                       (double)(bound + o->held_ns) / 1e9, (double)DEADLINE_SLACK_NS / 1e9);
         }
         if (o->leaked_socks) {
             free(seen);

@@ -720,7 +720,17 @@ static void task_run(ddp_sim_task_t *t)
     ddp__sim_trace(sim, t->id, "start",
                    "\"node\":\"%s\",\"node_index\":%d,\"rank\":%d,\"thread\":%d",
                    sim->nodes[t->out.node].host, t->out.node, t->out.rank, t->out.thread);
-    int rc = t->killed ? DDP_ECANCELED : t->fn(&t->sys, t->arg);
+    /* A process whose pause window is open when it starts is stopped at
+     * birth, before its first instruction (as the real runner holds it):
+     * a master paused at its spawn never listens until the pause ends. */
+    int rc = t->killed || (!t->out.thread && ddp__sim_pause_point(t))
+                 ? DDP_ECANCELED
+                 : 0;
+    int64_t asked = VT0 + (t->start_ns > 0 ? t->start_ns : 0);
+    if (!t->out.thread && sim->vt > asked)
+        t->out.held_ns = sim->vt - asked;
+    if (rc == 0)
+        rc = t->fn(&t->sys, t->arg);
     t->out.rc = rc;
     /* A process's exit status is small; the error context keeps the code. */
     t->out.code = t->reported_code ? t->reported_code

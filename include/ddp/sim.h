@@ -135,6 +135,8 @@ typedef struct ddp_sim_outcome {
     int leaked_socks;       /* sockets its process left open at a normal exit */
     int spawned;            /* processes it spawned: a process that spawned
                                some and is no rank is a launcher */
+    int64_t held_ns;        /* how long a late or pause fault held it
+                               before its first instruction */
 } ddp_sim_outcome_t;
 
 DDP_API int ddp_sim_task_count(const ddp_sim_t *sim);
