@@ -255,7 +255,7 @@ static void proc_event(const ddp_plan_t *plan, ddp_faultset_t *fs, const proc_t 
 {
     ddp_fault_event_t ev = {.kind = kind, .rank = p->rank, .name = "", .value = -1};
     if (ddp_faultset_wants(fs, &ev))
-        ddp__real_event_write(plan->results, &ev, now);
+        ddp__real_event_write(plan->results, &ev, now, 0);
 }
 
 /* Parses the results file into outcomes; fired[i] counts the firings of
@@ -700,8 +700,10 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
         int64_t now = ddp_sys_now(sys) - t0;
         /* every process's events (E records), then the windows: one open
          * at 0 holds before anyone starts */
+        unsigned long long acks[64];
+        int nacks = 0;
         if (rfs.events)
-            ddp__real_events_read(plan->results, &events_off, &rfsp, 1, 0);
+            ddp__real_events_read(plan->results, &events_off, &rfsp, 1, 0, acks, 64, &nacks);
         for (int i = 0; i < plan->nfaults && i < DDP_SCN_MAX_FAULTS; i++) {
             int want = ddp_faultset_active(&rfs, i, now);
             if (by[i] == BY_OTHERS || want == on[i] || (by[i] == BY_KILL && on[i]))
@@ -733,6 +735,9 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             default: break;
             }
         }
+        /* the processes that saw those events go on now (ddp__real_ack_wait) */
+        for (int a = 0; a < nacks; a++)
+            ddp__real_ack_write(plan->results, acks[a]);
         /* start what is due */
         for (int i = 0; i < np; i++) {
             proc_t *p = &ps[i];

@@ -32,6 +32,8 @@ static struct {
     int *plan_index;     /* each one's index in the plan */
     ddp_faultset_t fs;
     ddp_faultset_t all;  /* every fault of the plan: which events to share */
+    ddp_faultset_t runner; /* the faults the runner realises: which to await */
+    ddp_fault_t *rfaults;
     long events_off;     /* E records read so far (ddp__real_events_read) */
     ddp_rng_t rng;
 } self;
@@ -63,13 +65,8 @@ static void append_line(const char *line)
     fclose(f);
 }
 
-void ddp__real_event_write(const char *results, const ddp_fault_event_t *ev, int64_t t)
+static void append_to(const char *results, const char *line)
 {
-    char name[200], line[300];
-    snprintf(name, sizeof name, "%s", ev->name ? ev->name : "");
-    clean(name);
-    snprintf(line, sizeof line, "E\t%d\t%d\t%lld\t%lld\t%s\n", (int)ev->kind, ev->rank,
-             ev->value, (long long)t, name);
     FILE *f = results && results[0] ? fopen(results, "a") : NULL;
     if (!f)
         return;
@@ -78,8 +75,53 @@ void ddp__real_event_write(const char *results, const ddp_fault_event_t *ev, int
     fclose(f);
 }
 
+void ddp__real_event_write(const char *results, const ddp_fault_event_t *ev, int64_t t,
+                           unsigned long long ack)
+{
+    char name[200], line[330];
+    snprintf(name, sizeof name, "%s", ev->name ? ev->name : "");
+    clean(name);
+    snprintf(line, sizeof line, "E\t%d\t%d\t%lld\t%lld\t%llu\t%s\n", (int)ev->kind, ev->rank,
+             ev->value, (long long)t, ack, name);
+    append_to(results, line);
+}
+
+void ddp__real_ack_write(const char *results, unsigned long long ack)
+{
+    char line[48];
+    snprintf(line, sizeof line, "A\t%llu\n", ack);
+    append_to(results, line);
+}
+
+int ddp__real_ack_wait(ddp_sys_t *sys, const char *results, unsigned long long ack,
+                       int64_t deadline)
+{
+    long off = 0;
+    for (;;) {
+        FILE *f = fopen(results, "r");
+        char line[400];
+        if (f && fseek(f, off, SEEK_SET) == 0)
+            while (fgets(line, sizeof line, f)) {
+                size_t len = strlen(line);
+                if (!len || line[len - 1] != '\n')
+                    break; /* still being written */
+                off += (long)len;
+                unsigned long long a;
+                if (line[0] == 'A' && sscanf(line, "A\t%llu", &a) == 1 && a == ack) {
+                    fclose(f);
+                    return 0;
+                }
+            }
+        if (f)
+            fclose(f);
+        if (ddp_sys_now(sys) >= deadline)
+            return DDP_ETIMEOUT;
+        ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 2 * DDP_NS_PER_MS));
+    }
+}
+
 int ddp__real_events_read(const char *results, long *off, ddp_faultset_t *const *fss, int nfs,
-                          int64_t base)
+                          int64_t base, unsigned long long *acks, int max_acks, int *nacks)
 {
     FILE *f = fopen(results, "r");
     if (!f)
@@ -94,11 +136,14 @@ int ddp__real_events_read(const char *results, long *off, ddp_faultset_t *const 
             *off += (long)len;
             int kind, rank;
             long long value, t;
+            unsigned long long ack;
             int name_at = 0;
             if (line[0] != 'E' ||
-                sscanf(line, "E\t%d\t%d\t%lld\t%lld\t%n", &kind, &rank, &value, &t,
-                       &name_at) != 4 || !name_at || kind <= 0 || kind >= DDP_TRIG_COUNT)
+                sscanf(line, "E\t%d\t%d\t%lld\t%lld\t%llu\t%n", &kind, &rank, &value, &t,
+                       &ack, &name_at) != 5 || !name_at || kind <= 0 || kind >= DDP_TRIG_COUNT)
                 continue;
+            if (ack && acks && nacks && *nacks < max_acks)
+                acks[(*nacks)++] = ack;
             line[len - 1] = '\0';
             ddp_fault_event_t ev = {.kind = (ddp_trigger_kind_t)kind, .rank = rank,
                                     .name = line + name_at, .value = value};
@@ -150,9 +195,10 @@ static int node_of(const ddp_addr_t *a)
  * windows open and close on what any process of the run saw. */
 static void sync_events(void)
 {
-    ddp_faultset_t *fss[2] = {&self.all, &self.fs};
+    ddp_faultset_t *fss[3] = {&self.all, &self.fs, &self.runner};
     if (self.all.events)
-        ddp__real_events_read(self.p->results, &self.events_off, fss, 2, self.p->t0);
+        ddp__real_events_read(self.p->results, &self.events_off, fss, 3, self.p->t0, NULL, 0,
+                              NULL);
 }
 
 /* The sys seam's connects and resolves, with their details: the faultset
@@ -179,8 +225,22 @@ static int call_hook(void *arg, const ddp_fault_call_t *c, int *err)
 static void observer(void *arg, const ddp_fault_event_t *ev)
 {
     (void)arg;
-    if (ddp_faultset_wants(&self.all, ev))
-        ddp__real_event_write(self.p->results, ev, ddp_sys_now(self.sys) - self.p->t0);
+    if (!ddp_faultset_wants(&self.all, ev))
+        return;
+    /* A window the runner puts in force: wait until it has (or 10 s), so
+     * the fault is there when this process goes on, as in the simulator. */
+    static unsigned long long seq;
+    unsigned long long ack =
+        ddp_faultset_wants(&self.runner, ev)
+            ? (unsigned long long)ddp_sys_pid() << 24 | (__atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED) & 0xffffff)
+            : 0;
+    ddp__real_event_write(self.p->results, ev, ddp_sys_now(self.sys) - self.p->t0, ack);
+    if (ack && ddp__real_ack_wait(self.sys, self.p->results, ack,
+                                  ddp_sys_deadline_in(self.sys, 10 * DDP_NS_PER_S)))
+        fprintf(stderr, "ddpsim: the runner did not put in force, within 10 s, the fault "
+                        "window opened or closed by this process's event %s%s%s\n",
+                ddp_trigger_kind_name(ev->kind), ev->name && ev->name[0] ? ":" : "",
+                ev->name ? ev->name : "");
 }
 
 static int phase_cb(const char *name, int *failnum, void **failinfo, unsigned int *flags)
@@ -224,6 +284,18 @@ static int arm_faults(void)
     if ((rc = ddp_faultset_init(&self.all, self.p->faults, self.p->nfaults, self.p->t0, NULL,
                                 self.p->expected_world)))
         return rc;
+    /* the runner's: under --exec it realises the in-process kinds too (nft) */
+    int exec = self.p->entry.exec[0] != '\0', nr = 0;
+    self.rfaults = calloc((size_t)self.p->nfaults + 1, sizeof *self.rfaults);
+    if (!self.rfaults)
+        return ddp_err_set(-ENOMEM, "out of memory");
+    for (int i = 0; i < self.p->nfaults; i++)
+        if ((exec || !ddp__real_in_process(&self.p->faults[i])) &&
+            self.p->faults[i].kind != DDP_FAULT_LATE)
+            self.rfaults[nr++] = self.p->faults[i];
+    if ((rc = ddp_faultset_init(&self.runner, self.rfaults, nr, self.p->t0, NULL,
+                                self.p->expected_world)))
+        return rc;
     if (!n && !self.all.events)
         return 0;
     self.faults = calloc((size_t)n + 1, sizeof *self.faults);
@@ -257,6 +329,9 @@ static void disarm_faults(void)
     ddp_fault_disable(ddp_fault_name(DDP_FP_DDP_PHASE_ENTER));
     ddp_faultset_free(&self.fs);
     ddp_faultset_free(&self.all);
+    ddp_faultset_free(&self.runner);
+    free(self.rfaults);
+    self.rfaults = NULL;
     free(self.faults);
     free(self.plan_index);
     self.faults = NULL;

@@ -78,10 +78,24 @@ long long ddp__real_nft_hits(ddp_sys_t *sys, const ddp_netns_t *ns, const ddp_pl
  * and the runner read them back, so a window opens on any process's event
  * as in the simulator. ddp__real_events_read feeds the records past *off
  * (moved on) to each faultset at base + their time; returns how many
- * windows opened or closed. */
-void ddp__real_event_write(const char *results, const ddp_fault_event_t *ev, int64_t t);
+ * windows opened or closed.
+ *
+ * A window the runner realises (nft rules, signals, qdiscs, the proxy)
+ * takes it a few spawned commands to put in force, and the process that
+ * saw the event would be past the phase by then. So such an event carries
+ * an ack number (nonzero): the process waits (ddp__real_ack_wait) until
+ * the runner has applied the windows and appended "A <ack>"; acks[] of
+ * ddp__real_events_read collects the numbers for the runner (NULL: a
+ * process, which does not ack). */
+void ddp__real_event_write(const char *results, const ddp_fault_event_t *ev, int64_t t,
+                           unsigned long long ack);
 int ddp__real_events_read(const char *results, long *off, ddp_faultset_t *const *fss, int nfs,
-                          int64_t base);
+                          int64_t base, unsigned long long *acks, int max_acks, int *nacks);
+/* Appends the runner's "A <ack>" record. */
+void ddp__real_ack_write(const char *results, unsigned long long ack);
+/* Waits until results holds "A <ack>" or the deadline; 0 when it does. */
+int ddp__real_ack_wait(ddp_sys_t *sys, const char *results, unsigned long long ack,
+                       int64_t deadline);
 
 /* 1 if the fault is realised inside the processes (libfiu at the sys
  * seam's points), 0 if by the runner (signals, links, port holders). */
