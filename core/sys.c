@@ -259,14 +259,67 @@ uint64_t ddp_rng_below(ddp_rng_t *rng, uint64_t n)
     return x % n;
 }
 
-int ddp_sys_local_addrs(ddp_sys_t *s, ddp_addr_t *out, int max)
+int ddp_sys_ifaddrs(ddp_sys_t *s, ddp_ifaddr_t *out, int max)
 {
-    if (!s->ops->local_addrs)
+    if (!s->ops->ifaddrs)
         return ddp_err_set(DDP_EUNSUPPORTED, "the %s sys cannot list this host's "
                                              "addresses", s->ops->name);
     if (max <= 0)
-        return ddp_err_set(-EINVAL, "local_addrs: no room for addresses");
-    return s->ops->local_addrs(s, out, max);
+        return ddp_err_set(-EINVAL, "ifaddrs: no room for addresses");
+    return s->ops->ifaddrs(s, out, max);
+}
+
+#define SYS_MAX_IFADDRS 64
+
+int ddp_sys_local_addrs(ddp_sys_t *s, ddp_addr_t *out, int max)
+{
+    ddp_ifaddr_t ifs[SYS_MAX_IFADDRS];
+    int n = ddp_sys_ifaddrs(s, ifs, max < SYS_MAX_IFADDRS ? max : SYS_MAX_IFADDRS);
+    for (int i = 0; i < n; i++)
+        out[i] = ifs[i].addr;
+    return n;
+}
+
+int ddp_sys_iface_addr(ddp_sys_t *s, const char *name, int prefer, ddp_addr_t *out)
+{
+    ddp_ifaddr_t ifs[SYS_MAX_IFADDRS];
+    int n = ddp_sys_ifaddrs(s, ifs, SYS_MAX_IFADDRS), found = -1;
+    if (n < 0)
+        return n;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(ifs[i].name, name) &&
+            (found < 0 || (ifs[i].addr.family == prefer && ifs[found].addr.family != prefer)))
+            found = i;
+    if (found >= 0) {
+        *out = ifs[found].addr;
+        return 0;
+    }
+    char names[256] = "";
+    size_t off = 0;
+    for (int i = 0; i < n && off + 20 < sizeof names; i++) {
+        int dup = 0;
+        for (int k = 0; k < i; k++)
+            dup |= !strcmp(ifs[k].name, ifs[i].name);
+        if (!dup)
+            off += (size_t)snprintf(names + off, sizeof names - off, "%s%s", off ? ", " : "",
+                                    ifs[i].name);
+    }
+    return ddp_err_set(DDP_ENOT_FOUND, "no interface \"%s\" with an address here (there are: %s)",
+                       name, names[0] ? names : "none");
+}
+
+int ddp_addr_in_net(const ddp_addr_t *a, const ddp_addr_t *net, int prefix)
+{
+    if (a->family != net->family)
+        return 0;
+    int bits = a->family == 4 ? 32 : 128;
+    if (prefix < 0 || prefix > bits)
+        prefix = bits;
+    for (int i = 0; i < prefix / 8; i++)
+        if (a->ip[i] != net->ip[i])
+            return 0;
+    int r = prefix % 8;
+    return !r || ((a->ip[prefix / 8] ^ net->ip[prefix / 8]) & (0xff00 >> r) & 0xff) == 0;
 }
 
 int ddp_addr_is_loopback(const ddp_addr_t *a)

@@ -196,8 +196,22 @@ static int px_hostname(ddp_sys_t *s, char *buf, size_t n)
     return 0;
 }
 
+static int mask_len(const struct sockaddr *m)
+{
+    const uint8_t *b = NULL;
+    int n = 0, len = 0;
+    if (m && m->sa_family == AF_INET)
+        b = (const uint8_t *)&((const struct sockaddr_in *)m)->sin_addr, n = 4;
+    else if (m && m->sa_family == AF_INET6)
+        b = ((const struct sockaddr_in6 *)m)->sin6_addr.s6_addr, n = 16;
+    for (int i = 0; i < n; i++)
+        for (int k = 7; k >= 0 && (b[i] >> k & 1); k--)
+            len++;
+    return len;
+}
+
 /* Every interface's IPv4 and IPv6 address, as `ip addr` lists them. */
-static int px_local_addrs(ddp_sys_t *s, ddp_addr_t *out, int max)
+static int px_ifaddrs(ddp_sys_t *s, ddp_ifaddr_t *out, int max)
 {
     (void)s;
     struct ifaddrs *all = NULL;
@@ -206,8 +220,12 @@ static int px_local_addrs(ddp_sys_t *s, ddp_addr_t *out, int max)
     int n = 0;
     for (struct ifaddrs *i = all; i && n < max; i = i->ifa_next)
         if (i->ifa_addr && (i->ifa_addr->sa_family == AF_INET ||
-                            i->ifa_addr->sa_family == AF_INET6))
-            to_addr(i->ifa_addr, &out[n++]);
+                            i->ifa_addr->sa_family == AF_INET6)) {
+            snprintf(out[n].name, sizeof out[n].name, "%s", i->ifa_name ? i->ifa_name : "?");
+            to_addr(i->ifa_addr, &out[n].addr);
+            out[n].addr.port = 0;
+            out[n++].prefix = mask_len(i->ifa_netmask);
+        }
     freeifaddrs(all);
     return n;
 }
@@ -1165,7 +1183,7 @@ static const ddp_sys_ops_t posix_ops = {
     .thread_join = px_thread_join,
     .read_file = px_read_file,
     .destroy = px_destroy,
-    .local_addrs = px_local_addrs,
+    .ifaddrs = px_ifaddrs,
     .node_local = px_node_local,
 };
 

@@ -935,6 +935,89 @@ const char *ddp_sim_node_hostname(const ddp_sim_t *sim, int node)
     return node >= 0 && node < sim->nnodes ? sim->nodes[node].host : NULL;
 }
 
+static const char *const default_ifs[][3] = {
+    {"lo", "127.0.0.1", "8"}, {"lo", "::1", "128"}};
+
+int ddp__sim_node_ifs(const ddp_sim_t *sim, int node, ddp_ifaddr_t *out, int max)
+{
+    const sim_node_t *nd = &sim->nodes[node];
+    int n = 0;
+    for (int i = 0; i < 2 && n < max; i++, n++) {
+        snprintf(out[n].name, sizeof out[n].name, "%s", default_ifs[i][0]);
+        ddp_addr_parse(default_ifs[i][1], 0, &out[n].addr);
+        out[n].prefix = atoi(default_ifs[i][2]);
+    }
+    if (!nd->eth0_set && n < max) {
+        snprintf(out[n].name, sizeof out[n].name, "eth0");
+        out[n].addr = nd->addr;
+        out[n].addr.port = 0;
+        out[n++].prefix = 8; /* the cluster's 10/8: every node reaches every node */
+    }
+    for (int i = 0; i < nd->nifs && n < max; i++)
+        out[n++] = nd->ifs[i];
+    return n;
+}
+
+static int add_iface1(ddp_sim_t *sim, int node, const char *name, const ddp_addr_t *a,
+                      int prefix)
+{
+    sim_node_t *nd = &sim->nodes[node];
+    if (!strcmp(name, "eth0"))
+        nd->eth0_set = 1;
+    nd->ifs = xrealloc(nd->ifs, sizeof *nd->ifs * (size_t)(nd->nifs + 1));
+    ddp_ifaddr_t *f = &nd->ifs[nd->nifs++];
+    snprintf(f->name, sizeof f->name, "%s", name);
+    f->addr = *a;
+    f->prefix = prefix;
+    sim->custom_ifs = 1;
+    return 0;
+}
+
+int ddp_sim_add_iface(ddp_sim_t *sim, int node, const char *name, const char *cidr)
+{
+    char host[DDP_ADDR_STRLEN];
+    const char *slash = strchr(cidr, '/');
+    size_t hl = slash ? (size_t)(slash - cidr) : strlen(cidr);
+    ddp_addr_t a;
+    if (hl >= sizeof host)
+        return ddp_err_set(DDP_ECONFIG, "iface %s: \"%s\" is not ADDR/PREFIX", name, cidr);
+    memcpy(host, cidr, hl);
+    host[hl] = '\0';
+    if (ddp_addr_parse(host, 0, &a) != 0)
+        return ddp_err_set(DDP_ECONFIG, "iface %s: \"%s\" is not an IPv4 or IPv6 address",
+                           name, host);
+    int bits = a.family == 4 ? 32 : 128;
+    char *end = NULL;
+    long prefix = slash ? strtol(slash + 1, &end, 10) : bits;
+    if (slash && (!end || *end || end == slash + 1 || prefix < 0 || prefix > bits))
+        return ddp_err_set(DDP_ECONFIG, "iface %s: \"%s\": the prefix is not 0..%d", name,
+                           cidr, bits);
+    if (!name[0] || strlen(name) >= 16)
+        return ddp_err_set(DDP_ECONFIG, "iface \"%s\": not an interface name (1-15 "
+                                        "characters)", name);
+    if (node >= sim->nnodes)
+        return ddp_err_set(DDP_ECONFIG, "iface %s: no node %d", name, node);
+    for (int i = node < 0 ? 0 : node; i < (node < 0 ? sim->nnodes : node + 1); i++)
+        add_iface1(sim, i, name, &a, (int)prefix);
+    return 0;
+}
+
+int ddp_sim_add_hostent(ddp_sim_t *sim, int node, const char *name, const char *addr)
+{
+    ddp_addr_t a;
+    if (ddp_addr_parse(addr, 0, &a) != 0)
+        return ddp_err_set(DDP_ECONFIG, "resolve %s: \"%s\" is not an IPv4 or IPv6 address",
+                           name, addr);
+    if (node >= sim->nnodes || strlen(name) >= 64)
+        return ddp_err_set(DDP_ECONFIG, "resolve %s: no node %d", name, node);
+    sim->hostents = xrealloc(sim->hostents, sizeof *sim->hostents * (size_t)(sim->nhostents + 1));
+    sim_hostent_t *h = &sim->hostents[sim->nhostents++];
+    h->node = node;
+    snprintf(h->name, sizeof h->name, "%s", name);
+    h->addr = a;
+    return 0;
+}
+
 int ddp_sim_add_alias(ddp_sim_t *sim, const char *name, int node)
 {
     if (node < 0 || node >= sim->nnodes)
@@ -1176,7 +1259,10 @@ void ddp_sim_free(ddp_sim_t *sim)
     free(sim->tasks);
     free(sim->runnable);
     free(sim->timers);
+    for (int i = 0; i < sim->nnodes; i++)
+        free(sim->nodes[i].ifs);
     free(sim->nodes);
+    free(sim->hostents);
     free(sim->by_host);
     free(sim->by_ip);
     for (int i = 0; i < sim->naliases; i++)

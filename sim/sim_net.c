@@ -132,6 +132,7 @@ typedef struct sock {
     int fd, type, owner, node;
     int closed; /* by its owner */
     ddp_addr_t local, remote;
+    ddp_addr_t bind; /* a listener's: what it was bound to (any, or one address) */
     waitq_t waiters;
     /* listener */
     int backlog;
@@ -192,14 +193,55 @@ static sock_t *sock_new(ddp_sim_t *sim, int type, int owner, int node)
     return s;
 }
 
-int ddp__sim_node_by_ip(ddp_sim_t *sim, const ddp_addr_t *a)
+/* 1 when node `from` has an interface (not lo) whose network holds a. */
+static int shares_net(const ddp_sim_t *sim, int from, const ddp_addr_t *a)
 {
+    ddp_ifaddr_t ifs[32];
+    int n = ddp__sim_node_ifs(sim, from, ifs, 32);
+    for (int i = 0; i < n; i++)
+        if (strcmp(ifs[i].name, "lo") && ddp_addr_in_net(a, &ifs[i].addr, ifs[i].prefix))
+            return 1;
+    return 0;
+}
+
+static int has_addr(const ddp_sim_t *sim, int node, const ddp_addr_t *a)
+{
+    ddp_ifaddr_t ifs[32];
+    int n = ddp__sim_node_ifs(sim, node, ifs, 32);
+    for (int i = 0; i < n; i++) {
+        ddp_addr_t x = ifs[i].addr;
+        x.port = a->port;
+        if (ddp_addr_equal(&x, a))
+            return 1;
+    }
+    return 0;
+}
+
+int ddp__sim_route(const ddp_sim_t *sim, int from, const ddp_addr_t *a)
+{
+    if (ddp_addr_is_loopback(a))
+        return -2;
     int n = a->family == 4 ? ddp__sim_node_by_ipv4(sim, a->ip) : -1;
-    if (n >= 0)
+    if (!sim->custom_ifs) /* every node one address on one network */
         return n;
-    if (a->family == 4 && a->ip[0] == 127)
-        return -2; /* loopback: the caller's own node */
+    if (has_addr(sim, from, a))
+        return from;
+    if (n >= 0 && !sim->nodes[n].eth0_set)
+        return shares_net(sim, from, a) ? n : -1;
+    for (int j = 0; j < sim->nnodes; j++)
+        if (j != from && sim->nodes[j].nifs && has_addr(sim, j, a))
+            return shares_net(sim, from, a) ? j : -1;
     return -1;
+}
+
+/* A listener bound to `bind` takes a connection to dst: "::" takes both
+ * families, "0.0.0.0" IPv4 only, an address only itself. */
+static int bind_takes(const ddp_addr_t *bind, const ddp_addr_t *dst)
+{
+    if (ddp_addr_is_any(bind))
+        return bind->family == 6 || dst->family == 4;
+    int len = bind->family == 4 ? 4 : 16;
+    return bind->family == dst->family && !memcmp(bind->ip, dst->ip, (size_t)len);
 }
 
 /* The calling task: a sys is shared by a process's threads, as in POSIX. */
@@ -327,7 +369,7 @@ static void syn_retransmit(ddp_sim_t *sim, sock_t *c)
 
 static void send_syn(ddp_sim_t *sim, sock_t *c)
 {
-    int dst = ddp__sim_node_by_ip(sim, &c->remote);
+    int dst = ddp__sim_route(sim, c->node, &c->remote);
     if (dst == -2)
         dst = c->node;
     int dropped;
@@ -427,6 +469,8 @@ static void on_syn(ddp_sim_t *sim, sim_event_t *ev)
         return;
     }
     sock_t *l = find_listener(sim, dst, c->remote.port);
+    if (l && !bind_takes(&l->bind, &c->remote))
+        l = NULL; /* an IPv4-only listener and an IPv6 connect: refused */
     if (!l) {
         if (!dropped)
             schedule(sim, sim->vt + d, EV_SYNACK, c->fd, -1, -ECONNREFUSED, NULL, 0);
@@ -720,6 +764,17 @@ static int sm_resolve(ddp_sys_t *s, const char *host, uint16_t port,
         return ddp_err_set(-EINVAL, "resolve: no room for addresses");
     if (ddp_addr_try_parse(host, port, &out[0]) == 0)
         return 1;
+    /* the node's own /etc/hosts first, every answer in order */
+    int k = 0;
+    for (int i = 0; i < t->sim->nhostents && k < max; i++) {
+        const sim_hostent_t *h = &t->sim->hostents[i];
+        if ((h->node < 0 || h->node == t->out.node) && !strcmp(h->name, host)) {
+            out[k] = h->addr;
+            out[k++].port = port;
+        }
+    }
+    if (k)
+        return k;
     if (!strcmp(host, "localhost")) {
         ddp_addr_parse("127.0.0.1", port, &out[0]);
         return 1;
@@ -730,21 +785,28 @@ static int sm_resolve(ddp_sys_t *s, const char *host, uint16_t port,
                            "cannot resolve host \"%s\": not in the cluster's "
                            "host table",
                            host);
-    out[0] = t->sim->nodes[n].addr;
-    out[0].port = port;
-    return 1;
+    if (!t->sim->nodes[n].eth0_set) {
+        out[0] = t->sim->nodes[n].addr;
+        out[0].port = port;
+        return 1;
+    }
+    /* an explicit eth0: its addresses, as DNS would answer (A, AAAA) */
+    ddp_ifaddr_t ifs[32];
+    int ni = ddp__sim_node_ifs(t->sim, n, ifs, 32);
+    for (int i = 0; i < ni && k < max; i++)
+        if (!strcmp(ifs[i].name, "eth0")) {
+            out[k] = ifs[i].addr;
+            out[k++].port = port;
+        }
+    return k ? k : ddp_err_set(DDP_ENOT_FOUND, "cannot resolve host \"%s\": it has no "
+                                               "eth0 address", host);
 }
 
-/* A virtual node has one interface with its address, and lo. */
-static int sm_local_addrs(ddp_sys_t *s, ddp_addr_t *out, int max)
+/* A virtual node's interfaces: lo, eth0 and a scenario's `iface` lines. */
+static int sm_ifaddrs(ddp_sys_t *s, ddp_ifaddr_t *out, int max)
 {
     ddp_sim_task_t *t = me(s);
-    out[0] = t->sim->nodes[t->out.node].addr;
-    out[0].port = 0;
-    if (max < 2)
-        return 1;
-    ddp_addr_parse("127.0.0.1", 0, &out[1]);
-    return 2;
+    return ddp__sim_node_ifs(t->sim, t->out.node, out, max);
 }
 
 static int sm_hostname(ddp_sys_t *s, char *buf, size_t n)
@@ -758,7 +820,7 @@ static int sm_hostname(ddp_sys_t *s, char *buf, size_t n)
 
 static int local_node_of(ddp_sim_task_t *t, const ddp_addr_t *a, int *ok)
 {
-    int n = ddp__sim_node_by_ip(t->sim, a);
+    int n = ddp__sim_route(t->sim, t->out.node, a);
     *ok = ddp_addr_is_any(a) || n == -2 || n == t->out.node;
     return t->out.node;
 }
@@ -797,6 +859,8 @@ static int sm_listen(ddp_sys_t *s, const ddp_addr_t *a, int backlog)
     sock_t *l = sock_new(sim, SK_LISTEN, t->id, node);
     l->local = sim->nodes[node].addr;
     l->local.port = port;
+    l->bind = *a;
+    l->bind.port = port;
     l->backlog = backlog > 0 && backlog < sim->o.somaxconn ? backlog : sim->o.somaxconn;
     listener_add(sim, l);
     ddp__sim_trace(sim, t->id, "listen", "\"port\":%u,\"backlog\":%d",
@@ -873,7 +937,13 @@ static int sm_connect(ddp_sys_t *sy, const ddp_addr_t *a, int64_t deadline)
     char as[DDP_ADDR_STRLEN];
     ddp_addr_format(a, as, sizeof as);
     SIM_ENTER(t);
-    int dst = ddp__sim_node_by_ip(sim, a);
+    if (a->family == 6 && a->ip[0] == 0xfe && (a->ip[1] & 0xc0) == 0x80) {
+        /* as Linux says for a link-local address without its interface */
+        ddp_err_set(-EINVAL, "connect to %s failed: %s (a link-local IPv6 address "
+                             "needs its interface: fe80::...%%eth0)", as, strerror(EINVAL));
+        return ddp_err_addr("%s", as);
+    }
+    int dst = ddp__sim_route(sim, t->out.node, a);
     if (dst == -2)
         dst = t->out.node;
     int fe = ddp__sim_call_fault(t, DDP_FP_SYS_NET_CONNECT, dst, a->port);
@@ -888,6 +958,14 @@ static int sm_connect(ddp_sys_t *sy, const ddp_addr_t *a, int64_t deadline)
     c->state = ST_CONNECTING;
     c->remote = *a;
     c->local = sim->nodes[t->out.node].addr;
+    if (a->family == 6) { /* its first IPv6 address on a network that reaches a */
+        ddp_ifaddr_t ifs[32];
+        int n = ddp__sim_node_ifs(sim, t->out.node, ifs, 32);
+        for (int i = n - 1; i >= 0; i--)
+            if (ifs[i].addr.family == 6 &&
+                (ddp_addr_is_loopback(a) == ddp_addr_is_loopback(&ifs[i].addr)))
+                c->local = ifs[i].addr;
+    }
     c->local.port = (uint16_t)(40000 + c->fd % 20000);
     if (fe != ETIMEDOUT)
         send_syn(sim, c);
@@ -1281,7 +1359,7 @@ const ddp_sys_ops_t ddp__sim_sys_ops = {
     .epoll_close = ddp__sim_epoll_close,
     .close = sm_close,
     .local_addr = sm_local_addr,
-    .local_addrs = sm_local_addrs,
+    .ifaddrs = sm_ifaddrs,
     .somaxconn = sm_somaxconn,
     .spawn = sm_spawn,
     .wait = sm_wait,

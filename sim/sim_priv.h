@@ -42,12 +42,34 @@ typedef struct waitq {
     int n, cap;
 } waitq_t;
 
+/* A node's interfaces: NULL ifs means the default two, lo (127.0.0.1/8,
+ * ::1/128) and eth0 (its address), kept implicit so that 100k nodes cost
+ * nothing; a scenario's `iface` lines make the list explicit. */
 typedef struct sim_node {
     char host[64];
     ddp_addr_t addr;
     int64_t skew;
     int crashed;
+    ddp_ifaddr_t *ifs;
+    int nifs;
+    int eth0_set; /* an explicit eth0 replaced the default one */
 } sim_node_t;
+
+/* A name a node's own resolver answers before the cluster's host table
+ * (its /etc/hosts): node -1 is every node; answers in the order added. */
+typedef struct sim_hostent {
+    int node;
+    char name[64];
+    ddp_addr_t addr;
+} sim_hostent_t;
+
+/* The node's interfaces (explicit or the default two): the count. */
+int ddp__sim_node_ifs(const ddp_sim_t *sim, int node, ddp_ifaddr_t *out, int max);
+/* Where a connect from node `from` to address a lands: the node, -2 for
+ * `from` itself (loopback, or one of its own addresses: a docker bridge's
+ * 172.17.0.1 is on every node), -1 nowhere (no node has it, or none that
+ * shares a network with `from`: the SYN goes unanswered). */
+int ddp__sim_route(const ddp_sim_t *sim, int from, const ddp_addr_t *a);
 
 /* A task's stack in contexts mode (sim_ctx.c), with a guard page below
  * base. */
@@ -190,6 +212,9 @@ struct ddp_sim {
         int node;
     } *aliases;
     int naliases;
+    sim_hostent_t *hostents;
+    int nhostents;
+    int custom_ifs; /* some node's interfaces are explicit */
     sim_file_t *files;
     int nfiles;
     ddp_sim_task_t **tasks;
@@ -294,7 +319,6 @@ void ddp__sim_net_event(ddp_sim_t *sim, sim_event_t *ev);
 void ddp__sim_seg_free(ddp_sim_t *sim, void *seg); /* an EV_DATA event's data */
 void ddp__sim_close_task_socks(ddp_sim_t *sim, int task, int graceful);
 void ddp__sim_net_free(ddp_sim_t *sim);
-int ddp__sim_node_by_ip(ddp_sim_t *sim, const ddp_addr_t *a);
 
 /* The state of an open socket of t's process as poll reports it (want:
  * DDP_POLLIN / OUT; ERR and HUP always), and whether fd is one. */

@@ -78,6 +78,13 @@ DDP_API int ddp_sim_node_count(const ddp_sim_t *sim);
 DDP_API const char *ddp_sim_node_hostname(const ddp_sim_t *sim, int node);
 /* Extra host-table names resolving to a node ("master" -> node 0). */
 DDP_API int ddp_sim_add_alias(ddp_sim_t *sim, const char *name, int node);
+/* Adds an address "ADDR/PREFIX" (IPv4 or IPv6) to interface `name` of a
+ * node (-1: every node). The first eth0 address of a node replaces its
+ * default eth0 (the node's address); lo is always there. */
+DDP_API int ddp_sim_add_iface(ddp_sim_t *sim, int node, const char *name, const char *cidr);
+/* On a node (-1: every node), `name` resolves to addr before the cluster's
+ * host table; several calls for one name give several answers, in order. */
+DDP_API int ddp_sim_add_hostent(ddp_sim_t *sim, int node, const char *name, const char *addr);
 /* A virtual file readable with ddp_sys_read_file on every node. */
 DDP_API int ddp_sim_add_file(ddp_sim_t *sim, const char *path, const char *content);
 

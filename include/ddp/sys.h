@@ -44,6 +44,13 @@ typedef struct ddp_addr {
     uint16_t port;  /* host order */
 } ddp_addr_t;
 
+/* One address of one network interface: "eth0" 10.0.0.2/24. */
+typedef struct ddp_ifaddr {
+    char name[16];
+    ddp_addr_t addr; /* port 0 */
+    int prefix;      /* the netmask's length */
+} ddp_ifaddr_t;
+
 /* Parse a numeric address "10.0.0.1" or "::1" (no port) -> 0 or DDP_ECONFIG. */
 DDP_API int ddp_addr_parse(const char *text, uint16_t port, ddp_addr_t *out);
 /* ddp_addr_parse without the error: 0, or -1 when text is not a numeric
@@ -161,8 +168,9 @@ typedef struct ddp_sys_ops {
     int (*read_file)(ddp_sys_t *sys, const char *path, char **data,
                      size_t *len);
     void (*destroy)(ddp_sys_t *sys);
-    /* This host's own addresses (ddp_sys_local_addrs). May be NULL. */
-    int (*local_addrs)(ddp_sys_t *sys, ddp_addr_t *out, int max);
+    /* This host's interfaces' addresses, in `ip addr` order
+     * (ddp_sys_ifaddrs). May be NULL. */
+    int (*ifaddrs)(ddp_sys_t *sys, struct ddp_ifaddr *out, int max);
     /* 1 when addr can be reached from this host only (ddp_sys_node_local).
      * May be NULL: the loopback rule. */
     int (*node_local)(ddp_sys_t *sys, const ddp_addr_t *addr);
@@ -247,6 +255,17 @@ static inline int ddp_sys_hostname(ddp_sys_t *s, char *buf, size_t n)
  * sys that cannot tell (then a check that needs them is skipped). Rank 0
  * uses them to see that MASTER_ADDR names its own host. */
 DDP_API int ddp_sys_local_addrs(ddp_sys_t *s, ddp_addr_t *out, int max);
+/* Up to max of this host's interface addresses with their interface names
+ * and prefixes, in the order `ip addr` lists them: the count, or a negative
+ * code (DDP_EUNSUPPORTED from a sys that cannot tell). What gloo's
+ * GLOO_SOCKET_IFNAME and NCCL's NCCL_SOCKET_IFNAME choose among. */
+DDP_API int ddp_sys_ifaddrs(ddp_sys_t *s, ddp_ifaddr_t *out, int max);
+/* The first address of interface `name` (family 4 or 6 first when prefer is
+ * 4 or 6, else the first listed): 0, or DDP_ENOT_FOUND naming the
+ * interface and the ones there are. */
+DDP_API int ddp_sys_iface_addr(ddp_sys_t *s, const char *name, int prefer, ddp_addr_t *out);
+/* 1 when a and b are in the same prefix-bit network. */
+DDP_API int ddp_addr_in_net(const ddp_addr_t *a, const ddp_addr_t *net, int prefix);
 /* 1 when addr, an address as this host sees it, reaches this host only, so
  * that no other node can use it (a loopback address: 127/8, ::1); else 0.
  * A sys whose "nodes" share one loopback (real runs on one machine) says 0. */
