@@ -321,22 +321,45 @@ DDP_NOINLINE static int tcp_listen(tcp_pg_t *pg, ddp_addr_t *pub)
     ddp_sys_t *sys = pg->base.sys;
     char name[256];
     const char *over = ddp_env_get(ddp_sys_env(sys), "DDP_TCP_ADDR");
-    if (over && over[0])
-        snprintf(name, sizeof name, "%s", over);
-    else if (ddp_sys_hostname(sys, name, sizeof name) != 0)
-        name[0] = '\0';
+    /* gloo's choice: GLOO_SOCKET_IFNAME (tensorpipe's TP_SOCKET_IFNAME)
+     * names the interface; else the host name's first address */
+    const char *ifvar = "GLOO_SOCKET_IFNAME", *ifname = ddp_env_get(ddp_sys_env(sys), ifvar);
+    if (!ifname || !ifname[0])
+        ifvar = "TP_SOCKET_IFNAME", ifname = ddp_env_get(ddp_sys_env(sys), ifvar);
     ddp_addr_t addrs[8];
-    int n = name[0] ? ddp_sys_resolve(sys, name, 0, addrs, 8) : -1;
+    int n = -1;
+    if (ifname && ifname[0] && !(over && over[0])) {
+        char first[32]; /* gloo makes one device per name of a list: the first */
+        snprintf(first, sizeof first, "%.*s", (int)strcspn(ifname, ","), ifname);
+        if (ddp_sys_iface_addr(sys, first, 0, &addrs[0]) != 0) {
+            char cause[256];
+            snprintf(cause, sizeof cause, "%s", ddp_err_ctx()->what);
+            ddp_err_set(DDP_ECONFIG, "tcp bootstrap: %s=\"%s\": %s", ifvar, ifname, cause);
+            if (strchr("^=", ifname[0]))
+                return ddp_err_hint("\"%c...\" is NCCL's list syntax (NCCL_SOCKET_IFNAME); "
+                                    "%s takes interface names only: set it to the one "
+                                    "that reaches the other nodes, e.g. eth0",
+                                    ifname[0], ifvar);
+            return ddp_err_hint("set %s to the interface that reaches the other nodes "
+                                "(`ip addr` lists them), or unset it to use the address "
+                                "the host name resolves to", ifvar);
+        }
+        n = 1;
+        snprintf(name, sizeof name, "%s", first);
+    } else if (over && over[0]) {
+        snprintf(name, sizeof name, "%s", over);
+    } else if (ddp_sys_hostname(sys, name, sizeof name) != 0) {
+        name[0] = '\0';
+    }
+    if (n < 0)
+        n = name[0] ? ddp_sys_resolve(sys, name, 0, addrs, 8) : -1;
     ddp_addr_t any;
     ddp_addr_parse("0.0.0.0", 0, &any);
     int have = 0;
-    if (n >= 1) { /* prefer IPv4: what every peer can reach here */
+    if (n >= 1) { /* the first answer, as gloo binds it */
         *pub = addrs[0];
-        for (int i = 0; i < n; i++)
-            if (addrs[i].family == 4) {
-                *pub = addrs[i];
-                break;
-            }
+        if (pub->family == 6)
+            ddp_addr_parse("::", 0, &any);
         have = 1;
     } else if (over && over[0]) {
         char cause[256];
@@ -417,8 +440,10 @@ static int list_missing(tcp_pg_t *pg, const char *const *kp, int base, int n,
     return nmiss;
 }
 
-/* Rank 0: every rank's address, in rank order. */
-DDP_NOINLINE static int gather_addrs(tcp_pg_t *pg, ddp_addr_t *addrs, int64_t deadline)
+/* Rank 0: every rank's address (and host name: hosts[r], "" when it gave
+ * none), in rank order. */
+DDP_NOINLINE static int gather_addrs(tcp_pg_t *pg, ddp_addr_t *addrs, char (*hosts)[64],
+                                     int64_t deadline)
 {
     int world = pg->base.world;
     int64_t start = now(pg);
@@ -463,7 +488,13 @@ DDP_NOINLINE static int gather_addrs(tcp_pg_t *pg, ddp_addr_t *addrs, int64_t de
                 rc = peer_err(DDP_EPEER_LOST, base + i, NULL, now(pg) - start,
                               "tcp bootstrap: rank %d could not join: %s",
                               base + i, text + strlen(TCP_ERROR_MARK));
-            } else if (parse_hostport(text, &addrs[base + i]) != 0)
+            } else {
+                char *sp = strchr(text, ' '); /* "ADDR:PORT HOSTNAME" */
+                if (sp)
+                    *sp++ = '\0';
+                snprintf(hosts[base + i], 64, "%s", sp ? sp : "");
+            }
+            if (rc == 0 && parse_hostport(text, &addrs[base + i]) != 0)
                 rc = peer_err(DDP_EPROTOCOL, base + i, NULL, -1,
                               "tcp bootstrap: key \"%s\" holds \"%.80s\", not "
                               "a host:port address",
@@ -473,6 +504,80 @@ DDP_NOINLINE static int gather_addrs(tcp_pg_t *pg, ddp_addr_t *addrs, int64_t de
             ddp_buf_free(&vals[i]);
     }
     free(keys);
+    return rc;
+}
+
+static uint64_t addr_hash(const ddp_addr_t *a)
+{
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)a->family;
+    for (int i = 0; i < (a->family == 4 ? 4 : 16); i++)
+        h = (h ^ a->ip[i]) * 1099511628211ull;
+    return h;
+}
+
+static int same_ip(const ddp_addr_t *a, const ddp_addr_t *b)
+{
+    return a->family == b->family && !memcmp(a->ip, b->ip, a->family == 4 ? 4u : 16u);
+}
+
+/* Rank 0, before it hands out the ring: an address some rank advertises
+ * that the others cannot reach it at. A loopback address (a host name that
+ * /etc/hosts maps to 127.0.1.1) while the ranks run on several hosts, or
+ * one address advertised from two hosts (each host's own docker bridge,
+ * a NAT address): the peers would connect to their own host. */
+DDP_NOINLINE static int check_advertised(tcp_pg_t *pg, const ddp_addr_t *addrs,
+                                         char (*hosts)[64])
+{
+    int world = pg->base.world, loop = -1, other = -1;
+    for (int r = 0; r < world && loop < 0; r++)
+        if (ddp_sys_node_local(pg->base.sys, &addrs[r]) == 1)
+            loop = r;
+    for (int r = 0; loop >= 0 && r < world && other < 0; r++)
+        if (hosts[r][0] && hosts[loop][0] && strcmp(hosts[r], hosts[loop]))
+            other = r;
+    char as[DDP_ADDR_STRLEN];
+    if (loop >= 0 && other >= 0) {
+        ddp_err_set(DDP_ECONFIG,
+                    "tcp bootstrap: rank %d (host %s) advertises %s, an address that "
+                    "only reaches its own host, but the ranks run on several hosts "
+                    "(rank %d is on %s): its host name resolves to loopback (Debian's "
+                    "/etc/hosts maps it to 127.0.1.1)",
+                    loop, hosts[loop], ddp_addr_format_host(&addrs[loop], as, sizeof as),
+                    other, hosts[other]);
+        return ddp_err_hint("set GLOO_SOCKET_IFNAME to the interface that reaches the "
+                            "other nodes (e.g. eth0), or map the host name to its network "
+                            "address in /etc/hosts (DDP_TCP_ADDR=ADDR overrides it)");
+    }
+    size_t cap = 16;
+    while (cap < 2 * (size_t)world)
+        cap *= 2;
+    int *tab = calloc(cap, sizeof *tab), rc = 0;
+    if (!tab)
+        return ddp_err_set(-ENOMEM, "tcp bootstrap: out of memory");
+    for (int r = 0; r < world && rc == 0; r++) {
+        size_t i = (size_t)addr_hash(&addrs[r]) & (cap - 1);
+        for (; tab[i]; i = (i + 1) & (cap - 1)) {
+            int q = tab[i] - 1;
+            if (!same_ip(&addrs[q], &addrs[r]))
+                continue;
+            if (hosts[q][0] && hosts[r][0] && strcmp(hosts[q], hosts[r])) {
+                ddp_err_set(DDP_ECONFIG,
+                            "tcp bootstrap: ranks %d (host %s) and %d (host %s) both "
+                            "advertise %s: an address each host has for itself (a "
+                            "docker bridge, a NAT address), so every rank would reach "
+                            "its own host there, not the peer",
+                            q, hosts[q], r, hosts[r],
+                            ddp_addr_format_host(&addrs[r], as, sizeof as));
+                rc = ddp_err_hint("set GLOO_SOCKET_IFNAME to the interface that "
+                                  "reaches the other nodes (e.g. eth0), or make each "
+                                  "host name resolve to that interface's address");
+            }
+            break;
+        }
+        if (!tab[i])
+            tab[i] = r + 1;
+    }
+    free(tab);
     return rc;
 }
 
@@ -641,7 +746,6 @@ static int connect_retryable(int rc)
     case -ECONNABORTED:
     case -ETIMEDOUT:
     case -EHOSTUNREACH:
-    case -ENETUNREACH:
     case -EAGAIN:
     case -EINTR:
     case -EPIPE:
@@ -716,6 +820,11 @@ static int connect_failed(tcp_pg_t *pg, const hs_t *h, int code)
              "tcp bootstrap: connect to ring successor rank %d at %s failed "
              "after %d attempt(s): %s",
              pg->next_rank, pg->next_addr, pg->attempts, h->cause);
+    if (code == -ENETUNREACH) /* no route: no retry will find one */
+        return ddp_err_hint("rank %d advertised %s, on a network this host has no "
+                            "route to: make the ranks advertise an address every node "
+                            "reaches (GLOO_SOCKET_IFNAME=eth0, or DDP_TCP_ADDR)",
+                            pg->next_rank, pg->next_addr);
     return ddp_err_hint("check that rank %d is alive and that %s is reachable "
                         "from this host (firewall, DDP_TCP_ADDR)",
                         pg->next_rank, pg->next_addr);
@@ -909,8 +1018,13 @@ static int bootstrap(tcp_pg_t *pg, int64_t deadline)
     int lfd = tcp_listen(pg, &pub);
     int rc = lfd < 0 ? lfd : 0;
     if (rc == 0) {
+        /* "ADDR:PORT HOSTNAME": rank 0 checks the address against the host */
+        char val[DDP_ADDR_STRLEN + 80], host[64] = "";
         ddp_addr_format(&pub, as, sizeof as);
-        rc = ddp_store_set_str(pg->base.store, akey, as, deadline);
+        if (ddp_sys_hostname(pg->base.sys, host, sizeof host) != 0 || strchr(host, ' '))
+            host[0] = '\0';
+        ddp_fmt(val, sizeof val, "%s%s%s", as, host[0] ? " " : "", host);
+        rc = ddp_store_set_str(pg->base.store, akey, val, deadline);
         if (rc)
             ddp_err_wrap("tcp bootstrap: could not publish this rank's address "
                          "under \"%s\"",
@@ -920,15 +1034,19 @@ static int bootstrap(tcp_pg_t *pg, int64_t deadline)
     }
     if (me == 0) {
         ddp_addr_t *addrs = rc == 0 ? calloc((size_t)world, sizeof *addrs) : NULL;
-        if (rc == 0 && !addrs)
+        char(*hosts)[64] = addrs ? calloc((size_t)world, sizeof *hosts) : NULL;
+        if (rc == 0 && !hosts)
             rc = ddp_err_set(-ENOMEM, "tcp bootstrap: out of memory");
         if (rc == 0)
-            rc = gather_addrs(pg, addrs, deadline);
+            rc = gather_addrs(pg, addrs, hosts, deadline);
+        if (rc == 0)
+            rc = check_advertised(pg, addrs, hosts);
         if (rc == 0)
             rc = publish_peers(pg, addrs, NULL, deadline);
         else
             publish_peers_error(pg);
         free(addrs);
+        free(hosts);
     }
     if (rc == 0)
         rc = fetch_peers(pg, &succ, deadline);

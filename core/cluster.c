@@ -261,6 +261,19 @@ int ddp_cluster_check_master(ddp_cluster_t *c, const char *addr,
         int local = 1;
         for (int i = 0; i < nres && local; i++)
             local = ddp_sys_node_local(c->sys, &res[i]) == 1;
+        /* A name that only this host resolves to loopback (Debian's
+         * 127.0.1.1 for its own name) is fine on rank 0's node, whose store
+         * listens on every address; a loopback literal is wrong everywhere. */
+        ddp_addr_t lit;
+        int node = -1;
+        if (local && ddp_addr_try_parse(addr, 0, &lit) != 0 &&
+            strcmp(addr, "localhost") != 0) {
+            ddp_errctx_t keep = *ddp_err_ctx();
+            if (ddp_cluster_node_rank(c, &node) != 0)
+                node = -1;
+            *ddp_err_ctx() = keep;
+            local = node != 0;
+        }
         if (local) {
             ddp_err_set(DDP_ECONFIG,
                         "%s \"%s\" resolves to %s, an address that only reaches "

@@ -990,11 +990,29 @@ static int open_conn(client_t *c, int64_t deadline)
         return n;
     int rc = ddp_fault_fire(DDP_FP_STORE_CLIENT_CONNECT);
     int fd = rc;
+    /* Every answer in order, as getaddrinfo gave them; an answer that is
+     * not the last gets its share of the time left, so a silent IPv6
+     * address does not keep the IPv4 one from being tried (pytorch
+     * #131691). The error names what each answer did. */
+    char tried[400] = "";
+    size_t off = 0;
     for (int i = 0; rc == 0 && i < n; i++) {
-        fd = ddp_sys_connect(sys, &addrs[i], deadline);
+        int64_t t = ddp_sys_now(sys), dl = deadline;
+        if (i < n - 1 && deadline > t)
+            dl = t + (deadline - t) / (n - i);
+        fd = ddp_sys_connect(sys, &addrs[i], dl);
         if (fd >= 0 || !retryable(fd))
             break;
+        if (n > 1 && off < sizeof tried) {
+            char as[DDP_ADDR_STRLEN];
+            off += (size_t)snprintf(tried + off, sizeof tried - off, "%s%s: %s",
+                                    off ? "; " : "", ddp_addr_format(&addrs[i], as, sizeof as),
+                                    ddp_strerror(fd));
+        }
     }
+    if (fd < 0 && n > 1 && tried[0] && retryable(fd))
+        ddp_err_set(fd, "%s resolves to %d addresses, none took the connection (%s)",
+                    c->host, n, tried);
     if (fd < 0)
         return fd;
     c->fd = fd;

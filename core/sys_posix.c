@@ -125,23 +125,26 @@ static socklen_t to_sockaddr(const ddp_addr_t *a, struct sockaddr_storage *ss)
 
 /* DDPSIM_HOSTS="name=addr,name=addr": a static host table consulted before
  * the resolver (real scenario runs on loopback give each simulated host
- * name an address of 127/8 this way). 1 found, 0 not listed. */
-static int hosts_table(ddp_sys_t *s, const char *host, uint16_t port, ddp_addr_t *out)
+ * name an address of 127/8 this way). A name listed several times has
+ * several answers, in order. The count found (0: not listed). */
+static int hosts_table(ddp_sys_t *s, const char *host, uint16_t port, ddp_addr_t *out,
+                       int max)
 {
     const char *t = ddp_env_get(ddp_sys_env(s), "DDPSIM_HOSTS");
     size_t hl = strlen(host);
-    while (t && *t) {
+    int n = 0;
+    while (t && *t && n < max) {
         const char *eq = strchr(t, '='), *end = strchr(t, ',');
         if (!end)
             end = t + strlen(t);
         if (eq && eq < end && (size_t)(eq - t) == hl && !strncmp(t, host, hl)) {
             char addr[64];
             snprintf(addr, sizeof addr, "%.*s", (int)(end - eq - 1), eq + 1);
-            return ddp_addr_parse(addr, port, out) == 0;
+            n += ddp_addr_parse(addr, port, &out[n]) == 0;
         }
         t = *end ? end + 1 : end;
     }
-    return 0;
+    return n;
 }
 
 static int px_resolve(ddp_sys_t *s, const char *host, uint16_t port,
@@ -157,8 +160,9 @@ static int px_resolve(ddp_sys_t *s, const char *host, uint16_t port,
         return ddp_err_set(-EINVAL, "resolve: no room for addresses");
     if (ddp_addr_try_parse(host, port, &out[0]) == 0)
         return 1;
-    if (hosts_table(s, host, port, &out[0]))
-        return 1;
+    int listed = hosts_table(s, host, port, out, max);
+    if (listed)
+        return listed;
     struct addrinfo hints = {.ai_family = AF_UNSPEC,
                              .ai_socktype = SOCK_STREAM}, *res = NULL;
     int rc = getaddrinfo(host, NULL, &hints, &res);

@@ -48,6 +48,7 @@ void ddp_plan_free(ddp_plan_t *p)
     free(p->faults);
     free(p->fault_line);
     free(p->files);
+    free(p->net);
     free(p);
 }
 
@@ -130,6 +131,40 @@ int ddp_plan_add_file(ddp_plan_t *p, const char *path, const char *content)
         return ddp_err_set(-ENOMEM, "plan: out of memory");
     }
     return p->nfiles++;
+}
+
+int ddp_plan_add_net(ddp_plan_t *p, int resolve, int node, const char *name,
+                     const char *value)
+{
+    ddp_plan_net_t *nn = grow(p->net, p->nnet, sizeof *nn);
+    if (!nn)
+        return ddp_err_set(-ENOMEM, "plan: out of memory");
+    p->net = nn;
+    nn[p->nnet].resolve = resolve != 0;
+    nn[p->nnet].node = node;
+    snprintf(nn[p->nnet].name, sizeof nn[p->nnet].name, "%s", name);
+    snprintf(nn[p->nnet].value, sizeof nn[p->nnet].value, "%s", value);
+    return p->nnet++;
+}
+
+char *ddp_plan_hosts_table(const ddp_plan_t *p, int node)
+{
+    char *t = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&t, &len);
+    if (!m)
+        return NULL;
+    int k = 0;
+    for (int i = 0; i < p->nnet; i++)
+        if (p->net[i].resolve && (p->net[i].node < 0 || p->net[i].node == node))
+            fprintf(m, "%s%s=%s", k++ ? "," : "", p->net[i].name, p->net[i].value);
+    for (int i = 0; i < p->nnodes; i++)
+        fprintf(m, "%s%s=%s", k++ ? "," : "", p->nodes[i].host, p->nodes[i].addr);
+    if (fclose(m) != 0) {
+        free(t);
+        return NULL;
+    }
+    return t;
 }
 
 static const char *const kind_names[DDP_PLAN_KIND_COUNT] = {"trainer", "port-holder",
@@ -501,6 +536,10 @@ int ddp_plan_simulate(const ddp_plan_t *p, const ddp_sim_opts_t *so, ddp_sim_t *
     for (int i = 0; rc == 0 && i < p->nnodes; i++)
         rc = ddp_sim_add_node(sim, p->nodes[i].host, p->nodes[i].addr, 0) < 0
                  ? ddp_err_ctx()->code : 0;
+    for (int i = 0; rc == 0 && i < p->nnet; i++)
+        rc = p->net[i].resolve
+                 ? ddp_sim_add_hostent(sim, p->net[i].node, p->net[i].name, p->net[i].value)
+                 : ddp_sim_add_iface(sim, p->net[i].node, p->net[i].name, p->net[i].value);
     for (int i = 0; rc == 0 && i < p->nfaults; i++)
         rc = ddp_sim_add_fault(sim, &p->faults[i]) < 0 ? DDP_ECONFIG : 0;
     if (rc == 0)
@@ -575,6 +614,13 @@ int ddp_plan_write(const ddp_plan_t *p, FILE *o)
         put_line(o, "node", p->nodes[i].host, p->nodes[i].addr);
     for (int i = 0; i < p->nfiles; i++)
         put_line(o, "file", p->files[i].path, p->files[i].content);
+    for (int i = 0; i < p->nnet; i++) {
+        fprintf(o, "%s node=%d ", p->net[i].resolve ? "resolve" : "iface", p->net[i].node);
+        put_str(o, p->net[i].name);
+        fputc(' ', o);
+        put_str(o, p->net[i].value);
+        fputc('\n', o);
+    }
     /* A fault in the scenario's own syntax (one writer, one reader), after
      * what only a plan has: its scenario line and a task it may aim at. */
     for (int i = 0; i < p->nfaults; i++) {
@@ -832,6 +878,15 @@ static int rd_statement(rd_t *r, ddp_plan_t *p, int *ended)
         if ((rc = rd_strbuf(r, host, sizeof host)) || (rc = rd_strbuf(r, addr, sizeof addr)))
             return rc;
         return ddp_plan_add_node(p, host, addr) < 0 ? ddp_err_ctx()->code : 0;
+    }
+    if (!strcmp(word, "iface") || !strcmp(word, "resolve")) {
+        int node;
+        char name[64], value[64];
+        if ((rc = rd_i(r, "node", &node)) || (rc = rd_strbuf(r, name, sizeof name)) ||
+            (rc = rd_strbuf(r, value, sizeof value)))
+            return rc;
+        return ddp_plan_add_net(p, word[0] == 'r', node, name, value) < 0 ? ddp_err_ctx()->code
+                                                                          : 0;
     }
     if (!strcmp(word, "file")) {
         char *path = NULL, *content = NULL;

@@ -344,14 +344,7 @@ static void disarm_faults(void)
  * the tcp backend advertises the node's own name. */
 static int node_env(ddp_env_t *env)
 {
-    char *hosts = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&hosts, &len);
-    if (!m)
-        return ddp_err_set(-ENOMEM, "out of memory");
-    for (int i = 0; i < self.p->nnodes; i++)
-        fprintf(m, "%s%s=%s", i ? "," : "", self.p->nodes[i].host, self.p->nodes[i].addr);
-    fclose(m);
+    char *hosts = ddp_plan_hosts_table(self.p, self.node);
     int rc = hosts ? ddp_env_set(env, "DDPSIM_HOSTS", hosts) : -ENOMEM;
     free(hosts);
     if (rc == 0 && !ddp_env_has(env, "DDP_TCP_ADDR"))

@@ -66,6 +66,7 @@ typedef struct pctx {
     where_t hosts_at;  /* the last `hosts` value (line 0: none) */
     where_t fault_at[DDP_SCN_MAX_FAULTS][AT_COUNT]; /* line 0: key not given */
     where_t *env_at;   /* per s->env entry: its node= value (line 0: none) */
+    where_t net_at[DDP_SCN_MAX_NET]; /* per s->net entry: its node= value */
     int env_cap;       /* entries allocated in s->env and env_at */
     char **names;      /* included files' names, freed at the end */
     int nnames;
@@ -394,6 +395,68 @@ static int st_env(pctx_t *p, token_t *tok, int ntok, int unset)
         e->node = node;
         snprintf(e->key, sizeof e->key, "%s", t->text);
         e->value = unset ? NULL : strdup(t->eq);
+    }
+    return 0;
+}
+
+/* `iface [node=N] NAME ADDR/PREFIX...` and `resolve [node=N] NAME
+ * ADDR...`: one entry per address, in order. */
+static int st_net(pctx_t *p, token_t *tok, int ntok, int resolve)
+{
+    ddp_scenario_t *s = p->s;
+    int node = -1, i = 1;
+    where_t node_at = {0};
+    const char *what = resolve ? "a host name, then the addresses it resolves to"
+                               : "an interface name, then its ADDR/PREFIX addresses";
+    if (i < ntok && tok[i].eq && !strcmp(tok[i].text, "node")) {
+        if (strcmp(tok[i].eq, "all") && parse_node(p, tok[i].eq, tok[i].vcol, &node))
+            return DDP_ECONFIG;
+        if (node >= 0)
+            node_at = here(p, tok[i].vcol);
+        i++;
+    }
+    if (i + 1 >= ntok)
+        return perr(p, END_OF(tok[ntok - 1]), "expected %s, got end of line", what);
+    const token_t *name = &tok[i++];
+    size_t maxname = resolve ? 63 : 15;
+    if (name->eq || !name->text[0] || strlen(name->text) > maxname)
+        return perr(p, name->col, "expected %s (%s of 1..%zu characters), got \"%.60s\"",
+                    what, resolve ? "a host name" : "an interface name", maxname, name->text);
+    for (; i < ntok; i++) {
+        const token_t *t = &tok[i];
+        char host[64];
+        const char *slash = resolve ? NULL : strchr(t->text, '/');
+        size_t hl = slash ? (size_t)(slash - t->text) : strlen(t->text);
+        ddp_addr_t a;
+        if (t->eq || hl >= sizeof host)
+            goto bad;
+        memcpy(host, t->text, hl);
+        host[hl] = '\0';
+        if (ddp_addr_try_parse(host, 0, &a) != 0)
+            goto bad;
+        if (!resolve) {
+            char *end = NULL;
+            long pre = slash ? strtol(slash + 1, &end, 10) : -1;
+            if (!slash || !end || *end || end == slash + 1 || pre < 0 ||
+                pre > (a.family == 4 ? 32 : 128))
+                return perr(p, t->col, "expected ADDR/PREFIX with a prefix of 0..%d, got "
+                                       "\"%.60s\"", a.family == 4 ? 32 : 128, t->text);
+        }
+        if (s->nnet >= DDP_SCN_MAX_NET)
+            return perr(p, t->col, "expected at most %d iface and resolve addresses",
+                        DDP_SCN_MAX_NET);
+        p->net_at[s->nnet] = node_at;
+        ddp_scn_net_t *e = &s->net[s->nnet++];
+        e->resolve = resolve;
+        e->node = node;
+        snprintf(e->name, sizeof e->name, "%s", name->text);
+        snprintf(e->value, sizeof e->value, "%s", t->text);
+        continue;
+    bad:
+        return perr(p, t->col, "expected %s, got \"%.60s\"",
+                    resolve ? "an IPv4 or IPv6 address (10.0.0.1, fd00::1)"
+                            : "an address with its prefix (10.0.0.2/24, fd00::2/64)",
+                    t->text);
     }
     return 0;
 }
@@ -1059,6 +1122,10 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
         return st_env(p, tok, ntok, 0);
     if (!strcmp(kw, "unset"))
         return st_env(p, tok, ntok, 1);
+    if (!strcmp(kw, "iface"))
+        return st_net(p, tok, ntok, 0);
+    if (!strcmp(kw, "resolve"))
+        return st_net(p, tok, ntok, 1);
     if (!strcmp(kw, "fault"))
         return st_fault(p, tok, ntok);
     if (!strcmp(kw, "late")) { /* `late ranks=3 by=20s`: a fault of kind late */
@@ -1080,7 +1147,7 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
     return perr(p, tok[0].col, "expected a keyword (scenario, tags, include, nodes, devices, "
                                "num_nodes, tasks_per_node, hosts, launcher, gpus, accelerators, "
                                "backend, plugin, exec, cluster, timeout, store_timeout, train, seed, port, "
-                               "master_addr, master_late, port_taken, latency, env, unset, "
+                               "master_addr, master_late, port_taken, latency, env, unset, iface, resolve, "
                                "fault, expect), got \"%.60s\"", kw);
 }
 
@@ -1258,6 +1325,9 @@ static int finish(pctx_t *p, const char *file, int last_line)
     for (int i = 0; i < s->nenv; i++)
         if (p->env_at[i].line && check_node(p, p->env_at[i], s->env[i].node, "node= to be"))
             return DDP_ECONFIG;
+    for (int i = 0; i < s->nnet; i++)
+        if (p->net_at[i].line && check_node(p, p->net_at[i], s->net[i].node, "node= to be"))
+            return DDP_ECONFIG;
     return 0;
 }
 
@@ -1417,6 +1487,12 @@ int ddp_scenario_equal(const ddp_scenario_t *a, const ddp_scenario_t *b, char *w
          "seed, port or port_taken differ");
     DIFF(strcmp(a->master_addr, b->master_addr), "master_addr \"%s\" vs \"%s\"",
          a->master_addr, b->master_addr);
+    DIFF(a->nnet != b->nnet, "%d vs %d iface/resolve entries", a->nnet, b->nnet);
+    for (int i = 0; i < a->nnet; i++)
+        DIFF(a->net[i].resolve != b->net[i].resolve || a->net[i].node != b->net[i].node ||
+                 strcmp(a->net[i].name, b->net[i].name) ||
+                 strcmp(a->net[i].value, b->net[i].value),
+             "iface/resolve entry %d (%s) differs", i, a->net[i].name);
     DIFF(a->nenv != b->nenv, "%d vs %d env entries", a->nenv, b->nenv);
     for (int i = 0; i < a->nenv; i++)
         DIFF(a->env[i].node != b->env[i].node || strcmp(a->env[i].key, b->env[i].key) ||
@@ -1711,6 +1787,16 @@ int ddp_scenario_write(const ddp_scenario_t *s, FILE *o)
         fprintf(o, "port_taken %u\n", (unsigned)s->port_taken);
     if (s->latency_ns) {
         put_duration(o, "latency ", s->latency_ns);
+        fputc('\n', o);
+    }
+    for (int i = 0; i < s->nnet; i++) {
+        const ddp_scn_net_t *e = &s->net[i];
+        fprintf(o, "%s ", e->resolve ? "resolve" : "iface");
+        if (e->node >= 0)
+            fprintf(o, "node=%d ", e->node);
+        put_word(o, e->name);
+        fputc(' ', o);
+        put_word(o, e->value);
         fputc('\n', o);
     }
     for (int i = 0; i < s->nenv; i++) {

@@ -234,6 +234,17 @@ int ddp__sim_route(const ddp_sim_t *sim, int from, const ddp_addr_t *a)
     return -1;
 }
 
+/* 1 when the node has an address of that family besides loopback. */
+static int family_routed(const ddp_sim_t *sim, int node, int family)
+{
+    ddp_ifaddr_t ifs[32];
+    int n = ddp__sim_node_ifs(sim, node, ifs, 32);
+    for (int i = 0; i < n; i++)
+        if (ifs[i].addr.family == family && strcmp(ifs[i].name, "lo"))
+            return 1;
+    return 0;
+}
+
 /* A listener bound to `bind` takes a connection to dst: "::" takes both
  * families, "0.0.0.0" IPv4 only, an address only itself. */
 static int bind_takes(const ddp_addr_t *bind, const ddp_addr_t *dst)
@@ -946,6 +957,14 @@ static int sm_connect(ddp_sys_t *sy, const ddp_addr_t *a, int64_t deadline)
     int dst = ddp__sim_route(sim, t->out.node, a);
     if (dst == -2)
         dst = t->out.node;
+    if (dst < 0 && !family_routed(sim, t->out.node, a->family)) {
+        /* no address of that family but lo: no route at all, at once */
+        t->out.retries++;
+        ddp_err_set(-ENETUNREACH, "connect to %s failed: %s (node %s has no IPv%d "
+                                  "address but loopback)",
+                    as, strerror(ENETUNREACH), sim->nodes[t->out.node].host, a->family);
+        return ddp_err_addr("%s", as);
+    }
     int fe = ddp__sim_call_fault(t, DDP_FP_SYS_NET_CONNECT, dst, a->port);
     int64_t start = ddp__sim_task_now(t);
     ddp__sim_trace(sim, t->id, "connect", "\"to\":\"%s\"", as);

@@ -898,9 +898,12 @@ static int body_entries(ddp_pg_t *pg, ddp_sys_t *sys, int64_t dl, why_t *w, void
     if (rc == 0)
         rc = ddp_store_get(pg->store, key, &e, dl);
     if (rc == 0) {
-        snprintf(want, sizeof want, "ddp-tcp-peers 1 %d %d %.*s %d %.*s", world, prev,
-                 (int)a.len, (const char *)a.data, next, (int)b.len,
-                 (const char *)b.data);
+        /* published as "ADDR:PORT HOSTNAME": the entries carry the address */
+        const char *as = memchr(a.data, ' ', a.len), *bs = memchr(b.data, ' ', b.len);
+        int al = as ? (int)(as - (const char *)a.data) : (int)a.len;
+        int bl = bs ? (int)(bs - (const char *)b.data) : (int)b.len;
+        snprintf(want, sizeof want, "ddp-tcp-peers 1 %d %d %.*s %d %.*s", world, prev, al,
+                 (const char *)a.data, next, bl, (const char *)b.data);
         snprintf(got, sizeof got, "%.*s", (int)e.len, (const char *)e.data);
         if (strcmp(got, want))
             rc = failf(w, 0, "entry \"%s\", want \"%s\"", got, want);

@@ -76,6 +76,14 @@ typedef struct ddp_plan_proc {
     ddp_env_t *env;    /* exactly the environment the process gets */
 } ddp_plan_proc_t;
 
+/* A node's own network: an interface address, or a name its resolver
+ * answers first (scenario `iface` / `resolve`). node -1: every node. */
+typedef struct ddp_plan_net {
+    int resolve;
+    int node;
+    char name[64], value[64];
+} ddp_plan_net_t;
+
 typedef struct ddp_plan_file {
     char *path, *content; /* a file the processes read (LSF's rank file) */
 } ddp_plan_file_t;
@@ -96,6 +104,8 @@ typedef struct ddp_plan {
     int nfaults;
     ddp_plan_file_t *files;
     int nfiles;
+    ddp_plan_net_t *net;
+    int nnet;
     /* Real runs only: where processes append their result records, and
      * the runner's clock reading that is time 0 of the run. */
     char results[256];
@@ -114,6 +124,11 @@ DDP_API int ddp_plan_add_proc(ddp_plan_t *p, const char *name, int node, int ran
 /* Appends a copy of f (its ranks and phase strings copied). */
 DDP_API int ddp_plan_add_fault(ddp_plan_t *p, const ddp_fault_t *f, int line);
 DDP_API int ddp_plan_add_file(ddp_plan_t *p, const char *path, const char *content);
+DDP_API int ddp_plan_add_net(ddp_plan_t *p, int resolve, int node, const char *name,
+                             const char *value);
+/* The DDPSIM_HOSTS table of a process on `node`: that node's resolve
+ * entries first, then every node's name and address (malloc'd). */
+DDP_API char *ddp_plan_hosts_table(const ddp_plan_t *p, int node);
 
 /* How an accelerator's processes are started (what launchers do). */
 typedef enum ddp_launcher {

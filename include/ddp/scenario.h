@@ -51,6 +51,15 @@ typedef struct ddp_scn_env {
     char *value;    /* NULL: unset */
 } ddp_scn_env_t;
 
+/* `iface` and `resolve` lines: a node's network as it sees it. */
+#define DDP_SCN_MAX_NET 32
+typedef struct ddp_scn_net {
+    int resolve;     /* 0: iface NAME CIDR; 1: resolve NAME ADDR */
+    int node;        /* -1: every node */
+    char name[64];   /* the interface, or the host name */
+    char value[64];  /* ADDR/PREFIX, or ADDR */
+} ddp_scn_net_t;
+
 typedef struct ddp_scenario {
     char file[256];   /* where it was loaded from ("" when built in code) */
     char name[160];
@@ -84,6 +93,8 @@ typedef struct ddp_scenario {
     int64_t latency_ns;
     ddp_scn_env_t *env;
     int nenv;
+    ddp_scn_net_t net[DDP_SCN_MAX_NET]; /* in file order */
+    int nnet;
     /* faults and expectations */
     ddp_fault_t faults[DDP_SCN_MAX_FAULTS]; /* .ranks owned; .phase
                                                    points at a static name
