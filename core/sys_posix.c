@@ -192,8 +192,14 @@ static int px_resolve(ddp_sys_t *s, const char *host, uint16_t port,
 
 static int px_hostname(ddp_sys_t *s, char *buf, size_t n)
 {
-    (void)s;
     SYS_FAULT(SYS_NET_HOSTNAME);
+    /* a real scenario run's process: its node's host name (DDPSIM_HOSTS
+     * is that run's host table) */
+    const char *node = ddp_env_get(ddp_sys_env(s), "DDPSIM_HOSTNAME");
+    if (node && node[0]) {
+        snprintf(buf, n, "%s", node);
+        return 0;
+    }
     if (gethostname(buf, n) != 0)
         return ddp_err_set(-errno, "gethostname: %s", strerror(errno));
     buf[n - 1] = '\0';

@@ -158,8 +158,21 @@ char *ddp_plan_hosts_table(const ddp_plan_t *p, int node)
     for (int i = 0; i < p->nnet; i++)
         if (p->net[i].resolve && (p->net[i].node < 0 || p->net[i].node == node))
             fprintf(m, "%s%s=%s", k++ ? "," : "", p->net[i].name, p->net[i].value);
-    for (int i = 0; i < p->nnodes; i++)
-        fprintf(m, "%s%s=%s", k++ ? "," : "", p->nodes[i].host, p->nodes[i].addr);
+    for (int i = 0; i < p->nnodes; i++) {
+        /* a node with an explicit eth0 answers its eth0 addresses, as the
+         * simulator's host table does */
+        int eth0 = 0;
+        for (int j = 0; j < p->nnet; j++) {
+            const ddp_plan_net_t *e = &p->net[j];
+            if (!e->resolve && !strcmp(e->name, "eth0") && (e->node < 0 || e->node == i)) {
+                fprintf(m, "%s%s=%.*s", k++ ? "," : "", p->nodes[i].host,
+                        (int)strcspn(e->value, "/"), e->value);
+                eth0 = 1;
+            }
+        }
+        if (!eth0)
+            fprintf(m, "%s%s=%s", k++ ? "," : "", p->nodes[i].host, p->nodes[i].addr);
+    }
     if (fclose(m) != 0) {
         free(t);
         return NULL;

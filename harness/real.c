@@ -98,6 +98,12 @@ static const char *plan_unsupported(const ddp_plan_t *p, int netns, char *buf, s
         snprintf(buf, n, "GPU scenario: real NCCL runs are `make hw-test`");
     else if (p->latency_ns && !netns)
         snprintf(buf, n, "a base latency needs --netns (netem)");
+    else if (p->nnet && !netns)
+        snprintf(buf, n, "iface and resolve lines need --netns: on loopback every "
+                         "node shares this host's interfaces");
+    else if (p->nnet && p->entry.exec[0])
+        snprintf(buf, n, "iface and resolve lines reach ddpsim's own processes only "
+                         "(a foreign program resolves names with the system's resolver)");
     int exec = p->entry.exec[0] != '\0';
     for (int i = 0; i < p->nfaults && !buf[0]; i++) {
         const ddp_fault_t *f = &p->faults[i];
@@ -399,7 +405,7 @@ static ddp_env_t *proc_env(ddp_sys_t *sys, const ddp_plan_t *plan, const ddp_pla
     ddp_env_setf(env, "DDPSIM_TRAIN_S", "%.3f", (double)plan->entry.train_ns / 1e9);
     /* In a namespace this machine's host name resolves to loopback: gloo
      * (and NCCL) must use the node's own interface, as ddpsim's tcp backend
-     * uses the node's address (DDP_TCP_ADDR). */
+     * uses its node's name (DDPSIM_HOSTNAME) and address. */
     if (netns) {
         if (!ddp_env_has(env, "GLOO_SOCKET_IFNAME"))
             ddp_env_set(env, "GLOO_SOCKET_IFNAME", "eth0");
@@ -643,6 +649,12 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
     if (o->netns && ((rc = ddp__real_netns_up(sys, &ns, plan->nnodes,
                                               exec ? 0 : plan->latency_ns)) != 0 ||
                      (exec && (rc = start_proxy(sys, plan, &ns, t0, &proxy)) != 0))) {
+        snprintf(r->why, sizeof r->why, "%s", ddp_err_message());
+        abandon(sys, proxy, &ns, plan, plan_path);
+        return rc;
+    }
+    /* The scenario's own interfaces and addresses, in each node's namespace */
+    if (o->netns && plan->nnet && (rc = ddp__real_netns_ifaces(sys, &ns, plan)) != 0) {
         snprintf(r->why, sizeof r->why, "%s", ddp_err_message());
         abandon(sys, proxy, &ns, plan, plan_path);
         return rc;

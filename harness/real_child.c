@@ -340,15 +340,16 @@ static void disarm_faults(void)
 
 /* What the process needs of the plan besides its environment: host names
  * resolve to the plan's node addresses (the POSIX sys reads the
- * DDPSIM_HOSTS table), and, as this machine's host name is every process's,
- * the tcp backend advertises the node's own name. */
+ * DDPSIM_HOSTS table, its node's resolve lines first), and its host name is
+ * its node's (DDPSIM_HOSTNAME), not this machine's, which every process
+ * shares. */
 static int node_env(ddp_env_t *env)
 {
     char *hosts = ddp_plan_hosts_table(self.p, self.node);
     int rc = hosts ? ddp_env_set(env, "DDPSIM_HOSTS", hosts) : -ENOMEM;
     free(hosts);
-    if (rc == 0 && !ddp_env_has(env, "DDP_TCP_ADDR"))
-        rc = ddp_env_set(env, "DDP_TCP_ADDR", self.p->nodes[self.node].host);
+    if (rc == 0)
+        rc = ddp_env_set(env, "DDPSIM_HOSTNAME", self.p->nodes[self.node].host);
     return rc;
 }
 

@@ -124,6 +124,34 @@ int ddp__real_netns_up(ddp_sys_t *sys, ddp_netns_t *ns, int nodes, int64_t laten
     return 0;
 }
 
+int ddp__real_netns_ifaces(ddp_sys_t *sys, const ddp_netns_t *ns, const ddp_plan_t *p)
+{
+    for (int j = 0; j < p->nnet; j++) {
+        const ddp_plan_net_t *e = &p->net[j];
+        if (e->resolve)
+            continue;
+        for (int i = e->node < 0 ? 0 : e->node; i < (e->node < 0 ? ns->nodes : e->node + 1);
+             i++) {
+            char name[32], cidr[72], dev[64];
+            ddp__real_ns_name(ns, i, name, sizeof name);
+            snprintf(cidr, sizeof cidr, "%s", e->value);
+            snprintf(dev, sizeof dev, "%s", e->name);
+            int rc = 0, v6 = strchr(cidr, ':') != NULL;
+            if (strcmp(dev, "eth0")) {
+                /* a second line for the same interface finds it there */
+                RUN_SILENT("ip", "-n", name, "link", "add", dev, "type", "bridge");
+                rc = RUN("ip", "-n", name, "link", "set", dev, "up");
+            }
+            if (!rc)
+                rc = v6 ? RUN("ip", "-n", name, "addr", "add", cidr, "dev", dev, "nodad")
+                        : RUN("ip", "-n", name, "addr", "add", cidr, "dev", dev);
+            if (rc)
+                return ddp_err_wrap("--netns: cannot put %s on %s in %s", cidr, dev, name);
+        }
+    }
+    return 0;
+}
+
 /* The tbf words after "tc ... root" for a bandwidth fault: its rate; a
  * burst of 10 ms at the rate but at least 1600 bytes (one full Ethernet
  * frame must fit in the bucket, or tbf drops it); a queue (limit) of the

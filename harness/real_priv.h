@@ -30,6 +30,11 @@ void ddp__real_node_ip(int netns, int i, char *buf, size_t n);
 int ddp__real_netns_up(ddp_sys_t *sys, ddp_netns_t *ns, int nodes, int64_t latency_ns);
 /* How many namespaces could not be deleted (the first one's name in left). */
 int ddp__real_netns_down(ddp_sys_t *sys, ddp_netns_t *ns, char *left, size_t left_len);
+/* The plan's `iface` lines in the node namespaces: an eth0 address is
+ * added to eth0 (the runner's 10.213 address stays), another name is an
+ * interface of its own with that address (a bridge with no ports: this
+ * kernel has no dummy links, and docker0 is a bridge). */
+int ddp__real_netns_ifaces(ddp_sys_t *sys, const ddp_netns_t *ns, const ddp_plan_t *p);
 /* 0 when tc netem works in node 0's namespace (added to its lo and taken
  * off again), else DDP_EUNSUPPORTED. */
 int ddp__real_netem_probe(ddp_sys_t *sys, const ddp_netns_t *ns);

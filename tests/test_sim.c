@@ -673,6 +673,97 @@ static int window_reader(ddp_sys_t *sys, void *arg)
  * try-once send and POLLOUT say "full", a deadline passes without a byte
  * moving, and the rest goes once the reader reads; the receive queues never
  * hold more than the window. */
+/* Interfaces, routes and name resolution (scenario iface / resolve). */
+typedef struct {
+    const char *host; /* connect to (resolved on the task's node) */
+    const char *bind; /* a listener's bind address (NULL: connect instead) */
+    int rc;           /* the connect's result: >= 0 ok, else the code */
+    int n;            /* answers the resolver gave */
+    ddp_addr_t first;
+    char ifs[128];    /* "name=addr/prefix " per interface */
+} net_probe_t;
+
+static int net_probe(ddp_sys_t *sys, void *arg)
+{
+    net_probe_t *p = arg;
+    ddp_ifaddr_t ifs[16];
+    int n = ddp_sys_ifaddrs(sys, ifs, 16);
+    size_t off = 0;
+    for (int i = 0; i < n && off < sizeof p->ifs; i++) {
+        char a[DDP_ADDR_STRLEN];
+        off += (size_t)snprintf(p->ifs + off, sizeof p->ifs - off, "%s=%s/%d ", ifs[i].name,
+                                ddp_addr_format_host(&ifs[i].addr, a, sizeof a), ifs[i].prefix);
+    }
+    if (p->bind) {
+        ddp_addr_t b;
+        ddp_addr_parse(p->bind, PORT, &b);
+        int l = ddp_sys_listen(sys, &b, 8);
+        if (l < 0)
+            return 1;
+        ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 5 * DDP_NS_PER_S));
+        return 0;
+    }
+    ddp_addr_t a[4];
+    p->n = ddp_sys_resolve(sys, p->host, PORT, a, 4);
+    if (p->n > 0)
+        p->first = a[0];
+    ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, DDP_NS_PER_S)); /* listeners up */
+    p->rc = p->n > 0 ? ddp_sys_connect(sys, &a[0], ddp_sys_deadline_in(sys, 2 * DDP_NS_PER_S))
+                     : p->n;
+    return 0;
+}
+
+static void test_interfaces_routes_names(void)
+{
+    ddp_sim_t *sim = two_nodes(5, 0);
+    CU_ASSERT_EQUAL(ddp_sim_add_iface(sim, -1, "docker0", "172.17.0.1/16"), 0);
+    CU_ASSERT_EQUAL(ddp_sim_add_iface(sim, 0, "eth0", "10.0.0.1/8"), 0);
+    CU_ASSERT_EQUAL(ddp_sim_add_iface(sim, 0, "eth0", "fd00::1/64"), 0);
+    CU_ASSERT_NOT_EQUAL(ddp_sim_add_iface(sim, 0, "eth0", "fd00::1/129"), 0);
+    CU_ASSERT_NOT_EQUAL(ddp_sim_add_iface(sim, 7, "eth0", "10.0.0.9/8"), 0);
+    CU_ASSERT_EQUAL(ddp_sim_add_hostent(sim, 1, "node0", "fd00::1"), 0);
+    CU_ASSERT_EQUAL(ddp_sim_add_hostent(sim, 1, "node0", "10.0.0.1"), 0);
+    CU_ASSERT_EQUAL(ddp_sim_add_hostent(sim, 0, "node0", "127.0.1.1"), 0);
+    /* node 0 listens on IPv4 only (0.0.0.0); its docker0 and fd00::1 are its own */
+    net_probe_t srv = {.bind = "0.0.0.0"}, v6 = {.host = "fd00::1"},
+                own = {.host = "node0"}, bridge = {.host = "172.17.0.1"},
+                ll = {.host = "fe80::1"}, v4 = {.host = "10.0.0.1"};
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "srv"}, net_probe, &srv);
+    /* node 1 has no IPv6 but ::1: no route at all */
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = "v6"}, net_probe, &v6);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "own"}, net_probe, &own);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = "bridge"}, net_probe,
+                     &bridge);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = "ll"}, net_probe, &ll);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = "v4"}, net_probe, &v4);
+    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+    CU_ASSERT_STRING_EQUAL(srv.ifs, "lo=127.0.0.1/8 lo=::1/128 docker0=172.17.0.1/16 "
+                                    "eth0=10.0.0.1/8 eth0=fd00::1/64 ");
+    CU_ASSERT_EQUAL(v6.rc, -ENETUNREACH);
+    CU_ASSERT_EQUAL(own.n, 1); /* node 0's own /etc/hosts line */
+    char a[DDP_ADDR_STRLEN];
+    CU_ASSERT_STRING_EQUAL(ddp_addr_format_host(&own.first, a, sizeof a), "127.0.1.1");
+    CU_ASSERT_TRUE(own.rc >= 0); /* 127.0.1.1 is loopback: its own listener */
+    CU_ASSERT_EQUAL(bridge.rc, -ECONNREFUSED); /* node 1's own docker0: nobody listens */
+    CU_ASSERT_EQUAL(ll.rc, -EINVAL);
+    CU_ASSERT_TRUE(v4.rc >= 0);
+    ddp_sim_free(sim);
+
+    /* a v4-only listener refuses an IPv6 connect; "::" takes both */
+    for (int dual = 0; dual < 2; dual++) {
+        sim = two_nodes(6, 0);
+        ddp_sim_add_iface(sim, 0, "eth0", "fd00::1/64");
+        ddp_sim_add_iface(sim, 1, "eth0", "fd00::2/64");
+        net_probe_t l = {.bind = dual ? "::" : "0.0.0.0"}, c = {.host = "node0"};
+        ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "l"}, net_probe, &l);
+        ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = "c"}, net_probe, &c);
+        CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+        CU_ASSERT_STRING_EQUAL(ddp_addr_format_host(&c.first, a, sizeof a), "fd00::1");
+        CU_ASSERT_TRUE(dual ? c.rc >= 0 : c.rc == -ECONNREFUSED);
+        ddp_sim_free(sim);
+    }
+}
+
 static void test_receive_window(void)
 {
     ddp_sim_opts_t o = {.seed = 5, .rcvbuf = WIN};
@@ -1553,6 +1644,7 @@ DDP_SUITE("sim", NULL, NULL,
           {"spawn and wait for child tasks", test_spawn_in_sim},
           {"node clock skew", test_clock_skew},
           {"receive window: a slow reader holds its writer", test_receive_window},
+          {"interfaces, routes, per-node names, bind families", test_interfaces_routes_names},
           {"bandwidth fault: serialised on the uplink, queued, in its window", test_bandwidth_fault},
           {"fault point table and lookups", test_fault_point_table},
           {"fault points: armed-only threads skip unarmed points", test_fault_armed_points},
