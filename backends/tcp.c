@@ -464,6 +464,16 @@ DDP_NOINLINE static int gather_addrs(tcp_pg_t *pg, ddp_addr_t *addrs, char (*hos
         if (rc == DDP_ETIMEOUT) { /* the cause is who never published */
             char missing[160];
             int nmiss = list_missing(pg, kp, base, nb, missing, sizeof missing);
+            if (nmiss == 0) { /* everyone had: this rank came too late itself */
+                peer_err(rc, -1, NULL, now(pg) - start,
+                         "tcp bootstrap: rank 0 reached the gather of the listen "
+                         "addresses after its deadline (every rank had published): it "
+                         "was held up before it (a stalled or paused main thread)");
+                ddp_err_hint("the other ranks timed out waiting for rank 0; look at "
+                             "what delayed rank 0 between joining the store and the "
+                             "process group");
+                break;
+            }
             peer_err(rc, -1, NULL, now(pg) - start,
                      "tcp bootstrap: rank 0 timed out gathering the listen "
                      "addresses under \"%s/tcp/addr/\": %d rank(s) of %d never "

@@ -429,6 +429,8 @@ static int effect(const ddp_fault_t *f, const ddp_fault_call_t *c)
                : f->kind == DDP_FAULT_RESET && f->after_bytes <= 0 ? ECONNRESET
                                                                   : 0;
     case DDP_FP_DDP_PHASE_ENTER:
+        if (f->kind == DDP_FAULT_STALL) /* at phase= or at any phase change */
+            return c->phase && (!f->phase || !strcmp(f->phase, c->phase)) ? EAGAIN : 0;
         return f->kind == DDP_FAULT_CRASH && f->phase && f->phase[0] && c->phase &&
                        !strcmp(f->phase, c->phase)
                    ? EINTR

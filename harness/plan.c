@@ -191,7 +191,7 @@ const char *ddp_plan_kind_name(ddp_plan_kind_t k)
 /* ---------------------------------------------------------- launchers */
 
 static const char *const launcher_names[DDP_LAUNCH_COUNT] = {
-    "auto", "per-node", "slurm", "torchrun", "mpi", "lsf"};
+    "auto", "per-node", "slurm", "torchrun", "mpi", "lsf", "kubeflow"};
 
 const char *ddp_launcher_name(ddp_launcher_t l)
 {
@@ -206,7 +206,7 @@ int ddp_launcher_parse(const char *name, ddp_launcher_t *out)
             return 0;
         }
     return ddp_err_set(DDP_ECONFIG, "unknown launcher \"%s\"; expected one of "
-                                    "auto, per-node, slurm, torchrun, mpi, lsf",
+                                    "auto, per-node, slurm, torchrun, mpi, lsf, kubeflow",
                        name);
 }
 
@@ -253,6 +253,11 @@ static const lvar_t lsf_vars[] = {
     {"JSM_NAMESPACE_SIZE", V_WORLD, NULL},  {"JSM_NAMESPACE_RANK", V_RANK, NULL},
     {"JSM_NAMESPACE_LOCAL_RANK", V_LOCAL, NULL},
     {"JSM_NAMESPACE_LOCAL_SIZE", V_PER_NODE, NULL}, {NULL, 0, NULL}};
+/* The training operator's PyTorchJob: every pod (a node here) one process
+ * with RANK and WORLD_SIZE; MASTER_ADDR is the master pod's service name. */
+static const lvar_t kubeflow_vars[] = {
+    {"RANK", V_RANK, NULL}, {"WORLD_SIZE", V_WORLD, NULL},
+    {"KUBERNETES_PORT", V_TEXT, "tcp://10.96.0.1:443"}, {NULL, 0, NULL}};
 /* What a foreign program's process gets besides its launcher's variables:
  * what Lightning's accelerator gives the processes it starts (NODE_RANK,
  * LOCAL_RANK, WORLD_SIZE), what torch's env:// rendezvous reads (RANK,
@@ -296,6 +301,7 @@ static const lvar_t *launcher_vars(ddp_launcher_t kind)
     case DDP_LAUNCH_TORCHRUN: return torchrun_vars;
     case DDP_LAUNCH_MPI: return mpi_vars;
     case DDP_LAUNCH_LSF: return lsf_vars;
+    case DDP_LAUNCH_KUBEFLOW: return kubeflow_vars;
     default: return per_node_vars;
     }
 }
@@ -348,9 +354,9 @@ int ddp_plan_launch(ddp_plan_t *p, const ddp_launch_t *l)
     int exec = p->entry.exec[0] != '\0';
     /* A foreign program launches nothing itself: every rank is a process
      * of the plan, also where the user would start one script per node. */
-    int per_node = kind == DDP_LAUNCH_PER_NODE && !exec ? 1
-                   : l->tasks_per_node                  ? l->tasks_per_node
-                                                        : l->procs;
+    int per_node = (kind == DDP_LAUNCH_PER_NODE && !exec) || kind == DDP_LAUNCH_KUBEFLOW ? 1
+                   : l->tasks_per_node                                                 ? l->tasks_per_node
+                                                                                       : l->procs;
     const char **hosts = malloc(sizeof *hosts * (size_t)p->nnodes);
     char *nodelist = NULL;
     if (!hosts)

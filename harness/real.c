@@ -79,6 +79,14 @@ static int hosted_store(const ddp_plan_t *p)
 }
 
 /* NULL when the plan can run for real; else why not, in buf. */
+static int exec_stall(const ddp_plan_t *p)
+{
+    for (int i = 0; p->entry.exec[0] && i < p->nfaults; i++)
+        if (p->faults[i].kind == DDP_FAULT_STALL)
+            return 1;
+    return 0;
+}
+
 static const char *plan_unsupported(const ddp_plan_t *p, int netns, char *buf, size_t n)
 {
     int per_rank = 1, trainers = 0;
@@ -98,6 +106,9 @@ static const char *plan_unsupported(const ddp_plan_t *p, int netns, char *buf, s
         snprintf(buf, n, "GPU scenario: real NCCL runs are `make hw-test`");
     else if (p->latency_ns && !netns)
         snprintf(buf, n, "a base latency needs --netns (netem)");
+    else if (exec_stall(p))
+        snprintf(buf, n, "a stall holds a thread of ddpsim's own processes; a foreign "
+                         "program's threads cannot be held");
     else if (p->nnet && !netns)
         snprintf(buf, n, "iface and resolve lines need --netns: on loopback every "
                          "node shares this host's interfaces");

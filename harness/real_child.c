@@ -42,7 +42,7 @@ int ddp__real_in_process(const ddp_fault_t *f)
 {
     return f->kind == DDP_FAULT_REFUSE || f->kind == DDP_FAULT_RESOLVE ||
            (f->kind == DDP_FAULT_RESET && f->after_bytes <= 0) ||
-           (f->kind == DDP_FAULT_CRASH && f->phase);
+           (f->kind == DDP_FAULT_CRASH && f->phase) || f->kind == DDP_FAULT_STALL;
 }
 
 static void clean(char *s)
@@ -266,6 +266,17 @@ static int phase_cb(const char *name, int *failnum, void **failinfo, unsigned in
     if (i < 0)
         return 0;
     record_hit(i);
+    if (self.faults[i].kind == DDP_FAULT_STALL) {
+        /* this thread waits while the window is open (its events may close
+         * it), the run's limit at most; the process's other threads go on */
+        int64_t limit = self.p->t0 + self.p->limit_ns;
+        while (ddp_faultset_active(&self.fs, i, ddp_sys_now(self.sys)) &&
+               ddp_sys_now(self.sys) < limit) {
+            ddp_sys_sleep_until(self.sys, ddp_sys_deadline_in(self.sys, 10 * DDP_NS_PER_MS));
+            sync_events();
+        }
+        return 0;
+    }
     char line[256];
     snprintf(line, sizeof line, "C\t%d\t%d\t%d\t%lld\t%s\n", self.index, ddp_ident_rank(),
              self.node, (long long)(ddp_sys_now(self.sys) - self.p->t0), phase);

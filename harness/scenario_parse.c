@@ -604,8 +604,8 @@ static int st_fault(pctx_t *p, token_t *tok, int ntok)
     f->node = f->task = f->peer_node = -1;
     if (tok[1].eq || ddp_fault_kind_parse(tok[1].text, &f->kind) != 0)
         return perr(p, tok[1].col, "expected a fault kind (refuse, reset, blackhole, delay, "
-                                   "partition, crash, pause, resolve, point, bandwidth, late), "
-                                   "got %s",
+                                   "partition, crash, pause, resolve, point, bandwidth, late, "
+                                   "stall), got %s",
                     got(&tok[1], g, sizeof g));
     s->fault_line[s->nfaults] = p->line;
     s->nfaults++; /* owned strings are freed with the scenario from here on */
@@ -721,14 +721,16 @@ static int st_fault(pctx_t *p, token_t *tok, int ntok)
                     tok[1].text, tok[1].text);
     if (f->kind == DDP_FAULT_DELAY && !have_delay)
         return perr(p, last, "expected delay= (extra latency), got end of line");
-    if ((f->kind == DDP_FAULT_CRASH || f->kind == DDP_FAULT_PAUSE) && f->node < 0 && !f->ranks &&
-        f->task < 0)
+    if ((f->kind == DDP_FAULT_CRASH || f->kind == DDP_FAULT_PAUSE ||
+         f->kind == DDP_FAULT_STALL) &&
+        f->node < 0 && !f->ranks && f->task < 0)
         return perr(p, last, "expected ranks= or node= (whom the %s hits), got end of line",
                     tok[1].text);
-    if (f->kind == DDP_FAULT_PAUSE && !have_end)
-        return perr(p, last, "expected end= (when the pause ends), got end of line");
-    if (f->phase && f->kind != DDP_FAULT_CRASH)
-        return perr(p, tok[1].col, "expected phase= only on crash faults, got it on %s",
+    if ((f->kind == DDP_FAULT_PAUSE || f->kind == DDP_FAULT_STALL) && !have_end)
+        return perr(p, last, "expected end= (when the %s ends), got end of line", tok[1].text);
+    if (f->phase && f->kind != DDP_FAULT_CRASH && f->kind != DDP_FAULT_STALL)
+        return perr(p, tok[1].col, "expected phase= only on crash and stall faults, got it "
+                                   "on %s",
                     tok[1].text);
     if (f->kind == DDP_FAULT_POINT && !f->point)
         return perr(p, last, "expected point= (a fault point such as pg/tcp/handshake; "
@@ -1003,10 +1005,10 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
         return 0;
     }
     if (!strcmp(kw, "launcher")) {
-        ONE("a launcher (auto, per-node, slurm, torchrun, mpi, lsf)");
+        ONE("a launcher (auto, per-node, slurm, torchrun, mpi, lsf, kubeflow)");
         if (ddp_sim_launcher_parse(tok[1].text, &s->launcher) != 0)
             return perr(p, tok[1].col, "expected a launcher (auto, per-node, slurm, torchrun, "
-                                       "mpi, lsf), got \"%.60s\"", tok[1].text);
+                                       "mpi, lsf, kubeflow), got \"%.60s\"", tok[1].text);
         return 0;
     }
     if (!strcmp(kw, "accelerators")) {
@@ -1612,7 +1614,7 @@ void ddp__scenario_put_fault(FILE *o, const ddp_fault_t *f)
     /* A pause needs its end= and a delay its delay=, even at 0. */
     if (f->end_on.kind != DDP_TRIG_TIME)
         put_when(o, "end", &f->end_on, f->end_ns);
-    else if (f->end_ns || f->kind == DDP_FAULT_PAUSE)
+    else if (f->end_ns || f->kind == DDP_FAULT_PAUSE || f->kind == DDP_FAULT_STALL)
         put_duration(o, " end=", f->end_ns);
     if (f->count)
         fprintf(o, " count=%d", f->count);

@@ -253,7 +253,17 @@ static void phase_hook(ddp_sim_task_t *t)
     snprintf(t->phase, sizeof t->phase, "%s", phase);
     ddp_fault_call_t c = {.point = DDP_FP_DDP_PHASE_ENTER, .peer_node = -1, .phase = phase};
     int i = call_match(t, &c, NULL);
-    if (i >= 0) {
+    if (i >= 0 && sim->faults[i].kind == DDP_FAULT_STALL) {
+        /* this thread only: its process, store thread and sockets go on */
+        ddp__sim_trace(sim, t->id, "fault", "\"fault\":\"stall\",\"phase\":\"%s\"", phase);
+        while (active(sim, i)) {
+            int64_t until = sim->fs.st[i].close_at;
+            int64_t wake = until == DDP_FAULT_NEVER ? ddp__sim_task_now(t) + DDP_NS_PER_S / 10
+                                                    : until + sim->nodes[t->out.node].skew;
+            if (ddp__sim_park(t, wake, NULL, 0, "stalled by a fault"))
+                return;
+        }
+    } else if (i >= 0) {
         ddp__sim_trace(sim, t->id, "fault", "\"fault\":\"crash\",\"phase\":\"%s\"", phase);
         ddp__sim_kill_task(sim, t, 1);
     }

@@ -1059,7 +1059,7 @@ static void test_cli(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(h2);
     CU_ASSERT_EQUAL(strncmp(out, out2, (size_t)(h1 - out) + 27), 0);
     CU_ASSERT_EQUAL(run_cmd("list faults", out, sizeof out), 0);
-    CU_ASSERT_STRING_EQUAL(out, "refuse\nreset\nblackhole\ndelay\npartition\ncrash\npause\nresolve\npoint\nbandwidth\nlate\n");
+    CU_ASSERT_STRING_EQUAL(out, "refuse\nreset\nblackhole\ndelay\npartition\ncrash\npause\nresolve\npoint\nbandwidth\nlate\nstall\n");
     CU_ASSERT_EQUAL(run_cmd("list nonsense", out, sizeof out), 2);
     CU_ASSERT_EQUAL(run_cmd("run --help", out, sizeof out), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "usage: ddpsim run FILE..."));

@@ -308,6 +308,7 @@ typedef enum ddp_fault_kind {
     DDP_FAULT_POINT,      /* a fault point of ddp/faults.h fires (.point) */
     DDP_FAULT_BANDWIDTH,  /* a node's uplink sends at most .rate_bps */
     DDP_FAULT_LATE,       /* the targets' processes start .delay_ns late */
+    DDP_FAULT_STALL,      /* a rank's thread is held at a phase change */
     DDP_FAULT_KIND_COUNT
 } ddp_fault_kind_t;
 
@@ -356,7 +357,10 @@ typedef struct ddp_fault_kind_info {
     X(BANDWIDTH, "bandwidth", "uplinks", "a rate limit",                       \
       DDP_EXEC_SIM | DDP_EXEC_LINK, "segments queued behind the limit")      \
     X(LATE, "late", "process starts", "the process starts late",              \
-      DDP_EXEC_SIM | DDP_EXEC_RUNNER, "processes held")
+      DDP_EXEC_SIM | DDP_EXEC_RUNNER, "processes held")                       \
+    X(STALL, "stall", "phase changes",                                         \
+      "the rank's thread waits there while the window is open; its process, " \
+      "store and sockets go on", DDP_EXEC_SIM | DDP_EXEC_INPROC, "threads held")
 /* clang-format on */
 
 DDP_API const ddp_fault_kind_info_t *ddp_fault_kind_info(ddp_fault_kind_t k);

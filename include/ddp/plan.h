@@ -138,6 +138,7 @@ typedef enum ddp_launcher {
     DDP_LAUNCH_TORCHRUN, /* torchrun / torch.distributed.run */
     DDP_LAUNCH_MPI,      /* mpirun (OpenMPI) */
     DDP_LAUNCH_LSF,      /* jsrun (LSF) */
+    DDP_LAUNCH_KUBEFLOW, /* a Kubeflow PyTorchJob: one process per pod */
     DDP_LAUNCH_COUNT
 } ddp_launcher_t;
 DDP_API const char *ddp_launcher_name(ddp_launcher_t l);
