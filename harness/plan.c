@@ -133,14 +133,20 @@ int ddp_plan_add_file(ddp_plan_t *p, const char *path, const char *content)
     return p->nfiles++;
 }
 
-int ddp_plan_add_net(ddp_plan_t *p, int resolve, int node, const char *name,
+const char *ddp_net_kind_name(int kind)
+{
+    static const char *const names[] = {"iface", "resolve", "somaxconn"};
+    return kind >= 0 && kind <= DDP_NET_SOMAXCONN ? names[kind] : "?";
+}
+
+int ddp_plan_add_net(ddp_plan_t *p, int kind, int node, const char *name,
                      const char *value)
 {
     ddp_plan_net_t *nn = grow(p->net, p->nnet, sizeof *nn);
     if (!nn)
         return ddp_err_set(-ENOMEM, "plan: out of memory");
     p->net = nn;
-    nn[p->nnet].resolve = resolve != 0;
+    nn[p->nnet].kind = kind;
     nn[p->nnet].node = node;
     snprintf(nn[p->nnet].name, sizeof nn[p->nnet].name, "%s", name);
     snprintf(nn[p->nnet].value, sizeof nn[p->nnet].value, "%s", value);
@@ -156,7 +162,7 @@ char *ddp_plan_hosts_table(const ddp_plan_t *p, int node)
         return NULL;
     int k = 0;
     for (int i = 0; i < p->nnet; i++)
-        if (p->net[i].resolve && (p->net[i].node < 0 || p->net[i].node == node))
+        if (p->net[i].kind == DDP_NET_RESOLVE && (p->net[i].node < 0 || p->net[i].node == node))
             fprintf(m, "%s%s=%s", k++ ? "," : "", p->net[i].name, p->net[i].value);
     for (int i = 0; i < p->nnodes; i++) {
         /* a node with an explicit eth0 answers its eth0 addresses, as the
@@ -164,7 +170,8 @@ char *ddp_plan_hosts_table(const ddp_plan_t *p, int node)
         int eth0 = 0;
         for (int j = 0; j < p->nnet; j++) {
             const ddp_plan_net_t *e = &p->net[j];
-            if (!e->resolve && !strcmp(e->name, "eth0") && (e->node < 0 || e->node == i)) {
+            if (e->kind == DDP_NET_IFACE && !strcmp(e->name, "eth0") &&
+                (e->node < 0 || e->node == i)) {
                 fprintf(m, "%s%s=%.*s", k++ ? "," : "", p->nodes[i].host,
                         (int)strcspn(e->value, "/"), e->value);
                 eth0 = 1;
@@ -556,9 +563,11 @@ int ddp_plan_simulate(const ddp_plan_t *p, const ddp_sim_opts_t *so, ddp_sim_t *
         rc = ddp_sim_add_node(sim, p->nodes[i].host, p->nodes[i].addr, 0) < 0
                  ? ddp_err_ctx()->code : 0;
     for (int i = 0; rc == 0 && i < p->nnet; i++)
-        rc = p->net[i].resolve
+        rc = p->net[i].kind == DDP_NET_RESOLVE
                  ? ddp_sim_add_hostent(sim, p->net[i].node, p->net[i].name, p->net[i].value)
-                 : ddp_sim_add_iface(sim, p->net[i].node, p->net[i].name, p->net[i].value);
+             : p->net[i].kind == DDP_NET_IFACE
+                 ? ddp_sim_add_iface(sim, p->net[i].node, p->net[i].name, p->net[i].value)
+                 : ddp_sim_set_somaxconn(sim, p->net[i].node, atoi(p->net[i].value));
     for (int i = 0; rc == 0 && i < p->nfaults; i++)
         rc = ddp_sim_add_fault(sim, &p->faults[i]) < 0 ? DDP_ECONFIG : 0;
     if (rc == 0)
@@ -634,7 +643,7 @@ int ddp_plan_write(const ddp_plan_t *p, FILE *o)
     for (int i = 0; i < p->nfiles; i++)
         put_line(o, "file", p->files[i].path, p->files[i].content);
     for (int i = 0; i < p->nnet; i++) {
-        fprintf(o, "%s node=%d ", p->net[i].resolve ? "resolve" : "iface", p->net[i].node);
+        fprintf(o, "%s node=%d ", ddp_net_kind_name(p->net[i].kind), p->net[i].node);
         put_str(o, p->net[i].name);
         fputc(' ', o);
         put_str(o, p->net[i].value);
@@ -898,14 +907,15 @@ static int rd_statement(rd_t *r, ddp_plan_t *p, int *ended)
             return rc;
         return ddp_plan_add_node(p, host, addr) < 0 ? ddp_err_ctx()->code : 0;
     }
-    if (!strcmp(word, "iface") || !strcmp(word, "resolve")) {
+    if (!strcmp(word, "iface") || !strcmp(word, "resolve") || !strcmp(word, "somaxconn")) {
         int node;
         char name[64], value[64];
         if ((rc = rd_i(r, "node", &node)) || (rc = rd_strbuf(r, name, sizeof name)) ||
             (rc = rd_strbuf(r, value, sizeof value)))
             return rc;
-        return ddp_plan_add_net(p, word[0] == 'r', node, name, value) < 0 ? ddp_err_ctx()->code
-                                                                          : 0;
+        int kind = word[0] == 'i' ? DDP_NET_IFACE : word[0] == 'r' ? DDP_NET_RESOLVE
+                                                                   : DDP_NET_SOMAXCONN;
+        return ddp_plan_add_net(p, kind, node, name, value) < 0 ? ddp_err_ctx()->code : 0;
     }
     if (!strcmp(word, "file")) {
         char *path = NULL, *content = NULL;

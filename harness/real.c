@@ -110,11 +110,11 @@ static const char *plan_unsupported(const ddp_plan_t *p, int netns, char *buf, s
         snprintf(buf, n, "a stall holds a thread of ddpsim's own processes; a foreign "
                          "program's threads cannot be held");
     else if (p->nnet && !netns)
-        snprintf(buf, n, "iface and resolve lines need --netns: on loopback every "
-                         "node shares this host's interfaces");
+        snprintf(buf, n, "iface, resolve and somaxconn lines need --netns: on loopback "
+                         "every node shares this host's interfaces and sysctls");
     else if (p->nnet && p->entry.exec[0])
-        snprintf(buf, n, "iface and resolve lines reach ddpsim's own processes only "
-                         "(a foreign program resolves names with the system's resolver)");
+        snprintf(buf, n, "iface, resolve and somaxconn lines reach ddpsim's own processes "
+                         "only (a foreign program resolves names with the system's resolver)");
     int exec = p->entry.exec[0] != '\0';
     for (int i = 0; i < p->nfaults && !buf[0]; i++) {
         const ddp_fault_t *f = &p->faults[i];

@@ -128,8 +128,20 @@ int ddp__real_netns_ifaces(ddp_sys_t *sys, const ddp_netns_t *ns, const ddp_plan
 {
     for (int j = 0; j < p->nnet; j++) {
         const ddp_plan_net_t *e = &p->net[j];
-        if (e->resolve)
+        if (e->kind == DDP_NET_RESOLVE)
             continue;
+        if (e->kind == DDP_NET_SOMAXCONN) { /* a per-namespace sysctl */
+            char kv[48];
+            snprintf(kv, sizeof kv, "net.core.somaxconn=%d", atoi(e->value));
+            for (int i = e->node < 0 ? 0 : e->node; i < (e->node < 0 ? ns->nodes : e->node + 1);
+                 i++) {
+                char name[32];
+                ddp__real_ns_name(ns, i, name, sizeof name);
+                if (RUN_QUIET("ip", "netns", "exec", name, "sysctl", "-q", "-w", kv))
+                    return ddp_err_wrap("--netns: cannot set %s in %s", kv, name);
+            }
+            continue;
+        }
         for (int i = e->node < 0 ? 0 : e->node; i < (e->node < 0 ? ns->nodes : e->node + 1);
              i++) {
             char name[32], cidr[72], dev[64];

@@ -447,7 +447,7 @@ static int st_net(pctx_t *p, token_t *tok, int ntok, int resolve)
                         DDP_SCN_MAX_NET);
         p->net_at[s->nnet] = node_at;
         ddp_scn_net_t *e = &s->net[s->nnet++];
-        e->resolve = resolve;
+        e->kind = resolve ? DDP_NET_RESOLVE : DDP_NET_IFACE;
         e->node = node;
         snprintf(e->name, sizeof e->name, "%s", name->text);
         snprintf(e->value, sizeof e->value, "%s", t->text);
@@ -458,6 +458,41 @@ static int st_net(pctx_t *p, token_t *tok, int ntok, int resolve)
                             : "an address with its prefix (10.0.0.2/24, fd00::2/64)",
                     t->text);
     }
+    return 0;
+}
+
+/* `somaxconn [node=N] K`: the node's listen backlog cap. */
+static int st_somaxconn(pctx_t *p, token_t *tok, int ntok)
+{
+    ddp_scenario_t *s = p->s;
+    int node = -1, i = 1, k;
+    where_t node_at = {0};
+    if (i < ntok && tok[i].eq && !strcmp(tok[i].text, "node")) {
+        if (strcmp(tok[i].eq, "all") && parse_node(p, tok[i].eq, tok[i].vcol, &node))
+            return DDP_ECONFIG;
+        if (node >= 0)
+            node_at = here(p, tok[i].vcol);
+        i++;
+    }
+    if (i >= ntok)
+        return perr(p, END_OF(tok[ntok - 1]), "expected a backlog cap (1..65535), got end "
+                                              "of line");
+    if (i + 1 < ntok)
+        return perr(p, tok[i + 1].col, "expected end of line after the backlog cap, got "
+                                       "\"%.60s\"", tok[i + 1].text);
+    if (tok[i].eq || parse_int(p, tok[i].text, tok[i].col, 1, 65535, "a backlog cap", &k))
+        return tok[i].eq ? perr(p, tok[i].col, "expected a backlog cap (1..65535), got "
+                                               "\"%.60s=\"", tok[i].text)
+                         : DDP_ECONFIG;
+    if (s->nnet >= DDP_SCN_MAX_NET)
+        return perr(p, tok[0].col, "expected at most %d iface, resolve and somaxconn lines",
+                    DDP_SCN_MAX_NET);
+    p->net_at[s->nnet] = node_at;
+    ddp_scn_net_t *e = &s->net[s->nnet++];
+    e->kind = DDP_NET_SOMAXCONN;
+    e->node = node;
+    e->name[0] = '\0';
+    snprintf(e->value, sizeof e->value, "%d", k);
     return 0;
 }
 
@@ -1128,6 +1163,8 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
         return st_net(p, tok, ntok, 0);
     if (!strcmp(kw, "resolve"))
         return st_net(p, tok, ntok, 1);
+    if (!strcmp(kw, "somaxconn"))
+        return st_somaxconn(p, tok, ntok);
     if (!strcmp(kw, "fault"))
         return st_fault(p, tok, ntok);
     if (!strcmp(kw, "late")) { /* `late ranks=3 by=20s`: a fault of kind late */
@@ -1149,7 +1186,7 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
     return perr(p, tok[0].col, "expected a keyword (scenario, tags, include, nodes, devices, "
                                "num_nodes, tasks_per_node, hosts, launcher, gpus, accelerators, "
                                "backend, plugin, exec, cluster, timeout, store_timeout, train, seed, port, "
-                               "master_addr, master_late, port_taken, latency, env, unset, iface, resolve, "
+                               "master_addr, master_late, port_taken, latency, env, unset, iface, resolve, somaxconn, "
                                "fault, expect), got \"%.60s\"", kw);
 }
 
@@ -1491,7 +1528,7 @@ int ddp_scenario_equal(const ddp_scenario_t *a, const ddp_scenario_t *b, char *w
          a->master_addr, b->master_addr);
     DIFF(a->nnet != b->nnet, "%d vs %d iface/resolve entries", a->nnet, b->nnet);
     for (int i = 0; i < a->nnet; i++)
-        DIFF(a->net[i].resolve != b->net[i].resolve || a->net[i].node != b->net[i].node ||
+        DIFF(a->net[i].kind != b->net[i].kind || a->net[i].node != b->net[i].node ||
                  strcmp(a->net[i].name, b->net[i].name) ||
                  strcmp(a->net[i].value, b->net[i].value),
              "iface/resolve entry %d (%s) differs", i, a->net[i].name);
@@ -1793,11 +1830,13 @@ int ddp_scenario_write(const ddp_scenario_t *s, FILE *o)
     }
     for (int i = 0; i < s->nnet; i++) {
         const ddp_scn_net_t *e = &s->net[i];
-        fprintf(o, "%s ", e->resolve ? "resolve" : "iface");
+        fprintf(o, "%s ", ddp_net_kind_name(e->kind));
         if (e->node >= 0)
             fprintf(o, "node=%d ", e->node);
-        put_word(o, e->name);
-        fputc(' ', o);
+        if (e->name[0]) {
+            put_word(o, e->name);
+            fputc(' ', o);
+        }
         put_word(o, e->value);
         fputc('\n', o);
     }

@@ -397,7 +397,7 @@ int ddp_scenario_plan(const ddp_scenario_t *s, const char *accel, uint64_t seed,
         .master_start_ns = s->master_late_ns, .squat_port = s->port_taken,
         .edit_env = apply_env, .edit_arg = &edit};
     for (int i = 0; rc == 0 && i < s->nnet; i++)
-        rc = ddp_plan_add_net(p, s->net[i].resolve, s->net[i].node, s->net[i].name,
+        rc = ddp_plan_add_net(p, s->net[i].kind, s->net[i].node, s->net[i].name,
                               s->net[i].value) < 0
                  ? ddp_err_ctx()->code
                  : 0;

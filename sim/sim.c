@@ -1018,6 +1018,16 @@ int ddp_sim_add_hostent(ddp_sim_t *sim, int node, const char *name, const char *
     return 0;
 }
 
+int ddp_sim_set_somaxconn(ddp_sim_t *sim, int node, int somaxconn)
+{
+    if (node >= sim->nnodes || somaxconn < 1 || somaxconn > 65535)
+        return ddp_err_set(DDP_ECONFIG, "somaxconn %d on node %d: expected 1..65535 on a "
+                                        "node of the cluster", somaxconn, node);
+    for (int i = node < 0 ? 0 : node; i < (node < 0 ? sim->nnodes : node + 1); i++)
+        sim->nodes[i].somaxconn = somaxconn;
+    return 0;
+}
+
 int ddp_sim_add_alias(ddp_sim_t *sim, const char *name, int node)
 {
     if (node < 0 || node >= sim->nnodes)

@@ -872,7 +872,8 @@ static int sm_listen(ddp_sys_t *s, const ddp_addr_t *a, int backlog)
     l->local.port = port;
     l->bind = *a;
     l->bind.port = port;
-    l->backlog = backlog > 0 && backlog < sim->o.somaxconn ? backlog : sim->o.somaxconn;
+    int cap = sim->nodes[node].somaxconn ? sim->nodes[node].somaxconn : sim->o.somaxconn;
+    l->backlog = backlog > 0 && backlog < cap ? backlog : cap;
     listener_add(sim, l);
     ddp__sim_trace(sim, t->id, "listen", "\"port\":%u,\"backlog\":%d",
                    (unsigned)port, l->backlog);

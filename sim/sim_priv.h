@@ -53,6 +53,7 @@ typedef struct sim_node {
     ddp_ifaddr_t *ifs;
     int nifs;
     int eth0_set; /* an explicit eth0 replaced the default one */
+    int somaxconn; /* its listen backlog cap (0: the simulation's) */
 } sim_node_t;
 
 /* A name a node's own resolver answers before the cluster's host table

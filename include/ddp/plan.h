@@ -76,13 +76,16 @@ typedef struct ddp_plan_proc {
     ddp_env_t *env;    /* exactly the environment the process gets */
 } ddp_plan_proc_t;
 
-/* A node's own network: an interface address, or a name its resolver
- * answers first (scenario `iface` / `resolve`). node -1: every node. */
+/* A node's own network: an interface address, a name its resolver answers
+ * first, its listen backlog cap (scenario `iface`, `resolve`, `somaxconn`).
+ * node -1: every node. */
+typedef enum ddp_net_kind { DDP_NET_IFACE, DDP_NET_RESOLVE, DDP_NET_SOMAXCONN } ddp_net_kind_t;
 typedef struct ddp_plan_net {
-    int resolve;
+    int kind;              /* ddp_net_kind_t */
     int node;
-    char name[64], value[64];
+    char name[64], value[64]; /* somaxconn: name "", value the number */
 } ddp_plan_net_t;
+DDP_API const char *ddp_net_kind_name(int kind); /* "iface", "resolve", "somaxconn" */
 
 typedef struct ddp_plan_file {
     char *path, *content; /* a file the processes read (LSF's rank file) */
@@ -124,7 +127,7 @@ DDP_API int ddp_plan_add_proc(ddp_plan_t *p, const char *name, int node, int ran
 /* Appends a copy of f (its ranks and phase strings copied). */
 DDP_API int ddp_plan_add_fault(ddp_plan_t *p, const ddp_fault_t *f, int line);
 DDP_API int ddp_plan_add_file(ddp_plan_t *p, const char *path, const char *content);
-DDP_API int ddp_plan_add_net(ddp_plan_t *p, int resolve, int node, const char *name,
+DDP_API int ddp_plan_add_net(ddp_plan_t *p, int kind, int node, const char *name,
                              const char *value);
 /* The DDPSIM_HOSTS table of a process on `node`: that node's resolve
  * entries first, then every node's name and address (malloc'd). */

@@ -54,7 +54,8 @@ typedef struct ddp_scn_env {
 /* `iface` and `resolve` lines: a node's network as it sees it. */
 #define DDP_SCN_MAX_NET 32
 typedef struct ddp_scn_net {
-    int resolve;     /* 0: iface NAME CIDR; 1: resolve NAME ADDR */
+    int kind;        /* ddp_net_kind_t: iface NAME CIDR, resolve NAME ADDR,
+                        somaxconn N (name "") */
     int node;        /* -1: every node */
     char name[64];   /* the interface, or the host name */
     char value[64];  /* ADDR/PREFIX, or ADDR */

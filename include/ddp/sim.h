@@ -85,6 +85,9 @@ DDP_API int ddp_sim_add_iface(ddp_sim_t *sim, int node, const char *name, const 
 /* On a node (-1: every node), `name` resolves to addr before the cluster's
  * host table; several calls for one name give several answers, in order. */
 DDP_API int ddp_sim_add_hostent(ddp_sim_t *sim, int node, const char *name, const char *addr);
+/* A node's (-1: every node's) net.core.somaxconn: every listen backlog
+ * there is capped at it (1..65535). */
+DDP_API int ddp_sim_set_somaxconn(ddp_sim_t *sim, int node, int somaxconn);
 /* A virtual file readable with ddp_sys_read_file on every node. */
 DDP_API int ddp_sim_add_file(ddp_sim_t *sim, const char *path, const char *content);
 
