@@ -7,6 +7,7 @@
 #define DDP_FUZZ_NO_ENTRY
 #include "fuzz/fake_sys.c"
 #include "fuzz/fuzz_hostlist.c"
+#include "fuzz/fuzz_plan.c"
 #include "fuzz/fuzz_scenario.c"
 #include "fuzz/fuzz_store_server.c"
 
@@ -51,6 +52,15 @@ static void test_hostlist_corpus(void)
 static void test_scenario_corpus(void)
 {
     CU_ASSERT_TRUE(replay("tests/fuzz/corpus/scenario", fuzz_scenario_one) >= 40);
+}
+
+static void test_plan_corpus(void)
+{
+    CU_ASSERT_TRUE(replay("tests/fuzz/corpus/plan", fuzz_plan_one) >= 10);
+    /* the property fails where it should: a plan whose round trip differs
+     * is caught, a truncated one is not read */
+    static const char good[] = "ddpsim-plan 1\nname \"x\"\nend\n";
+    CU_ASSERT_EQUAL(fuzz_plan_one((const uint8_t *)good, sizeof good - 1), 0);
 }
 
 static void test_store_server_corpus(void)
@@ -114,5 +124,6 @@ static void test_fake_sys_store(void)
 DDP_SUITE("fuzz", NULL, NULL,
           {"hostlist seeds: expand -> compress -> expand", test_hostlist_corpus},
           {"scenario seeds: parse -> write -> parse", test_scenario_corpus},
+          {"plan and results seeds: read -> write -> read; events never past the end", test_plan_corpus},
           {"store server seeds over the fake sys", test_store_server_corpus},
           {"the fake sys drives the store server", test_fake_sys_store})

@@ -198,8 +198,16 @@ static int fk_thread_join(ddp_sys_t *s, ddp_thread_t th, int *rc, int64_t deadli
 
 static int fk_read_file(ddp_sys_t *s, const char *path, char **data, size_t *len)
 {
-    (void)s, (void)path, (void)data, (void)len;
-    return -ENOENT;
+    (void)path;
+    fake_sys_t *f = (fake_sys_t *)s;
+    if (!f->file)
+        return -ENOENT;
+    if (!(*data = malloc(f->file_len + 1)))
+        return -ENOMEM;
+    memcpy(*data, f->file, f->file_len);
+    (*data)[f->file_len] = '\0';
+    *len = f->file_len;
+    return 0;
 }
 
 static void fk_destroy(ddp_sys_t *s) { (void)s; /* fake_sys_free */ }

@@ -29,6 +29,8 @@ typedef struct fake_sys {
     ddp_sys_t sys; /* first: the server sees this */
     int64_t now;
     fake_conn_t conns[FAKE_MAX_CONNS];
+    const char *file; /* what read_file gives for any path (NULL: -ENOENT) */
+    size_t file_len;
 } fake_sys_t;
 
 #define FAKE_LISTEN_FD 3
