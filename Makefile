@@ -66,7 +66,8 @@ TESTBIN   := $(B)/ddpsim-test
 DEPS_OK   := build/.deps-ok
 TEST_PLUGIN_DIR := $(B)/test_plugins
 TEST_PLUGINS := $(TEST_PLUGIN_DIR)/libddptest.so $(TEST_PLUGIN_DIR)/libddptest-nosym.so \
-                $(TEST_PLUGIN_DIR)/libddptest-abi.so $(TEST_PLUGIN_DIR)/libddptest-clash.so
+                $(TEST_PLUGIN_DIR)/libddptest-abi.so $(TEST_PLUGIN_DIR)/libddptest-clash.so \
+                $(TEST_PLUGIN_DIR)/libddptest-leak.so
 
 .PHONY: all lib run test check-layers check-exports bench install deps clean hw-test real-scenarios \
         netns-scenarios netns-clean real-test fidelity torch-test torch-scenarios fuzz mutate fault-points-doc \
@@ -143,7 +144,7 @@ $(FAKE_NCCL_DIR)/libnccl.so.2: tests/fake_nccl/fake_nccl.c tests/fake_nccl/fake.
 $(TEST_PLUGINS): $(TEST_PLUGIN_DIR)/%.so: tests/plugin_lib/ddptest_plugin.c include/ddp/plugin.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -shared $(LDFLAGS) \
-	    $(if $(findstring -nosym,$@),-DDDPTEST_NOSYM)$(if $(findstring -abi,$@),-DDDPTEST_ABI)$(if $(findstring -clash,$@),-DDDPTEST_CLASH) \
+	    $(if $(findstring -nosym,$@),-DDDPTEST_NOSYM)$(if $(findstring -abi,$@),-DDDPTEST_ABI)$(if $(findstring -clash,$@),-DDDPTEST_CLASH)$(if $(findstring -leak,$@),-DDDPTEST_LEAK) \
 	    -o $@ $<
 
 # TESTS="suite ..." runs only those suites; JUNIT=file writes JUnit XML.

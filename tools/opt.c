@@ -148,10 +148,8 @@ static int store(const ddp_opt_spec_t *sp, const ddp_opt_t *o, const char *value
         int frc = o->fn(value, o->dst);
         if (frc < -1) { /* the function said why, in the error context */
             const ddp_errctx_t *c = ddp_err_ctx();
-            fprintf(stderr, "ddpsim %s: bad %s \"%s\": %s\n", sp->cmd, what,
-                    value ? value : "", c->what);
-            if (c->hint[0])
-                fprintf(stderr, "  hint: %s\n", c->hint);
+            fprintf(stderr, "ddpsim %s: bad %s \"%s\": %s%s%s\n", sp->cmd, what,
+                    value ? value : "", c->what, c->hint[0] ? "; hint: " : "", c->hint);
             return 2;
         }
         ok = frc == 0;
@@ -367,7 +365,7 @@ int ddp_opt_plugin(const char *value, void *dst)
     const ddp_plugin_t *p = NULL;
     int rc = !value ? -1
              : ddp_plugin_is_library_path(value) ? ddp_plugin_load(NULL, value, &p)
-             : (p = ddp_plugin_find(value)) ? 0 : DDP_ENOT_FOUND;
+             : (p = ddp_plugin_find(value)) ? 0 : -1; /* the form lists them */
     if (rc)
         return rc;
     *(const ddp_plugin_t **)dst = p;

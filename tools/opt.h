@@ -104,7 +104,8 @@ int ddp_opt_num(const char *s, double lo, double hi, int lo_open, double *out);
 int ddp_opt_accel(const char *value, void *dst);        /* an accelerator */
 int ddp_opt_accel_or_all(const char *value, void *dst); /* ... or "all" */
 /* A plugin's name or a plugin library's path (ddp_plugin_is_library_path:
- * loaded and registered then); a failure is a code < -1, as OPT_FN allows. */
+ * loaded and registered then); a library that does not load is a code
+ * < -1, as OPT_FN allows (its message and hint on the one line). */
 int ddp_opt_plugin(const char *value, void *dst);
 int ddp_opt_plugin_name(const char *value, void *dst); /* its name, checked */
 const char *ddp_opt_accel_form(int with_all);

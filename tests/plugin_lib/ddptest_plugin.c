@@ -5,9 +5,12 @@
  *   DDPTEST_NOSYM   libddptest-nosym.so: no ddp_plugin_v1 at all
  *   DDPTEST_ABI     libddptest-abi.so: ddp_plugin_v1 of ABI version 99
  *   DDPTEST_CLASH   libddptest-clash.so: plugin "subgroups" (a built-in's name)
+ *   DDPTEST_LEAK    libddptest-leak.so: plugin "ddptest_leak", which leaves a
+ *                   connection to the store open (an invariant explore finds)
  * Built without -lddpsim: its ddp_* calls bind to the program loading it. */
 #include <ddp/err.h>
 #include <ddp/plugin.h>
+#include <ddp/sys.h>
 
 static const char *const phases[] = {"ddptest step", NULL};
 
@@ -18,11 +21,20 @@ static int ddptest_init(const ddp_plugin_t *self, ddp_ctx_t *ctx, ddp_cluster_t 
     if (rc)
         return rc;
     ddp_ident_set_phase("ddptest step");
+#ifdef DDPTEST_LEAK
+    char addr[64];
+    uint16_t port = 0;
+    ddp_cluster_main_address(env, addr, sizeof addr);
+    ddp_cluster_main_port(env, &port);
+    (void)ddp_sys_connect_host(ctx->sys, addr, port, ctx->deadline); /* never closed */
+#endif
     return 0;
 }
 
 #ifdef DDPTEST_CLASH
 #define NAME "subgroups"
+#elif defined DDPTEST_LEAK
+#define NAME "ddptest_leak"
 #else
 #define NAME "ddptest"
 #endif
