@@ -221,13 +221,26 @@ static void test_cmd_run(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "12 run(s) of 2 scenario file(s): 12 ok, 0 failed"));
     CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, "run tests/plugin_lib/ddptest-step.scn", 0, out,
                                        sizeof out), 2);
-    snprintf(args, sizeof args, "run --real --no-progress --accelerator ddp_cpu --plugin %s "
-                                "tests/plugin_lib/ddptest-step.scn", lib);
+    /* real processes, on a free port (another run may hold the default) */
+    char dir[256], scn[400], text[4096];
+    uint16_t port = 0;
+    CU_ASSERT_EQUAL_FATAL(ddp_sys_free_port(g_sys, &port), 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "plugin-real"));
+    ddp_test_in(scn, sizeof scn, dir, "step.scn");
+    ddp_test_read_file("tests/plugin_lib/ddptest-step.scn", text, sizeof text);
+    FILE *f = fopen(scn, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fprintf(f, "%sport %u\n", text, (unsigned)port);
+    fclose(f);
+    snprintf(args, sizeof args, "run --real --no-progress --accelerator ddp_cpu --plugin %s %s",
+             lib, scn);
     st = ddp_test_ddpsim_io(NULL, args, 0, out, sizeof out);
     CU_ASSERT_EQUAL(st, 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "crash+fail crash+fail ok"));
     if (st != 0)
         printf("\n%s\n", out);
+    remove(scn);
+    rmdir(dir);
 }
 
 /* explore with a library plugin that leaks a socket: the violation's
