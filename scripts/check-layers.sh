@@ -102,5 +102,16 @@ for layer in $LAYERS; do
         [ -n "$used" ] && say "$layer calls into $other: $used"
     done
 done
+# The dynamic loader is an OS call: only the POSIX sys calls it (its
+# lib_* ops, ddp_sys_lib_open ...), and the nccl backend, which loads
+# libnccl and the CUDA runtime once per process by their sonames.
+for layer in $LAYERS; do
+    for o in $(objs "$layer"); do
+        case $o in */core/sys_posix.o | */backends/nccl.o) continue ;; esac
+        dl=$(nm -u "$o" | awk '{ print $NF }' | grep -E '^dl(open|mopen|sym|vsym|close|error)(@.*)?$' |
+            tr '\n' ' ') || true
+        [ -n "$dl" ] && say "$o calls the dynamic loader ($dl): only core/sys_posix.c may (ddp_sys_lib_open)"
+    done
+done
 [ $bad -eq 0 ] && echo "layers ok: $(echo $LAYERS | wc -w) layers, includes and calls follow docs/architecture.md"
 exit $bad
