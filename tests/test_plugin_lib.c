@@ -221,6 +221,33 @@ static void test_cmd_run(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "12 run(s) of 2 scenario file(s): 12 ok, 0 failed"));
     CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, "run tests/plugin_lib/ddptest-step.scn", 0, out,
                                        sizeof out), 2);
+    /* shards and their merge, the Chrome trace: the plugin's own phase is
+     * in the trace, the library's path in each shard's sweep line */
+    char tdir[256], res[2][400], chrome[400], body[1 << 14];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(tdir, sizeof tdir, "plugin-shards"));
+    for (int k = 0; k < 2; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "r%d.res", k + 1);
+        ddp_test_in(res[k], sizeof res[k], tdir, name);
+        snprintf(args, sizeof args, "run --no-progress --plugin %s --shard %d/2 --results %s "
+                                    "tests/plugin_lib/ddptest-step.scn scenarios/clean-start.scn",
+                 lib, k + 1, res[k]);
+        CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, args, 0, out, sizeof out), 0);
+        ddp_test_read_file(res[k], body, sizeof body);
+        CU_ASSERT_PTR_NOT_NULL(strstr(body, " --plugin /"));
+    }
+    snprintf(args, sizeof args, "merge %s %s", res[0], res[1]);
+    CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, args, 0, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "12 run(s) of 2 scenario file(s): 12 ok, 0 failed"));
+    ddp_test_in(chrome, sizeof chrome, tdir, "t.json");
+    snprintf(args, sizeof args, "replay --plugin %s --accelerator ddp --trace-chrome %s "
+                                "tests/plugin_lib/ddptest-step.scn", lib, chrome);
+    CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, args, 0, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_test_read_file(chrome, body, sizeof body), "ddptest step"));
+    remove(res[0]);
+    remove(res[1]);
+    remove(chrome);
+    rmdir(tdir);
     /* real processes, on a free port (another run may hold the default) */
     char dir[256], scn[400], text[4096];
     uint16_t port = 0;
@@ -290,5 +317,6 @@ DDP_SUITE("plugin_lib", suite_init, suite_cleanup,
           {"an unknown plugin's message: the names, no code inside, a hint",
            test_unknown_plugin_message},
           {"plugin-library: relative to the scenario, written back", test_scenario_line},
-          {"ddpsim run --plugin PATH: simulated and real", test_cmd_run},
+          {"ddpsim run --plugin PATH: table, shards, merge, trace, replay, real",
+           test_cmd_run},
           {"explore's replay command with --plugin, pasted", test_explore_replay_command});
