@@ -1133,21 +1133,24 @@ static int px_thread_join(ddp_sys_t *s, ddp_thread_t th, int *rc,
     return 0;
 }
 
-/* Shared libraries: a path, made absolute first (dlopen would search the
- * library path for a name without a slash); RTLD_NOW so that a missing
- * symbol is an error here, not a crash mid-run; RTLD_LOCAL so that two
- * libraries' own symbols never mix. */
+/* Shared libraries: a path (with a '/') is a file, made absolute first;
+ * a bare name (a soname: libnccl.so.2) is searched on the library path, as
+ * dlopen does. RTLD_NOW so that a missing symbol is an error here, not a
+ * crash mid-run; RTLD_LOCAL so that two libraries' own symbols never mix. */
 static int px_lib_open(ddp_sys_t *s, const char *path, void **lib, char *real, size_t n)
 {
     (void)s;
     char abs[PATH_MAX];
     struct stat sb;
-    if (!realpath(path, abs) || stat(abs, &sb) != 0) {
+    int file = strchr(path, '/') != NULL;
+    if (file && (!realpath(path, abs) || stat(abs, &sb) != 0)) {
         int e = errno;
         return ddp_err_set(-e, "%s: %s", path, e == ENOENT ? "no such file" : strerror(e));
     }
-    if (S_ISDIR(sb.st_mode))
+    if (file && S_ISDIR(sb.st_mode))
         return ddp_err_set(-EISDIR, "%s is a directory", path);
+    if (!file)
+        snprintf(abs, sizeof abs, "%s", path);
     if (strlen(abs) >= n)
         return ddp_err_set(DDP_ELIMIT, "%s: its path is longer than %zu bytes", abs, n - 1);
     dlerror();

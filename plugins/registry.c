@@ -167,9 +167,11 @@ int ddp_plugin_load(ddp_sys_t *sys, const char *path, const ddp_plugin_t **out)
     ddp_sys_t *own = sys ? NULL : ddp_sys_posix_new(NULL);
     if (!sys && !(sys = own))
         return ddp_err_set(-ENOMEM, "out of memory loading %s", path);
-    char real[1024];
+    char real[1024], file[1024];
     void *lib = NULL;
-    int rc = ddp_sys_lib_open(sys, path, &lib, real, sizeof real);
+    /* a file, never a name searched on the library path */
+    snprintf(file, sizeof file, "%s%s", strchr(path, '/') ? "" : "./", path);
+    int rc = ddp_sys_lib_open(sys, file, &lib, real, sizeof real);
     if (rc) {
         ddp_err_wrap("cannot load plugin library");
         if (rc == -ENOENT)

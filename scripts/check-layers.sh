@@ -103,11 +103,10 @@ for layer in $LAYERS; do
     done
 done
 # The dynamic loader is an OS call: only the POSIX sys calls it (its
-# lib_* ops, ddp_sys_lib_open ...), and the nccl backend, which loads
-# libnccl and the CUDA runtime once per process by their sonames.
+# lib_* ops: plugin libraries, the nccl backend's libnccl and CUDA runtime).
 for layer in $LAYERS; do
     for o in $(objs "$layer"); do
-        case $o in */core/sys_posix.o | */backends/nccl.o) continue ;; esac
+        case $o in */core/sys_posix.o) continue ;; esac
         dl=$(nm -u "$o" | awk '{ print $NF }' | grep -E '^dl(open|mopen|sym|vsym|close|error)(@.*)?$' |
             tr '\n' ' ') || true
         [ -n "$dl" ] && say "$o calls the dynamic loader ($dl): only core/sys_posix.c may (ddp_sys_lib_open)"

@@ -257,13 +257,14 @@ DDP_API int ddp_sys_local_addrs(ddp_sys_t *s, ddp_addr_t *out, int max);
  * that no other node can use it (a loopback address: 127/8, ::1); else 0.
  * A sys whose "nodes" share one loopback (real runs on one machine) says 0. */
 DDP_API int ddp_sys_node_local(ddp_sys_t *s, const ddp_addr_t *addr);
-/* Loads the shared library at path (a file: relative to the current
- * directory, never searched for on the library path), resolving every
- * symbol now; its own undefined symbols bind to the running program's
- * exports first. *lib: a handle for ddp_sys_lib_sym / _close; real (n
- * bytes) gets its absolute path. 0, or -ENOENT (no such file), -EISDIR,
- * DDP_ECONFIG (not a loadable library: the loader's reason), with the
- * error context filled; DDP_EUNSUPPORTED from a sys without libraries. */
+/* Loads a shared library, resolving every symbol now; its own undefined
+ * symbols bind to the running program's exports first. path with a '/' is
+ * a file (relative to the current directory); a bare name (a soname,
+ * "libnccl.so.2") is searched on the library path. *lib: a handle for
+ * ddp_sys_lib_sym / _close; real (n bytes) gets the file's absolute path
+ * (a bare name: the name). 0, or -ENOENT (no such file), -EISDIR,
+ * DDP_ECONFIG (not loadable, or no such name: the loader's reason), with
+ * the error context filled; DDP_EUNSUPPORTED from a sys without libraries. */
 DDP_API int ddp_sys_lib_open(ddp_sys_t *s, const char *path, void **lib, char *real,
                              size_t n);
 /* The address of the library's symbol name, or NULL when it has none. */
