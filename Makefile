@@ -64,11 +64,15 @@ SHARED    := $(B)/libddpsim.so.$(VERSION)
 DDPSIM    := $(B)/ddpsim
 TESTBIN   := $(B)/ddpsim-test
 DEPS_OK   := build/.deps-ok
+TEST_PLUGIN_DIR := $(B)/test_plugins
+TEST_PLUGINS := $(TEST_PLUGIN_DIR)/libddptest.so $(TEST_PLUGIN_DIR)/libddptest-nosym.so \
+                $(TEST_PLUGIN_DIR)/libddptest-abi.so $(TEST_PLUGIN_DIR)/libddptest-clash.so \
+                $(TEST_PLUGIN_DIR)/libddptest-leak.so
 
 .PHONY: all lib run test check-layers check-exports bench install deps clean hw-test real-scenarios \
         netns-scenarios netns-clean real-test fidelity torch-test torch-scenarios fuzz mutate fault-points-doc \
         check-fault-points-doc
-all: $(STATIC) $(SHARED) $(DDPSIM) $(TESTBIN) $(BENCH_BIN) ddpsim $(FAKE_NCCL)
+all: $(STATIC) $(SHARED) $(DDPSIM) $(TESTBIN) $(BENCH_BIN) ddpsim $(FAKE_NCCL) $(TEST_PLUGINS)
 
 lib: $(STATIC) $(SHARED)
 
@@ -90,8 +94,11 @@ $(STATIC): $(LIB_OBJ)
 $(SHARED): $(LIB_OBJ)
 	$(CC) -shared -Wl,-soname,libddpsim.so.0 $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# -rdynamic: the public API (DDP_API; everything else is hidden) is
+# exported from the command, so that a plugin library it loads
+# (ddp_plugin_load) calls this very copy of it.
 $(DDPSIM): $(TOOL_OBJ) $(STATIC)
-	$(CC) $(LDFLAGS) -o $@ $(TOOL_OBJ) $(STATIC) $(LDLIBS)
+	$(CC) $(LDFLAGS) -rdynamic -o $@ $(TOOL_OBJ) $(STATIC) $(LDLIBS)
 
 # ./ddpsim at the top always points at the default build's command.
 ddpsim: $(DDPSIM)
@@ -101,7 +108,7 @@ ddpsim: $(DDPSIM)
 # that a test can run one in-process, with a plugin only the tests have.
 CMD_OBJ   := $(filter-out $(B)/tools/ddpsim.o,$(TOOL_OBJ))
 $(TESTBIN): $(TEST_OBJ) $(CMD_OBJ) $(STATIC)
-	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJ) $(CMD_OBJ) $(STATIC) $(LDLIBS) -lcunit
+	$(CC) $(LDFLAGS) -rdynamic -o $@ $(TEST_OBJ) $(CMD_OBJ) $(STATIC) $(LDLIBS) -lcunit
 
 $(B)/bench/%: bench/%.c $(STATIC)
 	@mkdir -p $(dir $@)
@@ -131,10 +138,21 @@ $(FAKE_NCCL_DIR)/libnccl.so.2: tests/fake_nccl/fake_nccl.c tests/fake_nccl/fake.
 	$(CC) $(CPPFLAGS) $(CFLAGS) -fvisibility=default -shared -Wl,-soname,libnccl.so.2 $(LDFLAGS) -o $@ $< \
 	    -L$(FAKE_NCCL_DIR) -l:libcudart.so.13 -Wl,-rpath,'$$ORIGIN' -lpthread
 
+# The plugin libraries of the loader's tests (tests/test_plugin_lib.c):
+# one source, a variant per -D; built as a user builds a plugin (no
+# -lddpsim: the program that loads one provides the API).
+$(TEST_PLUGINS): $(TEST_PLUGIN_DIR)/%.so: tests/plugin_lib/ddptest_plugin.c include/ddp/plugin.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -shared $(LDFLAGS) \
+	    $(if $(findstring -nosym,$@),-DDDPTEST_NOSYM)$(if $(findstring -abi,$@),-DDDPTEST_ABI)$(if $(findstring -clash,$@),-DDDPTEST_CLASH)$(if $(findstring -leak,$@),-DDDPTEST_LEAK) \
+	    -o $@ $<
+
 # TESTS="suite ..." runs only those suites; JUNIT=file writes JUnit XML.
 # `make test` and `make run` leave ./ddpsim in place, as a plain `make` does.
-test: $(TESTBIN) $(DDPSIM) ddpsim check-layers check-exports check-fault-points-doc $(FAKE_NCCL)
+test: $(TESTBIN) $(DDPSIM) ddpsim check-layers check-exports check-fault-points-doc $(FAKE_NCCL) \
+      $(TEST_PLUGINS)
 	DDPSIM=$(abspath $(DDPSIM)) DDP_FAKE_NCCL_DIR=$(abspath $(FAKE_NCCL_DIR)) \
+	    DDP_TEST_PLUGIN_DIR=$(abspath $(TEST_PLUGIN_DIR)) \
 	    $(TESTBIN) $(if $(JUNIT),--junit $(JUNIT)) $(TESTS)
 	@$(if $(TESTS),,$(if $(SANITIZE),,sh tests/example-test.sh && sh tests/mutants/selftest.sh))
 

@@ -132,12 +132,12 @@ const ddp_pg_ops_t ddp__pg_nccl_ops = {
 
 #else /* DDP_HAVE_NCCL_H */
 
-#include <dlfcn.h>
 #include <nccl.h>
 
 /* ------------------------------------------------ the run-time library */
 
-/* Every NCCL and CUDA entry point we use, resolved with dlsym. The types
+/* Every NCCL and CUDA entry point we use, resolved through the sys seam's
+ * shared-library ops (ddp_sys_lib_sym: dlsym of the POSIX sys). The types
  * come from nccl.h (which includes cuda_runtime.h); only the addresses come
  * from the libraries found at run time. */
 typedef struct api {
@@ -193,19 +193,17 @@ typedef struct sym {
     int optional;
 } sym_t;
 
-static int resolve(void *lib, const char *libname, const sym_t *syms,
+static int resolve(ddp_sys_t *sys, void *lib, const char *libname, const sym_t *syms,
                    size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        dlerror();
-        void *addr = dlsym(lib, syms[i].name);
+        void *addr = ddp_sys_lib_sym(sys, lib, syms[i].name);
         if (!addr) {
             if (syms[i].optional)
                 continue;
-            const char *why = dlerror();
             snprintf(g_api_err, sizeof g_api_err,
-                     "nccl backend: %s has no %s (%s)", libname, syms[i].name,
-                     why ? why : "symbol not found");
+                     "nccl backend: %s has no %s (symbol not found)", libname,
+                     syms[i].name);
             return DDP_EUNSUPPORTED;
         }
         memcpy(syms[i].slot, &addr, sizeof addr);
@@ -224,8 +222,10 @@ static void version_parts(int code, int *maj, int *min, int *patch)
 }
 
 /* Runs once per process: the libraries stay loaded for good (NCCL starts
- * threads that would outlive a dlclose). */
-static void api_load_once(void)
+ * threads that would outlive a dlclose). They are loaded by soname (the
+ * library path is searched) through a POSIX sys of this host: whatever
+ * sys the rank runs on, these are this machine's libraries. */
+static void api_load(ddp_sys_t *sys)
 {
     const sym_t nccl_syms[] = {
         {"ncclGetVersion", &g_api.get_version, 0},
@@ -257,20 +257,19 @@ static void api_load_once(void)
     };
     /* RTLD_LOCAL: NCCL's and CUDA's symbols must not satisfy anything else
      * in the process by accident. */
-    void *nccl = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
-    if (!nccl) {
-        const char *why = dlerror();
+    char real[64];
+    void *nccl = NULL;
+    if (ddp_sys_lib_open(sys, "libnccl.so.2", &nccl, real, sizeof real) != 0) {
         g_api_rc = DDP_ENOT_FOUND;
         snprintf(g_api_err, sizeof g_api_err,
-                 "nccl backend: libnccl.so.2 not found: %s",
-                 why ? why : "dlopen failed");
+                 "nccl backend: libnccl.so.2 not found: %s", ddp_err_ctx()->what);
         snprintf(g_api_hint, sizeof g_api_hint,
                  "install NCCL (the CUDA toolkit ships it in lib64; Python: "
                  "the nvidia-nccl-cu13 package) and make it findable "
                  "(ldconfig or LD_LIBRARY_PATH), or use the tcp backend");
         return;
     }
-    if ((g_api_rc = resolve(nccl, "libnccl.so.2", nccl_syms,
+    if ((g_api_rc = resolve(sys, nccl, "libnccl.so.2", nccl_syms,
                             sizeof nccl_syms / sizeof nccl_syms[0])) != 0) {
         snprintf(g_api_hint, sizeof g_api_hint,
                  "NCCL >= 2.14 is needed (non-blocking init and finalize)");
@@ -297,14 +296,11 @@ static void api_load_once(void)
     void *cudart = NULL;
     char why[256] = "";
     for (size_t i = 0; !cudart && i < sizeof cudarts / sizeof cudarts[0]; i++) {
-        cudart = dlopen(cudarts[i], RTLD_NOW | RTLD_LOCAL);
-        if (cudart) {
+        if (ddp_sys_lib_open(sys, cudarts[i], &cudart, real, sizeof real) == 0)
             snprintf(g_api.cudart_name, sizeof g_api.cudart_name, "%s",
                      cudarts[i]);
-        } else {
-            const char *e = dlerror();
-            snprintf(why, sizeof why, "%s", e ? e : "dlopen failed");
-        }
+        else
+            snprintf(why, sizeof why, "%s", ddp_err_ctx()->what);
     }
     if (!cudart) {
         g_api_rc = DDP_ENOT_FOUND;
@@ -317,13 +313,25 @@ static void api_load_once(void)
                  "LD_LIBRARY_PATH)");
         return;
     }
-    if ((g_api_rc = resolve(cudart, g_api.cudart_name, cuda_syms,
+    if ((g_api_rc = resolve(sys, cudart, g_api.cudart_name, cuda_syms,
                             sizeof cuda_syms / sizeof cuda_syms[0])) != 0) {
         snprintf(g_api_hint, sizeof g_api_hint, "install CUDA 12 or newer");
         return;
     }
     ddp_debug("nccl backend: NCCL %d.%d.%d, CUDA runtime %s", maj, min, patch,
               g_api.cudart_name);
+}
+
+static void api_load_once(void)
+{
+    ddp_sys_t *sys = ddp_sys_posix_new(NULL);
+    if (!sys) {
+        g_api_rc = -ENOMEM;
+        snprintf(g_api_err, sizeof g_api_err, "nccl backend: out of memory");
+        return;
+    }
+    api_load(sys);
+    ddp_sys_free(sys);
 }
 
 /* The loaded API, or NULL with the error context set. */

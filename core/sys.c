@@ -322,6 +322,28 @@ int ddp_addr_in_net(const ddp_addr_t *a, const ddp_addr_t *net, int prefix)
     return !r || ((a->ip[prefix / 8] ^ net->ip[prefix / 8]) & (0xff00 >> r) & 0xff) == 0;
 }
 
+int ddp_sys_lib_open(ddp_sys_t *s, const char *path, void **lib, char *real, size_t n)
+{
+    *lib = NULL;
+    if (!s->ops->lib_open)
+        return ddp_err_set(DDP_EUNSUPPORTED, "the %s sys cannot load shared libraries",
+                           s->ops->name);
+    if (!path || !*path || !real || n < 2)
+        return ddp_err_set(-EINVAL, "lib_open: no path, or no room for it");
+    return s->ops->lib_open(s, path, lib, real, n);
+}
+
+void *ddp_sys_lib_sym(ddp_sys_t *s, void *lib, const char *name)
+{
+    return lib && name && s->ops->lib_sym ? s->ops->lib_sym(s, lib, name) : NULL;
+}
+
+void ddp_sys_lib_close(ddp_sys_t *s, void *lib)
+{
+    if (lib && s->ops->lib_close)
+        s->ops->lib_close(s, lib);
+}
+
 int ddp_addr_is_loopback(const ddp_addr_t *a)
 {
     static const uint8_t v6_loop[16] = {[15] = 1};

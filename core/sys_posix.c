@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
@@ -1160,6 +1161,49 @@ static int px_thread_join(ddp_sys_t *s, ddp_thread_t th, int *rc,
     return 0;
 }
 
+/* Shared libraries: a path (with a '/') is a file, made absolute first;
+ * a bare name (a soname: libnccl.so.2) is searched on the library path, as
+ * dlopen does. RTLD_NOW so that a missing symbol is an error here, not a
+ * crash mid-run; RTLD_LOCAL so that two libraries' own symbols never mix. */
+static int px_lib_open(ddp_sys_t *s, const char *path, void **lib, char *real, size_t n)
+{
+    (void)s;
+    char abs[PATH_MAX];
+    struct stat sb;
+    int file = strchr(path, '/') != NULL;
+    if (file && (!realpath(path, abs) || stat(abs, &sb) != 0)) {
+        int e = errno;
+        return ddp_err_set(-e, "%s: %s", path, e == ENOENT ? "no such file" : strerror(e));
+    }
+    if (file && S_ISDIR(sb.st_mode))
+        return ddp_err_set(-EISDIR, "%s is a directory", path);
+    if (!file)
+        snprintf(abs, sizeof abs, "%s", path);
+    if (strlen(abs) >= n)
+        return ddp_err_set(DDP_ELIMIT, "%s: its path is longer than %zu bytes", abs, n - 1);
+    dlerror();
+    void *h = dlopen(abs, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *why = dlerror();
+        return ddp_err_set(DDP_ECONFIG, "%s", why ? why : "dlopen failed");
+    }
+    snprintf(real, n, "%s", abs);
+    *lib = h;
+    return 0;
+}
+
+static void *px_lib_sym(ddp_sys_t *s, void *lib, const char *name)
+{
+    (void)s;
+    return dlsym(lib, name);
+}
+
+static void px_lib_close(ddp_sys_t *s, void *lib)
+{
+    (void)s;
+    dlclose(lib);
+}
+
 static void px_destroy(ddp_sys_t *s)
 {
     ddp_env_free(s->env);
@@ -1195,6 +1239,9 @@ static const ddp_sys_ops_t posix_ops = {
     .destroy = px_destroy,
     .ifaddrs = px_ifaddrs,
     .node_local = px_node_local,
+    .lib_open = px_lib_open,
+    .lib_sym = px_lib_sym,
+    .lib_close = px_lib_close,
 };
 
 ddp_sys_t *ddp_sys_posix_new(ddp_env_t *env)

@@ -36,13 +36,15 @@ coverage: $(DEPS_OK) $(COV_PARITY)
 	@PARITY=$(COV_PARITY) sh coverage/selftest.sh >$(COV_OUT)/selftest.log 2>&1 || \
 	    { cat $(COV_OUT)/selftest.log; exit 1; }
 	@tail -n 1 $(COV_OUT)/selftest.log
-	@MAKE="$(MAKE)" B=build/default-cov OUT=$(COV_OUT) SHARDS=$(COV_SHARDS) sh coverage/run.sh
+	@MAKE="$(MAKE)" B=build/default-cov OUT=$(COV_OUT) SHARDS=$(COV_SHARDS) \
+	    PLUGIN="$(PLUGIN)" PLUGIN_SRC="$(PLUGIN_SRC)" sh coverage/run.sh
 
 coverage-selftest: $(COV_PARITY)
 	PARITY=$(COV_PARITY) sh coverage/selftest.sh
 
 coverage-report: $(COV_PARITY)
-	@MAKE="$(MAKE)" B=build/default-cov OUT=$(COV_OUT) REPORT_ONLY=1 sh coverage/run.sh
+	@MAKE="$(MAKE)" B=build/default-cov OUT=$(COV_OUT) REPORT_ONLY=1 \
+	    PLUGIN="$(PLUGIN)" PLUGIN_SRC="$(PLUGIN_SRC)" sh coverage/run.sh
 
 coverage-plant-check: $(DEPS_OK)
 	@MAKE="$(MAKE)" sh coverage/plant-check.sh

@@ -97,6 +97,11 @@ static int nacc;         /* sets 0..nacc-1: accelerators */
 static int npair;        /* sets nacc..nacc+npair-1: the pair runs */
 static const char *root;
 static size_t rootlen;
+/* --extra-root DIR: a tree outside the repository whose files count too (a
+ * user's plugin library); they keep their absolute paths. */
+#define MAXEXTRA 8
+static const char *extra_root[MAXEXTRA];
+static int nextra;
 static allow_t *allows;
 static int nallows;
 static diff_t *diffs;
@@ -147,9 +152,18 @@ static file_t *file_find(const char *rel)
 
 static file_t *file_get(const char *abs)
 {
-    if (strncmp(abs, root, rootlen) || abs[rootlen] != '/')
+    const char *rel = NULL;
+    if (!strncmp(abs, root, rootlen) && abs[rootlen] == '/')
+        rel = abs + rootlen + 1;
+    for (int k = 0; !rel && k < nextra; k++) {
+        size_t n = strlen(extra_root[k]);
+        while (n > 1 && extra_root[k][n - 1] == '/')
+            n--;
+        if (!strncmp(abs, extra_root[k], n) && abs[n] == '/')
+            rel = abs;
+    }
+    if (!rel)
         return NULL; /* outside the repository: system headers */
-    const char *rel = abs + rootlen + 1;
     file_t *f = file_find(rel);
     if (f)
         return f;
@@ -311,7 +325,10 @@ static void load_source(file_t *f)
         return;
     f->src_loaded = 1;
     char p[4096];
-    snprintf(p, sizeof p, "%s/%s", root, f->path);
+    if (f->path[0] == '/') /* under an --extra-root */
+        snprintf(p, sizeof p, "%s", f->path);
+    else
+        snprintf(p, sizeof p, "%s/%s", root, f->path);
     FILE *in = fopen(p, "r");
     if (!in)
         return;
@@ -787,14 +804,17 @@ static double pct(long h, long t)
 static void usage(FILE *o)
 {
     fprintf(o,
-        "usage: parity --root DIR --baseline FILE [--allow FILE] [--gate PREFIX]...\n"
+        "usage: parity --root DIR [--extra-root DIR]... --baseline FILE [--allow FILE]\n"
+        "              [--gate PREFIX]...\n"
         "              [--matrix PATH[:REGEX]]... [--inform PATH[:REGEX]]...\n"
         "              [--summary PREFIX]... [--require FUNCTION]...\n"
         "              [--pair NAME=FILE --pair NAME=FILE] [--pair-matrix PATH[:REGEX]]...\n"
         "              [--html FILE] [--diffs FILE] ACCEL=FILE.info...\n\n"
         "Coverage parity of accelerators over the shared plugin (docs/coverage.md).\n"
         "PATH ending in '/' is a directory prefix; REGEX (POSIX ERE) selects\n"
-        "function names. Exit: 0 parity holds, 1 undeclared difference, 2 bad input.\n");
+        "function names. Files under an --extra-root (a plugin library's sources)\n"
+        "keep their absolute paths: gate them with --gate DIR/.\n"
+        "Exit: 0 parity holds, 1 undeclared difference, 2 bad input.\n");
 }
 
 int main(int argc, char **argv)
@@ -824,6 +844,11 @@ int main(int argc, char **argv)
             return 0;
         } else if (!strcmp(a, "--root")) {
             NEEDV(); root = v;
+        } else if (!strcmp(a, "--extra-root")) {
+            NEEDV();
+            if (nextra >= MAXEXTRA || v[0] != '/')
+                die(2, "--extra-root: at most %d, each an absolute path", MAXEXTRA);
+            extra_root[nextra++] = v;
         } else if (!strcmp(a, "--baseline")) {
             NEEDV(); baseline = v;
         } else if (!strcmp(a, "--allow")) {

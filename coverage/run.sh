@@ -21,8 +21,17 @@
 # shellcheck disable=SC2016,SC2317  # eval'd command strings; functions run via eval
 set -u
 
+CALLER=$(pwd -P)
 ROOT=$(cd "$(dirname "$0")/.." && pwd -P)
 cd "$ROOT" || exit 2
+
+# ---- a plugin library of your own (docs/coverage.md § 8) ------------------
+# PLUGIN=PATH.so, built with --coverage: the suite runs with --plugin PATH,
+# and the .gcno files under PLUGIN_SRC (default: the library's folder; no
+# spaces) are captured with ddpsim's, so that its sources are summarised,
+# shown per accelerator and gated like plugins/.
+: "${PLUGIN:=}"
+: "${PLUGIN_SRC:=}"
 
 # ---- the commands run per accelerator (eval'd; $DDPSIM, $ACCEL set) -----
 # RUN_SIM: the scenario suite for one accelerator, in one process. A failed
@@ -60,6 +69,14 @@ shard_files() {
 : "${PAIR_REAL=auto}"
 SUITE_PAIR_SIM='"$DDPSIM" run "$PAIR_SCENARIO" --accelerator "$ACCEL"'
 SUITE_PAIR_REAL='"$DDPSIM" run --real "$PAIR_SCENARIO" --accelerator "$ACCEL"'
+if [ -n "$PLUGIN" ]; then
+    case $PLUGIN in /*) ;; *) PLUGIN=$CALLER/$PLUGIN ;; esac
+    [ -f "$PLUGIN" ] || { echo "coverage: PLUGIN=$PLUGIN: no such file" >&2; exit 2; }
+    PLUGIN_SRC=$(cd "${PLUGIN_SRC:-$(dirname "$PLUGIN")}" && pwd -P) || exit 2
+    SUITE_SIM='"$DDPSIM" run --plugin "$PLUGIN" $SHARD_FILES --accelerator "$ACCEL"'
+    SUITE_PAIR_SIM='"$DDPSIM" run --plugin "$PLUGIN" "$PAIR_SCENARIO" --accelerator "$ACCEL"'
+    SUITE_PAIR_REAL='"$DDPSIM" run --real --plugin "$PLUGIN" "$PAIR_SCENARIO" --accelerator "$ACCEL"'
+fi
 
 # ---- where things are ---------------------------------------------------
 : "${B:=build/default-cov}"          # the instrumented build (Makefile's B)
@@ -92,6 +109,8 @@ PARITY_ARGS="--gate plugins/
  --pair-matrix plugins/ddp_plugin.c
  --pair-matrix core/store_client.c:connect|attempt|retryable|backoff|check_alive|ping
  --pair-matrix core/store_helpers.c"
+[ -n "$PLUGIN" ] && PARITY_ARGS="$PARITY_ARGS --extra-root $PLUGIN_SRC --gate $PLUGIN_SRC/
+ --summary $PLUGIN_SRC/ --matrix $PLUGIN_SRC/"
 
 LCOV_RC="--rc lcov_branch_coverage=1"
 
@@ -189,6 +208,17 @@ choose_commands() {
 }
 
 # ---- 2.-5. runs, captures, merge, HTML ---------------------------------------
+# plugin_gcnos DIR: the plugin library's .gcno files where its .gcda files
+# land under GCOV_PREFIX=DIR (its absolute object path less $STRIP parts).
+plugin_gcnos() {
+    for _g in $PLUGIN_GCNOS; do
+        _rel=$(printf '%s\n' "$_g" | cut -d/ -f$((STRIP + 2))-)
+        [ -n "$_rel" ] || fail "$_g: its folder is less deep than the checkout's ($STRIP)"
+        mkdir -p "$(dirname "$1/$_rel")" && cp "$_g" "$1/$_rel" ||
+            fail "copying $_g failed"
+    done
+}
+
 # run_set NAME COMMAND: COMMAND with its own GCOV_PREFIX, then the .gcno
 # files beside the .gcda files. Returns the command's status.
 run_set() {
@@ -202,6 +232,7 @@ run_set() {
     _rc=$?
     # shellcheck disable=SC2086
     cp --parents $GCNOS "$_dir/" || fail "copying .gcno files for $1 failed"
+    plugin_gcnos "$_dir"
     if [ -n "$(find "$B" -name '*.gcda' -print -quit)" ]; then
         # Processes started with an environment of their own (no
         # GCOV_PREFIX) wrote into $B: this run's counts all the same, kept
@@ -237,6 +268,14 @@ collect() {
         [ -d "$B/$d" ] && find "$B/$d" -name '*.gcno'
     done | sort)
     [ -n "$GCNOS" ] || fail "no .gcno files under $B: is it a COVERAGE=1 build?"
+    PLUGIN_GCNOS=""
+    if [ -n "$PLUGIN" ]; then
+        PLUGIN_GCNOS=$(find "$PLUGIN_SRC" -name '*.gcno' | sort)
+        [ -n "$PLUGIN_GCNOS" ] ||
+            fail "no .gcno files under $PLUGIN_SRC: build $PLUGIN with --coverage"
+        find "$PLUGIN_SRC" -name '*.gcda' -exec rm -f {} +
+        say "plugin library $PLUGIN (sources and .gcno under $PLUGIN_SRC)"
+    fi
     # Counters written without GCOV_PREFIX would land in $B: clear them so
     # a stray one is noticed after a run (and never merges into the next).
     find "$B" -name '*.gcda' -exec rm -f {} +
@@ -247,6 +286,7 @@ collect() {
     # 2. The zero baseline: every compiled line, count 0.
     # shellcheck disable=SC2086
     cp --parents $GCNOS "$OUT/gcda/baseline/" || fail "copying .gcno files failed"
+    plugin_gcnos "$OUT/gcda/baseline"
     lcov_log "$OUT/logs/baseline.lcov" -c -i -d "$OUT/gcda/baseline" \
         -o "$OUT/baseline.info" ||
         { cat "$OUT/logs/baseline.lcov"; fail "baseline capture (lcov -c -i) failed"; }

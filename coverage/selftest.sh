@@ -119,5 +119,22 @@ check "diffs file" 1 'FAIL' '' a="$T/a.info" b="$T/b.info" c="$T/c.info"
 grep -q "$(printf 'plugins/p.c\t5\tline\tp_init\ta,c\tb\tundeclared')" "$T/diffs" ||
     { echo "FAIL diffs row for line 5 missing"; fails=$((fails + 1)); }
 
+# A plugin library's sources outside the repository (make coverage
+# PLUGIN=...): ignored as system headers are, unless --extra-root names
+# their tree; then gated like plugins/, by absolute path.
+mkdir -p "$T/mine" || exit 2
+printf 'int m_init(void) {\n    return step();\n}\n' >"$T/mine/m.c"
+mrec() { # mrec COUNT: the record of m.c with line 2 run COUNT times
+    printf 'SF:%s/mine/m.c\nFN:1,m_init\nFNDA:1,m_init\nDA:1,1\nDA:2,%s\nend_of_record\n' "$T" "$1"
+}
+{ cat "$T/base.info"; mrec 0; } >"$T/ebase.info"
+{ cat "$T/a.info"; mrec 3; } >"$T/ea.info"
+{ cat "$T/a.info"; mrec 0; } >"$T/eb.info"
+check "a tree outside --root is ignored" 0 'parity: ok' '' \
+    --baseline "$T/ebase.info" a="$T/ea.info" b="$T/eb.info"
+check "--extra-root gates it by absolute path" 1 "$T/mine/m.c:2 .*never by b" '' \
+    --extra-root "$T/mine" --gate plugins/ --gate "$T/mine/" --baseline "$T/ebase.info" \
+    a="$T/ea.info" b="$T/eb.info"
+
 echo "parity selftest: $n cases, $fails failed"
 [ $fails -eq 0 ]

@@ -382,8 +382,9 @@ ddp_scenario_t *ddp_explore_draw(const ddp_explore_opts_t *o, int i, char *accel
     s->ntags = 1;
     snprintf(s->accels[0], sizeof s->accels[0], "%s", a);
     s->naccels = 1;
-    if (o->plugin && *o->plugin)
-        snprintf(s->plugin, sizeof s->plugin, "%s", o->plugin);
+    const ddp_plugin_t *pl = o->plugin && *o->plugin ? ddp_plugin_find(o->plugin) : NULL;
+    if (pl)
+        ddp_scenario_use_plugin(s, pl);
     s->timeout_ns = EXPLORE_TIMEOUT_NS;
     s->store_timeout_ns = EXPLORE_TIMEOUT_NS;
     /* 48 bits: a replay seed that reads well and survives any parser. */
@@ -899,6 +900,11 @@ static void check_replay(FILE *log, const char *text, const char *accel,
     ddp_scenario_free(p);
 }
 
+/* " --plugin PATH" of a replay command, for a plugin from a library (the
+ * scenario's plugin-library line says it too: the command works pasted
+ * anywhere, with the scenario file or without --out). */
+#define PLUGIN_ARG(s) ((s)->plugin_lib[0] ? " --plugin " : ""), (s)->plugin_lib
+
 /* Reports run i's violation on log. With texts (a result row), the shrunk
  * and the drawn scenario's texts are handed over in it too. */
 static void report_violation(const ddp_explore_opts_t *o, FILE *log, int i,
@@ -932,13 +938,14 @@ static void report_violation(const ddp_explore_opts_t *o, FILE *log, int i,
         snprintf(orig, sizeof orig, "%s/explore-%" PRIu64 "-%d-original.scn",
                  o->out_dir, o->seed, i);
         (void)write_scenarios(o->out_dir, o->seed, i, text, otext, log); /* said on log */
-        fprintf(log, "  replay: ddpsim replay %s --seed %" PRIu64 "\n", path, m->seed);
-        fprintf(log, "  (the run as drawn: ddpsim replay %s --seed %" PRIu64 ")\n",
-                orig, s->seed);
+        fprintf(log, "  replay: ddpsim replay %s --seed %" PRIu64 "%s%s\n", path, m->seed,
+                PLUGIN_ARG(s));
+        fprintf(log, "  (the run as drawn: ddpsim replay %s --seed %" PRIu64 "%s%s)\n",
+                orig, s->seed, PLUGIN_ARG(s));
     } else {
         fprintf(log, "  replay: ddpsim replay %s --seed %" PRIu64
-                     "  (save the scenario below as %s, or pass --out DIR)\n",
-                base, m->seed, base);
+                     "%s%s  (save the scenario below as %s, or pass --out DIR)\n",
+                base, m->seed, PLUGIN_ARG(s), base);
     }
     check_replay(log, text, accel, &mr);
     print_scenario(log, base, text);
@@ -998,11 +1005,13 @@ static void sweep_of(const ddp_explore_opts_t *o, int runs, char *buf, size_t n)
 {
     /* the library's defaults spelled out: 0 kinds is all, 0 faults is 3 */
     unsigned all = DDP_EXPLORE_KINDS_ALL;
+    const char *lib = o->plugin ? ddp_plugin_library(ddp_plugin_find(o->plugin)) : NULL;
     snprintf(buf, n, "explore --ranks %d --runs %d --seed %" PRIu64 " --faults 0x%x "
                      "--max-faults %d --accelerator %s --plugin %s",
              o->ranks > 0 ? o->ranks : 16, runs, o->seed, o->kinds ? o->kinds : all,
              o->max_faults == 0 ? 3 : o->max_faults < 0 ? 0 : o->max_faults,
-             o->accelerator ? o->accelerator : "(drawn)", o->plugin ? o->plugin : "default");
+             o->accelerator ? o->accelerator : "(drawn)",
+             lib ? lib : o->plugin ? o->plugin : "default");
 }
 
 /* Runs s; a violation is reported on log (and, with results, kept as a

@@ -431,6 +431,16 @@ int ddp_plan_trainer_cfg(const ddp_plan_t *p, ddp_trainer_cfg_t *cfg)
     cfg->train_ns = e->train_ns;
     cfg->seed = e->seed;
     cfg->store_protocol = (ddp_store_proto_t)e->store_protocol;
+    /* A real process loads its plugin's library itself (once: the same
+     * path again is the plugin already loaded, no OS call). */
+    const ddp_plugin_t *lib = NULL;
+    int rc = e->plugin_lib[0] ? ddp_plugin_load(NULL, e->plugin_lib, &lib) : 0;
+    if (rc)
+        return rc;
+    if (lib && strcmp(lib->name, e->plugin))
+        return ddp_err_set(DDP_ECONFIG, "the plan's plugin \"%s\" is not the one its library "
+                                        "%s holds (\"%s\")", e->plugin, e->plugin_lib,
+                           lib->name);
     if (e->plugin[0] && !(cfg->plugin = ddp_plugin_find(e->plugin)))
         return DDP_ENOT_FOUND; /* the registry's error lists the plugins */
     return 0;
@@ -452,6 +462,8 @@ int ddp_plan_entry_of(const ddp_trainer_cfg_t *cfg, ddp_plan_entry_t *e)
     snprintf(e->backend, sizeof e->backend, "%s", cfg->backend ? cfg->backend : "");
     snprintf(e->cluster, sizeof e->cluster, "%s", cfg->cluster ? cfg->cluster : "");
     snprintf(e->plugin, sizeof e->plugin, "%s", cfg->plugin ? cfg->plugin->name : "");
+    const char *lib = cfg->plugin ? ddp_plugin_library(cfg->plugin) : NULL;
+    snprintf(e->plugin_lib, sizeof e->plugin_lib, "%s", lib ? lib : "");
     e->timeout_ns = cfg->timeout_ns;
     e->store_timeout_ns = cfg->store_timeout_ns;
     e->train_ns = cfg->train_ns;
@@ -637,6 +649,8 @@ int ddp_plan_write(const ddp_plan_t *p, FILE *o)
     put_line(o, "backend", e->backend, NULL);
     put_line(o, "cluster", e->cluster, NULL);
     put_line(o, "plugin", e->plugin, NULL);
+    if (e->plugin_lib[0])
+        put_line(o, "plugin-library", e->plugin_lib, NULL);
     put_line(o, "exec", e->exec, NULL);
     for (int i = 0; i < p->nnodes; i++)
         put_line(o, "node", p->nodes[i].host, p->nodes[i].addr);
@@ -899,6 +913,11 @@ static int rd_statement(rd_t *r, ddp_plan_t *p, int *ended)
         return rd_strbuf(r, e->cluster, sizeof e->cluster);
     if (!strcmp(word, "plugin"))
         return rd_strbuf(r, e->plugin, sizeof e->plugin);
+    if (!strcmp(word, "plugin-library")) { /* loaded now: fault lines may name its phases */
+        const ddp_plugin_t *pl;
+        return (rc = rd_strbuf(r, e->plugin_lib, sizeof e->plugin_lib)) ? rc
+               : ddp_plugin_load(NULL, e->plugin_lib, &pl);
+    }
     if (!strcmp(word, "exec"))
         return rd_strbuf(r, e->exec, sizeof e->exec);
     if (!strcmp(word, "node")) {
@@ -944,7 +963,7 @@ static int rd_statement(rd_t *r, ddp_plan_t *p, int *ended)
         return 0;
     }
     return rd_err(r, "a plan statement (name, run, results, entry, backend, cluster, "
-                     "plugin, exec, node, file, fault, proc, env, end)");
+                     "plugin, plugin-library, exec, node, file, fault, proc, env, end)");
 }
 
 int ddp_plan_read(ddp_sys_t *sys, const char *path, ddp_plan_t **out)

@@ -938,11 +938,29 @@ static int st_include(pctx_t *p, token_t *tok, int ntok, const char *dir, int de
     return rc;
 }
 
+/* "default, subgroups, rpc": the registered plugins, for messages. */
+static const char *plugin_names(char *buf, size_t n)
+{
+    size_t off = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < ddp_plugin_count() && off < n; i++)
+        off += (size_t)snprintf(buf + off, n - off, "%s%s", i ? ", " : "",
+                                ddp_plugin_at(i)->name);
+    return buf;
+}
+
+void ddp_scenario_use_plugin(ddp_scenario_t *s, const ddp_plugin_t *pl)
+{
+    const char *lib = ddp_plugin_library(pl);
+    snprintf(s->plugin, sizeof s->plugin, "%s", pl->name);
+    snprintf(s->plugin_lib, sizeof s->plugin_lib, "%s", lib ? lib : "");
+}
+
 static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int depth)
 {
     ddp_scenario_t *s = p->s;
     const char *kw = tok[0].text;
-    char g[80];
+    char g[80], g2[256];
     long v;
     if (tok[0].eq || tok[0].quoted)
         return perr(p, tok[0].col, "expected a keyword (scenario, nodes, devices, fault, "
@@ -1071,11 +1089,35 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
     }
     if (!strcmp(kw, "plugin")) {
         ONE("a plugin name");
-        if (!ddp_plugin_find(tok[1].text))
-            return perr(p, tok[1].col, "expected a plugin (%s), got \"%.60s\"",
-                        strstr(ddp_err_message(), "one of ") ? strstr(ddp_err_message(), "one of ") + 7
-                                                             : "default", tok[1].text);
-        return set_str(p, &tok[1], s->plugin, sizeof s->plugin, "a plugin name");
+        const ddp_plugin_t *pl = ddp_plugin_find(tok[1].text);
+        if (!pl)
+            return perr(p, tok[1].col, "expected a plugin (%s; one of your own: a "
+                                       "`plugin-library PATH` line instead), got \"%.60s\"",
+                        plugin_names(g2, sizeof g2), tok[1].text);
+        if (s->plugin_lib[0] && strcmp(s->plugin, pl->name))
+            return perr(p, tok[1].col, "expected plugin \"%s\", the one the plugin-library "
+                                       "line loads, got \"%.60s\"", s->plugin, tok[1].text);
+        ddp_scenario_use_plugin(s, pl);
+        return 0;
+    }
+    if (!strcmp(kw, "plugin-library")) {
+        ONE("a plugin library's path");
+        char path[1024];
+        if (tok[1].text[0] == '/' || !dir || !*dir)
+            snprintf(path, sizeof path, "%s", tok[1].text);
+        else
+            snprintf(path, sizeof path, "%s/%s", dir, tok[1].text);
+        const ddp_plugin_t *pl;
+        if (ddp_plugin_load(NULL, path, &pl) != 0) {
+            const ddp_errctx_t *c = ddp_err_ctx();
+            return perr(p, tok[1].col, "expected a plugin library, got \"%.200s\": %s%s%s",
+                        tok[1].text, c->what, c->hint[0] ? "; hint: " : "", c->hint);
+        }
+        if (s->plugin[0] && !s->plugin_lib[0] && strcmp(s->plugin, pl->name))
+            return perr(p, tok[1].col, "expected the library of plugin \"%s\" (the plugin "
+                                       "line's), got one of plugin \"%s\"", s->plugin, pl->name);
+        ddp_scenario_use_plugin(s, pl);
+        return 0;
     }
     if (!strcmp(kw, "exec")) {
         ONE("a command line in quotes");
@@ -1185,8 +1227,9 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
 #undef ONE
     return perr(p, tok[0].col, "expected a keyword (scenario, tags, include, nodes, devices, "
                                "num_nodes, tasks_per_node, hosts, launcher, gpus, accelerators, "
-                               "backend, plugin, exec, cluster, timeout, store_timeout, train, seed, port, "
-                               "master_addr, master_late, port_taken, latency, env, unset, iface, resolve, somaxconn, "
+                               "backend, plugin, plugin-library, exec, cluster, timeout, "
+                               "store_timeout, train, seed, port, master_addr, master_late, "
+                               "port_taken, latency, env, unset, iface, resolve, somaxconn, "
                                "fault, expect), got \"%.60s\"", kw);
 }
 
@@ -1516,6 +1559,8 @@ int ddp_scenario_equal(const ddp_scenario_t *a, const ddp_scenario_t *b, char *w
     DIFF(strcmp(a->backend, b->backend) || strcmp(a->plugin, b->plugin) ||
              strcmp(a->cluster, b->cluster),
          "backend, plugin or cluster differ");
+    DIFF(strcmp(a->plugin_lib, b->plugin_lib), "plugin-library \"%s\" vs \"%s\"",
+         a->plugin_lib, b->plugin_lib);
     DIFF(strcmp(a->exec, b->exec), "exec \"%s\" vs \"%s\"", a->exec, b->exec);
     DIFF(a->timeout_ns != b->timeout_ns || a->store_timeout_ns != b->store_timeout_ns ||
              a->train_ns != b->train_ns || a->master_late_ns != b->master_late_ns ||
@@ -1785,9 +1830,14 @@ int ddp_scenario_write(const ddp_scenario_t *s, FILE *o)
         {"backend", offsetof(ddp_scenario_t, backend)},
         {"plugin", offsetof(ddp_scenario_t, plugin)},
         {"cluster", offsetof(ddp_scenario_t, cluster)}};
+    if (s->plugin_lib[0]) { /* its library: the plugin it names */
+        fputs("plugin-library ", o);
+        put_quoted(o, s->plugin_lib);
+        fputc('\n', o);
+    }
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         const char *v = (const char *)s + names[i].off;
-        if (v[0]) {
+        if (v[0] && !(names[i].off == offsetof(ddp_scenario_t, plugin) && s->plugin_lib[0])) {
             fprintf(o, "%s ", names[i].kw);
             put_word(o, v);
             fputc('\n', o);

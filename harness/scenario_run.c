@@ -382,6 +382,7 @@ int ddp_scenario_plan(const ddp_scenario_t *s, const char *accel, uint64_t seed,
     snprintf(e->backend, sizeof e->backend, "%s", s->backend);
     snprintf(e->cluster, sizeof e->cluster, "%s", s->cluster);
     snprintf(e->plugin, sizeof e->plugin, "%s", s->plugin);
+    snprintf(e->plugin_lib, sizeof e->plugin_lib, "%s", s->plugin_lib);
     snprintf(e->exec, sizeof e->exec, "%s", s->exec);
     e->timeout_ns = s->timeout_ns;
     e->store_timeout_ns = s->store_timeout_ns;

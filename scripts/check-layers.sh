@@ -102,5 +102,15 @@ for layer in $LAYERS; do
         [ -n "$used" ] && say "$layer calls into $other: $used"
     done
 done
+# The dynamic loader is an OS call: only the POSIX sys calls it (its
+# lib_* ops: plugin libraries, the nccl backend's libnccl and CUDA runtime).
+for layer in $LAYERS; do
+    for o in $(objs "$layer"); do
+        case $o in */core/sys_posix.o) continue ;; esac
+        dl=$(nm -u "$o" | awk '{ print $NF }' | grep -E '^dl(open|mopen|sym|vsym|close|error)(@.*)?$' |
+            tr '\n' ' ') || true
+        [ -n "$dl" ] && say "$o calls the dynamic loader ($dl): only core/sys_posix.c may (ddp_sys_lib_open)"
+    done
+done
 [ $bad -eq 0 ] && echo "layers ok: $(echo $LAYERS | wc -w) layers, includes and calls follow docs/architecture.md"
 exit $bad

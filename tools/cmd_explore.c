@@ -19,7 +19,7 @@ static void explore_usage(FILE *f)
 {
     fprintf(f,
             "usage: ddpsim explore [--ranks N] [--runs K] [--seed S] [--faults KINDS]\n"
-            "                      [--max-faults M] [--accelerator NAME] [--plugin NAME]\n"
+            "                      [--max-faults M] [--accelerator NAME] [--plugin NAME|PATH.so]\n"
             "                      [--out DIR] [--shard K/N] [--results FILE]\n"
             "                      [--progress | --no-progress]\n\n"
             "Runs K random fault schedules (default 100) on a simulated cluster of N ranks\n"
@@ -50,7 +50,8 @@ static void explore_usage(FILE *f)
             "                     (every kind but bandwidth; the default)\n"
             "  --max-faults M     at most M faults per run (0..%d, default 3)\n"
             "  --accelerator NAME only this accelerator (default: drawn per run)\n"
-            "  --plugin NAME      the DDP plugin (default, subgroups, rpc)\n"
+            "  --plugin NAME|PATH.so  the DDP plugin (default, subgroups, rpc), or yours\n"
+            "                     from its library (docs/plugin.md)\n"
             "  --out DIR          write each violation as scenario files into DIR\n"
             "  --shard K/N        only the runs i with i mod N = K-1 (shard K of N; the\n"
             "                     other shards run the rest: docs/sweeps.md)\n"

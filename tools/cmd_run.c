@@ -31,7 +31,7 @@ static void run_usage(FILE *f)
             "                  [--jobs N] [--verbose] [--progress|--no-progress]\n"
             "                  [--real [--netns]] [--compare [--markdown FILE]]\n"
             "                  [--shard K/N] [--results FILE] [--exec 'CMD ARGS']\n"
-            "                  [--wall-limit SEC] [--grace SEC]\n\n"
+            "                  [--wall-limit SEC] [--grace SEC] [--plugin NAME|PATH.so]\n\n"
             "Runs each scenario file (docs/scenario-format.md) in the simulator for each\n"
             "selected accelerator it lists (default: all), checks its expectations and the\n"
             "invariants (no deadlock, deadlines kept, ranks agree, no leaked sockets,\n"
@@ -87,6 +87,9 @@ static void run_usage(FILE *f)
             "                      stopped after 10,000,000 sim calls whatever this says)\n"
             "  --grace SEC         a foreign program still running SEC past the scenario's\n"
             "                      deadline is killed: hung (default 30)\n"
+            "  --plugin NAME|PATH.so  the plugin of every scenario that names none: a\n"
+            "                      built-in one, or yours, loaded from its library\n"
+            "                      (docs/plugin.md); its processes load it too\n"
             "  --no-host-store     a foreign program hosts its own store (rank 0); by\n"
             "                      default the run hosts it on node 0 at MASTER_PORT and\n"
             "                      sets TORCHELASTIC_USE_AGENT_STORE=True, so store events\n"
@@ -104,7 +107,7 @@ static void replay_usage(FILE *f)
 {
     fprintf(f,
             "usage: ddpsim replay FILE [--seed N] [--accelerator NAME] [--trace FILE]\n"
-            "                     [--trace-chrome FILE] [--timeline]\n\n"
+            "                     [--trace-chrome FILE] [--timeline] [--plugin NAME|PATH.so]\n\n"
             "Runs one scenario exactly as `ddpsim run` or `ddpsim explore` did (same\n"
             "seed, same schedule) and prints every rank's outcome, the verdict and the\n"
             "trace hash: two replays with the same seed print the same hash.\n"
@@ -397,6 +400,7 @@ static int load_all(char **files, int nfiles, ddp_scenario_t **sc, const char *c
 typedef struct cli {
     const char *accel, *trace_path, *chrome, *junit, *tag, *markdown, *exec, *results;
     const char *keyword, *last_failed;
+    const char *plugin; /* --plugin: the scenarios that name none run it */
     int compare, exitfirst;
     ddp_shard_t shard;
     run_opts_t ro;
@@ -443,6 +447,7 @@ static int parse_cli(const char *cmd, int argc, char **argv, cli_t *c,
         OPT_STR("junit", &c->junit, file),
         OPT_STR("markdown", &c->markdown, file),
         OPT_STR("exec", &c->exec, "a command line (every rank's program)"),
+        OPT_FN("plugin", &c->plugin, ddp_opt_plugin_name, ddp_opt_plugin_form()),
         OPT_NS_POS("grace", &c->ro.exec_grace_ns, 3600),
         OPT_FLAG("no-host-store", 0, &c->ro.no_host_store, 1),
         OPT_NS_POS("wall-limit", &c->ro.wall_limit_ns, 86400),
@@ -789,6 +794,13 @@ static uint64_t list_hash_add(uint64_t h, const char *path, const char *accel)
     return h;
 }
 
+/* How --plugin reads on a command line: a loaded plugin's library path. */
+static const char *plugin_arg(const char *name)
+{
+    const char *lib = ddp_plugin_library(ddp_plugin_find(name));
+    return lib ? lib : name;
+}
+
 /* --results: the runs of this shard, and what its sweep is. */
 static int write_results(const cli_t *c, job_t *jobs, int njobs, long long total,
                          uint64_t list_hash, double wall)
@@ -799,10 +811,11 @@ static int write_results(const cli_t *c, job_t *jobs, int njobs, long long total
                           .rows = jobs, .nrows = njobs, .cap = njobs};
     snprintf(f.kind, sizeof f.kind, "run");
     snprintf(f.sweep, sizeof f.sweep, "run %lld run(s) of %d file(s), list %016llx, "
-             "--accelerator %s --tag %s --seed %llu%s%s%s", total, c->nfiles,
+             "--accelerator %s --tag %s --seed %llu%s%s%s%s%s", total, c->nfiles,
              (unsigned long long)list_hash, c->accel, c->tag ? c->tag : "(any)",
              (unsigned long long)c->ro.seed, c->ro.netns ? " --netns" : c->ro.real ? " --real" : "",
-             c->exec ? " --exec " : "", c->exec ? c->exec : "");
+             c->exec ? " --exec " : "", c->exec ? c->exec : "",
+             c->plugin ? " --plugin " : "", c->plugin ? plugin_arg(c->plugin) : "");
     if (ddp_shard_write(&f, c->results) != 0) {
         fprintf(stderr, "ddpsim run: %s\n", ddp_err_message());
         return -1;
@@ -939,6 +952,11 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
     }
     for (int i = 0; c.exec && i < c.nfiles; i++)
         snprintf(sc[i]->exec, sizeof sc[i]->exec, "%s", c.exec);
+    /* --plugin: what a scenario without a plugin line runs (those naming
+     * one are about that plugin, its phases, and keep it). */
+    for (int i = 0; c.plugin && i < c.nfiles; i++)
+        if (!sc[i]->plugin[0])
+            ddp_scenario_use_plugin(sc[i], ddp_plugin_find(c.plugin));
     for (int i = 0; c.ro.real && i < c.nfiles; i++)
         if (sc[i]->exec[0] && ddp_real_check_exec(sys, sc[i]->exec) != 0) {
             fprintf(stderr, "ddpsim %s: %s: %s\n", cmd, c.files[i], ddp_err_message());

@@ -22,7 +22,8 @@ static void sim_usage(FILE *f)
 {
     fprintf(f,
             "usage: ddpsim sim [--accelerator NAME|all] [--nodes N] [--procs P]\n"
-            "                  [--seed S] [--timeout SEC] [--backend NAME] [--plugin NAME]\n"
+            "                  [--seed S] [--timeout SEC] [--backend NAME]\n"
+            "                  [--plugin NAME|PATH.so]\n"
             "                  [--fault SPEC]... [--master-late SEC] [--port-taken]\n"
             "                  [--trace FILE] [--trace-chrome FILE] [--timeline]\n"
             "                  [--print-scenario]\n\n"
@@ -186,10 +187,11 @@ static char *to_scenario(const sim_cli_t *c, origin_t *org)
         put_word(f, c->backend, strlen(c->backend));
         line(f, org, &n, "--backend", c->backend, "\n");
     }
-    if (c->plugin) {
-        fprintf(f, "plugin ");
-        put_word(f, c->plugin, strlen(c->plugin));
-        line(f, org, &n, "--plugin", c->plugin, "\n");
+    if (c->plugin) { /* a plugin from a library: the library's path */
+        const char *lib = ddp_plugin_library(ddp_plugin_find(c->plugin));
+        fprintf(f, lib ? "plugin-library " : "plugin ");
+        put_word(f, lib ? lib : c->plugin, strlen(lib ? lib : c->plugin));
+        line(f, org, &n, "--plugin", lib ? lib : c->plugin, "\n");
     }
     if (c->port_taken)
         line(f, org, &n, "--port-taken", NULL, "port_taken\n");

@@ -23,7 +23,7 @@ static void train_usage(FILE *f)
     fprintf(f,
             "usage: ddpsim train [--accelerator NAME] [--devices N] [--num-nodes N]\n"
             "                    [--timeout SEC] [--store-timeout SEC] [--backend NAME]\n"
-            "                    [--plugin NAME] [--cluster NAME] [--gpus N] [--seed N]\n"
+            "                    [--plugin NAME|PATH.so] [--cluster NAME] [--gpus N] [--seed N]\n"
             "                    [--train SEC]\n"
             "       ddpsim train --plan FILE --process N\n\n"
             "Runs what Trainer(accelerator=NAME, num_processes=N, num_nodes=M).fit() does\n"

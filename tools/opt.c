@@ -144,9 +144,17 @@ static int store(const ddp_opt_spec_t *sp, const ddp_opt_t *o, const char *value
         if ((ok = ddp_opt_num(value, o->lo, o->hi, o->ival, &d) == 0))
             *(int64_t *)o->dst = (int64_t)llround(d * 1e9);
         break;
-    case DDP_OPT_FN:
-        ok = o->fn(value, o->dst) == 0;
+    case DDP_OPT_FN: {
+        int frc = o->fn(value, o->dst);
+        if (frc < -1) { /* the function said why, in the error context */
+            const ddp_errctx_t *c = ddp_err_ctx();
+            fprintf(stderr, "ddpsim %s: bad %s \"%s\": %s%s%s\n", sp->cmd, what,
+                    value ? value : "", c->what, c->hint[0] ? "; hint: " : "", c->hint);
+            return 2;
+        }
+        ok = frc == 0;
         break;
+    }
     }
     if (ok)
         return 0;
@@ -349,11 +357,17 @@ int ddp_opt_accel_or_all(const char *value, void *dst)
     return ddp_opt_accel(value, dst);
 }
 
+/* A plugin's name, or a plugin library's path (loaded and registered
+ * here: every run of the command, and every process a real run starts,
+ * finds it by name then). */
 int ddp_opt_plugin(const char *value, void *dst)
 {
-    const ddp_plugin_t *p = value ? ddp_plugin_find(value) : NULL;
-    if (!p)
-        return -1;
+    const ddp_plugin_t *p = NULL;
+    int rc = !value ? -1
+             : ddp_plugin_is_library_path(value) ? ddp_plugin_load(NULL, value, &p)
+             : (p = ddp_plugin_find(value)) ? 0 : -1; /* the form lists them */
+    if (rc)
+        return rc;
     *(const ddp_plugin_t **)dst = p;
     return 0;
 }
@@ -361,9 +375,10 @@ int ddp_opt_plugin(const char *value, void *dst)
 int ddp_opt_plugin_name(const char *value, void *dst)
 {
     const ddp_plugin_t *p = NULL;
-    if (ddp_opt_plugin(value, &p) != 0)
-        return -1;
-    *(const char **)dst = value;
+    int rc = ddp_opt_plugin(value, &p);
+    if (rc)
+        return rc;
+    *(const char **)dst = p->name;
     return 0;
 }
 
@@ -411,5 +426,6 @@ const char *ddp_opt_accel_form(int with_all)
 const char *ddp_opt_plugin_form(void)
 {
     static char buf[512];
-    return one_of(buf, sizeof buf, ddp_plugin_count(), plugin_name, NULL);
+    return one_of(buf, sizeof buf, ddp_plugin_count(), plugin_name,
+                  "a plugin library's path (./libNAME.so)");
 }

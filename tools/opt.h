@@ -28,7 +28,9 @@ typedef enum ddp_opt_kind {
     DDP_OPT_U64,  /* *(uint64_t *)dst: a decimal integer in [lo, 2^64-1] */
     DDP_OPT_SEC,  /* *(double *)dst: seconds in [lo, hi] (> lo when ival) */
     DDP_OPT_NS,   /* *(int64_t *)dst: the same seconds, in nanoseconds */
-    DDP_OPT_FN,   /* fn(value, dst): 0, or -1 and the value is bad (form says why) */
+    DDP_OPT_FN,   /* fn(value, dst): 0, or -1 and the value is bad (form says
+                     why), or a ddpsim code < -1 with the error context
+                     (and its hint) saying why */
     DDP_OPT_HELP, /* prints the usage on stdout; the parse returns 1 */
 } ddp_opt_kind_t;
 
@@ -101,8 +103,11 @@ int ddp_opt_num(const char *s, double lo, double hi, int lo_open, double *out);
  * (made from the registries). */
 int ddp_opt_accel(const char *value, void *dst);        /* an accelerator */
 int ddp_opt_accel_or_all(const char *value, void *dst); /* ... or "all" */
+/* A plugin's name or a plugin library's path (ddp_plugin_is_library_path:
+ * loaded and registered then); a library that does not load is a code
+ * < -1, as OPT_FN allows (its message and hint on the one line). */
 int ddp_opt_plugin(const char *value, void *dst);
-int ddp_opt_plugin_name(const char *value, void *dst); /* the name, checked */
+int ddp_opt_plugin_name(const char *value, void *dst); /* its name, checked */
 const char *ddp_opt_accel_form(int with_all);
 const char *ddp_opt_plugin_form(void);
 

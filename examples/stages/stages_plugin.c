@@ -8,7 +8,11 @@
  * state (the stage group) lives in ctx->plugin_state, so it overrides
  * teardown to free it. configure_ddp wraps the model over the stage group
  * instead of the whole world. Its own phase, "stage split", is named in
- * `phases` so that scenarios can aim faults at it. */
+ * `phases` so that scenarios can aim faults at it.
+ *
+ * Built as a plugin library (make libstages.so): it exports the versioned
+ * descriptor ddp_plugin_v1 at the end, which `ddpsim run --plugin
+ * ./libstages.so` and a scenario's `plugin-library libstages.so` load. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -16,8 +20,6 @@
 #include <ddp/err.h>
 #include <ddp/plugin.h>
 #include <ddp/store.h>
-
-#include "stages_plugin.h"
 
 typedef struct stages {
     ddp_pg_t *stage; /* the ranks of this rank's stage */
@@ -82,10 +84,15 @@ static void stages_teardown(const ddp_plugin_t *self, ddp_ctx_t *ctx)
  * `fault crash phase="stage split"` at it. */
 static const char *const stages_phases[] = {"stage split", NULL};
 
-const ddp_plugin_t stages_plugin = {
+static const ddp_plugin_t stages_plugin = {
     .name = "stages",
     .phases = stages_phases,
     .init_ddp_connection = stages_init,
     .configure_ddp = stages_configure,
     .teardown = stages_teardown,
 };
+
+/* What ddpsim looks for in the library: the ABI it was built for, the
+ * plugin's name and its table (docs/plugin.md). */
+DDP_PLUGIN_EXPORT const ddp_plugin_v1_t ddp_plugin_v1 = {DDP_PLUGIN_ABI_VERSION, "stages",
+                                                         &stages_plugin};

@@ -53,6 +53,8 @@ typedef struct ddp_plan_entry {
     char backend[16];   /* "" = nccl on GPU, else tcp */
     char cluster[16];   /* "" = detect */
     char plugin[32];    /* "" = the default plugin */
+    char plugin_lib[512]; /* its library's absolute path ("" built in): a
+                             process loads it before it looks the plugin up */
     int64_t timeout_ns; /* group timeout; 0 = the default */
     int64_t store_timeout_ns; /* store requests; 0 = the default */
     int64_t train_ns;

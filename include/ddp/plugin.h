@@ -153,9 +153,53 @@ DDP_API int ddp_plugin_configure_ddp(const ddp_plugin_t *p, ddp_ctx_t *ctx,
                              ddp_model_t *model);
 DDP_API void ddp_plugin_teardown(const ddp_plugin_t *p, ddp_ctx_t *ctx);
 
+/* ---- plugin libraries (docs/plugin.md) ----
+ * A plugin of your own, built as a shared library, exports one versioned
+ * descriptor named DDP_PLUGIN_SYMBOL, as NCCL's net plugins do:
+ *
+ *   DDP_PLUGIN_EXPORT const ddp_plugin_v1_t ddp_plugin_v1 = {
+ *       DDP_PLUGIN_ABI_VERSION, "mine", &mine_plugin};
+ *
+ * ddpsim reads abi_version first and refuses another version, naming both.
+ * The version changes whenever ddp_plugin_t, ddp_ctx_t or the descriptor
+ * change their layout. Build the library without -lddpsim (cc -shared
+ * -fPIC $(pkg-config --cflags ddpsim)): its ddp_* calls bind to the
+ * ddpsim that loads it. */
+#define DDP_PLUGIN_ABI_VERSION 1
+#define DDP_PLUGIN_SYMBOL "ddp_plugin_v1"
+#define DDP_PLUGIN_NAME_MAX 31 /* characters of a loaded plugin's name */
+#if defined(__GNUC__) || defined(__clang__)
+#define DDP_PLUGIN_EXPORT __attribute__((visibility("default")))
+#else
+#define DDP_PLUGIN_EXPORT
+#endif
+typedef struct ddp_plugin_v1 {
+    uint32_t abi_version;       /* DDP_PLUGIN_ABI_VERSION it was built with */
+    const char *name;           /* the plugin's name: plugin->name */
+    const ddp_plugin_t *plugin; /* its table (static storage) */
+} ddp_plugin_v1_t;
+
+/* Loads the plugin library at path (a file path; relative paths from the
+ * current directory) through sys (NULL: a POSIX sys of this host), checks
+ * its descriptor and registers its plugin under its name. Loading the
+ * same file again gives the same plugin. 0 and *out, or a negative code
+ * with the error context and a hint filled: -ENOENT (no such file),
+ * DDP_ECONFIG (not a loadable library, no DDP_PLUGIN_SYMBOL, another
+ * ABI version, an empty descriptor, a name clash with a built-in or
+ * registered plugin). */
+DDP_API int ddp_plugin_load(ddp_sys_t *sys, const char *path, const ddp_plugin_t **out);
+/* The absolute path of the library p was loaded from; NULL for a plugin
+ * built in or registered by the program. */
+DDP_API const char *ddp_plugin_library(const ddp_plugin_t *p);
+/* 1 when value names a plugin library rather than a plugin (it has a '/'
+ * or ends in ".so"), else 0: how options taking either tell them apart. */
+DDP_API int ddp_plugin_is_library_path(const char *value);
+
 /* Registry: "default", "subgroups", "rpc". */
 DDP_API size_t ddp_plugin_count(void);
 DDP_API const ddp_plugin_t *ddp_plugin_at(size_t i);
+/* NULL when no plugin has that name, with DDP_ENOT_FOUND, the names and a
+ * hint in the error context. */
 DDP_API const ddp_plugin_t *ddp_plugin_find(const char *name);
 /* Adds a plugin (static storage; not thread-safe: call before running).
  * At most 64, the three built in included (DDP_ELIMIT beyond). */

@@ -80,6 +80,8 @@ typedef struct ddp_scenario {
     int naccels;        /* 0: all */
     char backend[16];   /* "" default */
     char plugin[32];    /* "" default */
+    char plugin_lib[512]; /* the library plugin came from (absolute path;
+                             `plugin-library`), "" built in */
     char exec[512];     /* `exec "CMD ARGS"`: every rank's process runs this
                            foreign program instead (real runs only) */
     char cluster[16];   /* "" detect */
@@ -128,6 +130,9 @@ DDP_API char *ddp_scenario_text(const ddp_scenario_t *s);
  * the line numbers), else 0 with the first difference in why. */
 DDP_API int ddp_scenario_equal(const ddp_scenario_t *a, const ddp_scenario_t *b, char *why,
                        size_t n);
+/* Makes s run plugin p (its name, and its library's path when it was
+ * loaded from one): `ddpsim run --plugin`, explore. */
+DDP_API void ddp_scenario_use_plugin(ddp_scenario_t *s, const ddp_plugin_t *p);
 /* 1 if the scenario runs this accelerator. */
 DDP_API int ddp_scenario_has_accel(const ddp_scenario_t *s, const char *accel);
 DDP_API int ddp_scenario_has_tag(const ddp_scenario_t *s, const char *tag);

@@ -174,6 +174,12 @@ typedef struct ddp_sys_ops {
     /* 1 when addr can be reached from this host only (ddp_sys_node_local).
      * May be NULL: the loopback rule. */
     int (*node_local)(ddp_sys_t *sys, const ddp_addr_t *addr);
+    /* Shared libraries (ddp_sys_lib_open below). May be NULL: no library
+     * can be loaded (DDP_EUNSUPPORTED). */
+    int (*lib_open)(ddp_sys_t *sys, const char *path, void **lib, char *real,
+                    size_t n);
+    void *(*lib_sym)(ddp_sys_t *sys, void *lib, const char *name);
+    void (*lib_close)(ddp_sys_t *sys, void *lib);
 } ddp_sys_ops_t;
 
 /* An instance: ops + the rank's environment + implementation state. */
@@ -270,6 +276,20 @@ DDP_API int ddp_addr_in_net(const ddp_addr_t *a, const ddp_addr_t *net, int pref
  * that no other node can use it (a loopback address: 127/8, ::1); else 0.
  * A sys whose "nodes" share one loopback (real runs on one machine) says 0. */
 DDP_API int ddp_sys_node_local(ddp_sys_t *s, const ddp_addr_t *addr);
+/* Loads a shared library, resolving every symbol now; its own undefined
+ * symbols bind to the running program's exports first. path with a '/' is
+ * a file (relative to the current directory); a bare name (a soname,
+ * "libnccl.so.2") is searched on the library path. *lib: a handle for
+ * ddp_sys_lib_sym / _close; real (n bytes) gets the file's absolute path
+ * (a bare name: the name). 0, or -ENOENT (no such file), -EISDIR,
+ * DDP_ECONFIG (not loadable, or no such name: the loader's reason), with
+ * the error context filled; DDP_EUNSUPPORTED from a sys without libraries. */
+DDP_API int ddp_sys_lib_open(ddp_sys_t *s, const char *path, void **lib, char *real,
+                             size_t n);
+/* The address of the library's symbol name, or NULL when it has none. */
+DDP_API void *ddp_sys_lib_sym(ddp_sys_t *s, void *lib, const char *name);
+/* Unloads a library from ddp_sys_lib_open (NULL: no-op). */
+DDP_API void ddp_sys_lib_close(ddp_sys_t *s, void *lib);
 /* A listening socket bound to addr (port 0 picks a free one; read it back with
  * local_addr). SO_REUSEADDR; an IPv6 "::" listener also accepts IPv4.
  * -EADDRINUSE when the port is taken. */

@@ -34,4 +34,11 @@ out=$(sh "$tmp/t/scripts/check-layers.sh" "$B" 2>&1) && fail "core calling ddp_s
 echo "$out" | grep -q 'core calls into sim: ddp_sim_run' || fail "the call is not named: $out"
 echo "$out" | grep -q 'core/planted.c (core) includes ddp/sim.h (sim)' ||
     fail "the planted include is not named: $out"
-echo "layers selftest: ok (a planted include and a planted call are caught)"
+copy
+printf '#include <dlfcn.h>\nvoid *planted(void);\nvoid *planted(void) { return dlopen("x.so", RTLD_NOW); }\n' \
+    >"$tmp/t/plugins/planted.c"
+${CC:-cc} -Iinclude -c "$tmp/t/plugins/planted.c" -o "$tmp/t/$B/plugins/planted.o"
+out=$(sh "$tmp/t/scripts/check-layers.sh" "$B" 2>&1) && fail "a plugin calling dlopen passed"
+echo "$out" | grep -q 'plugins/planted.o calls the dynamic loader (dlopen' ||
+    fail "the dlopen call is not named: $out"
+echo "layers selftest: ok (a planted include, a planted call and a planted dlopen are caught)"

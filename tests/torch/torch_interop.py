@@ -16,6 +16,12 @@ Cases (each starts what it uses and stops it, also when it fails):
                  rank 0 serves the store) and 2 torch processes share the
                  store; torch reads the keys ddpsim's ranks wrote, ddpsim's
                  client reads the keys torch wrote
+  c10d_rdzv      two torchrun agents (--nnodes 2, --rdzv_backend=c10d) meet
+                 in `ddpsim store serve`: the port is ddpsim's, so each
+                 agent's own bind fails and it joins as a client; the
+                 rendezvous key is in ddpsim's store afterwards and the two
+                 workers all_reduce over gloo (torchrun 1.13 under Python
+                 3.11 needs --redirects 1 --tee 1)
 
 Prints "ok NAME" or "FAIL NAME: why" per case, then "N passed, N failed";
 exits 1 when any failed. Roles (--role ...) are the child processes.
@@ -95,13 +101,13 @@ def ddpsim_server(ddpsim, protocol="auto"):
     return p, int(line.rsplit(":", 1)[1])
 
 
-def wait_all(procs, what):
+def wait_all(procs, what, timeout=CHILD_TIMEOUT_S):
     outs = []
     for p in procs:
         try:
-            out, err = p.communicate(timeout=CHILD_TIMEOUT_S)
+            out, err = p.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            raise Fail("%s: still running after %d s" % (what, CHILD_TIMEOUT_S))
+            raise Fail("%s: still running after %d s" % (what, timeout))
         expect(p.returncode == 0, "%s: exit %d: %s%s"
                % (what, p.returncode, out or "", err or ""))
         outs.append(out)
@@ -279,6 +285,34 @@ def case_mixed(a):
            "both ddpsim ranks connected: %r" % out)
 
 
+def case_c10d_rdzv(a):
+    srv, port = ddpsim_server(a.ddpsim)
+    run_id = "ddpsim-torch-test-%d" % os.getpid()
+    # A bound, not a measurement: two agents and two workers import torch
+    # (8-15 s each on a slow machine), then meet.
+    agents = [spawn([sys.executable, "-m", "torch.distributed.run", "--nnodes", "2",
+                     "--nproc_per_node", "1", "--rdzv_backend", "c10d",
+                     "--rdzv_endpoint", "%s:%d" % (HOST, port), "--rdzv_id", run_id,
+                     "--max_restarts", "0", "--redirects", "1", "--tee", "1",
+                     __file__, "--role", "c10d"],
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+              for _ in range(2)]
+    outs = wait_all(agents, "torchrun agent", timeout=4 * CHILD_TIMEOUT_S)
+    got = sorted(line.split("]:", 1)[-1].strip() for out in outs
+                 for line in out.splitlines() if "allreduce" in line)
+    expect(got == ["rank 0 of 2 allreduce 3", "rank 1 of 2 allreduce 3"],
+           "the workers printed %r" % got)
+    # The rendezvous state is a key of ddpsim's store: the agents used it.
+    r = subprocess.run([a.ddpsim, "store", "--host", HOST, "--port", str(port),
+                        "--timeout", "5", "check", "torch.rendezvous." + run_id],
+                       capture_output=True, text=True, timeout=30)
+    expect(r.returncode == 0 and r.stdout.strip() == "ready",
+           "ddpsim's store holds torch.rendezvous.%s: %r %r"
+           % (run_id, r.stdout, r.stderr))
+    srv.terminate()
+    srv.wait(timeout=10)
+
+
 # ------------------------------------------------------------------ roles
 
 def role(args):
@@ -306,6 +340,13 @@ def role(args):
         dist.all_reduce(t)
         dist.barrier()
         print("allreduce %d" % int(t.item()), flush=True)
+        dist.destroy_process_group()
+    elif kind == "c10d":  # a torchrun worker: the agent set the environment
+        dist.init_process_group("gloo", timeout=td(60))
+        t = torch.tensor([dist.get_rank() + 1])
+        dist.all_reduce(t)
+        print("rank %d of %d allreduce %d" % (dist.get_rank(), dist.get_world_size(),
+                                              int(t.item())), flush=True)
         dist.destroy_process_group()
     elif kind == "mixed":
         i, port = int(args[1]), int(args[2])
@@ -349,7 +390,7 @@ def main():
         return 0
     cases = [("store_ops", case_store_ops), ("ddpsim_cli", case_ddpsim_cli)]
     cases += [("gloo_%d" % n, lambda x, n=n: case_gloo(x, n)) for n in (2, 4, 8)]
-    cases += [("mixed", case_mixed)]
+    cases += [("mixed", case_mixed), ("c10d_rdzv", case_c10d_rdzv)]
     passed = failed = 0
     for name, fn in cases:
         if a.cases and name not in a.cases:
