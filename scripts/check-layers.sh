@@ -32,7 +32,7 @@ allowed() { # the layers $1 may depend on
 # The layer of a public header (include/ddp/NAME.h).
 header_layer() {
     case $1 in
-    err | env | sys | log | store | cluster | pg | faults | export | fmt) echo core ;;
+    err | env | sys | log | store | cluster | pg | faults | export | fmt | nccl_api) echo core ;;
     plugin) echo plugins ;;
     accel) echo accelerators ;;
     sim) echo sim ;;

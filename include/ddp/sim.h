@@ -57,6 +57,12 @@ typedef struct ddp_sim_opts {
                   the store barrier counts to it); 0: unknown */
     ddp_sys_t *wall_clock;
     int64_t wall_limit_ns; /* 0: no wall limit */
+    /* NCCL: every node has `gpus` virtual GPUs, and the sys hands the nccl
+     * backend the simulated NCCL (sim/sim_nccl.c). host_nccl: hand it the
+     * POSIX sys's library instead (the process's libnccl.so.2, e.g. the
+     * fakes of tests/fake_nccl). */
+    int gpus;
+    int host_nccl;
     /* How tasks run (docs/simulator.md § 1); both make the same scheduling
      * decisions, so a seed gives the same trace either way. */
     enum ddp_sim_tasks {

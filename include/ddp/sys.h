@@ -31,6 +31,7 @@ extern "C" {
 #endif
 
 struct ddp_env;
+struct ddp_nccl_api;
 struct ddp_sys;
 
 #define DDP_DEADLINE_NEVER INT64_MAX
@@ -166,6 +167,8 @@ typedef struct ddp_sys_ops {
     /* 1 when addr can be reached from this host only (ddp_sys_node_local).
      * May be NULL: the loopback rule. */
     int (*node_local)(ddp_sys_t *sys, const ddp_addr_t *addr);
+    /* The NCCL + CUDA runtime calls (ddp_sys_nccl_api). May be NULL. */
+    int (*nccl_api)(ddp_sys_t *sys, const struct ddp_nccl_api **out);
 } ddp_sys_ops_t;
 
 /* An instance: ops + the rank's environment + implementation state. */
@@ -251,6 +254,12 @@ DDP_API int ddp_sys_local_addrs(ddp_sys_t *s, ddp_addr_t *out, int max);
  * that no other node can use it (a loopback address: 127/8, ::1); else 0.
  * A sys whose "nodes" share one loopback (real runs on one machine) says 0. */
 DDP_API int ddp_sys_node_local(ddp_sys_t *s, const ddp_addr_t *addr);
+/* The NCCL library this sys offers (ddp/nccl_api.h): the POSIX sys loads
+ * the real libnccl.so.2 and libcudart, the simulator gives its simulated
+ * NCCL over the virtual network. 0 and *out set, or a negative code with
+ * the error context set (DDP_ENOT_FOUND: no library; a sys without the op:
+ * DDP_EUNSUPPORTED). */
+DDP_API int ddp_sys_nccl_api(ddp_sys_t *s, const struct ddp_nccl_api **out);
 /* A listening socket bound to addr (port 0 picks a free one; read it back with
  * local_addr). SO_REUSEADDR; an IPv6 "::" listener also accepts IPv4.
  * -EADDRINUSE when the port is taken. */
