@@ -255,6 +255,16 @@ static void close_fd(int *fd)
     *fd = -1;
 }
 
+/* The port a listener got. Its address stays the interface's: NCCL
+ * advertises the interface it chose (lo: 127.0.0.1), whatever the socket
+ * reports. */
+static uint16_t bound_port(int lfd)
+{
+    ddp_addr_t a = {0};
+    ddp_sys_local_addr(cur_sys(), lfd, &a);
+    return a.port;
+}
+
 static const char *addr_text(const ddp_addr_t *a, char *buf)
 {
     return ddp_addr_format(a, buf, DDP_ADDR_STRLEN);
@@ -376,7 +386,7 @@ static ncclResult_t sn_get_unique_id(ncclUniqueId *out)
         last_err("Bootstrap : cannot listen on %s: %s", addr_text(&a, at), strerror(-r->lfd));
         return ncclSystemError;
     }
-    ddp_sys_local_addr(sys, r->lfd, &a);
+    a.port = bound_port(r->lfd);
     sim->nccl_roots[sim->nnccl_roots++] = r;
     if (ddp_sys_thread_start(sys, root_main, r, "nccl bootstrap root", &r->th) != 0) {
         close_fd(&r->lfd);
@@ -439,7 +449,7 @@ static int init_main(ddp_sys_t *sys, void *arg)
         res = ncclSystemError;
     }
     if (res == ncclSuccess) {
-        ddp_sys_local_addr(cur_sys(), c->lfd, &h.addr);
+        h.addr.port = bound_port(c->lfd);
         root = connect_retry(&c->abort, &c->uid.addr);
         if (root < 0)
             res = fail_io(c, root, "Bootstrap : connect to the root failed");
