@@ -2,9 +2,11 @@
  *
  * Built against the CUDA toolkit's nccl.h when the Makefile finds it
  * (DDP_HAVE_NCCL_H), but never linked against libnccl or the CUDA runtime:
- * both are dlopen'ed at the first init, so one binary runs on machines with
- * and without GPUs, and a machine without them gets an error, not a loader
- * failure at start-up.
+ * it calls them through the table its sys hands out (ddp_sys_nccl_api,
+ * ddp/nccl_api.h). The POSIX sys dlopens the real libraries at the first
+ * init (core/sys_posix_nccl.c), so one binary runs on machines with and
+ * without GPUs; the simulator hands out its simulated NCCL (sim/sim_nccl.c),
+ * whose bootstrap runs over the virtual network.
  *
  * Bootstrap (DESIGN §3.3, reference/rendezvous-and-backends.md):
  *  1. rank 0 calls ncclGetUniqueId and publishes the 128 bytes under
