@@ -583,32 +583,6 @@ static size_t dt_size(ncclDataType_t t)
     }
 }
 
-#define RED(T)                                                                 \
-    do {                                                                       \
-        T *d = (T *)acc, x;                                                    \
-        for (size_t i = 0; i < n; i++) {                                       \
-            memcpy(&x, in + i * sizeof x, sizeof x);                           \
-            d[i] = op == ncclSum ? (T)(d[i] + x) : op == ncclProd ? (T)(d[i] * x) \
-                 : op == ncclMax ? (d[i] > x ? d[i] : x) : (d[i] < x ? d[i] : x); \
-        }                                                                      \
-    } while (0)
-
-static int reduce(void *acc, const uint8_t *in, size_t n, ncclDataType_t t, ncclRedOp_t op)
-{
-    switch (t) {
-    case ncclInt8: RED(int8_t); break;
-    case ncclUint8: RED(uint8_t); break;
-    case ncclInt32: RED(int32_t); break;
-    case ncclUint32: RED(uint32_t); break;
-    case ncclInt64: RED(int64_t); break;
-    case ncclUint64: RED(uint64_t); break;
-    case ncclFloat32: RED(float); break;
-    case ncclFloat64: RED(double); break;
-    default: return -1;
-    }
-    return 0;
-}
-
 /* Sends out[0..n) to the next rank while receiving n bytes from the
  * previous one into in, a chunk at a time (both directions move, so no
  * rank's window fills up). */
@@ -644,7 +618,7 @@ static int coll_main(ddp_sys_t *sys, void *arg)
         memcpy(cur_buf, s->src, bytes);
         for (int k = 1; rc == 0 && k < n; k++) {
             rc = ring_step(c, cur_buf, in, bytes);
-            if (rc == 0 && reduce(acc, in, s->count, s->dt, s->op) != 0)
+            if (rc == 0 && ddp_nccl_reduce(acc, in, s->count, s->dt, s->op) != 0)
                 rc = -EINVAL;
             memcpy(cur_buf, in, bytes);
         }

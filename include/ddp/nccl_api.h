@@ -20,6 +20,8 @@ typedef struct ddp_nccl_api ddp_nccl_api_t;
 
 #ifdef DDP_HAVE_NCCL_H
 #include <nccl.h>
+#include <stdint.h>
+#include <string.h>
 
 struct ddp_nccl_api {
     ncclResult_t (*get_unique_id)(ncclUniqueId *);
@@ -67,6 +69,39 @@ static inline void ddp_nccl_version_parts(int code, int *maj, int *min,
         *maj = code / 1000, *min = code % 1000 / 100, *patch = code % 100;
     }
 }
+/* acc[i] = acc[i] OP in[i] for n elements of type t (sum, prod, max, min),
+ * as an NCCL reduction does: for libraries that implement the table (the
+ * simulated NCCL, tests/fake_nccl). in may be unaligned. 0, or -1 for a
+ * type it does not know. */
+#define DDP__NCCL_RED(T)                                                       \
+    do {                                                                       \
+        T *d_ = (T *)acc, x_;                                                  \
+        for (size_t i_ = 0; i_ < n; i_++) {                                    \
+            memcpy(&x_, (const char *)in + i_ * sizeof x_, sizeof x_);         \
+            d_[i_] = op == ncclSum    ? (T)(d_[i_] + x_)                       \
+                     : op == ncclProd ? (T)(d_[i_] * x_)                       \
+                     : op == ncclMax  ? (d_[i_] > x_ ? d_[i_] : x_)            \
+                                      : (d_[i_] < x_ ? d_[i_] : x_);           \
+        }                                                                      \
+    } while (0)
+
+static inline int ddp_nccl_reduce(void *acc, const void *in, size_t n, ncclDataType_t t,
+                                  ncclRedOp_t op)
+{
+    switch (t) {
+    case ncclInt8: DDP__NCCL_RED(int8_t); break;
+    case ncclUint8: DDP__NCCL_RED(uint8_t); break;
+    case ncclInt32: DDP__NCCL_RED(int32_t); break;
+    case ncclUint32: DDP__NCCL_RED(uint32_t); break;
+    case ncclInt64: DDP__NCCL_RED(int64_t); break;
+    case ncclUint64: DDP__NCCL_RED(uint64_t); break;
+    case ncclFloat32: DDP__NCCL_RED(float); break;
+    case ncclFloat64: DDP__NCCL_RED(double); break;
+    default: return -1;
+    }
+    return 0;
+}
+#undef DDP__NCCL_RED
 #endif /* DDP_HAVE_NCCL_H */
 
 #endif
