@@ -494,6 +494,11 @@ static ncclResult_t sn_init_rank_config(ncclComm_t *out, int nranks, ncclUniqueI
         last_err("Bootstrap : the unique id is not one of ncclGetUniqueId's");
         return ncclInvalidArgument;
     }
+    if (!cfg || cfg->blocking != 0) {
+        /* A blocking init would wait with no deadline: not modelled. */
+        last_err("simulated NCCL: only non-blocking init (ncclConfig_t.blocking = 0)");
+        return ncclInvalidUsage;
+    }
     ddp_addr_t a;
     ncclResult_t res = boot_addr(&a); /* NCCL's bootstrapNetInit: synchronous */
     if (res != ncclSuccess)
@@ -507,7 +512,7 @@ static ncclResult_t sn_init_rank_config(ncclComm_t *out, int nranks, ncclUniqueI
     if (ddp_sys_thread_start(cur_sys(), init_main, c, "nccl bootstrap", &c->init_th) != 0)
         return ncclSystemError;
     *out = (ncclComm_t)(void *)c;
-    return cfg && cfg->blocking == 0 ? ncclInProgress : ncclSuccess;
+    return ncclInProgress;
 }
 
 static sn_comm_t *C(ncclComm_t comm) { return (sn_comm_t *)(void *)comm; }
