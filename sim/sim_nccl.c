@@ -42,6 +42,8 @@
 #include "ddp/nccl_api.h"
 #include "sim_priv.h"
 
+int ddp_sim_has_nccl(void) { return ddp__sim_nccl_api() != NULL; }
+
 #ifndef DDP_HAVE_NCCL_H
 
 const ddp_nccl_api_t *ddp__sim_nccl_api(void) { return NULL; }

@@ -113,6 +113,10 @@ typedef enum ddp_sim_result {
  * cancelled (their sim calls return DDP_ECANCELED) and unwound. */
 DDP_API ddp_sim_result_t ddp_sim_run(ddp_sim_t *sim);
 
+/* 1 when this build has the simulated NCCL (nccl.h was found at build
+ * time, so the nccl backend exists); else 0: GPU scenarios cannot run. */
+DDP_API int ddp_sim_has_nccl(void);
+
 /* Frees ptr (malloc'd) with the sim: for task arguments. */
 DDP_API void ddp_sim_own(ddp_sim_t *sim, void *ptr);
 
