@@ -2,9 +2,11 @@
  *
  * Built against the CUDA toolkit's nccl.h when the Makefile finds it
  * (DDP_HAVE_NCCL_H), but never linked against libnccl or the CUDA runtime:
- * both are dlopen'ed at the first init, so one binary runs on machines with
- * and without GPUs, and a machine without them gets an error, not a loader
- * failure at start-up.
+ * it calls them through the table its sys hands out (ddp_sys_nccl_api,
+ * ddp/nccl_api.h). The POSIX sys dlopens the real libraries at the first
+ * init (core/sys_posix_nccl.c), so one binary runs on machines with and
+ * without GPUs; the simulator hands out its simulated NCCL (sim/sim_nccl.c),
+ * whose bootstrap runs over the virtual network.
  *
  * Bootstrap (DESIGN §3.3, reference/rendezvous-and-backends.md):
  *  1. rank 0 calls ncclGetUniqueId and publishes the 128 bytes under
@@ -132,232 +134,19 @@ const ddp_pg_ops_t ddp__pg_nccl_ops = {
 
 #else /* DDP_HAVE_NCCL_H */
 
-#include <nccl.h>
-
-/* ------------------------------------------------ the run-time library */
-
-/* Every NCCL and CUDA entry point we use, resolved through the sys seam's
- * shared-library ops (ddp_sys_lib_sym: dlsym of the POSIX sys). The types
- * come from nccl.h (which includes cuda_runtime.h); only the addresses come
- * from the libraries found at run time. */
-typedef struct api {
-    ncclResult_t (*get_unique_id)(ncclUniqueId *);
-    ncclResult_t (*init_rank_config)(ncclComm_t *, int, ncclUniqueId, int,
-                                     ncclConfig_t *);
-    ncclResult_t (*get_async_error)(ncclComm_t, ncclResult_t *);
-    ncclResult_t (*comm_abort)(ncclComm_t);
-    ncclResult_t (*comm_destroy)(ncclComm_t);
-    ncclResult_t (*comm_finalize)(ncclComm_t);
-    ncclResult_t (*allreduce)(const void *, void *, size_t, ncclDataType_t,
-                              ncclRedOp_t, ncclComm_t, cudaStream_t);
-    ncclResult_t (*broadcast)(const void *, void *, size_t, ncclDataType_t,
-                              int, ncclComm_t, cudaStream_t);
-    ncclResult_t (*allgather)(const void *, void *, size_t, ncclDataType_t,
-                              ncclComm_t, cudaStream_t);
-    ncclResult_t (*comm_split)(ncclComm_t, int, int, ncclComm_t *,
-                               ncclConfig_t *); /* optional: 2.18+ */
-    ncclResult_t (*comm_count)(const ncclComm_t, int *);
-    ncclResult_t (*comm_user_rank)(const ncclComm_t, int *);
-    const char *(*error_string)(ncclResult_t);
-    const char *(*last_error)(ncclComm_t); /* optional: 2.13+ */
-    ncclResult_t (*get_version)(int *);
-
-    cudaError_t (*get_device_count)(int *);
-    cudaError_t (*set_device)(int);
-    cudaError_t (*cuda_malloc)(void **, size_t);
-    cudaError_t (*cuda_free)(void *);
-    cudaError_t (*memcpy)(void *, const void *, size_t, enum cudaMemcpyKind);
-    cudaError_t (*stream_create)(cudaStream_t *);
-    cudaError_t (*stream_destroy)(cudaStream_t);
-    cudaError_t (*stream_query)(cudaStream_t);
-    const char *(*cuda_error_string)(cudaError_t);
-
-    int version; /* ncclGetVersion code */
-    char cudart_name[32];
-} api_t;
-
-static api_t g_api;
-static int g_api_rc;          /* 0 loaded, else the code every init returns */
-static char g_api_err[512];   /* ... and its sentence */
-static char g_api_hint[256];
-static pthread_once_t g_api_once = PTHREAD_ONCE_INIT;
-
-/* dlsym returns an object pointer; POSIX guarantees function pointers have
- * the same representation, and memcpy is the conversion C11 allows. */
-_Static_assert(sizeof(void (*)(void)) == sizeof(void *),
-               "function pointers must fit a void *");
-
-typedef struct sym {
-    const char *name;
-    void *slot; /* address of the function pointer in g_api */
-    int optional;
-} sym_t;
-
-static int resolve(ddp_sys_t *sys, void *lib, const char *libname, const sym_t *syms,
-                   size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        void *addr = ddp_sys_lib_sym(sys, lib, syms[i].name);
-        if (!addr) {
-            if (syms[i].optional)
-                continue;
-            snprintf(g_api_err, sizeof g_api_err,
-                     "nccl backend: %s has no %s (symbol not found)", libname,
-                     syms[i].name);
-            return DDP_EUNSUPPORTED;
-        }
-        memcpy(syms[i].slot, &addr, sizeof addr);
-    }
-    return 0;
-}
-
-static void version_parts(int code, int *maj, int *min, int *patch)
-{
-    /* NCCL_VERSION switched from X*1000 to X*10000 at 2.9. */
-    if (code >= 10000) {
-        *maj = code / 10000, *min = code % 10000 / 100, *patch = code % 100;
-    } else {
-        *maj = code / 1000, *min = code % 1000 / 100, *patch = code % 100;
-    }
-}
-
-/* Runs once per process: the libraries stay loaded for good (NCCL starts
- * threads that would outlive a dlclose). They are loaded by soname (the
- * library path is searched) through a POSIX sys of this host: whatever
- * sys the rank runs on, these are this machine's libraries. */
-static void api_load(ddp_sys_t *sys)
-{
-    const sym_t nccl_syms[] = {
-        {"ncclGetVersion", &g_api.get_version, 0},
-        {"ncclGetErrorString", &g_api.error_string, 0},
-        {"ncclGetLastError", &g_api.last_error, 1},
-        {"ncclGetUniqueId", &g_api.get_unique_id, 0},
-        {"ncclCommInitRankConfig", &g_api.init_rank_config, 0},
-        {"ncclCommGetAsyncError", &g_api.get_async_error, 0},
-        {"ncclCommAbort", &g_api.comm_abort, 0},
-        {"ncclCommDestroy", &g_api.comm_destroy, 0},
-        {"ncclCommFinalize", &g_api.comm_finalize, 0},
-        {"ncclAllReduce", &g_api.allreduce, 0},
-        {"ncclBroadcast", &g_api.broadcast, 0},
-        {"ncclAllGather", &g_api.allgather, 0},
-        {"ncclCommSplit", &g_api.comm_split, 1},
-        {"ncclCommCount", &g_api.comm_count, 0},
-        {"ncclCommUserRank", &g_api.comm_user_rank, 0},
-    };
-    const sym_t cuda_syms[] = {
-        {"cudaGetDeviceCount", &g_api.get_device_count, 0},
-        {"cudaSetDevice", &g_api.set_device, 0},
-        {"cudaMalloc", &g_api.cuda_malloc, 0},
-        {"cudaFree", &g_api.cuda_free, 0},
-        {"cudaMemcpy", &g_api.memcpy, 0},
-        {"cudaStreamCreate", &g_api.stream_create, 0},
-        {"cudaStreamDestroy", &g_api.stream_destroy, 0},
-        {"cudaStreamQuery", &g_api.stream_query, 0},
-        {"cudaGetErrorString", &g_api.cuda_error_string, 0},
-    };
-    /* RTLD_LOCAL: NCCL's and CUDA's symbols must not satisfy anything else
-     * in the process by accident. */
-    char real[64];
-    void *nccl = NULL;
-    if (ddp_sys_lib_open(sys, "libnccl.so.2", &nccl, real, sizeof real) != 0) {
-        g_api_rc = DDP_ENOT_FOUND;
-        snprintf(g_api_err, sizeof g_api_err,
-                 "nccl backend: libnccl.so.2 not found: %s", ddp_err_ctx()->what);
-        snprintf(g_api_hint, sizeof g_api_hint,
-                 "install NCCL (the CUDA toolkit ships it in lib64; Python: "
-                 "the nvidia-nccl-cu13 package) and make it findable "
-                 "(ldconfig or LD_LIBRARY_PATH), or use the tcp backend");
-        return;
-    }
-    if ((g_api_rc = resolve(sys, nccl, "libnccl.so.2", nccl_syms,
-                            sizeof nccl_syms / sizeof nccl_syms[0])) != 0) {
-        snprintf(g_api_hint, sizeof g_api_hint,
-                 "NCCL >= 2.14 is needed (non-blocking init and finalize)");
-        return;
-    }
-    if (g_api.get_version(&g_api.version) != ncclSuccess)
-        g_api.version = 0;
-    int maj, min, patch;
-    version_parts(g_api.version, &maj, &min, &patch);
-    if (g_api.version < 21400) {
-        g_api_rc = DDP_EUNSUPPORTED;
-        snprintf(g_api_err, sizeof g_api_err,
-                 "nccl backend: libnccl.so.2 is NCCL %d.%d.%d; non-blocking "
-                 "init needs 2.14 or newer",
-                 maj, min, patch);
-        snprintf(g_api_hint, sizeof g_api_hint, "install a newer NCCL");
-        return;
-    }
-
-    /* Newest runtime first: NCCL links its own runtime statically, so any
-     * of these works with it (they share the driver's primary context). */
-    static const char *const cudarts[] = {"libcudart.so.13", "libcudart.so.12",
-                                          "libcudart.so"};
-    void *cudart = NULL;
-    char why[256] = "";
-    for (size_t i = 0; !cudart && i < sizeof cudarts / sizeof cudarts[0]; i++) {
-        if (ddp_sys_lib_open(sys, cudarts[i], &cudart, real, sizeof real) == 0)
-            snprintf(g_api.cudart_name, sizeof g_api.cudart_name, "%s",
-                     cudarts[i]);
-        else
-            snprintf(why, sizeof why, "%s", ddp_err_ctx()->what);
-    }
-    if (!cudart) {
-        g_api_rc = DDP_ENOT_FOUND;
-        snprintf(g_api_err, sizeof g_api_err,
-                 "nccl backend: CUDA runtime not found (tried libcudart.so.13, "
-                 "libcudart.so.12, libcudart.so): %s",
-                 why);
-        snprintf(g_api_hint, sizeof g_api_hint,
-                 "install the CUDA runtime and make it findable (ldconfig or "
-                 "LD_LIBRARY_PATH)");
-        return;
-    }
-    if ((g_api_rc = resolve(sys, cudart, g_api.cudart_name, cuda_syms,
-                            sizeof cuda_syms / sizeof cuda_syms[0])) != 0) {
-        snprintf(g_api_hint, sizeof g_api_hint, "install CUDA 12 or newer");
-        return;
-    }
-    ddp_debug("nccl backend: NCCL %d.%d.%d, CUDA runtime %s", maj, min, patch,
-              g_api.cudart_name);
-}
-
-static void api_load_once(void)
-{
-    ddp_sys_t *sys = ddp_sys_posix_new(NULL);
-    if (!sys) {
-        g_api_rc = -ENOMEM;
-        snprintf(g_api_err, sizeof g_api_err, "nccl backend: out of memory");
-        return;
-    }
-    api_load(sys);
-    ddp_sys_free(sys);
-}
-
-/* The loaded API, or NULL with the error context set. */
-static const api_t *api(void)
-{
-    pthread_once(&g_api_once, api_load_once);
-    if (g_api_rc == 0)
-        return &g_api;
-    ddp_err_set(g_api_rc, "%s", g_api_err);
-    if (g_api_hint[0])
-        ddp_err_hint("%s", g_api_hint);
-    return NULL;
-}
+#include "ddp/nccl_api.h"
 
 /* ------------------------------------------------------------ errors */
 
-static const char *nccl_str(ncclResult_t r)
+static const char *nccl_str(const ddp_nccl_api_t *api, ncclResult_t r)
 {
-    const char *s = g_api.error_string ? g_api.error_string(r) : NULL;
+    const char *s = api->error_string ? api->error_string(r) : NULL;
     return s ? s : "unknown NCCL result";
 }
 
-static const char *cuda_str(cudaError_t e)
+static const char *cuda_str(const ddp_nccl_api_t *api, cudaError_t e)
 {
-    const char *s = g_api.cuda_error_string ? g_api.cuda_error_string(e)
-                                            : NULL;
+    const char *s = api->cuda_error_string ? api->cuda_error_string(e) : NULL;
     return s ? s : "unknown CUDA error";
 }
 
@@ -381,6 +170,7 @@ typedef struct npg {
      * without it abort could free the communicator under the poller. It is
      * never held across a sleep. */
     pthread_mutex_t mu;
+    const ddp_nccl_api_t *api; /* the sys's library (ddp_sys_nccl_api) */
     ncclComm_t comm;
     cudaStream_t stream;
     int device;
@@ -396,12 +186,12 @@ static int nccl_fail(const npg_t *p, const char *what, ncclResult_t r)
 {
     /* NULL: the argument is unused by NCCL, and p->comm may be changing
      * under a concurrent abort. */
-    const char *last = g_api.last_error ? g_api.last_error(NULL) : NULL;
+    const char *last = p->api->last_error ? p->api->last_error(NULL) : NULL;
     ddp_err_set(code_of(r),
                 "nccl backend: rank %d of %d (group \"%s\"), %s: NCCL error "
                 "%d: %s%s%s",
                 p->pg.rank, p->pg.world, p->pg.prefix, what, (int)r,
-                nccl_str(r), last && last[0] ? "; last NCCL error: " : "",
+                nccl_str(p->api, r), last && last[0] ? "; last NCCL error: " : "",
                 last && last[0] ? last : "");
     return ddp_err_hint("run with NCCL_DEBUG=INFO for NCCL's own account");
 }
@@ -413,7 +203,7 @@ static int cuda_fail(const npg_t *p, const char *what, cudaError_t e)
                        "nccl backend: rank %d of %d (group \"%s\"), %s: CUDA "
                        "error %d: %s",
                        p->pg.rank, p->pg.world, p->pg.prefix, what, (int)e,
-                       cuda_str(e));
+                       cuda_str(p->api, e));
 }
 
 static double secs(int64_t from, int64_t to) { return (double)(to - from) / 1e9; }
@@ -446,12 +236,12 @@ static int wait_ready(npg_t *p, cudaStream_t stream, const char *what,
             return WAIT_ABORTED;
         }
         ncclResult_t st = ncclInProgress;
-        ncclResult_t r = g_api.get_async_error(p->comm, &st);
+        ncclResult_t r = p->api->get_async_error(p->comm, &st);
         cudaError_t ce = cudaSuccess;
         /* The stream counts only once NCCL has enqueued onto it: before
          * that an empty stream would read as "done". */
         if (r == ncclSuccess && st == ncclSuccess && stream)
-            ce = g_api.stream_query(stream);
+            ce = p->api->stream_query(stream);
         pthread_mutex_unlock(&p->mu);
         if (r != ncclSuccess)
             return nccl_fail(p, what, r);
@@ -480,8 +270,8 @@ static void abort_comm(npg_t *p)
     if (!p->aborted) {
         p->aborted = 1;
         if (p->comm) {
-            g_api.set_device(p->device);
-            g_api.comm_abort(p->comm);
+            p->api->set_device(p->device);
+            p->api->comm_abort(p->comm);
             p->comm = NULL;
         }
     }
@@ -492,16 +282,16 @@ static void abort_comm(npg_t *p)
 static void free_npg(npg_t *p)
 {
     if (p->stream || p->dbuf)
-        g_api.set_device(p->device);
+        p->api->set_device(p->device);
     if (p->stream)
-        g_api.stream_destroy(p->stream);
+        p->api->stream_destroy(p->stream);
     if (p->dbuf)
-        g_api.cuda_free(p->dbuf);
+        p->api->cuda_free(p->dbuf);
     pthread_mutex_destroy(&p->mu);
     free(p);
 }
 
-static npg_t *new_npg(const ddp_pg_init_t *in)
+static npg_t *new_npg(const ddp_nccl_api_t *api, const ddp_pg_init_t *in)
 {
     npg_t *p = calloc(1, sizeof *p);
     if (!p) {
@@ -509,6 +299,7 @@ static npg_t *new_npg(const ddp_pg_init_t *in)
         return NULL;
     }
     ddp__pg_header_init(&p->pg, &ddp__pg_nccl_ops, in);
+    p->api = api;
     p->device = in->device;
     pthread_mutex_init(&p->mu, NULL);
     return p;
@@ -526,16 +317,16 @@ static ncclConfig_t nonblocking_config(const char *name)
 
 /* Device checks before anything touches the store: they are cheap and a
  * rank 0 that cannot join must not publish an id for the others to use. */
-static int check_device(const ddp_pg_init_t *in)
+static int check_device(const ddp_nccl_api_t *api, const ddp_pg_init_t *in)
 {
     int n = 0;
-    cudaError_t e = g_api.get_device_count(&n);
+    cudaError_t e = api->get_device_count(&n);
     if (e != cudaSuccess || n <= 0) {
         if (e != cudaSuccess)
             ddp_err_set(DDP_ENOT_FOUND,
                         "nccl backend: no CUDA device visible "
                         "(cudaGetDeviceCount: CUDA error %d: %s)",
-                        (int)e, cuda_str(e));
+                        (int)e, cuda_str(api, e));
         else
             ddp_err_set(DDP_ENOT_FOUND, "nccl backend: no CUDA device visible "
                                         "(cudaGetDeviceCount returned 0)");
@@ -552,12 +343,12 @@ static int check_device(const ddp_pg_init_t *in)
                             "CUDA_VISIBLE_DEVICES",
                             n, n == 1 ? "" : "s");
     }
-    e = g_api.set_device(in->device);
+    e = api->set_device(in->device);
     if (e != cudaSuccess)
         return ddp_err_set(DDP_EINTERNAL,
                            "nccl backend: rank %d: cudaSetDevice(%d): CUDA "
                            "error %d: %s",
-                           in->rank, in->device, (int)e, cuda_str(e));
+                           in->rank, in->device, (int)e, cuda_str(api, e));
     return 0;
 }
 
@@ -572,7 +363,7 @@ static int exchange_uid(npg_t *p, int64_t deadline, ncclUniqueId *uid)
     int rc = ddp_fault_fire(DDP_FP_PG_NCCL_UID);
     if (p->pg.rank == 0) {
         if (!rc) {
-            ncclResult_t r = g_api.get_unique_id(uid);
+            ncclResult_t r = p->api->get_unique_id(uid);
             if (r != ncclSuccess)
                 return nccl_fail(p, "ncclGetUniqueId", r);
             rc = ddp_store_set(p->pg.store, key, uid, sizeof *uid, deadline);
@@ -672,12 +463,13 @@ static int nccl_init(const ddp_pg_init_t *in, ddp_pg_t **out)
                     in->rank, in->device);
         return ddp_err_hint("pass LOCAL_RANK as the device");
     }
-    if (!api())
-        return ddp_err_ctx()->code;
-    if ((rc = check_device(in)) != 0)
+    const ddp_nccl_api_t *api;
+    if ((rc = ddp_sys_nccl_api(in->sys, &api)) != 0)
+        return rc;
+    if ((rc = check_device(api, in)) != 0)
         return rc;
 
-    npg_t *p = new_npg(in);
+    npg_t *p = new_npg(api, in);
     if (!p)
         return -ENOMEM;
     int64_t start = ddp_sys_now(in->sys);
@@ -705,8 +497,8 @@ static int nccl_init(const ddp_pg_init_t *in, ddp_pg_t **out)
     /* The current device is per host thread, and the unique id exchange
      * may have run other ranks on this one (the simulator's tasks share a
      * thread as contexts): set it again right before the init. */
-    g_api.set_device(p->device);
-    ncclResult_t r = g_api.init_rank_config(&p->comm, in->world, uid,
+    p->api->set_device(p->device);
+    ncclResult_t r = p->api->init_rank_config(&p->comm, in->world, uid,
                                             in->rank, &cfg);
     if (r != ncclSuccess && r != ncclInProgress) {
         rc = nccl_fail(p, "ncclCommInitRankConfig", r);
@@ -723,7 +515,7 @@ static int nccl_init(const ddp_pg_init_t *in, ddp_pg_t **out)
         free_npg(p);
         return rc;
     }
-    cudaError_t e = g_api.stream_create(&p->stream);
+    cudaError_t e = p->api->stream_create(&p->stream);
     if (e != cudaSuccess) {
         rc = cuda_fail(p, "cudaStreamCreate", e);
         abort_comm(p);
@@ -773,14 +565,14 @@ static int run(npg_t *p, const coll_t *c, int64_t deadline)
     }
     /* The current device is per thread; a group may be used from a thread
      * other than the one that created it. */
-    cudaError_t e = g_api.set_device(p->device);
+    cudaError_t e = p->api->set_device(p->device);
     const char *step = "cudaSetDevice";
     if (e == cudaSuccess && p->dcap < c->dev) {
         if (p->dbuf)
-            g_api.cuda_free(p->dbuf);
+            p->api->cuda_free(p->dbuf);
         p->dbuf = NULL, p->dcap = 0;
         step = "cudaMalloc";
-        if ((e = g_api.cuda_malloc(&p->dbuf, c->dev)) == cudaSuccess)
+        if ((e = p->api->cuda_malloc(&p->dbuf, c->dev)) == cudaSuccess)
             p->dcap = c->dev;
         else
             p->dbuf = NULL;
@@ -788,7 +580,7 @@ static int run(npg_t *p, const coll_t *c, int64_t deadline)
     uint8_t *d = p->dbuf;
     if (e == cudaSuccess && c->up) {
         step = "cudaMemcpy to the device";
-        e = g_api.memcpy(d + c->off, c->src, c->up, cudaMemcpyHostToDevice);
+        e = p->api->memcpy(d + c->off, c->src, c->up, cudaMemcpyHostToDevice);
     }
     if (e != cudaSuccess) {
         pthread_mutex_unlock(&p->mu);
@@ -799,14 +591,14 @@ static int run(npg_t *p, const coll_t *c, int64_t deadline)
     ncclResult_t r;
     switch (c->kind) {
     case C_ALLREDUCE:
-        r = g_api.allreduce(d, d, c->count, c->dt, c->op, p->comm, p->stream);
+        r = p->api->allreduce(d, d, c->count, c->dt, c->op, p->comm, p->stream);
         break;
     case C_BROADCAST:
-        r = g_api.broadcast(d, d, c->count, c->dt, c->root, p->comm,
+        r = p->api->broadcast(d, d, c->count, c->dt, c->root, p->comm,
                             p->stream);
         break;
     default: /* in place: rank r's block already sits at r * bytes */
-        r = g_api.allgather(d + c->off, d, c->count, c->dt, p->comm,
+        r = p->api->allgather(d + c->off, d, c->count, c->dt, p->comm,
                             p->stream);
         break;
     }
@@ -831,7 +623,7 @@ static int run(npg_t *p, const coll_t *c, int64_t deadline)
     if (c->down) {
         pthread_mutex_lock(&p->mu);
         e = p->aborted ? cudaSuccess
-                       : g_api.memcpy(c->dst, d, c->down,
+                       : p->api->memcpy(c->dst, d, c->down,
                                       cudaMemcpyDeviceToHost);
         int aborted = p->aborted;
         pthread_mutex_unlock(&p->mu);
@@ -935,9 +727,9 @@ static int nccl_split(ddp_pg_t *pg, int color, int key, const char *name,
         return ddp_err_set(-EINVAL, "nccl backend: split without a place for "
                                     "the subgroup");
     *out = NULL;
-    if (!g_api.comm_split) {
+    if (!p->api->comm_split) {
         int maj, min, patch;
-        version_parts(g_api.version, &maj, &min, &patch);
+        ddp_nccl_version_parts(p->api->version, &maj, &min, &patch);
         ddp_err_set(DDP_EUNSUPPORTED,
                     "nccl backend: split needs ncclCommSplit (NCCL 2.18+); "
                     "libnccl.so.2 is NCCL %d.%d.%d",
@@ -961,7 +753,7 @@ static int nccl_split(ddp_pg_t *pg, int color, int key, const char *name,
         int rc = ddp__pg_init_check("nccl", &in);
         if (rc)
             return rc;
-        if (!(sub = new_npg(&in)))
+        if (!(sub = new_npg(p->api, &in)))
             return -ENOMEM;
     }
     int64_t start = ddp_sys_now(pg->sys);
@@ -975,10 +767,10 @@ static int nccl_split(ddp_pg_t *pg, int color, int key, const char *name,
                            "of an aborted group",
                            pg->rank, pg->world, pg->prefix);
     }
-    g_api.set_device(p->device);
+    p->api->set_device(p->device);
     ncclConfig_t cfg = nonblocking_config(sub ? sub->pg.prefix : NULL);
     ncclComm_t nc = NULL;
-    ncclResult_t r = g_api.comm_split(
+    ncclResult_t r = p->api->comm_split(
         p->comm, color == DDP_PG_NO_COLOR ? NCCL_SPLIT_NOCOLOR : color, key,
         &nc, &cfg);
     pthread_mutex_unlock(&p->mu);
@@ -1025,10 +817,10 @@ static int nccl_split(ddp_pg_t *pg, int color, int key, const char *name,
     }
     int n = 0, me = 0;
     cudaError_t e = cudaSuccess;
-    if ((r = g_api.comm_count(nc, &n)) != ncclSuccess ||
-        (r = g_api.comm_user_rank(nc, &me)) != ncclSuccess) {
+    if ((r = p->api->comm_count(nc, &n)) != ncclSuccess ||
+        (r = p->api->comm_user_rank(nc, &me)) != ncclSuccess) {
         rc = nccl_fail(sub, "ncclCommCount/UserRank", r);
-    } else if ((e = g_api.stream_create(&sub->stream)) != cudaSuccess) {
+    } else if ((e = p->api->stream_create(&sub->stream)) != cudaSuccess) {
         rc = cuda_fail(sub, "cudaStreamCreate", e);
     }
     if (rc) {
@@ -1064,8 +856,8 @@ static void nccl_destroy(ddp_pg_t *pg)
     ncclComm_t comm = p->aborted ? NULL : p->comm;
     ncclResult_t r = ncclSuccess;
     if (comm) {
-        g_api.set_device(p->device);
-        r = g_api.comm_finalize(comm);
+        p->api->set_device(p->device);
+        r = p->api->comm_finalize(comm);
     }
     pthread_mutex_unlock(&p->mu);
     if (comm) {
@@ -1076,7 +868,7 @@ static void nccl_destroy(ddp_pg_t *pg)
                     : -1;
         if (w == WAIT_DONE) {
             pthread_mutex_lock(&p->mu);
-            g_api.comm_destroy(comm);
+            p->api->comm_destroy(comm);
             p->comm = NULL;
             p->aborted = 1;
             pthread_mutex_unlock(&p->mu);

@@ -344,6 +344,16 @@ void ddp_sys_lib_close(ddp_sys_t *s, void *lib)
         s->ops->lib_close(s, lib);
 }
 
+int ddp_sys_nccl_api(ddp_sys_t *s, const struct ddp_nccl_api **out)
+{
+    *out = NULL;
+    if (!s->ops->nccl_api) {
+        ddp_err_set(DDP_EUNSUPPORTED, "the %s sys offers no NCCL library", s->ops->name);
+        return ddp_err_hint("use the tcp backend");
+    }
+    return s->ops->nccl_api(s, out);
+}
+
 int ddp_addr_is_loopback(const ddp_addr_t *a)
 {
     static const uint8_t v6_loop[16] = {[15] = 1};

@@ -1,5 +1,6 @@
 /* core/sys_posix.c — the real OS seam: the only file in the library that
- * calls the clock, socket, process and environment functions of the OS.
+ * calls the clock, socket, process and environment functions of the OS
+ * (with sys_posix_nccl.c, which loads the real NCCL).
  * Sockets are non-blocking; every wait is a poll(2) bounded by the deadline.
  * Each op is a libfiu fault point (docs/fault-points.md): when enabled it
  * fails with the errno given as failinfo (or the op's usual failure). */
@@ -37,6 +38,7 @@
 #include "ddp/env.h"
 #include "ddp/err.h"
 #include "ddp/faults.h"
+#include "sys_nccl_priv.h"
 
 extern char **environ;
 
@@ -1210,6 +1212,12 @@ static void px_destroy(ddp_sys_t *s)
     free((px_sys_t *)s);
 }
 
+static int px_nccl_api(ddp_sys_t *s, const struct ddp_nccl_api **out)
+{
+    (void)s;
+    return ddp__nccl_api_posix(out);
+}
+
 static const ddp_sys_ops_t posix_ops = {
     .name = "posix",
     .now = px_now,
@@ -1242,6 +1250,7 @@ static const ddp_sys_ops_t posix_ops = {
     .lib_open = px_lib_open,
     .lib_sym = px_lib_sym,
     .lib_close = px_lib_close,
+    .nccl_api = px_nccl_api,
 };
 
 ddp_sys_t *ddp_sys_posix_new(ddp_env_t *env)

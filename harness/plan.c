@@ -567,6 +567,8 @@ int ddp_plan_simulate(const ddp_plan_t *p, const ddp_sim_opts_t *so, ddp_sim_t *
         o.latency_ns = p->latency_ns;
     if (!o.world)
         o.world = p->expected_world;
+    if (!o.gpus)
+        o.gpus = p->entry.gpus;
     ddp_sim_t *sim = ddp_sim_new(&o);
     if (!sim)
         return ddp_err_set(-ENOMEM, "out of memory");

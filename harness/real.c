@@ -78,7 +78,6 @@ static int hosted_store(const ddp_plan_t *p)
     return -1;
 }
 
-/* NULL when the plan can run for real; else why not, in buf. */
 static int exec_stall(const ddp_plan_t *p)
 {
     for (int i = 0; p->entry.exec[0] && i < p->nfaults; i++)
@@ -87,7 +86,18 @@ static int exec_stall(const ddp_plan_t *p)
     return 0;
 }
 
-static const char *plan_unsupported(const ddp_plan_t *p, int netns, char *buf, size_t n)
+/* GPUs a plan needs on the one machine real runs use: every node's. */
+static int plan_gpus(const ddp_plan_t *p)
+{
+    int per_node = p->entry.gpus > 0 ? p->entry.gpus : 1;
+    return p->entry.gpus > 0 || !strcmp(p->entry.backend, "nccl") ? p->nnodes * per_node : 0;
+}
+
+/* NULL when the plan can run for real; else why not, in buf. gpus: the
+ * GPUs this machine lends real runs (DDPSIM_REAL_GPUS, set by `make
+ * hw-test`; 0 elsewhere). */
+static const char *plan_unsupported(const ddp_plan_t *p, int netns, int gpus, char *buf,
+                                    size_t n)
 {
     int per_rank = 1, trainers = 0;
     for (int i = 0; i < p->nprocs; i++)
@@ -102,8 +112,11 @@ static const char *plan_unsupported(const ddp_plan_t *p, int netns, char *buf, s
     else if (p->nfiles)
         snprintf(buf, n, "LSF derives the node rank from the host name, and real "
                          "runs cannot give each process a host name of its own");
-    else if (p->entry.gpus > 0 || !strcmp(p->entry.backend, "nccl"))
+    else if (plan_gpus(p) > gpus && !gpus)
         snprintf(buf, n, "GPU scenario: real NCCL runs are `make hw-test`");
+    else if (plan_gpus(p) > gpus)
+        snprintf(buf, n, "GPU scenario: needs %d GPUs (%d per node), this machine lends %d",
+                 plan_gpus(p), plan_gpus(p) / p->nnodes, gpus);
     else if (p->latency_ns && !netns)
         snprintf(buf, n, "a base latency needs --netns (netem)");
     else if (exec_stall(p))
@@ -181,7 +194,7 @@ const char *ddp_real_unsupported(const ddp_scenario_t *s, const char *accel, int
         snprintf(buf, n, "cannot build the run: %s", ddp_err_message());
         return buf;
     }
-    const char *why = plan_unsupported(p, netns, buf, n);
+    const char *why = plan_unsupported(p, netns, 0, buf, n);
     ddp_plan_free(p);
     return why;
 }
@@ -393,6 +406,17 @@ static ddp_env_t *proc_env(ddp_sys_t *sys, const ddp_plan_t *plan, const ddp_pla
     for (size_t k = 0; k < sizeof pass / sizeof pass[0]; k++)
         if (ddp_env_get(mine, pass[k]) && !ddp_env_has(env, pass[k]))
             ddp_env_set(env, pass[k], ddp_env_get(mine, pass[k]));
+    /* One machine's GPUs shared out: node i gets its own slice, as if the
+     * nodes were hosts (NCCL refuses two ranks on one device). */
+    int per_node = plan->entry.gpus;
+    if (per_node > 0 && !ddp_env_has(env, "CUDA_VISIBLE_DEVICES")) {
+        char list[256] = "";
+        for (int g = 0; g < per_node; g++) {
+            size_t l = strlen(list);
+            snprintf(list + l, sizeof list - l, "%s%d", g ? "," : "", x->node * per_node + g);
+        }
+        ddp_env_set(env, "CUDA_VISIBLE_DEVICES", list);
+    }
     if (x->kind != DDP_PLAN_EXEC) {
         const char *lvl = ddp_env_get(mine, "DDP_LOG");
         ddp_env_set(env, "DDP_LOG", lvl ? lvl : "off");
@@ -585,7 +609,8 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
         ddp_plan_free(plan);
         return rc;
     }
-    if (plan_unsupported(plan, o->netns, why, sizeof why)) {
+    const char *lent = ddp_env_get(ddp_sys_env(sys), "DDPSIM_REAL_GPUS");
+    if (plan_unsupported(plan, o->netns, lent ? atoi(lent) : 0, why, sizeof why)) {
         r->skipped = 1;
         snprintf(r->why, sizeof r->why, "skipped: %s", why);
         ddp_plan_free(plan);

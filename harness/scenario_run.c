@@ -574,6 +574,16 @@ int ddp_scenario_run(const ddp_scenario_t *s, const char *accel,
                          .wall_limit_ns = o->wall_limit_ns ? o->wall_limit_ns
                                                            : 600 * DDP_NS_PER_S};
     int rc = ddp_scenario_plan(s, accel, o->seed, &plan);
+    if (rc == 0 && (plan->entry.gpus > 0 || !strcmp(plan->entry.backend, "nccl")) &&
+        !ddp_sim_has_nccl()) {
+        r->skipped = 1;
+        snprintf(r->why, sizeof r->why, "skipped: GPU scenario: this build has no nccl "
+                                        "backend and no simulated NCCL (nccl.h was not "
+                                        "found at build time)");
+        ddp_plan_free(plan);
+        ddp_sys_free(wall);
+        return 0;
+    }
     if (rc == 0)
         rc = ddp_plan_simulate(plan, &so, &sim, NULL);
     if (rc) {

@@ -32,7 +32,7 @@ allowed() { # the layers $1 may depend on
 # The layer of a public header (include/ddp/NAME.h).
 header_layer() {
     case $1 in
-    err | env | sys | log | store | cluster | pg | faults | export | fmt) echo core ;;
+    err | env | sys | log | store | cluster | pg | faults | export | fmt | nccl_api) echo core ;;
     plugin) echo plugins ;;
     accel) echo accelerators ;;
     sim) echo sim ;;
@@ -103,13 +103,14 @@ for layer in $LAYERS; do
     done
 done
 # The dynamic loader is an OS call: only the POSIX sys calls it (its
-# lib_* ops: plugin libraries, the nccl backend's libnccl and CUDA runtime).
+# lib_* ops for plugin libraries; its nccl_api op, core/sys_posix_nccl.c,
+# for libnccl and the CUDA runtime).
 for layer in $LAYERS; do
     for o in $(objs "$layer"); do
-        case $o in */core/sys_posix.o) continue ;; esac
+        case $o in */core/sys_posix.o | */core/sys_posix_nccl.o) continue ;; esac
         dl=$(nm -u "$o" | awk '{ print $NF }' | grep -E '^dl(open|mopen|sym|vsym|close|error)(@.*)?$' |
             tr '\n' ' ') || true
-        [ -n "$dl" ] && say "$o calls the dynamic loader ($dl): only core/sys_posix.c may (ddp_sys_lib_open)"
+        [ -n "$dl" ] && say "$o calls the dynamic loader ($dl): only the POSIX sys may (ddp_sys_lib_open, ddp_sys_nccl_api)"
     done
 done
 [ $bad -eq 0 ] && echo "layers ok: $(echo $LAYERS | wc -w) layers, includes and calls follow docs/architecture.md"

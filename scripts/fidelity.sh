@@ -71,6 +71,16 @@ add_torch() {
     echo
     cat "$tmp/netns.md"
     echo
+    # The hardware column: written by `make hw-test` on a GPU machine.
+    if [ -f docs/fidelity-gpu.md ]; then
+        cat docs/fidelity-gpu.md
+    else
+        echo "## NCCL on GPUs (\`make hw-test\`)"
+        echo
+        echo "Not recorded yet: \`make hw-test\` on a machine with GPUs writes"
+        echo "docs/fidelity-gpu.md (docs/hardware.md), which lands here."
+    fi
+    echo
     cat scripts/fidelity-notes.md
 } >"$OUT"
 echo "fidelity: wrote $OUT"

@@ -8,7 +8,13 @@
 # world size, the fault runs (unique id never published, a non-blocking init
 # stalled and aborted, a rank killed during init) and four 1-rank
 # communicators side by side; docs/hardware.md says what each checks.
+# Then the nccl scenarios (scenarios/ tagged gpu) run in the simulator and
+# as real processes on this machine's GPUs (ddpsim run --compare: the same
+# files, the real libnccl in place of the simulated one), node i on GPUs
+# i*gpus .. (CUDA_VISIBLE_DEVICES); the table of outcome classes, the
+# hardware column of docs/fidelity.md, goes to $HW_FIDELITY.
 #   HW_DEADLINE_MS   deadline of the fault runs (default 5000)
+#   HW_FIDELITY      where the table goes (default docs/fidelity-gpu.md)
 # Exit status: 0 when every scenario went as expected (or no GPU), else 1.
 set -u
 B=${B:-build/default}
@@ -30,7 +36,30 @@ nvidia-smi -L
 [ -x "$BIN" ] || make -s "$BIN" || exit 1
 # nccl_hw probes cudaGetDeviceCount itself and prints "no GPU: skipped"
 # when the runtime sees none (CUDA_VISIBLE_DEVICES="", a driver mismatch).
+rc=0
 if [ -n "${HW_DEADLINE_MS:-}" ]; then
-    exec "$BIN" --deadline-ms "$HW_DEADLINE_MS"
+    "$BIN" --deadline-ms "$HW_DEADLINE_MS" || rc=1
+else
+    "$BIN" || rc=1
 fi
-exec "$BIN"
+
+# The nccl scenarios: simulated NCCL vs the real one, outcome classes side
+# by side. DDPSIM_REAL_GPUS lends the real runner this machine's GPUs; a
+# scenario needing more is a skip with its reason.
+DDPSIM=${DDPSIM:-$B/ddpsim}
+OUT=${HW_FIDELITY:-docs/fidelity-gpu.md}
+tmp=${TMPDIR:-/tmp}/ddpsim-hw.$$
+DDPSIM_REAL_GPUS=$n "$DDPSIM" run --compare --tag gpu scenarios/*.scn --no-progress \
+    --markdown "$tmp.md" || rc=1
+{
+    echo "## NCCL on GPUs (\`make hw-test\`: \`ddpsim run --compare --tag gpu\`)"
+    echo
+    echo "Recorded by scripts/hw-test.sh on $(date -u +%Y-%m-%d): $(nvidia-smi -L | head -1 | cut -d'(' -f1)x $n."
+    echo "simulator: the simulated NCCL (sim/sim_nccl.c); real: ddpsim train processes"
+    echo "on loopback with the machine's libnccl.so.2, node i on its own GPUs."
+    echo
+    cat "$tmp.md"
+} >"$OUT"
+rm -f "$tmp.md"
+echo "hw-test: wrote $OUT"
+exit $rc

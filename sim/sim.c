@@ -1292,6 +1292,7 @@ void ddp_sim_free(ddp_sim_t *sim)
     free(sim->uplink_free);
     free(sim->trace);
     free(sim->deadlock);
+    free(sim->nccl_roots);
     ddp__stacks_free(&sim->stacks);
     sem_destroy(&sim->main_sem);
     free(sim);

@@ -33,6 +33,8 @@
 #include "ddp/err.h"
 #include "ddp/faults.h"
 #include "ddp/fmt.h"
+#include "../core/sys_nccl_priv.h"
+#include "ddp/nccl_api.h"
 #include "sim_priv.h"
 
 enum { SK_LISTEN = 1, SK_STREAM };
@@ -1360,6 +1362,20 @@ static int sm_read_file(ddp_sys_t *sy, const char *path, char **data,
 
 static void sm_destroy(ddp_sys_t *sy) { (void)sy; /* owned by the sim */ }
 
+static int sm_nccl_api(ddp_sys_t *sy, const struct ddp_nccl_api **out)
+{
+    ddp_sim_task_t *t = me(sy);
+    if (t->sim->o.host_nccl)
+        return ddp__nccl_api_posix(out);
+    if (!(*out = ddp__sim_nccl_api())) {
+        ddp_err_set(DDP_ENOT_BUILT, "nccl backend: not built (nccl.h was not found at "
+                                    "build time), so neither is the simulated NCCL");
+        return ddp_err_hint("install the CUDA toolkit's headers and rebuild, or use the "
+                            "tcp backend");
+    }
+    return 0;
+}
+
 const ddp_sys_ops_t ddp__sim_sys_ops = {
     .name = "sim",
     .now = sm_now,
@@ -1388,4 +1404,5 @@ const ddp_sys_ops_t ddp__sim_sys_ops = {
     .thread_join = sm_thread_join,
     .read_file = sm_read_file,
     .destroy = sm_destroy,
+    .nccl_api = sm_nccl_api,
 };

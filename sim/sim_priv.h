@@ -156,6 +156,8 @@ struct ddp_sim_task {
     int64_t start_ns; /* virtual start asked for (ddp_sim_task_start) */
     char wait_desc[160];
     char name[48];
+    int cuda_device;    /* simulated NCCL: cudaSetDevice of this task */
+    char nccl_err[256]; /* simulated NCCL: the process's ncclGetLastError */
 };
 
 typedef struct sim_event {
@@ -269,10 +271,14 @@ struct ddp_sim {
     void **owned;
     int nowned;
     struct sim_epoll *epoll; /* readiness sets (sim_epoll.c), lazily */
+    void **nccl_roots;       /* simulated NCCL's bootstrap roots (sim_nccl.c) */
+    int nnccl_roots;
 };
 
 /* scheduler (sim.c) */
 ddp_sim_task_t *ddp__sim_current(void);
+/* The simulated NCCL library (sim_nccl.c); NULL where nccl.h was not found. */
+const struct ddp_nccl_api *ddp__sim_nccl_api(void);
 void ddp__sim_push_event(ddp_sim_t *sim, sim_event_t ev);
 /* Parks the task until woken (or until deadline, in its node's clock).
  * Returns 0 when woken or timed out (caller rechecks), DDP_ECANCELED when the

@@ -47,6 +47,10 @@
 #define MS DDP_NS_PER_MS
 #define CHILD_VAR "DDP_TEST_FAKE_NCCL_CHILD"
 
+/* The fakes are the process's libnccl: the simulator hands those to the
+ * backend, not its own simulated NCCL (sim/sim_nccl.c, tests/test_sim_nccl.c). */
+static const ddp_sim_opts_t g_host_nccl = {.host_nccl = 1};
+
 static fake_nccl_state_t *g_nccl;
 static fake_cudart_state_t *g_cuda;
 
@@ -180,7 +184,7 @@ static int pg_rank(ddp_sys_t *sys, void *arg)
 
 static void pg_run(pgrun_t *r)
 {
-    ddp_sim_opts_t so = {.seed = 3};
+    ddp_sim_opts_t so = {.seed = 3, .host_nccl = 1};
     ddp_sim_t *sim = ddp_behave_sim(&so, 2);
     ddp_sim_task_opts_t srv = {.node = 0, .name = "store", .rank = -1};
     ddp_sim_add_task(sim, &srv, pg_server, r);
@@ -463,7 +467,7 @@ static void test_every_gpu_accelerator(void)
         ddp_sim_t *sim = ddp_behave_scenario("scenario \"nccl\"\nnodes 2\ndevices 2\ngpus 2\n"
                                       "plugin behave-recorder\ntimeout 60s\n"
                                       "expect ok\n",
-                                      accels[a], NULL, &plan);
+                                      accels[a], &g_host_nccl, &plan);
         CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
         int ok = 0;
         for (int t = 0; t < ddp_sim_task_count(sim); t++) {
@@ -507,7 +511,7 @@ static void test_subgroups_plugin(void)
     ddp_plan_t *plan = NULL;
     ddp_sim_t *sim = ddp_behave_scenario("scenario \"nccl subgroups\"\nnodes 2\ndevices 2\ngpus 2\n"
                                   "plugin subgroups\ntimeout 60s\nexpect ok\n",
-                                  "ddp_hpc", NULL, &plan);
+                                  "ddp_hpc", &g_host_nccl, &plan);
     CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
     for (int t = 0; t < ddp_sim_task_count(sim); t++) {
         const ddp_sim_outcome_t *o = ddp_sim_outcome(sim, t);

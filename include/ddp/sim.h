@@ -57,6 +57,12 @@ typedef struct ddp_sim_opts {
                   the store barrier counts to it); 0: unknown */
     ddp_sys_t *wall_clock;
     int64_t wall_limit_ns; /* 0: no wall limit */
+    /* NCCL: every node has `gpus` virtual GPUs, and the sys hands the nccl
+     * backend the simulated NCCL (sim/sim_nccl.c). host_nccl: hand it the
+     * POSIX sys's library instead (the process's libnccl.so.2, e.g. the
+     * fakes of tests/fake_nccl). */
+    int gpus;
+    int host_nccl;
     /* How tasks run (docs/simulator.md § 1); both make the same scheduling
      * decisions, so a seed gives the same trace either way. */
     enum ddp_sim_tasks {
@@ -116,6 +122,10 @@ typedef enum ddp_sim_result {
 /* Runs to completion. Tasks still parked at a deadlock or limit are
  * cancelled (their sim calls return DDP_ECANCELED) and unwound. */
 DDP_API ddp_sim_result_t ddp_sim_run(ddp_sim_t *sim);
+
+/* 1 when this build has the simulated NCCL (nccl.h was found at build
+ * time, so the nccl backend exists); else 0: GPU scenarios cannot run. */
+DDP_API int ddp_sim_has_nccl(void);
 
 /* Frees ptr (malloc'd) with the sim: for task arguments. */
 DDP_API void ddp_sim_own(ddp_sim_t *sim, void *ptr);

@@ -31,6 +31,7 @@ extern "C" {
 #endif
 
 struct ddp_env;
+struct ddp_nccl_api;
 struct ddp_sys;
 
 #define DDP_DEADLINE_NEVER INT64_MAX
@@ -180,6 +181,8 @@ typedef struct ddp_sys_ops {
                     size_t n);
     void *(*lib_sym)(ddp_sys_t *sys, void *lib, const char *name);
     void (*lib_close)(ddp_sys_t *sys, void *lib);
+    /* The NCCL + CUDA runtime calls (ddp_sys_nccl_api). May be NULL. */
+    int (*nccl_api)(ddp_sys_t *sys, const struct ddp_nccl_api **out);
 } ddp_sys_ops_t;
 
 /* An instance: ops + the rank's environment + implementation state. */
@@ -290,6 +293,12 @@ DDP_API int ddp_sys_lib_open(ddp_sys_t *s, const char *path, void **lib, char *r
 DDP_API void *ddp_sys_lib_sym(ddp_sys_t *s, void *lib, const char *name);
 /* Unloads a library from ddp_sys_lib_open (NULL: no-op). */
 DDP_API void ddp_sys_lib_close(ddp_sys_t *s, void *lib);
+/* The NCCL library this sys offers (ddp/nccl_api.h): the POSIX sys loads
+ * the real libnccl.so.2 and libcudart, the simulator gives its simulated
+ * NCCL over the virtual network. 0 and *out set, or a negative code with
+ * the error context set (DDP_ENOT_FOUND: no library; a sys without the op:
+ * DDP_EUNSUPPORTED). */
+DDP_API int ddp_sys_nccl_api(ddp_sys_t *s, const struct ddp_nccl_api **out);
 /* A listening socket bound to addr (port 0 picks a free one; read it back with
  * local_addr). SO_REUSEADDR; an IPv6 "::" listener also accepts IPv4.
  * -EADDRINUSE when the port is taken. */

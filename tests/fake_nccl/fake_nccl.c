@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ddp/nccl_api.h"
 #include "fake.h"
 
 #define COMM_MAGIC 0xfa4ec011u
@@ -247,31 +248,6 @@ static size_t dt_size(ncclDataType_t t)
     }
 }
 
-#define REDUCE(T)                                                              \
-    do {                                                                       \
-        T *a_ = acc;                                                           \
-        const T *b_ = in;                                                      \
-        for (size_t i_ = 0; i_ < n; i_++)                                      \
-            a_[i_] = op == ncclSum   ? (T)(a_[i_] + b_[i_])                    \
-                     : op == ncclMax ? (a_[i_] > b_[i_] ? a_[i_] : b_[i_])     \
-                                     : (a_[i_] < b_[i_] ? a_[i_] : b_[i_]);    \
-    } while (0)
-
-static void reduce(void *acc, const void *in, size_t n, ncclDataType_t t, ncclRedOp_t op)
-{
-    switch (t) {
-    case ncclInt8: REDUCE(int8_t); break;
-    case ncclUint8: REDUCE(uint8_t); break;
-    case ncclInt32: REDUCE(int32_t); break;
-    case ncclUint32: REDUCE(uint32_t); break;
-    case ncclInt64: REDUCE(int64_t); break;
-    case ncclUint64: REDUCE(uint64_t); break;
-    case ncclFloat32: REDUCE(float); break;
-    case ncclFloat64: REDUCE(double); break;
-    default: break;
-    }
-}
-
 static int by_key(const op_t *o, int a, int b)
 {
     return o->key[a] != o->key[b] ? o->key[a] - o->key[b] : a - b;
@@ -320,7 +296,7 @@ static void complete(clique_t *cl, op_t *o)
             if (o->kind == OP_ALLREDUCE) {
                 memcpy(tmp, o->send[0], bytes);
                 for (int r = 1; r < n; r++)
-                    reduce(tmp, o->send[r], o->count, o->dt, o->redop);
+                    ddp_nccl_reduce(tmp, o->send[r], o->count, o->dt, o->redop);
             } else if (o->kind == OP_BROADCAST) {
                 memcpy(tmp, o->send[o->root], bytes);
             } else {

@@ -1,0 +1,853 @@
+/* sim/sim_nccl.c — the simulator's NCCL: the library the sim sys hands the
+ * nccl backend (ddp_sys_nccl_api), in place of the real libnccl.so.2 and
+ * libcudart that the POSIX sys loads. backends/nccl.c runs unchanged on it.
+ *
+ * What is modelled (docs/simulator.md, "The simulated NCCL"):
+ *  - interfaces: the node's, as ddp_sys_ifaddrs lists them (lo, eth0 and
+ *    a scenario's iface lines); NCCL_SOCKET_IFNAME picks among them by
+ *    NCCL's rules (a comma list of prefixes; leading ^ excludes, leading =
+ *    matches exactly; unset: any but lo/docker, else lo) and
+ *    NCCL_SOCKET_FAMILY (AF_INET / AF_INET6) filters. Nothing matching:
+ *    NCCL's "Bootstrap : no socket interface found", ncclInvalidUsage.
+ *  - ncclGetUniqueId: the root listens on that interface and a root thread
+ *    gathers the ranks; the id carries its address.
+ *  - ncclCommInitRankConfig (non-blocking): an init thread listens for its
+ *    ring peer, connects to the root (refused connects retried
+ *    NCCL_SOCKET_RETRY_CNT times, NCCL_SOCKET_RETRY_SLEEP_MSEC apart,
+ *    growing), sends its rank and address; the root answers each rank with
+ *    its ring neighbour's address once all have come; each rank connects
+ *    to its next and accepts its previous. ncclCommGetAsyncError reads
+ *    ncclInProgress until then.
+ *  - collectives (allreduce, broadcast, allgather) over the ring, run by a
+ *    thread per call; cudaStreamQuery says cudaErrorNotReady until it ends.
+ *  - ncclCommAbort stops the threads (every wait is cut into slices of
+ *    SLICE_NS and checks the abort flag) and closes the sockets.
+ * All of it runs on the task's own sys: sockets, sleeps and threads are the
+ * simulator's, so faults (partition, refuse, crash) act on the bootstrap
+ * traffic and every wait is on the virtual clock. No real time, no
+ * randomness: a seed gives the same trace.
+ *
+ * Not modelled: GPUs (device memory is host memory; `gpus N` gives N
+ * virtual devices per node), split (ncclCommSplit is absent, as in NCCL
+ * < 2.18), NVLink/IB transports, NCCL's own timeouts beyond connect
+ * retries. Memory lives until the simulation is freed (ddp_sim_own), so a
+ * crashed rank leaks nothing. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ddp/env.h"
+#include "ddp/nccl_api.h"
+#include "sim_priv.h"
+
+int ddp_sim_has_nccl(void) { return ddp__sim_nccl_api() != NULL; }
+
+#ifndef DDP_HAVE_NCCL_H
+
+const ddp_nccl_api_t *ddp__sim_nccl_api(void) { return NULL; }
+
+#else
+
+#define SLICE_NS (100 * DDP_NS_PER_MS) /* longest wait between abort checks */
+#define UID_MAGIC UINT64_C(0x6464707369d3cc1d)
+#define HELLO_MAGIC 0x6e63636cU
+#define CHUNK 4096
+
+/* ------------------------------------------------------------ context */
+
+static ddp_sim_task_t *cur(void) { return ddp__sim_current(); }
+static ddp_sys_t *cur_sys(void) { return &cur()->sys; }
+
+static void *own_calloc(size_t n)
+{
+    void *p = calloc(1, n);
+    if (p)
+        ddp_sim_own(cur()->sim, p);
+    return p;
+}
+
+/* NCCL keeps its last error per process. */
+static void last_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void last_err(const char *fmt, ...)
+{
+    ddp_sim_task_t *t = cur();
+    ddp_sim_task_t *p = t->sim->tasks[t->proc];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->nccl_err, sizeof p->nccl_err, fmt, ap);
+    va_end(ap);
+}
+
+static long env_long(const char *key, long dflt)
+{
+    const char *v = ddp_env_get(ddp_sys_env(cur_sys()), key);
+    char *end;
+    long x = v && *v ? strtol(v, &end, 10) : dflt;
+    return v && *v && *end == '\0' && x >= 0 ? x : dflt;
+}
+
+/* ------------------------------------------------------------ interfaces */
+
+typedef struct iface {
+    const char *name;
+    ddp_addr_t addr;
+} iface_t;
+
+/* NCCL's matchIf: a list entry matches a name by prefix, or exactly. */
+static int match_list(const char *name, const char *list, int exact)
+{
+    const char *p = list;
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        size_t k = strcspn(p, ":"); /* "eth0:port" entries: the name part */
+        if (k < n)
+            n = k;
+        if (n > 0 && (exact ? strlen(name) == n && !strncmp(name, p, n)
+                            : !strncmp(name, p, n)))
+            return 1;
+        p += strcspn(p, ",");
+        if (*p == ',')
+            p++;
+    }
+    return 0;
+}
+
+/* The interfaces of this node that spec selects (NULL: NCCL's default
+ * order); 0 .. max. */
+static int select_ifaces(const iface_t *all, int n, const char *spec, int family,
+                         iface_t *out)
+{
+    int m = 0;
+    if (!spec) {
+        /* Unset: ib first, then anything but docker and lo, then lo. */
+        static const char *const tries[][2] = {{"ib", "+"}, {"docker,lo", "^"}, {"lo", "+"}};
+        for (size_t t = 0; t < sizeof tries / sizeof tries[0] && !m; t++)
+            for (int i = 0; i < n; i++)
+                if (all[i].addr.family == family || !family) {
+                    int hit = match_list(all[i].name, tries[t][0], 0);
+                    if (tries[t][1][0] == '^' ? !hit : hit)
+                        out[m++] = all[i];
+                }
+        return m;
+    }
+    int not = spec[0] == '^';
+    if (not)
+        spec++;
+    int exact = spec[0] == '=';
+    if (exact)
+        spec++;
+    for (int i = 0; i < n; i++) {
+        if (family && all[i].addr.family != family)
+            continue;
+        if (match_list(all[i].name, spec, exact) != not)
+            out[m++] = all[i];
+    }
+    return m;
+}
+
+/* The address NCCL's bootstrap uses on this node, or ncclInvalidUsage with
+ * the last error naming the setting and the node's interfaces. */
+static ncclResult_t boot_addr(ddp_addr_t *out)
+{
+    ddp_sys_t *sys = cur_sys();
+    ddp_ifaddr_t a[16];
+    int na = ddp_sys_ifaddrs(sys, a, 16);
+    iface_t all[16];
+    int n = 0;
+    for (int i = 0; i < na && n < 16; i++) /* the node's interfaces: lo, eth0, iface lines */
+        all[n++] = (iface_t){a[i].name, a[i].addr};
+    const char *spec = ddp_env_get(ddp_sys_env(sys), "NCCL_SOCKET_IFNAME");
+    const char *fam = ddp_env_get(ddp_sys_env(sys), "NCCL_SOCKET_FAMILY");
+    int family = !fam ? 0 : !strcmp(fam, "AF_INET") ? 4 : !strcmp(fam, "AF_INET6") ? 6 : 0;
+    iface_t got[16];
+    if (select_ifaces(all, n, spec && *spec ? spec : NULL, family, got) > 0) {
+        *out = got[0].addr;
+        out->port = 0;
+        return ncclSuccess;
+    }
+    char have[160] = "", host[64];
+    ddp_sys_hostname(sys, host, sizeof host);
+    for (int i = 0; i < n; i++) {
+        char ip[DDP_ADDR_STRLEN];
+        size_t l = strlen(have);
+        snprintf(have + l, sizeof have - l, "%s%s %s", i ? ", " : "", all[i].name,
+                 ddp_addr_format_host(&all[i].addr, ip, sizeof ip));
+    }
+    last_err("Bootstrap : no socket interface found (NCCL_SOCKET_IFNAME=%s%s%s matches "
+             "none of %s's interfaces: %s; name one of them, or ^lo for any but "
+             "loopback)",
+             spec ? spec : "(unset)", fam ? ", NCCL_SOCKET_FAMILY=" : "", fam ? fam : "",
+             host, have);
+    return ncclInvalidUsage;
+}
+
+/* ------------------------------------------------------------ sockets */
+
+typedef struct hello {
+    uint32_t magic;
+    int32_t rank, nranks;
+    ddp_addr_t addr; /* the sender's ring listener */
+} hello_t;
+
+/* A wait cut into slices so an abort is seen; 0, or a negative code
+ * (DDP_ECANCELED when aborted). */
+static int io_all(int *abort_flag, int fd, void *buf, size_t n, int sending)
+{
+    ddp_sys_t *sys = cur_sys();
+    size_t done = 0;
+    while (done < n) {
+        if (*abort_flag)
+            return DDP_ECANCELED;
+        int64_t dl = ddp_sys_now(sys) + SLICE_NS;
+        ssize_t r = sending ? ddp_sys_send(sys, fd, (char *)buf + done, n - done, dl)
+                            : ddp_sys_recv(sys, fd, (char *)buf + done, n - done, dl);
+        if (r == DDP_ETIMEOUT || r == -EAGAIN)
+            continue;
+        if (r == 0)
+            return -ECONNRESET; /* EOF: the peer went away */
+        if (r < 0)
+            return (int)r;
+        done += (size_t)r;
+    }
+    return 0;
+}
+
+static int accept_sliced(int *abort_flag, int lfd)
+{
+    ddp_sys_t *sys = cur_sys();
+    for (;;) {
+        if (*abort_flag)
+            return DDP_ECANCELED;
+        int fd = ddp_sys_accept(sys, lfd, NULL, ddp_sys_now(sys) + SLICE_NS);
+        if (fd != DDP_ETIMEOUT && fd != -EAGAIN)
+            return fd;
+    }
+}
+
+/* NCCL's socket connect: refused (or a connect slice that timed out)
+ * retried with a growing sleep, NCCL_SOCKET_RETRY_CNT times. */
+static int connect_retry(int *abort_flag, const ddp_addr_t *to)
+{
+    ddp_sys_t *sys = cur_sys();
+    long tries = env_long("NCCL_SOCKET_RETRY_CNT", 34);
+    int64_t nap = env_long("NCCL_SOCKET_RETRY_SLEEP_MSEC", 100) * DDP_NS_PER_MS;
+    for (long k = 1;; k++) {
+        if (*abort_flag)
+            return DDP_ECANCELED;
+        int fd = ddp_sys_connect(sys, to, ddp_sys_now(sys) + SLICE_NS);
+        if (fd >= 0 || (fd != -ECONNREFUSED && fd != DDP_ETIMEOUT) || k > tries)
+            return fd;
+        for (int64_t until = ddp_sys_now(sys) + nap * k; ddp_sys_now(sys) < until;) {
+            if (*abort_flag)
+                return DDP_ECANCELED;
+            int64_t s = ddp_sys_now(sys) + SLICE_NS;
+            int rc = ddp_sys_sleep_until(sys, s < until ? s : until);
+            if (rc)
+                return rc;
+        }
+    }
+}
+
+static void close_fd(int *fd)
+{
+    if (*fd >= 0)
+        ddp_sys_close(cur_sys(), *fd);
+    *fd = -1;
+}
+
+/* The port a listener got. Its address stays the interface's: NCCL
+ * advertises the interface it chose (lo: 127.0.0.1), whatever the socket
+ * reports. */
+static uint16_t bound_port(int lfd)
+{
+    ddp_addr_t a = {0};
+    ddp_sys_local_addr(cur_sys(), lfd, &a);
+    return a.port;
+}
+
+static const char *addr_text(const ddp_addr_t *a, char *buf)
+{
+    return ddp_addr_format(a, buf, DDP_ADDR_STRLEN);
+}
+
+/* ------------------------------------------------------------ the root */
+
+typedef struct root {
+    uint32_t id;
+    int proc; /* the process that created it (its rank 0's) */
+    int lfd;
+    int stop;
+    int done;
+    ddp_thread_t th;
+} root_t;
+
+typedef struct uid {
+    uint64_t magic;
+    uint32_t root_id;
+    ddp_addr_t addr;
+} sn_uid_t;
+
+_Static_assert(sizeof(sn_uid_t) <= sizeof(ncclUniqueId), "the id must fit");
+
+static int root_main(ddp_sys_t *sys, void *arg)
+{
+    (void)sys;
+    root_t *r = arg;
+    int nranks = -1, got = 0, rc = 0;
+    int *fds = NULL;
+    ddp_addr_t *addrs = NULL;
+    while (rc == 0 && (nranks < 0 || got < nranks)) {
+        int fd = accept_sliced(&r->stop, r->lfd);
+        if (fd < 0) {
+            rc = fd;
+            break;
+        }
+        hello_t h;
+        if ((rc = io_all(&r->stop, fd, &h, sizeof h, 0)) != 0 || h.magic != HELLO_MAGIC) {
+            ddp_sys_close(cur_sys(), fd);
+            rc = 0; /* a stranger or a rank that went: NCCL warns and goes on */
+            continue;
+        }
+        if (nranks < 0) {
+            nranks = h.nranks;
+            fds = own_calloc(sizeof *fds * (size_t)nranks);
+            addrs = own_calloc(sizeof *addrs * (size_t)nranks);
+            for (int i = 0; fds && i < nranks; i++)
+                fds[i] = -1;
+            if (!fds || !addrs)
+                rc = -ENOMEM;
+        }
+        if (rc == 0 && (h.nranks != nranks || h.rank < 0 || h.rank >= nranks ||
+                        fds[h.rank] >= 0)) {
+            last_err("Bootstrap Root : rank %d of %d does not fit the %d ranks seen first "
+                     "(two jobs share one unique id?)",
+                     h.rank, h.nranks, nranks);
+            ddp_sys_close(cur_sys(), fd);
+            continue;
+        }
+        if (rc == 0) {
+            fds[h.rank] = fd;
+            addrs[h.rank] = h.addr;
+            got++;
+        } else {
+            ddp_sys_close(cur_sys(), fd);
+        }
+    }
+    /* Everyone came: tell each rank its ring neighbour. */
+    for (int i = 0; rc == 0 && i < nranks; i++)
+        io_all(&r->stop, fds[i], &addrs[(i + 1) % nranks], sizeof *addrs, 1);
+    for (int i = 0; fds && i < nranks; i++)
+        close_fd(&fds[i]);
+    close_fd(&r->lfd);
+    r->done = 1;
+    return 0;
+}
+
+/* Roots of this simulation, found again by the id's root_id. */
+static root_t *root_find(uint32_t id)
+{
+    ddp_sim_t *sim = cur()->sim;
+    for (int i = 0; i < sim->nnccl_roots; i++)
+        if (((root_t *)sim->nccl_roots[i])->id == id)
+            return sim->nccl_roots[i];
+    return NULL;
+}
+
+static void root_stop(root_t *r)
+{
+    if (!r || r->proc != cur()->proc || !r->th)
+        return;
+    r->stop = 1;
+    ddp_sys_t *sys = cur_sys();
+    ddp_sys_thread_join(sys, r->th, NULL, ddp_sys_now(sys) + 10 * DDP_NS_PER_S);
+    r->th = 0;
+}
+
+static ncclResult_t sn_get_unique_id(ncclUniqueId *out)
+{
+    if (!out)
+        return ncclInvalidArgument;
+    ddp_addr_t a;
+    ncclResult_t res = boot_addr(&a);
+    if (res != ncclSuccess)
+        return res;
+    ddp_sys_t *sys = cur_sys();
+    ddp_sim_t *sim = cur()->sim;
+    root_t *r = own_calloc(sizeof *r);
+    void **grown = realloc(sim->nccl_roots, sizeof *grown * (size_t)(sim->nnccl_roots + 1));
+    if (!r || !grown)
+        return ncclSystemError;
+    sim->nccl_roots = grown;
+    r->id = (uint32_t)sim->nnccl_roots + 1;
+    r->proc = cur()->proc;
+    r->lfd = ddp_sys_listen(sys, &a, 16384);
+    char at[DDP_ADDR_STRLEN];
+    if (r->lfd < 0) {
+        last_err("Bootstrap : cannot listen on %s: %s", addr_text(&a, at), strerror(-r->lfd));
+        return ncclSystemError;
+    }
+    a.port = bound_port(r->lfd);
+    sim->nccl_roots[sim->nnccl_roots++] = r;
+    if (ddp_sys_thread_start(sys, root_main, r, "nccl bootstrap root", &r->th) != 0) {
+        close_fd(&r->lfd);
+        return ncclSystemError;
+    }
+    sn_uid_t u = {.magic = UID_MAGIC, .root_id = r->id, .addr = a};
+    memset(out, 0, sizeof *out);
+    memcpy(out, &u, sizeof u);
+    return ncclSuccess;
+}
+
+/* ------------------------------------------------------------ comms */
+
+typedef struct sn_stream sn_stream_t;
+
+typedef struct sn_comm {
+    int proc, rank, nranks;
+    sn_uid_t uid;
+    ncclResult_t state; /* ncclInProgress until the ring is up */
+    int abort;
+    int lfd, next_fd, prev_fd;
+    ddp_thread_t init_th;
+    sn_stream_t *busy; /* the stream whose collective runs now */
+} sn_comm_t;
+
+struct sn_stream {
+    ddp_thread_t th;
+    int running, ended;
+    sn_comm_t *comm;
+    /* the collective */
+    int kind; /* 0 allreduce, 1 broadcast, 2 allgather */
+    const void *src;
+    void *dst;
+    size_t count;
+    ncclDataType_t dt;
+    ncclRedOp_t op;
+    int root;
+};
+
+static ncclResult_t fail_io(sn_comm_t *c, int rc, const char *what)
+{
+    if (rc == DDP_ECANCELED && c->abort)
+        return ncclInvalidUsage; /* aborted: nobody reads it */
+    last_err("%s (rank %d of %d): %s", what, c->rank, c->nranks,
+             rc < 0 && rc > -4096 ? strerror(-rc) : ddp_strerror(rc));
+    return rc == -ENOMEM ? ncclSystemError : ncclRemoteError;
+}
+
+static int init_main(ddp_sys_t *sys, void *arg)
+{
+    (void)sys;
+    sn_comm_t *c = arg;
+    char at[DDP_ADDR_STRLEN];
+    hello_t h = {.magic = HELLO_MAGIC, .rank = c->rank, .nranks = c->nranks};
+    ncclResult_t res = boot_addr(&h.addr);
+    int rc = 0, root = -1;
+    if (res == ncclSuccess && (c->lfd = ddp_sys_listen(cur_sys(), &h.addr, 128)) < 0) {
+        last_err("Bootstrap : cannot listen on %s: %s", addr_text(&h.addr, at),
+                 strerror(-c->lfd));
+        res = ncclSystemError;
+    }
+    if (res == ncclSuccess) {
+        h.addr.port = bound_port(c->lfd);
+        root = connect_retry(&c->abort, &c->uid.addr);
+        if (root < 0)
+            res = fail_io(c, root, "Bootstrap : connect to the root failed");
+    }
+    ddp_addr_t next;
+    if (res == ncclSuccess && (rc = io_all(&c->abort, root, &h, sizeof h, 1)) != 0)
+        res = fail_io(c, rc, "Bootstrap : sending this rank's address to the root failed");
+    if (res == ncclSuccess && (rc = io_all(&c->abort, root, &next, sizeof next, 0)) != 0)
+        res = fail_io(c, rc, "Bootstrap : no ring peer from the root (a rank missing, "
+                             "or the root gone)");
+    close_fd(&root);
+    if (res == ncclSuccess) {
+        c->next_fd = connect_retry(&c->abort, &next);
+        if (c->next_fd < 0)
+            res = fail_io(c, c->next_fd, "Bootstrap : connect to the next rank failed");
+    }
+    int32_t me = c->rank, prev = -1;
+    if (res == ncclSuccess && (rc = io_all(&c->abort, c->next_fd, &me, sizeof me, 1)) != 0)
+        res = fail_io(c, rc, "Bootstrap : ring hello to the next rank failed");
+    if (res == ncclSuccess && (c->prev_fd = accept_sliced(&c->abort, c->lfd)) < 0)
+        res = fail_io(c, c->prev_fd, "Bootstrap : the previous rank never connected");
+    if (res == ncclSuccess && (rc = io_all(&c->abort, c->prev_fd, &prev, sizeof prev, 0)) != 0)
+        res = fail_io(c, rc, "Bootstrap : ring hello from the previous rank failed");
+    if (res == ncclSuccess && prev != (c->rank + c->nranks - 1) % c->nranks) {
+        last_err("Bootstrap : rank %d heard rank %d as its previous ring peer", c->rank, prev);
+        res = ncclInternalError;
+    }
+    close_fd(&c->lfd);
+    c->state = res;
+    return 0;
+}
+
+static ncclResult_t sn_init_rank_config(ncclComm_t *out, int nranks, ncclUniqueId id,
+                                        int rank, ncclConfig_t *cfg)
+{
+    if (!out || nranks < 1 || rank < 0 || rank >= nranks)
+        return ncclInvalidArgument;
+    *out = NULL;
+    sn_uid_t u;
+    memcpy(&u, &id, sizeof u);
+    if (u.magic != UID_MAGIC) {
+        last_err("Bootstrap : the unique id is not one of ncclGetUniqueId's");
+        return ncclInvalidArgument;
+    }
+    if (!cfg || cfg->blocking != 0) {
+        /* A blocking init would wait with no deadline: not modelled. */
+        last_err("simulated NCCL: only non-blocking init (ncclConfig_t.blocking = 0)");
+        return ncclInvalidUsage;
+    }
+    ddp_addr_t a;
+    ncclResult_t res = boot_addr(&a); /* NCCL's bootstrapNetInit: synchronous */
+    if (res != ncclSuccess)
+        return res;
+    sn_comm_t *c = own_calloc(sizeof *c);
+    if (!c)
+        return ncclSystemError;
+    c->proc = cur()->proc, c->rank = rank, c->nranks = nranks, c->uid = u;
+    c->state = ncclInProgress;
+    c->lfd = c->next_fd = c->prev_fd = -1;
+    if (ddp_sys_thread_start(cur_sys(), init_main, c, "nccl bootstrap", &c->init_th) != 0)
+        return ncclSystemError;
+    *out = (ncclComm_t)(void *)c;
+    return ncclInProgress;
+}
+
+static sn_comm_t *C(ncclComm_t comm) { return (sn_comm_t *)(void *)comm; }
+
+static void join(ddp_thread_t *th)
+{
+    if (*th) {
+        ddp_sys_t *sys = cur_sys();
+        ddp_sys_thread_join(sys, *th, NULL, ddp_sys_now(sys) + 10 * DDP_NS_PER_S);
+        *th = 0;
+    }
+}
+
+static ncclResult_t sn_get_async_error(ncclComm_t comm, ncclResult_t *st)
+{
+    if (!comm || !st)
+        return ncclInvalidArgument;
+    *st = C(comm)->state;
+    return ncclSuccess;
+}
+
+/* Abort and destroy: stop every thread of the comm, close its sockets. */
+static ncclResult_t sn_comm_end(ncclComm_t comm)
+{
+    sn_comm_t *c = C(comm);
+    if (!c)
+        return ncclInvalidArgument;
+    c->abort = 1;
+    join(&c->init_th);
+    if (c->busy)
+        join(&c->busy->th);
+    if (c->rank == 0)
+        root_stop(root_find(c->uid.root_id));
+    close_fd(&c->lfd);
+    close_fd(&c->next_fd);
+    close_fd(&c->prev_fd);
+    if (c->state == ncclInProgress)
+        c->state = ncclInvalidUsage;
+    return ncclSuccess;
+}
+
+static ncclResult_t sn_comm_finalize(ncclComm_t comm)
+{
+    return comm ? ncclSuccess : ncclInvalidArgument;
+}
+
+static ncclResult_t sn_comm_count(const ncclComm_t comm, int *n)
+{
+    if (!comm || !n)
+        return ncclInvalidArgument;
+    *n = C(comm)->nranks;
+    return ncclSuccess;
+}
+
+static ncclResult_t sn_comm_user_rank(const ncclComm_t comm, int *r)
+{
+    if (!comm || !r)
+        return ncclInvalidArgument;
+    *r = C(comm)->rank;
+    return ncclSuccess;
+}
+
+/* ------------------------------------------------------------ collectives */
+
+static size_t dt_size(ncclDataType_t t)
+{
+    switch (t) {
+    case ncclInt8: case ncclUint8: return 1;
+    case ncclFloat16: case ncclBfloat16: return 2;
+    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
+    case ncclInt64: case ncclUint64: case ncclFloat64: return 8;
+    default: return 0;
+    }
+}
+
+/* Sends out[0..n) to the next rank while receiving n bytes from the
+ * previous one into in, a chunk at a time (both directions move, so no
+ * rank's window fills up). */
+static int ring_step(sn_comm_t *c, const uint8_t *out, uint8_t *in, size_t n)
+{
+    for (size_t o = 0; o < n; o += CHUNK) {
+        size_t k = n - o < CHUNK ? n - o : CHUNK;
+        int rc = io_all(&c->abort, c->next_fd, (void *)(out + o), k, 1);
+        if (rc == 0)
+            rc = io_all(&c->abort, c->prev_fd, in + o, k, 0);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int coll_main(ddp_sys_t *sys, void *arg)
+{
+    (void)sys;
+    sn_stream_t *s = arg;
+    sn_comm_t *c = s->comm;
+    size_t es = dt_size(s->dt), bytes = s->count * es;
+    int n = c->nranks, rc = 0;
+    size_t total = s->kind == 2 ? bytes * (size_t)n : bytes;
+    uint8_t *cur_buf = malloc(total ? total : 1), *in = malloc(total ? total : 1);
+    if (!cur_buf || !in)
+        rc = -ENOMEM;
+    if (rc == 0 && s->kind == 0) {
+        /* Each step passes on what came from the previous rank: after n-1
+         * steps every rank has added every other's data once. */
+        uint8_t *acc = s->dst;
+        memmove(acc, s->src, bytes);
+        memcpy(cur_buf, s->src, bytes);
+        for (int k = 1; rc == 0 && k < n; k++) {
+            rc = ring_step(c, cur_buf, in, bytes);
+            if (rc == 0 && ddp_nccl_reduce(acc, in, s->count, s->dt, s->op) != 0)
+                rc = -EINVAL;
+            memcpy(cur_buf, in, bytes);
+        }
+    } else if (rc == 0 && s->kind == 1) {
+        /* The root's data travels the ring once. */
+        int dist = (c->rank - s->root + n) % n;
+        if (dist == 0)
+            memmove(s->dst, s->src, bytes);
+        else
+            rc = io_all(&c->abort, c->prev_fd, s->dst, bytes, 0);
+        if (rc == 0 && dist != n - 1)
+            rc = io_all(&c->abort, c->next_fd, s->dst, bytes, 1);
+    } else if (rc == 0) {
+        /* Allgather: rank r's block moves one hop per step. */
+        uint8_t *dst = s->dst;
+        memmove(dst + (size_t)c->rank * bytes, s->src, bytes);
+        for (int k = 0; rc == 0 && k < n - 1; k++) {
+            int send_blk = (c->rank - k + n) % n, recv_blk = (c->rank - k - 1 + n) % n;
+            rc = ring_step(c, dst + (size_t)send_blk * bytes, dst + (size_t)recv_blk * bytes,
+                           bytes);
+        }
+    }
+    free(cur_buf);
+    free(in);
+    if (rc)
+        c->state = fail_io(c, rc, "NET/Socket : collective over the ring failed");
+    s->ended = 1;
+    return 0;
+}
+
+static ncclResult_t enqueue(sn_stream_t *s, ncclComm_t comm, int kind, const void *src,
+                            void *dst, size_t count, ncclDataType_t dt, ncclRedOp_t op,
+                            int root)
+{
+    sn_comm_t *c = C(comm);
+    if (!c || !s || !dt_size(dt) || (kind == 1 && (root < 0 || root >= c->nranks)))
+        return ncclInvalidArgument;
+    if (c->state != ncclSuccess)
+        return ncclInvalidUsage;
+    if (s->running || c->busy) {
+        last_err("simulated NCCL: one collective at a time per communicator and stream");
+        return ncclInvalidUsage;
+    }
+    *s = (sn_stream_t){.running = 1, .comm = c, .kind = kind, .src = src, .dst = dst,
+                       .count = count, .dt = dt, .op = op, .root = root};
+    c->busy = s;
+    if (ddp_sys_thread_start(cur_sys(), coll_main, s, "nccl collective", &s->th) != 0) {
+        s->running = 0, c->busy = NULL;
+        return ncclSystemError;
+    }
+    return ncclSuccess;
+}
+
+static ncclResult_t sn_allreduce(const void *src, void *dst, size_t count, ncclDataType_t dt,
+                                 ncclRedOp_t op, ncclComm_t comm, cudaStream_t st)
+{
+    return enqueue((sn_stream_t *)(void *)st, comm, 0, src, dst, count, dt, op, 0);
+}
+
+static ncclResult_t sn_broadcast(const void *src, void *dst, size_t count, ncclDataType_t dt,
+                                 int root, ncclComm_t comm, cudaStream_t st)
+{
+    return enqueue((sn_stream_t *)(void *)st, comm, 1, src, dst, count, dt, ncclSum, root);
+}
+
+static ncclResult_t sn_allgather(const void *src, void *dst, size_t count, ncclDataType_t dt,
+                                 ncclComm_t comm, cudaStream_t st)
+{
+    return enqueue((sn_stream_t *)(void *)st, comm, 2, src, dst, count, dt, ncclSum, 0);
+}
+
+static const char *sn_error_string(ncclResult_t r)
+{
+    switch (r) {
+    case ncclSuccess: return "no error";
+    case ncclUnhandledCudaError: return "unhandled cuda error";
+    case ncclSystemError: return "unhandled system error";
+    case ncclInternalError: return "internal error";
+    case ncclInvalidArgument: return "invalid argument";
+    case ncclInvalidUsage: return "invalid usage";
+    case ncclRemoteError: return "remote process exited or there was a network error";
+    case ncclInProgress: return "NCCL operation in progress";
+    default: return "unknown result code";
+    }
+}
+
+static const char *sn_last_error(ncclComm_t comm)
+{
+    (void)comm;
+    ddp_sim_task_t *t = cur();
+    return t->sim->tasks[t->proc]->nccl_err;
+}
+
+static ncclResult_t sn_get_version(int *v)
+{
+    if (!v)
+        return ncclInvalidArgument;
+    *v = NCCL_VERSION_CODE; /* the nccl.h built against */
+    return ncclSuccess;
+}
+
+/* ------------------------------------------------------------ CUDA */
+
+static cudaError_t sn_get_device_count(int *n)
+{
+    if (!n)
+        return cudaErrorInvalidValue;
+    *n = cur()->sim->o.gpus;
+    return *n > 0 ? cudaSuccess : cudaErrorNoDevice;
+}
+
+static cudaError_t sn_set_device(int d)
+{
+    if (d < 0 || d >= cur()->sim->o.gpus)
+        return cudaErrorInvalidDevice;
+    cur()->cuda_device = d;
+    return cudaSuccess;
+}
+
+static cudaError_t sn_malloc(void **p, size_t n)
+{
+    if (!p)
+        return cudaErrorInvalidValue;
+    *p = own_calloc(n ? n : 1);
+    return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+
+/* Device memory is the simulation's: freed with it. */
+static cudaError_t sn_free(void *p)
+{
+    (void)p;
+    return cudaSuccess;
+}
+
+static cudaError_t sn_memcpy(void *d, const void *s, size_t n, enum cudaMemcpyKind k)
+{
+    (void)k;
+    if (n && (!d || !s))
+        return cudaErrorInvalidValue;
+    memmove(d, s, n);
+    return cudaSuccess;
+}
+
+static cudaError_t sn_stream_create(cudaStream_t *s)
+{
+    if (!s)
+        return cudaErrorInvalidValue;
+    sn_stream_t *st = own_calloc(sizeof *st);
+    *s = (cudaStream_t)(void *)st;
+    return st ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+
+/* Done once its collective's thread has ended (joined here). */
+static cudaError_t sn_stream_query(cudaStream_t st)
+{
+    sn_stream_t *s = (sn_stream_t *)(void *)st;
+    if (!s)
+        return cudaErrorInvalidValue;
+    if (s->running && !s->ended)
+        return cudaErrorNotReady;
+    if (s->running) {
+        join(&s->th);
+        s->running = 0;
+        if (s->comm->busy == s)
+            s->comm->busy = NULL;
+    }
+    return cudaSuccess;
+}
+
+static cudaError_t sn_stream_destroy(cudaStream_t st)
+{
+    sn_stream_t *s = (sn_stream_t *)(void *)st;
+    if (s && s->running) {
+        s->comm->abort = 1;
+        join(&s->th);
+        s->running = 0;
+    }
+    return cudaSuccess;
+}
+
+static const char *sn_cuda_error_string(cudaError_t e)
+{
+    switch (e) {
+    case cudaSuccess: return "no error";
+    case cudaErrorNoDevice: return "no CUDA-capable device is detected (simulated: the "
+                                   "scenario has no `gpus`)";
+    case cudaErrorInvalidDevice: return "invalid device ordinal";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorNotReady: return "device not ready";
+    default: return "invalid argument";
+    }
+}
+
+static const ddp_nccl_api_t sim_api = {
+    .get_unique_id = sn_get_unique_id,
+    .init_rank_config = sn_init_rank_config,
+    .get_async_error = sn_get_async_error,
+    .comm_abort = sn_comm_end,
+    .comm_destroy = sn_comm_end,
+    .comm_finalize = sn_comm_finalize,
+    .allreduce = sn_allreduce,
+    .broadcast = sn_broadcast,
+    .allgather = sn_allgather,
+    .comm_split = NULL,
+    .comm_count = sn_comm_count,
+    .comm_user_rank = sn_comm_user_rank,
+    .error_string = sn_error_string,
+    .last_error = sn_last_error,
+    .get_version = sn_get_version,
+    .get_device_count = sn_get_device_count,
+    .set_device = sn_set_device,
+    .cuda_malloc = sn_malloc,
+    .cuda_free = sn_free,
+    .memcpy = sn_memcpy,
+    .stream_create = sn_stream_create,
+    .stream_destroy = sn_stream_destroy,
+    .stream_query = sn_stream_query,
+    .cuda_error_string = sn_cuda_error_string,
+    .version = NCCL_VERSION_CODE,
+    .cudart_name = "simulated",
+};
+
+const ddp_nccl_api_t *ddp__sim_nccl_api(void) { return &sim_api; }
+
+#endif /* DDP_HAVE_NCCL_H */
