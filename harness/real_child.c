@@ -299,13 +299,26 @@ static int hold_port(ddp_sys_t *sys, uint16_t port)
     return 0;
 }
 
+/* A client's progress at the hosted store, as a P record (connection,
+ * phase, time, the client's port): the runner tells from the port which
+ * rank's process holds the connection (ddp_sys_session_holds_tcp). */
+static void note_client(void *arg, const ddp_store_client_note_t *n)
+{
+    (void)arg;
+    char line[128];
+    snprintf(line, sizeof line, "P\t%llu\t%d\t%lld\t%u\n", n->id, (int)n->phase,
+             (long long)(ddp_sys_now(self.sys) - self.p->t0), (unsigned)n->peer->port);
+    append_line(line);
+}
+
 /* The job's store, for a foreign program whose ranks are all clients
  * (torch's TORCHELASTIC_USE_AGENT_STORE): ddpsim's server, serving until
  * the run's limit. The events it sees (joins, sets, waits, the barrier,
  * marks) go to the run as E records through this process's observer. */
 static int host_store(ddp_sys_t *sys, uint16_t port)
 {
-    ddp_store_server_opts_t so = {.port = port};
+    ddp_store_server_opts_t so = {.port = port, .on_client = note_client,
+                                  .world = self.p->expected_world};
     ddp_store_server_t *srv = NULL;
     int rc = ddp_store_server_new(sys, &so, &srv);
     if (rc) {

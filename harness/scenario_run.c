@@ -127,6 +127,12 @@ static int class_in(const char *list, const char *class)
     }
 }
 
+/* Classes no expectation accepts unless it names them. */
+static int must_be_named(int code)
+{
+    return code == DDP_EHUNG || code == DDP_ENO_JOIN;
+}
+
 static const char *who(const ddp_sim_outcome_t *o, char *buf, size_t n)
 {
     if (o->rank >= 0)
@@ -142,12 +148,17 @@ static int meets(const ddp_scn_expect_t *e, const ddp_sim_outcome_t *o, char *wh
 {
     char w[48];
     why[0] = '\0';
-    /* A process that outlived every deadline and was killed is a finding
-     * of its own: only an expect line naming it (error=hung) accepts it. */
-    if (o->code == DDP_EHUNG &&
-        !(e->kind == DDP_EXPECT_FAIL && e->error[0] && class_in(e->error, "hung"))) {
-        snprintf(why, n, "%s hung (%s); an expect line accepts that only with error=hung",
-                 who(o, w, sizeof w), o->message);
+    /* A process that outlived every deadline and was killed, or a foreign
+     * program that exited 0 without ever joining its store, is a finding
+     * of its own: only an expect line naming it (error=hung,
+     * error=no_join) accepts it. */
+    if (must_be_named(o->code) &&
+        !(e->kind == DDP_EXPECT_FAIL && e->error[0] &&
+          class_in(e->error, ddp_scn_error_class(o->code)))) {
+        const char *cl = ddp_scn_error_class(o->code);
+        snprintf(why, n, "%s %s (%s); an expect line accepts that only with error=%s",
+                 who(o, w, sizeof w), o->code == DDP_EHUNG ? "hung" : "never joined the store",
+                 o->message, cl);
         return 0;
     }
     switch (e->kind) {
@@ -206,7 +217,7 @@ static int check_expect(judge_t *j, int idx, int any_rank)
         if (!covers(j, idx, o, any_rank))
             continue;
         if (e->kind == DDP_EXPECT_INVARIANTS) { /* nothing to meet but not hanging */
-            if (o->code == DDP_EHUNG && !meets(e, o, why, sizeof why))
+            if (must_be_named(o->code) && !meets(e, o, why, sizeof why))
                 return say(j, "line %d: %s", e->line, why);
             continue;
         }
@@ -489,10 +500,13 @@ void ddp__scenario_judge(const ddp_scenario_t *s, const ddp_sim_outcome_t *outs,
                      x->state == DDP_SIM_TASK_CRASHED ? "CRASHED"
                      : launcher ? (x->rc == 0 ? "ok" : "exited")
                      : is_ok(x)  ? "ok" : "FAIL");
+            char prog[48] = "";
+            if (x->progress[0]) /* how far a foreign program got at its store */
+                snprintf(prog, sizeof prog, "[store: %s]  ", x->progress);
             int k = snprintf(report + roff, report_len - roff,
                              "  %-12s %-9s node %-4d %-8s connected %-12s ended "
-                             "%.6f s  %s\n",
-                             x->name, who, x->node, st, cn, (double)x->end_ns / 1e9,
+                             "%.6f s  %s%s\n",
+                             x->name, who, x->node, st, cn, (double)x->end_ns / 1e9, prog,
                              is_ok(x) || (launcher && x->rc == 0) ? "" : x->message);
             roff += k > 0 ? (size_t)k : 0;
             if (roff >= report_len)

@@ -31,7 +31,8 @@ static void run_usage(FILE *f)
             "                  [--jobs N] [--verbose] [--progress|--no-progress]\n"
             "                  [--real [--netns]] [--compare [--markdown FILE]]\n"
             "                  [--shard K/N] [--results FILE] [--exec 'CMD ARGS']\n"
-            "                  [--wall-limit SEC] [--grace SEC]\n\n"
+            "                  [--wall-limit SEC] [--grace SEC] [--env-clear]\n"
+            "                  [--keep-output DIR]\n\n"
             "Runs each scenario file (docs/scenario-format.md) in the simulator for each\n"
             "selected accelerator it lists (default: all), checks its expectations and the\n"
             "invariants (no deadlock, deadlines kept, ranks agree, no leaked sockets,\n"
@@ -91,6 +92,12 @@ static void run_usage(FILE *f)
             "                      default the run hosts it on node 0 at MASTER_PORT and\n"
             "                      sets TORCHELASTIC_USE_AGENT_STORE=True, so store events\n"
             "                      (joined:N, set:, wait:, barrier, mark:) aim its faults\n"
+            "  --env-clear         a foreign program's environment starts empty, not from\n"
+            "                      this one's; the scenario's and the harness's variables\n"
+            "                      are set either way\n"
+            "  --keep-output DIR   keep every run's foreign ranks' stdout and stderr in a\n"
+            "                      folder per run under DIR (default: under $TMPDIR, for\n"
+            "                      failing and vacuous runs only)\n"
             "Every output FILE is checked before the first run.\n\n"
             "Exit status: 0 every expectation and invariant held (skips aside), 1 some\n"
             "did not, 2 bad input (one line naming the option; a scenario error is\n"
@@ -127,6 +134,8 @@ typedef struct run_opts {
     int real, netns; /* --real [--netns]: real processes */
     int64_t exec_grace_ns; /* --grace */
     int no_host_store;     /* --no-host-store */
+    int env_clear;         /* --env-clear */
+    const char *keep_output; /* --keep-output DIR */
     int64_t wall_limit_ns; /* --wall-limit */
 } run_opts_t;
 
@@ -189,6 +198,8 @@ static void run_job(ddp_sys_t *sys, job_t *j, const run_opts_t *ro)
                                  .interrupted = &g_interrupted,
                                  .exec_grace_ns = ro->exec_grace_ns,
                                  .no_host_store = ro->no_host_store,
+                                 .env_clear = ro->env_clear,
+                                 .keep_output = ro->keep_output,
                                  /* per-run files: $TMPDIR, else /tmp */
                                  .tmpdir = ddp_env_get(ddp_sys_env(sys), "TMPDIR")};
         if (ropts.tmpdir && !*ropts.tmpdir)
@@ -445,6 +456,8 @@ static int parse_cli(const char *cmd, int argc, char **argv, cli_t *c,
         OPT_STR("exec", &c->exec, "a command line (every rank's program)"),
         OPT_NS_POS("grace", &c->ro.exec_grace_ns, 3600),
         OPT_FLAG("no-host-store", 0, &c->ro.no_host_store, 1),
+        OPT_FLAG("env-clear", 0, &c->ro.env_clear, 1),
+        OPT_FN("keep-output", &c->ro.keep_output, ddp_opt_dir, DDP_OPT_DIR_FORM),
         OPT_NS_POS("wall-limit", &c->ro.wall_limit_ns, 86400),
         OPT_INT("jobs", &c->jobs, 1, 64),
         OPT_FN("shard", &c->shard, ddp_opt_shard, DDP_OPT_SHARD_FORM),
@@ -602,6 +615,10 @@ static void print_row(const job_t *j, const table_t *t)
     if (!r->pass && !r->skipped) {
         printf("    why: ");
         wrap(r->why, 9, 9, t->width);
+    }
+    if (r->output[0] && !r->skipped) { /* a foreign job's kept output */
+        printf("    output: ");
+        wrap(r->output, 12, 12, t->width);
     }
 }
 

@@ -150,6 +150,9 @@ typedef struct ddp_scn_result {
     int first_code;      /* its error code (0 none) */
     char classes[160];   /* every failing process's error class, most causal
                             first, with how many ("addrinuse 1, hung 3") */
+    char output[640];    /* real runs of a foreign program: where its ranks'
+                            output was kept, each failing rank's file
+                            ("" none kept) */
     int ranks, ok, failed, crashed;
     int retries;         /* connect retries of all ranks */
     int64_t virtual_ns;  /* when the last task ended */

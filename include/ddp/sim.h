@@ -135,6 +135,9 @@ typedef struct ddp_sim_outcome {
     int leaked_socks;       /* sockets its process left open at a normal exit */
     int spawned;            /* processes it spawned: a process that spawned
                                some and is no rank is a launcher */
+    char progress[32];      /* a foreign program's furthest phase at the
+                               store the run hosts ("joined", "barrier
+                               passed, left"); "" elsewhere */
 } ddp_sim_outcome_t;
 
 DDP_API int ddp_sim_task_count(const ddp_sim_t *sim);
