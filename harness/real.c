@@ -285,7 +285,9 @@ static void progress_apply(proc_t *p, const store_conn_t *c)
         p->contact_ns = c->first_ns;
 }
 
-/* Reads the new P records and attributes connections to ranks. */
+/* Reads the new P records and attributes connections to ranks: by the
+ * rank the store found holding the client's port, else by asking the
+ * kernel here while the connection is open. */
 static void progress_read(const char *results, progress_t *pg, proc_t *ps, int np)
 {
     FILE *f = fopen(results, "r");
@@ -300,8 +302,9 @@ static void progress_read(const char *results, progress_t *pg, proc_t *ps, int n
             int ph;
             long long t;
             unsigned port;
+            int rank = -1;
             if (line[0] != 'P' ||
-                sscanf(line, "P\t%llu\t%d\t%lld\t%u", &id, &ph, &t, &port) != 4)
+                sscanf(line, "P\t%llu\t%d\t%lld\t%u\t%d", &id, &ph, &t, &port, &rank) < 4)
                 continue;
             int k = 0;
             while (k < pg->n && pg->c[k].id != id)
@@ -313,6 +316,9 @@ static void progress_read(const char *results, progress_t *pg, proc_t *ps, int n
                                                 .first_ns = t};
             }
             store_conn_t *c = &pg->c[k];
+            for (int i = 0; i < np && c->proc < 0 && rank >= 0; i++)
+                if (ps[i].rank == rank && ps[i].started) /* the store saw whose */
+                    c->proc = i;
             if (ph == DDP_STORE_CLIENT_LEFT)
                 c->left = 1;
             else if (ph > c->phase)
@@ -336,6 +342,18 @@ static void progress_read(const char *results, progress_t *pg, proc_t *ps, int n
                 progress_apply(&ps[i], c);
             }
     }
+}
+
+/* An S record: rank's process (its session) for the hosted store, which
+ * tells by it whose connection it accepted (real_child.c). */
+static void session_record(const char *results, const proc_t *p)
+{
+    FILE *f = fopen(results, "a");
+    if (!f)
+        return;
+    setvbuf(f, NULL, _IOFBF, 256); /* one write: appends do not mix */
+    fprintf(f, "S\t%d\t%d\t%ld\n", p->task, p->rank, (long)p->pid);
+    fclose(f);
 }
 
 /* Joined connections no rank's process was found to hold. */
@@ -1040,6 +1058,8 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             ddp_env_free(env);
             p->started = 1;
             proc_event(plan, &rfs, p, DDP_TRIG_SPAWN, now);
+            if (!src && pg && x->kind == DDP_PLAN_EXEC)
+                session_record(plan->results, p);
             if (src) {
                 p->done = 1;
                 p->status = 127;
