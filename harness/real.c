@@ -595,6 +595,7 @@ static void exec_outcome(const ddp_plan_t *plan, const proc_t *p, const char *ba
     x->end_ns = p->end_ns;
     x->state = DDP_SIM_TASK_EXITED;
     x->connect_ns = -1;
+    x->join_ns = p->contact_ns;
     if (hosted)
         snprintf(x->progress, sizeof x->progress, "%s", phase_text(p, ph, sizeof ph));
     else

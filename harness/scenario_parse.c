@@ -713,7 +713,7 @@ static int st_expect(pctx_t *p, token_t *tok, int ntok)
         int rc = 0;
         if (!v)
             return perr(p, t->col, "expected key=value (ranks=, error=, mentions=, "
-                                   "within=, match=), got \"%.60s\"", t->text);
+                                   "within=, from=, match=), got \"%.60s\"", t->text);
         if (e->kind == DDP_EXPECT_INVARIANTS)
             return perr(p, t->col, "expected end of line after \"expect invariants\", got \"%s=\"",
                         t->text);
@@ -762,19 +762,28 @@ static int st_expect(pctx_t *p, token_t *tok, int ntok)
             snprintf(e->mentions[e->nmentions++], sizeof e->mentions[0], "%s", v);
         } else if (!strcmp(t->text, "within")) {
             rc = parse_duration(p, v, t->vcol, &e->within_ns);
+        } else if (!strcmp(t->text, "from")) {
+            if (strcmp(v, "join"))
+                return perr(p, t->vcol, "expected from=join (within= counted from each "
+                                        "rank's first store contact), got \"%.60s\"", v);
+            e->from_join = t->col;
         } else if (!strcmp(t->text, "match")) {
             if (strcmp(v, "some") && strcmp(v, "every"))
                 return perr(p, t->vcol, "expected match=every or match=some, got \"%.60s\"", v);
             e->some = !strcmp(v, "some");
         } else {
             return perr(p, t->col, "expected an expect key (ranks, error, mentions, within, "
-                                   "match), got \"%.60s\"", t->text);
+                                   "from, match), got \"%.60s\"", t->text);
         }
         if (rc)
             return rc;
     }
     if (e->nmentions && e->kind != DDP_EXPECT_FAIL)
         return perr(p, tok[1].col, "expected mentions= only after \"expect fail\"");
+    if (e->from_join && !e->within_ns)
+        return perr(p, e->from_join, "expected within= with from=join (it says where "
+                                     "within= counts from)");
+    e->from_join = !!e->from_join;
     s->nexpect++;
     return 0;
 }
@@ -1432,7 +1441,7 @@ int ddp_scenario_equal(const ddp_scenario_t *a, const ddp_scenario_t *b, char *w
         const ddp_scn_expect_t *x = &a->expect[i], *y = &b->expect[i];
         DIFF(x->kind != y->kind || strcmp(x->ranks, y->ranks) || strcmp(x->error, y->error) ||
                  x->nmentions != y->nmentions || x->within_ns != y->within_ns ||
-                 x->some != y->some,
+                 x->from_join != y->from_join || x->some != y->some,
              "expect %d differs", i + 1);
         for (int m = 0; m < x->nmentions; m++)
             DIFF(strcmp(x->mentions[m], y->mentions[m]), "expect %d: mentions differ", i + 1);
@@ -1745,6 +1754,8 @@ int ddp_scenario_write(const ddp_scenario_t *s, FILE *o)
         }
         if (e->within_ns)
             put_duration(o, " within=", e->within_ns);
+        if (e->from_join)
+            fprintf(o, " from=join");
         if (e->some)
             fprintf(o, " match=some");
         fputc('\n', o);

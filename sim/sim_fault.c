@@ -241,6 +241,10 @@ static void phase_hook(ddp_sim_task_t *t)
                    t->out.rank);
     if (!strcmp(phase, "connected"))
         t->out.connect_ns = sim->vt - VT0;
+    /* leaving "store connect": its store client connected (from=join) */
+    if (!strcmp(t->phase, "store connect") && strcmp(phase, "store connect") &&
+        t->out.join_ns <= 0)
+        t->out.join_ns = sim->vt - VT0;
     if (sim->fs.events) {
         ddp_fault_event_t ev = {.kind = DDP_TRIG_LEAVE, .rank = t->out.rank,
                                 .name = t->phase, .value = -1};

@@ -41,6 +41,8 @@ typedef struct ddp_scn_expect {
     char mentions[DDP_SCN_MAX_MENTIONS][160];
     int nmentions;
     int64_t within_ns; /* the ranks end by this virtual time (0: no bound) */
+    int from_join;     /* from=join: within= counts from each rank's first
+                          store contact (ddp_sim_outcome_t.join_ns) */
     int some;          /* match=some: one covered process suffices */
     int line;          /* in the file, for reports */
 } ddp_scn_expect_t;

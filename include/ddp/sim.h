@@ -135,6 +135,10 @@ typedef struct ddp_sim_outcome {
     int leaked_socks;       /* sockets its process left open at a normal exit */
     int spawned;            /* processes it spawned: a process that spawned
                                some and is no rank is a launcher */
+    int64_t join_ns;        /* its first store contact: the simulator's rank
+                               connected its store client, a foreign
+                               program's connection was accepted by the
+                               hosted store (<= 0: none seen) */
     char progress[32];      /* a foreign program's furthest phase at the
                                store the run hosts ("joined", "barrier
                                passed, left"); "" elsewhere */
