@@ -1004,6 +1004,65 @@ static void test_plugin_phases(void)
     }
 }
 
+/* within= from=join (issue 31): a bound counted from each rank's first
+ * store contact, so a program's start-up does not count; from the start
+ * where a rank never made one. Parse errors at their column; the line
+ * round-trips; the simulator records when each rank's store client
+ * connected. */
+static void test_within_from_join(void)
+{
+    static const char *const bad[][2] = {
+        {"scenario \"x\"\nexpect ok within=5s from=start\n",
+         "inline.scn:2:26: expected from=join"},
+        {"scenario \"x\"\nexpect ok from=join\n",
+         "inline.scn:2:11: expected within= with from=join"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char err[512] = "";
+        ddp_scenario_t *b = NULL;
+        CU_ASSERT_EQUAL(ddp_scenario_parse(bad[i][0], "inline.scn", NULL, &b, err, sizeof err),
+                        DDP_ECONFIG);
+        if (!strstr(err, bad[i][1]))
+            printf("\n  case %zu: want \"%s\" in: %s\n", i, bad[i][1], err);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, bad[i][1]));
+        ddp_scenario_free(b);
+    }
+    ddp_scenario_t *s = parse("scenario \"j\"\nexpect ok within=1500ms from=join\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_EQUAL(s->expect[0].from_join, 1);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    CU_ASSERT_EQUAL(ddp_scenario_write(s, m), 0);
+    fclose(m);
+    CU_ASSERT_PTR_NOT_NULL(text ? strstr(text, "within=1500ms from=join") : NULL);
+    free(text);
+    /* ended at 2 s: 1.5 s from a contact at 1 s holds; from none (0) it does not */
+    for (int joined = 0; joined < 2; joined++) {
+        ddp_sim_outcome_t o[4];
+        healthy_outcomes(o);
+        for (int i = 0; i < 4; i++)
+            o[i].join_ns = joined ? DDP_NS_PER_S : 0;
+        ddp_scn_result_t r;
+        memset(&r, 0, sizeof r);
+        ddp__scenario_judge(s, o, 4, 4, DDP_SIM_DONE, NULL, NULL, 0, &r);
+        CU_ASSERT_EQUAL(r.expect_ok, joined);
+        if (!joined)
+            CU_ASSERT_PTR_NOT_NULL(strstr(r.why, "to end within 1.500 s, it ended at 2.000 s"));
+    }
+    ddp_scenario_free(s);
+    /* the simulator: every rank's store client connected after the master's
+     * late start, so the bound holds from there and not from 0 */
+    s = parse("scenario \"late\"\nmaster_late 20s\nexpect ok within=10s from=join\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    ddp_scn_result_t r;
+    CU_ASSERT_EQUAL(ddp_scenario_run(s, "ddp", NULL, &r), 0);
+    if (!r.pass)
+        printf("\n  master_late, from=join: %s\n", r.why);
+    CU_ASSERT_TRUE(r.pass);
+    ddp_scenario_free(s);
+}
+
 /* Same seed, same trace; another seed, another schedule. */
 static void test_determinism(void)
 {
@@ -1084,6 +1143,7 @@ DDP_SUITE("scenario", NULL, NULL,
           {"leaked socket invariant", test_leak_invariant},
           {"the judge: every invariant, broken one at a time", test_judge_invariants},
           {"the judge: ok means the world, some means one, fail means a failure, hung only when named", test_judge_expectations},
+          {"within= from=join counts from each rank's first store contact", test_within_from_join},
           {"the judge: the summary shows the root cause first", test_root_cause_first},
           {"a misreported rank: expectations hold, the judge names it", test_misreported_rank},
           {"JUnit: a run whose invariants broke is a failure (in-process)",
