@@ -1186,6 +1186,7 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
     }
     /* A foreign program killed at the limit is a timeout outcome, not a
      * harness that lost track of it. */
+    r->first_rank = -1; /* no rank's message wanted */
     ddp__scenario_judge(s, outs, n, plan->expected_world,
                         timed_out && !exec ? DDP_SIM_TIME_LIMIT : DDP_SIM_DONE, NULL,
                         o->report, o->report_len, r);

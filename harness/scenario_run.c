@@ -465,6 +465,9 @@ void ddp__scenario_judge(const ddp_scenario_t *s, const ddp_sim_outcome_t *outs,
                  .expected_world = expected_world, .why = r->why,
                  .whylen = sizeof r->why};
     int any_rank = 0, first_rank = -1, first_node = -1;
+    int explain = r->first_rank; /* a rank whose message the caller wants (-1 none) */
+    r->first_rank = -1;
+    r->rank_error[0] = '\0';
     size_t roff = 0;
     if (report && report_len)
         report[0] = '\0';
@@ -493,9 +496,13 @@ void ddp__scenario_judge(const ddp_scenario_t *s, const ddp_sim_outcome_t *outs,
                                                     first_rank, first_node))) {
             first_rank = xr;
             first_node = x->node;
+            r->first_rank = x->rank;
             snprintf(r->first_error, sizeof r->first_error, "%s", x->message);
             r->first_code = x->code;
         }
+        if (explain >= 0 && x->rank == explain && is_process(x) && !is_ok(x) &&
+            x->message[0] && !r->rank_error[0])
+            snprintf(r->rank_error, sizeof r->rank_error, "%s", x->message);
         if (report && roff + 1 < report_len) {
             char cn[32] = "-";
             if (x->connect_ns >= 0)
@@ -584,6 +591,7 @@ int ddp_scenario_run(const ddp_scenario_t *s, const char *accel,
     const ddp_scn_run_opts_t *o = opts ? opts : &none;
     memset(r, 0, sizeof *r);
     snprintf(r->accelerator, sizeof r->accelerator, "%s", accel);
+    r->first_rank = o->explain_rank - 1; /* the judge's input: whose message */
     ddp_plan_t *plan = NULL;
     ddp_sim_t *sim = NULL;
     ddp_sys_t *wall = o->wall_limit_ns >= 0 ? ddp_sys_posix_new(ddp_env_new()) : NULL;

@@ -137,6 +137,7 @@ typedef struct run_opts {
     int env_clear;         /* --env-clear */
     const char *keep_output; /* --keep-output DIR */
     int64_t wall_limit_ns; /* --wall-limit */
+    int explain_rank;      /* --compare: rank + 1 whose simulated message to keep */
 } run_opts_t;
 
 /* The outcome class `--compare` puts side by side: ok, or the error class
@@ -214,6 +215,7 @@ static void run_job(ddp_sys_t *sys, job_t *j, const run_opts_t *ro)
     char *tr = NULL;
     ddp_scn_run_opts_t o = {.seed = ro->seed, .trace = ro->trace,
                             .wall_limit_ns = ro->wall_limit_ns,
+                            .explain_rank = ro->explain_rank,
                             .keep_trace = ro->chrome || ro->timeline,
                             .trace_out = ro->chrome || ro->timeline ? &tr : NULL,
                             .report = j->report, .report_len = sizeof j->report};
@@ -847,6 +849,11 @@ static int compare(ddp_sys_t *sys, const cli_t *c, job_t *jobs, int njobs, doubl
                     "|---|---|---|---|---|---|\n", c->ro.netns ? " (netns)" : "");
     for (int i = 0; i < njobs; i++) {
         job_t sj = jobs[i];
+        /* the real run's most causal failing rank: the simulator's
+         * prediction for that rank goes beside its message */
+        const ddp_scn_result_t *rr = &jobs[i].r;
+        int why_rank = !rr->skipped && rr->first_error[0] && rr->first_rank >= 0;
+        sim_ro.explain_rank = why_rank ? rr->first_rank + 1 : 0;
         run_job(sys, &sj, &sim_ro);
         char a[32], b[32], name[256];
         outcome_class(&sj.r, a, sizeof a);
@@ -858,6 +865,15 @@ static int compare(ddp_sys_t *sys, const cli_t *c, job_t *jobs, int njobs, doubl
         base_name(jobs[i].path, name, sizeof name);
         printf("%-28s %-12s %-12s %-12s %s\n", name, jobs[i].accel, a, b,
                sk ? "-" : eq ? "yes" : "NO");
+        if (why_rank) {
+            int w = out_width(sys);
+            int col = printf("    real rank %d: ", rr->first_rank);
+            wrap(rr->first_error, col, 6, w);
+            col = printf("    simulator:   ");
+            wrap(sj.r.rank_error[0] ? sj.r.rank_error
+                 : sj.r.ranks > rr->first_rank ? "ok (it did not fail)"
+                                               : "no such rank", col, 6, w);
+        }
         if (md) {
             char note[200] = "";
             if (sk)

@@ -150,6 +150,9 @@ typedef struct ddp_scn_result {
     char first_error[640]; /* the most causal failing rank's message ("" none;
                               order: harness/root_cause.c) */
     int first_code;      /* its error code (0 none) */
+    int first_rank;      /* its rank (-1: a process that is no rank, or none) */
+    char rank_error[640]; /* the message of rank ddp_scn_run_opts_t.explain_rank
+                             ("" where that rank did not fail) */
     char classes[160];   /* every failing process's error class, most causal
                             first, with how many ("addrinuse 1, hung 3") */
     char output[640];    /* real runs of a foreign program: where its ranks'
@@ -177,6 +180,9 @@ typedef struct ddp_scn_run_opts {
      * tasks that were running (0: 600 s; < 0: none). A run whose virtual
      * time stands still (a livelock) is stopped whatever this says. */
     int64_t wall_limit_ns;
+    /* rank + 1 whose message r->rank_error gets (0: none): `--compare` sets
+     * the simulator's prediction beside the real run's failing rank */
+    int explain_rank;
 } ddp_scn_run_opts_t;
 
 /* Runs s for accel in a fresh simulation; fills r. Returns 0 when it ran
