@@ -182,6 +182,7 @@ typedef struct proc {
                     short of LEFT; 0: never reached it) */
     int left;    /* a connection of it to the store closed */
     int64_t contact_ns; /* its first connect to the hosted store (-1 none) */
+    int frozen;  /* stopped for a silent node crash on loopback: killed at the end */
 } proc_t;
 
 /* Who realises a fault in a real run. */
@@ -216,6 +217,38 @@ static int signal_procs(ddp_sys_t *sys, proc_t *ps, int np, const ddp_fault_t *f
         if (sig == 9)
             ps[i].killed = 1;
         hit++;
+    }
+    return hit;
+}
+
+/* A node's crash that is silent (ddp_fault_t.kill_mode): as after a power
+ * loss nothing more leaves or reaches the node. In namespaces its traffic
+ * is dropped (nft) before its processes are killed, so the FINs and
+ * resets their kernel sends on their death never leave; on loopback, where
+ * no rule can silence one node, its processes are stopped instead (they
+ * hold their sockets and answer nothing) and killed at the run's end. */
+static int silent_node_crash(const ddp_fault_t *f)
+{
+    return f->kind == DDP_FAULT_CRASH && f->node >= 0 && !f->ranks && !f->phase &&
+           !f->kill_mode;
+}
+
+static int freeze_node(ddp_sys_t *sys, proc_t *ps, int np, const ddp_fault_t *f, int64_t now)
+{
+    int hit = 0;
+    for (int i = 0; i < np; i++) {
+        if (ps[i].done || !proc_aimed(f, &ps[i]))
+            continue;
+        if (ps[i].started) {
+            ddp_sys_kill(sys, -ps[i].pid, 19);
+            ddp_sys_kill(sys, ps[i].pid, 19);
+            ps[i].frozen = 1;
+        }
+        hit += ps[i].started;
+        /* crashed from now on, as a node that lost power */
+        ps[i].started = ps[i].done = ps[i].killed = 1;
+        ps[i].status = 137;
+        ps[i].end_ns = now;
     }
     return hit;
 }
@@ -993,7 +1026,16 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             const ddp_fault_t *f = &plan->faults[i];
             on[i] = (unsigned char)want;
             switch (by[i]) {
-            case BY_KILL: hits[i] += signal_procs(sys, ps, np, f, 9); break;
+            case BY_KILL:
+                if (silent_node_crash(f) && !o->netns) {
+                    hits[i] += freeze_node(sys, ps, np, f, now);
+                    break;
+                }
+                if (silent_node_crash(f) && ddp__real_silence(sys, &ns, f->node, i))
+                    fprintf(stderr, "ddpsim: fault crash (line %d) is not silent: %s\n",
+                            plan->fault_line[i], ddp_err_message());
+                hits[i] += signal_procs(sys, ps, np, f, 9);
+                break;
             case BY_STOP:
                 if (want)
                     hits[i] += signal_procs(sys, ps, np, f, 19);
@@ -1139,6 +1181,13 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
     }
     if (pg)
         progress_read(plan->results, pg, ps, np);
+    for (int i = 0; i < np; i++)
+        if (ps[i].frozen) { /* a silent node's processes: they end with the run */
+            ddp_sys_kill(sys, -ps[i].pid, 9);
+            ddp_sys_kill(sys, ps[i].pid, 9);
+            int st;
+            ddp_sys_wait(sys, ps[i].pid, &st, ddp_sys_deadline_in(sys, 5 * DDP_NS_PER_S));
+        }
     for (int i = 0; i < np; i++)
         if (ps[i].started && !ps[i].done) {
             ddp_sys_kill(sys, -ps[i].pid, 18);

@@ -547,6 +547,7 @@ static int st_fault(pctx_t *p, token_t *tok, int ntok)
     s->fault_line[s->nfaults] = p->line;
     s->nfaults++; /* owned strings are freed with the scenario from here on */
     int have_end = 0, have_delay = 0, end_col = 0, nodes_col = 0, rate_col = 0, by_col = 0;
+    int mode_col = 0;
     const token_t *not_bw = NULL; /* the first key a bandwidth fault cannot take */
     for (int i = 2; i < ntok; i++) {
         token_t *t = &tok[i];
@@ -561,7 +562,7 @@ static int st_fault(pctx_t *p, token_t *tok, int ntok)
         if (!v)
             return perr(p, t->col, "expected key=value (node=, peer=, port=, nodes=, ranks=, "
                                    "start=, end=, count=, p=, delay=, after=, phase=, point=, "
-                                   "rate=, by=) or may-miss, got \"%.60s\"", k);
+                                   "rate=, mode=, by=) or may-miss, got \"%.60s\"", k);
         if (once(p, tok, i, "a fault"))
             return DDP_ECONFIG;
         int rc = 0;
@@ -625,10 +626,17 @@ static int st_fault(pctx_t *p, token_t *tok, int ntok)
         } else if (!strcmp(k, "rate")) {
             rc = parse_rate(p, v, c, &f->rate_bps);
             rate_col = t->col;
+        } else if (!strcmp(k, "mode")) {
+            if (strcmp(v, "silent") && strcmp(v, "kill"))
+                rc = perr(p, c, "expected mode=silent (a power loss: nothing more leaves "
+                                "or reaches the node) or mode=kill (its processes die and "
+                                "their sockets close), got \"%.60s\"", v);
+            f->kill_mode = !strcmp(v, "kill");
+            mode_col = t->col;
         } else {
             rc = perr(p, t->col, "expected a fault key (node, peer, port, nodes, ranks, start, "
-                                 "end, count, p, delay, after, phase, point, rate; by on "
-                                 "late), got \"%.60s\"", k);
+                                 "end, count, p, delay, after, phase, point, rate, mode; by "
+                                 "on late), got \"%.60s\"", k);
         }
         if (rc)
             return rc;
@@ -681,6 +689,13 @@ static int st_fault(pctx_t *p, token_t *tok, int ntok)
                                     "fault (it limits a node's whole uplink, as tc tbf on "
                                     "its interface does), got %s=",
                     not_bw->text);
+    /* A process that dies has its sockets closed by its kernel; only a
+     * whole node can go quiet. */
+    if (mode_col && (f->kind != DDP_FAULT_CRASH || f->node < 0 || f->ranks || f->phase))
+        return perr(p, mode_col, "expected mode= only on a node's crash (crash node=N, "
+                                 "without ranks= or phase=: a process that dies always "
+                                 "closes its sockets), got it on %s",
+                    f->kind != DDP_FAULT_CRASH ? tok[1].text : "a process's crash");
     if (rate_col && f->kind != DDP_FAULT_BANDWIDTH)
         return perr(p, rate_col, "expected rate= only on bandwidth faults, got it on %s",
                     tok[1].text);
@@ -1386,8 +1401,9 @@ static int fault_equal(const ddp_fault_t *a, const ddp_fault_t *b, int i,
     DIFF(a->rate_bps != b->rate_bps, "fault %d: rate %llu vs %llu bit/s", i + 1,
          (unsigned long long)a->rate_bps, (unsigned long long)b->rate_bps);
     DIFF(memcmp(&a->start_on, &b->start_on, sizeof a->start_on) ||
-             memcmp(&a->end_on, &b->end_on, sizeof a->end_on) || a->may_miss != b->may_miss,
-         "fault %d: start/end events or may-miss differ", i + 1);
+             memcmp(&a->end_on, &b->end_on, sizeof a->end_on) || a->may_miss != b->may_miss ||
+             a->kill_mode != b->kill_mode,
+         "fault %d: start/end events, may-miss or mode differ", i + 1);
     return 1;
 }
 
@@ -1565,6 +1581,8 @@ void ddp__scenario_put_fault(FILE *o, const ddp_fault_t *f)
         fprintf(o, " point=%s", f->point);
     if (f->rate_bps)
         put_rate(o, f->rate_bps);
+    if (f->kill_mode)
+        fputs(" mode=kill", o);
     if (f->may_miss)
         fputs(" may-miss", o);
 }

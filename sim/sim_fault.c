@@ -304,9 +304,13 @@ void ddp__sim_crash(ddp_sim_t *sim, int fault)
     if (f->task < 0 && f->node >= 0) {
         if (sim->nodes[f->node].crashed)
             return;
-        sim->nodes[f->node].crashed = 1;
-        ddp__sim_trace(sim, -1, "fault", "\"fault\":\"crash\",\"node\":\"%s\"",
-                       sim->nodes[f->node].host);
+        /* silent: the node goes quiet, its sockets close without a word and
+         * what reaches it is lost; mode=kill: its processes die and their
+         * sockets close as a kernel closes them (peers read EOF, connects
+         * are refused) */
+        sim->nodes[f->node].crashed = !f->kill_mode;
+        ddp__sim_trace(sim, -1, "fault", "\"fault\":\"crash\",\"node\":\"%s\",\"mode\":\"%s\"",
+                       sim->nodes[f->node].host, f->kill_mode ? "kill" : "silent");
         for (int i = 0; i < sim->ntasks; i++) {
             ddp_sim_task_t *t = sim->tasks[i];
             if (t->out.node != f->node)
