@@ -1063,6 +1063,59 @@ static void test_within_from_join(void)
     ddp_scenario_free(s);
 }
 
+/* crash node=N (issue 31): silent by default, as a power loss: its
+ * sockets close without a word and its peers wait for their deadline
+ * (timeout); mode=kill: its processes die and their sockets close, so the
+ * peers read EOF at their next step (peer_lost). mode= belongs to a node's
+ * crash alone, at its column; the line round-trips. */
+static void test_crash_node_modes(void)
+{
+    static const char *const bad[][2] = {
+        {"scenario \"x\"\nfault crash ranks=1 mode=kill\nexpect invariants\n",
+         "inline.scn:2:21: expected mode= only on a node's crash"},
+        {"scenario \"x\"\nfault pause node=1 end=1s mode=kill\nexpect invariants\n",
+         "inline.scn:2:27: expected mode= only on a node's crash"},
+        {"scenario \"x\"\nfault crash node=1 mode=loud\nexpect invariants\n",
+         "inline.scn:2:25: expected mode=silent"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char err[512] = "";
+        ddp_scenario_t *b = NULL;
+        CU_ASSERT_EQUAL(ddp_scenario_parse(bad[i][0], "inline.scn", NULL, &b, err, sizeof err),
+                        DDP_ECONFIG);
+        if (!strstr(err, bad[i][1]))
+            printf("\n  case %zu: want \"%s\" in: %s\n", i, bad[i][1], err);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, bad[i][1]));
+        ddp_scenario_free(b);
+    }
+    for (int kill = 0; kill < 2; kill++) {
+        /* silent (said explicitly): rank 0 waits for its deadline; kill:
+         * it reads its ring predecessor's EOF */
+        char text[400];
+        snprintf(text, sizeof text,
+                 "scenario \"node 1 dies after init\"\ntimeout 20s\ntrain 2s\n"
+                 "fault crash node=1 start=barrier+100ms mode=%s\nexpect crashed ranks=2-3\n"
+                 "expect fail ranks=0 error=%s\n",
+                 kill ? "kill" : "silent", kill ? "peer_lost" : "timeout");
+        ddp_scenario_t *s = parse(text);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+        CU_ASSERT_EQUAL(s->faults[0].kill_mode, kill);
+        char *out = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&out, &len);
+        CU_ASSERT_EQUAL(ddp_scenario_write(s, m), 0);
+        fclose(m);
+        CU_ASSERT_EQUAL(out && strstr(out, "mode=kill") != NULL, kill);
+        free(out);
+        ddp_scn_result_t r;
+        CU_ASSERT_EQUAL(ddp_scenario_run(s, "ddp_hpc", NULL, &r), 0);
+        if (!r.pass)
+            printf("\n  mode %s: %s\n", kill ? "kill" : "silent", r.why);
+        CU_ASSERT_TRUE(r.pass);
+        ddp_scenario_free(s);
+    }
+}
+
 /* Same seed, same trace; another seed, another schedule. */
 static void test_determinism(void)
 {
@@ -1144,6 +1197,7 @@ DDP_SUITE("scenario", NULL, NULL,
           {"the judge: every invariant, broken one at a time", test_judge_invariants},
           {"the judge: ok means the world, some means one, fail means a failure, hung only when named", test_judge_expectations},
           {"within= from=join counts from each rank's first store contact", test_within_from_join},
+          {"crash node= is silent, mode=kill closes the node's sockets", test_crash_node_modes},
           {"the judge: the summary shows the root cause first", test_root_cause_first},
           {"a misreported rank: expectations hold, the judge names it", test_misreported_rank},
           {"JUnit: a run whose invariants broke is a failure (in-process)",
