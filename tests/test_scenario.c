@@ -936,6 +936,21 @@ static const char *const long_phases[] = {
     "a phase whose name is longer than the forty-seven characters kept", NULL};
 static const ddp_plugin_t long_named = {.name = "test-long-phase", .phases = long_phases};
 
+/* Each text bad[i][0] is refused with bad[i][1] in its error. */
+static void expect_parse_errors(const char *const bad[][2], size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char err[1024] = "";
+        ddp_scenario_t *b = NULL;
+        CU_ASSERT_EQUAL(ddp_scenario_parse(bad[i][0], "inline.scn", NULL, &b, err, sizeof err),
+                        DDP_ECONFIG);
+        if (!strstr(err, bad[i][1]))
+            printf("\n  case %zu: want \"%s\" in: %s\n", i, bad[i][1], err);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, bad[i][1]));
+        ddp_scenario_free(b);
+    }
+}
+
 /* The parser accepts a plugin's declared phases (before or after its plugin
  * line) and only for the plugin the scenario runs; a crash aimed at one
  * fires when the plugin enters it, under every accelerator. */
@@ -992,16 +1007,7 @@ static void test_plugin_phases(void)
          "name is longer than the forty-seven characters kept\"\nexpect invariants\n",
          "expected a phase name of at most 47 characters"},
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        char err[1024] = "";
-        ddp_scenario_t *b = NULL;
-        CU_ASSERT_EQUAL(ddp_scenario_parse(bad[i][0], "inline.scn", NULL, &b, err, sizeof err),
-                        DDP_ECONFIG);
-        if (!strstr(err, bad[i][1]))
-            printf("\n  case %zu: want \"%s\" in: %s\n", i, bad[i][1], err);
-        CU_ASSERT_PTR_NOT_NULL(strstr(err, bad[i][1]));
-        ddp_scenario_free(b);
-    }
+    expect_parse_errors(bad, sizeof bad / sizeof bad[0]);
 }
 
 /* within= from=join (issue 31): a bound counted from each rank's first
@@ -1017,16 +1023,7 @@ static void test_within_from_join(void)
         {"scenario \"x\"\nexpect ok from=join\n",
          "inline.scn:2:11: expected within= with from=join"},
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        char err[512] = "";
-        ddp_scenario_t *b = NULL;
-        CU_ASSERT_EQUAL(ddp_scenario_parse(bad[i][0], "inline.scn", NULL, &b, err, sizeof err),
-                        DDP_ECONFIG);
-        if (!strstr(err, bad[i][1]))
-            printf("\n  case %zu: want \"%s\" in: %s\n", i, bad[i][1], err);
-        CU_ASSERT_PTR_NOT_NULL(strstr(err, bad[i][1]));
-        ddp_scenario_free(b);
-    }
+    expect_parse_errors(bad, sizeof bad / sizeof bad[0]);
     ddp_scenario_t *s = parse("scenario \"j\"\nexpect ok within=1500ms from=join\n");
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
     CU_ASSERT_EQUAL(s->expect[0].from_join, 1);
@@ -1078,16 +1075,7 @@ static void test_crash_node_modes(void)
         {"scenario \"x\"\nfault crash node=1 mode=loud\nexpect invariants\n",
          "inline.scn:2:25: expected mode=silent"},
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        char err[512] = "";
-        ddp_scenario_t *b = NULL;
-        CU_ASSERT_EQUAL(ddp_scenario_parse(bad[i][0], "inline.scn", NULL, &b, err, sizeof err),
-                        DDP_ECONFIG);
-        if (!strstr(err, bad[i][1]))
-            printf("\n  case %zu: want \"%s\" in: %s\n", i, bad[i][1], err);
-        CU_ASSERT_PTR_NOT_NULL(strstr(err, bad[i][1]));
-        ddp_scenario_free(b);
-    }
+    expect_parse_errors(bad, sizeof bad / sizeof bad[0]);
     for (int kill = 0; kill < 2; kill++) {
         /* silent (said explicitly): rank 0 waits for its deadline; kill:
          * it reads its ring predecessor's EOF */
