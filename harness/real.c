@@ -244,7 +244,7 @@ static int freeze_node(ddp_sys_t *sys, proc_t *ps, int np, const ddp_fault_t *f,
             ddp_sys_kill(sys, ps[i].pid, 19);
             ps[i].frozen = 1;
         }
-        hit += ps[i].started;
+        hit++; /* one not started yet never starts: held off, as signal_procs counts it */
         /* crashed from now on, as a node that lost power */
         ps[i].started = ps[i].done = ps[i].killed = 1;
         ps[i].status = 137;

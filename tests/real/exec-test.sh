@@ -208,4 +208,33 @@ else
     fail "the killed process's end time (exit $rc)"
     show "$work/kill.out"
 fi
+# 9. A node's crash is silent unless mode=kill (issue 31): on loopback the
+#    node's processes are stopped, so the others wait for their deadline
+#    (timeout); with mode=kill they die, their sockets close, and the
+#    others read that at their next step (peer_lost).
+for mode in silent kill; do
+    want=timeout
+    [ $mode = kill ] && want=peer_lost
+    cat >"$work/node-$mode.scn" <<EOS
+scenario "a node's crash after init, mode=$mode"
+nodes 2
+devices 2
+accelerators ddp_hpc
+timeout 4s
+train 1s
+seed 7
+port 38209
+fault crash node=1 start=barrier+100ms mode=$mode
+expect crashed ranks=2-3
+expect fail ranks=0 error=$want
+EOS
+    "$ddpsim" run --real -v "$work/node-$mode.scn" --no-progress >"$work/node-$mode.out" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ] && grep -q 'fault crash     (line 9)  2 processes killed' "$work/node-$mode.out"; then
+        ok "crash node=1 mode=$mode: rank 0 fails with $want"
+    else
+        fail "crash node=1 mode=$mode: exit $rc (want rank 0 $want, 2 processes hit)"
+        show "$work/node-$mode.out"
+    fi
+done
 finish
