@@ -629,6 +629,7 @@ static void exec_outcome(const ddp_plan_t *plan, const proc_t *p, const char *ba
     x->state = DDP_SIM_TASK_EXITED;
     x->connect_ns = -1;
     x->join_ns = p->contact_ns;
+    x->foreign = 1;
     if (hosted)
         snprintf(x->progress, sizeof x->progress, "%s", phase_text(p, ph, sizeof ph));
     else

@@ -1012,7 +1012,7 @@ static void test_plugin_phases(void)
 
 /* within= from=join (issue 31): a bound counted from each rank's first
  * store contact, so a program's start-up does not count; from the start
- * where a rank never made one. Parse errors at their column; the line
+ * where a rank never made one; always so for a foreign program. Parse errors at their column; the line
  * round-trips; the simulator records when each rank's store client
  * connected. */
 static void test_within_from_join(void)
@@ -1046,6 +1046,31 @@ static void test_within_from_join(void)
         CU_ASSERT_EQUAL(r.expect_ok, joined);
         if (!joined)
             CU_ASSERT_PTR_NOT_NULL(strstr(r.why, "to end within 1.500 s, it ended at 2.000 s"));
+    }
+    ddp_scenario_free(s);
+    /* A foreign program's outcome: within= counts from its first store
+     * contact without from=join, and mentions= (ddpsim's words) do not
+     * apply; ddpsim's own process is held to both. */
+    s = parse("scenario \"f\"\nexpect fail error=timeout mentions=\"never joined\" "
+              "within=1500ms\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    for (int foreign = 0; foreign < 2; foreign++) {
+        ddp_sim_outcome_t o[4];
+        healthy_outcomes(o);
+        for (int i = 0; i < 4; i++) {
+            o[i].rc = 1;
+            o[i].code = DDP_ETIMEOUT;
+            o[i].connect_ns = -1;
+            o[i].join_ns = DDP_NS_PER_S;
+            o[i].foreign = foreign;
+            snprintf(o[i].message, sizeof o[i].message, "RuntimeError: Socket Timeout");
+        }
+        ddp_scn_result_t r;
+        memset(&r, 0, sizeof r);
+        ddp__scenario_judge(s, o, 4, 4, DDP_SIM_DONE, NULL, NULL, 0, &r);
+        CU_ASSERT_EQUAL(r.expect_ok, foreign);
+        if (r.expect_ok != foreign)
+            printf("\n  foreign %d: %s\n", foreign, r.why);
     }
     ddp_scenario_free(s);
     /* the simulator: every rank's store client connected after the master's

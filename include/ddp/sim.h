@@ -139,6 +139,10 @@ typedef struct ddp_sim_outcome {
                                connected its store client, a foreign
                                program's connection was accepted by the
                                hosted store (<= 0: none seen) */
+    int foreign;            /* a foreign program's (a real exec run): its
+                               words are its own (mentions= do not apply)
+                               and its start-up is not the job's (within=
+                               counts from its first store contact) */
     char progress[32];      /* a foreign program's furthest phase at the
                                store the run hosts ("joined", "barrier
                                passed, left"); "" elsewhere */
