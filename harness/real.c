@@ -633,7 +633,7 @@ static void exec_outcome(const ddp_plan_t *plan, const proc_t *p, const char *ba
     if (hosted)
         snprintf(x->progress, sizeof x->progress, "%s", phase_text(p, ph, sizeof ph));
     else
-        snprintf(ph, sizeof ph, "not known (--no-host-store)");
+        snprintf(ph, sizeof ph, "unknown (its own store)");
     /* rank R (node N, ADDR), exit S after T s, last phase P */
     int n = snprintf(head, sizeof head, "rank %d (node %d, %s), ", p->rank, p->node,
                      p->node >= 0 && p->node < plan->nnodes ? plan->nodes[p->node].addr : "?");
