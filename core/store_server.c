@@ -197,6 +197,9 @@ struct srv_conn {
     waiter_t *whead, *wtail;
     size_t wait_left; /* keys of the pending WAIT still missing */
     int waiting;
+    unsigned long long id; /* serial number (on_client) */
+    ddp_addr_t peer;
+    int passed;            /* its barrier ADD returned the world size */
 };
 
 typedef struct slice {
@@ -211,6 +214,7 @@ enum { RL_ACCEPT, RL_REFUSE, RL_DROP, RL_TIMEOUT, RL_MEMORY, RL_DENY,
 struct ddp_store_server {
     ddp_sys_t *sys;
     long long joined; /* clients that completed their first request */
+    unsigned long long accepted; /* connections accepted: their serials */
     ddp_store_server_opts_t o; /* defaults filled in; strings: ours */
     size_t max_request, max_reply;
     int lfd, ep;
@@ -1515,6 +1519,15 @@ static void observe(ddp_trigger_kind_t kind, slice_t k, long long value)
     ddp_fault_notify(&ev);
 }
 
+/* A client's progress, to the host that asked (opts.on_client). */
+static void note_client(ddp_store_server_t *srv, const conn_t *c, ddp_store_client_phase_t ph)
+{
+    if (!srv->o.on_client || !c->id)
+        return;
+    ddp_store_client_note_t note = {.id = c->id, .phase = ph, .peer = &c->peer};
+    srv->o.on_client(srv->o.on_client_arg, &note);
+}
+
 static void observe_request(ddp_store_server_t *srv, int op, slice_t k, slice_t *ks,
                             size_t n, long long added)
 {
@@ -1793,6 +1806,14 @@ static int handle_one(ddp_store_server_t *srv, conn_t *c)
             tl_del(srv, L_UV, c);
         }
         srv->joined += joined;
+        if (joined)
+            note_client(srv, c, DDP_STORE_CLIENT_JOINED);
+        if (op == DDP_STORE_OP_ADD && !c->passed && srv->o.world > 0 &&
+            res >= srv->o.world && k.n >= 23 &&
+            memmem(k.p, k.n, "store_based_barrier_key", 23)) {
+            c->passed = 1;
+            note_client(srv, c, DDP_STORE_CLIENT_BARRIER);
+        }
         if (ddp_fault_observed()) {
             if (joined) {
                 ddp_fault_event_t ev = {.kind = DDP_TRIG_JOINED, .rank = -1, .value = srv->joined};
@@ -1811,6 +1832,7 @@ static void conn_kill(ddp_store_server_t *srv, conn_t *c)
     if (c->dead)
         return;
     c->dead = 1;
+    note_client(srv, c, DDP_STORE_CLIENT_LEFT);
     conn_clear_waits(srv, c);
     watches_drop(srv, c);
     for (int l = 0; l < L_COUNT; l++)
@@ -2228,6 +2250,9 @@ static void accept_some(ddp_store_server_t *srv)
         c->fd = fd;
         c->ev = DDP_POLLIN;
         memcpy(c->name, name, sizeof name);
+        c->peer = peer;
+        c->id = ++srv->accepted;
+        note_client(srv, c, DDP_STORE_CLIENT_CONNECTED);
         conn_charge(srv, c);
         /* Current only (or with a token): silence is a stuck or foreign
          * client. Otherwise it may be a legacy client's callback socket,

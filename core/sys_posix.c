@@ -740,6 +740,101 @@ int ddp_sys_sweep_stale(const char *dir, const char *prefix)
     return n;
 }
 
+int ddp_sys_make_dirs(const char *path)
+{
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+        return ddp_err_set(-ENAMETOOLONG, "folder name too long: %.80s...", path);
+    for (char *p = buf + 1;; p++) {
+        char c = *p;
+        if (c != '/' && c != '\0')
+            continue;
+        *p = '\0';
+        struct stat sb;
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return ddp_err_set(-errno, "cannot make folder %s: %s", buf, strerror(errno));
+        if (stat(buf, &sb) != 0 || !S_ISDIR(sb.st_mode))
+            return ddp_err_set(-ENOTDIR, "%s is not a folder", buf);
+        *p = c;
+        if (!c)
+            return 0;
+    }
+}
+
+/* The inodes of the TCP sockets in /proc/<pid>/net/tcp{,6} (the view of
+ * pid's network namespace) with this local and remote port. */
+static int tcp_inodes(long pid, uint16_t lport, uint16_t rport, unsigned long *ino, int max)
+{
+    int n = 0;
+    for (int v6 = 0; v6 < 2; v6++) {
+        char path[64], line[512];
+        snprintf(path, sizeof path, "/proc/%ld/net/tcp%s", pid, v6 ? "6" : "");
+        FILE *f = fopen(path, "r");
+        while (f && n < max && fgets(line, sizeof line, f)) {
+            char la[64], ra[64];
+            unsigned lp, rp;
+            unsigned long inode;
+            /* sl local:port rem:port st tx:rx tr:when retrnsmt uid timeout inode */
+            if (sscanf(line, " %*s %63[0-9A-Fa-f]:%x %63[0-9A-Fa-f]:%x %*s %*s %*s %*s %*s %*s %lu",
+                       la, &lp, ra, &rp, &inode) == 5 &&
+                lp == lport && rp == rport && inode)
+                ino[n++] = inode;
+        }
+        if (f)
+            fclose(f);
+    }
+    return n;
+}
+
+int ddp_sys_session_holds_tcp(long sid, uint16_t local_port, uint16_t remote_port)
+{
+    unsigned long ino[8];
+    int nino = tcp_inodes(sid, local_port, remote_port, ino, 8);
+    if (nino <= 0)
+        return 0;
+    DIR *d = opendir("/proc");
+    if (!d)
+        return -errno;
+    int found = 0;
+    for (struct dirent *e; !found && (e = readdir(d));) {
+        char *end, path[300], buf[512];
+        long pid = strtol(e->d_name, &end, 10);
+        if (end == e->d_name || *end)
+            continue;
+        snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+        FILE *f = fopen(path, "r");
+        size_t len = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+        if (f)
+            fclose(f);
+        buf[len] = '\0';
+        /* pid (comm) state ppid pgrp session: comm may hold blanks */
+        const char *rp = strrchr(buf, ')');
+        long session = -1;
+        if (!rp || sscanf(rp + 1, " %*c %*d %*d %ld", &session) != 1 || session != sid)
+            continue;
+        snprintf(path, sizeof path, "/proc/%ld/fd", pid);
+        DIR *fd = opendir(path);
+        for (struct dirent *x; fd && !found && (x = readdir(fd));) {
+            char link[300], target[64];
+            if (x->d_name[0] == '.')
+                continue;
+            snprintf(link, sizeof link, "/proc/%ld/fd/%s", pid, x->d_name);
+            ssize_t tl = readlink(link, target, sizeof target - 1);
+            unsigned long inode;
+            if (tl <= 0)
+                continue;
+            target[tl] = '\0';
+            if (sscanf(target, "socket:[%lu]", &inode) == 1)
+                for (int i = 0; i < nino && !found; i++)
+                    found = ino[i] == inode;
+        }
+        if (fd)
+            closedir(fd);
+    }
+    closedir(d);
+    return found;
+}
+
 /* ---- output files (ddp_out_*; contract in ddp/sys.h) ---- */
 
 struct ddp_out {

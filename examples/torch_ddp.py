@@ -14,8 +14,9 @@ stderr and exit status 1, which ddpsim classifies (docs/real-runs.md).
                      timeout; ddpsim sets it to the scenario's `timeout`);
                      default 1800, as Lightning's
   TORCH_DDP_STEPS    training steps (default 3)
-  TORCH_DDP_TRAIN_S  seconds to "train" after the steps, with the store up
-                     (ddpsim sets it from the scenario's `train`; default 0)
+  DDPSIM_TRAIN_S     seconds to "train" after the steps, with the store up
+                     (ddpsim sets it from the scenario's `train`; default 0;
+                     TORCH_DDP_TRAIN_S when it is not set)
 
 Run it by hand with ddpsim's launcher:  ddpsim launch --nproc-per-node 2 -- python3 examples/torch_ddp.py
 """
@@ -31,7 +32,8 @@ import torch.distributed as dist
 def main():
     timeout = float(os.environ.get("DDPSIM_TIMEOUT_S", "1800"))
     steps = int(os.environ.get("TORCH_DDP_STEPS", "3"))
-    train_s = float(os.environ.get("TORCH_DDP_TRAIN_S", "0"))
+    train_s = float(os.environ.get("DDPSIM_TRAIN_S",
+                                   os.environ.get("TORCH_DDP_TRAIN_S", "0")))
     dist.init_process_group("gloo", init_method="env://",
                             timeout=datetime.timedelta(seconds=timeout))
     rank, world = dist.get_rank(), dist.get_world_size()

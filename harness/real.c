@@ -15,6 +15,7 @@
 #include "ddp/plan.h"
 #include "ddp/plugin.h"
 #include "ddp/sim.h"
+#include "ddp/store.h"
 #include "real_priv.h"
 #include "scenario_priv.h"
 
@@ -208,6 +209,11 @@ typedef struct proc {
     int64_t start_ns, end_ns;
     int64_t spawn_ns; /* when it was spawned: start_ns, or after its pause */
     int workers; /* records of processes it launched */
+    int phase;   /* the furthest it got at the hosted store (ddp_store_client_phase_t
+                    short of LEFT; 0: never reached it) */
+    int left;    /* a connection of it to the store closed */
+    int64_t contact_ns; /* its first connect to the hosted store (-1 none) */
+    int frozen;  /* stopped for a silent node crash on loopback: killed at the end */
 } proc_t;
 
 /* Who realises a fault in a real run. */
@@ -243,6 +249,38 @@ static int signal_procs(ddp_sys_t *sys, proc_t *ps, int np, const ddp_fault_t *f
         if (sig == 9)
             ps[i].killed = 1;
         hit++;
+    }
+    return hit;
+}
+
+/* A node's crash that is silent (ddp_fault_t.kill_mode): as after a power
+ * loss nothing more leaves or reaches the node. In namespaces its traffic
+ * is dropped (nft) before its processes are killed, so the FINs and
+ * resets their kernel sends on their death never leave; on loopback, where
+ * no rule can silence one node, its processes are stopped instead (they
+ * hold their sockets and answer nothing) and killed at the run's end. */
+static int silent_node_crash(const ddp_fault_t *f)
+{
+    return f->kind == DDP_FAULT_CRASH && f->node >= 0 && !f->ranks && !f->phase &&
+           !f->kill_mode;
+}
+
+static int freeze_node(ddp_sys_t *sys, proc_t *ps, int np, const ddp_fault_t *f, int64_t now)
+{
+    int hit = 0;
+    for (int i = 0; i < np; i++) {
+        if (ps[i].done || !proc_aimed(f, &ps[i]))
+            continue;
+        if (ps[i].started) {
+            ddp_sys_kill(sys, -ps[i].pid, 19);
+            ddp_sys_kill(sys, ps[i].pid, 19);
+            ps[i].frozen = 1;
+        }
+        hit++; /* one not started yet never starts: held off, as signal_procs counts it */
+        /* crashed from now on, as a node that lost power */
+        ps[i].started = ps[i].done = ps[i].killed = 1;
+        ps[i].status = 137;
+        ps[i].end_ns = now;
     }
     return hit;
 }
@@ -286,6 +324,124 @@ static void proc_event(const ddp_plan_t *plan, ddp_faultset_t *fs, const proc_t 
     ddp_fault_event_t ev = {.kind = kind, .rank = p->rank, .name = "", .value = -1};
     if (ddp_faultset_wants(fs, &ev))
         ddp__real_event_write(plan->results, &ev, now, 0);
+}
+
+/* What the hosted store saw of each connection (P records), and whose
+ * process holds it: the runner asks the kernel which rank's session
+ * holds the client's port while the connection is open. */
+#define MAX_CONNS 256
+typedef struct store_conn {
+    unsigned long long id;
+    unsigned port;
+    int proc;     /* index in ps (-1: not known yet) */
+    int phase;    /* furthest, short of LEFT */
+    int left, tries;
+    int64_t first_ns;
+} store_conn_t;
+
+typedef struct progress {
+    store_conn_t c[MAX_CONNS];
+    int n;
+    long off;     /* P records read so far */
+    uint16_t store_port;
+} progress_t;
+
+static void progress_apply(proc_t *p, const store_conn_t *c)
+{
+    if (c->phase > p->phase)
+        p->phase = c->phase;
+    p->left |= c->left;
+    if (c->first_ns >= 0 && (p->contact_ns < 0 || c->first_ns < p->contact_ns))
+        p->contact_ns = c->first_ns;
+}
+
+/* Reads the new P records and attributes connections to ranks: by the
+ * rank the store found holding the client's port, else by asking the
+ * kernel here while the connection is open. */
+static void progress_read(const char *results, progress_t *pg, proc_t *ps, int np)
+{
+    FILE *f = fopen(results, "r");
+    char line[256];
+    if (f && fseek(f, pg->off, SEEK_SET) == 0)
+        while (fgets(line, sizeof line, f)) {
+            size_t len = strlen(line);
+            if (!len || line[len - 1] != '\n')
+                break; /* still being written */
+            pg->off += (long)len;
+            unsigned long long id;
+            int ph;
+            long long t;
+            unsigned port;
+            int rank = -1;
+            if (line[0] != 'P' ||
+                sscanf(line, "P\t%llu\t%d\t%lld\t%u\t%d", &id, &ph, &t, &port, &rank) < 4)
+                continue;
+            int k = 0;
+            while (k < pg->n && pg->c[k].id != id)
+                k++;
+            if (k == pg->n) {
+                if (pg->n == MAX_CONNS)
+                    continue;
+                pg->c[pg->n++] = (store_conn_t){.id = id, .port = port, .proc = -1,
+                                                .first_ns = t};
+            }
+            store_conn_t *c = &pg->c[k];
+            for (int i = 0; i < np && c->proc < 0 && rank >= 0; i++)
+                if (ps[i].rank == rank && ps[i].started) /* the store saw whose */
+                    c->proc = i;
+            if (ph == DDP_STORE_CLIENT_LEFT)
+                c->left = 1;
+            else if (ph > c->phase)
+                c->phase = ph;
+            if (c->proc >= 0)
+                progress_apply(&ps[c->proc], c);
+        }
+    if (f)
+        fclose(f);
+    for (int k = 0; k < pg->n; k++) {
+        store_conn_t *c = &pg->c[k];
+        /* asked while the connection is open, a few times at most: one
+         * that belongs to no rank (a shell's `ddpsim store`) stays unknown */
+        if (c->proc >= 0 || c->left || c->tries >= 20)
+            continue;
+        c->tries++;
+        for (int i = 0; i < np && c->proc < 0; i++)
+            if (ps[i].rank >= 0 && ps[i].started && !ps[i].done &&
+                ddp_sys_session_holds_tcp(ps[i].pid, (uint16_t)c->port, pg->store_port) == 1) {
+                c->proc = i;
+                progress_apply(&ps[i], c);
+            }
+    }
+}
+
+/* An S record: rank's process (its session) for the hosted store, which
+ * tells by it whose connection it accepted (real_child.c). */
+static void session_record(const char *results, const proc_t *p)
+{
+    FILE *f = fopen(results, "a");
+    if (!f)
+        return;
+    setvbuf(f, NULL, _IOFBF, 256); /* one write: appends do not mix */
+    fprintf(f, "S\t%d\t%d\t%ld\n", p->task, p->rank, (long)p->pid);
+    fclose(f);
+}
+
+/* Joined connections no rank's process was found to hold. */
+static int progress_unknown_joined(const progress_t *pg)
+{
+    int n = 0;
+    for (int k = 0; k < pg->n; k++)
+        n += pg->c[k].proc < 0 && pg->c[k].phase >= DDP_STORE_CLIENT_JOINED;
+    return n;
+}
+
+/* "joined", "barrier passed, left": the furthest a rank got at the store. */
+static const char *phase_text(const proc_t *p, char *buf, size_t n)
+{
+    static const char *const names[] = {"none", "connected", "joined", "barrier passed"};
+    int ph = p->phase >= 0 && p->phase <= DDP_STORE_CLIENT_BARRIER ? p->phase : 0;
+    snprintf(buf, n, "%s%s", names[ph], p->left ? ", left" : "");
+    return buf;
 }
 
 /* Parses the results file into outcomes; fired[i] counts the firings of
@@ -389,10 +545,59 @@ static int read_results(const char *path, proc_t *ps, int np, const ddp_plan_t *
  * ddpsim's host table), the scenario's timeouts (DDPSIM_TIMEOUT_S,
  * DDPSIM_TRAIN_S: examples/torch_ddp.py passes them to torch) and, in
  * namespaces, the interface gloo and NCCL bind. */
-static ddp_env_t *proc_env(ddp_sys_t *sys, const ddp_plan_t *plan, const ddp_plan_proc_t *x,
-                           int netns, const char *run_id)
+/* Variables a launcher or cluster owns: a foreign program inherits none
+ * of them from the runner's environment (a run started inside a SLURM job
+ * must not hand its torchrun-launched ranks that job's SLURM_*), only what
+ * the scenario's cluster and launcher set. */
+static int launcher_var(const char *k)
 {
-    ddp_env_t *env = ddp_env_clone(x->env);
+    static const char *const prefix[] = {"SLURM_", "OMPI_", "PMIX_", "PMI_", "LSB_",
+                                         "JSM_", "TORCHELASTIC_", "PET_", "DDPSIM_"};
+    static const char *const name[] = {"MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE",
+                                       "LOCAL_RANK", "NODE_RANK", "GROUP_RANK",
+                                       "LOCAL_WORLD_SIZE", "ROLE_RANK", "ROLE_WORLD_SIZE",
+                                       "GROUP_WORLD_SIZE", "ROLE_NAME"};
+    for (size_t i = 0; i < sizeof prefix / sizeof prefix[0]; i++)
+        if (!strncmp(k, prefix[i], strlen(prefix[i])))
+            return 1;
+    for (size_t i = 0; i < sizeof name / sizeof name[0]; i++)
+        if (!strcmp(k, name[i]))
+            return 1;
+    return 0;
+}
+
+static int inherit_one(void *arg, const char *k, const char *v)
+{
+    return launcher_var(k) ? 0 : ddp_env_set(arg, k, v);
+}
+
+static int overlay_one(void *arg, const char *k, const char *v)
+{
+    return ddp_env_set(arg, k, v);
+}
+
+/* A foreign program's environment starts from the runner's (the user's:
+ * PYTHONPATH, LD_LIBRARY_PATH, VIRTUAL_ENV, OMP_NUM_THREADS, NCCL_*,
+ * GLOO_*, ...) less the launchers' variables, or from nothing with
+ * env_clear; the plan's (the scenario's cluster, launcher and env lines)
+ * go over it. ddpsim's own processes get the plan's alone. */
+static ddp_env_t *base_env(ddp_sys_t *sys, const ddp_plan_proc_t *x, int env_clear)
+{
+    if (x->kind != DDP_PLAN_EXEC)
+        return ddp_env_clone(x->env);
+    ddp_env_t *env = ddp_env_new();
+    if (env && ((!env_clear && ddp_env_foreach(ddp_sys_env(sys), inherit_one, env)) ||
+                ddp_env_foreach(x->env, overlay_one, env))) {
+        ddp_env_free(env);
+        return NULL;
+    }
+    return env;
+}
+
+static ddp_env_t *proc_env(ddp_sys_t *sys, const ddp_plan_t *plan, const ddp_plan_proc_t *x,
+                           int netns, int env_clear, const char *run_id)
+{
+    ddp_env_t *env = base_env(sys, x, env_clear);
     if (!env)
         return NULL;
     /* The run's identity: rank 0 leaves it in its store and every rank
@@ -456,11 +661,15 @@ static void out_path(char *buf, size_t n, const char *base, int task, const char
     snprintf(buf, n, "%s.%d.%s", base, task, what);
 }
 
-/* A foreign program's outcome, from how it ended and its stderr. */
+static long master_port(const ddp_plan_t *plan);
+
+/* A foreign program's outcome, from how it ended, its stderr and what
+ * the hosted store saw of it (hosted: the run hosts the store; sure: every
+ * joined connection's rank is known, so a rank without one never joined). */
 static void exec_outcome(const ddp_plan_t *plan, const proc_t *p, const char *base,
-                         int64_t grace, ddp_sim_outcome_t *x)
+                         int64_t grace, int hosted, int sure, ddp_sim_outcome_t *x)
 {
-    char path[320];
+    char path[320], ph[40], head[160];
     memset(x, 0, sizeof *x);
     x->name = plan->procs[p->task].name;
     x->rank = p->rank;
@@ -469,14 +678,25 @@ static void exec_outcome(const ddp_plan_t *plan, const proc_t *p, const char *ba
     x->end_ns = p->end_ns;
     x->state = DDP_SIM_TASK_EXITED;
     x->connect_ns = -1;
+    x->join_ns = p->contact_ns;
+    x->foreign = 1;
+    if (hosted)
+        snprintf(x->progress, sizeof x->progress, "%s", phase_text(p, ph, sizeof ph));
+    else
+        snprintf(ph, sizeof ph, "unknown (its own store)");
+    /* rank R (node N, ADDR), exit S after T s, last phase P */
+    int n = snprintf(head, sizeof head, "rank %d (node %d, %s), ", p->rank, p->node,
+                     p->node >= 0 && p->node < plan->nnodes ? plan->nodes[p->node].addr : "?");
     if (p->at_limit) { /* its own timeouts never ended it: hung, not timed out */
         x->rc = x->code = DDP_EHUNG;
         snprintf(x->message, sizeof x->message,
-                 "hung: still running at the scenario's deadline plus %.0f s of grace "
-                 "(%.1f s): killed", (double)grace / 1e9,
-                 (double)plan->limit_ns / 1e9);
+                 "%shung: still running at the scenario's deadline plus %.0f s of grace "
+                 "(%.1f s), last phase %s: killed", head, (double)grace / 1e9,
+                 (double)plan->limit_ns / 1e9, ph);
         return;
     }
+    snprintf(head + n, sizeof head - (size_t)n, "exit %d after %.1f s, last phase %s",
+             p->status, (double)(p->end_ns - p->start_ns) / 1e9, ph);
     out_path(path, sizeof path, base, p->task, "err");
     FILE *f = fopen(path, "r");
     char *text = calloc(1, 65537);
@@ -486,14 +706,114 @@ static void exec_outcome(const ddp_plan_t *plan, const proc_t *p, const char *ba
     if (text)
         text[len] = '\0';
     x->rc = p->status;
-    x->code = ddp__real_classify(p->status, text ? text : "", x->message, sizeof x->message);
-    if (p->status == 0)
+    char why[sizeof x->message];
+    x->code = ddp__real_classify(p->status, text ? text : "", why, sizeof why);
+    /* classify's "exit status S: LINE": the line, after our head */
+    const char *line = strstr(why, ": ") ? strstr(why, ": ") + 2 : "";
+    if (p->status == 0 && hosted && sure && p->phase < DDP_STORE_CLIENT_JOINED) {
+        /* exit 0 proves nothing about the job: it never used its store */
+        x->rc = 1;
+        x->code = DDP_ENO_JOIN;
+        snprintf(x->message, sizeof x->message,
+                 "%s: exited 0 without ever joining the job's store (at %s:%ld): "
+                 "not a distributed run", head, plan->nodes[0].addr, master_port(plan));
+    } else if (p->status == 0) {
         x->connect_ns = p->end_ns; /* it got through init_process_group */
-    else if (p->status == 127)
-        snprintf(x->message, sizeof x->message, "exit status 127: %s",
+    } else if (p->status == 127) {
+        snprintf(x->message, sizeof x->message, "%s: %s", head,
                  text && *text ? text : "the program could not be started");
+    } else {
+        snprintf(x->message, sizeof x->message, "%s: %s", head,
+                 *line ? line : "nothing on stderr");
+    }
     x->message[strcspn(x->message, "\n")] = '\0';
     free(text);
+}
+
+static void drop_outputs(const ddp_plan_t *plan, const proc_t *ps, int np, const char *base)
+{
+    for (int i = 0; i < np; i++) {
+        char path[320];
+        if (plan->procs[ps[i].task].kind != DDP_PLAN_EXEC)
+            continue;
+        out_path(path, sizeof path, base, ps[i].task, "out");
+        remove(path);
+        out_path(path, sizeof path, base, ps[i].task, "err");
+        remove(path);
+    }
+}
+
+/* Moves a file (a copy where rename cannot cross file systems). */
+static int move_file(const char *from, const char *to)
+{
+    if (rename(from, to) == 0)
+        return 0;
+    FILE *in = fopen(from, "rb"), *out = in ? fopen(to, "wb") : NULL;
+    char buf[8192];
+    size_t k;
+    int rc = in && out ? 0 : -1;
+    while (rc == 0 && (k = fread(buf, 1, sizeof buf, in)) > 0)
+        rc = fwrite(buf, 1, k, out) == k ? 0 : -1;
+    if (in)
+        fclose(in);
+    if (out && fclose(out))
+        rc = -1;
+    remove(from);
+    return rc;
+}
+
+/* Each foreign rank's stdout and stderr go to the run's folder,
+ * DIR/SCENARIO.ACCEL[.netns]/rankR.{out,err} (replacing the last run's):
+ * DIR is --keep-output's (every run kept), else TMPDIR/ddpsim-output
+ * (failing and vacuous runs only; a passing run's are removed). r->output
+ * names the folder and each failing rank's stderr file. */
+static void keep_outputs(const ddp_scenario_t *s, const char *accel, const ddp_real_opts_t *o,
+                         const char *tmpdir, const ddp_plan_t *plan, const proc_t *ps, int np,
+                         const char *base, const ddp_sim_outcome_t *outs, int n,
+                         ddp_scn_result_t *r)
+{
+    if (!o->keep_output && r->pass) {
+        drop_outputs(plan, ps, np, base);
+        return;
+    }
+    char dir[600], stem[200];
+    const char *b = strrchr(s->file, '/');
+    snprintf(stem, sizeof stem, "%s", s->file[0] ? (b ? b + 1 : s->file) : "scenario");
+    size_t sl = strlen(stem);
+    if (sl > 4 && !strcmp(stem + sl - 4, ".scn"))
+        stem[sl - 4] = '\0';
+    if (o->keep_output)
+        snprintf(dir, sizeof dir, "%s/%s.%s%s", o->keep_output, stem, accel,
+                 o->netns ? ".netns" : "");
+    else
+        snprintf(dir, sizeof dir, "%s/ddpsim-output/%s.%s%s", tmpdir, stem, accel,
+                 o->netns ? ".netns" : "");
+    if (ddp_sys_make_dirs(dir)) {
+        snprintf(r->output, sizeof r->output, "not kept: %s", ddp_err_message());
+        drop_outputs(plan, ps, np, base);
+        return;
+    }
+    size_t off = (size_t)snprintf(r->output, sizeof r->output, "%s/", dir);
+    for (int i = 0; i < np; i++) {
+        const proc_t *p = &ps[i];
+        if (plan->procs[p->task].kind != DDP_PLAN_EXEC)
+            continue;
+        char from[320], to[700], name[32];
+        snprintf(name, sizeof name, "rank%d", p->rank);
+        for (int k = 0; k < 2; k++) {
+            out_path(from, sizeof from, base, p->task, k ? "err" : "out");
+            snprintf(to, sizeof to, "%s/%s.%s", dir, name, k ? "err" : "out");
+            if (p->started)
+                move_file(from, to);
+        }
+        int failed = 0;
+        for (int k = 0; k < n && !failed; k++)
+            failed = outs[k].rank == p->rank && outs[k].name == plan->procs[p->task].name &&
+                     (outs[k].rc != 0 || outs[k].state == DDP_SIM_TASK_CRASHED);
+        if (failed && off < sizeof r->output)
+            off += (size_t)snprintf(r->output + off, sizeof r->output - off, "%s%s.err",
+                                    off == strlen(dir) + 1 ? ": " : ", ", name);
+    }
 }
 
 /* Foreign programs' traffic to the store goes through the delay proxy
@@ -710,7 +1030,7 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
     for (int t = 0; t < plan->nprocs && np < MAX_PROCS + 2; t++) {
         const ddp_plan_proc_t *x = &plan->procs[t];
         ps[np++] = (proc_t){.task = t, .node = x->node, .rank = x->rank,
-                            .start_ns = x->start_ns};
+                            .start_ns = x->start_ns, .contact_ns = -1};
     }
     /* The faults the runner realises, through the one faultset
      * (ddp/faults.h): each window is switched on and off as its state
@@ -742,6 +1062,11 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
     }
     int timed_out = 0;
     long events_off = 0;
+    /* what the hosted store sees of each rank (P records) */
+    int hosted = exec && hosted_store(plan) >= 0;
+    progress_t *pg = hosted ? calloc(1, sizeof *pg) : NULL;
+    if (pg)
+        pg->store_port = (uint16_t)master_port(plan);
     ddp_faultset_t *rfsp = &rfs;
     char holder_why[400] = "";
     for (;;) {
@@ -752,6 +1077,8 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
         int nacks = 0;
         if (rfs.events)
             ddp__real_events_read(plan->results, &events_off, &rfsp, 1, 0, acks, 64, &nacks);
+        if (pg)
+            progress_read(plan->results, pg, ps, np);
         for (int i = 0; i < plan->nfaults && i < DDP_SCN_MAX_FAULTS; i++) {
             int want = ddp_faultset_active(&rfs, i, now);
             if (by[i] == BY_OTHERS || want == on[i] || (by[i] == BY_KILL && on[i]))
@@ -759,7 +1086,16 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             const ddp_fault_t *f = &plan->faults[i];
             on[i] = (unsigned char)want;
             switch (by[i]) {
-            case BY_KILL: hits[i] += signal_procs(sys, ps, np, f, 9); break;
+            case BY_KILL:
+                if (silent_node_crash(f) && !o->netns) {
+                    hits[i] += freeze_node(sys, ps, np, f, now);
+                    break;
+                }
+                if (silent_node_crash(f) && ddp__real_silence(sys, &ns, f->node, i))
+                    fprintf(stderr, "ddpsim: fault crash (line %d) is not silent: %s\n",
+                            plan->fault_line[i], ddp_err_message());
+                hits[i] += signal_procs(sys, ps, np, f, 9);
+                break;
             case BY_STOP:
                 if (want)
                     hits[i] += signal_procs(sys, ps, np, f, 19);
@@ -804,7 +1140,7 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
                 continue;
             }
             const ddp_plan_proc_t *x = &plan->procs[p->task];
-            ddp_env_t *env = proc_env(sys, plan, x, o->netns, run_id);
+            ddp_env_t *env = proc_env(sys, plan, x, o->netns, o->env_clear, run_id);
             char *argv[16], nsname[32], idx[16], outp[320], errp[320];
             int k = 0;
             if (o->netns) {
@@ -832,6 +1168,8 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             p->started = 1;
             p->spawn_ns = now;
             proc_event(plan, &rfs, p, DDP_TRIG_SPAWN, now);
+            if (!src && pg && x->kind == DDP_PLAN_EXEC)
+                session_record(plan->results, p);
             if (src) {
                 p->done = 1;
                 p->status = 127;
@@ -881,6 +1219,8 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
                 continue;
             int st;
             if (ddp_sys_wait(sys, p->pid, &st, 0) == 0) {
+                if (pg) /* its connections, before its sockets go */
+                    progress_read(plan->results, pg, ps, np);
                 p->done = 1;
                 p->status = st;
                 p->end_ns = ddp_sys_now(sys) - t0;
@@ -906,6 +1246,15 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             break;
         ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 5 * DDP_NS_PER_MS));
     }
+    if (pg)
+        progress_read(plan->results, pg, ps, np);
+    for (int i = 0; i < np; i++)
+        if (ps[i].frozen) { /* a silent node's processes: they end with the run */
+            ddp_sys_kill(sys, -ps[i].pid, 9);
+            ddp_sys_kill(sys, ps[i].pid, 9);
+            int st;
+            ddp_sys_wait(sys, ps[i].pid, &st, ddp_sys_deadline_in(sys, 5 * DDP_NS_PER_S));
+        }
     for (int i = 0; i < np; i++)
         if (ps[i].started && !ps[i].done) {
             ddp_sys_kill(sys, -ps[i].pid, 18);
@@ -935,6 +1284,10 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
     ddp_faultset_free(&rfs);
     free(fired);
     /* A foreign program leaves no record: its exit and stderr say it. */
+    if (pg) /* the store's last words (the ranks' connections closing) */
+        progress_read(plan->results, pg, ps, np);
+    int sure = pg && progress_unknown_joined(pg) == 0;
+    free(pg);
     for (int i = 0; exec && n >= 0 && i < np; i++) {
         if (plan->procs[ps[i].task].kind != DDP_PLAN_EXEC || ps[i].killed)
             continue;
@@ -942,23 +1295,18 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
         if (!no)
             break;
         outs = no;
-        exec_outcome(plan, &ps[i], base, grace, &outs[n++]);
-    }
-    for (int i = 0; exec && i < np; i++) {
-        char path[320];
-        out_path(path, sizeof path, base, ps[i].task, "out");
-        remove(path);
-        out_path(path, sizeof path, base, ps[i].task, "err");
-        remove(path);
+        exec_outcome(plan, &ps[i], base, grace, hosted, sure, &outs[n++]);
     }
     remove(plan->results);
     remove(plan_path);
     if (n < 0) {
+        drop_outputs(plan, ps, np, base);
         ddp_plan_free(plan);
         return n;
     }
     /* A foreign program killed at the limit is a timeout outcome, not a
      * harness that lost track of it. */
+    r->first_rank = -1; /* no rank's message wanted */
     ddp__scenario_judge(s, outs, n, plan->expected_world,
                         timed_out && !exec ? DDP_SIM_TIME_LIMIT : DDP_SIM_DONE, NULL,
                         o->report, o->report_len, r);
@@ -978,6 +1326,8 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
                  "%d network namespace(s) could not be deleted (first %s): "
                  "remove with `ip netns del %s` or `make netns-clean`", nleft, ns_left, ns_left);
     }
+    if (exec)
+        keep_outputs(s, accel, o, tmpdir, plan, ps, np, base, outs, n, r);
     free(outs);
     ddp_plan_free(plan);
     return 0;

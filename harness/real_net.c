@@ -370,6 +370,24 @@ static long long capture_sum(ddp_sys_t *sys, char **argv, const char *scratch,
     return sum;
 }
 
+int ddp__real_silence(ddp_sys_t *sys, const ddp_netns_t *ns, int node, int fault)
+{
+    char table[16], name[32];
+    snprintf(table, sizeof table, "c%d", fault);
+    ddp__real_ns_name(ns, node, name, sizeof name);
+    if (RUN_QUIET("ip", "netns", "exec", name, "nft", "add", "table", "inet", table) ||
+        RUN_QUIET("ip", "netns", "exec", name, "nft", "add", "chain", "inet", table, "out", "{",
+                  "type", "filter", "hook", "output", "priority", "0", ";", "policy", "drop",
+                  ";", "}") ||
+        RUN_QUIET("ip", "netns", "exec", name, "nft", "add", "chain", "inet", table, "in", "{",
+                  "type", "filter", "hook", "input", "priority", "0", ";", "policy", "drop",
+                  ";", "}"))
+        return ddp_err_set(DDP_EUNSUPPORTED, "nft could not drop node %d's traffic in %s "
+                           "(is nftables installed?): its processes are killed, and their "
+                           "peers see the sockets close", node, name);
+    return 0;
+}
+
 long long ddp__real_nft_hits(ddp_sys_t *sys, const ddp_netns_t *ns, const ddp_plan_t *p,
                              int fault, const char *scratch)
 {

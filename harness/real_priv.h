@@ -66,6 +66,11 @@ void ddp__real_proxy_stop(ddp_real_proxy_t *x, long long *hits, int n);
 int ddp__real_dnat(ddp_sys_t *sys, const ddp_netns_t *ns, int node, const char *master,
                    uint16_t master_port, uint16_t proxy_port);
 
+/* A silent node crash (fault index fault): every packet node's namespace
+ * sends or receives is dropped from now on (table "c<fault>", going with
+ * the namespace). Nonzero (error set) when nft could not. */
+int ddp__real_silence(ddp_sys_t *sys, const ddp_netns_t *ns, int node, int fault);
+
 /* The packets fault `fault`'s nft rules acted on, summed over the
  * namespaces (each rule has a counter); read before the rules go. scratch:
  * a file path for nft's output (removed). */

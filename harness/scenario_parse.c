@@ -645,6 +645,7 @@ static int st_fault(pctx_t *p, token_t *tok, int ntok)
     s->fault_line[s->nfaults] = p->line;
     s->nfaults++; /* owned strings are freed with the scenario from here on */
     int have_end = 0, have_delay = 0, end_col = 0, nodes_col = 0, rate_col = 0, by_col = 0;
+    int mode_col = 0;
     const token_t *not_bw = NULL; /* the first key a bandwidth fault cannot take */
     for (int i = 2; i < ntok; i++) {
         token_t *t = &tok[i];
@@ -659,7 +660,7 @@ static int st_fault(pctx_t *p, token_t *tok, int ntok)
         if (!v)
             return perr(p, t->col, "expected key=value (node=, peer=, port=, nodes=, ranks=, "
                                    "start=, end=, count=, p=, delay=, after=, phase=, point=, "
-                                   "rate=, by=) or may-miss, got \"%.60s\"", k);
+                                   "rate=, mode=, by=) or may-miss, got \"%.60s\"", k);
         if (once(p, tok, i, "a fault"))
             return DDP_ECONFIG;
         int rc = 0;
@@ -723,10 +724,17 @@ static int st_fault(pctx_t *p, token_t *tok, int ntok)
         } else if (!strcmp(k, "rate")) {
             rc = parse_rate(p, v, c, &f->rate_bps);
             rate_col = t->col;
+        } else if (!strcmp(k, "mode")) {
+            if (strcmp(v, "silent") && strcmp(v, "kill"))
+                rc = perr(p, c, "expected mode=silent (a power loss: nothing more leaves "
+                                "or reaches the node) or mode=kill (its processes die and "
+                                "their sockets close), got \"%.60s\"", v);
+            f->kill_mode = !strcmp(v, "kill");
+            mode_col = t->col;
         } else {
             rc = perr(p, t->col, "expected a fault key (node, peer, port, nodes, ranks, start, "
-                                 "end, count, p, delay, after, phase, point, rate; by on "
-                                 "late), got \"%.60s\"", k);
+                                 "end, count, p, delay, after, phase, point, rate, mode; by "
+                                 "on late), got \"%.60s\"", k);
         }
         if (rc)
             return rc;
@@ -781,6 +789,13 @@ static int st_fault(pctx_t *p, token_t *tok, int ntok)
                                     "fault (it limits a node's whole uplink, as tc tbf on "
                                     "its interface does), got %s=",
                     not_bw->text);
+    /* A process that dies has its sockets closed by its kernel; only a
+     * whole node can go quiet. */
+    if (mode_col && (f->kind != DDP_FAULT_CRASH || f->node < 0 || f->ranks || f->phase))
+        return perr(p, mode_col, "expected mode= only on a node's crash (crash node=N, "
+                                 "without ranks= or phase=: a process that dies always "
+                                 "closes its sockets), got it on %s",
+                    f->kind != DDP_FAULT_CRASH ? tok[1].text : "a process's crash");
     if (rate_col && f->kind != DDP_FAULT_BANDWIDTH)
         return perr(p, rate_col, "expected rate= only on bandwidth faults, got it on %s",
                     tok[1].text);
@@ -813,7 +828,7 @@ static int st_expect(pctx_t *p, token_t *tok, int ntok)
         int rc = 0;
         if (!v)
             return perr(p, t->col, "expected key=value (ranks=, error=, mentions=, "
-                                   "within=, match=), got \"%.60s\"", t->text);
+                                   "within=, from=, match=), got \"%.60s\"", t->text);
         if (e->kind == DDP_EXPECT_INVARIANTS)
             return perr(p, t->col, "expected end of line after \"expect invariants\", got \"%s=\"",
                         t->text);
@@ -862,19 +877,28 @@ static int st_expect(pctx_t *p, token_t *tok, int ntok)
             snprintf(e->mentions[e->nmentions++], sizeof e->mentions[0], "%s", v);
         } else if (!strcmp(t->text, "within")) {
             rc = parse_duration(p, v, t->vcol, &e->within_ns);
+        } else if (!strcmp(t->text, "from")) {
+            if (strcmp(v, "join"))
+                return perr(p, t->vcol, "expected from=join (within= counted from each "
+                                        "rank's first store contact), got \"%.60s\"", v);
+            e->from_join = t->col;
         } else if (!strcmp(t->text, "match")) {
             if (strcmp(v, "some") && strcmp(v, "every"))
                 return perr(p, t->vcol, "expected match=every or match=some, got \"%.60s\"", v);
             e->some = !strcmp(v, "some");
         } else {
             return perr(p, t->col, "expected an expect key (ranks, error, mentions, within, "
-                                   "match), got \"%.60s\"", t->text);
+                                   "from, match), got \"%.60s\"", t->text);
         }
         if (rc)
             return rc;
     }
     if (e->nmentions && e->kind != DDP_EXPECT_FAIL)
         return perr(p, tok[1].col, "expected mentions= only after \"expect fail\"");
+    if (e->from_join && !e->within_ns)
+        return perr(p, e->from_join, "expected within= with from=join (it says where "
+                                     "within= counts from)");
+    e->from_join = !!e->from_join;
     s->nexpect++;
     return 0;
 }
@@ -1529,8 +1553,9 @@ static int fault_equal(const ddp_fault_t *a, const ddp_fault_t *b, int i,
     DIFF(a->rate_bps != b->rate_bps, "fault %d: rate %llu vs %llu bit/s", i + 1,
          (unsigned long long)a->rate_bps, (unsigned long long)b->rate_bps);
     DIFF(memcmp(&a->start_on, &b->start_on, sizeof a->start_on) ||
-             memcmp(&a->end_on, &b->end_on, sizeof a->end_on) || a->may_miss != b->may_miss,
-         "fault %d: start/end events or may-miss differ", i + 1);
+             memcmp(&a->end_on, &b->end_on, sizeof a->end_on) || a->may_miss != b->may_miss ||
+             a->kill_mode != b->kill_mode,
+         "fault %d: start/end events, may-miss or mode differ", i + 1);
     return 1;
 }
 
@@ -1592,7 +1617,7 @@ int ddp_scenario_equal(const ddp_scenario_t *a, const ddp_scenario_t *b, char *w
         const ddp_scn_expect_t *x = &a->expect[i], *y = &b->expect[i];
         DIFF(x->kind != y->kind || strcmp(x->ranks, y->ranks) || strcmp(x->error, y->error) ||
                  x->nmentions != y->nmentions || x->within_ns != y->within_ns ||
-                 x->some != y->some,
+                 x->from_join != y->from_join || x->some != y->some,
              "expect %d differs", i + 1);
         for (int m = 0; m < x->nmentions; m++)
             DIFF(strcmp(x->mentions[m], y->mentions[m]), "expect %d: mentions differ", i + 1);
@@ -1716,6 +1741,8 @@ void ddp__scenario_put_fault(FILE *o, const ddp_fault_t *f)
         fprintf(o, " point=%s", f->point);
     if (f->rate_bps)
         put_rate(o, f->rate_bps);
+    if (f->kill_mode)
+        fputs(" mode=kill", o);
     if (f->may_miss)
         fputs(" may-miss", o);
 }
@@ -1922,6 +1949,8 @@ int ddp_scenario_write(const ddp_scenario_t *s, FILE *o)
         }
         if (e->within_ns)
             put_duration(o, " within=", e->within_ns);
+        if (e->from_join)
+            fprintf(o, " from=join");
         if (e->some)
             fprintf(o, " match=some");
         fputc('\n', o);

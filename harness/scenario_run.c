@@ -127,6 +127,12 @@ static int class_in(const char *list, const char *class)
     }
 }
 
+/* Classes no expectation accepts unless it names them. */
+static int must_be_named(int code)
+{
+    return code == DDP_EHUNG || code == DDP_ENO_JOIN;
+}
+
 static const char *who(const ddp_sim_outcome_t *o, char *buf, size_t n)
 {
     if (o->rank >= 0)
@@ -142,12 +148,17 @@ static int meets(const ddp_scn_expect_t *e, const ddp_sim_outcome_t *o, char *wh
 {
     char w[48];
     why[0] = '\0';
-    /* A process that outlived every deadline and was killed is a finding
-     * of its own: only an expect line naming it (error=hung) accepts it. */
-    if (o->code == DDP_EHUNG &&
-        !(e->kind == DDP_EXPECT_FAIL && e->error[0] && class_in(e->error, "hung"))) {
-        snprintf(why, n, "%s hung (%s); an expect line accepts that only with error=hung",
-                 who(o, w, sizeof w), o->message);
+    /* A process that outlived every deadline and was killed, or a foreign
+     * program that exited 0 without ever joining its store, is a finding
+     * of its own: only an expect line naming it (error=hung,
+     * error=no_join) accepts it. */
+    if (must_be_named(o->code) &&
+        !(e->kind == DDP_EXPECT_FAIL && e->error[0] &&
+          class_in(e->error, ddp_scn_error_class(o->code)))) {
+        const char *cl = ddp_scn_error_class(o->code);
+        snprintf(why, n, "%s %s (%s); an expect line accepts that only with error=%s",
+                 who(o, w, sizeof w), o->code == DDP_EHUNG ? "hung" : "never joined the store",
+                 o->message, cl);
         return 0;
     }
     switch (e->kind) {
@@ -178,7 +189,8 @@ static int meets(const ddp_scn_expect_t *e, const ddp_sim_outcome_t *o, char *wh
                      o->message);
             return 0;
         }
-        for (int m = 0; m < e->nmentions; m++)
+        /* mentions= name ddpsim's own words: a foreign program has its own */
+        for (int m = 0; m < e->nmentions && !o->foreign; m++)
             if (!strcasestr(o->message, e->mentions[m])) {
                 snprintf(why, n, "expected %s's error to mention \"%s\", got: %s",
                          who(o, w, sizeof w), e->mentions[m], o->message);
@@ -188,9 +200,20 @@ static int meets(const ddp_scn_expect_t *e, const ddp_sim_outcome_t *o, char *wh
     case DDP_EXPECT_INVARIANTS:
         break;
     }
-    if (e->within_ns && o->end_ns > e->within_ns) {
-        snprintf(why, n, "expected %s to end within %.3f s, it ended at %.3f s",
-                 who(o, w, sizeof w), (double)e->within_ns / 1e9, (double)o->end_ns / 1e9);
+    /* from=join: counted from the rank's first store contact (from the
+     * start where it never made one), so a program's start-up (a torch
+     * import) does not count against the bound; always so for a foreign
+     * program, whose start-up is not the job's */
+    int64_t from = (e->from_join || o->foreign) && o->join_ns > 0 ? o->join_ns : 0;
+    if (e->within_ns && o->end_ns - from > e->within_ns) {
+        if (from)
+            snprintf(why, n, "expected %s to end within %.3f s of its first store contact "
+                     "(at %.3f s), it ended at %.3f s", who(o, w, sizeof w),
+                     (double)e->within_ns / 1e9, (double)from / 1e9, (double)o->end_ns / 1e9);
+        else
+            snprintf(why, n, "expected %s to end within %.3f s, it ended at %.3f s",
+                     who(o, w, sizeof w), (double)e->within_ns / 1e9,
+                     (double)o->end_ns / 1e9);
         return 0;
     }
     return 1;
@@ -206,7 +229,7 @@ static int check_expect(judge_t *j, int idx, int any_rank)
         if (!covers(j, idx, o, any_rank))
             continue;
         if (e->kind == DDP_EXPECT_INVARIANTS) { /* nothing to meet but not hanging */
-            if (o->code == DDP_EHUNG && !meets(e, o, why, sizeof why))
+            if (must_be_named(o->code) && !meets(e, o, why, sizeof why))
                 return say(j, "line %d: %s", e->line, why);
             continue;
         }
@@ -451,6 +474,9 @@ void ddp__scenario_judge(const ddp_scenario_t *s, const ddp_sim_outcome_t *outs,
                  .expected_world = expected_world, .why = r->why,
                  .whylen = sizeof r->why};
     int any_rank = 0, first_rank = -1, first_node = -1;
+    int explain = r->first_rank; /* a rank whose message the caller wants (-1 none) */
+    r->first_rank = -1;
+    r->rank_error[0] = '\0';
     size_t roff = 0;
     if (report && report_len)
         report[0] = '\0';
@@ -479,9 +505,13 @@ void ddp__scenario_judge(const ddp_scenario_t *s, const ddp_sim_outcome_t *outs,
                                                     first_rank, first_node))) {
             first_rank = xr;
             first_node = x->node;
+            r->first_rank = x->rank;
             snprintf(r->first_error, sizeof r->first_error, "%s", x->message);
             r->first_code = x->code;
         }
+        if (explain >= 0 && x->rank == explain && is_process(x) && !is_ok(x) &&
+            x->message[0] && !r->rank_error[0])
+            snprintf(r->rank_error, sizeof r->rank_error, "%s", x->message);
         if (report && roff + 1 < report_len) {
             char cn[32] = "-";
             if (x->connect_ns >= 0)
@@ -496,10 +526,13 @@ void ddp__scenario_judge(const ddp_scenario_t *s, const ddp_sim_outcome_t *outs,
                      x->state == DDP_SIM_TASK_CRASHED ? "CRASHED"
                      : launcher ? (x->rc == 0 ? "ok" : "exited")
                      : is_ok(x)  ? "ok" : "FAIL");
+            char prog[48] = "";
+            if (x->progress[0]) /* how far a foreign program got at its store */
+                snprintf(prog, sizeof prog, "[store: %s]  ", x->progress);
             int k = snprintf(report + roff, report_len - roff,
                              "  %-12s %-9s node %-4d %-8s connected %-12s ended "
-                             "%.6f s  %s\n",
-                             x->name, who, x->node, st, cn, (double)x->end_ns / 1e9,
+                             "%.6f s  %s%s\n",
+                             x->name, who, x->node, st, cn, (double)x->end_ns / 1e9, prog,
                              is_ok(x) || (launcher && x->rc == 0) ? "" : x->message);
             roff += k > 0 ? (size_t)k : 0;
             if (roff >= report_len)
@@ -567,6 +600,7 @@ int ddp_scenario_run(const ddp_scenario_t *s, const char *accel,
     const ddp_scn_run_opts_t *o = opts ? opts : &none;
     memset(r, 0, sizeof *r);
     snprintf(r->accelerator, sizeof r->accelerator, "%s", accel);
+    r->first_rank = o->explain_rank - 1; /* the judge's input: whose message */
     ddp_plan_t *plan = NULL;
     ddp_sim_t *sim = NULL;
     ddp_sys_t *wall = o->wall_limit_ns >= 0 ? ddp_sys_posix_new(ddp_env_new()) : NULL;

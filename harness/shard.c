@@ -113,6 +113,7 @@ static const field_t run_fields[] = {
     FLD(ddp_shard_row_t, "first_error", F_STR, r.first_error),
     FLD(ddp_shard_row_t, "first_code", F_INT, r.first_code),
     FLD(ddp_shard_row_t, "classes", F_STR, r.classes),
+    FLD(ddp_shard_row_t, "output", F_STR, r.output),
     FLD(ddp_shard_row_t, "ranks", F_INT, r.ranks),
     FLD(ddp_shard_row_t, "ok", F_INT, r.ok),
     FLD(ddp_shard_row_t, "failed", F_INT, r.failed),

@@ -241,6 +241,10 @@ static void phase_hook(ddp_sim_task_t *t)
                    t->out.rank);
     if (!strcmp(phase, "connected"))
         t->out.connect_ns = sim->vt - VT0;
+    /* leaving "store connect": its store client connected (from=join) */
+    if (!strcmp(t->phase, "store connect") && strcmp(phase, "store connect") &&
+        t->out.join_ns <= 0)
+        t->out.join_ns = sim->vt - VT0;
     if (sim->fs.events) {
         ddp_fault_event_t ev = {.kind = DDP_TRIG_LEAVE, .rank = t->out.rank,
                                 .name = t->phase, .value = -1};
@@ -310,9 +314,13 @@ void ddp__sim_crash(ddp_sim_t *sim, int fault)
     if (f->task < 0 && f->node >= 0) {
         if (sim->nodes[f->node].crashed)
             return;
-        sim->nodes[f->node].crashed = 1;
-        ddp__sim_trace(sim, -1, "fault", "\"fault\":\"crash\",\"node\":\"%s\"",
-                       sim->nodes[f->node].host);
+        /* silent: the node goes quiet, its sockets close without a word and
+         * what reaches it is lost; mode=kill: its processes die and their
+         * sockets close as a kernel closes them (peers read EOF, connects
+         * are refused) */
+        sim->nodes[f->node].crashed = !f->kill_mode;
+        ddp__sim_trace(sim, -1, "fault", "\"fault\":\"crash\",\"node\":\"%s\",\"mode\":\"%s\"",
+                       sim->nodes[f->node].host, f->kill_mode ? "kill" : "silent");
         for (int i = 0; i < sim->ntasks; i++) {
             ddp_sim_task_t *t = sim->tasks[i];
             if (t->out.node != f->node)

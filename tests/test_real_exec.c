@@ -439,6 +439,76 @@ static void test_hosted_store_events(void)
     CU_ASSERT_EQUAL(rmdir(dir), 0);
 }
 
+/* What the hosted store tells of a foreign job's ranks (issue 31): rank 0
+ * joins the store and holds its connection (a WAIT that times out, then
+ * exit 0); rank 1 exits 0 without ever joining: no_join, and only an
+ * expect line naming it accepts that. The error names rank, node,
+ * address, exit, time and last phase; -v shows each rank's phase; the
+ * ranks' output is kept (--keep-output) and the user's environment
+ * reaches them without the launchers' variables (an outer SLURM job's),
+ * or not at all with --env-clear. */
+static void test_hosted_store_progress(void)
+{
+    char bin[400];
+    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+        return;
+    uint16_t port = free_port();
+    CU_ASSERT_FATAL(port > 0);
+    char dir[64], scn[96], args[600], kept[96], path[200];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "nojoin"));
+    ddp_test_in(kept, sizeof kept, dir, "kept");
+    for (int named = 0; named < 2; named++) {
+        FILE *f = fopen(ddp_test_in(scn, sizeof scn, dir, "nojoin.scn"), "w");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        fprintf(f,
+                "scenario \"a rank that never joins\"\nnodes 1\ndevices 2\n"
+                "accelerators ddp\nlauncher torchrun\nport %u\ntimeout 20s\n"
+                "exec \"sh -c 'if [ $RANK = 0 ]; then %s store --host $MASTER_ADDR --port "
+                "$MASTER_PORT --timeout 2 wait never; exit 0; fi; "
+                "echo user=$T31_USER slurm=${SLURM_JOB_ID:-unset}'\"\n%s",
+                (unsigned)port, bin,
+                named ? "expect ok ranks=0\nexpect fail ranks=1 error=no_join\n"
+                      : "expect ok\n");
+        fclose(f);
+        static char out[1 << 15];
+        snprintf(args, sizeof args, "run --real --grace 5 --no-progress -v --keep-output %s %s",
+                 kept, scn);
+        int st = ddp_test_ddpsim_io_within(60, "T31_USER=hello SLURM_JOB_ID=4242", args, 0,
+                                           out, sizeof out);
+        CU_ASSERT_EQUAL(st, named ? 0 : 1);
+        squeeze(out);
+        const char *want[] = {
+            "rank 1 (node 0, 127.0.0.1), exit 0 after",
+            "last phase none: exited 0 without ever joining the job's store",
+            "[store: joined, left]", "[store: none]",
+            named ? NULL : "an expect line accepts that only with error=no_join"};
+        for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
+            if (want[k] && !strstr(out, want[k])) {
+                printf("\n  expected \"%s\" in:\n%s", want[k], out);
+                CU_FAIL("the hosted store's view of the ranks");
+            }
+        char *text = NULL;
+        snprintf(path, sizeof path, "%s/nojoin.ddp/rank1.out", kept);
+        CU_ASSERT_EQUAL(ddp_sys_read_host_file(path, &text, NULL), 0);
+        CU_ASSERT_PTR_NOT_NULL(text ? strstr(text, "user=hello slurm=unset") : NULL);
+        free(text);
+    }
+    /* --env-clear: the user's variable stays out */
+    snprintf(args, sizeof args,
+             "run --real --grace 5 --no-progress --env-clear --keep-output %s %s", kept, scn);
+    static char out2[1 << 15];
+    CU_ASSERT_EQUAL(ddp_test_ddpsim_io_within(60, "T31_USER=hello", args, 0, out2,
+                                              sizeof out2), 0);
+    char *text = NULL;
+    snprintf(path, sizeof path, "%s/nojoin.ddp/rank1.out", kept);
+    CU_ASSERT_EQUAL(ddp_sys_read_host_file(path, &text, NULL), 0);
+    CU_ASSERT_PTR_NOT_NULL(text ? strstr(text, "user= slurm=unset") : NULL);
+    free(text);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CU_ASSERT_EQUAL(system(cmd), 0);
+}
+
 /* Issue 34: a second run of one scenario that started within ~50 ms of the
  * first joined the first run's store and failed "ranks are duplicated" (1
  * pair in 13), where it could as well have broken the first. Each run has
@@ -497,6 +567,8 @@ DDP_SUITE("real_exec", NULL, NULL,
           {"torch's messages become outcome classes", test_torch_messages},
           {"an exec program that is not there", test_check_exec},
           {"a foreign job's hosted store: its mark opens a fault", test_hosted_store_events},
+          {"a foreign job's hosted store: each rank's phase, no_join, output, environment",
+           test_hosted_store_progress},
           {"quick real runs: launchers' contracts, reset, resolve, pause; faults fire",
            test_quick_real_runs},
           {"SIGKILL of a real run: no rank outlives it, its files are swept",

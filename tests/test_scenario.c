@@ -936,6 +936,21 @@ static const char *const long_phases[] = {
     "a phase whose name is longer than the forty-seven characters kept", NULL};
 static const ddp_plugin_t long_named = {.name = "test-long-phase", .phases = long_phases};
 
+/* Each text bad[i][0] is refused with bad[i][1] in its error. */
+static void expect_parse_errors(const char *const bad[][2], size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char err[1024] = "";
+        ddp_scenario_t *b = NULL;
+        CU_ASSERT_EQUAL(ddp_scenario_parse(bad[i][0], "inline.scn", NULL, &b, err, sizeof err),
+                        DDP_ECONFIG);
+        if (!strstr(err, bad[i][1]))
+            printf("\n  case %zu: want \"%s\" in: %s\n", i, bad[i][1], err);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, bad[i][1]));
+        ddp_scenario_free(b);
+    }
+}
+
 /* The parser accepts a plugin's declared phases (before or after its plugin
  * line) and only for the plugin the scenario runs; a crash aimed at one
  * fires when the plugin enters it, under every accelerator. */
@@ -992,15 +1007,125 @@ static void test_plugin_phases(void)
          "name is longer than the forty-seven characters kept\"\nexpect invariants\n",
          "expected a phase name of at most 47 characters"},
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        char err[1024] = "";
-        ddp_scenario_t *b = NULL;
-        CU_ASSERT_EQUAL(ddp_scenario_parse(bad[i][0], "inline.scn", NULL, &b, err, sizeof err),
-                        DDP_ECONFIG);
-        if (!strstr(err, bad[i][1]))
-            printf("\n  case %zu: want \"%s\" in: %s\n", i, bad[i][1], err);
-        CU_ASSERT_PTR_NOT_NULL(strstr(err, bad[i][1]));
-        ddp_scenario_free(b);
+    expect_parse_errors(bad, sizeof bad / sizeof bad[0]);
+}
+
+/* within= from=join (issue 31): a bound counted from each rank's first
+ * store contact, so a program's start-up does not count; from the start
+ * where a rank never made one; always so for a foreign program. Parse errors at their column; the line
+ * round-trips; the simulator records when each rank's store client
+ * connected. */
+static void test_within_from_join(void)
+{
+    static const char *const bad[][2] = {
+        {"scenario \"x\"\nexpect ok within=5s from=start\n",
+         "inline.scn:2:26: expected from=join"},
+        {"scenario \"x\"\nexpect ok from=join\n",
+         "inline.scn:2:11: expected within= with from=join"},
+    };
+    expect_parse_errors(bad, sizeof bad / sizeof bad[0]);
+    ddp_scenario_t *s = parse("scenario \"j\"\nexpect ok within=1500ms from=join\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_EQUAL(s->expect[0].from_join, 1);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    CU_ASSERT_EQUAL(ddp_scenario_write(s, m), 0);
+    fclose(m);
+    CU_ASSERT_PTR_NOT_NULL(text ? strstr(text, "within=1500ms from=join") : NULL);
+    free(text);
+    /* ended at 2 s: 1.5 s from a contact at 1 s holds; from none (0) it does not */
+    for (int joined = 0; joined < 2; joined++) {
+        ddp_sim_outcome_t o[4];
+        healthy_outcomes(o);
+        for (int i = 0; i < 4; i++)
+            o[i].join_ns = joined ? DDP_NS_PER_S : 0;
+        ddp_scn_result_t r;
+        memset(&r, 0, sizeof r);
+        ddp__scenario_judge(s, o, 4, 4, DDP_SIM_DONE, NULL, NULL, 0, &r);
+        CU_ASSERT_EQUAL(r.expect_ok, joined);
+        if (!joined)
+            CU_ASSERT_PTR_NOT_NULL(strstr(r.why, "to end within 1.500 s, it ended at 2.000 s"));
+    }
+    ddp_scenario_free(s);
+    /* A foreign program's outcome: within= counts from its first store
+     * contact without from=join, and mentions= (ddpsim's words) do not
+     * apply; ddpsim's own process is held to both. */
+    s = parse("scenario \"f\"\nexpect fail error=timeout mentions=\"never joined\" "
+              "within=1500ms\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    for (int foreign = 0; foreign < 2; foreign++) {
+        ddp_sim_outcome_t o[4];
+        healthy_outcomes(o);
+        for (int i = 0; i < 4; i++) {
+            o[i].rc = 1;
+            o[i].code = DDP_ETIMEOUT;
+            o[i].connect_ns = -1;
+            o[i].join_ns = DDP_NS_PER_S;
+            o[i].foreign = foreign;
+            snprintf(o[i].message, sizeof o[i].message, "RuntimeError: Socket Timeout");
+        }
+        ddp_scn_result_t r;
+        memset(&r, 0, sizeof r);
+        ddp__scenario_judge(s, o, 4, 4, DDP_SIM_DONE, NULL, NULL, 0, &r);
+        CU_ASSERT_EQUAL(r.expect_ok, foreign);
+        if (r.expect_ok != foreign)
+            printf("\n  foreign %d: %s\n", foreign, r.why);
+    }
+    ddp_scenario_free(s);
+    /* the simulator: every rank's store client connected after the master's
+     * late start, so the bound holds from there and not from 0 */
+    s = parse("scenario \"late\"\nmaster_late 20s\nexpect ok within=10s from=join\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    ddp_scn_result_t r;
+    CU_ASSERT_EQUAL(ddp_scenario_run(s, "ddp", NULL, &r), 0);
+    if (!r.pass)
+        printf("\n  master_late, from=join: %s\n", r.why);
+    CU_ASSERT_TRUE(r.pass);
+    ddp_scenario_free(s);
+}
+
+/* crash node=N (issue 31): silent by default, as a power loss: its
+ * sockets close without a word and its peers wait for their deadline
+ * (timeout); mode=kill: its processes die and their sockets close, so the
+ * peers read EOF at their next step (peer_lost). mode= belongs to a node's
+ * crash alone, at its column; the line round-trips. */
+static void test_crash_node_modes(void)
+{
+    static const char *const bad[][2] = {
+        {"scenario \"x\"\nfault crash ranks=1 mode=kill\nexpect invariants\n",
+         "inline.scn:2:21: expected mode= only on a node's crash"},
+        {"scenario \"x\"\nfault pause node=1 end=1s mode=kill\nexpect invariants\n",
+         "inline.scn:2:27: expected mode= only on a node's crash"},
+        {"scenario \"x\"\nfault crash node=1 mode=loud\nexpect invariants\n",
+         "inline.scn:2:25: expected mode=silent"},
+    };
+    expect_parse_errors(bad, sizeof bad / sizeof bad[0]);
+    for (int kill = 0; kill < 2; kill++) {
+        /* silent (said explicitly): rank 0 waits for its deadline; kill:
+         * it reads its ring predecessor's EOF */
+        char text[400];
+        snprintf(text, sizeof text,
+                 "scenario \"node 1 dies after init\"\ntimeout 20s\ntrain 2s\n"
+                 "fault crash node=1 start=barrier+100ms mode=%s\nexpect crashed ranks=2-3\n"
+                 "expect fail ranks=0 error=%s\n",
+                 kill ? "kill" : "silent", kill ? "peer_lost" : "timeout");
+        ddp_scenario_t *s = parse(text);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+        CU_ASSERT_EQUAL(s->faults[0].kill_mode, kill);
+        char *out = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&out, &len);
+        CU_ASSERT_EQUAL(ddp_scenario_write(s, m), 0);
+        fclose(m);
+        CU_ASSERT_EQUAL(out && strstr(out, "mode=kill") != NULL, kill);
+        free(out);
+        ddp_scn_result_t r;
+        CU_ASSERT_EQUAL(ddp_scenario_run(s, "ddp_hpc", NULL, &r), 0);
+        if (!r.pass)
+            printf("\n  mode %s: %s\n", kill ? "kill" : "silent", r.why);
+        CU_ASSERT_TRUE(r.pass);
+        ddp_scenario_free(s);
     }
 }
 
@@ -1084,6 +1209,8 @@ DDP_SUITE("scenario", NULL, NULL,
           {"leaked socket invariant", test_leak_invariant},
           {"the judge: every invariant, broken one at a time", test_judge_invariants},
           {"the judge: ok means the world, some means one, fail means a failure, hung only when named", test_judge_expectations},
+          {"within= from=join counts from each rank's first store contact", test_within_from_join},
+          {"crash node= is silent, mode=kill closes the node's sockets", test_crash_node_modes},
           {"the judge: the summary shows the root cause first", test_root_cause_first},
           {"a misreported rank: expectations hold, the judge names it", test_misreported_rank},
           {"JUnit: a run whose invariants broke is a failure (in-process)",

@@ -31,7 +31,8 @@ static void run_usage(FILE *f)
             "                  [--jobs N] [--verbose] [--progress|--no-progress]\n"
             "                  [--real [--netns]] [--compare [--markdown FILE]]\n"
             "                  [--shard K/N] [--results FILE] [--exec 'CMD ARGS']\n"
-            "                  [--wall-limit SEC] [--grace SEC] [--plugin NAME|PATH.so]\n\n"
+            "                  [--wall-limit SEC] [--grace SEC] [--plugin NAME|PATH.so]\n"
+            "                  [--env-clear] [--keep-output DIR]\n\n"
             "Runs each scenario file (docs/scenario-format.md) in the simulator for each\n"
             "selected accelerator it lists (default: all), checks its expectations and the\n"
             "invariants (no deadlock, deadlines kept, ranks agree, no leaked sockets,\n"
@@ -75,7 +76,9 @@ static void run_usage(FILE *f)
             "                      is reported as skip with the reason (docs/real-runs.md)\n"
             "  --netns             --real on one network namespace per node (root)\n"
             "  --compare           each run for real and in the simulator: the outcome\n"
-            "                      classes side by side; exit 1 if any pair differs\n"
+            "                      classes side by side, and under a failed real run its\n"
+            "                      most causal rank's error beside the simulator's\n"
+            "                      prediction for that rank; exit 1 if any pair differs\n"
             "  --markdown FILE     with --compare: the table as Markdown\n"
             "  --exec 'CMD ARGS'   every rank's process runs this program instead (a real\n"
             "                      PyTorch job, say) with the environment the scenario's\n"
@@ -94,6 +97,12 @@ static void run_usage(FILE *f)
             "                      default the run hosts it on node 0 at MASTER_PORT and\n"
             "                      sets TORCHELASTIC_USE_AGENT_STORE=True, so store events\n"
             "                      (joined:N, set:, wait:, barrier, mark:) aim its faults\n"
+            "  --env-clear         a foreign program's environment starts empty, not from\n"
+            "                      this one's; the scenario's and the harness's variables\n"
+            "                      are set either way\n"
+            "  --keep-output DIR   keep every run's foreign ranks' stdout and stderr in a\n"
+            "                      folder per run under DIR (default: under $TMPDIR, for\n"
+            "                      failing and vacuous runs only)\n"
             "Every output FILE is checked before the first run.\n\n"
             "Exit status: 0 every expectation and invariant held (skips aside), 1 some\n"
             "did not, 2 bad input (one line naming the option; a scenario error is\n"
@@ -130,7 +139,10 @@ typedef struct run_opts {
     int real, netns; /* --real [--netns]: real processes */
     int64_t exec_grace_ns; /* --grace */
     int no_host_store;     /* --no-host-store */
+    int env_clear;         /* --env-clear */
+    const char *keep_output; /* --keep-output DIR */
     int64_t wall_limit_ns; /* --wall-limit */
+    int explain_rank;      /* --compare: rank + 1 whose simulated message to keep */
 } run_opts_t;
 
 /* The outcome class `--compare` puts side by side: ok, or the error class
@@ -192,6 +204,8 @@ static void run_job(ddp_sys_t *sys, job_t *j, const run_opts_t *ro)
                                  .interrupted = &g_interrupted,
                                  .exec_grace_ns = ro->exec_grace_ns,
                                  .no_host_store = ro->no_host_store,
+                                 .env_clear = ro->env_clear,
+                                 .keep_output = ro->keep_output,
                                  /* per-run files: $TMPDIR, else /tmp */
                                  .tmpdir = ddp_env_get(ddp_sys_env(sys), "TMPDIR")};
         if (ropts.tmpdir && !*ropts.tmpdir)
@@ -206,6 +220,7 @@ static void run_job(ddp_sys_t *sys, job_t *j, const run_opts_t *ro)
     char *tr = NULL;
     ddp_scn_run_opts_t o = {.seed = ro->seed, .trace = ro->trace,
                             .wall_limit_ns = ro->wall_limit_ns,
+                            .explain_rank = ro->explain_rank,
                             .keep_trace = ro->chrome || ro->timeline,
                             .trace_out = ro->chrome || ro->timeline ? &tr : NULL,
                             .report = j->report, .report_len = sizeof j->report};
@@ -450,6 +465,8 @@ static int parse_cli(const char *cmd, int argc, char **argv, cli_t *c,
         OPT_FN("plugin", &c->plugin, ddp_opt_plugin_name, ddp_opt_plugin_form()),
         OPT_NS_POS("grace", &c->ro.exec_grace_ns, 3600),
         OPT_FLAG("no-host-store", 0, &c->ro.no_host_store, 1),
+        OPT_FLAG("env-clear", 0, &c->ro.env_clear, 1),
+        OPT_FN("keep-output", &c->ro.keep_output, ddp_opt_dir, DDP_OPT_DIR_FORM),
         OPT_NS_POS("wall-limit", &c->ro.wall_limit_ns, 86400),
         OPT_INT("jobs", &c->jobs, 1, 64),
         OPT_FN("shard", &c->shard, ddp_opt_shard, DDP_OPT_SHARD_FORM),
@@ -607,6 +624,10 @@ static void print_row(const job_t *j, const table_t *t)
     if (!r->pass && !r->skipped) {
         printf("    why: ");
         wrap(r->why, 9, 9, t->width);
+    }
+    if (r->output[0] && !r->skipped) { /* a foreign job's kept output */
+        printf("    output: ");
+        wrap(r->output, 12, 12, t->width);
     }
 }
 
@@ -843,6 +864,11 @@ static int compare(ddp_sys_t *sys, const cli_t *c, job_t *jobs, int njobs, doubl
                     "|---|---|---|---|---|---|\n", c->ro.netns ? " (netns)" : "");
     for (int i = 0; i < njobs; i++) {
         job_t sj = jobs[i];
+        /* the real run's most causal failing rank: the simulator's
+         * prediction for that rank goes beside its message */
+        const ddp_scn_result_t *rr = &jobs[i].r;
+        int why_rank = !rr->skipped && rr->first_error[0] && rr->first_rank >= 0;
+        sim_ro.explain_rank = why_rank ? rr->first_rank + 1 : 0;
         run_job(sys, &sj, &sim_ro);
         char a[32], b[32], name[256];
         outcome_class(&sj.r, a, sizeof a);
@@ -854,6 +880,15 @@ static int compare(ddp_sys_t *sys, const cli_t *c, job_t *jobs, int njobs, doubl
         base_name(jobs[i].path, name, sizeof name);
         printf("%-28s %-12s %-12s %-12s %s\n", name, jobs[i].accel, a, b,
                sk ? "-" : eq ? "yes" : "NO");
+        if (why_rank) {
+            int w = out_width(sys);
+            int col = printf("    real rank %d: ", rr->first_rank);
+            wrap(rr->first_error, col, 6, w);
+            col = printf("    simulator:   ");
+            wrap(sj.r.rank_error[0] ? sj.r.rank_error
+                 : sj.r.ranks > rr->first_rank ? "ok (it did not fail)"
+                                               : "no such rank", col, 6, w);
+        }
         if (md) {
             char note[200] = "";
             if (sk)

@@ -33,7 +33,8 @@ extern "C" {
     X(CANCELED, -10008, "canceled")                                            \
     X(NOT_BUILT, -10009, "not built into this binary")                         \
     X(INTERNAL, -10010, "internal error")                                      \
-    X(HUNG, -10011, "still running past its deadline")
+    X(HUNG, -10011, "still running past its deadline")                         \
+    X(NO_JOIN, -10012, "exited without joining the job's store")
 
 enum ddp_err_code {
     DDP_OK = 0,

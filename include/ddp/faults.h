@@ -346,7 +346,9 @@ typedef struct ddp_fault_kind_info {
       DDP_EXEC_SIM | DDP_EXEC_PROXY | DDP_EXEC_LINK, "segments delayed")      \
     X(PARTITION, "partition", "links", "segments dropped between two sides",  \
       DDP_EXEC_SIM | DDP_EXEC_NFT | DDP_EXEC_LINK, "segments dropped")        \
-    X(CRASH, "crash", "processes", "the process dies (SIGKILL)",              \
+    X(CRASH, "crash", "processes",                                            \
+      "the process dies (SIGKILL); node=: silent, a power loss (mode=kill: "  \
+      "its processes die, their sockets close)",                              \
       DDP_EXEC_SIM | DDP_EXEC_INPROC | DDP_EXEC_SIGNAL, "processes killed")   \
     X(PAUSE, "pause", "processes", "the process stops (SIGSTOP..SIGCONT)",    \
       DDP_EXEC_SIM | DDP_EXEC_SIGNAL, "processes stopped")                    \
@@ -447,6 +449,11 @@ typedef struct ddp_fault {
                           node (every node's when -1) carries to other nodes;
                           its segments are serialised one after another */
     int may_miss;      /* a run where it acts on nothing is not vacuous */
+    int kill_mode;     /* CRASH of a node (node=, no ranks= or phase=):
+                          0 silent, as a power loss (nothing more leaves
+                          or reaches it: peers wait for their timeouts);
+                          1 mode=kill (its processes die, and their
+                          sockets close as the kernel closes them) */
 } ddp_fault_t;
 
 /* 1 when the fault's window has an event at either end. */

@@ -46,6 +46,14 @@ typedef struct ddp_real_opts {
      * node 0 at MASTER_PORT, TORCHELASTIC_USE_AGENT_STORE=True for the
      * ranks), so store events reach its faults; 1: the job hosts its own. */
     int no_host_store;
+    /* A foreign program's environment starts empty instead of from the
+     * runner's (less the launchers' variables); the plan's and the
+     * harness's variables are set either way. */
+    int env_clear;
+    /* Where each foreign rank's stdout and stderr are kept: a folder per
+     * run under it. NULL: under tmpdir, kept for failing and vacuous runs
+     * only; set: kept for every run. */
+    const char *keep_output;
 } ddp_real_opts_t;
 
 /* NULL when s can run for real (with netns or not); else why not. */

@@ -41,6 +41,8 @@ typedef struct ddp_scn_expect {
     char mentions[DDP_SCN_MAX_MENTIONS][160];
     int nmentions;
     int64_t within_ns; /* the ranks end by this virtual time (0: no bound) */
+    int from_join;     /* from=join: within= counts from each rank's first
+                          store contact (ddp_sim_outcome_t.join_ns) */
     int some;          /* match=some: one covered process suffices */
     int line;          /* in the file, for reports */
 } ddp_scn_expect_t;
@@ -165,8 +167,14 @@ typedef struct ddp_scn_result {
     char first_error[640]; /* the most causal failing rank's message ("" none;
                               order: harness/root_cause.c) */
     int first_code;      /* its error code (0 none) */
+    int first_rank;      /* its rank (-1: a process that is no rank, or none) */
+    char rank_error[640]; /* the message of rank ddp_scn_run_opts_t.explain_rank
+                             ("" where that rank did not fail) */
     char classes[160];   /* every failing process's error class, most causal
                             first, with how many ("addrinuse 1, hung 3") */
+    char output[640];    /* real runs of a foreign program: where its ranks'
+                            output was kept, each failing rank's file
+                            ("" none kept) */
     int ranks, ok, failed, crashed;
     int retries;         /* connect retries of all ranks */
     int64_t virtual_ns;  /* when the last task ended */
@@ -189,6 +197,9 @@ typedef struct ddp_scn_run_opts {
      * tasks that were running (0: 600 s; < 0: none). A run whose virtual
      * time stands still (a livelock) is stopped whatever this says. */
     int64_t wall_limit_ns;
+    /* rank + 1 whose message r->rank_error gets (0: none): `--compare` sets
+     * the simulator's prediction beside the real run's failing rank */
+    int explain_rank;
 } ddp_scn_run_opts_t;
 
 /* Runs s for accel in a fresh simulation; fills r. Returns 0 when it ran

@@ -157,6 +157,17 @@ typedef struct ddp_sim_outcome {
                                some and is no rank is a launcher */
     int64_t held_ns;        /* how long a late or pause fault held it
                                before its first instruction */
+    int64_t join_ns;        /* its first store contact: the simulator's rank
+                               connected its store client, a foreign
+                               program's connection was accepted by the
+                               hosted store (<= 0: none seen) */
+    int foreign;            /* a foreign program's (a real exec run): its
+                               words are its own (mentions= do not apply)
+                               and its start-up is not the job's (within=
+                               counts from its first store contact) */
+    char progress[32];      /* a foreign program's furthest phase at the
+                               store the run hosts ("joined", "barrier
+                               passed, left"); "" elsewhere */
 } ddp_sim_outcome_t;
 
 DDP_API int ddp_sim_task_count(const ddp_sim_t *sim);

@@ -288,6 +288,22 @@ DDP_API ddp_store_proto_t ddp_store_client_protocol(const ddp_store_t *st);
 /* ---- server ---- */
 typedef struct ddp_store_server ddp_store_server_t;
 
+/* What a client of the server reached (ddp_store_server_opts_t.on_client),
+ * in the order a rank reaches them. */
+typedef enum ddp_store_client_phase {
+    DDP_STORE_CLIENT_CONNECTED = 1, /* accepted */
+    DDP_STORE_CLIENT_JOINED,        /* its first request completed */
+    DDP_STORE_CLIENT_BARRIER,       /* its ADD to a store_based_barrier_key
+                                       returned the world size */
+    DDP_STORE_CLIENT_LEFT,          /* its connection closed */
+} ddp_store_client_phase_t;
+
+typedef struct ddp_store_client_note {
+    unsigned long long id;      /* the connection's serial number, from 1 */
+    ddp_store_client_phase_t phase;
+    const ddp_addr_t *peer;     /* the client's address and port */
+} ddp_store_client_note_t;
+
 typedef struct ddp_store_server_opts {
     const char *host;   /* NULL or "" -> bind "::" then fall back to 0.0.0.0 */
     uint16_t port;      /* 0 -> a free port */
@@ -320,6 +336,14 @@ typedef struct ddp_store_server_opts {
                              has set (a WAIT over it drops the client);
                              0 -> DDP_STORE_MAX_WAIT_KEYS. Awaited keys
                              count against max_memory, not max_keys. */
+    /* Each client's progress, for a host that tells its clients apart
+     * (the real runner hosting a foreign job's store sees which rank's
+     * process holds each connection): called on the server's thread.
+     * world > 0 makes the barrier phase known (torch's and ddpsim's
+     * store-based barrier counts to the world size). NULL: none. */
+    void (*on_client)(void *arg, const ddp_store_client_note_t *note);
+    void *on_client_arg;
+    int world;
 } ddp_store_server_opts_t;
 
 #define DDP_STORE_MAX_WAIT_KEYS 16384

@@ -215,6 +215,17 @@ DDP_API void ddp_sys_wall_text(char *buf, size_t n);
  * next one. Returns how many were removed. */
 DDP_API int ddp_sys_sweep_stale(const char *dir, const char *prefix);
 
+/* Makes the folder path and the folders above it (mkdir -p): 0, or a
+ * negative code with the error context naming the folder. */
+DDP_API int ddp_sys_make_dirs(const char *path);
+
+/* 1 when a process of session sid holds a TCP socket whose local port is
+ * local_port and whose peer's is remote_port (as sid's network namespace
+ * sees it, Linux /proc), 0 when none does, or a negative code. The real
+ * runner tells by this which rank's process a connection to the store it
+ * hosts came from. */
+DDP_API int ddp_sys_session_holds_tcp(long sid, uint16_t local_port, uint16_t remote_port);
+
 /* Output files (every file ddpsim writes for a user: results, JUnit,
  * traces, reports). A target is replaced whole or left as it was: the
  * bytes go to a temporary file in the target's folder, which is flushed,
