@@ -348,20 +348,29 @@ static int set_str(pctx_t *p, const token_t *t, char *dst, size_t n, const char 
 }
 
 /* ---- statements ---- */
+/* A leading node=N (or node=all, the default spelled out: how a variable
+ * itself named node is written, `env node=all node=VALUE`) of env, unset,
+ * iface, resolve and somaxconn lines: *node (-1: every node), *at where it
+ * was given, *i past it. */
+static int node_key(pctx_t *p, token_t *tok, int ntok, int *i, int *node, where_t *at)
+{
+    if (*i < ntok && tok[*i].eq && !strcmp(tok[*i].text, "node")) {
+        if (strcmp(tok[*i].eq, "all") && parse_node(p, tok[*i].eq, tok[*i].vcol, node))
+            return DDP_ECONFIG;
+        if (*node >= 0)
+            *at = here(p, tok[*i].vcol);
+        (*i)++;
+    }
+    return 0;
+}
+
 static int st_env(pctx_t *p, token_t *tok, int ntok, int unset)
 {
     ddp_scenario_t *s = p->s;
     int node = -1, i = 1;
     where_t node_at = {0};
-    /* node=N (or node=all, the default: how a variable itself named node
-     * is written, `env node=all node=VALUE`) selects the processes. */
-    if (i < ntok && tok[i].eq && !strcmp(tok[i].text, "node")) {
-        if (strcmp(tok[i].eq, "all") && parse_node(p, tok[i].eq, tok[i].vcol, &node))
-            return DDP_ECONFIG;
-        if (node >= 0)
-            node_at = here(p, tok[i].vcol);
-        i++;
-    }
+    if (node_key(p, tok, ntok, &i, &node, &node_at))
+        return DDP_ECONFIG;
     if (i >= ntok)
         return perr(p, END_OF(tok[ntok - 1]),
                     unset ? "expected a variable name after \"unset\", got end of line"
@@ -408,13 +417,8 @@ static int st_net(pctx_t *p, token_t *tok, int ntok, int resolve)
     where_t node_at = {0};
     const char *what = resolve ? "a host name, then the addresses it resolves to"
                                : "an interface name, then its ADDR/PREFIX addresses";
-    if (i < ntok && tok[i].eq && !strcmp(tok[i].text, "node")) {
-        if (strcmp(tok[i].eq, "all") && parse_node(p, tok[i].eq, tok[i].vcol, &node))
-            return DDP_ECONFIG;
-        if (node >= 0)
-            node_at = here(p, tok[i].vcol);
-        i++;
-    }
+    if (node_key(p, tok, ntok, &i, &node, &node_at))
+        return DDP_ECONFIG;
     if (i + 1 >= ntok)
         return perr(p, END_OF(tok[ntok - 1]), "expected %s, got end of line", what);
     const token_t *name = &tok[i++];
@@ -467,13 +471,8 @@ static int st_somaxconn(pctx_t *p, token_t *tok, int ntok)
     ddp_scenario_t *s = p->s;
     int node = -1, i = 1, k;
     where_t node_at = {0};
-    if (i < ntok && tok[i].eq && !strcmp(tok[i].text, "node")) {
-        if (strcmp(tok[i].eq, "all") && parse_node(p, tok[i].eq, tok[i].vcol, &node))
-            return DDP_ECONFIG;
-        if (node >= 0)
-            node_at = here(p, tok[i].vcol);
-        i++;
-    }
+    if (node_key(p, tok, ntok, &i, &node, &node_at))
+        return DDP_ECONFIG;
     if (i >= ntok)
         return perr(p, END_OF(tok[ntok - 1]), "expected a backlog cap (1..65535), got end "
                                               "of line");
