@@ -650,9 +650,9 @@ int ddp_plan_write(const ddp_plan_t *p, FILE *o)
             e->store_protocol);
     put_line(o, "backend", e->backend, NULL);
     put_line(o, "cluster", e->cluster, NULL);
-    put_line(o, "plugin", e->plugin, NULL);
-    if (e->plugin_lib[0])
+    if (e->plugin_lib[0]) /* first: loading it registers the plugin named next */
         put_line(o, "plugin-library", e->plugin_lib, NULL);
+    put_line(o, "plugin", e->plugin, NULL);
     put_line(o, "exec", e->exec, NULL);
     for (int i = 0; i < p->nnodes; i++)
         put_line(o, "node", p->nodes[i].host, p->nodes[i].addr);
@@ -913,8 +913,16 @@ static int rd_statement(rd_t *r, ddp_plan_t *p, int *ended)
         return rd_strbuf(r, e->backend, sizeof e->backend);
     if (!strcmp(word, "cluster"))
         return rd_strbuf(r, e->cluster, sizeof e->cluster);
-    if (!strcmp(word, "plugin"))
-        return rd_strbuf(r, e->plugin, sizeof e->plugin);
+    if (!strcmp(word, "plugin")) { /* checked here: later lines (faults) read it */
+        if ((rc = rd_strbuf(r, e->plugin, sizeof e->plugin)) != 0)
+            return rc;
+        return e->plugin[0] && !ddp_plugin_find(e->plugin)
+                   ? ddp_err_set(DDP_ECONFIG, "%s:%d: expected a registered plugin's name "
+                                              "(ddpsim list plugins), or a plugin-library "
+                                              "line, got \"%.60s\"",
+                                 r->file, r->line, e->plugin)
+                   : 0;
+    }
     if (!strcmp(word, "plugin-library")) { /* loaded now: fault lines may name its phases */
         const ddp_plugin_t *pl;
         return (rc = rd_strbuf(r, e->plugin_lib, sizeof e->plugin_lib)) ? rc
