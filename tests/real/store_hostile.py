@@ -160,6 +160,46 @@ def phase_waits(port):
     return socks
 
 
+def phase_trickle(port):
+    """50 clients that send a request one byte at a time, each tick."""
+    socks = [connect(port, blocking=False) for _ in range(50)]
+    req = validate() + bytes([OP_SET]) + s_bytes(b"/trickle") + s_bytes(b"t" * 64)
+    sent = {s: 0 for s in socks}
+
+    def tick():
+        for s in socks:
+            if sent[s] < len(req):
+                try:
+                    sent[s] += s.send(req[sent[s]:sent[s] + 1])
+                except OSError:
+                    sent[s] = len(req)
+    return socks, tick
+
+
+CHURNED = [0]
+
+
+def phase_churn(port):
+    """Connections opened and dropped at once, each tick: 20 that send half
+    a request and close, half of them with a reset (SO_LINGER 0)."""
+    half = (validate() + bytes([OP_SET]) + s_bytes(b"/churn") + s_bytes(b"c" * 64))[:20]
+    count = CHURNED
+
+    def tick():
+        for i in range(20):
+            try:
+                s = connect(port)
+                s.sendall(half)
+                if i % 2:
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                 struct.pack("ii", 1, 0))
+                s.close()
+                count[0] += 1
+            except OSError:
+                pass
+    return [], tick
+
+
 def main():
     port, pid, budget = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
     setup = connect(port)
@@ -177,12 +217,17 @@ def main():
     most_conns = 0
     for name, fn in (("amplification", phase_amplification),
                      ("slowloris", phase_slowloris),
-                     ("waits", phase_waits)):
-        socks = fn(port)
-        most_conns = max(most_conns, len(socks) + 2)
+                     ("waits", phase_waits),
+                     ("trickle", phase_trickle),
+                     ("churn", phase_churn)):
+        got = fn(port)
+        socks, tick = got if isinstance(got, tuple) else (got, None)
+        most_conns = max(most_conns, len(socks) + 22)
         t_end = time.time() + PHASE_S
         peak_now = 0
         while time.time() < t_end:
+            if tick:
+                tick()
             peak_now = max(peak_now, rss(pid)[0])
             time.sleep(0.05)
         lat = normal.take()
@@ -192,7 +237,7 @@ def main():
         worst_p99 = max(worst_p99, p99)
         print("%-13s %3d hostile clients: %5d GETs, p50 %.2f ms, p99 %.2f ms,"
               " max %.2f ms; server RSS up to %.1f MiB"
-              % (name, len(socks), len(lat), pct(lat, 0.5) * 1e3, p99 * 1e3,
+              % (name, len(socks) or CHURNED[0], len(lat), pct(lat, 0.5) * 1e3, p99 * 1e3,
                  max(lat) * 1e3 if lat else float("nan"), peak_now / MIB))
         if normal.error:
             print("FAIL: the normal client: %s" % normal.error)
