@@ -901,6 +901,7 @@ static int rd_statement(rd_t *r, ddp_plan_t *p, int *ended)
     if (!strcmp(word, "run")) {
         if ((rc = rd_u64(r, "seed", &p->seed)) || (rc = rd_int(r, "latency", &p->latency_ns)) ||
             (rc = rd_i(r, "world", &p->expected_world)) ||
+            (p->expected_world < 0 && (rc = rd_err(r, "a world size of 0 or more"))) ||
             (rc = rd_int(r, "limit", &p->limit_ns)))
             return rc;
         return rd_int(r, "t0", &p->t0);

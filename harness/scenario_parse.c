@@ -1753,7 +1753,7 @@ int ddp__scenario_parse_fault(const char *line, int nodes, int world, const char
     nodes = nodes > 0 ? nodes : 1;
     world = world > nodes ? world : nodes;
     if (asprintf(&text, "scenario \"plan\"\nnodes %d\ndevices %d\n%s%s\n%s\nexpect invariants\n",
-                 nodes, (world + nodes - 1) / nodes, plugin && *plugin ? "plugin " : "",
+                 nodes, (world - 1) / nodes + 1, plugin && *plugin ? "plugin " : "",
                  plugin && *plugin ? plugin : "", line) < 0)
         return ddp_err_set(-ENOMEM, "out of memory");
     ddp_scenario_t *s = NULL;
