@@ -39,6 +39,28 @@ static int init_add(ddp_store_t *st, int64_t delta, int64_t *out,
     return ddp_store_add(st, INIT_KEY, delta, out, deadline);
 }
 
+/* More ranks counted in than the world holds: TCPStore's worker_count past
+ * world_size. Two jobs on one MASTER_ADDR:MASTER_PORT (or one job whose
+ * ranks disagree on WORLD_SIZE) share the store's counters; waiting on
+ * would only time out (torch 1.13's store barrier: "worker_count=8"). */
+static int too_many(ddp_store_t *st, const char *key, int64_t count, int world)
+{
+    ddp_err_set(DDP_ECONFIG, "worker_count %" PRId64 " for world_size %d on %s: another "
+                             "job's ranks joined this store",
+                count, world, key);
+    ddp_err_hint("give each job its own MASTER_PORT (two jobs on one node both take "
+                 "29500 by default), or make every rank agree on WORLD_SIZE");
+    const char *addr = ddp__store_client_addr(st);
+    if (addr[0])
+        ddp_err_addr("%s", addr);
+    return DDP_ECONFIG;
+}
+
+int ddp_store_worker_count(ddp_store_t *st, int64_t *out, int64_t deadline)
+{
+    return init_add(st, 0, out, deadline);
+}
+
 static int bad_args(const char *what, int rank, int world)
 {
     return ddp_err_set(DDP_ECONFIG, "%s: rank %d / world size %d is not a "
@@ -54,10 +76,14 @@ int ddp_store_wait_for_workers(ddp_store_t *st, int rank, int world,
     ddp_sys_t *sys = st->sys;
     int64_t start = ddp_sys_now(sys), joined = 0;
     int rc = init_add(st, 1, &joined, deadline);
+    if (rc == 0 && joined > world)
+        return too_many(st, INIT_KEY, joined, world);
     if (rc || rank != 0)
         return rc;
     for (;;) {
-        if (joined >= world)
+        if (joined > world)
+            return too_many(st, INIT_KEY, joined, world);
+        if (joined == world)
             return 0;
         int64_t now = ddp_sys_now(sys);
         if (now >= deadline)
@@ -116,10 +142,11 @@ int ddp_store_barrier(ddp_store_t *st, const char *group, int world,
     /* Exactly one rank sees the world size: it releases everyone. */
     if (rc == 0 && joined == world)
         rc = ddp_store_set(st, last, "1", 1, deadline);
-    if (rc == 0 && joined > world)
-        ddp_warn("store barrier %s: %" PRId64 " ranks joined a world of %d "
-                 "(barrier reused, or ranks disagree on the world size)",
-                 key, joined, world);
+    if (rc == 0 && joined > world) {
+        rc = too_many(st, key, joined, world);
+        free(key);
+        return rc;
+    }
     const char *const lk[1] = {last};
     int64_t slice = BARRIER_LOG_NS + (int64_t)world * DDP_NS_PER_MS;
     while (rc == 0) {

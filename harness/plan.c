@@ -352,7 +352,7 @@ int ddp_plan_launch(ddp_plan_t *p, const ddp_launch_t *l)
         p->entry.num_processes = l->procs;
     uint16_t port = l->port ? l->port : DEFAULT_PORT;
     int rc;
-    if (l->squat_port) {
+    if (l->squat_port && !l->job) {
         if ((rc = ddp_plan_add_proc(p, "squatter", 0, -1, 0, DDP_PLAN_PORT_HOLDER, NULL)) < 0)
             return rc;
         p->procs[rc].port = l->squat_port;
@@ -374,7 +374,7 @@ int ddp_plan_launch(ddp_plan_t *p, const ddp_launch_t *l)
     free(hosts);
     if (rc)
         return rc;
-    if (kind == DDP_LAUNCH_LSF && (rc = add_rankfile(p, per_node))) {
+    if (kind == DDP_LAUNCH_LSF && !l->job && (rc = add_rankfile(p, per_node))) {
         free(nodelist);
         return rc;
     }
@@ -401,12 +401,15 @@ int ddp_plan_launch(ddp_plan_t *p, const ddp_launch_t *l)
                 l->edit_env(env, n, l->edit_arg);
             char name[32];
             int per_node_script = kind == DDP_LAUNCH_PER_NODE && !exec;
-            snprintf(name, sizeof name, per_node_script ? "node%d" : "rank%d",
-                     per_node_script ? n : rank);
+            snprintf(name, sizeof name, per_node_script ? "%snode%d" : "%srank%d",
+                     l->job ? "j2." : "", per_node_script ? n : rank);
             rc = ddp_plan_add_proc(p, name, n, per_node_script ? -1 : rank,
-                                   (n == 0 ? l->master_start_ns : 0) + DDP_NS_PER_MS,
+                                   (n == 0 ? l->master_start_ns : 0) + l->job_start_ns +
+                                       DDP_NS_PER_MS,
                                    exec ? DDP_PLAN_EXEC : DDP_PLAN_TRAINER,
                                    env);
+            if (rc >= 0)
+                p->procs[rc].job = l->job;
             ddp_env_free(env);
         }
     }
@@ -540,7 +543,7 @@ int ddp_plan_add_tasks(const ddp_plan_t *p, ddp_sim_t *sim, int *first_task)
     for (int i = 0; i < p->nprocs; i++) {
         const ddp_plan_proc_t *x = &p->procs[i];
         ddp_sim_task_opts_t o = {.node = x->node, .name = x->name, .rank = x->rank,
-                                 .env = x->env, .start_ns = x->start_ns};
+                                 .env = x->env, .start_ns = x->start_ns, .job = x->job};
         /* A foreign program (exec) is modelled by ddpsim's own Trainer
          * with the same environment: its prediction of the real job. */
         if (x->kind == DDP_PLAN_STORE)
@@ -674,9 +677,9 @@ int ddp_plan_write(const ddp_plan_t *p, FILE *o)
     }
     for (int i = 0; i < p->nprocs; i++) {
         const ddp_plan_proc_t *x = &p->procs[i];
-        fprintf(o, "proc %s node=%d rank=%d start=%" PRId64 " port=%u name=",
+        fprintf(o, "proc %s node=%d rank=%d start=%" PRId64 " port=%u job=%d name=",
                 ddp_plan_kind_name(x->kind), x->node, x->rank, x->start_ns,
-                (unsigned)x->port);
+                (unsigned)x->port, x->job);
         put_str(o, x->name);
         fputc('\n', o);
         ddp_env_foreach(x->env, put_env, o);
@@ -853,7 +856,7 @@ static int rd_fault(rd_t *r, ddp_plan_t *p)
 static int rd_proc(rd_t *r, ddp_plan_t *p)
 {
     char kind[24], *name = NULL;
-    int node = 0, rank = 0, rc, k = 0;
+    int node = 0, rank = 0, job = 0, rc, k = 0;
     int64_t start = 0, port = 0;
     if ((rc = rd_word(r, kind, sizeof kind)))
         return rc;
@@ -863,13 +866,16 @@ static int rd_proc(rd_t *r, ddp_plan_t *p)
         return rd_err(r, "a process kind (trainer, port-holder, exec)");
     if ((rc = rd_i(r, "node", &node)) || (rc = rd_i(r, "rank", &rank)) ||
         (rc = rd_int(r, "start", &start)) || (rc = rd_int(r, "port", &port)) ||
-        (rc = rd_key(r, "name")) || (rc = rd_str(r, &name)))
+        (rc = rd_i(r, "job", &job)) || (rc = rd_key(r, "name")) || (rc = rd_str(r, &name)))
         return rc;
+    if (job < 0 || job > 1)
+        return rd_err(r, "job=0 or job=1");
     rc = ddp_plan_add_proc(p, name, node, rank, start, (ddp_plan_kind_t)k, NULL);
     free(name);
     if (rc < 0)
         return rc;
     p->procs[rc].port = (uint16_t)port;
+    p->procs[rc].job = job;
     return 0;
 }
 

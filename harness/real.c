@@ -470,6 +470,7 @@ static int read_results(const char *path, proc_t *ps, int np, const ddp_plan_t *
         memset(x, 0, sizeof *x);
         int task = nf > 1 ? atoi(field[1]) : -1;
         const char *tname = task >= 0 && task < plan->nprocs ? plan->procs[task].name : "?";
+        x->job = task >= 0 && task < plan->nprocs ? plan->procs[task].job : 0;
         if (field[0][0] == 'R' && nf >= 14) {
             x->rank = atoi(field[2]);
             x->world = atoi(field[3]);
@@ -526,6 +527,7 @@ static int read_results(const char *path, proc_t *ps, int np, const ddp_plan_t *
         ddp_sim_outcome_t *x = &o[n++];
         memset(x, 0, sizeof *x);
         x->name = plan->procs[ps[i].task].name;
+        x->job = plan->procs[ps[i].task].job;
         x->rank = ps[i].rank;
         x->node = ps[i].node;
         x->world = -1;
@@ -672,6 +674,7 @@ static void exec_outcome(const ddp_plan_t *plan, const proc_t *p, const char *ba
     char path[320], ph[40], head[160];
     memset(x, 0, sizeof *x);
     x->name = plan->procs[p->task].name;
+    x->job = plan->procs[p->task].job;
     x->rank = p->rank;
     x->node = p->node;
     x->world = plan->expected_world;

@@ -495,6 +495,38 @@ static int st_somaxconn(pctx_t *p, token_t *tok, int ntok)
     return 0;
 }
 
+/* second_job [start=D] [port=P] */
+static int st_second_job(pctx_t *p, token_t *tok, int ntok)
+{
+    ddp_scenario_t *s = p->s;
+    if (s->second_job)
+        return perr(p, tok[0].col, "expected one second_job line, got a second");
+    s->second_job = 1;
+    for (int i = 1; i < ntok; i++) {
+        long v;
+        if (!tok[i].eq)
+            return perr(p, tok[i].col, "expected start=DURATION or port=PORT, got \"%.60s\"",
+                        tok[i].text);
+        for (int j = 1; j < i; j++)
+            if (!strcmp(tok[j].text, tok[i].text))
+                return perr(p, tok[i].col, "expected each key once on a second_job line, got "
+                                           "a second %s= (the first is at column %d)",
+                            tok[i].text, tok[j].col);
+        if (!strcmp(tok[i].text, "start")) {
+            if (parse_duration(p, tok[i].eq, tok[i].vcol, &s->job2_start_ns))
+                return DDP_ECONFIG;
+        } else if (!strcmp(tok[i].text, "port")) {
+            if (parse_long(p, tok[i].eq, tok[i].vcol, 1, 65535, "a port", &v))
+                return DDP_ECONFIG;
+            s->job2_port = (uint16_t)v;
+        } else {
+            return perr(p, tok[i].col, "expected a second_job key (start, port), got "
+                                       "\"%.60s\"", tok[i].text);
+        }
+    }
+    return 0;
+}
+
 /* A key repeated on a fault or expect line (mentions= may repeat) is an
  * error at the repeat: the second value would silently win (or leak). */
 static int once(pctx_t *p, const token_t *tok, int i, const char *what)
@@ -885,9 +917,14 @@ static int st_expect(pctx_t *p, token_t *tok, int ntok)
             if (strcmp(v, "some") && strcmp(v, "every"))
                 return perr(p, t->vcol, "expected match=every or match=some, got \"%.60s\"", v);
             e->some = !strcmp(v, "some");
+        } else if (!strcmp(t->text, "job")) {
+            if (strcmp(v, "1") && strcmp(v, "2"))
+                return perr(p, t->vcol, "expected job=1 (the run's job) or job=2 (the "
+                                        "second_job's), got \"%.60s\"", v);
+            e->job = !strcmp(v, "2");
         } else {
             return perr(p, t->col, "expected an expect key (ranks, error, mentions, within, "
-                                   "from, match), got \"%.60s\"", t->text);
+                                   "from, match, job), got \"%.60s\"", t->text);
         }
         if (rc)
             return rc;
@@ -1220,6 +1257,8 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
         s->port_taken = (uint16_t)v;
         return 0;
     }
+    if (!strcmp(kw, "second_job"))
+        return st_second_job(p, tok, ntok);
     if (!strcmp(kw, "env"))
         return st_env(p, tok, ntok, 0);
     if (!strcmp(kw, "unset"))
@@ -1252,8 +1291,8 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
                                "num_nodes, tasks_per_node, hosts, launcher, gpus, accelerators, "
                                "backend, plugin, plugin-library, exec, cluster, timeout, "
                                "store_timeout, train, seed, port, master_addr, master_late, "
-                               "port_taken, latency, env, unset, iface, resolve, somaxconn, "
-                               "fault, expect), got \"%.60s\"", kw);
+                               "port_taken, second_job, latency, env, unset, iface, resolve, "
+                               "somaxconn, fault, expect), got \"%.60s\"", kw);
 }
 
 static int parse_text(pctx_t *p, const char *text, const char *file,
@@ -1593,6 +1632,9 @@ int ddp_scenario_equal(const ddp_scenario_t *a, const ddp_scenario_t *b, char *w
     DIFF(a->seed != b->seed || a->port != b->port || a->no_port != b->no_port ||
              a->port_taken != b->port_taken,
          "seed, port or port_taken differ");
+    DIFF(a->second_job != b->second_job || a->job2_start_ns != b->job2_start_ns ||
+             a->job2_port != b->job2_port,
+         "second_job differs");
     DIFF(strcmp(a->master_addr, b->master_addr), "master_addr \"%s\" vs \"%s\"",
          a->master_addr, b->master_addr);
     DIFF(a->nnet != b->nnet, "%d vs %d iface/resolve entries", a->nnet, b->nnet);
@@ -1616,7 +1658,7 @@ int ddp_scenario_equal(const ddp_scenario_t *a, const ddp_scenario_t *b, char *w
         const ddp_scn_expect_t *x = &a->expect[i], *y = &b->expect[i];
         DIFF(x->kind != y->kind || strcmp(x->ranks, y->ranks) || strcmp(x->error, y->error) ||
                  x->nmentions != y->nmentions || x->within_ns != y->within_ns ||
-                 x->from_join != y->from_join || x->some != y->some,
+                 x->from_join != y->from_join || x->some != y->some || x->job != y->job,
              "expect %d differs", i + 1);
         for (int m = 0; m < x->nmentions; m++)
             DIFF(strcmp(x->mentions[m], y->mentions[m]), "expect %d: mentions differ", i + 1);
@@ -1900,6 +1942,14 @@ int ddp_scenario_write(const ddp_scenario_t *s, FILE *o)
     }
     if (s->port_taken)
         fprintf(o, "port_taken %u\n", (unsigned)s->port_taken);
+    if (s->second_job) {
+        fputs("second_job", o);
+        if (s->job2_start_ns)
+            put_duration(o, " start=", s->job2_start_ns);
+        if (s->job2_port)
+            fprintf(o, " port=%u", (unsigned)s->job2_port);
+        fputc('\n', o);
+    }
     if (s->latency_ns) {
         put_duration(o, "latency ", s->latency_ns);
         fputc('\n', o);
@@ -1952,6 +2002,8 @@ int ddp_scenario_write(const ddp_scenario_t *s, FILE *o)
             fprintf(o, " from=join");
         if (e->some)
             fprintf(o, " match=some");
+        if (e->job)
+            fprintf(o, " job=2");
         fputc('\n', o);
     }
     return ferror(o) ? -EIO : 0;

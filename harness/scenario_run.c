@@ -52,6 +52,7 @@ typedef struct judge {
     const char *deadlock_report;
     int n;                       /* tasks */
     int expected_world;
+    int job; /* whose outcomes outs holds (0, or 1: the second job's) */
     char *why;
     size_t whylen;
 } judge_t;
@@ -309,7 +310,8 @@ static int check_invariants(judge_t *j, ddp_sim_result_t res)
         return say(j, "harness failure: the run was stopped (%.*s): tasks %s",
                    nl ? (int)(nl - rep) : (int)strlen(rep), rep, tasks[0] ? tasks : "?");
     }
-    int64_t bound = s->master_late_ns + s->timeout_ns + s->train_ns + DEADLINE_SLACK_NS;
+    int64_t bound = s->master_late_ns + s->timeout_ns + s->train_ns + DEADLINE_SLACK_NS +
+                    (j->job ? s->job2_start_ns : 0);
     int world = -1, nok = 0;
     char *seen = calloc((size_t)j->n + 1, 1);
     for (int t = 0; t < j->n; t++) {
@@ -412,7 +414,8 @@ int ddp_scenario_plan(const ddp_scenario_t *s, const char *accel, uint64_t seed,
     e->train_ns = s->train_ns;
     e->seed = p->seed;
     p->expected_world = e->num_nodes * procs;
-    p->limit_ns = s->master_late_ns + s->timeout_ns + s->train_ns + DEADLINE_SLACK_NS;
+    p->limit_ns = s->master_late_ns + s->timeout_ns + s->train_ns + DEADLINE_SLACK_NS +
+                  (s->second_job ? s->job2_start_ns : 0);
     ddp_scn_edit_t edit = {.s = s};
     ddp_launch_t l = {
         .procs = procs, .launcher = s->launcher, .tasks_per_node = s->tasks_per_node,
@@ -427,6 +430,13 @@ int ddp_scenario_plan(const ddp_scenario_t *s, const char *accel, uint64_t seed,
                  : 0;
     if (rc == 0)
         rc = ddp_plan_launch(p, &l);
+    if (rc == 0 && s->second_job) { /* the same job again, judged apart */
+        ddp_launch_t l2 = l;
+        l2.job = 1;
+        l2.job_start_ns = s->job2_start_ns;
+        l2.port = s->job2_port ? s->job2_port : s->port;
+        rc = ddp_plan_launch(p, &l2);
+    }
     if (rc) {
         ddp_plan_free(p);
         return rc;
@@ -520,8 +530,9 @@ void ddp__scenario_judge(const ddp_scenario_t *s, const ddp_sim_outcome_t *outs,
              * connects: its status is its exit, its workers' verdicts are
              * their own rows. */
             int launcher = !is_rank(x) && x->spawned > 0;
-            char who[16], st[16];
-            snprintf(who, sizeof who, launcher ? "launcher" : "rank %d", x->rank);
+            char who[24], st[16];
+            snprintf(who, sizeof who, launcher ? "%slauncher" : "%srank %d",
+                     x->job ? "job 2 " : "", x->rank);
             snprintf(st, sizeof st, "%s",
                      x->state == DDP_SIM_TASK_CRASHED ? "CRASHED"
                      : launcher ? (x->rc == 0 ? "ok" : "exited")
@@ -539,13 +550,39 @@ void ddp__scenario_judge(const ddp_scenario_t *s, const ddp_sim_outcome_t *outs,
                 roff = report_len - 1;
         }
     }
-    r->invariants_ok = check_invariants(&j, res);
+    /* Each job is judged on its own processes: the invariants (ranks
+     * 0..N-1 once each, one world size) hold per job, and an expect line
+     * speaks of its job= (the run's job by default). */
+    ddp_sim_outcome_t *mine = s->second_job ? malloc(sizeof *mine * (size_t)(n ? n : 1)) : NULL;
     char inv_why[sizeof r->why];
-    snprintf(inv_why, sizeof inv_why, "%s", r->why);
-    r->why[0] = '\0';
+    r->invariants_ok = 1;
     r->expect_ok = 1;
-    for (int i = 0; i < s->nexpect && r->expect_ok; i++)
-        r->expect_ok = check_expect(&j, i, any_rank);
+    inv_why[0] = '\0';
+    for (int job = 0; job <= (mine ? 1 : 0); job++) {
+        judge_t jj = j;
+        jj.job = job;
+        if (mine) {
+            jj.n = 0;
+            for (int t = 0; t < n; t++)
+                if (outs[t].job == job)
+                    mine[jj.n++] = outs[t];
+            jj.outs = mine;
+        }
+        int jr = 0;
+        for (int t = 0; t < jj.n; t++)
+            jr |= is_rank(&jj.outs[t]);
+        r->why[0] = '\0';
+        if (r->invariants_ok && !(r->invariants_ok = check_invariants(&jj, res)))
+            snprintf(inv_why, sizeof inv_why, "%s%s", job ? "job 2: " : "", r->why);
+        r->why[0] = '\0';
+        for (int i = 0; i < s->nexpect && r->expect_ok; i++)
+            if (s->expect[i].job == job)
+                r->expect_ok = check_expect(&jj, i, jr);
+        if (!r->expect_ok)
+            break;
+    }
+    free(mine);
+    (void)any_rank;
     if (!r->invariants_ok && !r->why[0])
         snprintf(r->why, sizeof r->why, "%s", inv_why);
     else if (!r->invariants_ok)

@@ -32,6 +32,9 @@
 /* Rank 0's token in its own store (see claim_own_store). */
 #define KEY_MASTER "ddpsim/master"
 #define KEY_RUN "ddpsim/run" /* DDP_RUN_ID_ENV's value, preset by rank 0 */
+/* Set when the default group's store barrier released its world (the
+ * barrier's "last_worker" key, under the group's prefix). */
+#define KEY_BARRIER_DONE "default_pg/store_based_barrier_key:default_pg:last_worker"
 
 int64_t ddp_trainer_timeout_ns(const ddp_trainer_cfg_t *cfg)
 {
@@ -366,19 +369,36 @@ DDP_NOINLINE static int claim_rank(ddp_ctx_t *ctx)
     char key[64];
     int64_t n = 0;
     ddp_fmt(key, sizeof key, "%s%d", KEY_JOINED, ctx->global_rank);
-    int rc = ddp_store_add(ctx->store, key, 1, &n, ddp_plugin_store_deadline(ctx));
+    int64_t dl = ddp_plugin_store_deadline(ctx);
+    int rc = ddp_store_add(ctx->store, key, 1, &n, dl);
     if (rc || n == 1)
         return rc;
+    /* The store's own world had all met at its barrier before this
+     * process came: a second job (same MASTER_ADDR:MASTER_PORT), not a
+     * launch that doubled ranks. */
+    ddp_buf_t v = {0};
+    int done = get_if_set(ctx->store, KEY_BARRIER_DONE, &v, dl) == 1;
+    ddp_buf_free(&v);
+    int64_t workers = -1;
+    if (done && ddp_store_worker_count(ctx->store, &workers, dl) == 0) {
+        ddp_err_set(DDP_ECONFIG, "worker_count %" PRId64 " for world_size %d: another "
+                                 "job's ranks joined this store (its world of %d had "
+                                 "passed its barrier when this process joined as global "
+                                 "rank %d)",
+                    workers + 1, ctx->world_size, ctx->world_size, ctx->global_rank);
+        return ddp_err_hint("give each job its own MASTER_PORT: two jobs on the same "
+                            "nodes both take 29500 unless told otherwise");
+    }
     ddp_err_set(DDP_ECONFIG, "another process already joined as global rank "
                              "%d (%s, node rank %d, local rank %d): ranks are "
                              "duplicated",
                 ctx->global_rank, ctx->accelerator, ctx->node_rank,
                 ctx->local_rank);
     return ddp_err_hint("the launcher started more processes than the "
-                        "Trainer expects, or every node got the same node "
-                        "rank: check that tasks per node equal devices "
-                        "(srun --ntasks-per-node, Lightning #4389) and that "
-                        "NODE_RANK differs per node (#5651)");
+                        "Trainer expects (tasks per node must equal devices: "
+                        "srun --ntasks-per-node, Lightning #4389), NODE_RANK "
+                        "is the same on every node (#5651), or another job "
+                        "uses this MASTER_ADDR:MASTER_PORT");
 }
 
 int ddp_plugin_default_init_ddp_connection(const ddp_plugin_t *self,

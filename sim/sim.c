@@ -1091,6 +1091,7 @@ int ddp_sim_add_task(ddp_sim_t *sim, const ddp_sim_task_opts_t *o,
         return ddp_err_set(DDP_ECONFIG, "task %s: no node %d", o->name, o->node);
     ddp_sim_task_t *t = new_task(sim, o->node, o->name, o->rank, o->env, fn, arg);
     t->start_ns = o->start_ns > 0 ? o->start_ns : 0;
+    t->out.job = o->job;
     sim_event_t ev = {.t = VT0 + (o->start_ns > 0 ? o->start_ns : 0),
                       .type = EV_START, .a = t->id};
     ddp__sim_push_event(sim, ev);
@@ -1116,6 +1117,7 @@ int ddp__sim_spawn_child(ddp_sim_task_t *parent, const ddp_spawn_t *w,
     ddp_sim_task_t *t = new_task(sim, parent->out.node, name, rank, env,
                                  w->entry, w->arg);
     t->parent = parent->id;
+    t->out.job = parent->out.job;
     sim->tasks[parent->proc]->out.spawned++;
     sim_event_t ev = {.t = sim->vt, .type = EV_START, .a = t->id};
     ddp__sim_push_event(sim, ev);
@@ -1133,6 +1135,7 @@ int ddp__sim_thread(ddp_sim_task_t *parent, ddp_thread_fn fn, void *arg,
     t->parent = parent->id;
     t->proc = parent->proc;
     t->out.thread = 1;
+    t->out.job = parent->out.job;
     sim->tasks[parent->proc]->nthreads++;
     sim_event_t ev = {.t = sim->vt, .type = EV_START, .a = t->id};
     ddp__sim_push_event(sim, ev);

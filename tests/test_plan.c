@@ -133,6 +133,46 @@ static void test_plan_contents(void)
     ddp_scenario_free(s);
 }
 
+/* second_job: the same launch again, named j2.*, late by start=, on its
+ * port, with no second port holder; the plan file keeps each process's job. */
+static void test_plan_second_job(void)
+{
+    char err[512];
+    ddp_scenario_t *s = NULL;
+    CU_ASSERT_EQUAL_FATAL(
+        ddp_scenario_parse("scenario \"x\"\nnodes 2\ndevices 2\nport_taken\n"
+                           "second_job start=5s port=29501\nexpect invariants\n",
+                           "x.scn", NULL, &s, err, sizeof err),
+        0);
+    ddp_plan_t *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(ddp_scenario_plan(s, "ddp_hpc", 0, &p), 0);
+    CU_ASSERT_EQUAL_FATAL(p->nprocs, 9); /* a port holder + 2 x 4 srun tasks */
+    CU_ASSERT_EQUAL(p->procs[0].kind, DDP_PLAN_PORT_HOLDER);
+    for (int i = 1; i < 9; i++) {
+        const ddp_plan_proc_t *x = &p->procs[i];
+        int j2 = i >= 5;
+        CU_ASSERT_EQUAL(x->job, j2);
+        CU_ASSERT_EQUAL(x->rank, (i - 1) % 4);
+        CU_ASSERT_EQUAL(x->start_ns, (j2 ? 5 * DDP_NS_PER_S : 0) + DDP_NS_PER_MS);
+        CU_ASSERT_STRING_EQUAL(ddp_env_get(x->env, "MASTER_PORT"), j2 ? "29501" : "29500");
+        CU_ASSERT_EQUAL(strncmp(x->name, "j2.", 3) == 0, j2);
+    }
+    char path[] = "/tmp/ddpsim-plan-job-XXXXXX";
+    int fd = mkstemp(path);
+    CU_ASSERT_TRUE_FATAL(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    CU_ASSERT_EQUAL(ddp_plan_write(p, f), 0);
+    fclose(f);
+    ddp_plan_t *q = NULL;
+    CU_ASSERT_EQUAL_FATAL(ddp_plan_read(ddp_test_sys(), path, &q), 0);
+    for (int i = 0; i < 9; i++)
+        CU_ASSERT_EQUAL(q->procs[i].job, p->procs[i].job);
+    remove(path);
+    ddp_plan_free(q);
+    ddp_plan_free(p);
+    ddp_scenario_free(s);
+}
+
 /* env and unset lines, job-wide and per node, come after the launcher's
  * variables: a set wins, an unset removes the launcher's own value. */
 /* v is set, to want (a missing variable fails the check, not the run). */
@@ -184,11 +224,14 @@ static void test_read_errors(void)
         {"ddpsim-plan 1\nbogus 1\nend\n", ":2: expected a plan statement"},
         {"ddpsim-plan 1\nenv \"A\" \"B\"\nend\n", ":2: expected a proc line before env"},
         {"ddpsim-plan 1\nnode \"a\" \"10.0.0.1\"\nproc trainer node=7 rank=0 start=0 port=0 "
-         "name=\"p\"\nend\n",
+         "job=0 name=\"p\"\nend\n",
          "process p on node 7"},
         {"ddpsim-plan 1\nfault line=1 task=-1 fault point point=no/such\nend\n",
          ":2: expected the name of a fault point"},
         {"ddpsim-plan 1\nname \"unterminated\nend\n", ":2: expected a closing quote"},
+        {"ddpsim-plan 1\nnode \"a\" \"10.0.0.1\"\nproc trainer node=0 rank=0 start=0 port=0 "
+         "job=2 name=\"p\"\nend\n",
+         ":3: expected job=0 or job=1"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         CU_ASSERT_EQUAL(write_file(path, cases[i].text), 0);
@@ -206,4 +249,5 @@ static void test_read_errors(void)
 DDP_SUITE("plan", NULL, NULL, {"plan file round trip over the corpus", test_round_trip_corpus},
           {"env and unset lines: job-wide and per node, after the launcher", test_plan_env_lines},
           {"a plan holds what the launcher gives", test_plan_contents},
+          {"second_job: the same launch again, judged as job 2", test_plan_second_job},
           {"plan file errors name the file and line", test_read_errors})

@@ -681,6 +681,55 @@ static void test_judge_invariants(void)
     ddp_scenario_free(s);
 }
 
+/* second_job: two jobs' ranks share numbers, and each job is judged on
+ * its own: the invariants per job, an expect line on its job= only. */
+static void test_judge_two_jobs(void)
+{
+    ddp_scenario_t *s = parse("scenario \"jobs\"\nsecond_job start=5s\nexpect ok\n"
+                              "expect fail job=2 error=config\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    for (int c = 0; c < 4; c++) {
+        ddp_sim_outcome_t o[8];
+        healthy_outcomes(o);
+        healthy_outcomes(o + 4);
+        for (int i = 4; i < 8; i++) {
+            o[i].job = 1;
+            o[i].rc = 1;
+            o[i].code = DDP_ECONFIG;
+            o[i].connect_ns = -1;
+            /* started 5 s late: a deadline 5 s later than job 1's */
+            o[i].end_ns = s->timeout_ns + 5 * DDP_NS_PER_S;
+            snprintf(o[i].message, sizeof o[i].message, "worker_count 5 for world_size 4: "
+                                                        "another job's ranks joined this store");
+        }
+        const char *want = NULL; /* NULL: passes */
+        if (c == 1) { /* job 2 fine: its expect line fails */
+            healthy_outcomes(o + 4);
+            for (int i = 4; i < 8; i++)
+                o[i].job = 1;
+            want = "line 4";
+        } else if (c == 2) { /* job 1's rank fails: the job=1 line fails */
+            o[2] = o[6];
+            o[2].job = 0;
+            want = "line 3";
+        } else if (c == 3) { /* two of job 2 claim rank 1: its invariant */
+            healthy_outcomes(o + 4);
+            for (int i = 4; i < 8; i++)
+                o[i].job = 1;
+            o[7].rank = 1;
+            want = "job 2: invariant: two connected processes both have rank 1";
+        }
+        ddp_scn_result_t r;
+        memset(&r, 0, sizeof r);
+        ddp__scenario_judge(s, o, 8, 4, DDP_SIM_DONE, "", NULL, 0, &r);
+        int ok = want ? !r.pass && strstr(r.why, want) != NULL : r.pass == 1;
+        if (!ok)
+            printf("\n  case %d: pass %d, why \"%s\"\n", c, r.pass, r.why);
+        CU_ASSERT_TRUE(ok);
+    }
+    ddp_scenario_free(s);
+}
+
 /* Root cause first (harness/root_cause.c, docs/errors.md): the summary
  * shows the most causal error of any rank, not the lowest failing rank's.
  * Each row fails some ranks of 4 with the given codes (0: that rank is
@@ -1208,6 +1257,7 @@ DDP_SUITE("scenario", NULL, NULL,
           {"train D: every rank trains D, then ends cleanly", test_train},
           {"leaked socket invariant", test_leak_invariant},
           {"the judge: every invariant, broken one at a time", test_judge_invariants},
+          {"the judge: two jobs, each judged on its own", test_judge_two_jobs},
           {"the judge: ok means the world, some means one, fail means a failure, hung only when named", test_judge_expectations},
           {"within= from=join counts from each rank's first store contact", test_within_from_join},
           {"crash node= is silent, mode=kill closes the node's sockets", test_crash_node_modes},

@@ -141,6 +141,30 @@ static void test_wait_for_workers_timeout(void)
     ddp_store_free(st);
 }
 
+/* A second job's ranks on the first job's store (same MASTER_ADDR and
+ * MASTER_PORT): the count passes the world size, and the rank that sees
+ * it says so at once instead of waiting out its deadline. */
+static void test_another_job(void)
+{
+    ddp_store_t *st = ddp_store_memory_new(g_sys);
+    CU_ASSERT_EQUAL(ddp_store_wait_for_workers(st, 1, 2, dl(100)), 0);
+    CU_ASSERT_EQUAL(ddp_store_wait_for_workers(st, 0, 2, dl(100)), 0);
+    CU_ASSERT_EQUAL(ddp_store_wait_for_workers(st, 1, 2, dl(100)), DDP_ECONFIG);
+    const char *msg = ddp_err_message();
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "worker_count 3 for world_size 2"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "another job's ranks joined this store"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "MASTER_PORT"));
+    int64_t n = 0;
+    CU_ASSERT_EQUAL(ddp_store_worker_count(st, &n, dl(100)), 0);
+    CU_ASSERT_EQUAL(n, 3);
+    /* The store barrier: two pass, a third is another job's. */
+    CU_ASSERT_EQUAL(ddp_store_barrier(st, "g", 2, dl(100)), DDP_ETIMEOUT);
+    CU_ASSERT_EQUAL(ddp_store_barrier(st, "g", 2, dl(100)), 0);
+    CU_ASSERT_EQUAL(ddp_store_barrier(st, "g", 2, dl(100)), DDP_ECONFIG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_message(), "worker_count 3 for world_size 2"));
+    ddp_store_free(st);
+}
+
 static void test_barrier_timeout(void)
 {
     ddp_store_t *st = ddp_store_memory_new(g_sys);
@@ -247,6 +271,7 @@ static void test_thousand_clients(void)
 DDP_SUITE("store_helpers", suite_init, suite_cleanup,
           {"memory_rendezvous", test_memory_rendezvous},
           {"wait_for_workers_timeout", test_wait_for_workers_timeout},
+          {"another_job", test_another_job},
           {"barrier_timeout", test_barrier_timeout},
           {"barrier_wait_gives_up", test_barrier_wait_gives_up},
           {"thousand_clients", test_thousand_clients})

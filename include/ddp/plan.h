@@ -75,6 +75,8 @@ typedef struct ddp_plan_proc {
     int64_t start_ns;  /* from the run's start */
     ddp_plan_kind_t kind;
     uint16_t port;     /* DDP_PLAN_PORT_HOLDER, DDP_PLAN_STORE */
+    int job;           /* 0: the run's job; 1: a second job launched beside
+                          it (scenario `second_job`), judged apart */
     ddp_env_t *env;    /* exactly the environment the process gets */
 } ddp_plan_proc_t;
 
@@ -177,6 +179,10 @@ typedef struct ddp_launch {
     /* Last word on each process's environment (after everything above). */
     void (*edit_env)(ddp_env_t *env, int node, void *arg);
     void *edit_arg;
+    int job;                 /* the processes' job (ddp_plan_proc_t.job):
+                                1 names them j2.*, starts them job_start_ns
+                                late and adds no port holder */
+    int64_t job_start_ns;
 } ddp_launch_t;
 
 /* Adds the launch's processes to p, whose nodes and entry are set (the

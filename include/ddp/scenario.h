@@ -44,6 +44,8 @@ typedef struct ddp_scn_expect {
     int from_join;     /* from=join: within= counts from each rank's first
                           store contact (ddp_sim_outcome_t.join_ns) */
     int some;          /* match=some: one covered process suffices */
+    int job;           /* job=2: the second job's processes (1); else the
+                          run's job (0) */
     int line;          /* in the file, for reports */
 } ddp_scn_expect_t;
 
@@ -95,6 +97,11 @@ typedef struct ddp_scenario {
     char master_addr[64]; /* "" node 0's host; "-" not exported */
     int64_t master_late_ns;
     uint16_t port_taken; /* a squatter holds this port (0: none) */
+    /* `second_job`: the same job launched again on the same nodes, start
+     * late, on MASTER_PORT job2_port (0: the scenario's port) */
+    int second_job;
+    int64_t job2_start_ns;
+    uint16_t job2_port;
     int64_t latency_ns;
     ddp_scn_env_t *env;
     int nenv;

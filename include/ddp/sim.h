@@ -105,6 +105,8 @@ typedef struct ddp_sim_task_opts {
     int rank;             /* -1: not a rank; else used in errors/outcomes */
     const ddp_env_t *env; /* copied; NULL = empty */
     int64_t start_ns;     /* virtual start time (late start) */
+    int job;              /* which job it belongs to (ddp_plan_proc_t.job);
+                             what it spawns, and its threads, inherit it */
 } ddp_sim_task_opts_t;
 
 /* Adds a task that runs fn(sys, arg) from start_ns on. Returns its id. */
@@ -168,6 +170,7 @@ typedef struct ddp_sim_outcome {
     char progress[32];      /* a foreign program's furthest phase at the
                                store the run hosts ("joined", "barrier
                                passed, left"); "" elsewhere */
+    int job;                /* 0: the run's job; 1: the second job */
 } ddp_sim_outcome_t;
 
 DDP_API int ddp_sim_task_count(const ddp_sim_t *sim);

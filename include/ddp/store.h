@@ -403,7 +403,11 @@ DDP_API void ddp_store_server_join_thread(ddp_store_server_t *srv);
 
 /* Every rank ADDs 1 to "init/"; rank 0 waits until the count reaches world.
  * Timeout error: "Timed out after N seconds waiting for clients. k/N clients
- * joined." */
+ * joined." A count past world (a rank's own ADD, or rank 0's poll) is a
+ * DDP_ECONFIG "worker_count K for world_size N": another job's ranks share
+ * the store. */
+/* The "init/" count so far (ADD 0: how many ranks have joined the store). */
+DDP_API int ddp_store_worker_count(ddp_store_t *st, int64_t *out, int64_t deadline);
 DDP_API int ddp_store_wait_for_workers(ddp_store_t *st, int rank, int world,
                                int64_t deadline);
 /* Store-based barrier: ADD 1 to "store_based_barrier_key:<group>"; the rank
