@@ -14,7 +14,9 @@
 # scenario files, tests, test cases, suites, mutants, functions, API
 # functions or fault points. Pages a command
 # writes (docs/fault-points.md, docs/fidelity.md) are generated, not
-# checked here. A command holds no '>' (no redirection).
+# checked here. A command holds no '>' (no redirection); it may use
+# $DDPSIM_TEST, the CUnit binary (default build/default/ddpsim-test), and
+# $DDPSIM, the command (default ./ddpsim).
 #
 #   sh tests/docs-check.sh             check README.md and docs/*.md
 #   sh tests/docs-check.sh FILE...     check these files (commands still
@@ -26,6 +28,9 @@ set -eu
 cd "$(dirname "$0")/.."
 
 GENERATED="docs/fault-points.md docs/fidelity.md"
+DDPSIM_TEST=${DDPSIM_TEST:-build/default/ddpsim-test}
+DDPSIM=${DDPSIM:-./ddpsim}
+export DDPSIM_TEST DDPSIM
 WORDS='scenarios|scenario files|tests|test cases|suites|mutants|functions|API functions|fault points'
 
 # FILE LABEL: print "LABEL:LINE: why" for every wrong or unmarked count.
