@@ -240,7 +240,7 @@ torch-scenarios: $(DDPSIM)
 	    $(DDPSIM) run --real --tag torch scenarios/*.scn --no-progress $(if $(JUNIT),--junit $(JUNIT)); \
 	fi
 # libFuzzer harnesses (tests/fuzz/, docs/fuzzing.md): the store server over
-# a fake sys, hostlists, the scenario parser and writer, built with clang +
+# a fake sys, hostlists, launch plans, the scenario parser and writer, built with clang +
 # ASan/UBSan into build/fuzz/ and run FUZZ_SECONDS each from their seed
 # corpora; a crash fails and names its reproducer.
 FUZZ_SECONDS ?= 10
