@@ -15,8 +15,9 @@
 # functions or fault points. Pages a command
 # writes (docs/fault-points.md, docs/fidelity.md) are generated, not
 # checked here. A command holds no '>' (no redirection); it may use
-# $DDPSIM_TEST, the CUnit binary (default build/default/ddpsim-test), and
-# $DDPSIM, the command (default ./ddpsim).
+# $DDPSIM_TEST, the CUnit binary (default build/default/ddpsim-test),
+# $DDPSIM, the command (default ./ddpsim), and $DDPSIM_LIB, the shared
+# library (default build/default/libddpsim.so.0.1.0).
 #
 #   sh tests/docs-check.sh             check README.md and docs/*.md
 #   sh tests/docs-check.sh FILE...     check these files (commands still
@@ -30,7 +31,8 @@ cd "$(dirname "$0")/.."
 GENERATED="docs/fault-points.md docs/fidelity.md"
 DDPSIM_TEST=${DDPSIM_TEST:-build/default/ddpsim-test}
 DDPSIM=${DDPSIM:-./ddpsim}
-export DDPSIM_TEST DDPSIM
+DDPSIM_LIB=${DDPSIM_LIB:-build/default/libddpsim.so.0.1.0}
+export DDPSIM_TEST DDPSIM DDPSIM_LIB
 WORDS='scenarios|scenario files|tests|test cases|suites|mutants|functions|API functions|fault points'
 
 # FILE LABEL: print "LABEL:LINE: why" for every wrong or unmarked count.
