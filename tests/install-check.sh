@@ -115,7 +115,7 @@ if command -v man >/dev/null 2>&1; then
     warn=$(MANWIDTH=80 man --warnings -l "$page" 2>&1 >"$tmp/man.txt") ||
         fail "man -l $page failed: $warn"
 elif command -v groff >/dev/null 2>&1; then
-    warn=$(groff -man -Tutf8 -t -ww "$page" 2>&1 >"$tmp/man.txt") ||
+    warn=$(groff -k -man -Tutf8 -t -ww "$page" 2>&1 >"$tmp/man.txt") ||
         fail "groff -man $page failed: $warn"
 else
     fail "neither man nor groff is installed to render $page"
