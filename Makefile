@@ -158,10 +158,11 @@ test: $(TESTBIN) $(DDPSIM) ddpsim check-layers check-exports check-fault-points-
 
 # Every count docs/ and README.md state carries the command that yields
 # it, and holds (tests/docs-check.sh; a self-test plants a wrong one).
+DOCS_CHECK_ENV = DDPSIM_TEST=$(abspath $(TESTBIN)) DDPSIM=$(abspath $(DDPSIM)) \
+                 DDPSIM_LIB=$(abspath $(SHARED))
 check-docs: $(TESTBIN) $(DDPSIM) $(SHARED)
-	@DDPSIM_TEST=$(abspath $(TESTBIN)) DDPSIM=$(abspath $(DDPSIM)) DDPSIM_LIB=$(abspath $(SHARED)) \
-	    sh tests/docs-check.sh
-	@sh tests/docs-check.sh --selftest
+	@$(DOCS_CHECK_ENV) sh tests/docs-check.sh
+	@$(DOCS_CHECK_ENV) sh tests/docs-check.sh --selftest
 
 # libddpsim.so exports exactly the public headers' DDP_API functions
 # (-fvisibility=hidden; include/ddp/export.h).
