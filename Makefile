@@ -9,7 +9,7 @@
 #   make real-scenarios / netns-scenarios / real-test / fidelity   real runs
 #   make torch-test real PyTorch against ddpsim's store (tests/torch/)
 #   make fuzz       libFuzzer harnesses, FUZZ_SECONDS each (clang)
-#   make install    PREFIX=/usr/local (lib, headers, pkg-config, command)
+#   make install    PREFIX=/usr/local (lib, headers, pkg-config, command, man page)
 #   make deps       install missing Debian packages (apt-get, as root)
 #
 # Each SANITIZE / COVERAGE variant builds in its own directory under build/.
@@ -71,7 +71,7 @@ TEST_PLUGINS := $(TEST_PLUGIN_DIR)/libddptest.so $(TEST_PLUGIN_DIR)/libddptest-n
 
 .PHONY: all lib run test check-layers check-exports bench install deps clean hw-test real-scenarios \
         netns-scenarios netns-clean real-test fidelity torch-test torch-scenarios fuzz mutate fault-points-doc \
-        check-fault-points-doc
+        check-fault-points-doc check-docs
 all: $(STATIC) $(SHARED) $(DDPSIM) $(TESTBIN) $(BENCH_BIN) ddpsim $(FAKE_NCCL) $(TEST_PLUGINS)
 
 lib: $(STATIC) $(SHARED)
@@ -149,12 +149,20 @@ $(TEST_PLUGINS): $(TEST_PLUGIN_DIR)/%.so: tests/plugin_lib/ddptest_plugin.c incl
 
 # TESTS="suite ..." runs only those suites; JUNIT=file writes JUnit XML.
 # `make test` and `make run` leave ./ddpsim in place, as a plain `make` does.
-test: $(TESTBIN) $(DDPSIM) ddpsim check-layers check-exports check-fault-points-doc $(FAKE_NCCL) \
+test: $(TESTBIN) $(DDPSIM) ddpsim check-layers check-exports check-fault-points-doc check-docs $(FAKE_NCCL) \
       $(TEST_PLUGINS)
 	DDPSIM=$(abspath $(DDPSIM)) DDP_FAKE_NCCL_DIR=$(abspath $(FAKE_NCCL_DIR)) \
 	    DDP_TEST_PLUGIN_DIR=$(abspath $(TEST_PLUGIN_DIR)) \
 	    $(TESTBIN) $(if $(JUNIT),--junit $(JUNIT)) $(TESTS)
 	@$(if $(TESTS),,$(if $(SANITIZE),,sh tests/example-test.sh && sh tests/mutants/selftest.sh))
+
+# Every count docs/ and README.md state carries the command that yields
+# it, and holds (tests/docs-check.sh; a self-test plants a wrong one).
+DOCS_CHECK_ENV = DDPSIM_TEST=$(abspath $(TESTBIN)) DDPSIM=$(abspath $(DDPSIM)) \
+                 DDPSIM_LIB=$(abspath $(SHARED))
+check-docs: $(TESTBIN) $(DDPSIM) $(SHARED)
+	@$(DOCS_CHECK_ENV) sh tests/docs-check.sh
+	@$(DOCS_CHECK_ENV) sh tests/docs-check.sh --selftest
 
 # libddpsim.so exports exactly the public headers' DDP_API functions
 # (-fvisibility=hidden; include/ddp/export.h).
@@ -234,7 +242,7 @@ torch-scenarios: $(DDPSIM)
 	    $(DDPSIM) run --real --tag torch scenarios/*.scn --no-progress $(if $(JUNIT),--junit $(JUNIT)); \
 	fi
 # libFuzzer harnesses (tests/fuzz/, docs/fuzzing.md): the store server over
-# a fake sys, hostlists, the scenario parser and writer, built with clang +
+# a fake sys, hostlists, launch plans, the scenario parser and writer, built with clang +
 # ASan/UBSan into build/fuzz/ and run FUZZ_SECONDS each from their seed
 # corpora; a crash fails and names its reproducer.
 FUZZ_SECONDS ?= 10
@@ -264,9 +272,17 @@ fuzz:
 hw-test: all $(BENCH_BIN)
 	B=$(B) sh scripts/hw-test.sh
 
-install: $(STATIC) $(SHARED) $(DDPSIM)
+# The manual page, from docs/ddpsim.1.md with go-md2man (scripts/deps.sh).
+MANPAGE   := $(B)/ddpsim.1
+$(MANPAGE): docs/ddpsim.1.md $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	go-md2man -in docs/ddpsim.1.md -out $@
+
+install: $(STATIC) $(SHARED) $(DDPSIM) $(MANPAGE)
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/ddp \
-	    $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	    $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+	    $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 644 $(MANPAGE) $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 $(STATIC) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(SHARED) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf libddpsim.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libddpsim.so.0

@@ -4,7 +4,9 @@
 # Needs root (apt-get) only when something is missing.
 set -eu
 # libxml2-utils: xmllint, which validates the JUnit files (tests/test_junit.c).
-PKGS="build-essential pkg-config libfiu-dev fiu-utils libcunit1-dev lcov gcovr libxml2-utils"
+# go-md2man: the manual page ddpsim.1 from docs/ddpsim.1.md (make install);
+# groff-base renders it in tests/install-check.sh.
+PKGS="build-essential pkg-config libfiu-dev fiu-utils libcunit1-dev lcov gcovr libxml2-utils go-md2man groff-base"
 [ "${1:-}" = "--bench" ] && PKGS="$PKGS redis-server redis-tools openmpi-bin libopenmpi-dev time"
 # --fuzz: make fuzz (clang with its libFuzzer runtime).
 [ "${1:-}" = "--fuzz" ] && PKGS="$PKGS clang libclang-rt-dev"

@@ -6,8 +6,7 @@
  *   fault-points-doc TEMPLATE > PAGE
  *
  * The template is Markdown; a line that is exactly
- *   @@POINTS_SUMMARY@@   becomes the table of every point;
- *   @@POINTS <layer>@@   the table of one layer ("sys", "store client", ...);
+ *   @@POINTS <layer>@@   becomes the table of one layer ("sys", "store client", ...);
  *   @@POSIX_ONLY@@       the sentence naming the points only POSIX checks.
  * Exit status 1 with a message on a marker it does not know. */
 #include <errno.h>
@@ -39,17 +38,6 @@ static const char *checked_by(const ddp_fault_info_t *r)
         return "simulator only";
     default:
         return "above the seam: real and simulated";
-    }
-}
-
-static void summary(FILE *o)
-{
-    fputs("| point | layer | checked by | default errno |\n|---|---|---|---|\n", o);
-    for (size_t i = 0; i < NROWS; i++) {
-        char e[64];
-        deferr_cell(row(i), e, sizeof e);
-        fprintf(o, "| `%s` | %s | %s | %s |\n", row(i)->name,
-                ddp_fault_layer_name(row(i)->layer), checked_by(row(i)), e);
     }
 }
 
@@ -112,10 +100,7 @@ int main(int argc, char **argv)
         }
         line[strcspn(line, "\n")] = '\0';
         int done = 0;
-        if (!strcmp(line, "@@POINTS_SUMMARY@@")) {
-            summary(o);
-            done = 1;
-        } else if (!strcmp(line, "@@POSIX_ONLY@@")) {
+        if (!strcmp(line, "@@POSIX_ONLY@@")) {
             posix_only(o);
             done = 1;
         } else {

@@ -8,7 +8,9 @@
 #      static (no libddpsim.so in its NEEDED entries);
 #   2. links the same program against the installed shared library and runs
 #      it with LD_LIBRARY_PATH pointing at the prefix;
-#   3. runs the installed `ddpsim --version`.
+#   3. runs the installed `ddpsim --version`;
+#   4. renders the installed manual page share/man/man1/ddpsim.1 with
+#      `man --warnings -l` (groff where man is absent): no warning.
 # Removes the prefix afterwards. Exit status: 0 pass, 1 a check failed.
 #
 #   sh tests/install-check.sh            (from anywhere; uses $CC, default cc)
@@ -104,5 +106,24 @@ echo "install-check: $out"
 # 4. The installed command.
 out=$("$prefix/bin/ddpsim" --version) || fail "installed ddpsim --version"
 echo "install-check: command: $out"
+
+# 5. The manual page (go-md2man from docs/ddpsim.1.md) renders without a
+# troff warning and holds the command's sections.
+page=$prefix/share/man/man1/ddpsim.1
+[ -s "$page" ] || fail "$page was not installed"
+if command -v man >/dev/null 2>&1; then
+    warn=$(MANWIDTH=80 man --warnings -l "$page" 2>&1 >"$tmp/man.txt") ||
+        fail "man -l $page failed: $warn"
+elif command -v groff >/dev/null 2>&1; then
+    warn=$(groff -k -man -Tutf8 -t -ww "$page" 2>&1 >"$tmp/man.txt") ||
+        fail "groff -man $page failed: $warn"
+else
+    fail "neither man nor groff is installed to render $page"
+fi
+[ -z "$warn" ] || fail "rendering $page warns: $warn"
+for s in NAME SYNOPSIS 'EXIT STATUS' 'ddpsim run'; do
+    grep -q "$s" "$tmp/man.txt" || fail "the rendered manual page lacks \"$s\""
+done
+echo "install-check: man page: $(grep -c '' "$tmp/man.txt") lines, no warning"
 
 echo "install-check: PASS"

@@ -31,7 +31,7 @@ static const command_t commands[] = {
     {"hold-port", ddp_cmd_hold_port,
      "listen on a port and accept nothing (real scenario runs: port_taken)"},
     {"list", ddp_cmd_list,
-     "list accelerators, backends, plugins, environments, faults, launchers"},
+     "list accelerators, backends, plugins, environments, faults, launchers, phases, points"},
     {"demo", ddp_cmd_demo,
      "rendezvous N local ranks through a real store (the default demo)"},
     {"sim", ddp_cmd_sim,
