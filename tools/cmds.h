@@ -48,6 +48,7 @@ typedef struct ddp_run_report {
     ddp_shard_t shard;  /* {0, 0}: the whole list; else the counts line says */
     long long total;    /* runs in the whole list */
     int real;           /* real runs: the time column is wall time */
+    const struct ddp_art *art; /* --artifacts: rows name their folders (NULL: none) */
 } ddp_run_report_t;
 int ddp_run_report(struct ddp_sys *sys, const ddp_run_report_t *rep,
                    const ddp_shard_row_t *rows, int nrows);
