@@ -32,6 +32,7 @@ void ddp_tool_catch_signals(void (*fn)(int), int hup);
 int ddp_tool_write_chrome(const char *tr, const char *path);
 int ddp_cmd_explore(struct ddp_sys *sys, int argc, char **argv);
 int ddp_cmd_merge(struct ddp_sys *sys, int argc, char **argv);
+int ddp_cmd_report(struct ddp_sys *sys, int argc, char **argv);
 
 /* What follows a list of runs (tools/cmd_run.c): the outcome table, the
  * counts line, JUnit, and the exit status ddpsim run documents. ddpsim run
