@@ -212,12 +212,21 @@ static long long end_of(const rt_trace_t *tr, int id, int *crashed, int *rc)
 }
 
 /* A rank's phase when it failed: its message's "rank N, PHASE: " prefix
- * (the plugin names the phase it failed in), else the trace's phase at
- * its end. */
+ * (the plugin names the phase it failed in) or a real run's "last phase
+ * PHASE: ", else the trace's phase at its end. */
 static const char *rank_phase(const run_t *u, const rank_row_t *rr, char *buf, size_t n)
 {
     buf[0] = '\0';
     int off = 0;
+    const char *lp = strstr(rr->msg, ", last phase ");
+    if (lp) {
+        lp += strlen(", last phase ");
+        size_t k = strcspn(lp, ":");
+        if (lp[k] == ':' && k < n) {
+            snprintf(buf, n, "%.*s", (int)k, lp);
+            return buf;
+        }
+    }
     if (sscanf(rr->msg, "rank %*d, %n", &off) >= 0 && off > 0) {
         size_t k = strcspn(rr->msg + off, ":");
         if (rr->msg[off + k] == ':' && k < n) {
@@ -239,7 +248,7 @@ static const rank_row_t *first_row(const run_t *u)
 {
     const char *fe = u->row->r.first_error;
     for (int i = 0; *fe && i < u->nranks; i++)
-        if (!strncmp(u->ranks[i].msg, fe, strlen(fe)))
+        if (strstr(u->ranks[i].msg, fe))
             return &u->ranks[i];
     return NULL;
 }
@@ -302,9 +311,9 @@ static void write_header(FILE *f, const run_t *u)
     fprintf(f, " on <b>%s</b>: &#8220;", j->accel);
     esc(f, j->title);
     fprintf(f, "&#8221;; expected %s, actual %s; %d rank(s), %d ok, %d failed, %d crashed;"
-               " virtual end %.6f s</p>\n", j->expected[0] ? j->expected : "-",
+               " %s %.6f s</p>\n", j->expected[0] ? j->expected : "-",
             j->actual[0] ? j->actual : "-", r->ranks, r->ok, r->failed, r->crashed,
-            (double)r->virtual_ns / 1e9);
+            u->have_trace ? "virtual end" : "ended after", (double)r->virtual_ns / 1e9);
     if (!r->pass && r->why[0]) {
         fputs("<p id=\"why\"><b>why:</b> ", f);
         esc(f, r->why);
@@ -501,6 +510,34 @@ static void lane_events(FILE *f, const run_t *u, const axis_t *a, int id, double
     }
 }
 
+/* The timeline's svg element and its time axis: 0, then each power of
+ * ten past t0, and the end. */
+static void svg_axis(FILE *f, const axis_t *ap, int top, int h)
+{
+    const axis_t a = *ap;
+    fprintf(f, "<svg id=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
+               "height=\"%d\" viewBox=\"0 0 %d %d\">\n", TL_LEFT + TL_WIDTH + 40, h,
+            TL_LEFT + TL_WIDTH + 40, h);
+    char lab[32];
+    fprintf(f, "<g class=\"axis\"><line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" "
+               "stroke=\"#999\"/>", TL_LEFT, TL_LEFT + TL_WIDTH, top - 4, top - 4);
+    double last = -100;
+    for (double t = 0; t <= a.total; t = t == 0 ? pow(10, ceil(log10(a.t0))) : t * 10) {
+        double x = ax(&a, (long long)t);
+        if (x - last < 45)
+            continue;
+        fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#ddd\"/>"
+                   "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>", x, x, top - 4,
+                h - 10, x, top - 10, fmt_time(t, lab, sizeof lab));
+        last = x;
+    }
+    double xe = ax(&a, (long long)a.total);
+    if (xe - last >= 45)
+        fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>", xe,
+                top - 10, fmt_time(a.total, lab, sizeof lab));
+    fputs("</g>\n", f);
+}
+
 static void write_timeline(FILE *f, const run_t *u)
 {
     const rt_trace_t *tr = &u->tr;
@@ -528,28 +565,7 @@ static void write_timeline(FILE *f, const run_t *u)
                "style=\"color:#d00\">&#9679; error</span><span>&#10005; crashed, ! failed, "
                "&#10003; ended</span><span style=\"background:#fdd\">fault window</span>"
                "</p>\n", a.total / 1e9);
-    fprintf(f, "<svg id=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
-               "height=\"%d\" viewBox=\"0 0 %d %d\">\n", TL_LEFT + TL_WIDTH + 40, h,
-            TL_LEFT + TL_WIDTH + 40, h);
-    /* the axis: 0, then each power of ten past t0, and the end */
-    char lab[32];
-    fprintf(f, "<g class=\"axis\"><line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" "
-               "stroke=\"#999\"/>", TL_LEFT, TL_LEFT + TL_WIDTH, top - 4, top - 4);
-    double last = -100;
-    for (double t = 0; t <= a.total; t = t == 0 ? pow(10, ceil(log10(a.t0))) : t * 10) {
-        double x = ax(&a, (long long)t);
-        if (x - last < 45)
-            continue;
-        fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#ddd\"/>"
-                   "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>", x, x, top - 4,
-                h - 10, x, top - 10, fmt_time(t, lab, sizeof lab));
-        last = x;
-    }
-    double xe = ax(&a, (long long)a.total);
-    if (xe - last >= 45)
-        fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>", xe,
-                top - 10, fmt_time(a.total, lab, sizeof lab));
-    fputs("</g>\n", f);
+    svg_axis(f, &a, top, h);
     /* the fault windows of time-triggered faults (event-triggered ones
      * and phase crashes show as their hits) */
     for (int i = 0; u->s && i < u->s->nfaults; i++) {
@@ -612,6 +628,61 @@ static void write_timeline(FILE *f, const run_t *u)
     fputs("</svg>\n", f);
 }
 
+/* A run without a trace (a real one): a lane per rank from its process
+ * line, from 0 to its end, grouped by node. */
+static void write_end_lanes(FILE *f, const run_t *u)
+{
+    axis_t a = {.total = 1};
+    int maxnode = -1, nnodes = 0;
+    for (int i = 0; i < u->nranks; i++) {
+        a.total = u->ranks[i].end_s * 1e9 > a.total ? u->ranks[i].end_s * 1e9 : a.total;
+        maxnode = u->ranks[i].node > maxnode ? u->ranks[i].node : maxnode;
+    }
+    a.t0 = a.total / 1e5 > 1e3 ? a.total / 1e5 : 1e3;
+    for (int n = 0; n <= maxnode; n++)
+        for (int i = 0; i < u->nranks; i++)
+            if (u->ranks[i].node == n) {
+                nnodes++;
+                break;
+            }
+    int top = 30, h = top + nnodes * TL_NODE + u->nranks * TL_LANE + 10;
+    fprintf(f, "<h2>Timeline</h2>\n<p id=\"no-timeline\" class=\"legend\">the folder has no "
+               "trace (a real run is not traced; see its README): each rank's lane runs "
+               "from 0 to its end (wall time, log scale), from its process line. The "
+               "replay command without --real or --netns, with --trace, has the "
+               "simulator's.</p>\n");
+    svg_axis(f, &a, top, h);
+    double y = top;
+    for (int n = 0; n <= maxnode; n++) {
+        int any = 0;
+        for (int i = 0; i < u->nranks && !any; i++)
+            any = u->ranks[i].node == n;
+        if (!any)
+            continue;
+        fprintf(f, "<g class=\"node\" data-node=\"%d\"><text x=\"4\" y=\"%.1f\" "
+                   "font-weight=\"bold\">node %d</text>\n", n, y + 13, n);
+        y += TL_NODE;
+        for (int i = 0; i < u->nranks; i++) {
+            const rank_row_t *rr = &u->ranks[i];
+            if (rr->node != n)
+                continue;
+            double x1 = ax(&a, (long long)(rr->end_s * 1e9));
+            int bad = strcmp(rr->outcome, "ok") != 0;
+            fprintf(f, "<g class=\"lane\" data-rank=\"%d\" data-node=\"%d\" "
+                       "data-outcome=\"%s\"><text x=\"14\" y=\"%.1f\" class=\"out-%s\">rank "
+                       "%d %s</text><rect x=\"%d\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" "
+                       "fill=\"%s\"><title>", rr->rank, n, rr->outcome, y + TL_LANE - 5,
+                    rr->outcome, rr->rank, rr->outcome, TL_LEFT, y + 2,
+                    x1 - TL_LEFT < 1 ? 1 : x1 - TL_LEFT, TL_LANE - 4, bad ? "#f4b4b4" : "#b5e48c");
+            esc(f, rr->msg);
+            fputs("</title></rect></g>\n", f);
+            y += TL_LANE;
+        }
+        fputs("</g>\n", f);
+    }
+    fputs("</svg>\n", f);
+}
+
 static void write_ranks_table(FILE *f, const run_t *u)
 {
     fputs("<h2>Processes</h2>\n<table id=\"ranks\"><tr><th>rank</th><th>node</th>"
@@ -632,6 +703,19 @@ static void write_ranks_table(FILE *f, const run_t *u)
     fputs("</table>\n", f);
 }
 
+/* A link to the run folder's file name, when it is there. */
+static void file_link(FILE *f, const run_t *u, const char *name)
+{
+    char path[1400];
+    struct stat sb;
+    snprintf(path, sizeof path, "%s/%s", u->dir, name);
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
+        return;
+    fprintf(f, "<a href=\"../");
+    esc(f, u->name);
+    fprintf(f, "/%s\">%s</a> ", name, name);
+}
+
 static int fill_run_page(FILE *f, void *arg)
 {
     const run_t *u = arg;
@@ -643,21 +727,21 @@ static int fill_run_page(FILE *f, void *arg)
     if (u->have_trace && u->tr.nlines)
         write_timeline(f, u);
     else
-        fputs("<h2>Timeline</h2>\n<p id=\"no-timeline\">no timeline: the folder has no "
-              "simulator trace (a real run is not traced; see its README; the replay "
-              "command without --real or --netns, with --trace, has one)</p>\n", f);
+        write_end_lanes(f, u);
     write_ranks_table(f, u);
     fputs("<h2>Files</h2>\n<p>", f);
     static const char *files[] = {"scenario.scn", "replay", "result.json", "ranks.txt",
                                   "trace.jsonl", "trace.chrome.json", "README"};
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        char *t = read_text(u->dir, files[i]);
-        if (!t)
-            continue;
-        free(t);
-        fprintf(f, "<a href=\"../");
-        esc(f, u->name);
-        fprintf(f, "/%s\">%s</a> ", files[i], files[i]);
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+        file_link(f, u, files[i]);
+    /* each rank's log (simulated), or a foreign program's output (real) */
+    for (int i = 0; i < u->nranks; i++) {
+        static const char *const kinds[] = {"log", "out", "err"};
+        for (int k = 0; k < 3; k++) {
+            char name[48];
+            snprintf(name, sizeof name, "rank%d.%s", u->ranks[i].rank, kinds[k]);
+            file_link(f, u, name);
+        }
     }
     /* Whether the first error, the faults, the replay command and the
      * timeline fit the window's first screen (body data-first-screen:
