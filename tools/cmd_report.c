@@ -37,21 +37,6 @@ static void report_usage(FILE *f)
 
 /* ---- HTML text ---- */
 
-static void esc(FILE *f, const char *s)
-{
-    for (; s && *s; s++) {
-        switch (*s) {
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '&': fputs("&amp;", f); break;
-        case '"': fputs("&quot;", f); break;
-        default:
-            if ((unsigned char)*s >= 0x20 || *s == '\n' || *s == '\t')
-                fputc(*s, f);
-        }
-    }
-}
-
 static const char *STYLE =
     "body{font:14px/1.4 system-ui,sans-serif;margin:12px 16px;color:#222}"
     "h1{font-size:18px;margin:0 0 4px}h2{font-size:15px;margin:14px 0 4px}"
@@ -72,7 +57,7 @@ static void page_head(FILE *f, const char *title)
 {
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/>"
           "<title>", f);
-    esc(f, title);
+    ddp_tool_xml_text(f, title);
     fprintf(f, "</title><style>%s</style></head>\n<body>\n", STYLE);
 }
 
@@ -134,7 +119,8 @@ static void parse_ranks(run_t *u)
     }
 }
 
-static int load_run(const char *dir, const char *name, run_t *u)
+/* Pass 1: the run's record (what can be bad input). */
+static int load_result(const char *dir, const char *name, run_t *u)
 {
     memset(u, 0, sizeof *u);
     snprintf(u->name, sizeof u->name, "%s", name);
@@ -147,6 +133,15 @@ static int load_run(const char *dir, const char *name, run_t *u)
         return ddp_err_set(DDP_ECONFIG, "%s holds %d run(s) of kind %s; expected the one "
                            "run of an --artifacts folder", path, u->rf.nrows, u->rf.kind);
     u->row = &u->rf.rows[0];
+    parse_ranks(u);
+    return 0;
+}
+
+/* Pass 2, one run at a time: what its page shows beside the record
+ * (each piece may be missing: the page says so). */
+static void load_details(run_t *u)
+{
+    char path[1400];
     u->replay = read_text(u->dir, "replay");
     if (u->replay)
         u->replay[strcspn(u->replay, "\n")] = '\0';
@@ -157,20 +152,26 @@ static int load_run(const char *dir, const char *name, run_t *u)
     u->scn_text = read_text(u->dir, "scenario.scn");
     if (ddp_scenario_load(path, &u->s, u->scn_err, sizeof u->scn_err) != 0)
         u->s = NULL;
-    parse_ranks(u);
-    return 0;
+}
+
+static void free_details(run_t *u)
+{
+    free(u->trace_text);
+    free(u->replay);
+    free(u->scn_text);
+    rt_free(&u->tr);
+    if (u->s)
+        ddp_scenario_free(u->s);
+    u->trace_text = u->replay = u->scn_text = NULL;
+    u->have_trace = 0;
+    u->s = NULL;
 }
 
 static void free_run(run_t *u)
 {
+    free_details(u);
     ddp_shard_file_free(&u->rf);
-    free(u->trace_text);
-    free(u->replay);
-    free(u->scn_text);
     free(u->ranks);
-    rt_free(&u->tr);
-    if (u->s)
-        ddp_scenario_free(u->s);
 }
 
 static const char *verdict(const ddp_scn_result_t *r)
@@ -304,19 +305,19 @@ static void write_header(FILE *f, const run_t *u)
     const ddp_shard_row_t *j = u->row;
     const ddp_scn_result_t *r = &j->r;
     fputs("<h1>", f);
-    esc(f, u->name);
+    ddp_tool_xml_text(f, u->name);
     fprintf(f, ": <span id=\"verdict\" class=\"verdict-%s\">%s</span></h1>\n<p>", verdict(r),
             verdict(r));
-    esc(f, j->path);
+    ddp_tool_xml_text(f, j->path);
     fprintf(f, " on <b>%s</b>: &#8220;", j->accel);
-    esc(f, j->title);
+    ddp_tool_xml_text(f, j->title);
     fprintf(f, "&#8221;; expected %s, actual %s; %d rank(s), %d ok, %d failed, %d crashed;"
                " %s %.6f s</p>\n", j->expected[0] ? j->expected : "-",
             j->actual[0] ? j->actual : "-", r->ranks, r->ok, r->failed, r->crashed,
             u->have_trace ? "virtual end" : "ended after", (double)r->virtual_ns / 1e9);
     if (!r->pass && r->why[0]) {
         fputs("<p id=\"why\"><b>why:</b> ", f);
-        esc(f, r->why);
+        ddp_tool_xml_text(f, r->why);
         fputs("</p>\n", f);
     }
     /* The first error: its rank, node, when, phase, class, message. */
@@ -331,7 +332,7 @@ static void write_header(FILE *f, const run_t *u)
                    "task %s) <b>%s</b> at <b><span id=\"fe-time\">%.6f</span> s</b>"
                    " in phase <b><span id=\"fe-phase\">", fr->rank, fr->node, fr->task,
                 fr->outcome, fr->end_s);
-        esc(f, ph[0] ? ph : "(none)");
+        ddp_tool_xml_text(f, ph[0] ? ph : "(none)");
         fprintf(f, "</span></b>, %s", r->first_code ? ddp_scn_error_class(r->first_code)
                                                    : "error");
     } else {
@@ -339,11 +340,11 @@ static void write_header(FILE *f, const run_t *u)
     }
     if (r->first_error[0]) {
         fputs("<div class=\"msg\">", f);
-        esc(f, r->first_error);
+        ddp_tool_xml_text(f, r->first_error);
         fputs("</div>", f);
         if (strchr(r->classes, ',')) {
             fputs("<div>failures: ", f);
-            esc(f, r->classes);
+            ddp_tool_xml_text(f, r->classes);
             fputs("</div>", f);
         }
     }
@@ -361,9 +362,9 @@ static void write_header(FILE *f, const run_t *u)
         char hits[256];
         fprintf(f, "<li class=\"fault\">fault %d (scenario.scn line %d): <code>", i + 1,
                 u->s->fault_line[i]);
-        esc(f, text);
+        ddp_tool_xml_text(f, text);
         fputs("</code>: <b>", f);
-        esc(f, fault_hits(u, i, hits, sizeof hits)[0] ? hits : "(hits not reported)");
+        ddp_tool_xml_text(f, fault_hits(u, i, hits, sizeof hits)[0] ? hits : "(hits not reported)");
         fputs("</b>", f);
         /* the ranks it hit, from the trace */
         int shown = 0;
@@ -378,7 +379,7 @@ static void write_header(FILE *f, const run_t *u)
             fprintf(f, "%s%s %d at %.6f s (phase ", shown++ ? "; " : ": ",
                     t->rank >= 0 ? "rank" : "task", t->rank >= 0 ? t->rank : l->task,
                     (double)l->t / 1e9);
-            esc(f, phase_at(&u->tr, l->task, l->t, ph, sizeof ph)[0] ? ph : "none");
+            ddp_tool_xml_text(f, phase_at(&u->tr, l->task, l->t, ph, sizeof ph)[0] ? ph : "none");
             fputs(")", f);
         }
         fputs("</li>\n", f);
@@ -386,7 +387,7 @@ static void write_header(FILE *f, const run_t *u)
     fputs("</ul>\n", f);
     /* The replay command, copyable. */
     fputs("<h2>Replay</h2>\n<div class=\"replay\"><pre id=\"replay\">", f);
-    esc(f, u->replay ? u->replay : "(no replay file in the folder)");
+    ddp_tool_xml_text(f, u->replay ? u->replay : "(no replay file in the folder)");
     fputs("</pre><button type=\"button\" onclick=\"copyReplay(this)\">Copy</button></div>\n"
           "<script>function copyReplay(b){var t=document.getElementById('replay')"
           ".textContent;if(navigator.clipboard){navigator.clipboard.writeText(t)}"
@@ -460,12 +461,12 @@ static void lane_events(FILE *f, const run_t *u, const axis_t *a, int id, double
             fprintf(f, "<rect class=\"phase\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
                        "height=\"%d\" fill=\"%s\"><title>", x0, y + 2, x1 - x0 < 1 ? 1 : x1 - x0,
                     TL_LANE - 4, phase_color(ph));
-            esc(f, ph);
+            ddp_tool_xml_text(f, ph);
             fprintf(f, " %.6f s to %.6f s</title></rect>", (double)since / 1e9,
                     (double)end / 1e9);
             if (x1 - x0 > 7.0 * (double)strlen(ph)) {
                 fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">", x0 + 3, y + TL_LANE - 5);
-                esc(f, ph);
+                ddp_tool_xml_text(f, ph);
                 fputs("</text>", f);
             }
             open = 0;
@@ -492,13 +493,13 @@ static void lane_events(FILE *f, const run_t *u, const axis_t *a, int id, double
             fprintf(f, "<path class=\"hit\" d=\"M%.1f %.1fl5 6l-5 6l-5 -6z\" fill=\"#f80\" "
                        "stroke=\"#000\"><title>fault %s at %.6f s (phase ", x, y + 3,
                     rt_str(l, "fault", buf, sizeof buf), (double)l->t / 1e9);
-            esc(f, ph);
+            ddp_tool_xml_text(f, ph);
             fputs(")</title></path>", f);
         } else if (!strcmp(l->kind, "log") && rt_int(l, "level", 1) == 0) {
             fprintf(f, "<circle class=\"error\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"#d00\">"
                        "<title>error at %s: ", x, y + TL_LANE / 2.0,
                     fmt_time((double)l->t, when, sizeof when));
-            esc(f, rt_str(l, "msg", buf, sizeof buf));
+            ddp_tool_xml_text(f, rt_str(l, "msg", buf, sizeof buf));
             fputs("</title></circle>", f);
         } else if (!strcmp(l->kind, "exit")) {
             int crashed = rt_int(l, "state", 0) == 3, rc = (int)rt_int(l, "rc", 0);
@@ -581,7 +582,7 @@ static void write_timeline(FILE *f, const run_t *u)
                    "fill=\"#f00\" fill-opacity=\"0.10\"><title>fault %d window %.6f s to %s: ",
                 x0, top - 4, x1 - x0 < 2 ? 2 : x1 - x0, h - top - 6, i + 1,
                 (double)ft->start_ns / 1e9, ft->end_ns > 0 ? "its end" : "the run's end");
-        esc(f, text);
+        ddp_tool_xml_text(f, text);
         fprintf(f, "</title></rect><text x=\"%.1f\" y=\"%d\" fill=\"#b00\">fault %d</text>\n",
                 x0 + 2, h - 1, i + 1);
     }
@@ -594,7 +595,7 @@ static void write_timeline(FILE *f, const run_t *u)
             continue;
         fprintf(f, "<g class=\"node\" data-node=\"%d\"><text x=\"4\" y=\"%.1f\" "
                    "font-weight=\"bold\">node %d (", n, y + 13, n);
-        esc(f, n < tr->nhosts ? tr->host[n] : "");
+        ddp_tool_xml_text(f, n < tr->nhosts ? tr->host[n] : "");
         fprintf(f, ")</text><line x1=\"0\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" "
                    "stroke=\"#ccc\"/>\n", TL_LEFT + TL_WIDTH, y + TL_NODE - 1, y + TL_NODE - 1);
         y += TL_NODE;
@@ -674,7 +675,7 @@ static void write_end_lanes(FILE *f, const run_t *u)
                        "fill=\"%s\"><title>", rr->rank, n, rr->outcome, y + TL_LANE - 5,
                     rr->outcome, rr->rank, rr->outcome, TL_LEFT, y + 2,
                     x1 - TL_LEFT < 1 ? 1 : x1 - TL_LEFT, TL_LANE - 4, bad ? "#f4b4b4" : "#b5e48c");
-            esc(f, rr->msg);
+            ddp_tool_xml_text(f, rr->msg);
             fputs("</title></rect></g>\n", f);
             y += TL_LANE;
         }
@@ -692,12 +693,12 @@ static void write_ranks_table(FILE *f, const run_t *u)
         const rank_row_t *rr = &u->ranks[i];
         char ph[64];
         fprintf(f, "<tr><td>%d</td><td>%d</td><td>", rr->rank, rr->node);
-        esc(f, rr->task);
+        ddp_tool_xml_text(f, rr->task);
         fprintf(f, "</td><td class=\"out-%s\">%s</td><td>%.6f s</td><td>", rr->outcome,
                 rr->outcome, rr->end_s);
-        esc(f, rank_phase(u, rr, ph, sizeof ph));
+        ddp_tool_xml_text(f, rank_phase(u, rr, ph, sizeof ph));
         fputs("</td><td class=\"msg\">", f);
-        esc(f, rr->msg);
+        ddp_tool_xml_text(f, rr->msg);
         fputs("</td></tr>\n", f);
     }
     fputs("</table>\n", f);
@@ -712,7 +713,7 @@ static void file_link(FILE *f, const run_t *u, const char *name)
     if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
         return;
     fprintf(f, "<a href=\"../");
-    esc(f, u->name);
+    ddp_tool_xml_text(f, u->name);
     fprintf(f, "/%s\">%s</a> ", name, name);
 }
 
@@ -770,7 +771,7 @@ static int fill_index(FILE *f, void *arg)
         failed += !ix->runs[i].row->r.pass && !ix->runs[i].row->r.skipped;
     page_head(f, "ddpsim runs");
     fprintf(f, "<h1>ddpsim runs in ");
-    esc(f, ix->dir);
+    ddp_tool_xml_text(f, ix->dir);
     fprintf(f, "</h1>\n<p>%d run folder(s), %d failed or vacuous</p>\n<table id=\"runs\">"
                "<tr><th>run</th><th>scenario</th><th>accelerator</th><th>verdict</th>"
                "<th>first error</th></tr>\n", ix->n, failed);
@@ -778,17 +779,17 @@ static int fill_index(FILE *f, void *arg)
         const run_t *u = &ix->runs[i];
         const ddp_shard_row_t *j = u->row;
         fputs("<tr class=\"run\"><td><a href=\"", f);
-        esc(f, u->name);
+        ddp_tool_xml_text(f, u->name);
         fputs(".html\">", f);
-        esc(f, u->name);
+        ddp_tool_xml_text(f, u->name);
         fputs("</a></td><td>", f);
-        esc(f, j->path);
+        ddp_tool_xml_text(f, j->path);
         fprintf(f, "</td><td>%s</td><td class=\"verdict-%s\">%s</td><td class=\"msg\">",
                 j->accel, verdict(&j->r), verdict(&j->r));
         char m[200];
         snprintf(m, sizeof m, "%.160s%s", j->r.first_error[0] ? j->r.first_error : j->r.why,
                  strlen(j->r.first_error[0] ? j->r.first_error : j->r.why) > 160 ? "..." : "");
-        esc(f, m);
+        ddp_tool_xml_text(f, m);
         fputs("</td></tr>\n", f);
     }
     fputs("</table>\n</body></html>\n", f);
@@ -842,6 +843,18 @@ int ddp_cmd_report(ddp_sys_t *sys, int argc, char **argv)
                         "one only with --artifacts-all)\n", dir);
         rc = 2;
     }
+    if (names)
+        qsort(names, (size_t)nn, sizeof *names, by_name);
+    run_t *runs = rc ? NULL : calloc((size_t)nn, sizeof *runs);
+    if (!rc && !runs) {
+        fprintf(stderr, "ddpsim report: out of memory\n");
+        rc = 2;
+    }
+    for (int i = 0; !rc && i < nn; i++)
+        if (load_result(dir, names[i], &runs[i]) != 0) {
+            fprintf(stderr, "ddpsim report: %s/%s: %s\n", dir, names[i], ddp_err_message());
+            rc = 2;
+        }
     char out[1200];
     snprintf(out, sizeof out, "%s/report", dir);
     if (!rc && mkdir(out, 0777) != 0) {
@@ -850,24 +863,15 @@ int ddp_cmd_report(ddp_sys_t *sys, int argc, char **argv)
                         "again)\n", out, strerror(errno));
         rc = 2;
     }
-    qsort(names, (size_t)nn, sizeof *names, by_name);
-    run_t *runs = rc ? NULL : calloc((size_t)nn, sizeof *runs);
-    if (!rc && !runs) {
-        fprintf(stderr, "ddpsim report: out of memory\n");
-        rc = 2;
-    }
     for (int i = 0; !rc && i < nn; i++) {
-        if (load_run(dir, names[i], &runs[i]) != 0) {
-            fprintf(stderr, "ddpsim report: %s/%s: %s\n", dir, names[i], ddp_err_message());
-            rc = 2;
-            break;
-        }
+        load_details(&runs[i]);
         char page[1400];
         snprintf(page, sizeof page, "%s/%s.html", out, names[i]);
         if (ddp_out_write(page, "the run's page", fill_run_page, &runs[i]) != 0) {
             fprintf(stderr, "ddpsim report: %s\n", ddp_err_message());
             rc = 2;
         }
+        free_details(&runs[i]);
     }
     if (!rc) {
         char page[1400];

@@ -344,17 +344,7 @@ static int run_parallel(ddp_sys_t *sys, job_t *jobs, int njobs, int n,
 
 static void xml_text(FILE *f, const char *s)
 {
-    for (; *s; s++) {
-        switch (*s) {
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '&': fputs("&amp;", f); break;
-        case '"': fputs("&quot;", f); break;
-        default:
-            if ((unsigned char)*s >= 0x20 || *s == '\n' || *s == '\t')
-                fputc(*s, f);
-        }
-    }
+    ddp_tool_xml_text(f, s);
 }
 
 /* The scenario file as JUnit's classname: its path as given, without

@@ -4,6 +4,7 @@
 #define DDP_TOOLS_CMDS_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "ddp/scenario.h"
 
@@ -30,6 +31,9 @@ void ddp_tool_catch_signals(void (*fn)(int), int hup);
 /* --trace-chrome: the simulator's trace tr as Chrome trace JSON at path
  * (ddp_out_write: replaced whole or not at all). 0 or a negative code. */
 int ddp_tool_write_chrome(const char *tr, const char *path);
+/* s as XML/HTML text or attribute value (<, >, &, " escaped; control
+ * characters but newline and tab left out); NULL writes nothing. */
+void ddp_tool_xml_text(FILE *f, const char *s);
 int ddp_cmd_explore(struct ddp_sys *sys, int argc, char **argv);
 int ddp_cmd_merge(struct ddp_sys *sys, int argc, char **argv);
 int ddp_cmd_report(struct ddp_sys *sys, int argc, char **argv);
