@@ -30,9 +30,10 @@ fail() {
 }
 A=$tmp/art
 F=$A/rank5-crash.ddp
-SCN="tests/report/rank5-crash.scn scenarios/clean-start.scn"
+SCN="tests/report/rank5-crash.scn tests/report/vacuous.scn scenarios/clean-start.scn"
 
-# The runs: the failing one keeps a folder, the passing one none.
+# The runs: the failing and the vacuous one keep a folder, the passing one
+# none; in 2 worker processes the same folders.
 rc=0
 # shellcheck disable=SC2086
 "$D" run $SCN --accelerator ddp --artifacts "$A" >"$tmp/out" 2>&1 || rc=$?
@@ -41,7 +42,12 @@ for f in scenario.scn seed replay result.json ranks.txt trace.jsonl trace.chrome
     rank5.log README; do
     [ -s "$F/$f" ] || fail "$F/$f is missing or empty"
 done
+[ -s "$A/vacuous.ddp/result.json" ] || fail "the vacuous run kept no folder"
 [ ! -e "$A/clean-start.ddp" ] || fail "a passing run kept a folder without --artifacts-all"
+# shellcheck disable=SC2086
+"$D" run $SCN --accelerator ddp --jobs 2 --artifacts "$tmp/jobs" >/dev/null 2>&1 || true
+[ "$(ls "$tmp/jobs")" = "$(ls "$A")" ] || fail "--jobs 2 kept $(ls "$tmp/jobs"), not $(ls "$A")"
+cmp -s "$tmp/jobs/rank5-crash.ddp/trace.jsonl" "$F/trace.jsonl" || fail "--jobs 2: another trace"
 grep -q "folder: $F" "$tmp/out" || fail "the table does not name $F"
 grep -q '^11$' "$F/seed" || fail "seed: $(cat "$F/seed"), expected 11"
 grep -q 'CRASHED' "$F/rank5.log" || fail "rank5.log lacks rank 5's outcome"
