@@ -169,7 +169,7 @@ int ddp_art_write(const ddp_art_t *a, const ddp_shard_row_t *j, const char *trac
         return -1;
     int rc = put(dir, "scenario.scn", "the scenario", scn);
     free(scn);
-    char text[4096];
+    char text[8192];
     snprintf(text, sizeof text, "%llu\n", (unsigned long long)seed);
     rc = rc ? rc : put(dir, "seed", "the seed", text);
     /* The replay command (explore's form: FILE --seed N [--plugin LIB]). */
@@ -181,9 +181,8 @@ int ddp_art_write(const ddp_art_t *a, const ddp_shard_row_t *j, const char *trac
     if (j->s->plugin_lib[0])
         off += snprintf(text + off, sizeof text - (size_t)off, " --plugin %s",
                         sh_quote(j->s->plugin_lib, q, sizeof q));
-    if (a->real)
-        snprintf(text + off, sizeof text - (size_t)off, " %s", a->netns ? "--netns" : "--real");
-    strcat(text, "\n");
+    snprintf(text + off, sizeof text - (size_t)off, "%s\n",
+             !a->real ? "" : a->netns ? " --netns" : " --real");
     rc = rc ? rc : put(dir, "replay", "the replay command", text);
     /* The results record: a result file of this run alone. */
     ddp_shard_file_t f = {.shard = {1, 1}, .total = 1, .runs = 1, .files = 1,
