@@ -336,7 +336,20 @@ static void write_header(FILE *f, const run_t *u)
         fprintf(f, "</span></b>, %s", r->first_code ? ddp_scn_error_class(r->first_code)
                                                    : "error");
     } else {
-        fprintf(f, "<b>First error</b> (a process that is no rank)");
+        /* a launcher's: the rank that failed first in time beside it */
+        const rank_row_t *e = NULL;
+        for (int i = 0; i < u->nranks; i++)
+            if (u->ranks[i].rank >= 0 && strcmp(u->ranks[i].outcome, "ok") &&
+                (!e || u->ranks[i].end_s < e->end_s))
+                e = &u->ranks[i];
+        fprintf(f, "<b>First error</b> (of a process that is no rank)");
+        if (e) {
+            char ph[64];
+            fprintf(f, "; the first rank to fail: <b>rank %d</b> (node %d) <b>%s</b> at "
+                       "<b>%.6f s</b> in phase <b>", e->rank, e->node, e->outcome, e->end_s);
+            ddp_tool_xml_text(f, rank_phase(u, e, ph, sizeof ph)[0] ? ph : "(none)");
+            fputs("</b>", f);
+        }
     }
     if (r->first_error[0]) {
         fputs("<div class=\"msg\">", f);
