@@ -62,8 +62,9 @@ grep -q "trace hash $hash" "$tmp/replay" ||
 # Nothing is replaced: the same run into the same DIR is refused.
 rc=0
 "$D" run tests/report/rank5-crash.scn --artifacts "$A" >"$tmp/again" 2>&1 || rc=$?
-[ $rc = 2 ] && grep -q "rank5-crash.ddp exists" "$tmp/again" ||
+if [ $rc != 2 ] || ! grep -q "rank5-crash.ddp exists" "$tmp/again"; then
     fail "an existing run folder was not refused (exit $rc): $(cat "$tmp/again")"
+fi
 # --artifacts-all keeps the passing run's too.
 "$D" run scenarios/clean-start.scn --accelerator ddp --artifacts "$A" --artifacts-all \
     >/dev/null || fail "clean-start failed"
@@ -87,7 +88,9 @@ grep -q 'href="rank5-crash.ddp.html"' "$A/report/index.html" || fail "the index 
 grep -q 'href="clean-start.ddp.html"' "$A/report/index.html" || fail "the index lacks clean-start"
 rc=0
 "$D" report "$A" >"$tmp/rep2" 2>&1 || rc=$?
-[ $rc = 2 ] && grep -q "report/" "$tmp/rep2" || fail "an existing report/ was not refused"
+if [ $rc != 2 ] || ! grep -q "report/" "$tmp/rep2"; then
+    fail "an existing report/ was not refused (exit $rc)"
+fi
 
 if [ $chromium = 1 ]; then
     # What the browser shows: the DOM after the page's scripts ran.
