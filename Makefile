@@ -155,6 +155,7 @@ test: $(TESTBIN) $(DDPSIM) ddpsim check-layers check-exports check-fault-points-
 	    DDP_TEST_PLUGIN_DIR=$(abspath $(TEST_PLUGIN_DIR)) \
 	    $(TESTBIN) $(if $(JUNIT),--junit $(JUNIT)) $(TESTS)
 	@$(if $(TESTS),,$(if $(SANITIZE),,sh tests/example-test.sh && sh tests/mutants/selftest.sh))
+	@$(if $(TESTS),,DDPSIM=$(abspath $(DDPSIM)) sh tests/report/check.sh)
 
 # Every count docs/ and README.md state carries the command that yields
 # it, and holds (tests/docs-check.sh; a self-test plants a wrong one).

@@ -767,7 +767,8 @@ static int move_file(const char *from, const char *to)
 
 /* Each foreign rank's stdout and stderr go to the run's folder,
  * DIR/SCENARIO.ACCEL[.netns]/rankR.{out,err} (replacing the last run's):
- * DIR is --keep-output's (every run kept), else TMPDIR/ddpsim-output
+ * DIR is --keep-output's (every run kept; --artifacts': failing and vacuous
+ * runs only, keep_failing), else TMPDIR/ddpsim-output
  * (failing and vacuous runs only; a passing run's are removed). r->output
  * names the folder and each failing rank's stderr file. */
 static void keep_outputs(const ddp_scenario_t *s, const char *accel, const ddp_real_opts_t *o,
@@ -775,7 +776,7 @@ static void keep_outputs(const ddp_scenario_t *s, const char *accel, const ddp_r
                          const char *base, const ddp_sim_outcome_t *outs, int n,
                          ddp_scn_result_t *r)
 {
-    if (!o->keep_output && r->pass) {
+    if ((!o->keep_output || o->keep_failing) && r->pass) {
         drop_outputs(plan, ps, np, base);
         return;
     }

@@ -8,6 +8,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "artifacts.h"
 #include "cmds.h"
 #include "ddp/accel.h"
 #include "ddp/cluster.h"
@@ -32,7 +33,8 @@ static void run_usage(FILE *f)
             "                  [--real [--netns]] [--compare [--markdown FILE]]\n"
             "                  [--shard K/N] [--results FILE] [--exec 'CMD ARGS']\n"
             "                  [--wall-limit SEC] [--grace SEC] [--plugin NAME|PATH.so]\n"
-            "                  [--env-clear] [--keep-output DIR]\n\n"
+            "                  [--env-clear] [--keep-output DIR]\n"
+            "                  [--artifacts DIR [--artifacts-all]]\n\n"
             "Runs each scenario file (docs/scenario-format.md) in the simulator for each\n"
             "selected accelerator it lists (default: all), checks its expectations and the\n"
             "invariants (no deadlock, deadlines kept, ranks agree, no leaked sockets,\n"
@@ -103,6 +105,14 @@ static void run_usage(FILE *f)
             "  --keep-output DIR   keep every run's foreign ranks' stdout and stderr in a\n"
             "                      folder per run under DIR (default: under $TMPDIR, for\n"
             "                      failing and vacuous runs only)\n"
+            "  --artifacts DIR     a folder per failing or vacuous run, DIR/SCENARIO.ACCEL\n"
+            "                      (.netns with --netns): the scenario as run, its seed,\n"
+            "                      the replay command, its --results record, the trace\n"
+            "                      (JSON lines and Chrome), per-rank logs, a foreign\n"
+            "                      program's rank output; README says what a real run\n"
+            "                      lacks. An existing run folder is refused before the\n"
+            "                      first run. `ddpsim report DIR` makes HTML pages of them\n"
+            "  --artifacts-all     with --artifacts: a folder for every run\n"
             "Every output FILE is checked before the first run.\n\n"
             "Exit status: 0 every expectation and invariant held (skips aside), 1 some\n"
             "did not, 2 bad input (one line naming the option; a scenario error is\n"
@@ -143,6 +153,7 @@ typedef struct run_opts {
     const char *keep_output; /* --keep-output DIR */
     int64_t wall_limit_ns; /* --wall-limit */
     int explain_rank;      /* --compare: rank + 1 whose simulated message to keep */
+    ddp_art_t art;         /* --artifacts DIR [--artifacts-all] */
 } run_opts_t;
 
 /* The outcome class `--compare` puts side by side: ok, or the error class
@@ -195,6 +206,23 @@ static const char *chrome_path(const run_opts_t *ro, const job_t *j, char *buf, 
     return buf;
 }
 
+/* --artifacts: run j's folder, when it keeps one (a failure to write it
+ * fails the run). */
+static const char *actual_outcome(const job_t *j, char *buf, size_t n);
+static void keep_artifacts(job_t *j, const run_opts_t *ro, const char *trace)
+{
+    if (!ddp_art_keeps(&ro->art, j))
+        return;
+    char a[32];
+    snprintf(j->actual, sizeof j->actual, "%s", actual_outcome(j, a, sizeof a));
+    if (ddp_art_write(&ro->art, j, trace) == 0)
+        return;
+    char name[400];
+    fprintf(stderr, "ddpsim run: --artifacts: %s: %s\n",
+            ddp_art_name(&ro->art, j, name, sizeof name), ddp_err_message());
+    j->r.pass = 0;
+}
+
 static void run_job(ddp_sys_t *sys, job_t *j, const run_opts_t *ro)
 {
     if (ro->real) {
@@ -205,7 +233,8 @@ static void run_job(ddp_sys_t *sys, job_t *j, const run_opts_t *ro)
                                  .exec_grace_ns = ro->exec_grace_ns,
                                  .no_host_store = ro->no_host_store,
                                  .env_clear = ro->env_clear,
-                                 .keep_output = ro->keep_output,
+                                 .keep_output = ro->art.dir ? ro->art.dir : ro->keep_output,
+                                 .keep_failing = ro->art.dir && !ro->art.all,
                                  /* per-run files: $TMPDIR, else /tmp */
                                  .tmpdir = ddp_env_get(ddp_sys_env(sys), "TMPDIR")};
         if (ropts.tmpdir && !*ropts.tmpdir)
@@ -215,14 +244,15 @@ static void run_job(ddp_sys_t *sys, job_t *j, const run_opts_t *ro)
         j->r.wall_s = (double)(ddp_sys_now(sys) - t0) / 1e9;
         if (j->rc && !j->r.why[0])
             snprintf(j->r.why, sizeof j->r.why, "%s", ddp_err_message());
+        keep_artifacts(j, ro, NULL);
         return;
     }
     char *tr = NULL;
+    int keep = ro->chrome || ro->timeline || ro->art.dir;
     ddp_scn_run_opts_t o = {.seed = ro->seed, .trace = ro->trace,
                             .wall_limit_ns = ro->wall_limit_ns,
                             .explain_rank = ro->explain_rank,
-                            .keep_trace = ro->chrome || ro->timeline,
-                            .trace_out = ro->chrome || ro->timeline ? &tr : NULL,
+                            .keep_trace = keep, .trace_out = keep ? &tr : NULL,
                             .report = j->report, .report_len = sizeof j->report};
     int64_t t0 = ddp_sys_now(sys);
     j->rc = ddp_scenario_run(j->s, j->accel, &o, &j->r);
@@ -239,6 +269,7 @@ static void run_job(ddp_sys_t *sys, job_t *j, const run_opts_t *ro)
             j->r.pass = 0;
         }
     }
+    keep_artifacts(j, ro, tr);
     free(tr);
 }
 
@@ -313,17 +344,7 @@ static int run_parallel(ddp_sys_t *sys, job_t *jobs, int njobs, int n,
 
 static void xml_text(FILE *f, const char *s)
 {
-    for (; *s; s++) {
-        switch (*s) {
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '&': fputs("&amp;", f); break;
-        case '"': fputs("&quot;", f); break;
-        default:
-            if ((unsigned char)*s >= 0x20 || *s == '\n' || *s == '\t')
-                fputc(*s, f);
-        }
-    }
+    ddp_tool_xml_text(f, s);
 }
 
 /* The scenario file as JUnit's classname: its path as given, without
@@ -467,6 +488,8 @@ static int parse_cli(const char *cmd, int argc, char **argv, cli_t *c,
         OPT_FLAG("no-host-store", 0, &c->ro.no_host_store, 1),
         OPT_FLAG("env-clear", 0, &c->ro.env_clear, 1),
         OPT_FN("keep-output", &c->ro.keep_output, ddp_opt_dir, DDP_OPT_DIR_FORM),
+        OPT_FN("artifacts", &c->ro.art.dir, ddp_opt_dir, DDP_OPT_DIR_FORM),
+        OPT_FLAG("artifacts-all", 0, &c->ro.art.all, 1),
         OPT_NS_POS("wall-limit", &c->ro.wall_limit_ns, 86400),
         OPT_INT("jobs", &c->jobs, 1, 64),
         OPT_FN("shard", &c->shard, ddp_opt_shard, DDP_OPT_SHARD_FORM),
@@ -502,6 +525,17 @@ static int parse_cli(const char *cmd, int argc, char **argv, cli_t *c,
     if (replay && (c->keyword || c->exitfirst || c->last_failed)) {
         fprintf(stderr, "ddpsim replay: -k, -x and --last-failed select among ddpsim "
                         "run's runs (replay runs one scenario); expected none of them\n");
+        return 2;
+    }
+    if (c->ro.art.all && !c->ro.art.dir) {
+        fprintf(stderr, "ddpsim %s: --artifacts-all keeps a folder for every run under "
+                        "--artifacts DIR; expected --artifacts DIR with it\n", cmd);
+        return 2;
+    }
+    if (c->ro.art.dir && (replay || c->compare || c->ro.keep_output)) {
+        fprintf(stderr, "ddpsim %s: --artifacts is ddpsim run's, and keeps a foreign "
+                        "program's output itself; expected it without %s\n", cmd,
+                replay ? "replay" : c->compare ? "--compare" : "--keep-output");
         return 2;
     }
     if (c->results && c->compare) {
@@ -610,7 +644,17 @@ typedef struct table {
     int name_w, exp_w, act_w, width;
 } table_t;
 
-static void print_row(const job_t *j, const table_t *t)
+/* --artifacts: "DIR/NAME" of run j's folder, "" when it keeps none. */
+static const char *folder_of(const ddp_art_t *a, const job_t *j, char *buf, size_t n)
+{
+    char name[400];
+    buf[0] = '\0';
+    if (a && ddp_art_keeps(a, j))
+        snprintf(buf, n, "%s/%s", a->dir, ddp_art_name(a, j, name, sizeof name));
+    return buf;
+}
+
+static void print_row(const job_t *j, const table_t *t, const ddp_art_t *art)
 {
     char b[256];
     const ddp_scn_result_t *r = &j->r;
@@ -629,7 +673,13 @@ static void print_row(const job_t *j, const table_t *t)
         printf("    output: ");
         wrap(r->output, 12, 12, t->width);
     }
+    char folder[1400];
+    if (*folder_of(art, j, folder, sizeof folder)) {
+        printf("    folder: ");
+        wrap(folder, 12, 12, t->width);
+    }
 }
+
 
 /* The message a run leaves under the table: its first error, or why it
  * was skipped; "" none. */
@@ -650,7 +700,7 @@ static int same_message(const job_t *a, const job_t *b)
 
 /* Under the table, each scenario's messages in full, once per distinct
  * text, with the accelerators that gave it. */
-static void print_messages(const job_t *jobs, int njobs, int width)
+static void print_messages(const job_t *jobs, int njobs, int width, const ddp_art_t *art)
 {
     int any = 0;
     for (int i = 0; i < njobs; i++) {
@@ -686,6 +736,14 @@ static void print_messages(const job_t *jobs, int njobs, int width)
         wrap(head, 2, 6, width);
         printf("      ");
         wrap(m, 6, 6, width);
+        for (int k = i; k < njobs && jobs[k].file == jobs[i].file; k++) {
+            char folder[1400];
+            if (same_message(&jobs[k], &jobs[i]) && *folder_of(art, &jobs[k], folder,
+                                                                sizeof folder)) {
+                printf("      folder: ");
+                wrap(folder, 14, 14, width);
+            }
+        }
     }
 }
 
@@ -736,7 +794,7 @@ static void print_table(ddp_sys_t *sys, const ddp_run_report_t *rep, const job_t
             snprintf(title, sizeof title, "\"%s\"", jobs[i].title);
             wrap(title, (int)strlen(b) + 2, 4, t.width);
         }
-        print_row(&jobs[i], &t);
+        print_row(&jobs[i], &t, rep->art);
         if (rep->verbose)
             printf("%s", jobs[i].report);
         if (rep->replay)
@@ -744,7 +802,7 @@ static void print_table(ddp_sys_t *sys, const ddp_run_report_t *rep, const job_t
                    (unsigned long long)(rep->seed ? rep->seed : jobs[i].s->seed),
                    (unsigned long long)jobs[i].r.trace_hash);
     }
-    print_messages(jobs, njobs, t.width);
+    print_messages(jobs, njobs, t.width, rep->art);
     print_legend(t.width, ok, expected_fail, rep->real);
 }
 
@@ -1062,6 +1120,13 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
     }
     c.ro.chrome = c.chrome;
     c.ro.chrome_per_run = njobs > 1;
+    c.ro.art.real = c.ro.real;
+    c.ro.art.netns = c.ro.netns;
+    c.ro.art.seed = c.ro.seed;
+    if (ddp_art_check(&c.ro.art, jobs, njobs, cmd)) {
+        rc = 2;
+        goto out;
+    }
     if (replay)
         c.ro.verbose = 1;
     int64_t t0 = ddp_sys_now(sys);
@@ -1110,7 +1175,8 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
     ddp_run_report_t rep = {.cmd = cmd, .nfiles = c.nfiles, .wall_s = wall,
                             .verbose = c.ro.verbose, .replay = replay, .seed = c.ro.seed,
                             .junit = c.junit, .interrupted = (int)g_interrupted,
-                            .shard = c.shard, .total = total, .real = c.ro.real};
+                            .shard = c.shard, .total = total, .real = c.ro.real,
+                            .art = &c.ro.art};
     rc = ddp_run_report(sys, &rep, jobs, njobs);
     if (c.results && write_results(&c, jobs, njobs, total, list_hash, wall) != 0)
         rc = 2;

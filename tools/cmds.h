@@ -4,6 +4,7 @@
 #define DDP_TOOLS_CMDS_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "ddp/scenario.h"
 
@@ -30,8 +31,12 @@ void ddp_tool_catch_signals(void (*fn)(int), int hup);
 /* --trace-chrome: the simulator's trace tr as Chrome trace JSON at path
  * (ddp_out_write: replaced whole or not at all). 0 or a negative code. */
 int ddp_tool_write_chrome(const char *tr, const char *path);
+/* s as XML/HTML text or attribute value (<, >, &, " escaped; control
+ * characters but newline and tab left out); NULL writes nothing. */
+void ddp_tool_xml_text(FILE *f, const char *s);
 int ddp_cmd_explore(struct ddp_sys *sys, int argc, char **argv);
 int ddp_cmd_merge(struct ddp_sys *sys, int argc, char **argv);
+int ddp_cmd_report(struct ddp_sys *sys, int argc, char **argv);
 
 /* What follows a list of runs (tools/cmd_run.c): the outcome table, the
  * counts line, JUnit, and the exit status ddpsim run documents. ddpsim run
@@ -48,6 +53,7 @@ typedef struct ddp_run_report {
     ddp_shard_t shard;  /* {0, 0}: the whole list; else the counts line says */
     long long total;    /* runs in the whole list */
     int real;           /* real runs: the time column is wall time */
+    const struct ddp_art *art; /* --artifacts: rows name their folders (NULL: none) */
 } ddp_run_report_t;
 int ddp_run_report(struct ddp_sys *sys, const ddp_run_report_t *rep,
                    const ddp_shard_row_t *rows, int nrows);

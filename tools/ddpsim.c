@@ -25,6 +25,8 @@ static const command_t commands[] = {
      "random fault schedules; invariant violations, replay commands, shrinking"},
     {"merge", ddp_cmd_merge,
      "combine the result files of run/explore --shard K/N into the whole sweep's"},
+    {"report", ddp_cmd_report,
+     "HTML pages of run --artifacts folders: first error, replay, rank timeline"},
     {"launch", ddp_cmd_launch, "torchrun-style launcher: run PROG N times with RANK, LOCAL_RANK, ..."},
     {"train", ddp_cmd_train,
      "run the Trainer's connection in this process, for real (srun/mpirun/...)"},

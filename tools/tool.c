@@ -2,6 +2,7 @@
  * (cmds.h), apart from main: the test binary links every tools/ object but
  * ddpsim.o, and runs subcommands in-process. */
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cmds.h"
@@ -22,6 +23,21 @@ void ddp_tool_catch_signals(void (*fn)(int), int hup)
     /* under nohup SIGHUP stays ignored */
     if (hup && sigaction(SIGHUP, NULL, &old) == 0 && old.sa_handler != SIG_IGN)
         sigaction(SIGHUP, &sa, NULL);
+}
+
+void ddp_tool_xml_text(FILE *f, const char *s)
+{
+    for (; s && *s; s++) {
+        switch (*s) {
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '&': fputs("&amp;", f); break;
+        case '"': fputs("&quot;", f); break;
+        default:
+            if ((unsigned char)*s >= 0x20 || *s == '\n' || *s == '\t')
+                fputc(*s, f);
+        }
+    }
 }
 
 static int fill_chrome(FILE *f, void *tr) { return ddp_sim_export_chrome(tr, f); }

@@ -52,8 +52,10 @@ typedef struct ddp_real_opts {
     int env_clear;
     /* Where each foreign rank's stdout and stderr are kept: a folder per
      * run under it. NULL: under tmpdir, kept for failing and vacuous runs
-     * only; set: kept for every run. */
+     * only; set: kept for every run (for failing and vacuous runs only
+     * with keep_failing). */
     const char *keep_output;
+    int keep_failing;
 } ddp_real_opts_t;
 
 /* NULL when s can run for real (with netns or not); else why not. */
