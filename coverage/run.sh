@@ -11,7 +11,8 @@
 #     and merges the shards' tracefiles with `lcov -a` into $OUT/<accel>.info;
 #  4. the same scenario simulated and as real processes: $OUT/pair_*.info;
 #  5. merges baseline + accelerators into $OUT/all.info, renders $HTML
-#     (genhtml: branches, per-test details);
+#     (genhtml: branches, per-test details) and $HTML/cobertura.xml
+#     (coverage/cobertura.c, checked against the DTD and lcov --summary);
 #  6. runs the parity tool: text report on stdout and in $OUT/parity.txt,
 #     table spliced at the top of $HTML/index.html.
 # Exit status: 0 parity holds, 1 parity violation, 2 the pipeline failed.
@@ -85,6 +86,7 @@ fi
 : "${NO_HTML:=}"
 : "${ALLOW:=coverage/parity.allow}"
 : "${PARITY:=build/coverage/parity}"
+: "${COBERTURA:=build/coverage/cobertura}"
 : "${MAKE:=make}"
 : "${JOBS:=$(nproc 2>/dev/null || echo 2)}"   # parallel lcov captures
 # REPORT_ONLY=1 (make coverage-report): only step 6, on the tracefiles of
@@ -165,7 +167,7 @@ build() {
     say "building the instrumented ddpsim in $B"
     $MAKE --no-print-directory $_j COVERAGE=1 B="$B" "$B/ddpsim" >"$OUT/build.log" 2>&1 ||
         { cat "$OUT/build.log"; fail "instrumented build failed"; }
-    $MAKE --no-print-directory "$PARITY" >>"$OUT/build.log" 2>&1 ||
+    $MAKE --no-print-directory "$PARITY" "$COBERTURA" >>"$OUT/build.log" 2>&1 ||
         { cat "$OUT/build.log"; fail "building the parity tool failed"; }
     [ -x "$DDPSIM" ] || fail "$DDPSIM missing after the build"
 }
@@ -400,6 +402,10 @@ collect() {
             -t "ddpsim: scenario suite per accelerator" -o "$HTML" \
             $LCOV_RC "$OUT/all.info" >"$OUT/logs/genhtml.log" 2>&1 ||
             { grep -v 'redefined at' "$OUT/logs/genhtml.log"; fail "genhtml failed"; }
+        "$COBERTURA" --root "$ROOT" -o "$HTML/cobertura.xml" "$OUT/all.info" ||
+            fail "the Cobertura XML could not be written"
+        sh coverage/cobertura-check.sh "$HTML/cobertura.xml" "$OUT/all.info" ||
+            fail "the Cobertura XML does not match the tracefile"
     fi
 }
 
@@ -409,10 +415,15 @@ report() {
     for ACCEL in $ACCELS; do _args="$_args $ACCEL=$OUT/$ACCEL.info"; done
     [ $PAIR_OK = 1 ] &&
         _args="$_args --pair sim=$OUT/pair_sim.info --pair real=$OUT/pair_real.info"
+    # The per-accelerator source pages: into $HTML/parity/, or with
+    # NO_HTML=1 beside the fragment ($OUT/parity/).
+    _src=$HTML/parity
+    [ -n "$NO_HTML" ] || [ ! -d "$HTML" ] && _src=$OUT/parity
+    rm -rf "$_src"
     # shellcheck disable=SC2086
     "$PARITY" --root "$ROOT" --baseline "$OUT/baseline.info" --allow "$ALLOW" \
-        --html "$OUT/parity.html" --diffs "$OUT/parity.diffs" $PARITY_ARGS $_args \
-        >"$OUT/parity.txt" 2>&1
+        --html "$OUT/parity.html" --src-html "$_src" --diffs "$OUT/parity.diffs" \
+        $PARITY_ARGS $_args >"$OUT/parity.txt" 2>&1
     PRC=$?
     cat "$OUT/parity.txt"
     [ $PRC -ge 2 ] && fail "the parity tool failed (exit $PRC)"
