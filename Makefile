@@ -193,14 +193,14 @@ bench: $(BENCH_BIN) $(DDPSIM)
 # simulator-vs-real table docs/fidelity.md.
 real-scenarios: $(DDPSIM)
 	@sh scripts/deps.sh --real
-	$(DDPSIM) run --real --tag real scenarios/*.scn --no-progress $(if $(JUNIT),--junit $(JUNIT))
+	$(DDPSIM) run --real --tag real scenarios/*.scn $(if $(JUNIT),--junit $(JUNIT))
 # ddpsim fails a run whose namespaces it could not delete. Any ddps*
 # namespace here afterwards (a killed run's, or one running beside this
 # one) is listed: `make netns-clean` removes them.
 NETNS_LIST = ip netns list 2>/dev/null | awk '/^ddps/ {print $$1}' | sort
 netns-scenarios: $(DDPSIM)
 	@sh scripts/deps.sh --real
-	$(DDPSIM) run --netns --tag netns scenarios/*.scn --no-progress $(if $(JUNIT),--junit $(JUNIT))
+	$(DDPSIM) run --netns --tag netns scenarios/*.scn $(if $(JUNIT),--junit $(JUNIT))
 	@if [ -n "$$($(NETNS_LIST))" ]; then echo "note: ddps* network namespaces not made by" \
 	    "this run (make netns-clean removes them):"; $(NETNS_LIST); fi
 netns-clean:

@@ -1,0 +1,89 @@
+/* tests/test_progress.c — the progress line of long work
+ * (harness/progress.h): its fields, and when it is drawn, on a fake clock
+ * (no timing assertion: the clock is the test's). */
+#include "test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../harness/progress.h"
+
+static double g_now;
+static double fake_clock(void)
+{
+    return g_now;
+}
+
+static void test_format_fields(void)
+{
+    char b[256];
+    ddp_progress_format(b, sizeof b, "run", "runs", 30, 120, 15.0, "ddp real-x.scn");
+    CU_ASSERT_STRING_EQUAL(b, "run 30/120 runs (25%), 2.0 runs/s, ETA 45s, 15s elapsed; "
+                              "ddp real-x.scn");
+    ddp_progress_format(b, sizeof b, "explore", "runs", 1, 1000, 2.0, NULL);
+    CU_ASSERT_STRING_EQUAL(b, "explore 1/1000 runs (0%), 0.5 runs/s, ETA 33m18s, 2s "
+                              "elapsed");
+    ddp_progress_format(b, sizeof b, "mutate", "mutants", 0, 10, 0.0, "");
+    CU_ASSERT_STRING_EQUAL(b, "mutate 0/10 mutants (0%), 0.0 mutants/s, ETA ?, 0s elapsed");
+    ddp_progress_format(b, sizeof b, "run", "runs", 3, 3, 4000.0, NULL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(b, "(100%), "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(b, "ETA 0s, 1h06m elapsed"));
+}
+
+static char *drive(int mode, const double *times, int n, long long total)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+    ddp_progress_t p = {.clock = fake_clock};
+    g_now = 100;
+    ddp_progress_start(&p, "run", "runs", total, mode, out);
+    for (int i = 0; i < n; i++) {
+        g_now = 100 + times[i];
+        ddp_progress_update(&p, i + 1, NULL);
+    }
+    ddp_progress_end(&p, 0);
+    fclose(out);
+    return buf;
+}
+
+/* Not on a terminal: a plain line each 10 s of the clock, none sooner. */
+static void test_lines_every_interval(void)
+{
+    const double quick[] = {1, 2, 3};
+    char *s = drive(DDP_PROGRESS_LINES, quick, 3, 3);
+    CU_ASSERT_STRING_EQUAL(s, "");
+    free(s);
+    const double slow[] = {4, 9, 10, 12, 19, 20, 35};
+    s = drive(DDP_PROGRESS_LINES, slow, 7, 10);
+    CU_ASSERT_STRING_EQUAL(s, "run 3/10 runs (30%), 0.3 runs/s, ETA 23s, 10s elapsed\n"
+                              "run 6/10 runs (60%), 0.3 runs/s, ETA 13s, 20s elapsed\n"
+                              "run 7/10 runs (70%), 0.2 runs/s, ETA 15s, 35s elapsed\n");
+    free(s);
+}
+
+/* On a terminal: one line redrawn in place (carriage return, erase), at
+ * most every 0.1 s and always at the end, erased by end. */
+static void test_bar_redraws_in_place(void)
+{
+    const double t[] = {0.01, 0.02, 0.5, 0.51};
+    char *s = drive(DDP_PROGRESS_BAR, t, 4, 4);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, "\r\033[K[#####...............] run 1/4 runs (25%), "));
+    CU_ASSERT_PTR_NULL(strstr(s, "run 2/4"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, "run 3/4 runs"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, "[####################] run 4/4 runs (100%), "));
+    CU_ASSERT_PTR_NULL(strchr(s, '\n'));
+    size_t n = strlen(s);
+    CU_ASSERT(n > 4 && strcmp(s + n - 4, "\r\033[K") == 0);
+    free(s);
+    s = drive(DDP_PROGRESS_OFF, t, 4, 4);
+    CU_ASSERT_STRING_EQUAL(s, "");
+    free(s);
+}
+
+DDP_SUITE("progress", NULL, NULL,
+          {"the line's fields: done/total, percent, rate, ETA, elapsed", test_format_fields},
+          {"not a terminal: a line per 10 s, none sooner", test_lines_every_interval},
+          {"a terminal: one line redrawn in place", test_bar_redraws_in_place})
