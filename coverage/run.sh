@@ -25,6 +25,7 @@ set -u
 CALLER=$(pwd -P)
 ROOT=$(cd "$(dirname "$0")/.." && pwd -P)
 cd "$ROOT" || exit 2
+. scripts/progress.sh
 
 # ---- a plugin library of your own (docs/coverage.md § 8) ------------------
 # PLUGIN=PATH.so, built with --coverage: the suite runs with --plugin PATH,
@@ -296,6 +297,11 @@ collect() {
     # 3. The suite, once per accelerator, in $SHARDS shards (sets ACCEL.K;
     # SHARDS_<accel>: the ones that ran).
     SETS=""
+    _nacc=$(printf '%s\n' $ACCELS | wc -l)
+    _pairs=0
+    [ -n "$PAIR_SIM" ] && [ -n "$PAIR_REAL" ] && _pairs=2
+    progress_start coverage runs $((_nacc * SHARDS + _pairs))
+    _done=0
     for ACCEL in $ACCELS; do
         _failed=""
         _sets=""
@@ -306,8 +312,10 @@ collect() {
             _set=$ACCEL.$_k
             _k=$((_k + 1))
             [ -n "$SHARD_FILES" ] || continue # more shards than files
+            progress_tick $_done "$_set"
             run_set "$_set" "$RUN_SIM"
             _rc=$?
+            _done=$((_done + 1))
             case $_rc in
             0) ;;
             1) _failed="$_failed $OUT/logs/$_set.log" ;;
@@ -326,6 +334,7 @@ collect() {
         eval "SHARDS_$ACCEL=\$_sets"
         _of=""
         [ "$SHARDS" -gt 1 ] && _of=" ($SHARDS shards)"
+        progress_end
         if [ -z "$_failed" ]; then
             say "$ACCEL: scenario suite passed$_of"
         else
@@ -341,8 +350,11 @@ collect() {
         ACCEL=$PAIR_ACCEL
         for _p in sim real; do
             if [ $_p = sim ]; then _cmd=$PAIR_SIM; else _cmd=$PAIR_REAL; fi
+            progress_tick $_done "pair_$_p"
             run_set "pair_$_p" "$_cmd"
             _rc=$?
+            _done=$((_done + 1))
+            progress_end
             if [ $_rc -gt 1 ] || ! has_gcda "pair_$_p"; then
                 say "warning: pair run $_p exited $_rc without counters: no second matrix"
                 PAIR_OK=0

@@ -83,7 +83,35 @@ static void test_bar_redraws_in_place(void)
     free(s);
 }
 
+/* scripts/progress.sh prints the same line as the tools, on the same
+ * (fake) clock. */
+static void test_shell_same_line(void)
+{
+    static const struct {
+        long long done, total, el;
+        const char *note;
+    } c[] = {{30, 120, 15, "ddp shard 1"}, {1, 1000, 2, ""}, {0, 10, 0, ""},
+             {3, 3, 4000, "end"}, {7, 10, 35, ""}};
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        char want[256], cmd[512], got[256] = "";
+        ddp_progress_format(want, sizeof want, "mutate", "mutants", c[i].done, c[i].total,
+                            (double)c[i].el, c[i].note);
+        snprintf(cmd, sizeof cmd,
+                 "PROGRESS_NOW=1000 sh -c '. scripts/progress.sh; progress_start mutate "
+                 "mutants %lld; PROGRESS_NOW=%lld progress_fmt %lld \"%s\"'",
+                 c[i].total, 1000 + c[i].el, c[i].done, c[i].note);
+        FILE *p = popen(cmd, "r");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        if (!fgets(got, sizeof got, p))
+            got[0] = '\0';
+        CU_ASSERT_EQUAL(pclose(p), 0);
+        got[strcspn(got, "\n")] = '\0';
+        CU_ASSERT_STRING_EQUAL(got, want);
+    }
+}
+
 DDP_SUITE("progress", NULL, NULL,
           {"the line's fields: done/total, percent, rate, ETA, elapsed", test_format_fields},
           {"not a terminal: a line per 10 s, none sooner", test_lines_every_interval},
-          {"a terminal: one line redrawn in place", test_bar_redraws_in_place})
+          {"a terminal: one line redrawn in place", test_bar_redraws_in_place},
+          {"scripts/progress.sh prints the same line", test_shell_same_line})
