@@ -151,20 +151,21 @@ $(TEST_PLUGINS): $(TEST_PLUGIN_DIR)/%.so: tests/plugin_lib/ddptest_plugin.c incl
 # TESTS="suite ..." runs only those suites; JUNIT=F.xml writes JUnit XML:
 # the CUnit suites into F.xml, the other checks (layers, exports, the fault
 # points page, the example, the mutants selftest) with their times into
-# F-checks.xml (tests/check-junit.sh).
+# F-checks.xml (tests/check-junit.sh). The end prints each suite's and
+# each check's wall time and the ten slowest tests.
 # `make test` and `make run` leave ./ddpsim in place, as a plain `make` does.
 JUNIT_CHECKS   = $(if $(JUNIT),$(basename $(JUNIT))-checks.xml)
 JUNIT_CHECKS_D = $(B)/junit-checks.d
-CHECK_RUN      = CHECK_JUNIT_FILE=$(JUNIT_CHECKS) sh tests/check-junit.sh run \
-                 $(if $(JUNIT),$(JUNIT_CHECKS_D),-)
+CHECK_RUN      = CHECK_JUNIT_FILE=$(JUNIT_CHECKS) sh tests/check-junit.sh run $(JUNIT_CHECKS_D)
 test: $(TESTBIN) $(DDPSIM) ddpsim check-layers check-exports check-fault-points-doc $(FAKE_NCCL) \
       $(TEST_PLUGINS)
 	DDPSIM=$(abspath $(DDPSIM)) DDP_FAKE_NCCL_DIR=$(abspath $(FAKE_NCCL_DIR)) \
 	    DDP_TEST_PLUGIN_DIR=$(abspath $(TEST_PLUGIN_DIR)) \
-	    $(TESTBIN) $(if $(JUNIT),--junit $(JUNIT)) $(TESTS)
+	    $(TESTBIN) $(if $(JUNIT),--junit $(JUNIT)) --times $(B)/test-times.txt $(TESTS)
 	@$(if $(TESTS),,$(if $(SANITIZE),,$(CHECK_RUN) example-test sh tests/example-test.sh && \
 	    $(CHECK_RUN) mutants-selftest sh tests/mutants/selftest.sh))
-	@$(if $(JUNIT),sh tests/check-junit.sh write $(JUNIT_CHECKS_D) $(JUNIT_CHECKS))
+	@cat $(B)/test-times.txt
+	@sh tests/check-junit.sh summary $(JUNIT_CHECKS_D) $(JUNIT_CHECKS)
 
 # libddpsim.so exports exactly the public headers' DDP_API functions
 # (-fvisibility=hidden; include/ddp/export.h).

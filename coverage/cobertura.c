@@ -24,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lcov_read.h"
+
 typedef struct {
     int line, block, branch;
     int64_t taken; /* '-' (never evaluated) is 0 */
@@ -125,51 +127,41 @@ static void br_add(file_t *f, int l, int b, int br, int64_t v)
     f->brs[f->nbrs++] = (br_t){l, b, br, v};
 }
 
+static void *sink_file(void *ctx, const char *path)
+{
+    (void)ctx;
+    return file_get(path);
+}
+
+static void sink_da(void *ctx, void *f, int l, long long v)
+{
+    (void)ctx;
+    line_add(f, l, v);
+}
+
+static void sink_fn(void *ctx, void *f, int l, const char *name)
+{
+    lcov_first_line(&fn_get(f, name)->line, l, ctx);
+}
+
+static void sink_fnda(void *ctx, void *f, long long v, const char *name)
+{
+    (void)ctx;
+    fn_get(f, name)->hits += v > 0 ? v : 0;
+}
+
+static void sink_brda(void *ctx, void *f, int l, int b, int br, long long taken)
+{
+    (void)ctx;
+    br_add(f, l, b, br, taken > 0 ? taken : 0);
+}
+
 static void load(const char *path)
 {
-    FILE *in = fopen(path, "r");
-    if (!in)
+    static const lcov_sink_t sink = {sink_file, sink_da, sink_fn, sink_fnda, sink_brda};
+    int records = lcov_read(path, &sink, NULL);
+    if (records < 0)
         die("cannot read %s: %s", path, strerror(errno));
-    char *buf = NULL;
-    size_t cap = 0;
-    ssize_t n;
-    file_t *f = NULL;
-    int records = 0, lineno = 0;
-    while ((n = getline(&buf, &cap, in)) >= 0) {
-        lineno++;
-        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-            buf[--n] = '\0';
-        int l, b, br;
-        long long v;
-        char name[1024], taken[32];
-        if (!strncmp(buf, "SF:", 3)) {
-            f = file_get(buf + 3);
-            records++;
-        } else if (!strcmp(buf, "end_of_record")) {
-            f = NULL;
-        } else if (!f) {
-            continue;
-        } else if (!strncmp(buf, "DA:", 3)) {
-            if (sscanf(buf, "DA:%d,%lld", &l, &v) != 2 || l <= 0)
-                die("%s:%d: bad DA record", path, lineno);
-            line_add(f, l, v);
-        } else if (sscanf(buf, "FN:%d,%1023s", &l, name) == 2) {
-            fn_t *fn = fn_get(f, name);
-            if (!fn->line || l < fn->line)
-                fn->line = l;
-        } else if (sscanf(buf, "FNDA:%lld,%1023s", &v, name) == 2) {
-            fn_get(f, name)->hits += v > 0 ? v : 0;
-        } else if (!strncmp(buf, "BRDA:", 5)) {
-            if (sscanf(buf, "BRDA:%d,%d,%d,%31s", &l, &b, &br, taken) != 4)
-                die("%s:%d: bad BRDA record", path, lineno);
-            br_add(f, l, b, br, strcmp(taken, "-") ? strtoll(taken, NULL, 10) : 0);
-        }
-        /* TN, FNF, FNH, LF, LH, BRF, BRH: recomputed. */
-    }
-    free(buf);
-    if (ferror(in))
-        die("error reading %s", path);
-    fclose(in);
     if (!records)
         die("%s holds no coverage records (SF:)", path);
 }
@@ -194,18 +186,6 @@ static void count_file(const file_t *f, cnt_t *c)
 static double rate(long h, long t)
 {
     return t ? (double)h / (double)t : 1.0;
-}
-
-static void esc(FILE *o, const char *s)
-{
-    for (; *s; s++)
-        switch (*s) {
-        case '<': fputs("&lt;", o); break;
-        case '>': fputs("&gt;", o); break;
-        case '&': fputs("&amp;", o); break;
-        case '"': fputs("&quot;", o); break;
-        default: fputc(*s, o);
-        }
 }
 
 static char *dir_of(const char *path)
@@ -260,7 +240,7 @@ static void write_xml(FILE *o)
                "  <sources><source>",
             rate(all.lc, all.lv), rate(all.bc, all.bv), all.lc, all.lv, all.bc, all.bv,
             ts);
-    esc(o, root);
+    lcov_xml_esc(o, root);
     fprintf(o, "</source></sources>\n  <packages>\n");
     for (int i = 0; i < nfiles;) {
         char *pkg = dir_of(files[i].path);
@@ -275,7 +255,7 @@ static void write_xml(FILE *o)
             count_file(&files[j], &pc);
         }
         fprintf(o, "    <package name=\"");
-        esc(o, pkg);
+        lcov_xml_esc(o, pkg);
         fprintf(o, "\" line-rate=\"%.4f\" branch-rate=\"%.4f\" complexity=\"0\">\n"
                    "      <classes>\n", rate(pc.lc, pc.lv), rate(pc.bc, pc.bv));
         for (int k = i; k < j; k++) {
@@ -283,15 +263,15 @@ static void write_xml(FILE *o)
             cnt_t fc = {0};
             count_file(f, &fc);
             fprintf(o, "        <class name=\"");
-            esc(o, f->path);
+            lcov_xml_esc(o, f->path);
             fprintf(o, "\" filename=\"");
-            esc(o, f->path);
+            lcov_xml_esc(o, f->path);
             fprintf(o, "\" line-rate=\"%.4f\" branch-rate=\"%.4f\" complexity=\"0\">\n"
                        "          <methods>\n", rate(fc.lc, fc.lv), rate(fc.bc, fc.bv));
             for (int m = 0; m < f->nfns; m++) {
                 const fn_t *fn = &f->fns[m];
                 fprintf(o, "            <method name=\"");
-                esc(o, fn->name);
+                lcov_xml_esc(o, fn->name);
                 fprintf(o, "\" signature=\"\" line-rate=\"%d\" branch-rate=\"1\" "
                            "complexity=\"0\"><lines>",
                         fn->hits > 0);

@@ -30,11 +30,11 @@ COV_CFLAGS     := -std=c11 -O2 -g -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
 
 .PHONY: coverage coverage-selftest coverage-report coverage-plant-check coverage-clean
 
-$(COV_PARITY): coverage/parity.c
+$(COV_PARITY): coverage/parity.c coverage/lcov_read.h
 	@mkdir -p $(dir $@)
 	$(CC) $(COV_CFLAGS) -o $@ $<
 
-$(COV_COBERTURA): coverage/cobertura.c
+$(COV_COBERTURA): coverage/cobertura.c coverage/lcov_read.h
 	@mkdir -p $(dir $@)
 	$(CC) $(COV_CFLAGS) -o $@ $<
 

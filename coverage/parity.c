@@ -32,6 +32,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lcov_read.h"
+
 #define MAXSET 30 /* accelerators + the two pair runs */
 #define MAXSPEC 32
 
@@ -236,53 +238,51 @@ static void add_count(int64_t *slot, int set, long long v)
     *slot += v;
 }
 
-/* set -1: the baseline. */
+/* The tracefile's records into set `set` (-1: the baseline). */
+static void *sink_file(void *ctx, const char *path)
+{
+    (void)ctx;
+    return file_get(path);
+}
+
+static int64_t *set_slot(int64_t *c, int set)
+{
+    return &c[set < 0 ? 0 : set];
+}
+
+static void sink_da(void *ctx, void *f, int l, long long v)
+{
+    int set = *(int *)ctx;
+    line_t *ln = line_get(f, l);
+    ln->inst = 1;
+    add_count(set_slot(ln->c, set), set, v);
+}
+
+static void sink_fn(void *ctx, void *f, int l, const char *name)
+{
+    lcov_first_line(&fn_get(f, name)->line, l, ctx);
+}
+
+static void sink_fnda(void *ctx, void *f, long long v, const char *name)
+{
+    int set = *(int *)ctx;
+    add_count(set_slot(fn_get(f, name)->c, set), set, v);
+}
+
+static void sink_brda(void *ctx, void *f, int l, int b, int br, long long taken)
+{
+    int set = *(int *)ctx;
+    br_t *bp = br_get(f, l, b, br);
+    if (taken >= 0)
+        add_count(set_slot(bp->c, set), set, taken);
+}
+
 static void load_info(const char *path, int set)
 {
-    FILE *in = fopen(path, "r");
-    if (!in)
+    static const lcov_sink_t sink = {sink_file, sink_da, sink_fn, sink_fnda, sink_brda};
+    int records = lcov_read(path, &sink, &set);
+    if (records < 0)
         die(2, "cannot read %s: %s", path, strerror(errno));
-    char *buf = NULL;
-    size_t cap = 0;
-    ssize_t n;
-    file_t *f = NULL;
-    int records = 0, lineno = 0;
-    while ((n = getline(&buf, &cap, in)) >= 0) {
-        lineno++;
-        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-            buf[--n] = '\0';
-        int l, b, br;
-        long long v;
-        char name[1024], taken[32];
-        if (!strncmp(buf, "SF:", 3)) {
-            f = file_get(buf + 3);
-            records++;
-        } else if (!strcmp(buf, "end_of_record")) {
-            f = NULL;
-        } else if (!f) {
-            continue;
-        } else if (sscanf(buf, "DA:%d,%lld", &l, &v) == 2 && l > 0) {
-            line_t *ln = line_get(f, l);
-            ln->inst = 1;
-            add_count(&ln->c[set < 0 ? 0 : set], set, v);
-        } else if (sscanf(buf, "FN:%d,%1023s", &l, name) == 2) {
-            fn_t *fn = fn_get(f, name);
-            if (!fn->line || l < fn->line)
-                fn->line = l;
-        } else if (sscanf(buf, "FNDA:%lld,%1023s", &v, name) == 2) {
-            fn_t *fn = fn_get(f, name);
-            add_count(&fn->c[set < 0 ? 0 : set], set, v);
-        } else if (sscanf(buf, "BRDA:%d,%d,%d,%31s", &l, &b, &br, taken) == 4) {
-            br_t *bp = br_get(f, l, b, br);
-            if (strcmp(taken, "-"))
-                add_count(&bp->c[set < 0 ? 0 : set], set, strtoll(taken, NULL, 10));
-        }
-        /* TN, FNF, FNH, LF, LH, BRF, BRH: recomputed, ignored. */
-    }
-    free(buf);
-    if (ferror(in))
-        die(2, "error reading %s", path);
-    fclose(in);
     if (!records)
         die(2, "%s holds no coverage records (SF:) — did the capture fail?", path);
 }
@@ -744,14 +744,7 @@ static void group_what(const group_t *g, char *out, size_t n)
 
 static void html_esc(FILE *o, const char *s)
 {
-    for (; *s; s++)
-        switch (*s) {
-        case '<': fputs("&lt;", o); break;
-        case '>': fputs("&gt;", o); break;
-        case '&': fputs("&amp;", o); break;
-        case '"': fputs("&quot;", o); break;
-        default: fputc(*s, o);
-        }
+    lcov_xml_esc(o, s);
 }
 
 #define TD "<td style=\"padding:1px 6px;border:1px solid #ccc;"

@@ -815,11 +815,6 @@ ddp_scenario_t *ddp_explore_shrink(const ddp_scenario_t *s, const char *accel,
 
 /* ---- the loop ---- */
 
-/* The progress of the run loop (progress.h): o->progress 1 a bar on a
- * terminal, 2 a line on stderr every 10 s; the lines on log every 10 % of
- * the runs unless it is 1. */
-static ddp_progress_t g_progress;
-
 static void print_scenario(FILE *log, const char *label, const char *text)
 {
     fprintf(log, "  --- %s ---\n", label);
@@ -1009,7 +1004,8 @@ static void sweep_of(const ddp_explore_opts_t *o, int runs, char *buf, size_t n)
 
 /* Runs s; a violation is reported on log (and, with results, kept as a
  * row). Returns 1 for a violation, else 0. */
-static int run_one(const ddp_explore_opts_t *o, FILE *log, int i, const ddp_scenario_t *s,
+static int run_one(const ddp_explore_opts_t *o, ddp_progress_t *pg, FILE *log, int i,
+                   const ddp_scenario_t *s,
                    const char *accel, uint64_t *handoffs)
 {
     ddp_scn_result_t r;
@@ -1019,7 +1015,7 @@ static int run_one(const ddp_explore_opts_t *o, FILE *log, int i, const ddp_scen
     *handoffs = r.handoffs;
     if (rc == 0 && r.invariants_ok)
         return 0;
-    ddp_progress_clear(&g_progress);
+    ddp_progress_clear(pg);
     /* With a result file the report is made in memory first: the row keeps
      * exactly what log gets. */
     ddp_shard_row_t *row = o->results ? ddp_shard_add_row(o->results) : NULL;
@@ -1075,7 +1071,11 @@ int ddp_explore(const ddp_explore_opts_t *o, ddp_explore_stats_t *st)
         f->seed = o->seed;
     }
     double t0 = wall_now();
-    ddp_progress_start(&g_progress, "explore", "runs", mine,
+    /* The progress (progress.h): o->progress 1 a bar on a terminal, 2 a
+     * line on stderr every 10 s; the lines on log every 10 % of the runs
+     * unless it is 1. */
+    ddp_progress_t pg = {0};
+    ddp_progress_start(&pg, "explore", "runs", mine,
                        o->progress == 1 ? DDP_PROGRESS_BAR
                        : o->progress == 2 ? DDP_PROGRESS_LINES : DDP_PROGRESS_OFF,
                        stderr);
@@ -1086,14 +1086,14 @@ int ddp_explore(const ddp_explore_opts_t *o, ddp_explore_stats_t *st)
         char accel[16];
         ddp_scenario_t *s = ddp_explore_draw(o, i, accel, sizeof accel);
         if (!s) {
-            ddp_progress_end(&g_progress, 0);
+            ddp_progress_end(&pg, 0);
             fprintf(log, "explore: run %d: %s\n", i, ddp_err_message());
             free(costliest_text);
             st->wall_s = wall_now() - t0;
             return -1;
         }
         uint64_t h = 0;
-        st->violations += run_one(o, log, i, s, accel, &h);
+        st->violations += run_one(o, &pg, log, i, s, accel, &h);
         st->runs++;
         st->handoffs += h;
         if (h > st->costliest_handoffs) { /* the first of a tie stays */
@@ -1108,7 +1108,7 @@ int ddp_explore(const ddp_explore_opts_t *o, ddp_explore_stats_t *st)
         ddp_scenario_free(s);
         char note[48];
         snprintf(note, sizeof note, "%d violation(s)", st->violations);
-        ddp_progress_update(&g_progress, st->runs, note);
+        ddp_progress_update(&pg, st->runs, note);
         if (o->progress != 1 && (st->runs % step == 0 || st->runs == mine)) {
             char line[512];
             ddp_progress_format(line, sizeof line, "explore:", "runs", st->runs, mine,
@@ -1117,7 +1117,7 @@ int ddp_explore(const ddp_explore_opts_t *o, ddp_explore_stats_t *st)
             fflush(log);
         }
     }
-    ddp_progress_end(&g_progress, 1);
+    ddp_progress_end(&pg, 1);
     st->wall_s = wall_now() - t0;
     /* a file it could not write is said on log, as for a violation's */
     (void)print_costliest(log, o->out_dir, o->seed, st->runs, st->handoffs, st->costliest,

@@ -5,13 +5,16 @@
 #
 #   sh tests/check-junit.sh run DIR NAME CMD...   runs CMD (its output shown
 #        as usual), records NAME, its status, its seconds and its output in
-#        DIR; DIR "-": only runs CMD. When CMD fails, writes the file at
+#        DIR; When CMD fails, writes the file at
 #        once (see write), so that a check that stops make is in it.
 #   sh tests/check-junit.sh write DIR FILE   FILE: one <testsuite
 #        name="make test checks"> with a <testcase> per record of DIR (a
 #        failure with the output's last 40 lines where the check failed);
 #        then removes DIR. FILE is refused if it exists, and is written
 #        through FILE.tmp renamed into place.
+#   sh tests/check-junit.sh summary DIR [FILE]   prints each record's wall
+#        time, slowest first (the end of `make test`), then write DIR FILE,
+#        or without FILE removes DIR.
 #
 # `make test JUNIT=F.xml` writes F-checks.xml beside F.xml (CUnit's).
 # tests/test_junit.c validates what this writes against tests/junit.xsd.
@@ -70,12 +73,26 @@ write() {
     rm -rf "$_dir"
 }
 
+summary() {
+    _dir=$1
+    echo "Checks (not CUnit) wall times:"
+    for _r in "$_dir"/*.rec; do
+        [ -f "$_r" ] || continue
+        read -r _st _ms <"$_r"
+        awk -v m="$_ms" -v n="$(basename "$_r" .rec)" -v s="$_st" \
+            'BEGIN { printf "%d  %8.3f s  %s%s\n", m, m / 1000, n, s == 0 ? "" : "  (FAILED, exit " s ")" }'
+    done | sort -rn | cut -d' ' -f2-
+}
+
 case ${1:-} in
+summary)
+    [ $# -ge 2 ] && [ $# -le 3 ] || { echo "usage: check-junit.sh summary DIR [FILE]" >&2; exit 2; }
+    summary "$2"
+    if [ $# -eq 3 ]; then write "$2" "$3"; else rm -rf "$2"; fi ;;
 run)
     [ $# -ge 4 ] || { echo "usage: check-junit.sh run DIR|- NAME CMD..." >&2; exit 2; }
     dir=$2 name=$3
     shift 3
-    [ "$dir" = - ] && exec "$@"
     case $name in *[!A-Za-z0-9_.-]*) echo "check-junit: bad name \"$name\"" >&2; exit 2 ;; esac
     mkdir -p "$dir" || exit 2
     t0=$(ms)
