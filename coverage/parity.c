@@ -887,8 +887,7 @@ static void html_diff_matrix(FILE *o, int ndiff)
         return;
     }
     fprintf(o, "<table id=\"parity-matrix\" style=\"border-collapse:collapse\"><tr>"
-               TD "\"><b>lines</b></td>" TD "\"><b>function</b></td>" TD
-               "\"><b>verdict</b></td>");
+               TD "\"><b>lines (function)</b></td>" TD "\"><b>verdict</b></td>");
     for (int i = 0; i < nacc; i++)
         fprintf(o, TD "\"><b>%s</b></td>", setname[i]);
     fprintf(o, TD "\"><b>missed by</b></td></tr>\n");
@@ -907,9 +906,9 @@ static void html_diff_matrix(FILE *o, int ndiff)
             html_esc(o, what);
             fprintf(o, "\">");
             html_esc(o, loc);
-            fprintf(o, "</a></td>" TD "\">");
+            fprintf(o, "</a> (");
             html_esc(o, d->fn ? d->fn->name : "?");
-            fprintf(o, "</td>" TD "%s\">%s</td>",
+            fprintf(o, ")</td>" TD "%s\">%s</td>",
                     pass ? "" : "color:#c00;font-weight:bold",
                     pass ? "declared" : "UNDECLARED");
             for (int i = 0; i < nacc; i++) {

@@ -368,13 +368,17 @@ collect() {
     # Captures: slow-ish (lcov runs gcov per object), $JOBS at a time.
     say "capturing tracefiles:$SETS"
     _n=0
+    progress_start capture tracefiles "$(echo $SETS | wc -w)"
+    _done=0
     for _s in $SETS; do
         # the test name: the accelerator (ddp_cpu.2 -> ddp_cpu), or pair_*
         lcov_log "$OUT/logs/$_s.lcov" -c -d "$OUT/gcda/$_s" -t "${_s%.*}" -o "$OUT/$_s.info" &
         _n=$((_n + 1))
-        if [ $_n -ge "$JOBS" ]; then wait; _n=0; fi
+        _done=$((_done + 1))
+        if [ $_n -ge "$JOBS" ]; then wait; _n=0; progress_tick $_done "$_s"; fi
     done
     wait
+    progress_end
     for _s in $SETS; do
         [ -s "$OUT/$_s.info" ] || { cat "$OUT/logs/$_s.lcov" >&2; fail "capture of $_s failed"; }
     done
