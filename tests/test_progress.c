@@ -110,8 +110,34 @@ static void test_shell_same_line(void)
     }
 }
 
+/* The commands draw it: ddpsim run and explore with --progress, on
+ * stderr (the fields only: the figures are the clock's). */
+static void test_commands_draw_it(void)
+{
+    static char err[1 << 16];
+    char bin[400];
+    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+        return;
+    CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, "run scenarios/clean-start.scn "
+                                             "scenarios/crash-joining.scn --accelerator ddp "
+                                             "--jobs 1 --progress",
+                                       1, err, sizeof err), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "] run 0/2 runs (0%), "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, " runs/s, ETA "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "; now scenarios/clean-start.scn ddp"));
+    CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, "explore --ranks 4 --runs 5 --seed 1 --progress",
+                                       1, err, sizeof err), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "] explore 5/5 runs (100%), "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "ETA 0s, "));
+    /* --no-progress: nothing on stderr */
+    CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, "explore --ranks 4 --runs 5 --seed 1 "
+                                             "--no-progress", 1, err, sizeof err), 0);
+    CU_ASSERT_STRING_EQUAL(err, "");
+}
+
 DDP_SUITE("progress", NULL, NULL,
           {"the line's fields: done/total, percent, rate, ETA, elapsed", test_format_fields},
           {"not a terminal: a line per 10 s, none sooner", test_lines_every_interval},
           {"a terminal: one line redrawn in place", test_bar_redraws_in_place},
-          {"scripts/progress.sh prints the same line", test_shell_same_line})
+          {"scripts/progress.sh prints the same line", test_shell_same_line},
+          {"run and explore draw it with --progress", test_commands_draw_it})
