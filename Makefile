@@ -122,9 +122,10 @@ $(FPDOC): scripts/fault-points-doc.c $(STATIC)
 fault-points-doc: $(FPDOC)
 	$(FPDOC) docs/fault-points.md.in > docs/fault-points.md
 check-fault-points-doc: $(FPDOC)
-	@$(FPDOC) docs/fault-points.md.in | cmp -s - docs/fault-points.md || { \
+	@$(CHECK_RUN) check-fault-points-doc sh -c '$(FPDOC) docs/fault-points.md.in | \
+	    cmp -s - docs/fault-points.md || { \
 	    echo "docs/fault-points.md does not match include/ddp/faults.h and" \
-	         "docs/fault-points.md.in: run make fault-points-doc"; exit 1; }
+	         "docs/fault-points.md.in: run make fault-points-doc"; exit 1; }'
 
 # A FAKE libnccl.so.2 / libcudart.so.13 pair (tests/fake_nccl/fake.h) for
 # the nccl backend's tests without a GPU (tests/test_behave_nccl.c runs them
@@ -147,34 +148,44 @@ $(TEST_PLUGINS): $(TEST_PLUGIN_DIR)/%.so: tests/plugin_lib/ddptest_plugin.c incl
 	    $(if $(findstring -nosym,$@),-DDDPTEST_NOSYM)$(if $(findstring -abi,$@),-DDDPTEST_ABI)$(if $(findstring -clash,$@),-DDDPTEST_CLASH)$(if $(findstring -leak,$@),-DDDPTEST_LEAK) \
 	    -o $@ $<
 
-# TESTS="suite ..." runs only those suites; JUNIT=file writes JUnit XML.
+# TESTS="suite ..." runs only those suites; JUNIT=F.xml writes JUnit XML:
+# the CUnit suites into F.xml, the other checks (layers, exports, the fault
+# points page, the example, the mutants selftest) with their times into
+# F-checks.xml (tests/check-junit.sh). The end prints each suite's and
+# each check's wall time and the ten slowest tests.
 # `make test` and `make run` leave ./ddpsim in place, as a plain `make` does.
+JUNIT_CHECKS   = $(if $(JUNIT),$(basename $(JUNIT))-checks.xml)
+JUNIT_CHECKS_D = $(B)/junit-checks.d
+CHECK_RUN      = CHECK_JUNIT_FILE=$(JUNIT_CHECKS) sh tests/check-junit.sh run $(JUNIT_CHECKS_D)
 test: $(TESTBIN) $(DDPSIM) ddpsim check-layers check-exports check-fault-points-doc check-docs $(FAKE_NCCL) \
       $(TEST_PLUGINS)
 	DDPSIM=$(abspath $(DDPSIM)) DDP_FAKE_NCCL_DIR=$(abspath $(FAKE_NCCL_DIR)) \
 	    DDP_TEST_PLUGIN_DIR=$(abspath $(TEST_PLUGIN_DIR)) \
-	    $(TESTBIN) $(if $(JUNIT),--junit $(JUNIT)) $(TESTS)
-	@$(if $(TESTS),,$(if $(SANITIZE),,sh tests/example-test.sh && sh tests/mutants/selftest.sh))
-	@$(if $(TESTS),,DDPSIM=$(abspath $(DDPSIM)) sh tests/report/check.sh)
+	    $(TESTBIN) $(if $(JUNIT),--junit $(JUNIT)) --times $(B)/test-times.txt $(TESTS)
+	@$(if $(TESTS),,$(if $(SANITIZE),,$(CHECK_RUN) example-test sh tests/example-test.sh && \
+	    $(CHECK_RUN) mutants-selftest sh tests/mutants/selftest.sh))
+	@$(if $(TESTS),,DDPSIM=$(abspath $(DDPSIM)) $(CHECK_RUN) report-check sh tests/report/check.sh)
+	@cat $(B)/test-times.txt
+	@sh tests/check-junit.sh summary $(JUNIT_CHECKS_D) $(JUNIT_CHECKS)
 
 # Every count docs/ and README.md state carries the command that yields
 # it, and holds (tests/docs-check.sh; a self-test plants a wrong one).
 DOCS_CHECK_ENV = DDPSIM_TEST=$(abspath $(TESTBIN)) DDPSIM=$(abspath $(DDPSIM)) \
                  DDPSIM_LIB=$(abspath $(SHARED))
 check-docs: $(TESTBIN) $(DDPSIM) $(SHARED)
-	@$(DOCS_CHECK_ENV) sh tests/docs-check.sh
-	@$(DOCS_CHECK_ENV) sh tests/docs-check.sh --selftest
+	@$(DOCS_CHECK_ENV) $(CHECK_RUN) check-docs sh tests/docs-check.sh
+	@$(DOCS_CHECK_ENV) $(CHECK_RUN) check-docs-selftest sh tests/docs-check.sh --selftest
 
 # libddpsim.so exports exactly the public headers' DDP_API functions
 # (-fvisibility=hidden; include/ddp/export.h).
 check-exports: $(SHARED)
-	@sh tests/exports-check.sh $(SHARED)
+	@$(CHECK_RUN) check-exports sh tests/exports-check.sh $(SHARED)
 
 # The dependency direction of docs/architecture.md, on includes and calls
 # (and a self-test that a planted violation is caught).
 check-layers: $(LIB_OBJ) $(TOOL_OBJ)
-	@sh scripts/check-layers.sh $(B)
-	@sh tests/layers/selftest.sh $(B)
+	@$(CHECK_RUN) check-layers sh scripts/check-layers.sh $(B)
+	@$(CHECK_RUN) check-layers-selftest sh tests/layers/selftest.sh $(B)
 
 # The main job: every bundled scenario x every accelerator in the simulator.
 run: $(DDPSIM) ddpsim
@@ -202,14 +213,14 @@ bench: $(BENCH_BIN) $(DDPSIM)
 # simulator-vs-real table docs/fidelity.md.
 real-scenarios: $(DDPSIM)
 	@sh scripts/deps.sh --real
-	$(DDPSIM) run --real --tag real scenarios/*.scn --no-progress $(if $(JUNIT),--junit $(JUNIT))
+	$(DDPSIM) run --real --tag real scenarios/*.scn $(if $(JUNIT),--junit $(JUNIT))
 # ddpsim fails a run whose namespaces it could not delete. Any ddps*
 # namespace here afterwards (a killed run's, or one running beside this
 # one) is listed: `make netns-clean` removes them.
 NETNS_LIST = ip netns list 2>/dev/null | awk '/^ddps/ {print $$1}' | sort
 netns-scenarios: $(DDPSIM)
 	@sh scripts/deps.sh --real
-	$(DDPSIM) run --netns --tag netns scenarios/*.scn --no-progress $(if $(JUNIT),--junit $(JUNIT))
+	$(DDPSIM) run --netns --tag netns scenarios/*.scn $(if $(JUNIT),--junit $(JUNIT))
 	@if [ -n "$$($(NETNS_LIST))" ]; then echo "note: ddps* network namespaces not made by" \
 	    "this run (make netns-clean removes them):"; $(NETNS_LIST); fi
 netns-clean:

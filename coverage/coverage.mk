@@ -4,8 +4,9 @@
 #   make coverage               instrumented build, the scenario suite once per
 #                               accelerator in COV_SHARDS shards (ddpsim run
 #                               --shard K/N; default 2), a tracefile per shard
-#                               merged with lcov -a, coverage/html/, parity
-#                               report; fails on a parity violation
+#                               merged with lcov -a, coverage/html/ (with
+#                               cobertura.xml), parity report; fails on a
+#                               parity violation
 #   make coverage-plant-check   the gate's own test: the mutant
 #                               tests/mutants/plant-spawn-skips-barrier
 #                               (ddp_spawn skips the plugin's barrier) must
@@ -16,11 +17,12 @@
 #                               tracefiles (after editing coverage/parity.allow)
 #   make coverage-clean         removes the outputs
 #
-# The parity tool is plain C with the project's warning flags; it links
+# The parity tool and the Cobertura writer are plain C with the project's warning flags; it links
 # nothing of libddpsim (and no instrumentation, whatever COVERAGE says).
 
 COV_OUT        := build/coverage
 COV_PARITY     := $(COV_OUT)/parity
+COV_COBERTURA  := $(COV_OUT)/cobertura
 COV_PLANT_OUT  := build/coverage-plant
 COV_SHARDS     ?= 2
 COV_CFLAGS     := -std=c11 -O2 -g -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
@@ -28,19 +30,23 @@ COV_CFLAGS     := -std=c11 -O2 -g -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
 
 .PHONY: coverage coverage-selftest coverage-report coverage-plant-check coverage-clean
 
-$(COV_PARITY): coverage/parity.c
+$(COV_PARITY): coverage/parity.c coverage/lcov_read.h
 	@mkdir -p $(dir $@)
 	$(CC) $(COV_CFLAGS) -o $@ $<
 
-coverage: $(DEPS_OK) $(COV_PARITY)
-	@PARITY=$(COV_PARITY) sh coverage/selftest.sh >$(COV_OUT)/selftest.log 2>&1 || \
+$(COV_COBERTURA): coverage/cobertura.c coverage/lcov_read.h
+	@mkdir -p $(dir $@)
+	$(CC) $(COV_CFLAGS) -o $@ $<
+
+coverage: $(DEPS_OK) $(COV_PARITY) $(COV_COBERTURA)
+	@PARITY=$(COV_PARITY) COBERTURA=$(COV_COBERTURA) sh coverage/selftest.sh >$(COV_OUT)/selftest.log 2>&1 || \
 	    { cat $(COV_OUT)/selftest.log; exit 1; }
 	@tail -n 1 $(COV_OUT)/selftest.log
 	@MAKE="$(MAKE)" B=build/default-cov OUT=$(COV_OUT) SHARDS=$(COV_SHARDS) \
 	    PLUGIN="$(PLUGIN)" PLUGIN_SRC="$(PLUGIN_SRC)" sh coverage/run.sh
 
-coverage-selftest: $(COV_PARITY)
-	PARITY=$(COV_PARITY) sh coverage/selftest.sh
+coverage-selftest: $(COV_PARITY) $(COV_COBERTURA)
+	PARITY=$(COV_PARITY) COBERTURA=$(COV_COBERTURA) sh coverage/selftest.sh
 
 coverage-report: $(COV_PARITY)
 	@MAKE="$(MAKE)" B=build/default-cov OUT=$(COV_OUT) REPORT_ONLY=1 \

@@ -29,7 +29,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include "lcov_read.h"
 
 #define MAXSET 30 /* accelerators + the two pair runs */
 #define MAXSPEC 32
@@ -235,53 +238,51 @@ static void add_count(int64_t *slot, int set, long long v)
     *slot += v;
 }
 
-/* set -1: the baseline. */
+/* The tracefile's records into set `set` (-1: the baseline). */
+static void *sink_file(void *ctx, const char *path)
+{
+    (void)ctx;
+    return file_get(path);
+}
+
+static int64_t *set_slot(int64_t *c, int set)
+{
+    return &c[set < 0 ? 0 : set];
+}
+
+static void sink_da(void *ctx, void *f, int l, long long v)
+{
+    int set = *(int *)ctx;
+    line_t *ln = line_get(f, l);
+    ln->inst = 1;
+    add_count(set_slot(ln->c, set), set, v);
+}
+
+static void sink_fn(void *ctx, void *f, int l, const char *name)
+{
+    lcov_first_line(&fn_get(f, name)->line, l, ctx);
+}
+
+static void sink_fnda(void *ctx, void *f, long long v, const char *name)
+{
+    int set = *(int *)ctx;
+    add_count(set_slot(fn_get(f, name)->c, set), set, v);
+}
+
+static void sink_brda(void *ctx, void *f, int l, int b, int br, long long taken)
+{
+    int set = *(int *)ctx;
+    br_t *bp = br_get(f, l, b, br);
+    if (taken >= 0)
+        add_count(set_slot(bp->c, set), set, taken);
+}
+
 static void load_info(const char *path, int set)
 {
-    FILE *in = fopen(path, "r");
-    if (!in)
+    static const lcov_sink_t sink = {sink_file, sink_da, sink_fn, sink_fnda, sink_brda};
+    int records = lcov_read(path, &sink, &set);
+    if (records < 0)
         die(2, "cannot read %s: %s", path, strerror(errno));
-    char *buf = NULL;
-    size_t cap = 0;
-    ssize_t n;
-    file_t *f = NULL;
-    int records = 0, lineno = 0;
-    while ((n = getline(&buf, &cap, in)) >= 0) {
-        lineno++;
-        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-            buf[--n] = '\0';
-        int l, b, br;
-        long long v;
-        char name[1024], taken[32];
-        if (!strncmp(buf, "SF:", 3)) {
-            f = file_get(buf + 3);
-            records++;
-        } else if (!strcmp(buf, "end_of_record")) {
-            f = NULL;
-        } else if (!f) {
-            continue;
-        } else if (sscanf(buf, "DA:%d,%lld", &l, &v) == 2 && l > 0) {
-            line_t *ln = line_get(f, l);
-            ln->inst = 1;
-            add_count(&ln->c[set < 0 ? 0 : set], set, v);
-        } else if (sscanf(buf, "FN:%d,%1023s", &l, name) == 2) {
-            fn_t *fn = fn_get(f, name);
-            if (!fn->line || l < fn->line)
-                fn->line = l;
-        } else if (sscanf(buf, "FNDA:%lld,%1023s", &v, name) == 2) {
-            fn_t *fn = fn_get(f, name);
-            add_count(&fn->c[set < 0 ? 0 : set], set, v);
-        } else if (sscanf(buf, "BRDA:%d,%d,%d,%31s", &l, &b, &br, taken) == 4) {
-            br_t *bp = br_get(f, l, b, br);
-            if (strcmp(taken, "-"))
-                add_count(&bp->c[set < 0 ? 0 : set], set, strtoll(taken, NULL, 10));
-        }
-        /* TN, FNF, FNH, LF, LH, BRF, BRH: recomputed, ignored. */
-    }
-    free(buf);
-    if (ferror(in))
-        die(2, "error reading %s", path);
-    fclose(in);
     if (!records)
         die(2, "%s holds no coverage records (SF:) — did the capture fail?", path);
 }
@@ -743,14 +744,7 @@ static void group_what(const group_t *g, char *out, size_t n)
 
 static void html_esc(FILE *o, const char *s)
 {
-    for (; *s; s++)
-        switch (*s) {
-        case '<': fputs("&lt;", o); break;
-        case '>': fputs("&gt;", o); break;
-        case '&': fputs("&amp;", o); break;
-        case '"': fputs("&quot;", o); break;
-        default: fputc(*s, o);
-        }
+    lcov_xml_esc(o, s);
 }
 
 #define TD "<td style=\"padding:1px 6px;border:1px solid #ccc;"
@@ -762,6 +756,175 @@ static void html_cell(FILE *o, int64_t v, int missing, int flagged)
     const char *bg = missing ? "#f99" : v > 0 ? (flagged ? "#fc6" : "#cfc")
                                               : "#eee";
     fprintf(o, TD "text-align:right;background:%s\">%" PRId64 "</td>", bg, v);
+}
+
+/* --src-html DIR: a page per source file with a count column per
+ * accelerator (genhtml's pages show the merged counts only). The links of
+ * the fragment go there, as "<basename of DIR>/<path>.html#L<line>". */
+static const char *src_dir, *src_link;
+
+static void src_href(FILE *o, const file_t *f, int line)
+{
+    if (src_dir)
+        fprintf(o, "%s/%s.html#L%d", src_link, f->path[0] == '/' ? f->path + 1 : f->path,
+                line);
+    else
+        fprintf(o, "%s.gcov.html#%d", f->path, line);
+}
+
+static int mkdirs_for(const char *path)
+{
+    char d[4096];
+    snprintf(d, sizeof d, "%s", path);
+    for (char *p = d + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(d, 0755) != 0 && errno != EEXIST)
+                return -1;
+            *p = '/';
+        }
+    return 0;
+}
+
+static int line_in_diff(const file_t *f, int l)
+{
+    for (int i = 0; i < ndiffs; i++)
+        if (diffs[i].f == f && diffs[i].line == l)
+            return diffs[i].gated ? (diffs[i].allow < 0 ? 2 : 1) : 3;
+    return 0;
+}
+
+static void write_src_page(file_t *f)
+{
+    load_source(f);
+    if (f->nsrc <= 1)
+        return;
+    const char *rel = f->path[0] == '/' ? f->path + 1 : f->path;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.html", src_dir, rel);
+    FILE *o = NULL;
+    if (mkdirs_for(path) != 0 || !(o = fopen(path, "w")))
+        die(2, "cannot write %s: %s", path, strerror(errno));
+    int depth = 0;
+    for (const char *p = rel; *p; p++)
+        depth += *p == '/';
+    fprintf(o, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>");
+    html_esc(o, f->path);
+    fprintf(o, ": counts per accelerator</title></head>\n<body style=\"font-family:"
+               "sans-serif;font-size:90%%\">\n<h2 style=\"margin:4px 0\">");
+    html_esc(o, f->path);
+    fprintf(o, "</h2>\n<p>Hit counts per accelerator, one column each. Red: never "
+               "run by that accelerator while another runs it. Line number: "
+               "orange, a declared difference; red, an undeclared one; grey, a "
+               "difference outside the gate. <a href=\"");
+    for (int k = 0; k <= depth; k++)
+        fputs("../", o);
+    fprintf(o, "index.html\">The parity report</a>.</p>\n<table style=\""
+               "border-collapse:collapse;font-family:monospace\"><tr>" TD "\">line</td>");
+    for (int i = 0; i < nacc; i++)
+        fprintf(o, TD "\"><b>%s</b></td>", setname[i]);
+    fprintf(o, TD "\">source</td></tr>\n");
+    static const char *mark[4] = {"", "#fc6", "#f66", "#ccc"};
+    for (int l = 1; l < f->nsrc; l++) {
+        int d = line_in_diff(f, l);
+        fprintf(o, "<tr id=\"L%d\">" TD "text-align:right%s%s\">%d</td>", l,
+                d ? ";background:" : "", mark[d], l);
+        int inst = l < f->nlines && f->lines[l].inst;
+        unsigned h = inst ? hit_mask(f->lines[l].c) : 0;
+        for (int i = 0; i < nacc; i++) {
+            if (!inst)
+                fprintf(o, TD "\"></td>");
+            else
+                html_cell(o, f->lines[l].c[i], h && !f->lines[l].c[i], d != 0);
+        }
+        fprintf(o, TD "white-space:pre\">");
+        html_esc(o, f->src[l]);
+        fprintf(o, "</td></tr>\n");
+    }
+    fprintf(o, "</table>\n</body></html>\n");
+    if (fclose(o) != 0)
+        die(2, "writing %s failed", path);
+}
+
+/* The pass of a group: 0 undeclared, 1 declared, 2 outside the gate. */
+static int group_pass(const group_t *g)
+{
+    const diff_t *d = &diffs[g->first];
+    return !d->gated ? 2 : d->allow < 0 ? 0 : 1;
+}
+
+/* A heading's count: "9 entries (22 lines, 2 branches)" — the entries
+ * listed under it, and the lines and branches they hold. */
+static void entries_of(int pass, char *out, size_t n)
+{
+    int ne = 0, nl = 0, nb = 0;
+    for (int gi = 0; gi < ngroups; gi++)
+        if (group_pass(&groups[gi]) == pass) {
+            ne++;
+            nl += groups[gi].nl;
+            nb += groups[gi].nb;
+        }
+    snprintf(out, n, "%d entr%s (%d line%s, %d branch%s)", ne, ne == 1 ? "y" : "ies", nl,
+             nl == 1 ? "" : "s", nb, nb == 1 ? "" : "es");
+}
+
+/* The first table of the page: each entry of the gate (a run of differing
+ * lines of one function) x accelerators, the cell saying whether that
+ * accelerator reaches it, and the accelerators that never do, by name. */
+static void html_diff_matrix(FILE *o, int ndiff)
+{
+    char head[200], what[1400], loc[1200], miss[512];
+    int ne = 0;
+    for (int gi = 0; gi < ngroups; gi++)
+        ne += group_pass(&groups[gi]) < 2;
+    snprintf(head, sizeof head, "%d entr%s, %d line(s)/branch(es)", ne,
+             ne == 1 ? "y" : "ies", ndiff);
+    fprintf(o, "<h3 style=\"margin:8px 0 2px 0\">Differing lines &times; accelerators "
+               "(the gate): %s</h3>\n", head);
+    if (!ne) {
+        fprintf(o, "<p>None: every accelerator reaches the same lines and branches."
+                   "</p>\n");
+        return;
+    }
+    fprintf(o, "<table id=\"parity-matrix\" style=\"border-collapse:collapse\"><tr>"
+               TD "\"><b>lines (function)</b></td>" TD "\"><b>verdict</b></td>");
+    for (int i = 0; i < nacc; i++)
+        fprintf(o, TD "\"><b>%s</b></td>", setname[i]);
+    fprintf(o, TD "\"><b>missed by</b></td></tr>\n");
+    for (int pass = 0; pass < 2; pass++)
+        for (int gi = 0; gi < ngroups; gi++) {
+            group_t *g = &groups[gi];
+            if (group_pass(g) != pass)
+                continue;
+            const diff_t *d = &diffs[g->first];
+            group_loc(g, loc, sizeof loc);
+            group_what(g, what, sizeof what);
+            mask_names(all_acc_mask() & ~d->hit, miss, sizeof miss);
+            fprintf(o, "<tr>" TD "white-space:nowrap\"><a href=\"");
+            src_href(o, d->f, g->lo);
+            fprintf(o, "\" title=\"");
+            html_esc(o, what);
+            fprintf(o, "\">");
+            html_esc(o, loc);
+            fprintf(o, "</a> (");
+            html_esc(o, d->fn ? d->fn->name : "?");
+            fprintf(o, ")</td>" TD "%s\">%s</td>",
+                    pass ? "" : "color:#c00;font-weight:bold",
+                    pass ? "declared" : "UNDECLARED");
+            for (int i = 0; i < nacc; i++) {
+                int hit = (d->hit >> i) & 1;
+                fprintf(o, TD "text-align:center;background:%s\">%s</td>",
+                        hit ? "#cfc" : "#f99", hit ? "reached" : "MISSED");
+            }
+            fprintf(o, TD "\">never by <b>");
+            for (const char *c = miss; *c; c++)
+                if (*c == ',')
+                    fputs(", ", o);
+                else
+                    fputc(*c, o); /* accelerator names: [a-z0-9_] */
+            fprintf(o, "</b></td></tr>\n");
+        }
+    fprintf(o, "</table>\n");
 }
 
 /* ---- summary ---------------------------------------------------------- */
@@ -809,11 +972,13 @@ static void usage(FILE *o)
         "              [--matrix PATH[:REGEX]]... [--inform PATH[:REGEX]]...\n"
         "              [--summary PREFIX]... [--require FUNCTION]...\n"
         "              [--pair NAME=FILE --pair NAME=FILE] [--pair-matrix PATH[:REGEX]]...\n"
-        "              [--html FILE] [--diffs FILE] ACCEL=FILE.info...\n\n"
+        "              [--html FILE] [--src-html DIR] [--diffs FILE] ACCEL=FILE.info...\n\n"
         "Coverage parity of accelerators over the shared plugin (docs/coverage.md).\n"
         "PATH ending in '/' is a directory prefix; REGEX (POSIX ERE) selects\n"
         "function names. Files under an --extra-root (a plugin library's sources)\n"
         "keep their absolute paths: gate them with --gate DIR/.\n"
+        "--src-html DIR: a page per source file with a count column per\n"
+        "accelerator; DIR is beside the --html fragment's page (links: NAME/...).\n"
         "Exit: 0 parity holds, 1 undeclared difference, 2 bad input.\n");
 }
 
@@ -857,6 +1022,12 @@ int main(int argc, char **argv)
             NEEDV(); html_path = v;
         } else if (!strcmp(a, "--diffs")) {
             NEEDV(); diffs_path = v;
+        } else if (!strcmp(a, "--src-html")) {
+            NEEDV();
+            src_dir = v;
+            src_link = strrchr(v, '/') ? strrchr(v, '/') + 1 : v;
+            if (!*src_link)
+                die(2, "--src-html wants a folder name, not \"%s\"", v);
         } else if (!strcmp(a, "--gate")) {
             NEEDV(); ROOM(ngate); gate[ngate++] = v;
         } else if (!strcmp(a, "--summary")) {
@@ -997,7 +1168,7 @@ int main(int argc, char **argv)
         fprintf(html, "<h2 style=\"margin:2px 0\">Coverage parity: %s</h2>\n",
                 fail ? "FAIL" : "pass");
         fprintf(html, "<p>%d undeclared and %d declared (coverage/parity.allow) "
-                "difference(s) in ", undeclared, declared);
+                "line/branch difference(s) in ", undeclared, declared);
         for (int k = 0; k < ngate; k++)
             fprintf(html, "%s%s", k ? ", " : "", gate[k]);
         fprintf(html, "; accelerators: ");
@@ -1005,6 +1176,7 @@ int main(int argc, char **argv)
             fprintf(html, "%s%s", i ? ", " : "", setname[i]);
         fprintf(html, ". Full text report: <a href=\"parity.txt\">parity.txt</a>; "
                 "how to read it: docs/coverage.md.</p>\n");
+        html_diff_matrix(html, undeclared + declared);
     }
 
     /* Summary (the CI log reads these). */
@@ -1087,9 +1259,13 @@ int main(int argc, char **argv)
             if (!header) {
                 printf("%s\n", f->path);
                 if (html)
+                {
                     fprintf(html, "<tr><td colspan=\"%d\" style=\"padding:4px 0 "
-                            "0 0\"><b><a href=\"%s.gcov.html\">%s</a></b></td></tr>\n",
-                            nacc + 2, f->path, f->path);
+                            "0 0\"><b><a href=\"", nacc + 2);
+                    src_href(html, f, 1);
+                    fprintf(html, "\">%s</a></b> (<a href=\"%s.gcov.html\">merged "
+                            "counts</a>)</td></tr>\n", f->path, f->path);
+                }
                 header = 1;
             }
             char flag = ' ';
@@ -1107,8 +1283,9 @@ int main(int argc, char **argv)
                        fn->c[s]);
             printf("\n");
             if (html) {
-                fprintf(html, "<tr>" TD "\"><a href=\"%s.gcov.html#%d\">", f->path,
-                        fn->line);
+                fprintf(html, "<tr>" TD "\"><a href=\"");
+                src_href(html, f, fn->line);
+                fprintf(html, "\">");
                 html_esc(html, fn->name);
                 fprintf(html, "</a></td>" TD "\">%c</td>", flag);
                 for (int s = 0; s < nacc; s++)
@@ -1129,10 +1306,12 @@ int main(int argc, char **argv)
                             "differences outside the gate (informational)"};
     for (int pass = 0; pass < 3; pass++) {
         int count = pass == 0 ? undeclared : pass == 1 ? declared : informational;
-        printf("\n== %s: %d\n", title[pass], count);
+        char head[200];
+        entries_of(pass, head, sizeof head);
+        printf("\n== %s: %s\n", title[pass], head);
         if (html && count)
-            fprintf(html, "<h3 style=\"margin:8px 0 2px 0\">%s: %d</h3>\n<ul>\n",
-                    title[pass], count);
+            fprintf(html, "<h3 style=\"margin:8px 0 2px 0\">%s: %s</h3>\n<ul>\n",
+                    title[pass], head);
         for (int gi = 0; gi < ngroups; gi++) {
             group_t *g = &groups[gi];
             diff_t *d = &diffs[g->first];
@@ -1149,7 +1328,9 @@ int main(int argc, char **argv)
                        allows[d->allow].lineno, allows[d->allow].loc,
                        allows[d->allow].reason);
             if (html) {
-                fprintf(html, "<li><a href=\"%s.gcov.html#%d\">", d->f->path, g->lo);
+                fprintf(html, "<li><a href=\"");
+                src_href(html, d->f, g->lo);
+                fprintf(html, "\">");
                 html_esc(html, loc);
                 fprintf(html, "</a> ");
                 html_esc(html, what);
@@ -1247,6 +1428,10 @@ int main(int argc, char **argv)
         }
         fclose(o);
     }
+
+    if (src_dir)
+        for (int i = 0; i < nfiles; i++)
+            write_src_page(&files[i]);
 
     printf("\n");
     for (int r = 0; r < nrequire; r++)

@@ -11,7 +11,8 @@
 #     and merges the shards' tracefiles with `lcov -a` into $OUT/<accel>.info;
 #  4. the same scenario simulated and as real processes: $OUT/pair_*.info;
 #  5. merges baseline + accelerators into $OUT/all.info, renders $HTML
-#     (genhtml: branches, per-test details);
+#     (genhtml: branches, per-test details) and $HTML/cobertura.xml
+#     (coverage/cobertura.c, checked against the DTD and lcov --summary);
 #  6. runs the parity tool: text report on stdout and in $OUT/parity.txt,
 #     table spliced at the top of $HTML/index.html.
 # Exit status: 0 parity holds, 1 parity violation, 2 the pipeline failed.
@@ -24,6 +25,7 @@ set -u
 CALLER=$(pwd -P)
 ROOT=$(cd "$(dirname "$0")/.." && pwd -P)
 cd "$ROOT" || exit 2
+. scripts/progress.sh
 
 # ---- a plugin library of your own (docs/coverage.md § 8) ------------------
 # PLUGIN=PATH.so, built with --coverage: the suite runs with --plugin PATH,
@@ -85,6 +87,7 @@ fi
 : "${NO_HTML:=}"
 : "${ALLOW:=coverage/parity.allow}"
 : "${PARITY:=build/coverage/parity}"
+: "${COBERTURA:=build/coverage/cobertura}"
 : "${MAKE:=make}"
 : "${JOBS:=$(nproc 2>/dev/null || echo 2)}"   # parallel lcov captures
 # REPORT_ONLY=1 (make coverage-report): only step 6, on the tracefiles of
@@ -165,7 +168,7 @@ build() {
     say "building the instrumented ddpsim in $B"
     $MAKE --no-print-directory $_j COVERAGE=1 B="$B" "$B/ddpsim" >"$OUT/build.log" 2>&1 ||
         { cat "$OUT/build.log"; fail "instrumented build failed"; }
-    $MAKE --no-print-directory "$PARITY" >>"$OUT/build.log" 2>&1 ||
+    $MAKE --no-print-directory "$PARITY" "$COBERTURA" >>"$OUT/build.log" 2>&1 ||
         { cat "$OUT/build.log"; fail "building the parity tool failed"; }
     [ -x "$DDPSIM" ] || fail "$DDPSIM missing after the build"
 }
@@ -294,6 +297,11 @@ collect() {
     # 3. The suite, once per accelerator, in $SHARDS shards (sets ACCEL.K;
     # SHARDS_<accel>: the ones that ran).
     SETS=""
+    _nacc=$(printf '%s\n' $ACCELS | wc -l)
+    _pairs=0
+    [ -n "$PAIR_SIM" ] && [ -n "$PAIR_REAL" ] && _pairs=2
+    progress_start coverage runs $((_nacc * SHARDS + _pairs))
+    _done=0
     for ACCEL in $ACCELS; do
         _failed=""
         _sets=""
@@ -304,8 +312,10 @@ collect() {
             _set=$ACCEL.$_k
             _k=$((_k + 1))
             [ -n "$SHARD_FILES" ] || continue # more shards than files
+            progress_tick $_done "$_set"
             run_set "$_set" "$RUN_SIM"
             _rc=$?
+            _done=$((_done + 1))
             case $_rc in
             0) ;;
             1) _failed="$_failed $OUT/logs/$_set.log" ;;
@@ -324,6 +334,7 @@ collect() {
         eval "SHARDS_$ACCEL=\$_sets"
         _of=""
         [ "$SHARDS" -gt 1 ] && _of=" ($SHARDS shards)"
+        progress_end
         if [ -z "$_failed" ]; then
             say "$ACCEL: scenario suite passed$_of"
         else
@@ -339,8 +350,11 @@ collect() {
         ACCEL=$PAIR_ACCEL
         for _p in sim real; do
             if [ $_p = sim ]; then _cmd=$PAIR_SIM; else _cmd=$PAIR_REAL; fi
+            progress_tick $_done "pair_$_p"
             run_set "pair_$_p" "$_cmd"
             _rc=$?
+            _done=$((_done + 1))
+            progress_end
             if [ $_rc -gt 1 ] || ! has_gcda "pair_$_p"; then
                 say "warning: pair run $_p exited $_rc without counters: no second matrix"
                 PAIR_OK=0
@@ -354,13 +368,17 @@ collect() {
     # Captures: slow-ish (lcov runs gcov per object), $JOBS at a time.
     say "capturing tracefiles:$SETS"
     _n=0
+    progress_start capture tracefiles "$(echo $SETS | wc -w)"
+    _done=0
     for _s in $SETS; do
         # the test name: the accelerator (ddp_cpu.2 -> ddp_cpu), or pair_*
         lcov_log "$OUT/logs/$_s.lcov" -c -d "$OUT/gcda/$_s" -t "${_s%.*}" -o "$OUT/$_s.info" &
         _n=$((_n + 1))
-        if [ $_n -ge "$JOBS" ]; then wait; _n=0; fi
+        _done=$((_done + 1))
+        if [ $_n -ge "$JOBS" ]; then wait; _n=0; progress_tick $_done "$_s"; fi
     done
     wait
+    progress_end
     for _s in $SETS; do
         [ -s "$OUT/$_s.info" ] || { cat "$OUT/logs/$_s.lcov" >&2; fail "capture of $_s failed"; }
     done
@@ -400,6 +418,10 @@ collect() {
             -t "ddpsim: scenario suite per accelerator" -o "$HTML" \
             $LCOV_RC "$OUT/all.info" >"$OUT/logs/genhtml.log" 2>&1 ||
             { grep -v 'redefined at' "$OUT/logs/genhtml.log"; fail "genhtml failed"; }
+        "$COBERTURA" --root "$ROOT" -o "$HTML/cobertura.xml" "$OUT/all.info" ||
+            fail "the Cobertura XML could not be written"
+        sh coverage/cobertura-check.sh "$HTML/cobertura.xml" "$OUT/all.info" ||
+            fail "the Cobertura XML does not match the tracefile"
     fi
 }
 
@@ -409,10 +431,15 @@ report() {
     for ACCEL in $ACCELS; do _args="$_args $ACCEL=$OUT/$ACCEL.info"; done
     [ $PAIR_OK = 1 ] &&
         _args="$_args --pair sim=$OUT/pair_sim.info --pair real=$OUT/pair_real.info"
+    # The per-accelerator source pages: into $HTML/parity/, or with
+    # NO_HTML=1 beside the fragment ($OUT/parity/).
+    _src=$HTML/parity
+    [ -n "$NO_HTML" ] || [ ! -d "$HTML" ] && _src=$OUT/parity
+    rm -rf "$_src"
     # shellcheck disable=SC2086
     "$PARITY" --root "$ROOT" --baseline "$OUT/baseline.info" --allow "$ALLOW" \
-        --html "$OUT/parity.html" --diffs "$OUT/parity.diffs" $PARITY_ARGS $_args \
-        >"$OUT/parity.txt" 2>&1
+        --html "$OUT/parity.html" --src-html "$_src" --diffs "$OUT/parity.diffs" \
+        $PARITY_ARGS $_args >"$OUT/parity.txt" 2>&1
     PRC=$?
     cat "$OUT/parity.txt"
     [ $PRC -ge 2 ] && fail "the parity tool failed (exit $PRC)"

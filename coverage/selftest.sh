@@ -3,9 +3,21 @@
 # (`make coverage-selftest`; seconds, no instrumented build). Each case
 # states the exit status and output the tool must produce, so each one can
 # fail; the end-to-end test is `make coverage-plant-check`.
+#
+#   sh coverage/selftest.sh [--page DIR]
+#
+# --page DIR: no tests; writes DIR/index.html, the parity page of the
+# fixtures below (b skips a step), with its source pages in DIR/parity/, for
+# tests/parity-page-test.sh (headless chromium).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd -P)
 PARITY=${PARITY:-$ROOT/build/coverage/parity}
+COBERTURA=${COBERTURA:-$ROOT/build/coverage/cobertura}
+PAGE=""
+if [ "${1:-}" = --page ]; then
+    [ -n "${2:-}" ] || { echo "selftest: --page needs a folder" >&2; exit 2; }
+    PAGE=$2
+fi
 T=${TMPDIR:-/tmp}/ddpsim-parity-selftest.$$
 trap 'rm -rf "$T"' EXIT INT TERM
 mkdir -p "$T/repo/plugins" "$T/repo/core" || exit 2
@@ -49,6 +61,20 @@ rec "$T" c FN=4 2=4 3=4 5=4 6=4 7=1 8=4 B0,4 B1,0 >"$T/c.info"
 # Raw lcov captures repeat records; a header seen twice must be summed, and
 # system headers (outside --root) ignored.
 printf 'SF:/usr/include/stdio.h\nDA:1,5\nend_of_record\n' >>"$T/a.info"
+
+if [ -n "$PAGE" ]; then
+    mkdir -p "$PAGE" || exit 2
+    rm -rf "$PAGE/parity"
+    printf 'plugins/p.c:3 only=a a alone takes the branch\n' >"$T/allow"
+    "$PARITY" --root "$R" --baseline "$T/base.info" --allow "$T/allow" --gate plugins/ \
+        --summary plugins/ --matrix plugins/ --html "$T/frag.html" --src-html "$PAGE/parity" \
+        a="$T/a.info" b="$T/b.info" c="$T/c.info" >"$PAGE/parity.txt" 2>&1
+    [ $? -le 1 ] || { cat "$PAGE/parity.txt" >&2; exit 2; }
+    { printf '<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>parity</title></head><body>\n'
+      cat "$T/frag.html"
+      printf '</body></html>\n'; } >"$PAGE/index.html"
+    exit 0
+fi
 
 fails=0
 n=0
@@ -118,6 +144,39 @@ grep -q '<!-- /ddpsim coverage parity -->' "$T/frag.html" ||
 check "diffs file" 1 'FAIL' '' a="$T/a.info" b="$T/b.info" c="$T/c.info"
 grep -q "$(printf 'plugins/p.c\t5\tline\tp_init\ta,c\tb\tundeclared')" "$T/diffs" ||
     { echo "FAIL diffs row for line 5 missing"; fails=$((fails + 1)); }
+
+# The page: the matrix of differing lines x accelerators comes first, and
+# a source page per file has a count column per accelerator.
+n=$((n + 1))
+"$PARITY" --root "$R" --baseline "$T/base.info" --matrix plugins/ --html "$T/frag.html" \
+    --src-html "$T/parity" a="$T/a.info" b="$T/b.info" c="$T/c.info" >"$T/out" 2>&1
+first_table=$(grep -o '<table[^>]*>' "$T/frag.html" | head -n 1)
+if [ "$first_table" != '<table id="parity-matrix" style="border-collapse:collapse">' ] ||
+    ! grep -q 'never by <b>b</b>' "$T/frag.html" ||
+    ! grep -q 'href="parity/plugins/p.c.html#L5"' "$T/frag.html" ||
+    ! grep -q '<tr id="L5">.*>4</td>.*>0</td>.*>4</td>' "$T/parity/plugins/p.c.html"; then
+    echo "FAIL the page: matrix first, naming b; source page with a column per accelerator"
+    fails=$((fails + 1))
+else
+    echo "ok   the page: matrix first, per-accelerator source pages"
+fi
+check "headings count entries and their lines" 1 \
+    'undeclared differences (the gate fails on these): 2 entries (1 line, 1 branch)' '' \
+    a="$T/a.info" b="$T/b.info" c="$T/c.info"
+
+# Cobertura XML from a tracefile: valid against the DTD, the counts of
+# lcov --summary (a system header included), an existing file refused.
+n=$((n + 1))
+if "$COBERTURA" --root "$R" -o "$T/cob.xml" "$T/a.info" >"$T/out" 2>&1 &&
+    sh "$ROOT/coverage/cobertura-check.sh" "$T/cob.xml" "$T/a.info" >>"$T/out" 2>&1 &&
+    grep -q 'lines-covered="9" lines-valid="9" branches-covered="2" branches-valid="2"' "$T/cob.xml" &&
+    ! "$COBERTURA" --root "$R" -o "$T/cob.xml" "$T/a.info" >>"$T/out" 2>&1; then
+    echo "ok   cobertura: valid, lcov's counts, no overwrite"
+else
+    echo "FAIL cobertura:"
+    sed 's/^/    /' "$T/out"
+    fails=$((fails + 1))
+fi
 
 # A plugin library's sources outside the repository (make coverage
 # PLUGIN=...): ignored as system headers are, unless --extra-root names

@@ -23,6 +23,7 @@
 #include "ddp/faults.h"
 #include "ddp/scenario.h"
 #include "ddp/sys.h"
+#include "progress.h"
 
 /* Explore's runs: a short group deadline keeps stalled runs cheap (virtual
  * waits cost no wall time, but rank 0 polls the store every 10 ms). */
@@ -814,19 +815,6 @@ ddp_scenario_t *ddp_explore_shrink(const ddp_scenario_t *s, const char *accel,
 
 /* ---- the loop ---- */
 
-static void progress_bar(int done, int total, int violations, double el)
-{
-    char bar[31];
-    int fill = total ? (int)((long long)done * 30 / total) : 30;
-    for (int k = 0; k < 30; k++)
-        bar[k] = k < fill ? '#' : '.';
-    bar[30] = '\0';
-    fprintf(stderr, "\rexplore [%s] %d/%d runs, %d violation%s, %.1f runs/s ", bar,
-            done, total, violations, violations == 1 ? "" : "s",
-            el > 0 ? done / el : 0.0);
-    fflush(stderr);
-}
-
 static void print_scenario(FILE *log, const char *label, const char *text)
 {
     fprintf(log, "  --- %s ---\n", label);
@@ -1016,7 +1004,8 @@ static void sweep_of(const ddp_explore_opts_t *o, int runs, char *buf, size_t n)
 
 /* Runs s; a violation is reported on log (and, with results, kept as a
  * row). Returns 1 for a violation, else 0. */
-static int run_one(const ddp_explore_opts_t *o, FILE *log, int i, const ddp_scenario_t *s,
+static int run_one(const ddp_explore_opts_t *o, ddp_progress_t *pg, FILE *log, int i,
+                   const ddp_scenario_t *s,
                    const char *accel, uint64_t *handoffs)
 {
     ddp_scn_result_t r;
@@ -1026,8 +1015,7 @@ static int run_one(const ddp_explore_opts_t *o, FILE *log, int i, const ddp_scen
     *handoffs = r.handoffs;
     if (rc == 0 && r.invariants_ok)
         return 0;
-    if (o->progress)
-        fputs("\r\033[K", stderr);
+    ddp_progress_clear(pg);
     /* With a result file the report is made in memory first: the row keeps
      * exactly what log gets. */
     ddp_shard_row_t *row = o->results ? ddp_shard_add_row(o->results) : NULL;
@@ -1082,7 +1070,15 @@ int ddp_explore(const ddp_explore_opts_t *o, ddp_explore_stats_t *st)
         f->ranks = o->ranks > 0 ? o->ranks : 16;
         f->seed = o->seed;
     }
-    double t0 = wall_now(), last_draw = 0;
+    double t0 = wall_now();
+    /* The progress (progress.h): o->progress 1 a bar on a terminal, 2 a
+     * line on stderr every 10 s; the lines on log every 10 % of the runs
+     * unless it is 1. */
+    ddp_progress_t pg = {0};
+    ddp_progress_start(&pg, "explore", "runs", mine,
+                       o->progress == 1 ? DDP_PROGRESS_BAR
+                       : o->progress == 2 ? DDP_PROGRESS_LINES : DDP_PROGRESS_OFF,
+                       stderr);
     int step = mine >= 10 ? mine / 10 : 1;
     int keep_text = (o->out_dir && *o->out_dir) || o->results;
     char costliest_accel[16] = "", *costliest_text = NULL;
@@ -1090,15 +1086,14 @@ int ddp_explore(const ddp_explore_opts_t *o, ddp_explore_stats_t *st)
         char accel[16];
         ddp_scenario_t *s = ddp_explore_draw(o, i, accel, sizeof accel);
         if (!s) {
-            if (o->progress)
-                fputs("\r\033[K", stderr);
+            ddp_progress_end(&pg, 0);
             fprintf(log, "explore: run %d: %s\n", i, ddp_err_message());
             free(costliest_text);
             st->wall_s = wall_now() - t0;
             return -1;
         }
         uint64_t h = 0;
-        st->violations += run_one(o, log, i, s, accel, &h);
+        st->violations += run_one(o, &pg, log, i, s, accel, &h);
         st->runs++;
         st->handoffs += h;
         if (h > st->costliest_handoffs) { /* the first of a tie stays */
@@ -1111,21 +1106,18 @@ int ddp_explore(const ddp_explore_opts_t *o, ddp_explore_stats_t *st)
             }
         }
         ddp_scenario_free(s);
-        double now = wall_now();
-        if (o->progress) {
-            if (now - last_draw > 0.1 || st->runs == mine) {
-                progress_bar(st->runs, mine, st->violations, now - t0);
-                last_draw = now;
-            }
-        } else if (st->runs % step == 0 || st->runs == mine) {
-            fprintf(log, "explore: %d/%d runs (%d%%), %d violation(s), %.1f s\n",
-                    st->runs, mine, (int)((long long)st->runs * 100 / mine),
-                    st->violations, now - t0);
+        char note[48];
+        snprintf(note, sizeof note, "%d violation(s)", st->violations);
+        ddp_progress_update(&pg, st->runs, note);
+        if (o->progress != 1 && (st->runs % step == 0 || st->runs == mine)) {
+            char line[512];
+            ddp_progress_format(line, sizeof line, "explore:", "runs", st->runs, mine,
+                                wall_now() - t0, note);
+            fprintf(log, "%s\n", line);
             fflush(log);
         }
     }
-    if (o->progress)
-        fputc('\n', stderr);
+    ddp_progress_end(&pg, 1);
     st->wall_s = wall_now() - t0;
     /* a file it could not write is said on log, as for a violation's */
     (void)print_costliest(log, o->out_dir, o->seed, st->runs, st->handoffs, st->costliest,

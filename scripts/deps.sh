@@ -15,8 +15,7 @@ PKGS="build-essential pkg-config libfiu-dev fiu-utils libcunit1-dev lcov gcovr l
 # --torch: Debian's PyTorch (imports in /usr/bin/python3) for make torch-test
 # and the torch scenarios, with what those run in namespaces.
 [ "${1:-}" = "--torch" ] && PKGS="$PKGS python3-torch iproute2 nftables util-linux"
-# --chromium: Debian's chromium, which renders ddpsim report's pages in
-# tests/report/check.sh --chromium (.ci/run).
+# --chromium: the headless-browser tests of the HTML pages (.ci/run).
 [ "${1:-}" = "--chromium" ] && PKGS="$PKGS chromium"
 missing=""
 for p in $PKGS; do

@@ -65,6 +65,7 @@ set -u
 unset MAKEFLAGS MFLAGS MAKELEVEL
 ROOT=$(cd "$(dirname "$0")/.." && pwd -P)
 cd "$ROOT" || exit 2
+. scripts/progress.sh
 CAT=${MUTATE_CATALOGUE:-tests/mutants}
 OUT=${MUTATE_OUT:-build/mutate}
 case $OUT in /*) ;; *) OUT=$ROOT/$OUT ;; esac
@@ -542,11 +543,13 @@ worker() {
         *) msg="ERROR: $det" ;;
         esac
         [ -n "$miss" ] && msg="$msg; REQUIRED check(s) did not hold: $miss"
-        printf '[%d/%d] %s: %s\n' "$done_n" "$NSEL" "$n" "$msg"
+        # a plain line per mutant: done/total, rate, ETA (scripts/progress.sh)
+        progress_fmt "$done_n" "$n: $msg"
     done
 }
 
 T1=$(ms)
+progress_start mutate mutants "$NSEL"
 i=1
 while [ $i -le "$JOBS" ]; do
     worker $i &

@@ -1,6 +1,6 @@
 /* tests/main.c — the CUnit runner for every suite.
  *
- *   ddpsim-test [--list] [--junit FILE] [SUITE[/TEST] ...]
+ *   ddpsim-test [--list] [--junit FILE] [--times FILE] [SUITE[/TEST] ...]
  *
  * Exit status comes from CU_get_number_of_failure_records() read BEFORE
  * CU_cleanup_registry() (CU_basic_run_tests returns 0 even on failures, and
@@ -10,7 +10,9 @@
  * Every test runs through timed_run and every suite's init and cleanup
  * through timed_init and timed_cleanup, which time them (wall clock, for
  * the reader: nothing asserts on it); the run ends with each suite's wall
- * time and the ten slowest tests, and the JUnit file carries the times. */
+ * time and the ten slowest tests, and the JUnit file carries the times.
+ * --times FILE: the same times into FILE as well (`make test` prints them
+ * again at its very end). */
 #include <CUnit/Basic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,12 +147,12 @@ static int slower(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
-static void print_times(void)
+static void print_times(FILE *o)
 {
-    printf("\nSuite wall times:\n");
+    fprintf(o, "\nSuite wall times:\n");
     for (size_t i = 0; i < g_ntimed; i++)
         if (g_timed[i].ran && (i == 0 || strcmp(g_timed[i].suite, g_timed[i - 1].suite)))
-            printf("  %8.3f s  %s\n", suite_secs(g_timed[i].suite), g_timed[i].suite);
+            fprintf(o, "  %8.3f s  %s\n", suite_secs(g_timed[i].suite), g_timed[i].suite);
     const timed_t **order = malloc(g_ntimed * sizeof *order + 1);
     size_t n = 0;
     for (size_t i = 0; order && i < g_ntimed; i++)
@@ -158,9 +160,9 @@ static void print_times(void)
             order[n++] = &g_timed[i];
     if (order)
         qsort(order, n, sizeof *order, slower);
-    printf("The %zu slowest tests:\n", n < 10 ? n : 10);
+    fprintf(o, "The %zu slowest tests:\n", n < 10 ? n : 10);
     for (size_t i = 0; i < n && i < 10; i++)
-        printf("  %8.3f s  %s/%s\n", order[i]->secs, order[i]->suite, order[i]->name);
+        fprintf(o, "  %8.3f s  %s/%s\n", order[i]->secs, order[i]->suite, order[i]->name);
     free(order);
 }
 
@@ -254,18 +256,21 @@ static CU_pSuite add_suite(const ddp_test_suite_t *s)
 
 int main(int argc, char **argv)
 {
-    const char *junit = NULL;
+    const char *junit = NULL, *times = NULL;
     int first = 1, list = 0;
     while (first < argc && argv[first][0] == '-') {
         if (strcmp(argv[first], "--junit") == 0 && first + 1 < argc) {
             junit = argv[first + 1];
+            first += 2;
+        } else if (strcmp(argv[first], "--times") == 0 && first + 1 < argc) {
+            times = argv[first + 1];
             first += 2;
         } else if (strcmp(argv[first], "--list") == 0) {
             list = 1;
             first++;
         } else {
             fprintf(stderr,
-                    "usage: %s [--list] [--junit FILE] [SUITE[/TEST] ...]\n",
+                    "usage: %s [--list] [--junit FILE] [--times FILE] [SUITE[/TEST] ...]\n",
                     argv[0]);
             return 2;
         }
@@ -308,8 +313,19 @@ int main(int argc, char **argv)
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     timed_end(now_s());
-    print_times();
+    print_times(stdout);
     unsigned failures = CU_get_number_of_failure_records();
+    if (times) {
+        FILE *tf = fopen(times, "w");
+        if (!tf) {
+            perror(times);
+            failures++;
+        } else {
+            print_times(tf);
+            if (fclose(tf) != 0)
+                failures++;
+        }
+    }
     if (junit && write_junit(junit) != 0)
         failures++;
     fflush(stdout);

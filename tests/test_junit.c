@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* xmllint's verdict on path against tests/junit.xsd: 1 valid, 0 not (its
@@ -123,8 +124,51 @@ static void test_schema_refuses(void)
     remove(path);
 }
 
+/* The checks of `make test` that are not CUnit (tests/check-junit.sh): a
+ * testcase each with its time, a failing one with its exit status and
+ * escaped output; valid; written at once when a check fails (make stops
+ * there); an existing file refused. */
+static void test_checks_junit(void)
+{
+    char dir[256], rec[300], xml[300], early[300], cmd[1200];
+    if (!ddp_test_tmpdir(dir, sizeof dir, "checks-junit"))
+        return;
+    ddp_test_in(rec, sizeof rec, dir, "rec");
+    ddp_test_in(xml, sizeof xml, dir, "checks.xml");
+    ddp_test_in(early, sizeof early, dir, "early.xml");
+    snprintf(cmd, sizeof cmd, "sh tests/check-junit.sh run %s pass-check true >/dev/null", rec);
+    CU_ASSERT_EQUAL(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "sh tests/check-junit.sh run %s fail-check sh -c "
+                              "'echo \"a <b> & c\"; exit 3' >/dev/null", rec);
+    int st = system(cmd);
+    CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 3);
+    snprintf(cmd, sizeof cmd, "sh tests/check-junit.sh write %s %s", rec, xml);
+    CU_ASSERT_EQUAL(system(cmd), 0);
+    static char x[8192];
+    ddp_test_read_file(xml, x, sizeof x);
+    CU_ASSERT_PTR_NOT_NULL(strstr(x, "<testsuites tests=\"2\" failures=\"1\" time=\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(x, "<testcase classname=\"make test\" name=\"pass-check\" "
+                                     "time=\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(x, "<failure message=\"fail-check exited 3\">a &lt;b&gt; "
+                                     "&amp; c"));
+    CU_ASSERT_NOT_EQUAL(schema_valid(xml, 0), 0);
+    CU_ASSERT_NOT_EQUAL(access(rec, F_OK), 0); /* the records went into the file */
+    /* refused: the file exists */
+    snprintf(cmd, sizeof cmd, "sh tests/check-junit.sh write %s %s 2>/dev/null", rec, xml);
+    CU_ASSERT_NOT_EQUAL(system(cmd), 0);
+    /* a failing check with CHECK_JUNIT_FILE: the file at once */
+    snprintf(cmd, sizeof cmd, "CHECK_JUNIT_FILE=%s sh tests/check-junit.sh run %s stops-make "
+                              "false >/dev/null", early, rec);
+    CU_ASSERT_NOT_EQUAL(system(cmd), 0);
+    ddp_test_read_file(early, x, sizeof x);
+    CU_ASSERT_PTR_NOT_NULL(strstr(x, "<failure message=\"stops-make exited 1\">"));
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CU_ASSERT_EQUAL(system(cmd), 0);
+}
+
 DDP_SUITE("junit", NULL, NULL,
           {"run --junit: scenario[accelerator], classname, time, outcome; valid",
            test_run_junit},
           {"the CUnit runner's --junit: times everywhere; valid", test_runner_junit},
-          {"the schema refuses what viewers cannot group or time", test_schema_refuses})
+          {"the schema refuses what viewers cannot group or time", test_schema_refuses},
+          {"make test's other checks: a testcase each, timed; valid", test_checks_junit})

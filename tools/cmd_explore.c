@@ -57,8 +57,11 @@ static void explore_usage(FILE *f)
             "                     other shards run the rest: docs/sweeps.md)\n"
             "  --results FILE     a result file (JSON lines) for `ddpsim merge`: every\n"
             "                     violation with its report and its scenarios\n"
-            "  --progress         a progress bar on stderr (default when it is a terminal)\n"
-            "  --no-progress      a plain line every 10 %% of the runs instead\n\n"
+            "  --progress         a progress bar on stderr: runs done/total, rate, ETA\n"
+            "                     (default when it is a terminal; elsewhere the same\n"
+            "                     as a plain line on stderr every 10 s)\n"
+            "  --no-progress      neither: only the plain line every 10 %% of the runs\n"
+            "                     on stdout (printed unless --progress)\n\n"
             "Same options, same runs: the output is deterministic (but for the times).\n\n"
             "Exit status: 0 no violation, 1 some violation, 2 bad input (or the result\n"
             "file could not be written).\n",
@@ -91,7 +94,7 @@ int ddp_cmd_explore(ddp_sys_t *sys, int argc, char **argv)
 {
     (void)sys;
     ddp_explore_opts_t o = {.ranks = 16, .runs = 100, .seed = 1, .max_faults = 3,
-                            .progress = isatty(2), .log = stdout};
+                            .progress = isatty(2) ? 1 : 2, .log = stdout};
     int max_faults = 3, n;
     const char *results = NULL;
     const ddp_opt_t opts[] = {

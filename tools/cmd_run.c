@@ -21,6 +21,7 @@
 #include "ddp/launch.h"
 #include "ddp/sim.h"
 #include "ddp/sys.h"
+#include "../harness/progress.h"
 #include "opt.h"
 
 static void run_usage(FILE *f)
@@ -70,7 +71,9 @@ static void run_usage(FILE *f)
             "  --results FILE      a result file (JSON lines) of these runs for `ddpsim\n"
             "                      merge`, which prints the whole sweep's table and JUnit\n"
             "  --verbose, -v       per-process outcomes under each row\n"
-            "  --progress          progress on stderr (default: when it is a terminal)\n"
+            "  --progress          one progress line on stderr, redrawn: runs done/total,\n"
+            "                      rate, ETA (default on a terminal; elsewhere a plain\n"
+            "                      line every 10 s)\n"
             "  --no-progress       no progress line\n"
             "  --real              run the processes for real (ddpsim train, POSIX sockets)\n"
             "                      on loopback: node i is 127.0.0.(i+1); faults through the\n"
@@ -468,7 +471,7 @@ static int parse_cli(const char *cmd, int argc, char **argv, cli_t *c,
 {
     c->accel = "all";
     c->jobs = 1;
-    c->progress = isatty(2);
+    c->progress = isatty(2) ? DDP_PROGRESS_BAR : DDP_PROGRESS_LINES;
     const char *file = "a file to write";
     const ddp_opt_t opts[] = {
         OPT_FN("accelerator", &c->accel, accel_choice, accel_choice_form()),
@@ -1139,6 +1142,8 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
     } else {
         if (c.ro.real)
             ddp_tool_catch_signals(on_interrupt, 1);
+        ddp_progress_t pg = {0};
+        ddp_progress_start(&pg, cmd, "runs", njobs, c.progress, stderr);
         for (int i = 0; i < njobs; i++) {
             if (g_interrupted) {
                 snprintf(jobs[i].r.accelerator, sizeof jobs[i].r.accelerator, "%s",
@@ -1146,19 +1151,18 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
                 snprintf(jobs[i].r.why, sizeof jobs[i].r.why, "not run: interrupted");
                 continue;
             }
-            if (c.progress)
-                fprintf(stderr, "\r[%d/%d] %-40.40s %-12s", i + 1, njobs, jobs[i].path,
-                        jobs[i].accel);
+            char note[96];
+            snprintf(note, sizeof note, "now %.50s %s", jobs[i].path, jobs[i].accel);
+            ddp_progress_update(&pg, i, note);
             run_job(sys, &jobs[i], &c.ro);
             if (c.exitfirst && !jobs[i].r.pass && !jobs[i].r.skipped && i + 1 < njobs) {
-                fprintf(stderr, "%sddpsim %s: -x: stopped after the first failure, %d "
-                                "run(s) of %d not run\n", c.progress ? "\n" : "", cmd,
-                        njobs - i - 1, njobs);
+                ddp_progress_clear(&pg);
+                fprintf(stderr, "ddpsim %s: -x: stopped after the first failure, %d "
+                                "run(s) of %d not run\n", cmd, njobs - i - 1, njobs);
                 njobs = i + 1;
             }
         }
-        if (c.progress)
-            fprintf(stderr, "\r%*s\r", 70, "");
+        ddp_progress_end(&pg, 0);
     }
     double wall = (double)(ddp_sys_now(sys) - t0) / 1e9;
     for (int i = 0; i < njobs; i++) {

@@ -307,7 +307,8 @@ typedef struct ddp_explore_opts {
     const char *accelerator; /* NULL: drawn per run */
     const char *plugin;      /* NULL: default */
     int progress;       /* 1: progress bar on stderr; 0: a line per 10 %
-                           of the runs on log */
+                           of the runs on log; 2: those lines, and one on
+                           stderr every 10 s (not a terminal) */
     const char *out_dir; /* write each violation as explore-S-I.scn (shrunk)
                             and explore-S-I-original.scn here (NULL: none) */
     FILE *log;          /* violations, replay commands, quiet progress
