@@ -14,6 +14,7 @@
 #include "ddp/cluster.h"
 #include "ddp/err.h"
 #include "ddp/faults.h"
+#include "elastic_priv.h"
 #include "scenario_priv.h"
 
 #define LSF_RANKFILE "/sim/lsf/rankfile"
@@ -188,7 +189,7 @@ char *ddp_plan_hosts_table(const ddp_plan_t *p, int node)
 }
 
 static const char *const kind_names[DDP_PLAN_KIND_COUNT] = {"trainer", "port-holder",
-                                                            "exec", "store"};
+                                                            "exec", "store", "agent"};
 
 const char *ddp_plan_kind_name(ddp_plan_kind_t k)
 {
@@ -198,7 +199,7 @@ const char *ddp_plan_kind_name(ddp_plan_kind_t k)
 /* ---------------------------------------------------------- launchers */
 
 static const char *const launcher_names[DDP_LAUNCH_COUNT] = {
-    "auto", "per-node", "slurm", "torchrun", "mpi", "lsf", "kubeflow"};
+    "auto", "per-node", "slurm", "torchrun", "mpi", "lsf", "kubeflow", "torchrun-elastic"};
 
 const char *ddp_launcher_name(ddp_launcher_t l)
 {
@@ -213,7 +214,8 @@ int ddp_launcher_parse(const char *name, ddp_launcher_t *out)
             return 0;
         }
     return ddp_err_set(DDP_ECONFIG, "unknown launcher \"%s\"; expected one of "
-                                    "auto, per-node, slurm, torchrun, mpi, lsf, kubeflow",
+                                    "auto, per-node, slurm, torchrun, mpi, lsf, kubeflow, "
+                                    "torchrun-elastic",
                        name);
 }
 
@@ -359,9 +361,16 @@ int ddp_plan_launch(ddp_plan_t *p, const ddp_launch_t *l)
     }
     ddp_launcher_t kind = ddp_launcher_for(accel, l->launcher);
     int exec = p->entry.exec[0] != '\0';
+    int elastic = kind == DDP_LAUNCH_ELASTIC;
+    if (elastic && exec)
+        return ddp_err_set(DDP_EUNSUPPORTED, "launch: torchrun-elastic runs ddpsim's own "
+                                             "workers; a foreign program (exec) under "
+                                             "torch's own agent is not modelled yet");
     /* A foreign program launches nothing itself: every rank is a process
      * of the plan, also where the user would start one script per node. */
-    int per_node = (kind == DDP_LAUNCH_PER_NODE && !exec) || kind == DDP_LAUNCH_KUBEFLOW ? 1
+    int per_node = (kind == DDP_LAUNCH_PER_NODE && !exec) || kind == DDP_LAUNCH_KUBEFLOW ||
+                           elastic
+                       ? 1
                    : l->tasks_per_node                                                 ? l->tasks_per_node
                                                                                        : l->procs;
     const char **hosts = malloc(sizeof *hosts * (size_t)p->nnodes);
@@ -395,18 +404,33 @@ int ddp_plan_launch(ddp_plan_t *p, const ddp_launch_t *l)
             set_vars(env, launcher_vars(kind), &w, 0);
             if (exec)
                 set_vars(env, rank_vars, &w, 1);
+            if (elastic) { /* torchrun's options, as its PET_* variables */
+                ddp_env_setf(env, "PET_NNODES", "%d", p->nnodes);
+                ddp_env_setf(env, "PET_NPROC_PER_NODE", "%d", l->procs);
+                ddp_env_set(env, "PET_RDZV_BACKEND", "c10d");
+                if (*master)
+                    ddp_env_setf(env, "PET_RDZV_ENDPOINT", "%s:%u", master, (unsigned)port);
+                ddp_env_set(env, "PET_RDZV_ID", "ddpsim");
+                ddp_env_set(env, "PET_MAX_RESTARTS", "0");
+                ddp_env_setf(env, "DDPSIM_AGENT", "%d", n);
+            }
             if (l->extra_env)
                 ddp_env_foreach(l->extra_env, copy_var, env);
             if (l->edit_env)
                 l->edit_env(env, n, l->edit_arg);
             char name[32];
             int per_node_script = kind == DDP_LAUNCH_PER_NODE && !exec;
-            snprintf(name, sizeof name, per_node_script ? "%snode%d" : "%srank%d",
-                     l->job ? "j2." : "", per_node_script ? n : rank);
-            rc = ddp_plan_add_proc(p, name, n, per_node_script ? -1 : rank,
+            snprintf(name, sizeof name,
+                     elastic           ? "%sagent%d"
+                     : per_node_script ? "%snode%d"
+                                       : "%srank%d",
+                     l->job ? "j2." : "", per_node_script || elastic ? n : rank);
+            rc = ddp_plan_add_proc(p, name, n, per_node_script || elastic ? -1 : rank,
                                    (n == 0 ? l->master_start_ns : 0) + l->job_start_ns +
                                        DDP_NS_PER_MS,
-                                   exec ? DDP_PLAN_EXEC : DDP_PLAN_TRAINER,
+                                   elastic ? DDP_PLAN_AGENT
+                                   : exec  ? DDP_PLAN_EXEC
+                                           : DDP_PLAN_TRAINER,
                                    env);
             if (rc >= 0)
                 p->procs[rc].job = l->job;
@@ -499,6 +523,14 @@ static int trainer_main(ddp_sys_t *sys, void *arg)
     return rc;
 }
 
+/* An elastic agent: its workers run the Trainer. */
+static int agent_main(ddp_sys_t *sys, void *arg)
+{
+    ddp_elastic_worker_t w = {.fn = trainer_main, .arg = arg};
+    int restarts = 0;
+    return ddp__elastic_agent(sys, &w, &restarts);
+}
+
 static int port_holder_main(ddp_sys_t *sys, void *arg)
 {
     ddp_addr_t any;
@@ -543,7 +575,8 @@ int ddp_plan_add_tasks(const ddp_plan_t *p, ddp_sim_t *sim, int *first_task)
     for (int i = 0; i < p->nprocs; i++) {
         const ddp_plan_proc_t *x = &p->procs[i];
         ddp_sim_task_opts_t o = {.node = x->node, .name = x->name, .rank = x->rank,
-                                 .env = x->env, .start_ns = x->start_ns, .job = x->job};
+                                 .env = x->env, .start_ns = x->start_ns, .job = x->job,
+                                 .agent = x->kind == DDP_PLAN_AGENT};
         /* A foreign program (exec) is modelled by ddpsim's own Trainer
          * with the same environment: its prediction of the real job. */
         if (x->kind == DDP_PLAN_STORE)
@@ -551,6 +584,8 @@ int ddp_plan_add_tasks(const ddp_plan_t *p, ddp_sim_t *sim, int *first_task)
                                                  "store, which only real runs do", x->name);
         if (x->kind == DDP_PLAN_PORT_HOLDER)
             rc = ddp_sim_add_task(sim, &o, port_holder_main, (void *)(intptr_t)x->port);
+        else if (x->kind == DDP_PLAN_AGENT)
+            rc = ddp_sim_add_task(sim, &o, agent_main, cfg);
         else
             rc = ddp_sim_add_task(sim, &o, trainer_main, cfg);
         if (rc < 0)

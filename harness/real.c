@@ -480,6 +480,9 @@ static int read_results(const char *path, proc_t *ps, int np, const ddp_plan_t *
             x->connect_ns = atoll(field[9]);
             x->end_ns = atoll(field[10]);
             x->retries = atoi(field[11]);
+            x->attempt = nf >= 15 ? atoi(field[14]) : 0;
+            x->agent = task >= 0 && task < plan->nprocs && plan->procs[task].kind == DDP_PLAN_AGENT &&
+                       x->rank < 0;
             x->state = DDP_SIM_TASK_EXITED;
             if (task >= 0 && task < np && ps[task].spawn_ns > plan->procs[task].start_ns)
                 x->held_ns = ps[task].spawn_ns - plan->procs[task].start_ns;

@@ -18,6 +18,7 @@
 #include "ddp/store.h"
 #include "ddp/plan.h"
 #include "ddp/real.h"
+#include "elastic_priv.h"
 #include "real_priv.h"
 #include "scenario_priv.h"
 
@@ -36,6 +37,7 @@ static struct {
     ddp_fault_t *rfaults;
     long events_off;     /* E records read so far (ddp__real_events_read) */
     ddp_rng_t rng;
+    int attempt;         /* an elastic agent's worker: its group's start */
 } self;
 
 int ddp__real_in_process(const ddp_fault_t *f)
@@ -162,13 +164,13 @@ static void record_result(ddp_sys_t *sys, const ddp_run_result_t *r, void *arg)
     snprintf(msg, sizeof msg, "%s", r->message);
     clean(msg);
     snprintf(line, sizeof line,
-             "R\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%lld\t%lld\t%lld\t%d\t%s\t%s\n", self.index,
+             "R\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%lld\t%lld\t%lld\t%d\t%s\t%s\t%d\n", self.index,
              r->global_rank, r->world_size, r->local_rank, self.node, r->rc ? 1 : 0, r->rc,
              (long long)(r->start_ns - t0),
              (long long)(r->connect_ns >= 0 ? r->connect_ns - t0 : -1),
              (long long)(r->end_ns - t0), ddp_sys_posix_failed_connects(sys),
              r->accelerator ? r->accelerator : "-",
-             msg[0] ? msg : "-");
+             msg[0] ? msg : "-", self.attempt);
     append_line(line);
 }
 
@@ -444,6 +446,54 @@ static int host_store(ddp_sys_t *sys, uint16_t port)
     return rc && rc != DDP_ETIMEOUT ? 1 : 0;
 }
 
+/* A restarted worker is a new process, with a copy of its agent's fault
+ * draws: what earlier workers' faults fired (their F records) counts
+ * against count= here too, as one simulation counts it. */
+static void absorb_fired(void)
+{
+    FILE *f = fopen(self.p->results, "r");
+    char line[128];
+    while (f && fgets(line, sizeof line, f)) {
+        int proc, fault;
+        if (line[0] != 'F' || sscanf(line, "F\t%d\t%d", &proc, &fault) != 2)
+            continue;
+        for (int i = 0; i < self.fs.n; i++)
+            if (self.plan_index[i] == fault)
+                self.fs.st[i].fired++;
+    }
+    if (f)
+        fclose(f);
+}
+
+/* An elastic agent's worker (a fork of the agent): the Trainer, its
+ * records marked with its group's restart. */
+static int agent_worker(ddp_sys_t *sys, void *arg)
+{
+    absorb_fired();
+    long n = 0;
+    ddp_env_get_long(ddp_sys_env(sys), "DDPSIM_WORKER_ATTEMPT", 0, 1 << 20, &n);
+    self.attempt = (int)n;
+    ddp_run_result_t res;
+    int rc = ddp_accel_run(sys, arg, &res);
+    return rc || res.children_failed ? 1 : 0;
+}
+
+/* The agent, and its own record (rank -1: no rank; how its run ended). */
+static int run_agent(ddp_sys_t *sys, ddp_trainer_cfg_t *cfg)
+{
+    ddp_elastic_worker_t w = {.fn = agent_worker, .arg = cfg};
+    ddp_run_result_t r = {.global_rank = -1, .world_size = -1, .local_rank = -1,
+                          .start_ns = ddp_sys_now(sys), .connect_ns = -1,
+                          .accelerator = cfg->accelerator};
+    int restarts = 0;
+    r.rc = ddp__elastic_agent(sys, &w, &restarts);
+    if (r.rc)
+        snprintf(r.message, sizeof r.message, "%s", ddp_err_message());
+    r.end_ns = ddp_sys_now(sys);
+    record_result(sys, &r, NULL);
+    return r.rc ? 1 : 0;
+}
+
 int ddp_real_child(ddp_sys_t *sys, const char *plan_path, int index)
 {
     ddp_plan_t *p = NULL;
@@ -475,6 +525,13 @@ int ddp_real_child(ddp_sys_t *sys, const char *plan_path, int index)
     if ((rc = ddp_plan_trainer_cfg(p, &cfg)))
         return rc;
     cfg.on_result = record_result;
+    if (p->procs[index].kind == DDP_PLAN_AGENT) {
+        rc = run_agent(sys, &cfg);
+        disarm_faults();
+        ddp_plan_free(p);
+        self.p = NULL;
+        return rc;
+    }
     ddp_run_result_t res;
     rc = ddp_accel_run(sys, &cfg, &res);
     /* Its workers have exited (ddp_accel_run waited for them). */

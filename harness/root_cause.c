@@ -38,6 +38,7 @@ static const struct {
     {DDP_ECANCELED, 5},
     /* 6: the peer vanished mid-operation */
     {DDP_EPEER_LOST, 6},
+    {DDP_ECLOSED, 6}, /* another agent's run ended and closed it */
     /* 7: waited for someone who never came: almost always an effect */
     {DDP_ETIMEOUT, 7},
     {DDP_EHUNG, 7},

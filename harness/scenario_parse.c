@@ -866,7 +866,7 @@ static int st_expect(pctx_t *p, token_t *tok, int ntok)
         if (strcmp(t->text, "mentions") && once(p, tok, i, "an expect"))
             return DDP_ECONFIG;
         if (!strcmp(t->text, "ranks")) {
-            if (!strcmp(v, "others") || !strcmp(v, "all"))
+            if (!strcmp(v, "others") || !strcmp(v, "all") || !strcmp(v, "agents"))
                 snprintf(e->ranks, sizeof e->ranks, "%s", !strcmp(v, "all") ? "" : v);
             else
                 rc = parse_rank_list(p, v, t->vcol, e->ranks, sizeof e->ranks);
@@ -917,6 +917,9 @@ static int st_expect(pctx_t *p, token_t *tok, int ntok)
             if (strcmp(v, "some") && strcmp(v, "every"))
                 return perr(p, t->vcol, "expected match=every or match=some, got \"%.60s\"", v);
             e->some = !strcmp(v, "some");
+        } else if (!strcmp(t->text, "restarts")) {
+            rc = parse_int(p, v, t->vcol, 0, 1000, "a restart count (0..1000)", &e->restarts);
+            e->restarts++;
         } else if (!strcmp(t->text, "job")) {
             if (strcmp(v, "1") && strcmp(v, "2"))
                 return perr(p, t->vcol, "expected job=1 (the run's job) or job=2 (the "
@@ -924,7 +927,7 @@ static int st_expect(pctx_t *p, token_t *tok, int ntok)
             e->job = !strcmp(v, "2");
         } else {
             return perr(p, t->col, "expected an expect key (ranks, error, mentions, within, "
-                                   "from, match, job), got \"%.60s\"", t->text);
+                                   "from, match, job, restarts), got \"%.60s\"", t->text);
         }
         if (rc)
             return rc;
@@ -1658,7 +1661,8 @@ int ddp_scenario_equal(const ddp_scenario_t *a, const ddp_scenario_t *b, char *w
         const ddp_scn_expect_t *x = &a->expect[i], *y = &b->expect[i];
         DIFF(x->kind != y->kind || strcmp(x->ranks, y->ranks) || strcmp(x->error, y->error) ||
                  x->nmentions != y->nmentions || x->within_ns != y->within_ns ||
-                 x->from_join != y->from_join || x->some != y->some || x->job != y->job,
+                 x->from_join != y->from_join || x->some != y->some || x->job != y->job ||
+                 x->restarts != y->restarts,
              "expect %d differs", i + 1);
         for (int m = 0; m < x->nmentions; m++)
             DIFF(strcmp(x->mentions[m], y->mentions[m]), "expect %d: mentions differ", i + 1);
@@ -2004,6 +2008,8 @@ int ddp_scenario_write(const ddp_scenario_t *s, FILE *o)
             fprintf(o, " match=some");
         if (e->job)
             fprintf(o, " job=2");
+        if (e->restarts)
+            fprintf(o, " restarts=%d", e->restarts - 1);
         fputc('\n', o);
     }
     return ferror(o) ? -EIO : 0;

@@ -53,6 +53,7 @@ typedef struct judge {
     int n;                       /* tasks */
     int expected_world;
     int job; /* whose outcomes outs holds (0, or 1: the second job's) */
+    int *last_try; /* per rank, its latest attempt (NULL: nothing restarted) */
     char *why;
     size_t whylen;
 } judge_t;
@@ -97,9 +98,20 @@ static int named_elsewhere(const ddp_scenario_t *s, int self, int rank)
     return 0;
 }
 
+/* A worker an elastic agent replaced by a later attempt of its rank: what
+ * the job did is its last attempt. */
+static int superseded(const judge_t *j, const ddp_sim_outcome_t *o)
+{
+    return j->last_try && o->rank >= 0 && o->rank <= j->n && o->attempt < j->last_try[o->rank];
+}
+
 static int covers(const judge_t *j, int idx, const ddp_sim_outcome_t *o, int any_rank)
 {
     const ddp_scn_expect_t *e = &j->s->expect[idx];
+    if (!strcmp(e->ranks, "agents"))
+        return o->agent && !o->thread;
+    if (superseded(j, o))
+        return 0;
     /* A process crashed before it entered the plugin keeps its launcher's
      * rank (srun, torchrun, mpirun tasks): `expect crashed` may name it. */
     if (e->kind == DDP_EXPECT_CRASHED && e->ranks[0] && is_process(o) &&
@@ -164,6 +176,8 @@ static int meets(const ddp_scn_expect_t *e, const ddp_sim_outcome_t *o, char *wh
     }
     switch (e->kind) {
     case DDP_EXPECT_OK:
+        if (o->agent && o->rc == 0 && o->state == DDP_SIM_TASK_EXITED)
+            break; /* an agent connects nothing itself: ok is its clean end */
         if (!is_ok(o)) {
             snprintf(why, n, "expected %s to connect, but it %s: %s", who(o, w, sizeof w),
                      o->state == DDP_SIM_TASK_CRASHED ? "crashed" : "failed",
@@ -205,6 +219,12 @@ static int meets(const ddp_scn_expect_t *e, const ddp_sim_outcome_t *o, char *wh
      * start where it never made one), so a program's start-up (a torch
      * import) does not count against the bound; always so for a foreign
      * program, whose start-up is not the job's */
+    if (e->restarts && !o->agent && o->attempt != e->restarts - 1) {
+        snprintf(why, n, "expected %s to end in its worker group's restart %d, it ended in "
+                         "restart %d (0: the first start)", who(o, w, sizeof w), e->restarts - 1,
+                 o->attempt);
+        return 0;
+    }
     int64_t from = (e->from_join || o->foreign) && o->join_ns > 0 ? o->join_ns : 0;
     if (e->within_ns && o->end_ns - from > e->within_ns) {
         if (from)
@@ -324,7 +344,10 @@ static int check_invariants(judge_t *j, ddp_sim_result_t res)
             return say(j, "invariant: task %s never finished", o->name);
         }
         /* a process held at birth (late, paused) counts from its start */
-        if (o->end_ns > bound + o->held_ns && o->state != DDP_SIM_TASK_CRASHED) {
+        /* an elastic agent's waits have deadlines of their own (join
+         * timeout); a restarted worker's count from its restart */
+        if (o->end_ns > bound + o->held_ns && o->state != DDP_SIM_TASK_CRASHED && !o->agent &&
+            !o->attempt) {
             free(seen);
             return say(j, "invariant: %s ended at %.3f s, past its deadline (%.3f s = "
                           "start + timeout + %.0f s slack)",
@@ -529,7 +552,7 @@ void ddp__scenario_judge(const ddp_scenario_t *s, const ddp_sim_outcome_t *outs,
             /* A launcher (ddp_spawn's, ddp_cpu's) is no rank and never
              * connects: its status is its exit, its workers' verdicts are
              * their own rows. */
-            int launcher = !is_rank(x) && x->spawned > 0;
+            int launcher = !is_rank(x) && (x->spawned > 0 || x->agent);
             char who[24], st[16];
             snprintf(who, sizeof who, launcher ? "%slauncher" : "%srank %d",
                      x->job ? "job 2 " : "", x->rank);
@@ -558,9 +581,17 @@ void ddp__scenario_judge(const ddp_scenario_t *s, const ddp_sim_outcome_t *outs,
     r->invariants_ok = 1;
     r->expect_ok = 1;
     inv_why[0] = '\0';
+    int *last_try = NULL;
+    for (int t = 0; t < n && !last_try; t++)
+        if (outs[t].attempt > 0)
+            last_try = calloc((size_t)n + 1, sizeof *last_try);
+    for (int t = 0; last_try && t < n; t++)
+        if (outs[t].rank >= 0 && outs[t].rank <= n && outs[t].attempt > last_try[outs[t].rank])
+            last_try[outs[t].rank] = outs[t].attempt;
     for (int job = 0; job <= (mine ? 1 : 0); job++) {
         judge_t jj = j;
         jj.job = job;
+        jj.last_try = job ? NULL : last_try;
         if (mine) {
             jj.n = 0;
             for (int t = 0; t < n; t++)
@@ -582,6 +613,7 @@ void ddp__scenario_judge(const ddp_scenario_t *s, const ddp_sim_outcome_t *outs,
             break;
     }
     free(mine);
+    free(last_try);
     (void)any_rank;
     if (!r->invariants_ok && !r->why[0])
         snprintf(r->why, sizeof r->why, "%s", inv_why);

@@ -1092,6 +1092,7 @@ int ddp_sim_add_task(ddp_sim_t *sim, const ddp_sim_task_opts_t *o,
     ddp_sim_task_t *t = new_task(sim, o->node, o->name, o->rank, o->env, fn, arg);
     t->start_ns = o->start_ns > 0 ? o->start_ns : 0;
     t->out.job = o->job;
+    t->out.agent = o->agent;
     sim_event_t ev = {.t = VT0 + (o->start_ns > 0 ? o->start_ns : 0),
                       .type = EV_START, .a = t->id};
     ddp__sim_push_event(sim, ev);
@@ -1118,6 +1119,7 @@ int ddp__sim_spawn_child(ddp_sim_task_t *parent, const ddp_spawn_t *w,
                                  w->entry, w->arg);
     t->parent = parent->id;
     t->out.job = parent->out.job;
+    t->out.attempt = w->attempt;
     sim->tasks[parent->proc]->out.spawned++;
     sim_event_t ev = {.t = sim->vt, .type = EV_START, .a = t->id};
     ddp__sim_push_event(sim, ev);

@@ -525,6 +525,56 @@ static void test_wrong_expectations_fail(void)
     }
 }
 
+/* The elastic agent (launcher torchrun-elastic, harness/elastic.c): each
+ * case's expect lines say what its agents and workers must do. */
+static void test_elastic(void)
+{
+#define EL "scenario \"x\"\nnodes 2\ndevices 2\nlauncher torchrun-elastic\n" \
+           "env PET_MONITOR_INTERVAL=1\n"
+    static const struct {
+        const char *text, *why; /* why: NULL when it must pass */
+    } cases[] = {
+        {EL "env PET_NNODES=0\nexpect fail ranks=agents error=config mentions=\"PET_NNODES\"\n", NULL},
+        {EL "env PET_NNODES=3:2\nexpect fail ranks=agents error=config mentions=\"MIN:MAX\"\n", NULL},
+        {EL "env PET_NPROC_PER_NODE=0\nexpect fail ranks=agents error=config "
+            "mentions=\"PET_NPROC_PER_NODE\"\n", NULL},
+        {EL "env PET_MAX_RESTARTS=-1\nexpect fail ranks=agents error=config "
+            "mentions=\"PET_MAX_RESTARTS\"\n", NULL},
+        {EL "env PET_MONITOR_INTERVAL=soon\nexpect fail ranks=agents error=config "
+            "mentions=\"PET_MONITOR_INTERVAL\"\n", NULL},
+        {EL "env PET_RDZV_ENDPOINT=node0:99999\nexpect fail ranks=agents error=config "
+            "mentions=\"PET_RDZV_ENDPOINT\"\n", NULL},
+        {EL "env PET_RDZV_CONF=join_timeout=x\nexpect fail ranks=agents error=config "
+            "mentions=\"PET_RDZV_CONF\"\n", NULL},
+        /* restarts run out: the worker dies twice, one restart allowed */
+        {EL "env PET_MAX_RESTARTS=1\nfault crash ranks=1 phase=barrier count=2\n"
+            "expect fail ranks=agents match=some error=peer_lost mentions=\"1 of 1 restart\"\n", NULL},
+        /* a third node never comes: the round times out */
+        {EL "env PET_NNODES=3 PET_RDZV_CONF=join_timeout=20\n"
+            "expect fail ranks=agents match=some error=timeout mentions=\"round 0 not complete after 20 s\"\n", NULL},
+        /* what the ranks did is their last group's start */
+        {EL "env PET_MAX_RESTARTS=1\nfault crash ranks=1 phase=barrier count=1\n"
+            "expect ok restarts=0\n",
+         "to end in its worker group's restart 0, it ended in restart 1"},
+        /* every worker of the second start is judged: one of them failing
+         * fails the run although an earlier attempt of its rank passed */
+        {EL "env PET_MAX_RESTARTS=1\nfault crash ranks=1 phase=barrier count=2\nexpect ok\n",
+         "to connect, but it crashed"},
+    };
+#undef EL
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ddp_scenario_t *s = parse(cases[i].text);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+        ddp_scn_result_t r;
+        CU_ASSERT_EQUAL(ddp_scenario_run(s, "ddp", NULL, &r), 0);
+        int ok = cases[i].why ? !r.pass && strstr(r.why, cases[i].why) != NULL : r.pass;
+        if (!ok)
+            printf("\n  case %zu: pass %d, why: %s\n", i, r.pass, r.why);
+        CU_ASSERT_TRUE(ok);
+        ddp_scenario_free(s);
+    }
+}
+
 /* error=A|B holds when the class is any one of them, in any place. */
 static void test_error_alternatives(void)
 {
@@ -1258,6 +1308,7 @@ DDP_SUITE("scenario", NULL, NULL,
           {"leaked socket invariant", test_leak_invariant},
           {"the judge: every invariant, broken one at a time", test_judge_invariants},
           {"the judge: two jobs, each judged on its own", test_judge_two_jobs},
+          {"torchrun-elastic: agents, restarts, bad PET_* variables, timeouts", test_elastic},
           {"the judge: ok means the world, some means one, fail means a failure, hung only when named", test_judge_expectations},
           {"within= from=join counts from each rank's first store contact", test_within_from_join},
           {"crash node= is silent, mode=kill closes the node's sockets", test_crash_node_modes},

@@ -34,7 +34,8 @@ extern "C" {
     X(NOT_BUILT, -10009, "not built into this binary")                         \
     X(INTERNAL, -10010, "internal error")                                      \
     X(HUNG, -10011, "still running past its deadline")                         \
-    X(NO_JOIN, -10012, "exited without joining the job's store")
+    X(NO_JOIN, -10012, "exited without joining the job's store")              \
+    X(CLOSED, -10013, "rendezvous closed")
 
 enum ddp_err_code {
     DDP_OK = 0,

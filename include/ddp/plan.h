@@ -39,6 +39,8 @@ typedef enum ddp_plan_kind {
     DDP_PLAN_EXEC,        /* a foreign program (entry.exec; real runs only) */
     DDP_PLAN_STORE,       /* the job's store, hosted for a foreign program on
                              `port` (real runs, as torchrun's agent does) */
+    DDP_PLAN_AGENT,       /* torchrun's elastic agent (harness/elastic.c):
+                             rendezvous, then the entry's workers */
     DDP_PLAN_KIND_COUNT
 } ddp_plan_kind_t;
 
@@ -146,6 +148,7 @@ typedef enum ddp_launcher {
     DDP_LAUNCH_MPI,      /* mpirun (OpenMPI) */
     DDP_LAUNCH_LSF,      /* jsrun (LSF) */
     DDP_LAUNCH_KUBEFLOW, /* a Kubeflow PyTorchJob: one process per pod */
+    DDP_LAUNCH_ELASTIC,  /* torchrun --rdzv_backend=c10d: an agent per node */
     DDP_LAUNCH_COUNT
 } ddp_launcher_t;
 DDP_API const char *ddp_launcher_name(ddp_launcher_t l);

@@ -46,6 +46,8 @@ typedef struct ddp_scn_expect {
     int some;          /* match=some: one covered process suffices */
     int job;           /* job=2: the second job's processes (1); else the
                           run's job (0) */
+    int restarts;      /* restarts=N, as N + 1: the covered ranks ended in
+                          their worker group's N-th restart (0: not asked) */
     int line;          /* in the file, for reports */
 } ddp_scn_expect_t;
 

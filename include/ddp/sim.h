@@ -107,6 +107,7 @@ typedef struct ddp_sim_task_opts {
     int64_t start_ns;     /* virtual start time (late start) */
     int job;              /* which job it belongs to (ddp_plan_proc_t.job);
                              what it spawns, and its threads, inherit it */
+    int agent;            /* an elastic agent (launcher torchrun-elastic) */
 } ddp_sim_task_opts_t;
 
 /* Adds a task that runs fn(sys, arg) from start_ns on. Returns its id. */
@@ -171,6 +172,10 @@ typedef struct ddp_sim_outcome {
                                store the run hosts ("joined", "barrier
                                passed, left"); "" elsewhere */
     int job;                /* 0: the run's job; 1: the second job */
+    int attempt;            /* an elastic agent's worker: which start of its
+                               group (0 first; restarts and membership
+                               changes count) */
+    int agent;              /* an elastic agent's process */
 } ddp_sim_outcome_t;
 
 DDP_API int ddp_sim_task_count(const ddp_sim_t *sim);

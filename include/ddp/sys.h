@@ -114,6 +114,10 @@ typedef struct ddp_spawn {
      * Linux's parent-death signal), so no rank outlives its runner. The
      * simulator's tasks die with their process anyway. */
     int die_with_parent;
+    /* Which start of its group this process is (an elastic agent's worker
+     * group, started again: 1, 2, ...); the simulator reports it in the
+     * outcome (ddp_sim_outcome_t.attempt). */
+    int attempt;
 } ddp_spawn_t;
 
 typedef struct ddp_sys ddp_sys_t;
