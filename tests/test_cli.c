@@ -277,6 +277,19 @@ static void test_sim_faults(void)
     }
     CU_ASSERT(vt[0] > 0 && vt[0] < 1.0);
     CU_ASSERT(vt[1] > 1.0);
+    /* Within a deadline shorter than the retransmissions, rank 0's error
+     * says why the ranks did not come: the backlog, not a missing rank. */
+    CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, "sim --nodes 8 --procs 8 --somaxconn 16 "
+                                             "--timeout 0.5",
+                                       0, big, sizeof big), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(big, "larger than this host's listen backlog "
+                                       "(net.core.somaxconn = 16)"));
+    CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, "sim --nodes 8 --procs 8 --somaxconn 64 "
+                                             "--fault 'crash ranks=5 phase=\"store connect\"' "
+                                             "--timeout 0.5",
+                                       0, big, sizeof big), 1);
+    CU_ASSERT_PTR_NULL(strstr(big, "listen backlog"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(big, "never connected to the store: check"));
 }
 
 /* s with every run of blanks and newlines made one blank: what a reader
