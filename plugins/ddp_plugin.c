@@ -238,15 +238,9 @@ DDP_NOINLINE static int start_store_server(ddp_ctx_t *ctx, const char *addr, uin
                                            char *token, size_t tn)
 {
     ddp_ident_set_phase("store server");
-    /* The job's own store, sized to the job as TCPStore's master is (it
-     * has no such limits): a rank holds two connections (the plugin's, the
-     * tcp backend's) and four keys, so the server defaults (65,536 clients,
-     * 128 Ki keys) refused ranks past 32,767. */
-    size_t world = ctx->world_size > 0 ? (size_t)ctx->world_size : 0;
-    ddp_store_server_opts_t so = {
-        .port = port,
-        .max_clients = 4 * world > 65536 ? 4 * world : 0,
-        .max_keys = 8 * world > DDP_STORE_MAX_KEYS ? 8 * world : 0};
+    /* The job's own store, sized to the job (ddp_store_server_opts_t.world):
+     * with the server's fixed defaults ranks past 32,767 were refused. */
+    ddp_store_server_opts_t so = {.port = port, .world = ctx->world_size};
     int rc = ddp_store_server_new(ctx->sys, &so, &ctx->server);
     if (rc) {
         const char *why = rc == -EADDRINUSE ? "address in use" : ddp_strerror(rc);
