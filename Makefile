@@ -206,6 +206,8 @@ bench: $(BENCH_BIN) $(DDPSIM)
 	@for b in $(BENCH_BIN); do echo "== $$b"; $$b || exit 1; done
 	@if [ -f bench/store.sh ]; then B=$(B) sh bench/store.sh; fi
 	@DDPSIM=$(DDPSIM) sh bench/sweep.sh
+	@DDPSIM=$(DDPSIM) sh bench/sim_128k.sh
+	@B=$(B) sh bench/floor.sh
 
 # Real runs (docs/real-runs.md): the scenarios tagged `real` as real
 # processes on loopback, those tagged `netns` on one network namespace per

@@ -105,10 +105,21 @@ int ddp_store_wait_for_workers(ddp_store_t *st, int rank, int world,
     ddp_err_set(DDP_ETIMEOUT, "Timed out after %.1f seconds waiting for "
                               "clients. %" PRId64 "/%d clients joined.",
                 ddp__store_secs(start, now), joined, world);
-    ddp_err_hint("%" PRId64 " rank(s) never connected to the store: check "
-                 "that every rank was started and uses the same "
-                 "MASTER_ADDR/MASTER_PORT and WORLD_SIZE",
-                 (int64_t)world - joined);
+    /* Rank 0 runs on the master's host: its somaxconn is the server's. */
+    int backlog = ddp_sys_somaxconn(sys);
+    if (backlog > 0 && world - joined > 0 && world > backlog)
+        ddp_err_hint("%" PRId64 " rank(s) never connected to the store: the "
+                     "world (%d) is larger than this host's listen backlog "
+                     "(net.core.somaxconn = %d), so a burst of connects past "
+                     "it has its SYNs dropped and retransmitted after 1, 3, "
+                     "7, 15 ... s; raise somaxconn above the world size or "
+                     "the timeout",
+                     (int64_t)world - joined, world, backlog);
+    else
+        ddp_err_hint("%" PRId64 " rank(s) never connected to the store: check "
+                     "that every rank was started and uses the same "
+                     "MASTER_ADDR/MASTER_PORT and WORLD_SIZE",
+                     (int64_t)world - joined);
     ddp_err_waited(now - start);
     const char *addr = ddp__store_client_addr(st);
     if (addr[0])

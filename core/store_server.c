@@ -2461,10 +2461,13 @@ int ddp_store_server_new(ddp_sys_t *sys, const ddp_store_server_opts_t *opts,
     ddp_store_server_opts_t o = {0};
     if (opts)
         o = *opts;
+    /* A job's store scales with the job: a rank of ddpsim's plugin holds two
+     * connections and stores four keys (torch's TCPStore has no limits). */
+    size_t world = o.world > 0 ? (size_t)o.world : 0;
     if (!o.max_clients)
-        o.max_clients = 65536;
+        o.max_clients = 4 * world > 65536 ? 4 * world : 65536;
     if (!o.max_keys)
-        o.max_keys = DDP_STORE_MAX_KEYS;
+        o.max_keys = 8 * world > DDP_STORE_MAX_KEYS ? 8 * world : DDP_STORE_MAX_KEYS;
     if (!o.max_key_len)
         o.max_key_len = DDP_STORE_MAX_KEY;
     if (!o.max_wait_keys)

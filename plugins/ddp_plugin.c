@@ -241,7 +241,9 @@ DDP_NOINLINE static int start_store_server(ddp_ctx_t *ctx, const char *addr, uin
                                            char *token, size_t tn)
 {
     ddp_ident_set_phase("store server");
-    ddp_store_server_opts_t so = {.port = port};
+    /* The job's own store, sized to the job (ddp_store_server_opts_t.world):
+     * with the server's fixed defaults ranks past 32,767 were refused. */
+    ddp_store_server_opts_t so = {.port = port, .world = ctx->world_size};
     int rc = ddp_store_server_new(ctx->sys, &so, &ctx->server);
     if (rc) {
         const char *why = rc == -EADDRINUSE ? "address in use" : ddp_strerror(rc);

@@ -1238,7 +1238,13 @@ static int sm_local_addr(ddp_sys_t *sy, int fd, ddp_addr_t *out)
     return 0;
 }
 
-static int sm_somaxconn(ddp_sys_t *sy) { return me(sy)->sim->o.somaxconn; }
+/* The caller's node's net.core.somaxconn, as /proc reads it on that host. */
+static int sm_somaxconn(ddp_sys_t *sy)
+{
+    ddp_sim_task_t *t = me(sy);
+    int node = t->out.node >= 0 && t->out.node < t->sim->nnodes ? t->sim->nodes[t->out.node].somaxconn : 0;
+    return node > 0 ? node : t->sim->o.somaxconn;
+}
 
 static int sm_spawn(ddp_sys_t *sy, const ddp_spawn_t *w, ddp_pid_t *pid)
 {

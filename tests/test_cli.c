@@ -10,6 +10,7 @@
 #include "test.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -210,6 +211,8 @@ static void test_bad_sim(void)
         {"sim --procs 66", "--procs \"66\""},
         {"sim --bogus", "unknown option \"--bogus\""},
         {"sim --nodes 0", "--nodes \"0\""},
+        {"sim --somaxconn 0", "--somaxconn \"0\""},
+        {"sim --somaxconn 65536", "--somaxconn \"65536\""},
         {"sim --nodes", "--nodes needs a value"},
         {"sim --fault", "--fault"},
         {"sim --fault meteor", "--fault \"meteor\""},
@@ -257,6 +260,36 @@ static void test_sim_faults(void)
     CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, "sim --nodes 2 --procs 2", 0, out, sizeof out),
                     0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "4 rank(s): 4 ok, 0 failed, 0 crashed"));
+    /* --somaxconn: every node's backlog cap; 64 ranks past a cap of 16 join
+     * after the dropped SYNs' retransmissions (1 s and more), not at once. */
+    CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, "sim --print-scenario --somaxconn 16", 0, out,
+                                       sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\nsomaxconn 16\n"));
+    double vt[2] = {-1, -1};
+    static char big[65536];
+    for (int i = 0; i < 2; i++) {
+        CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, i ? "sim --nodes 8 --procs 8 --somaxconn 16"
+                                                   : "sim --nodes 8 --procs 8",
+                                           0, big, sizeof big), 0);
+        const char *v = strstr(big, "; virtual ");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(v);
+        vt[i] = atof(v + strlen("; virtual "));
+    }
+    CU_ASSERT(vt[0] > 0 && vt[0] < 1.0);
+    CU_ASSERT(vt[1] > 1.0);
+    /* Within a deadline shorter than the retransmissions, rank 0's error
+     * says why the ranks did not come: the backlog, not a missing rank. */
+    CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, "sim --nodes 8 --procs 8 --somaxconn 16 "
+                                             "--timeout 0.5",
+                                       0, big, sizeof big), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(big, "larger than this host's listen backlog "
+                                       "(net.core.somaxconn = 16)"));
+    CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, "sim --nodes 8 --procs 8 --somaxconn 64 "
+                                             "--fault 'crash ranks=5 phase=\"store connect\"' "
+                                             "--timeout 0.5",
+                                       0, big, sizeof big), 1);
+    CU_ASSERT_PTR_NULL(strstr(big, "listen backlog"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(big, "never connected to the store: check"));
 }
 
 /* s with every run of blanks and newlines made one blank: what a reader

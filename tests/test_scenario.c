@@ -832,6 +832,16 @@ static void test_root_cause_first(void)
                 printf("\n  %s (rotation %d): summary shows \"%s\"\n", cases[c].what, rot,
                        r.first_error);
             CU_ASSERT_TRUE(ok);
+            /* The summary's classes: the root cause's first, with its count. */
+            int wc = cases[c].code[cases[c].want], count = 0;
+            for (int i = 0; i < 4; i++)
+                count += cases[c].code[i] == wc;
+            char cls[64];
+            snprintf(cls, sizeof cls, "%s %d", ddp_scn_error_class(wc), count);
+            if (strncmp(r.classes, cls, strlen(cls)))
+                printf("\n  %s (rotation %d): classes \"%s\", want \"%s...\"\n", cases[c].what,
+                       rot, r.classes, cls);
+            CU_ASSERT_EQUAL(strncmp(r.classes, cls, strlen(cls)), 0);
         }
     }
     /* The table itself: strictly config < not_found < addrinuse <

@@ -114,6 +114,29 @@ static void test_echo(void)
     ddp_sim_free(sim);
 }
 
+/* somaxconn reads the caller's node's setting (a node's sysctl), the
+ * simulation's default elsewhere: a store server on a node whose somaxconn
+ * was raised listens with the raised backlog. */
+static int read_somaxconn(ddp_sys_t *sys, void *arg)
+{
+    *(int *)arg = ddp_sys_somaxconn(sys);
+    return 0;
+}
+
+static void test_somaxconn_per_node(void)
+{
+    ddp_sim_t *sim = two_nodes(1, 0);
+    CU_ASSERT_EQUAL(ddp_sim_set_somaxconn(sim, 0, 65535), 0);
+    int got[2] = {0, 0};
+    for (int i = 0; i < 2; i++)
+        ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = i, .name = "r", .rank = i},
+                         read_somaxconn, &got[i]);
+    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+    CU_ASSERT_EQUAL(got[0], 65535);
+    CU_ASSERT_EQUAL(got[1], 4096);
+    ddp_sim_free(sim);
+}
+
 static void test_refused_and_late_start(void)
 {
     /* No server at all: a single connect is refused at once. */
@@ -1660,4 +1683,5 @@ DDP_SUITE("sim", NULL, NULL,
           {"a crash takes every thread of the process, at once", test_crash_takes_threads},
           {"virtual time never runs back (a task added with a past start)", test_clock_never_runs_back},
           {"the livelock bound counts calls at one instant, not in the run", test_livelock_bound_per_instant},
-          {"contexts: a stack overflow stops at the guard page", test_contexts_guard_page})
+          {"contexts: a stack overflow stops at the guard page", test_contexts_guard_page},
+          {"somaxconn is the caller's node's", test_somaxconn_per_node})

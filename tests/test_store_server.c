@@ -1142,6 +1142,33 @@ static void test_big_values_and_limits(void)
     srv_end(srv);
 }
 
+/* A job's store (opts.world) holds the job's keys: 8 per rank when that
+ * is above the default of 128 Ki. With world 16,385 the 131,073rd key is
+ * taken; without a world it is refused. */
+static void test_limits_scale_with_world(void)
+{
+    for (int w = 0; w < 2; w++) {
+        ddp_store_server_opts_t o = {.world = w ? 16385 : 0};
+        ddp_store_server_t *srv = srv_start(&o);
+        int fd = cl_open(srv);
+        char key[32];
+        for (int i = 0; i <= DDP_STORE_MAX_KEYS; i++) {
+            snprintf(key, sizeof key, "/k%d", i);
+            req_set(fd, key, "1");
+        }
+        if (w) {
+            CU_ASSERT_EQUAL(ping(fd, 1), 1);
+        } else {
+            CU_ASSERT(closed_by_server(fd));
+        }
+        ddp_sys_close(g_sys, fd);
+        ddp_store_server_stats_t s;
+        WAIT_STATS(srv, s, s.keys >= DDP_STORE_MAX_KEYS);
+        CU_ASSERT_EQUAL(s.keys, (uint64_t)DDP_STORE_MAX_KEYS + (w ? 1 : 0));
+        srv_end(srv);
+    }
+}
+
 /* A client pipelines many GETs of a large value and reads nothing until
  * the end: the server must neither block nor lose bytes. */
 static void test_backpressure(void)
@@ -1575,6 +1602,7 @@ DDP_SUITE("store_server", suite_init, suite_cleanup,
           {"max_clients", test_max_clients},
           {"addr_in_use", test_addr_in_use},
           {"big_values_and_limits", test_big_values_and_limits},
+          {"max_clients and max_keys scale with the world", test_limits_scale_with_world},
           {"backpressure", test_backpressure},
           {"step_single_thread", test_step_single_thread},
           {"stop_is_prompt", test_stop_is_prompt},

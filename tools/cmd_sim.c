@@ -25,6 +25,7 @@ static void sim_usage(FILE *f)
             "                  [--seed S] [--timeout SEC] [--backend NAME]\n"
             "                  [--plugin NAME|PATH.so]\n"
             "                  [--fault SPEC]... [--master-late SEC] [--port-taken]\n"
+            "                  [--somaxconn K]\n"
             "                  [--trace FILE] [--trace-chrome FILE] [--timeline]\n"
             "                  [--print-scenario]\n\n"
             "Runs the accelerator (default ddp; all: each in turn) on N simulated nodes\n"
@@ -34,7 +35,10 @@ static void sim_usage(FILE *f)
             "then the counts, the virtual time and the trace hash (same options, same\n"
             "hash). --seed S (default 1), --timeout SEC (the group deadline, > 0, default\n"
             "60), --master-late SEC (node 0 starts late), --port-taken (another process\n"
-            "holds port 29500 on node 0).\n\n"
+            "holds port 29500 on node 0), --somaxconn K (every node's listen backlog\n"
+            "cap, 1..65535, default 4096: the store admits K connects of a burst, drops\n"
+            "the SYNs of the rest, which retransmit at 1, 3, 7, ... s: 32,768 ranks need\n"
+            "8 such rounds at the default, past a 60 s deadline).\n\n"
             "The options are turned into a scenario (docs/scenario-format.md) that the\n"
             "scenario parser checks and `ddpsim run`'s runner runs; --print-scenario\n"
             "prints it instead of running it.\n\n"
@@ -56,7 +60,7 @@ static void sim_usage(FILE *f)
 
 typedef struct sim_cli {
     const char *accel, *backend, *plugin, *trace_path, *chrome;
-    int nodes, procs, port_taken, timeline, print;
+    int nodes, procs, somaxconn, port_taken, timeline, print;
     uint64_t seed;
     int64_t timeout_ns, master_late_ns;
     const char *faults[DDP_SCN_MAX_FAULTS];
@@ -193,6 +197,10 @@ static char *to_scenario(const sim_cli_t *c, origin_t *org)
         put_word(f, lib ? lib : c->plugin, strlen(lib ? lib : c->plugin));
         line(f, org, &n, "--plugin", lib ? lib : c->plugin, "\n");
     }
+    if (c->somaxconn) {
+        snprintf(num, sizeof num, "%d", c->somaxconn);
+        line(f, org, &n, "--somaxconn", num, "somaxconn %d\n", c->somaxconn);
+    }
     if (c->port_taken)
         line(f, org, &n, "--port-taken", NULL, "port_taken\n");
     for (int i = 0; i < c->nfaults; i++) {
@@ -287,6 +295,7 @@ int ddp_cmd_sim(ddp_sys_t *sys, int argc, char **argv)
         OPT_FN("fault", &c, add_fault,
                "KIND[,key=value...] (see ddpsim sim --help), at most 32 of them"),
         OPT_NS("master-late", &c.master_late_ns, 0, 1e7),
+        OPT_INT("somaxconn", &c.somaxconn, 1, 65535),
         OPT_FLAG("port-taken", 0, &c.port_taken, 1),
         OPT_STR("trace", &c.trace_path, file),
         OPT_STR("trace-chrome", &c.chrome, file),

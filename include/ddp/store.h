@@ -308,8 +308,8 @@ typedef struct ddp_store_server_opts {
     const char *host;   /* NULL or "" -> bind "::" then fall back to 0.0.0.0 */
     uint16_t port;      /* 0 -> a free port */
     int backlog;        /* 0 -> somaxconn */
-    size_t max_clients; /* 0 -> 65536 */
-    size_t max_keys;    /* 0 -> DDP_STORE_MAX_KEYS */
+    size_t max_clients; /* 0 -> 65536, or 4 x world when larger */
+    size_t max_keys;    /* 0 -> DDP_STORE_MAX_KEYS, or 8 x world when larger */
     size_t max_key_len; /* 0 -> DDP_STORE_MAX_KEY */
     size_t max_value_len; /* 0 -> DDP_STORE_MAX_VALUE */
     int64_t validate_timeout_ns; /* drop connections that do not VALIDATE in
@@ -343,7 +343,8 @@ typedef struct ddp_store_server_opts {
      * store-based barrier counts to the world size). NULL: none. */
     void (*on_client)(void *arg, const ddp_store_client_note_t *note);
     void *on_client_arg;
-    int world;
+    int world; /* the job's ranks (0: unknown); also scales the defaults of
+                  max_clients and max_keys */
 } ddp_store_server_opts_t;
 
 #define DDP_STORE_MAX_WAIT_KEYS 16384
