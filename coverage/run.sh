@@ -432,9 +432,9 @@ report() {
     [ $PAIR_OK = 1 ] &&
         _args="$_args --pair sim=$OUT/pair_sim.info --pair real=$OUT/pair_real.info"
     # The per-accelerator source pages: into $HTML/parity/, or with
-    # NO_HTML=1 beside the fragment ($OUT/parity/).
+    # NO_HTML=1 beside the fragment ($OUT/parity-pages/: $OUT/parity is the tool).
     _src=$HTML/parity
-    [ -n "$NO_HTML" ] || [ ! -d "$HTML" ] && _src=$OUT/parity
+    [ -n "$NO_HTML" ] || [ ! -d "$HTML" ] && _src=$OUT/parity-pages
     rm -rf "$_src"
     # shellcheck disable=SC2086
     "$PARITY" --root "$ROOT" --baseline "$OUT/baseline.info" --allow "$ALLOW" \

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../harness/xml_priv.h"
 #include "test.h"
 
 static ddp_test_suite_t *g_suites;
@@ -182,18 +183,6 @@ static int selected(const char *suite, const char *test, int argc, char **argv,
     return 0;
 }
 
-static void xml_escape(FILE *f, const char *s)
-{
-    for (; s && *s; s++) {
-        switch (*s) {
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '&': fputs("&amp;", f); break;
-        case '"': fputs("&quot;", f); break;
-        default: fputc(*s, f);
-        }
-    }
-}
 
 static int write_junit(const char *path)
 {
@@ -214,13 +203,13 @@ static int write_junit(const char *path)
         for (CU_pTest t = s->pTest; t; t = t->pNext)
             ntests++;
         fprintf(f, "  <testsuite name=\"");
-        xml_escape(f, s->pName);
+        ddp__xml_text(f, s->pName);
         fprintf(f, "\" tests=\"%u\" time=\"%.3f\">\n", ntests, suite_secs(s->pName));
         for (CU_pTest t = s->pTest; t; t = t->pNext) {
             fprintf(f, "    <testcase classname=\"");
-            xml_escape(f, s->pName);
+            ddp__xml_text(f, s->pName);
             fprintf(f, "\" name=\"");
-            xml_escape(f, t->pName);
+            ddp__xml_text(f, t->pName);
             fprintf(f, "\" time=\"%.3f\"", test_secs(t));
             int failed = 0;
             for (CU_pFailureRecord r = CU_get_failure_list(); r; r = r->pNext)
@@ -229,7 +218,7 @@ static int write_junit(const char *path)
                         fprintf(f, ">\n");
                     failed = 1;
                     fprintf(f, "      <failure message=\"");
-                    xml_escape(f, r->strCondition);
+                    ddp__xml_text(f, r->strCondition);
                     fprintf(f, "\">%s:%u</failure>\n",
                             r->strFileName ? r->strFileName : "?",
                             r->uiLineNumber);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "ddp/scenario.h"
+#include "../harness/xml_priv.h"
 
 struct ddp_sys;
 
@@ -33,7 +34,7 @@ void ddp_tool_catch_signals(void (*fn)(int), int hup);
 int ddp_tool_write_chrome(const char *tr, const char *path);
 /* s as XML/HTML text or attribute value (<, >, &, " escaped; control
  * characters but newline and tab left out); NULL writes nothing. */
-void ddp_tool_xml_text(FILE *f, const char *s);
+#define ddp_tool_xml_text ddp__xml_text
 int ddp_cmd_explore(struct ddp_sys *sys, int argc, char **argv);
 int ddp_cmd_merge(struct ddp_sys *sys, int argc, char **argv);
 int ddp_cmd_report(struct ddp_sys *sys, int argc, char **argv);

@@ -25,20 +25,6 @@ void ddp_tool_catch_signals(void (*fn)(int), int hup)
         sigaction(SIGHUP, &sa, NULL);
 }
 
-void ddp_tool_xml_text(FILE *f, const char *s)
-{
-    for (; s && *s; s++) {
-        switch (*s) {
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '&': fputs("&amp;", f); break;
-        case '"': fputs("&quot;", f); break;
-        default:
-            if ((unsigned char)*s >= 0x20 || *s == '\n' || *s == '\t')
-                fputc(*s, f);
-        }
-    }
-}
 
 static int fill_chrome(FILE *f, void *tr) { return ddp_sim_export_chrome(tr, f); }
 
