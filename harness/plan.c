@@ -903,8 +903,10 @@ static int rd_proc(rd_t *r, ddp_plan_t *p)
         (rc = rd_int(r, "start", &start)) || (rc = rd_int(r, "port", &port)) ||
         (rc = rd_i(r, "job", &job)) || (rc = rd_key(r, "name")) || (rc = rd_str(r, &name)))
         return rc;
-    if (job < 0 || job > 1)
+    if (job < 0 || job > 1) {
+        free(name);
         return rd_err(r, "job=0 or job=1");
+    }
     rc = ddp_plan_add_proc(p, name, node, rank, start, (ddp_plan_kind_t)k, NULL);
     free(name);
     if (rc < 0)

@@ -164,7 +164,9 @@ static void test_plan_second_job(void)
     CU_ASSERT_EQUAL(ddp_plan_write(p, f), 0);
     fclose(f);
     ddp_plan_t *q = NULL;
-    CU_ASSERT_EQUAL_FATAL(ddp_plan_read(ddp_test_sys(), path, &q), 0);
+    ddp_sys_t *sys = ddp_test_sys();
+    CU_ASSERT_EQUAL_FATAL(ddp_plan_read(sys, path, &q), 0);
+    ddp_sys_free(sys);
     for (int i = 0; i < 9; i++)
         CU_ASSERT_EQUAL(q->procs[i].job, p->procs[i].job);
     remove(path);
