@@ -517,7 +517,7 @@ void ddp__scenario_judge(const ddp_scenario_t *s, const ddp_sim_outcome_t *outs,
     judge_t j = {.s = s, .outs = outs, .n = n, .deadlock_report = deadlock_report,
                  .expected_world = expected_world, .why = r->why,
                  .whylen = sizeof r->why};
-    int any_rank = 0, first_rank = -1, first_node = -1;
+    int first_rank = -1, first_node = -1;
     int explain = r->first_rank; /* a rank whose message the caller wants (-1 none) */
     r->first_rank = -1;
     r->rank_error[0] = '\0';
@@ -531,7 +531,6 @@ void ddp__scenario_judge(const ddp_scenario_t *s, const ddp_sim_outcome_t *outs,
         if (x->end_ns > r->virtual_ns)
             r->virtual_ns = x->end_ns;
         r->retries += x->retries;
-        any_rank |= is_rank(x);
         if (is_rank(x)) {
             r->ranks++;
             if (x->state == DDP_SIM_TASK_CRASHED)
@@ -625,7 +624,6 @@ void ddp__scenario_judge(const ddp_scenario_t *s, const ddp_sim_outcome_t *outs,
     }
     free(mine);
     free(last_try);
-    (void)any_rank;
     if (!r->invariants_ok && !r->why[0])
         snprintf(r->why, sizeof r->why, "%s", inv_why);
     else if (!r->invariants_ok)
