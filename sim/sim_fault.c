@@ -311,7 +311,8 @@ void ddp__sim_crash(ddp_sim_t *sim, int fault)
     const ddp_fault_t *f = &sim->faults[fault];
     if (!active(sim, fault))
         return;
-    if (f->task < 0 && f->node >= 0) {
+    /* node= alone is the node; with ranks= those of its ranks (the docs) */
+    if (f->task < 0 && f->node >= 0 && !f->ranks) {
         if (sim->nodes[f->node].crashed)
             return;
         /* silent: the node goes quiet, its sockets close without a word and
