@@ -590,6 +590,21 @@ static int connect_store(agent_t *a)
     return a->st ? 0 : rc;
 }
 
+/* torch's _exit_barrier: every agent of the round, however its group
+ * ended, waits up to exit_barrier_timeout (300 s) for the others; a
+ * timeout is logged, not fatal. */
+static void exit_barrier(agent_t *a)
+{
+    char k[200], kd[220];
+    ddp_fmt(k, sizeof k, "torchelastic/agent/exit/%s.%d", a->run_id, a->round);
+    ddp_fmt(kd, sizeof kd, "%s/done", k);
+    int64_t n = 0, edl = ddp_sys_deadline_in(a->sys, EXIT_BARRIER_NS);
+    const char *keys[1] = {kd};
+    if (ddp_store_add(a->st, k, 1, &n, edl) == 0 && n == a->group_world)
+        ddp_store_set_str(a->st, kd, "1", edl);
+    ddp_store_wait(a->st, keys, 1, edl);
+}
+
 int ddp__elastic_agent(ddp_sys_t *sys, const ddp_elastic_worker_t *w, int *restarts)
 {
     agent_t *a = calloc(1, sizeof *a);
@@ -618,19 +633,18 @@ int ddp__elastic_agent(ddp_sys_t *sys, const ddp_elastic_worker_t *w, int *resta
         int who = -1, status = 0, m = monitor(a, &g, &who, &status);
         int64_t dl = ddp_sys_deadline_in(sys, a->join_ns);
         if (m == 1) { /* succeeded: the exit barrier, then done */
-            char k[200], kd[220];
-            ddp_fmt(k, sizeof k, "torchelastic/agent/exit/%s.%d", a->run_id, a->round);
-            ddp_fmt(kd, sizeof kd, "%s/done", k);
-            int64_t n = 0, edl = ddp_sys_deadline_in(sys, EXIT_BARRIER_NS);
-            const char *keys[1] = {kd};
-            if (ddp_store_add(a->st, k, 1, &n, edl) == 0 && n == a->group_world)
-                ddp_store_set_str(a->st, kd, "1", edl);
-            ddp_store_wait(a->st, keys, 1, edl); /* a timeout is logged, not fatal */
+            exit_barrier(a);
             break;
         }
         if (m == -1 && g.restarts >= a->max_restarts) {
             int rank = a->group_rank * a->nproc + who;
             stop_workers(a, &g);
+            /* torch 1.13 waits at the exit barrier on failure too: the
+             * rendezvous closes only after it (300 s when another agent
+             * has restarts left and is back in a round) */
+            ddp_errctx_t saved = *ddp_err_ctx();
+            exit_barrier(a);
+            *ddp_err_ctx() = saved;
             ddp_err_set(DDP_EPEER_LOST, "agent %s: worker group failed: rank %d (local rank "
                                         "%d) exited with %s %d, %d of %d restart(s) used",
                         a->id, rank, who, status > 128 ? "signal" : "status",

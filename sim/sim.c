@@ -1138,6 +1138,7 @@ int ddp__sim_thread(ddp_sim_task_t *parent, ddp_thread_fn fn, void *arg,
     t->proc = parent->proc;
     t->out.thread = 1;
     t->out.job = parent->out.job;
+    t->out.agent = parent->out.agent; /* an agent's store thread: its deadlines */
     sim->tasks[parent->proc]->nthreads++;
     sim_event_t ev = {.t = sim->vt, .type = EV_START, .a = t->id};
     ddp__sim_push_event(sim, ev);

@@ -556,6 +556,12 @@ static void test_elastic(void)
         {EL "env PET_MAX_RESTARTS=1\nfault crash ranks=1 phase=barrier count=1\n"
             "expect ok restarts=0\n",
          "to end in its worker group's restart 0, it ended in restart 1"},
+        /* torch 1.13 waits at the exit barrier (300 s) on failure too: the
+         * agent out of restarts closes the rendezvous only after it, so the
+         * other's restart finds it closed more than 200 s in */
+        {EL "env node=1 PET_MAX_RESTARTS=3\nfault crash ranks=1 phase=barrier count=1\n"
+            "expect fail ranks=agents error=peer_lost|closed within=200s\n",
+         "within 200.000 s"},
         /* every worker of the second start is judged: one of them failing
          * fails the run although an earlier attempt of its rank passed */
         {EL "env PET_MAX_RESTARTS=1\nfault crash ranks=1 phase=barrier count=2\nexpect ok\n",
@@ -571,6 +577,29 @@ static void test_elastic(void)
         if (!ok)
             printf("\n  case %zu: pass %d, why: %s\n", i, r.pass, r.why);
         CU_ASSERT_TRUE(ok);
+        ddp_scenario_free(s);
+    }
+}
+
+/* A crash with node= and ranks= kills those ranks of that node only (rank 3
+ * is on node 1: spared); node= alone is the whole node. */
+static void test_crash_node_and_ranks(void)
+{
+    static const char *const texts[] = {
+        "scenario \"x\"\nnodes 2\ndevices 2\ntimeout 10s\n"
+        "fault crash node=0 ranks=1,3 start=enter:barrier@1\n"
+        "expect crashed ranks=1\nexpect fail ranks=0,2,3\n",
+        "scenario \"x\"\nnodes 2\ndevices 2\ntimeout 10s\nfault crash node=0 mode=kill "
+        "start=enter:barrier@1\nexpect crashed ranks=0-1\nexpect fail ranks=2-3\n",
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        ddp_scenario_t *s = parse(texts[i]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+        ddp_scn_result_t r;
+        CU_ASSERT_EQUAL(ddp_scenario_run(s, "ddp_hpc", NULL, &r), 0);
+        if (!r.pass)
+            printf("\n  case %zu: %s\n", i, r.why);
+        CU_ASSERT_TRUE(r.pass);
         ddp_scenario_free(s);
     }
 }
@@ -1319,6 +1348,8 @@ DDP_SUITE("scenario", NULL, NULL,
           {"the judge: every invariant, broken one at a time", test_judge_invariants},
           {"the judge: two jobs, each judged on its own", test_judge_two_jobs},
           {"torchrun-elastic: agents, restarts, bad PET_* variables, timeouts", test_elastic},
+          {"crash node= ranks=: those ranks of the node; node= alone: the node",
+           test_crash_node_and_ranks},
           {"the judge: ok means the world, some means one, fail means a failure, hung only when named", test_judge_expectations},
           {"within= from=join counts from each rank's first store contact", test_within_from_join},
           {"crash node= is silent, mode=kill closes the node's sockets", test_crash_node_modes},
