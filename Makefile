@@ -229,6 +229,7 @@ netns-clean:
 	@for n in $$($(NETNS_LIST)); do echo "ip netns del $$n"; ip netns del $$n; done
 	@for l in $$(ip -o link show type bridge 2>/dev/null | awk -F': ' '$$2 ~ /^ddps/ {print $$2}'); do \
 	    echo "ip link del $$l"; ip link del $$l; done
+	@for d in /etc/netns/ddps*; do [ -d "$$d" ] && echo "rm -r $$d" && rm -r "$$d"; done; true
 real-test: $(DDPSIM)
 	@sh scripts/deps.sh --real
 	sh tests/real/run-all.sh

@@ -786,6 +786,8 @@ static int tcp_inodes(long pid, uint16_t lport, uint16_t rport, unsigned long *i
     return n;
 }
 
+static long proc_session(long pid);
+
 int ddp_sys_session_holds_tcp(long sid, uint16_t local_port, uint16_t remote_port)
 {
     unsigned long ino[8];
@@ -797,20 +799,9 @@ int ddp_sys_session_holds_tcp(long sid, uint16_t local_port, uint16_t remote_por
         return -errno;
     int found = 0;
     for (struct dirent *e; !found && (e = readdir(d));) {
-        char *end, path[300], buf[512];
+        char *end, path[300];
         long pid = strtol(e->d_name, &end, 10);
-        if (end == e->d_name || *end)
-            continue;
-        snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-        FILE *f = fopen(path, "r");
-        size_t len = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-        if (f)
-            fclose(f);
-        buf[len] = '\0';
-        /* pid (comm) state ppid pgrp session: comm may hold blanks */
-        const char *rp = strrchr(buf, ')');
-        long session = -1;
-        if (!rp || sscanf(rp + 1, " %*c %*d %*d %ld", &session) != 1 || session != sid)
+        if (end == e->d_name || *end || proc_session(pid) != sid)
             continue;
         snprintf(path, sizeof path, "/proc/%ld/fd", pid);
         DIR *fd = opendir(path);
@@ -833,6 +824,76 @@ int ddp_sys_session_holds_tcp(long sid, uint16_t local_port, uint16_t remote_por
     }
     closedir(d);
     return found;
+}
+
+/* The session of /proc/PID/stat (pid (comm) state ppid pgrp session: comm
+ * may hold blanks), or -1. */
+static long proc_session(long pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    size_t len = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[len] = '\0';
+    const char *rp = strrchr(buf, ')');
+    long session = -1;
+    if (!rp || sscanf(rp + 1, " %*c %*d %*d %ld", &session) != 1)
+        return -1;
+    return session;
+}
+
+int ddp_sys_session_pids(long sid, long *pids, int max)
+{
+    DIR *d = opendir("/proc");
+    if (!d)
+        return -errno;
+    int n = 0;
+    for (struct dirent *e; n < max && (e = readdir(d));) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        if (end != e->d_name && !*end && proc_session(pid) == sid)
+            pids[n++] = pid;
+    }
+    closedir(d);
+    return n;
+}
+
+int ddp_sys_proc_getenv(long pid, const char *name, char *buf, size_t n)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld/environ", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -errno;
+    size_t nl = strlen(name);
+    int found = 0, c = 0;
+    while (!found && c != EOF) { /* NUL-separated NAME=VALUE entries */
+        char var[4096];
+        size_t k = 0;
+        while ((c = fgetc(f)) != EOF && c != '\0')
+            if (k < sizeof var - 1)
+                var[k++] = (char)c;
+        var[k] = '\0';
+        if (k > nl && !strncmp(var, name, nl) && var[nl] == '=') {
+            snprintf(buf, n, "%s", var + nl + 1);
+            found = 1;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+int ddp_sys_proc_fd_path(long pid, int fd, char *buf, size_t n)
+{
+    char link[64];
+    snprintf(link, sizeof link, "/proc/%ld/fd/%d", pid, fd);
+    ssize_t len = readlink(link, buf, n ? n - 1 : 0);
+    if (len < 0)
+        return -errno;
+    buf[len] = '\0';
+    return 0;
 }
 
 /* ---- output files (ddp_out_*; contract in ddp/sys.h) ---- */

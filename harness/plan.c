@@ -362,10 +362,6 @@ int ddp_plan_launch(ddp_plan_t *p, const ddp_launch_t *l)
     ddp_launcher_t kind = ddp_launcher_for(accel, l->launcher);
     int exec = p->entry.exec[0] != '\0';
     int elastic = kind == DDP_LAUNCH_ELASTIC;
-    if (elastic && exec)
-        return ddp_err_set(DDP_EUNSUPPORTED, "launch: torchrun-elastic runs ddpsim's own "
-                                             "workers; a foreign program (exec) under "
-                                             "torch's own agent is not modelled yet");
     /* A foreign program launches nothing itself: every rank is a process
      * of the plan, also where the user would start one script per node. */
     int per_node = (kind == DDP_LAUNCH_PER_NODE && !exec) || kind == DDP_LAUNCH_KUBEFLOW ||
@@ -402,7 +398,7 @@ int ddp_plan_launch(ddp_plan_t *p, const ddp_launch_t *l)
                 ddp_env_setf(env, "MASTER_PORT", "%u", (unsigned)port);
             where_t w = {n, k, p->nnodes, per_node, nodelist};
             set_vars(env, launcher_vars(kind), &w, 0);
-            if (exec)
+            if (exec && !elastic) /* an agent's workers get theirs from it */
                 set_vars(env, rank_vars, &w, 1);
             if (elastic) { /* torchrun's options, as its PET_* variables */
                 ddp_env_setf(env, "PET_NNODES", "%d", p->nnodes);

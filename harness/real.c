@@ -79,6 +79,22 @@ static int hosted_store(const ddp_plan_t *p)
     return -1;
 }
 
+/* A process that runs the user's program: exec's, one per rank, or, under
+ * launcher torchrun-elastic, torch's own agent, one per node. */
+static int foreign(const ddp_plan_t *p, const ddp_plan_proc_t *x)
+{
+    return x->kind == DDP_PLAN_EXEC || (x->kind == DDP_PLAN_AGENT && p->entry.exec[0]);
+}
+
+/* torch's own agent runs the nodes (torchrun-elastic with exec). */
+static int torch_agents(const ddp_plan_t *p)
+{
+    for (int i = 0; i < p->nprocs; i++)
+        if (p->procs[i].kind == DDP_PLAN_AGENT)
+            return p->entry.exec[0] != '\0';
+    return 0;
+}
+
 static int exec_stall(const ddp_plan_t *p)
 {
     for (int i = 0; p->entry.exec[0] && i < p->nfaults; i++)
@@ -178,8 +194,12 @@ static const char *plan_unsupported(const ddp_plan_t *p, int netns, int gpus, ch
             snprintf(buf, n, "fault delay (line %d): a foreign program's links are "
                              "delayed by a proxy in front of the store on node 0: aim it "
                              "with node= (the clients' node) only", line);
+        else if (f->kind == DDP_FAULT_PAUSE && f->ranks && torch_agents(p))
+            snprintf(buf, n, "fault pause ranks= (line %d): torch's agent's workers are "
+                             "found, and killed, but not paused: aim it with node=", line);
+        /* torch's agent's workers are found in its session by their RANK */
         else if ((f->kind == DDP_FAULT_CRASH || f->kind == DDP_FAULT_PAUSE) && f->ranks &&
-                 !per_rank)
+                 !per_rank && !torch_agents(p))
             snprintf(buf, n, "fault %s ranks= (line %d): with a per-node launch the "
                              "runner does not know which process holds a rank",
                      kind, line);
@@ -214,6 +234,7 @@ typedef struct proc {
     int left;    /* a connection of it to the store closed */
     int64_t contact_ns; /* its first connect to the hosted store (-1 none) */
     int frozen;  /* stopped for a silent node crash on loopback: killed at the end */
+    int agent;   /* torch's own agent (its connections are attributed to it) */
 } proc_t;
 
 /* Who realises a fault in a real run. */
@@ -318,12 +339,59 @@ static long long hits_start(const ddp_fault_t *f, by_t by, int exec, int netns)
 
 /* A runner's event (a process spawned or exited): an E record, for the
  * processes and the runner alike (ddp__real_events_read). */
+static void rank_event(const ddp_plan_t *plan, ddp_faultset_t *fs, int rank,
+                       ddp_trigger_kind_t kind, int64_t now)
+{
+    ddp_fault_event_t ev = {.kind = kind, .rank = rank, .name = "", .value = -1};
+    if (ddp_faultset_wants(fs, &ev))
+        ddp__real_event_write(plan->results, &ev, now, 0);
+}
+
 static void proc_event(const ddp_plan_t *plan, ddp_faultset_t *fs, const proc_t *p,
                        ddp_trigger_kind_t kind, int64_t now)
 {
-    ddp_fault_event_t ev = {.kind = kind, .rank = p->rank, .name = "", .value = -1};
-    if (ddp_faultset_wants(fs, &ev))
-        ddp__real_event_write(plan->results, &ev, now, 0);
+    rank_event(plan, fs, p->rank, kind, now);
+}
+
+/* How often the runner looks for torch's agents' workers. */
+#define WORKER_POLL_NS (100 * DDP_NS_PER_MS)
+
+/* A crash aimed at ranks, under torch's own agent: when its window opens,
+ * SIGKILL to the live workers of those ranks (of node= if given), as the
+ * simulator kills the tasks it aims at then. The agent sees the exit code
+ * and stops, and maybe restarts, its group; a later start of the rank is
+ * spared, as in the simulator. */
+static int kill_workers(ddp_sys_t *sys, ddp_real_workers_t *ws, const ddp_fault_t *f)
+{
+    int hit = 0;
+    for (int k = 0; f->ranks && f->ranks[0] && k < ws->n; k++) {
+        ddp_real_worker_t *w = &ws->w[k];
+        if (w->gone || w->killed || (f->node >= 0 && f->node != w->node) ||
+            !ddp__scenario_rank_in(f->ranks, w->rank))
+            continue;
+        ddp_sys_kill(sys, (ddp_pid_t)w->pid, 9);
+        w->killed = 1;
+        hit++;
+    }
+    return hit;
+}
+
+/* Workers seen for the first time: their spawn event; workers gone:
+ * their exit event. */
+static void workers_seen(const ddp_plan_t *plan, ddp_faultset_t *fs, ddp_real_workers_t *ws,
+                         int64_t now)
+{
+    for (int k = 0; k < ws->n; k++) {
+        ddp_real_worker_t *w = &ws->w[k];
+        if (w->fresh) {
+            w->fresh = 0;
+            rank_event(plan, fs, w->rank, DDP_TRIG_SPAWN, now);
+        }
+        if (w->gone == 1) {
+            w->gone = 2; /* its exit told */
+            rank_event(plan, fs, w->rank, DDP_TRIG_EXIT, now);
+        }
+    }
 }
 
 /* What the hosted store saw of each connection (P records), and whose
@@ -406,7 +474,7 @@ static void progress_read(const char *results, progress_t *pg, proc_t *ps, int n
             continue;
         c->tries++;
         for (int i = 0; i < np && c->proc < 0; i++)
-            if (ps[i].rank >= 0 && ps[i].started && !ps[i].done &&
+            if ((ps[i].rank >= 0 || ps[i].agent) && ps[i].started && !ps[i].done &&
                 ddp_sys_session_holds_tcp(ps[i].pid, (uint16_t)c->port, pg->store_port) == 1) {
                 c->proc = i;
                 progress_apply(&ps[i], c);
@@ -586,9 +654,10 @@ static int overlay_one(void *arg, const char *k, const char *v)
  * GLOO_*, ...) less the launchers' variables, or from nothing with
  * env_clear; the plan's (the scenario's cluster, launcher and env lines)
  * go over it. ddpsim's own processes get the plan's alone. */
-static ddp_env_t *base_env(ddp_sys_t *sys, const ddp_plan_proc_t *x, int env_clear)
+static ddp_env_t *base_env(ddp_sys_t *sys, const ddp_plan_t *plan, const ddp_plan_proc_t *x,
+                           int env_clear)
 {
-    if (x->kind != DDP_PLAN_EXEC)
+    if (!foreign(plan, x))
         return ddp_env_clone(x->env);
     ddp_env_t *env = ddp_env_new();
     if (env && ((!env_clear && ddp_env_foreach(ddp_sys_env(sys), inherit_one, env)) ||
@@ -599,10 +668,42 @@ static ddp_env_t *base_env(ddp_sys_t *sys, const ddp_plan_proc_t *x, int env_cle
     return env;
 }
 
-static ddp_env_t *proc_env(ddp_sys_t *sys, const ddp_plan_t *plan, const ddp_plan_proc_t *x,
-                           int netns, int env_clear, const char *run_id)
+/* torch's own agent (torchrun-elastic with exec) on loopback: the
+ * endpoint as a node address; is_host=0, since the run hosts the c10d
+ * store; and each worker's stderr in a file of its own under logs/agentN
+ * (--redirects 2 --tee 2: torch 1.13's Std.from_str finds no member for 0
+ * or 3 under Python 3.11, so its defaults fail with "'NoneType' object
+ * has no attribute 'get'"). The user's own PET_* settings win. */
+static void agent_env(ddp_env_t *env, const ddp_plan_t *plan, const ddp_plan_proc_t *x,
+                      const char *logs)
 {
-    ddp_env_t *env = base_env(sys, x, env_clear);
+    const char *ep = ddp_env_get(env, "PET_RDZV_ENDPOINT");
+    const char *colon = ep ? strrchr(ep, ':') : NULL;
+    for (int i = 0; colon && i < plan->nnodes; i++)
+        if (strlen(plan->nodes[i].host) == (size_t)(colon - ep) &&
+            !strncmp(plan->nodes[i].host, ep, (size_t)(colon - ep))) {
+            char port[16];
+            snprintf(port, sizeof port, "%s", colon + 1);
+            ddp_env_setf(env, "PET_RDZV_ENDPOINT", "%s:%s", plan->nodes[i].addr, port);
+            break;
+        }
+    const char *conf = ddp_env_get(env, "PET_RDZV_CONF");
+    if (!conf || !*conf)
+        ddp_env_set(env, "PET_RDZV_CONF", "is_host=0");
+    else if (!strstr(conf, "is_host"))
+        ddp_env_setf(env, "PET_RDZV_CONF", "is_host=0,%s", conf);
+    if (!ddp_env_has(env, "PET_REDIRECTS"))
+        ddp_env_set(env, "PET_REDIRECTS", "2");
+    if (!ddp_env_has(env, "PET_TEE"))
+        ddp_env_set(env, "PET_TEE", "2");
+    if (!ddp_env_has(env, "PET_LOG_DIR"))
+        ddp_env_setf(env, "PET_LOG_DIR", "%s/agent%d", logs, x->node);
+}
+
+static ddp_env_t *proc_env(ddp_sys_t *sys, const ddp_plan_t *plan, const ddp_plan_proc_t *x,
+                           int netns, int env_clear, const char *run_id, const char *logs)
+{
+    ddp_env_t *env = base_env(sys, plan, x, env_clear);
     if (!env)
         return NULL;
     /* The run's identity: rank 0 leaves it in its store and every rank
@@ -627,7 +728,7 @@ static ddp_env_t *proc_env(ddp_sys_t *sys, const ddp_plan_t *plan, const ddp_pla
         }
         ddp_env_set(env, "CUDA_VISIBLE_DEVICES", list);
     }
-    if (x->kind != DDP_PLAN_EXEC) {
+    if (!foreign(plan, x)) {
         const char *lvl = ddp_env_get(mine, "DDP_LOG");
         ddp_env_set(env, "DDP_LOG", lvl ? lvl : "off");
         return env;
@@ -638,7 +739,9 @@ static ddp_env_t *proc_env(ddp_sys_t *sys, const ddp_plan_t *plan, const ddp_pla
             ddp_env_set(env, "MASTER_ADDR", plan->nodes[i].addr);
             break;
         }
-    if (hosted_store(plan) >= 0) { /* torch's ranks are then all clients */
+    if (x->kind == DDP_PLAN_AGENT) /* torch's own agent */
+        agent_env(env, plan, x, logs);
+    else if (hosted_store(plan) >= 0) { /* torch's ranks are then all clients */
         if (!ddp_env_has(env, "TORCHELASTIC_USE_AGENT_STORE"))
             ddp_env_set(env, "TORCHELASTIC_USE_AGENT_STORE", "True");
         if (!ddp_env_has(env, "TORCHELASTIC_RESTART_COUNT"))
@@ -691,8 +794,12 @@ static void exec_outcome(const ddp_plan_t *plan, const proc_t *p, const char *ba
     else
         snprintf(ph, sizeof ph, "unknown (its own store)");
     /* rank R (node N, ADDR), exit S after T s, last phase P */
-    int n = snprintf(head, sizeof head, "rank %d (node %d, %s), ", p->rank, p->node,
+    int n = snprintf(head, sizeof head, "%s %d (node %d, %s), ", p->agent ? "agent" : "rank",
+                     p->agent ? p->node : p->rank, p->node,
                      p->node >= 0 && p->node < plan->nnodes ? plan->nodes[p->node].addr : "?");
+    x->agent = p->agent;
+    if (p->agent)
+        x->world = -1; /* a launcher, not a rank */
     if (p->at_limit) { /* its own timeouts never ended it: hung, not timed out */
         x->rc = x->code = DDP_EHUNG;
         snprintf(x->message, sizeof x->message,
@@ -716,6 +823,9 @@ static void exec_outcome(const ddp_plan_t *plan, const proc_t *p, const char *ba
     x->code = ddp__real_classify(p->status, text ? text : "", why, sizeof why);
     /* classify's "exit status S: LINE": the line, after our head */
     const char *line = strstr(why, ": ") ? strstr(why, ": ") + 2 : "";
+    char failure[300];
+    if (p->agent && text && ddp__real_agent_failure(text, failure, sizeof failure))
+        line = failure; /* the agent's table names the worker that failed */
     if (p->status == 0 && hosted && sure && p->phase < DDP_STORE_CLIENT_JOINED) {
         /* exit 0 proves nothing about the job: it never used its store */
         x->rc = 1;
@@ -724,7 +834,8 @@ static void exec_outcome(const ddp_plan_t *plan, const proc_t *p, const char *ba
                  "%s: exited 0 without ever joining the job's store (at %s:%ld): "
                  "not a distributed run", head, plan->nodes[0].addr, master_port(plan));
     } else if (p->status == 0) {
-        x->connect_ns = p->end_ns; /* it got through init_process_group */
+        if (!p->agent) /* an agent connects nothing itself */
+            x->connect_ns = p->end_ns; /* it got through init_process_group */
     } else if (p->status == 127) {
         snprintf(x->message, sizeof x->message, "%s: %s", head,
                  text && *text ? text : "the program could not be started");
@@ -736,11 +847,14 @@ static void exec_outcome(const ddp_plan_t *plan, const proc_t *p, const char *ba
     free(text);
 }
 
-static void drop_outputs(const ddp_plan_t *plan, const proc_t *ps, int np, const char *base)
+static void drop_outputs(ddp_sys_t *sys, const ddp_plan_t *plan, const proc_t *ps, int np,
+                         const char *base, const char *logs)
 {
+    if (torch_agents(plan))
+        RUN_SILENT("rm", "-rf", (char *)logs);
     for (int i = 0; i < np; i++) {
         char path[320];
-        if (plan->procs[ps[i].task].kind != DDP_PLAN_EXEC)
+        if (!foreign(plan, &plan->procs[ps[i].task]))
             continue;
         out_path(path, sizeof path, base, ps[i].task, "out");
         remove(path);
@@ -774,13 +888,13 @@ static int move_file(const char *from, const char *to)
  * runs only, keep_failing), else TMPDIR/ddpsim-output
  * (failing and vacuous runs only; a passing run's are removed). r->output
  * names the folder and each failing rank's stderr file. */
-static void keep_outputs(const ddp_scenario_t *s, const char *accel, const ddp_real_opts_t *o,
-                         const char *tmpdir, const ddp_plan_t *plan, const proc_t *ps, int np,
-                         const char *base, const ddp_sim_outcome_t *outs, int n,
-                         ddp_scn_result_t *r)
+static void keep_outputs(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
+                         const ddp_real_opts_t *o, const char *tmpdir, const ddp_plan_t *plan,
+                         const proc_t *ps, int np, const char *base, const char *logs,
+                         const ddp_sim_outcome_t *outs, int n, ddp_scn_result_t *r)
 {
     if ((!o->keep_output || o->keep_failing) && r->pass) {
-        drop_outputs(plan, ps, np, base);
+        drop_outputs(sys, plan, ps, np, base, logs);
         return;
     }
     char dir[600], stem[200];
@@ -797,16 +911,26 @@ static void keep_outputs(const ddp_scenario_t *s, const char *accel, const ddp_r
                  o->netns ? ".netns" : "");
     if (ddp_sys_make_dirs(dir)) {
         snprintf(r->output, sizeof r->output, "not kept: %s", ddp_err_message());
-        drop_outputs(plan, ps, np, base);
+        drop_outputs(sys, plan, ps, np, base, logs);
         return;
     }
     size_t off = (size_t)snprintf(r->output, sizeof r->output, "%s/", dir);
+    if (torch_agents(plan)) { /* torch's log dirs: workers/agentN/RUN_ID_X/attempt_A/L/ */
+        char to[700];
+        snprintf(to, sizeof to, "%s/workers", dir);
+        RUN_SILENT("rm", "-rf", to);
+        if (rename(logs, to))
+            RUN_SILENT("rm", "-rf", (char *)logs);
+    }
     for (int i = 0; i < np; i++) {
         const proc_t *p = &ps[i];
-        if (plan->procs[p->task].kind != DDP_PLAN_EXEC)
+        if (!foreign(plan, &plan->procs[p->task]))
             continue;
         char from[320], to[700], name[32];
-        snprintf(name, sizeof name, "rank%d", p->rank);
+        if (p->agent)
+            snprintf(name, sizeof name, "agent%d", p->node);
+        else
+            snprintf(name, sizeof name, "rank%d", p->rank);
         for (int k = 0; k < 2; k++) {
             out_path(from, sizeof from, base, p->task, k ? "err" : "out");
             snprintf(to, sizeof to, "%s/%s.%s", dir, name, k ? "err" : "out");
@@ -931,7 +1055,10 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
         return rc;
     }
     int exec = plan->entry.exec[0] != '\0';
-    if (exec && (rc = ddp_real_check_exec(sys, plan->entry.exec)) != 0) {
+    char agent_cmd[sizeof plan->entry.exec + 64] = "";
+    if ((exec && (rc = ddp_real_check_exec(sys, plan->entry.exec)) != 0) ||
+        (torch_agents(plan) &&
+         (rc = ddp__real_agent_cmd(plan->entry.exec, agent_cmd, sizeof agent_cmd)) != 0)) {
         snprintf(r->why, sizeof r->why, "%s", ddp_err_message());
         ddp_plan_free(plan);
         return rc;
@@ -988,6 +1115,8 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
     snprintf(base, sizeof base, "%s/ddpsim-real-%ld-%llx", tmpdir, ddp_sys_pid(), tag);
     snprintf(plan->results, sizeof plan->results, "%s.tsv", base);
     snprintf(plan_path, sizeof plan_path, "%s.plan", base);
+    char logs[300]; /* torch's agents' --log_dir: logs/agentN */
+    snprintf(logs, sizeof logs, "%s.logs", base);
     plan->t0 = t0;
     int64_t grace = o->exec_grace_ns > 0 ? o->exec_grace_ns : EXEC_GRACE_NS;
     plan->limit_ns = s->master_late_ns + s->timeout_ns + s->train_ns + (exec ? grace : SLACK_NS);
@@ -1016,8 +1145,10 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
         abandon(sys, proxy, &ns, plan, plan_path);
         return rc;
     }
-    /* The scenario's own interfaces and addresses, in each node's namespace */
-    if (o->netns && plan->nnet && (rc = ddp__real_netns_ifaces(sys, &ns, plan)) != 0) {
+    /* The scenario's own interfaces and addresses, in each node's namespace;
+     * for torch's agents each node's name (below) resolving to its address */
+    if (o->netns && ((plan->nnet && (rc = ddp__real_netns_ifaces(sys, &ns, plan)) != 0) ||
+                     (torch_agents(plan) && (rc = ddp__real_netns_hosts(&ns, plan)) != 0))) {
         snprintf(r->why, sizeof r->why, "%s", ddp_err_message());
         abandon(sys, proxy, &ns, plan, plan_path);
         return rc;
@@ -1037,7 +1168,8 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
     for (int t = 0; t < plan->nprocs && np < MAX_PROCS + 2; t++) {
         const ddp_plan_proc_t *x = &plan->procs[t];
         ps[np++] = (proc_t){.task = t, .node = x->node, .rank = x->rank,
-                            .start_ns = x->start_ns, .contact_ns = -1};
+                            .start_ns = x->start_ns, .contact_ns = -1,
+                            .agent = x->kind == DDP_PLAN_AGENT && exec};
     }
     /* The faults the runner realises, through the one faultset
      * (ddp/faults.h): each window is switched on and off as its state
@@ -1069,6 +1201,8 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
     }
     int timed_out = 0;
     long events_off = 0;
+    ddp_real_workers_t *ws = torch_agents(plan) ? calloc(1, sizeof *ws) : NULL;
+    int64_t next_poll = 0;
     /* what the hosted store sees of each rank (P records) */
     int hosted = exec && hosted_store(plan) >= 0;
     progress_t *pg = hosted ? calloc(1, sizeof *pg) : NULL;
@@ -1102,6 +1236,8 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
                     fprintf(stderr, "ddpsim: fault crash (line %d) is not silent: %s\n",
                             plan->fault_line[i], ddp_err_message());
                 hits[i] += signal_procs(sys, ps, np, f, 9);
+                if (ws)
+                    hits[i] += kill_workers(sys, ws, f);
                 break;
             case BY_STOP:
                 if (want)
@@ -1147,17 +1283,26 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
                 continue;
             }
             const ddp_plan_proc_t *x = &plan->procs[p->task];
-            ddp_env_t *env = proc_env(sys, plan, x, o->netns, o->env_clear, run_id);
+            ddp_env_t *env = proc_env(sys, plan, x, o->netns, o->env_clear, run_id, logs);
             char *argv[16], nsname[32], idx[16], outp[320], errp[320];
             int k = 0;
             if (o->netns) {
                 ddp__real_ns_name(&ns, p->node, nsname, sizeof nsname);
                 argv[k++] = "ip", argv[k++] = "netns", argv[k++] = "exec", argv[k++] = nsname;
+                /* torch's agent names its node by gethostname() (MASTER_ADDR
+                 * for its workers: socket.getfqdn()): the node's own name, in
+                 * a UTS namespace of its own */
+                if (p->agent) {
+                    argv[k++] = "unshare", argv[k++] = "--uts", argv[k++] = "/bin/sh";
+                    argv[k++] = "-c", argv[k++] = "hostname \"$0\" && exec \"$@\"";
+                    argv[k++] = plan->nodes[p->node].host;
+                }
             }
             argv[k++] = "setsid";
             ddp_spawn_t sp = {.env = env, .name = x->name, .die_with_parent = 1};
-            if (x->kind == DDP_PLAN_EXEC) {
-                argv[k++] = "/bin/sh", argv[k++] = "-c", argv[k++] = plan->entry.exec;
+            if (foreign(plan, x)) {
+                argv[k++] = "/bin/sh", argv[k++] = "-c";
+                argv[k++] = p->agent ? agent_cmd : plan->entry.exec;
                 out_path(outp, sizeof outp, base, p->task, "out");
                 out_path(errp, sizeof errp, base, p->task, "err");
                 sp.stdout_path = outp;
@@ -1175,7 +1320,7 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             p->started = 1;
             p->spawn_ns = now;
             proc_event(plan, &rfs, p, DDP_TRIG_SPAWN, now);
-            if (!src && pg && x->kind == DDP_PLAN_EXEC)
+            if (!src && pg && foreign(plan, x))
                 session_record(plan->results, p);
             if (src) {
                 p->done = 1;
@@ -1219,6 +1364,13 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
         }
         if (holder_why[0])
             break;
+        if (ws && now >= next_poll) { /* torch's agents' workers */
+            next_poll = now + WORKER_POLL_NS;
+            for (int i = 0; i < np; i++)
+                if (ps[i].agent && ps[i].started && !ps[i].done)
+                    ddp__real_workers_poll(sys, ws, (long)ps[i].pid, i, ps[i].node, now);
+            workers_seen(plan, &rfs, ws, now);
+        }
         /* reap */
         for (int i = 0; i < np; i++) {
             proc_t *p = &ps[i];
@@ -1295,20 +1447,34 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
         progress_read(plan->results, pg, ps, np);
     int sure = pg && progress_unknown_joined(pg) == 0;
     free(pg);
+    int agent_status[MAX_PROCS + 2];
+    char *agent_err[MAX_PROCS + 2] = {0};
     for (int i = 0; exec && n >= 0 && i < np; i++) {
-        if (plan->procs[ps[i].task].kind != DDP_PLAN_EXEC || ps[i].killed)
+        agent_status[i] = ps[i].killed ? 137 : ps[i].at_limit ? -1 : ps[i].status;
+        if (!foreign(plan, &plan->procs[ps[i].task]) || ps[i].killed)
             continue;
         ddp_sim_outcome_t *no = realloc(outs, sizeof *outs * (size_t)(n + 1));
         if (!no)
             break;
         outs = no;
         exec_outcome(plan, &ps[i], base, grace, hosted, sure, &outs[n++]);
+        if (ps[i].agent) {
+            char path[320];
+            out_path(path, sizeof path, base, ps[i].task, "err");
+            agent_err[i] = ddp__real_slurp(path);
+        }
     }
+    if (ws && n >= 0)
+        n = ddp__real_worker_outcomes(plan, ws, agent_status, (const char *const *)agent_err,
+                                      &outs, n);
+    for (int i = 0; i < np; i++)
+        free(agent_err[i]);
     remove(plan->results);
     remove(plan_path);
     if (n < 0) {
-        drop_outputs(plan, ps, np, base);
+        drop_outputs(sys, plan, ps, np, base, logs);
         ddp_plan_free(plan);
+        free(ws);
         return n;
     }
     /* A foreign program killed at the limit is a timeout outcome, not a
@@ -1334,7 +1500,8 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
                  "remove with `ip netns del %s` or `make netns-clean`", nleft, ns_left, ns_left);
     }
     if (exec)
-        keep_outputs(s, accel, o, tmpdir, plan, ps, np, base, outs, n, r);
+        keep_outputs(sys, s, accel, o, tmpdir, plan, ps, np, base, logs, outs, n, r);
+    free(ws);
     free(outs);
     ddp_plan_free(plan);
     return 0;

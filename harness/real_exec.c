@@ -41,6 +41,10 @@ typedef struct rule {
  *     Failed to recv, got 0 bytes. Connection was likely closed. Did the
  *     remote server shutdown or crash?" */
 static const rule_t rules[] = {
+    /* torch's elastic agent (torch.distributed.run): a later round of a
+     * rendezvous another agent shut down; a worker group out of restarts */
+    {"RendezvousClosedError", DDP_ECLOSED},
+    {"ChildFailedError", DDP_EPEER_LOST},
     {"address already in use", -EADDRINUSE},
     {"errno: 98", -EADDRINUSE},
     {"environment variable", DDP_ECONFIG},

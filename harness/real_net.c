@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ddp/err.h"
 #include "ddp/plan.h"
@@ -64,9 +65,17 @@ int ddp__real_netns_down(ddp_sys_t *sys, ddp_netns_t *ns, char *left, size_t lef
                 snprintf(left, left_len, "%s", name);
         }
     }
+    for (int i = 0; ns->hosts && i < ns->nodes; i++) { /* ddp__real_netns_hosts' files */
+        char path[96];
+        ddp__real_ns_name(ns, i, name, sizeof name);
+        snprintf(path, sizeof path, "/etc/netns/%s/hosts", name);
+        remove(path);
+        snprintf(path, sizeof path, "/etc/netns/%s", name);
+        rmdir(path);
+    }
     snprintf(br, sizeof br, "%sbr", ns->tag);
     RUN_QUIET("ip", "link", "del", br);
-    ns->on = 0;
+    ns->on = ns->hosts = 0;
     return nleft;
 }
 
@@ -120,6 +129,29 @@ int ddp__real_netns_up(ddp_sys_t *sys, ddp_netns_t *ns, int nodes, int64_t laten
                           "delay", ms)))
                 return ddp_err_wrap("--netns: netem (tc qdisc ... netem) is not available");
         }
+    }
+    return 0;
+}
+
+int ddp__real_netns_hosts(ddp_netns_t *ns, const ddp_plan_t *p)
+{
+    for (int i = 0; i < ns->nodes; i++) {
+        char name[32], path[96];
+        ddp__real_ns_name(ns, i, name, sizeof name);
+        snprintf(path, sizeof path, "/etc/netns/%s", name);
+        int rc = ddp_sys_make_dirs(path);
+        if (rc)
+            return rc;
+        ns->hosts = 1;
+        snprintf(path, sizeof path, "/etc/netns/%s/hosts", name);
+        FILE *f = fopen(path, "w");
+        if (!f)
+            return ddp_err_set(-errno, "--netns: cannot write %s: %s", path, strerror(errno));
+        fprintf(f, "127.0.0.1 localhost\n");
+        for (int k = 0; k < p->nnodes && k < ns->nodes; k++)
+            fprintf(f, "%s %s\n", p->nodes[k].addr, p->nodes[k].host);
+        if (fclose(f))
+            return ddp_err_set(-EIO, "--netns: cannot write %s", path);
     }
     return 0;
 }

@@ -22,6 +22,7 @@ int ddp__real_run_argv(ddp_sys_t *sys, char *const *argv, int quiet_fail);
 /* A run's network namespaces: a bridge and one namespace per node. */
 typedef struct ddp_netns {
     int on, nodes;
+    int hosts; /* /etc/netns/NAME/hosts written (ddp__real_netns_hosts) */
     char tag[16]; /* ddps<hex> */
 } ddp_netns_t;
 void ddp__real_ns_name(const ddp_netns_t *ns, int i, char *buf, size_t n);
@@ -35,6 +36,12 @@ int ddp__real_netns_down(ddp_sys_t *sys, ddp_netns_t *ns, char *left, size_t lef
  * interface of its own with that address (a bridge with no ports: this
  * kernel has no dummy links, and docker0 is a bridge). */
 int ddp__real_netns_ifaces(ddp_sys_t *sys, const ddp_netns_t *ns, const ddp_plan_t *p);
+/* Each node namespace's /etc/netns/NAME/hosts (which `ip netns exec`
+ * mounts over /etc/hosts): every node's name and address, so that a
+ * program resolving a node's host name (torch's agent gives its workers
+ * socket.getfqdn() as MASTER_ADDR) reaches that node. Removed by
+ * ddp__real_netns_down. */
+int ddp__real_netns_hosts(ddp_netns_t *ns, const ddp_plan_t *p);
 /* 0 when tc netem works in node 0's namespace (added to its lo and taken
  * off again), else DDP_EUNSUPPORTED. */
 int ddp__real_netem_probe(ddp_sys_t *sys, const ddp_netns_t *ns);
@@ -121,5 +128,44 @@ int ddp__real_nft_fault(const ddp_fault_t *f);
  * rules of harness/real_exec.c over its stderr, DDP_EINTERNAL when none
  * matches) and the message naming the line that says why. */
 int ddp__real_classify(int status, const char *stderr_text, char *message, size_t n);
+
+/* torch's own elastic agent as a node's process (harness/real_agent.c). */
+/* The agent's command line for exec cmd: `PY SCRIPT ARGS` becomes `PY -m
+ * torch.distributed.run SCRIPT ARGS`, a torchrun command line stays; else
+ * DDP_ECONFIG naming the forms. */
+int ddp__real_agent_cmd(const char *cmd, char *out, size_t n);
+
+#define DDP_REAL_MAX_WORKERS 512
+/* A worker an agent started, as the runner saw it in the agent's session. */
+typedef struct ddp_real_worker {
+    long pid;
+    int agent;              /* index of its agent in the runner's processes */
+    int node, rank, local, attempt; /* attempt: its agent's start of it, from 0 */
+    int fresh;              /* seen by the last poll for the first time */
+    int gone, killed;       /* no longer in the session; killed by a fault */
+    int64_t first_ns, end_ns;
+    char err[300];          /* its stderr (a file of torch's --log_dir) */
+} ddp_real_worker_t;
+typedef struct ddp_real_workers {
+    ddp_real_worker_t w[DDP_REAL_MAX_WORKERS];
+    int n;
+} ddp_real_workers_t;
+/* Looks at agent agent's session (its pid agent_pid) at now: new workers
+ * are added with fresh set (the number returned), vanished ones get gone
+ * and end_ns. A negative code when /proc cannot be read. */
+int ddp__real_workers_poll(ddp_sys_t *sys, ddp_real_workers_t *ws, long agent_pid, int agent,
+                           int node, int64_t now);
+/* The workers' outcomes appended to *outs (n so far): the new count, or a
+ * negative code. agent_status[i] / agent_err[i]: agent i's exit status and
+ * stderr text (NULL when none). */
+int ddp__real_worker_outcomes(const ddp_plan_t *plan, const ddp_real_workers_t *ws,
+                              const int *agent_status, const char *const *agent_err,
+                              ddp_sim_outcome_t **outs, int n);
+/* 1 and "ChildFailedError: worker group failed: rank R (local_rank: L),
+ * exitcode E (pid: P)" in out when an agent's stderr text holds torch's
+ * failure table, else 0. */
+int ddp__real_agent_failure(const char *text, char *out, size_t n);
+/* Up to 64 KiB of a file, NUL-terminated; free() it. */
+char *ddp__real_slurp(const char *path);
 
 #endif

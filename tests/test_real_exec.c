@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -562,10 +563,110 @@ static void test_concurrent_runs_never_mix(void)
     CU_ASSERT_EQUAL(rmdir(dir), 0);
 }
 
+/* torch's own elastic agent (harness/real_agent.c): its command line from
+ * exec, the failure table it prints, and the classes of its last words. */
+static void test_torch_agent_parts(void)
+{
+    char out[1200];
+    CU_ASSERT_EQUAL(ddp__real_agent_cmd("scripts/torch-python x.py --a 1", out, sizeof out), 0);
+    CU_ASSERT_STRING_EQUAL(out, "scripts/torch-python -m torch.distributed.run x.py --a 1");
+    CU_ASSERT_EQUAL(ddp__real_agent_cmd("OMP=1 /usr/bin/python3 t.py", out, sizeof out), 0);
+    CU_ASSERT_STRING_EQUAL(out, "OMP=1 /usr/bin/python3 -m torch.distributed.run t.py");
+    CU_ASSERT_EQUAL(ddp__real_agent_cmd("torchrun --nnodes 2 t.py", out, sizeof out), 0);
+    CU_ASSERT_STRING_EQUAL(out, "torchrun --nnodes 2 t.py");
+    CU_ASSERT_EQUAL(ddp__real_agent_cmd("python3 -m torch.distributed.run t.py", out, sizeof out), 0);
+    CU_ASSERT_STRING_EQUAL(out, "python3 -m torch.distributed.run t.py");
+    CU_ASSERT_EQUAL(ddp__real_agent_cmd("./train.sh", out, sizeof out), DDP_ECONFIG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_message(), "PYTHON SCRIPT ARGS"));
+    const char *table =
+        "[default1]:RuntimeError: boom\n"
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+        "============================================================\n"
+        "Failures:\n  <NO_OTHER_FAILURES>\n"
+        "Root Cause (first observed failure):\n[0]:\n  time      : 2026-12-06_18:00:00\n"
+        "  host      : vm\n  rank      : 3 (local_rank: 1)\n"
+        "  exitcode  : -9 (pid: 4242)\n  error_file: <N/A>\n";
+    CU_ASSERT_EQUAL(ddp__real_agent_failure(table, out, sizeof out), 1);
+    CU_ASSERT_STRING_EQUAL(out, "ChildFailedError: worker group failed: rank 3 (local_rank: "
+                                "1), exitcode -9 (pid: 4242)");
+    CU_ASSERT_EQUAL(ddp__real_agent_failure("RuntimeError: rank      : 1\n", out, sizeof out), 0);
+    char msg[600];
+    CU_ASSERT_STRING_EQUAL(ddp_scn_error_class(ddp__real_classify(1, table, msg, sizeof msg)),
+                           "peer_lost");
+    CU_ASSERT_STRING_EQUAL(
+        ddp_scn_error_class(ddp__real_classify(
+            1, "  raise RendezvousClosedError()\n"
+               "torch.distributed.elastic.rendezvous.api.RendezvousClosedError\n",
+            msg, sizeof msg)),
+        "closed");
+}
+
+/* A stand-in for torch's agent (a shell script named torchrun-*): it
+ * joins the run's store at PET_RDZV_ENDPOINT, checks is_host=0, starts two
+ * workers with RANK, LOCAL_RANK and TORCHELASTIC_RESTART_COUNT in its
+ * session and prints torch's failure table for one that died. The runner
+ * finds the workers, kills rank 1 at its spawn (start=spawn@1) and judges
+ * it crashed, node 0's agent failed with the table's root cause. */
+static void test_torch_agent_workers(void)
+{
+    char bin[400];
+    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+        return;
+    uint16_t port = free_port();
+    CU_ASSERT_FATAL(port > 0);
+    char dir[64], scn[96], agent[96], args[400];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "agent"));
+    FILE *f = fopen(ddp_test_in(agent, sizeof agent, dir, "torchrun-standin"), "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fprintf(f,
+            "#!/bin/sh\n"
+            "case \"$PET_RDZV_CONF\" in is_host=0*) ;; *) echo \"ValueError: $PET_RDZV_CONF\" >&2;"
+            " exit 3;; esac\n"
+            "%s store --host ${PET_RDZV_ENDPOINT%%:*} --port ${PET_RDZV_ENDPOINT##*:} "
+            "--timeout 5 add agents 1 >/dev/null || exit 2\n"
+            "G=$DDPSIM_AGENT\n"
+            "RANK=$((2*G)) LOCAL_RANK=0 TORCHELASTIC_RESTART_COUNT=0 sleep 3 & p0=$!\n"
+            "RANK=$((2*G+1)) LOCAL_RANK=1 TORCHELASTIC_RESTART_COUNT=0 sleep 3 & p1=$!\n"
+            "fail=0\n"
+            "for L in 0 1; do eval \"pid=\\$p$L\"; wait $pid; s=$?; if [ $s -ne 0 ]; then\n"
+            "  printf 'torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \\n"
+            "Root Cause (first observed failure):\\n[0]:\\n  rank      : %%d (local_rank: "
+            "%%d)\\n  exitcode  : -9 (pid: %%d)\\n' $((2*G+L)) $L $pid >&2; fail=1; fi; done\n"
+            "exit $fail\n",
+            bin);
+    fclose(f);
+    CU_ASSERT_EQUAL(chmod(agent, 0755), 0);
+    f = fopen(ddp_test_in(scn, sizeof scn, dir, "agent.scn"), "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fprintf(f,
+            "scenario \"a stand-in for torch's agent: rank 1 killed as it starts\"\n"
+            "nodes 2\ndevices 2\naccelerators ddp\nlauncher torchrun-elastic\nport %u\n"
+            "timeout 20s\nexec \"%s\"\n"
+            "fault crash ranks=1 start=spawn@1\n"
+            "expect crashed ranks=1\nexpect ok ranks=2-3\n"
+            "expect fail ranks=agents error=peer_lost match=some\n",
+            (unsigned)port, agent);
+    fclose(f);
+    static char out[1 << 15];
+    snprintf(args, sizeof args, "run --real --grace 5 --no-progress -v %s", scn);
+    int st = ddp_test_ddpsim_io_within(60, NULL, args, 0, out, sizeof out);
+    CU_ASSERT_EQUAL(st, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fault crash     (line 9)  1 processes killed"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "rank 1 (node 0, attempt 0, pid "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "worker group failed: rank 1 (local_rank: 1), exitcode -9"));
+    if (st != 0)
+        printf("\n  exit %d:\n%s", st, out);
+    unlink(scn), unlink(agent);
+    CU_ASSERT_EQUAL(rmdir(dir), 0);
+}
+
 DDP_SUITE("real_exec", NULL, NULL,
           {"a master port taken before the run starts", test_taken_master_port},
           {"torch's messages become outcome classes", test_torch_messages},
           {"an exec program that is not there", test_check_exec},
+          {"torch's agent: its command, failure table and last words", test_torch_agent_parts},
+          {"torch's agent (a stand-in): workers found by RANK, one killed at its spawn",
+           test_torch_agent_workers},
           {"a foreign job's hosted store: its mark opens a fault", test_hosted_store_events},
           {"a foreign job's hosted store: each rank's phase, no_join, output, environment",
            test_hosted_store_progress},

@@ -230,6 +230,21 @@ DDP_API int ddp_sys_make_dirs(const char *path);
  * hosts came from. */
 DDP_API int ddp_sys_session_holds_tcp(long sid, uint16_t local_port, uint16_t remote_port);
 
+/* The processes of session sid (Linux /proc): up to max pids in pids, the
+ * number found (at most max), or a negative code. With
+ * ddp_sys_proc_getenv and ddp_sys_proc_fd_path the real runner finds the
+ * workers a foreign launcher (torch's elastic agent) started in its
+ * session, their rank, and where their stderr goes. */
+DDP_API int ddp_sys_session_pids(long sid, long *pids, int max);
+
+/* Variable name of process pid's initial environment (/proc/PID/environ)
+ * into buf: 1 found, 0 not set, or a negative code (-ENOENT: gone). */
+DDP_API int ddp_sys_proc_getenv(long pid, const char *name, char *buf, size_t n);
+
+/* The path process pid's descriptor fd is open on (/proc/PID/fd/FD) into
+ * buf: 0, or a negative code. */
+DDP_API int ddp_sys_proc_fd_path(long pid, int fd, char *buf, size_t n);
+
 /* Output files (every file ddpsim writes for a user: results, JUnit,
  * traces, reports). A target is replaced whole or left as it was: the
  * bytes go to a temporary file in the target's folder, which is flushed,
