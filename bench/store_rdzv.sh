@@ -162,7 +162,9 @@ END {
     for (s = 1; s <= 2; s++) { side = sides[s]; lo = hi = ""
         for (i = 1; i <= k; i++) if ((side, ns[i]) in t) { if (lo == "") lo = ns[i]; hi = ns[i] }
         if (lo == "" || lo == hi) continue
-        printf "growth %s %d -> %d: done N^%.2f, server CPU N^%.2f\n", side, lo, hi,
-            log(t[side, hi] / t[side, lo]) / log(hi / lo),
-            c[side, lo] > 0 && c[side, hi] > 0 ? log(c[side, hi] / c[side, lo]) / log(hi / lo) : 0 }
+        cpu = "-"
+        if (c[side, lo] > 0 && c[side, hi] > 0)
+            cpu = sprintf("N^%.2f", log(c[side, hi] / c[side, lo]) / log(hi / lo))
+        printf "growth %s %d -> %d: done N^%.2f, server CPU %s\n", side, lo, hi,
+            log(t[side, hi] / t[side, lo]) / log(hi / lo), cpu }
 }' "$RES"
