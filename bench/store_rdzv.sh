@@ -29,6 +29,8 @@
 # clients, the server their peers), so `ulimit -n` is raised, hard limit
 # too, to the largest N + 64; a size the limit cannot reach is skipped,
 # with the reason (raising the hard limit takes CAP_SYS_RESOURCE).
+# ulimit -n, -H and -S: dash, bash and busybox sh have them.
+# shellcheck disable=SC3045
 set -u
 B=${B:-build/default}
 DDPSIM=${DDPSIM:-$B/ddpsim}
@@ -126,10 +128,12 @@ run_one() { # side N timeout
     [ $rc -eq 0 ] || return 1
     echo "$line" | sed -n "s/^$1 \([0-9]*\): connected [0-9.]* s, done \([0-9.]*\) s.*server CPU \([0-9.]*\) s, server peak RSS \([0-9.]*\) MiB.*/$1 \1 \2 \3 \4/p" >>"$RES"
 }
+skipped=
 for n in $NS; do
     if [ $((n + 16)) -gt "$FDS" ]; then
         echo "N=$n: skipped: needs $((n + 16)) descriptors per process; ulimit -n is $FDS" \
              "(hard $(ulimit -H -n); raising it takes CAP_SYS_RESOURCE)"
+        skipped="$skipped $n"
         continue
     fi
     run_one ddpsim "$n" "$DDPSIM_MAX_S"
@@ -144,11 +148,21 @@ for n in $NS; do
     fi
 done
 
+# A size skipped for descriptors: ddpsim also at the largest N the limit
+# allows (a multiple of 256), and the skipped sizes extrapolated below.
+big=$(( (FDS - 32) / 256 * 256 ))
+if [ -n "$skipped" ] && ! grep -q "^ddpsim $big " "$RES" &&
+   [ "$big" -gt "$(awk '$1 == "ddpsim" && $2 > m { m = $2 } END { print m + 0 }' "$RES")" ]; then
+    echo "ddpsim at the largest N this descriptor limit allows:"
+    run_one ddpsim "$big" "$DDPSIM_MAX_S"
+fi
+
 echo
 echo "| N | ddpsim done | torch done | ratio | ddpsim server CPU | torch server CPU | CPU ratio | peak RSS ddpsim / torch |"
 echo "|---:|---:|---:|---:|---:|---:|---:|---:|"
-awk '
-{ t[$1, $2] = $3; c[$1, $2] = $4; m[$1, $2] = $5; if (!($2 in seen)) { seen[$2] = 1; ns[++k] = $2 } }
+awk -v skipped="$skipped" '
+BEGIN { nsk = split(skipped, sk, " ") }
+{ has[$1, $2] = 1; t[$1, $2] = $3; c[$1, $2] = $4; m[$1, $2] = $5; if (!($2 in seen)) { seen[$2] = 1; ns[++k] = $2 } }
 function f(v, u) { return v == "" ? "-" : sprintf("%.3f %s", v, u) }
 function r(a, b) { return a == "" || b == "" || b == 0 ? "-" : sprintf("**%.3f**", a / b) }
 function mm(v) { return v == "" ? "-" : sprintf("%.0f MiB", v) }
@@ -160,11 +174,16 @@ END {
             mm(m["ddpsim", n]), mm(m["torch", n]) }
     split("ddpsim torch", sides, " ")
     for (s = 1; s <= 2; s++) { side = sides[s]; lo = hi = ""
-        for (i = 1; i <= k; i++) if ((side, ns[i]) in t) { if (lo == "") lo = ns[i]; hi = ns[i] }
+        for (i = 1; i <= k; i++) if ((side, ns[i]) in has) { if (lo == "") lo = ns[i]; hi = ns[i] }
         if (lo == "" || lo == hi) continue
         cpu = "-"
         if (c[side, lo] > 0 && c[side, hi] > 0)
             cpu = sprintf("N^%.2f", log(c[side, hi] / c[side, lo]) / log(hi / lo))
         printf "growth %s %d -> %d: done N^%.2f, server CPU %s\n", side, lo, hi,
-            log(t[side, hi] / t[side, lo]) / log(hi / lo), cpu }
+            log(t[side, hi] / t[side, lo]) / log(hi / lo), cpu
+        if (side == "ddpsim")
+            for (j = 1; j <= nsk; j++) {
+                e = log(t[side, hi] / t[side, lo]) / log(hi / lo); x = sk[j]
+                printf "extrapolated, not measured: ddpsim %d done %.1f s (%d at N^%.2f)\n",
+                    x, t[side, hi] * exp(e * log(x / hi)), hi, e } }
 }' "$RES"
