@@ -117,14 +117,25 @@ RES=$DIR/results # lines: side N done_s server_cpu_s peak_mib
 : >"$RES"
 port=29500
 torch_on=1
+# The namespace's TcpExt ListenOverflows: connections whose handshake the
+# listener could not queue (its accept queue was full); their final ACK
+# is dropped and the server's SYN-ACK retransmits (1, 3, 7, 15, 31 s)
+# complete them, while the client already counts itself connected.
+overflows() {
+    awk '$1 == "TcpExt:" { if (!h) { for (i = 2; i <= NF; i++) if ($i == "ListenOverflows") c = i; h = 1 }
+                           else print (c ? $c : 0) }' /proc/net/netstat
+}
 run_one() { # side N timeout
     port=$((port + 1))
     start_server "$1" "$port" "$2" || return 1
+    ov=$(overflows)
     line=$("$GEN" --port "$port" --clients "$2" --server-pid "$SRV" --timeout "$3" \
         --label "$1")
     rc=$?
+    ov=$(($(overflows) - ov))
+    backlog=$(ss -Hltn "sport = :$port" 2>/dev/null | awk '{ print $3; exit }')
     stop_server
-    echo "$line"
+    echo "$line; listen backlog ${backlog:-?}, listen overflows $ov"
     [ $rc -eq 0 ] || return 1
     echo "$line" | sed -n "s/^$1 \([0-9]*\): connected [0-9.]* s, done \([0-9.]*\) s.*server CPU \([0-9.]*\) s, server peak RSS \([0-9.]*\) MiB.*/$1 \1 \2 \3 \4/p" >>"$RES"
 }
