@@ -28,7 +28,10 @@
 # to 1024-65535. Each process holds N + 16 descriptors (the generator its
 # clients, the server their peers), so `ulimit -n` is raised, hard limit
 # too, to the largest N + 64; a size the limit cannot reach is skipped,
-# with the reason (raising the hard limit takes CAP_SYS_RESOURCE).
+# with the reason (raising the hard limit takes CAP_SYS_RESOURCE). Then
+# ddpsim also runs at the largest N the limit allows, and each skipped size
+# is extrapolated from ddpsim's growth (the steeper of its done and CPU
+# exponents), printed as "extrapolated, not measured".
 # ulimit -n, -H and -S: dash, bash and busybox sh have them.
 # shellcheck disable=SC3045
 set -u
@@ -187,14 +190,16 @@ END {
     for (s = 1; s <= 2; s++) { side = sides[s]; lo = hi = ""
         for (i = 1; i <= k; i++) if ((side, ns[i]) in has) { if (lo == "") lo = ns[i]; hi = ns[i] }
         if (lo == "" || lo == hi) continue
-        cpu = "-"
-        if (c[side, lo] > 0 && c[side, hi] > 0)
-            cpu = sprintf("N^%.2f", log(c[side, hi] / c[side, lo]) / log(hi / lo))
+        cpu = "-"; e = log(t[side, hi] / t[side, lo]) / log(hi / lo)
+        if (c[side, lo] > 0 && c[side, hi] > 0) {
+            ec = log(c[side, hi] / c[side, lo]) / log(hi / lo)
+            cpu = sprintf("N^%.2f", ec)
+            if (ec > e) e = ec
+        }
         printf "growth %s %d -> %d: done N^%.2f, server CPU %s\n", side, lo, hi,
             log(t[side, hi] / t[side, lo]) / log(hi / lo), cpu
-        if (side == "ddpsim")
-            for (j = 1; j <= nsk; j++) {
-                e = log(t[side, hi] / t[side, lo]) / log(hi / lo); x = sk[j]
-                printf "extrapolated, not measured: ddpsim %d done %.1f s (%d at N^%.2f)\n",
-                    x, t[side, hi] * exp(e * log(x / hi)), hi, e } }
+        # the steeper of the two exponents
+        for (j = 1; j <= nsk && side == "ddpsim"; j++)
+            printf "extrapolated, not measured: ddpsim %d done %.1f s (%d at N^%.2f)\n",
+                sk[j], t[side, hi] * exp(e * log(sk[j] / hi)), hi, e }
 }' "$RES"
