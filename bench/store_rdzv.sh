@@ -6,7 +6,7 @@
 #   NS="4096 16384" TORCH_NS=4096 TORCH_MAX_S=60 sh bench/store_rdzv.sh
 #
 # For each N in NS (default 4096 8192 16384 32768 65536) a fresh
-# `ddpsim store serve` and, for N in TORCH_NS (default 4096 8192 16384), a
+# `ddpsim store serve` and, for N in TORCH_NS (default 4096 8192 16384; empty: none), a
 # fresh Python process holding TCPStore(is_master=True,
 # wait_for_workers=False), taken in turn, each driven by the same
 # generator, $B/bench/store_rdzv (bench/store_rdzv.c): N clients from
@@ -39,7 +39,7 @@ B=${B:-build/default}
 DDPSIM=${DDPSIM:-$B/ddpsim}
 GEN=$B/bench/store_rdzv
 NS=${NS:-4096 8192 16384 32768 65536}
-TORCH_NS=${TORCH_NS:-4096 8192 16384}
+TORCH_NS=${TORCH_NS-4096 8192 16384}
 TORCH_MAX_S=${TORCH_MAX_S:-120}
 DDPSIM_MAX_S=${DDPSIM_MAX_S:-120}
 TORCH_PY=${TORCH_PY:-scripts/torch-python}
