@@ -6,7 +6,7 @@
 #   NS="4096 16384" TORCH_NS=4096 TORCH_MAX_S=60 sh bench/store_rdzv.sh
 #
 # For each N in NS (default 4096 8192 16384 32768 65536) a fresh
-# `ddpsim store serve` and, for N in TORCH_NS (default 4096 8192 16384; empty: none), a
+# `ddpsim store serve --world N` and, for N in TORCH_NS (default 4096 8192 16384; empty: none), a
 # fresh Python process holding TCPStore(is_master=True,
 # wait_for_workers=False), taken in turn, each driven by the same
 # generator, $B/bench/store_rdzv (bench/store_rdzv.c): N clients from
@@ -92,7 +92,8 @@ trap 'exit 130' INT TERM
 start_server() {
     : >"$DIR/out"
     if [ "$1" = ddpsim ]; then
-        "$DDPSIM" store serve --host 127.0.0.1 --port "$2" --quiet >"$DIR/out" 2>&1 &
+        "$DDPSIM" store serve --host 127.0.0.1 --port "$2" --world "$3" --quiet \
+            >"$DIR/out" 2>&1 &
     else
         "$TORCH_PY" -c '
 import datetime, signal, sys

@@ -3,7 +3,7 @@
 # generator (bench/store_rdzv.c) against `ddpsim store serve`, small: 256
 # TCP clients on loopback each ADD to a counter and WAIT on the barrier key
 # the last one sets; every client must get its WAIT reply, and the server
-# must still be up afterwards. Then the same generator against the port
+# must still be up afterwards; --world sizes its limits. Then the same generator against the port
 # once nobody listens: it must say NOT DONE and exit 1. No time is
 # checked (bench/store_rdzv.sh measures). Run by make test; needs $DDPSIM.
 set -u
@@ -14,7 +14,9 @@ srv=
 trap '[ -n "$srv" ] && kill "$srv" 2>/dev/null; [ -n "$srv" ] && wait "$srv"; rm -rf "$dir"' EXIT
 fail() { echo "store-rdzv-check: FAIL: $*"; exit 1; }
 
-"$DDPSIM" store serve --host 127.0.0.1 --port 0 --quiet >"$dir/out" 2>&1 &
+# --world 20000: room for 4 x 20000 connections and 8 x 20000 keys, which
+# the server's info line (DDP_LOG=info) states.
+DDP_LOG=info "$DDPSIM" store serve --host 127.0.0.1 --port 0 --world 20000 >"$dir/out" 2>&1 &
 srv=$!
 i=0
 until grep -q '^listening on' "$dir/out"; do
@@ -25,6 +27,8 @@ until grep -q '^listening on' "$dir/out"; do
 done
 port=$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9][0-9]*\)$/\1/p' "$dir/out")
 [ -n "$port" ] || fail "no port in: $(cat "$dir/out")"
+grep -q 'up to 80000 clients and 160000 keys' "$dir/out" ||
+    fail "--world 20000 did not size the server: $(cat "$dir/out")"
 
 out=$("$GEN" --port "$port" --clients 256 --per-addr 64 --server-pid "$srv" \
     --timeout 60 --label ddpsim)
