@@ -15,7 +15,7 @@
 # all done, the server's CPU over the run and its peak RSS; then a table
 # with the ratio ddpsim/torch at each common N and each side's growth
 # exponent log(t2/t1)/log(N2/N1) between its smallest and largest N. A
-# torch run that does not finish in TORCH_MAX_S (default 120) seconds ends
+# torch run that does not finish in TORCH_MAX_S (default 300) seconds ends
 # torch's sizes. Figures only.
 #
 # Limits, set here and never on the host: the script re-runs itself under
@@ -40,7 +40,7 @@ DDPSIM=${DDPSIM:-$B/ddpsim}
 GEN=$B/bench/store_rdzv
 NS=${NS:-4096 8192 16384 32768 65536}
 TORCH_NS=${TORCH_NS-4096 8192 16384}
-TORCH_MAX_S=${TORCH_MAX_S:-120}
+TORCH_MAX_S=${TORCH_MAX_S:-300}
 DDPSIM_MAX_S=${DDPSIM_MAX_S:-120}
 TORCH_PY=${TORCH_PY:-scripts/torch-python}
 for f in "$GEN" "$DDPSIM"; do
