@@ -119,7 +119,10 @@ signal.pause()' "$2" "$3" >"$DIR/out" 2>&1 &
 
 RES=$DIR/results # lines: side N done_s server_cpu_s peak_mib
 : >"$RES"
+# Ports: 29501 up in our own namespace; on the host's, below its ephemeral
+# range and away from 29500 (the real-run tests' port), by process id.
 port=29500
+[ "$STORE_RDZV_INSIDE" = host ] && port=$((20000 + $$ % 9000))
 torch_on=1
 # The namespace's TcpExt ListenOverflows: connections whose handshake the
 # listener could not queue (its accept queue was full); their final ACK
