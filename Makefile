@@ -158,13 +158,15 @@ JUNIT_CHECKS   = $(if $(JUNIT),$(basename $(JUNIT))-checks.xml)
 JUNIT_CHECKS_D = $(B)/junit-checks.d
 CHECK_RUN      = CHECK_JUNIT_FILE=$(JUNIT_CHECKS) sh tests/check-junit.sh run $(JUNIT_CHECKS_D)
 test: $(TESTBIN) $(DDPSIM) ddpsim check-layers check-exports check-fault-points-doc check-docs $(FAKE_NCCL) \
-      $(TEST_PLUGINS)
+      $(TEST_PLUGINS) $(B)/bench/store_rdzv
 	DDPSIM=$(abspath $(DDPSIM)) DDP_FAKE_NCCL_DIR=$(abspath $(FAKE_NCCL_DIR)) \
 	    DDP_TEST_PLUGIN_DIR=$(abspath $(TEST_PLUGIN_DIR)) \
 	    $(TESTBIN) $(if $(JUNIT),--junit $(JUNIT)) --times $(B)/test-times.txt $(TESTS)
 	@$(if $(TESTS),,$(if $(SANITIZE),,$(CHECK_RUN) example-test sh tests/example-test.sh && \
 	    $(CHECK_RUN) mutants-selftest sh tests/mutants/selftest.sh))
 	@$(if $(TESTS),,DDPSIM=$(abspath $(DDPSIM)) $(CHECK_RUN) report-check sh tests/report/check.sh)
+	@$(if $(TESTS),,DDPSIM=$(abspath $(DDPSIM)) $(CHECK_RUN) store-rdzv-check \
+	    sh tests/store-rdzv-check.sh $(B)/bench/store_rdzv)
 	@cat $(B)/test-times.txt
 	@sh tests/check-junit.sh summary $(JUNIT_CHECKS_D) $(JUNIT_CHECKS)
 
@@ -208,6 +210,7 @@ bench: $(BENCH_BIN) $(DDPSIM)
 	@DDPSIM=$(DDPSIM) sh bench/sweep.sh
 	@DDPSIM=$(DDPSIM) sh bench/sim_128k.sh
 	@B=$(B) sh bench/floor.sh
+	@B=$(B) DDPSIM=$(DDPSIM) sh bench/store_rdzv.sh
 
 # Real runs (docs/real-runs.md): the scenarios tagged `real` as real
 # processes on loopback, those tagged `netns` on one network namespace per

@@ -2591,9 +2591,10 @@ int ddp_store_server_new(ddp_sys_t *sys, const ddp_store_server_opts_t *opts,
     }
     char bound[DDP_ADDR_STRLEN];
     ddp_info("store server listening on %s (backlog %d, memory budget %zu "
-             "MiB%s%s%s)",
+             "MiB, up to %zu clients and %zu keys%s%s%s)",
              ddp_addr_format(&srv->addr, bound, sizeof bound), backlog,
-             srv->o.max_memory >> 20, srv->allow ? ", allow " : "",
+             srv->o.max_memory >> 20, srv->o.max_clients, srv->o.max_keys,
+             srv->allow ? ", allow " : "",
              srv->allow ? srv->allow : "", srv->token ? ", token" : "");
     *out = srv;
     return 0;

@@ -185,6 +185,8 @@ static void test_bad_store(void)
         {"store serve --port abc", "--port \"abc\""},
         {"store serve --port 70000", "--port \"70000\""},
         {"store serve extra", "no arguments"},
+        {"store serve --world 0", "--world \"0\""},
+        {"store serve --world 2x", "--world \"2x\""},
     };
     RUN_BAD(c);
     /* MASTER_PORT is the default of --port: checked as strictly. */

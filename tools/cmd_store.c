@@ -66,7 +66,7 @@ static void store_usage(FILE *f)
             "                          [--max-memory BYTES] [--idle-timeout "
             "SEC]\n"
             "                          [--allow CIDR[,CIDR...]] [--token "
-            "TOKEN]\n"
+            "TOKEN] [--world N]\n"
             "       ddpsim store [--host H] [--port P] [--timeout SEC] "
             "[--protocol P]\n"
             "                    [--token TOKEN] COMMAND ARGS\n\n"
@@ -81,7 +81,9 @@ static void store_usage(FILE *f)
             "          --allow CIDR,... admits only those peers (any client, "
             "torch too);\n          --token TOKEN (or $%s) admits only "
             "ddpsim clients that send\n          it: PyTorch clients are "
-            "then refused.\n\n"
+            "then refused. --world N (the job's ranks) makes\n          room for "
+            "4N connections and 8N keys where that is more than the\n"
+            "          defaults (65536 connections, %d keys).\n\n"
             "--protocol auto|legacy|current  the TCPStore generation: current "
             "= VALIDATE\n          handshake (PyTorch >= 2.2), legacy = "
             "PyTorch 1.9 - 2.0 (torch 1.13);\n          auto (default): the "
@@ -103,7 +105,7 @@ static void store_usage(FILE *f)
             "started with one. Options come\nbefore COMMAND.\n\n"
             "Exit status: 0 ok, 1 failure (check: a key is missing), 2 bad usage.\n",
             DDP_STORE_DEFAULT_PORT, DDP_STORE_DEFAULT_IDLE_TIMEOUT_S, TOKEN_ENV,
-            DDP_STORE_DEFAULT_PORT, CLI_DEFAULT_TIMEOUT_S, TOKEN_ENV);
+            DDP_STORE_MAX_KEYS, DDP_STORE_DEFAULT_PORT, CLI_DEFAULT_TIMEOUT_S, TOKEN_ENV);
 }
 
 /* ---------------------------------------------------------------- serve */
@@ -134,6 +136,9 @@ static int cmd_serve(ddp_sys_t *sys, int argc, char **argv)
         OPT_STR("allow", &o.allow,
                 "addresses or ADDR/BITS, comma-separated (10.0.0.0/8,::1)"),
         OPT_STR("token", &o.token, "a token of 1 to 1024 bytes"),
+        /* A torch 1.13 rank holds two connections and ddpsim's plugin
+         * stores four keys a rank: 4N and 8N leave room for both. */
+        OPT_INT("world", &o.world, 1, 1 << 24),
         OPT_HELP,
     };
     ddp_opt_spec_t sp = {DDP_OPT_SPEC("store serve", opts, store_usage),

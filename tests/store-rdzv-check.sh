@@ -1,0 +1,53 @@
+#!/bin/sh
+# tests/store-rdzv-check.sh GEN — the real-store rendezvous benchmark's
+# generator (bench/store_rdzv.c) against `ddpsim store serve`, small: 256
+# TCP clients on loopback each ADD to a counter and WAIT on the barrier key
+# the last one sets; every client must get its WAIT reply, and the server
+# must still be up afterwards; --world sizes its limits. Then the same generator against the port
+# once nobody listens: it must say NOT DONE and exit 1. No time is
+# checked (bench/store_rdzv.sh measures). Run by make test; needs $DDPSIM.
+set -u
+GEN=${1:?usage: store-rdzv-check.sh GEN}
+DDPSIM=${DDPSIM:?DDPSIM must name the ddpsim command}
+dir=$(mktemp -d)
+srv=
+trap '[ -n "$srv" ] && kill "$srv" 2>/dev/null; [ -n "$srv" ] && wait "$srv"; rm -rf "$dir"' EXIT
+fail() { echo "store-rdzv-check: FAIL: $*"; exit 1; }
+
+# --world 20000: room for 4 x 20000 connections and 8 x 20000 keys, which
+# the server's info line (DDP_LOG=info) states.
+DDP_LOG=info "$DDPSIM" store serve --host 127.0.0.1 --port 0 --world 20000 >"$dir/out" 2>&1 &
+srv=$!
+i=0
+until grep -q '^listening on' "$dir/out"; do
+    kill -0 "$srv" 2>/dev/null || fail "the server did not start: $(cat "$dir/out")"
+    [ $i -lt 400 ] || fail "the server did not say it listens in 20 s"
+    sleep 0.05
+    i=$((i + 1))
+done
+port=$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9][0-9]*\)$/\1/p' "$dir/out")
+[ -n "$port" ] || fail "no port in: $(cat "$dir/out")"
+grep -q 'up to 80000 clients and 160000 keys' "$dir/out" ||
+    fail "--world 20000 did not size the server: $(cat "$dir/out")"
+
+out=$("$GEN" --port "$port" --clients 256 --per-addr 64 --server-pid "$srv" \
+    --timeout 60 --label ddpsim)
+rc=$?
+echo "$out"
+[ $rc -eq 0 ] || fail "the rendezvous did not finish (exit $rc)"
+echo "$out" | grep -q '^ddpsim 256: connected [0-9.]* s, done [0-9.]* s, .*server CPU' ||
+    fail "unexpected report line"
+kill -0 "$srv" 2>/dev/null || fail "the server died: $(cat "$dir/out")"
+kill "$srv"
+wait "$srv"
+src=$?
+srv=
+[ $src -eq 0 ] || fail "the server exited $src on SIGTERM: $(cat "$dir/out")"
+
+out=$("$GEN" --port "$port" --clients 8 --timeout 10 --label nobody)
+rc=$?
+echo "$out"
+[ $rc -eq 1 ] || fail "against a closed port the generator exited $rc, not 1"
+echo "$out" | grep -q '^nobody 8: NOT DONE: 0 of 8 done, 0 connected, 8 failed' ||
+    fail "against a closed port: unexpected report line"
+echo "store-rdzv-check: ok (256 clients rendezvoused; a closed port reported NOT DONE)"
