@@ -22,17 +22,8 @@
 
 int ddp__real_agent_cmd(const char *cmd, char *out, size_t n)
 {
-    const char *c = cmd + strspn(cmd, " \t");
-    /* VAR=value words before the program, as sh takes them */
-    for (;;) {
-        size_t w = strcspn(c, " \t");
-        const char *eq = memchr(c, '=', w);
-        if (!eq || eq == c || !w)
-            break;
-        c += w;
-        c += strspn(c, " \t");
-    }
-    size_t w = strcspn(c, " \t");
+    size_t w;
+    const char *c = ddp__real_program_word(cmd, &w);
     const char *base = c;
     for (const char *s = c; s < c + w; s++)
         if (*s == '/')

@@ -118,9 +118,8 @@ int ddp__real_classify(int status, const char *stderr_text, char *message, size_
     return code;
 }
 
-int ddp_real_check_exec(ddp_sys_t *sys, const char *cmd)
+const char *ddp__real_program_word(const char *cmd, size_t *len)
 {
-    char prog[256];
     const char *c = cmd + strspn(cmd, " \t");
     /* VAR=value words before the program, as sh takes them */
     for (;;) {
@@ -131,7 +130,15 @@ int ddp_real_check_exec(ddp_sys_t *sys, const char *cmd)
         c += w;
         c += strspn(c, " \t");
     }
-    size_t w = strcspn(c, " \t");
+    *len = strcspn(c, " \t");
+    return c;
+}
+
+int ddp_real_check_exec(ddp_sys_t *sys, const char *cmd)
+{
+    char prog[256];
+    size_t w;
+    const char *c = ddp__real_program_word(cmd, &w);
     if (!w || w >= sizeof prog)
         return ddp_err_set(-ENOENT, "--exec \"%s\": no program to run", cmd);
     memcpy(prog, c, w);

@@ -129,6 +129,10 @@ int ddp__real_nft_fault(const ddp_fault_t *f);
  * matches) and the message naming the line that says why. */
 int ddp__real_classify(int status, const char *stderr_text, char *message, size_t n);
 
+/* The program word of a shell command line (after any VAR=value words):
+ * its start, and its length in *len (0: none). */
+const char *ddp__real_program_word(const char *cmd, size_t *len);
+
 /* torch's own elastic agent as a node's process (harness/real_agent.c). */
 /* The agent's command line for exec cmd: `PY SCRIPT ARGS` becomes `PY -m
  * torch.distributed.run SCRIPT ARGS`, a torchrun command line stays; else

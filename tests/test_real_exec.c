@@ -405,6 +405,23 @@ static pid_t start_run(const char *bin, const char *scn, const char *out)
  * runner kills rank 1 on it (fault crash start=mark:go). With the job
  * hosting its own store (--no-host-store) nothing serves MASTER_PORT, the
  * mark cannot be set, and the crash never opens: vacuous. */
+/* Runs `ddpsim run --real --grace 5 --no-progress EXTRA-v SCN` (60 s
+ * bound): its exit status must be want_st and its output hold want. The
+ * output, for more checks (valid until the next call). */
+static const char *real_run_check(const char *scn, const char *extra, int want_st,
+                                  const char *want)
+{
+    static char out[1 << 15];
+    char args[400];
+    snprintf(args, sizeof args, "run --real --grace 5 --no-progress %s-v %s", extra, scn);
+    int st = ddp_test_ddpsim_io_within(60, NULL, args, 0, out, sizeof out);
+    CU_ASSERT_EQUAL(st, want_st);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, want));
+    if (st != want_st || !strstr(out, want))
+        printf("\n  %s: exit %d:\n%s", args, st, out);
+    return out;
+}
+
 static void test_hosted_store_events(void)
 {
     char bin[400];
@@ -412,7 +429,7 @@ static void test_hosted_store_events(void)
         return;
     uint16_t port = free_port();
     CU_ASSERT_FATAL(port > 0);
-    char dir[64], scn[96], args[400];
+    char dir[64], scn[96];
     CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "hosted"));
     FILE *f = fopen(ddp_test_in(scn, sizeof scn, dir, "mark.scn"), "w");
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
@@ -425,17 +442,8 @@ static void test_hosted_store_events(void)
             "expect crashed ranks=1\nexpect ok ranks=0\n",
             (unsigned)port, bin);
     fclose(f);
-    static char out[1 << 15];
-    snprintf(args, sizeof args, "run --real --grace 5 --no-progress -v %s", scn);
-    int st = ddp_test_ddpsim_io_within(60, NULL, args, 0, out, sizeof out);
-    CU_ASSERT_EQUAL(st, 0);
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fault crash     (line 9)  1 processes killed"));
-    if (st != 0)
-        printf("\n  exit %d:\n%s", st, out);
-    snprintf(args, sizeof args, "run --real --grace 5 --no-progress --no-host-store -v %s", scn);
-    st = ddp_test_ddpsim_io_within(60, NULL, args, 0, out, sizeof out);
-    CU_ASSERT_EQUAL(st, 1);
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fault crash     (line 9)  0 processes killed"));
+    real_run_check(scn, "", 0, "fault crash     (line 9)  1 processes killed");
+    real_run_check(scn, "--no-host-store ", 1, "fault crash     (line 9)  0 processes killed");
     unlink(scn);
     CU_ASSERT_EQUAL(rmdir(dir), 0);
 }
@@ -614,7 +622,7 @@ static void test_torch_agent_workers(void)
         return;
     uint16_t port = free_port();
     CU_ASSERT_FATAL(port > 0);
-    char dir[64], scn[96], agent[96], args[400];
+    char dir[64], scn[96], agent[96];
     CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "agent"));
     FILE *f = fopen(ddp_test_in(agent, sizeof agent, dir, "torchrun-standin"), "w");
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
@@ -647,15 +655,10 @@ static void test_torch_agent_workers(void)
             "expect fail ranks=agents error=peer_lost match=some\n",
             (unsigned)port, agent);
     fclose(f);
-    static char out[1 << 15];
-    snprintf(args, sizeof args, "run --real --grace 5 --no-progress -v %s", scn);
-    int st = ddp_test_ddpsim_io_within(60, NULL, args, 0, out, sizeof out);
-    CU_ASSERT_EQUAL(st, 0);
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fault crash     (line 9)  1 processes killed"));
+    const char *out =
+        real_run_check(scn, "", 0, "fault crash     (line 9)  1 processes killed");
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "rank 1 (node 0, attempt 0, pid "));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "worker group failed: rank 1 (local_rank: 1), exitcode -9"));
-    if (st != 0)
-        printf("\n  exit %d:\n%s", st, out);
     unlink(scn), unlink(agent);
     CU_ASSERT_EQUAL(rmdir(dir), 0);
 }
