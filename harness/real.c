@@ -411,7 +411,7 @@ typedef struct progress {
     store_conn_t c[MAX_CONNS];
     int n;
     long off;     /* P records read so far */
-    uint16_t store_port;
+    uint16_t store_port[2]; /* the hosted stores' (a second job's: 0 none) */
 } progress_t;
 
 static void progress_apply(proc_t *p, const store_conn_t *c)
@@ -423,9 +423,9 @@ static void progress_apply(proc_t *p, const store_conn_t *c)
         p->contact_ns = c->first_ns;
 }
 
-/* Reads the new P records and attributes connections to ranks: by the
- * rank the store found holding the client's port, else by asking the
- * kernel here while the connection is open. */
+/* Reads the new P records and attributes connections to processes: by the
+ * plan process the store found holding the client's port, else by asking
+ * the kernel here while the connection is open. */
 static void progress_read(const char *results, progress_t *pg, proc_t *ps, int np)
 {
     FILE *f = fopen(results, "r");
@@ -440,9 +440,9 @@ static void progress_read(const char *results, progress_t *pg, proc_t *ps, int n
             int ph;
             long long t;
             unsigned port;
-            int rank = -1;
+            int task = -1;
             if (line[0] != 'P' ||
-                sscanf(line, "P\t%llu\t%d\t%lld\t%u\t%d", &id, &ph, &t, &port, &rank) < 4)
+                sscanf(line, "P\t%llu\t%d\t%lld\t%u\t%d", &id, &ph, &t, &port, &task) < 4)
                 continue;
             int k = 0;
             while (k < pg->n && pg->c[k].id != id)
@@ -454,8 +454,8 @@ static void progress_read(const char *results, progress_t *pg, proc_t *ps, int n
                                                 .first_ns = t};
             }
             store_conn_t *c = &pg->c[k];
-            for (int i = 0; i < np && c->proc < 0 && rank >= 0; i++)
-                if (ps[i].rank == rank && ps[i].started) /* the store saw whose */
+            for (int i = 0; i < np && c->proc < 0 && task >= 0; i++)
+                if (ps[i].task == task && ps[i].started) /* the store saw whose */
                     c->proc = i;
             if (ph == DDP_STORE_CLIENT_LEFT)
                 c->left = 1;
@@ -475,7 +475,9 @@ static void progress_read(const char *results, progress_t *pg, proc_t *ps, int n
         c->tries++;
         for (int i = 0; i < np && c->proc < 0; i++)
             if ((ps[i].rank >= 0 || ps[i].agent) && ps[i].started && !ps[i].done &&
-                ddp_sys_session_holds_tcp(ps[i].pid, (uint16_t)c->port, pg->store_port) == 1) {
+                (ddp_sys_session_holds_tcp(ps[i].pid, (uint16_t)c->port, pg->store_port[0]) == 1 ||
+                 (pg->store_port[1] && ddp_sys_session_holds_tcp(ps[i].pid, (uint16_t)c->port,
+                                                                 pg->store_port[1]) == 1))) {
                 c->proc = i;
                 progress_apply(&ps[i], c);
             }
@@ -769,6 +771,20 @@ static void out_path(char *buf, size_t n, const char *base, int task, const char
     snprintf(buf, n, "%s.%d.%s", base, task, what);
 }
 
+/* The MASTER_PORT a job's processes get (job 0: the run's, 1: its
+ * second_job's): every launch exports it unless `port none`; then
+ * torch's and ours default to 29500. */
+static long job_port(const ddp_plan_t *plan, int job)
+{
+    long port = 29500;
+    for (int i = 0; i < plan->nprocs; i++)
+        if (plan->procs[i].job == job && !is_service(plan->procs[i].kind)) {
+            ddp_env_get_long(plan->procs[i].env, "MASTER_PORT", 1, 65535, &port);
+            break;
+        }
+    return port;
+}
+
 static long master_port(const ddp_plan_t *plan);
 
 /* A foreign program's outcome, from how it ended, its stderr and what
@@ -832,7 +848,8 @@ static void exec_outcome(const ddp_plan_t *plan, const proc_t *p, const char *ba
         x->code = DDP_ENO_JOIN;
         snprintf(x->message, sizeof x->message,
                  "%s: exited 0 without ever joining the job's store (at %s:%ld): "
-                 "not a distributed run", head, plan->nodes[0].addr, master_port(plan));
+                 "not a distributed run", head, plan->nodes[0].addr,
+                 job_port(plan, plan->procs[p->task].job));
     } else if (p->status == 0) {
         if (!p->agent) /* an agent connects nothing itself */
             x->connect_ns = p->end_ns; /* it got through init_process_group */
@@ -953,11 +970,7 @@ static void keep_outputs(ddp_sys_t *sys, const ddp_scenario_t *s, const char *ac
  * `port none`; then torch's and ours default to 29500). */
 static long master_port(const ddp_plan_t *plan)
 {
-    long port = 29500;
-    if (plan->nprocs)
-        ddp_env_get_long(plan->procs[plan->nprocs - 1].env, "MASTER_PORT", 1, 65535,
-                         &port);
-    return port;
+    return job_port(plan, 0);
 }
 
 /* On loopback the run shares the host's ports: a process that already
@@ -1074,18 +1087,28 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
      * torchrun's agent hosts it: every rank is a client, and the store's
      * events (joins, keys, the barrier, marks) reach the faults. Not when
      * the port is taken (that scenario is about rank 0 binding it). */
-    if (exec && !o->no_host_store && !s->port_taken) {
-        long port = master_port(plan); /* before the store joins the processes */
-        int k = ddp_plan_add_proc(plan, "store", 0, -1, 0, DDP_PLAN_STORE, NULL);
+    /* A second job (second_job) on a port of its own has a store of its own. */
+    for (int job = 0; exec && !o->no_host_store && !s->port_taken && job < 2; job++) {
+        long port = job_port(plan, job); /* before the store joins the processes */
+        int any = 0;
+        for (int i = 0; i < plan->nprocs; i++)
+            any |= plan->procs[i].job == job && !is_service(plan->procs[i].kind);
+        if (!any || (job && port == job_port(plan, 0)))
+            continue; /* no second job, or the same port: the same store */
+        int k = ddp_plan_add_proc(plan, job ? "store2" : "store", 0, -1, 0, DDP_PLAN_STORE,
+                                  NULL);
         if (k < 0) {
             ddp_plan_free(plan);
             return k;
         }
         ddp_plan_proc_t st = plan->procs[k];
         st.port = (uint16_t)port;
+        st.job = job;
         st.start_ns = -1; /* with node 0's first process, as its agent would */
         for (int i = 0; i < k; i++)
-            if (plan->procs[i].node == 0 && (st.start_ns < 0 || plan->procs[i].start_ns < st.start_ns))
+            if (plan->procs[i].node == 0 && plan->procs[i].job == job &&
+                !is_service(plan->procs[i].kind) &&
+                (st.start_ns < 0 || plan->procs[i].start_ns < st.start_ns))
                 st.start_ns = plan->procs[i].start_ns;
         if (st.start_ns < 0)
             st.start_ns = 0;
@@ -1206,8 +1229,9 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
     /* what the hosted store sees of each rank (P records) */
     int hosted = exec && hosted_store(plan) >= 0;
     progress_t *pg = hosted ? calloc(1, sizeof *pg) : NULL;
-    if (pg)
-        pg->store_port = (uint16_t)master_port(plan);
+    for (int i = 0; pg && i < plan->nprocs; i++)
+        if (plan->procs[i].kind == DDP_PLAN_STORE)
+            pg->store_port[plan->procs[i].job ? 1 : 0] = plan->procs[i].port;
     ddp_faultset_t *rfsp = &rfs;
     char holder_why[400] = "";
     for (;;) {

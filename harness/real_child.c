@@ -381,28 +381,30 @@ static int hold_port(ddp_sys_t *sys, uint16_t port)
     return 0;
 }
 
-/* The rank whose process holds the client's end of a connection to the
- * hosted store (-1 not found): the runner's S records name each rank's
- * process (its session), and the kernel which session holds the port. */
-static int rank_of_client(uint16_t client_port, uint16_t store_port)
+/* The plan process (task) whose process holds the client's end of a
+ * connection to the hosted store (-1 not found): the runner's S records
+ * name each rank's process (its session), and the kernel which session
+ * holds the port. A second job's ranks have the same numbers: the task
+ * tells them apart. */
+static int task_of_client(uint16_t client_port, uint16_t store_port)
 {
     FILE *f = fopen(self.p->results, "r");
     char line[256];
-    int rank = -1;
-    while (f && rank < 0 && fgets(line, sizeof line, f)) {
+    int found = -1;
+    while (f && found < 0 && fgets(line, sizeof line, f)) {
         int task, r;
         long pid;
         if (line[0] == 'S' && sscanf(line, "S\t%d\t%d\t%ld", &task, &r, &pid) == 3 &&
             ddp_sys_session_holds_tcp(pid, client_port, store_port) == 1)
-            rank = r;
+            found = task;
     }
     if (f)
         fclose(f);
-    return rank;
+    return found;
 }
 
 /* A client's progress at the hosted store, as a P record (connection,
- * phase, time, the client's port, its rank). The rank is looked up while
+ * phase, time, the client's port, its plan process). The rank is looked up while
  * the client is surely alive: at its accept, and at its first request,
  * whose reply it is waiting for (this runs before the reply goes). */
 static void note_client(void *arg, const ddp_store_client_note_t *n)
@@ -410,17 +412,20 @@ static void note_client(void *arg, const ddp_store_client_note_t *n)
     (void)arg;
     static struct {
         unsigned long long id;
-        int rank;
+        int task;
     } known[256];
-    int slot = (int)(n->id % 256), rank = known[slot].id == n->id ? known[slot].rank : -1;
-    if (rank < 0 && n->phase <= DDP_STORE_CLIENT_JOINED) {
-        rank = rank_of_client(n->peer->port, self.p->procs[self.index].port);
+    int slot = (int)(n->id % 256), task = known[slot].id == n->id ? known[slot].task : -1;
+    if (task < 0 && n->phase <= DDP_STORE_CLIENT_JOINED) {
+        task = task_of_client(n->peer->port, self.p->procs[self.index].port);
         known[slot].id = n->id;
-        known[slot].rank = rank;
+        known[slot].task = task;
     }
     char line[128];
-    snprintf(line, sizeof line, "P\t%llu\t%d\t%lld\t%u\t%d\n", n->id, (int)n->phase,
-             (long long)(ddp_sys_now(self.sys) - self.p->t0), (unsigned)n->peer->port, rank);
+    /* the id with the store's port above it: a second job's store numbers
+     * its connections from 1 too */
+    unsigned long long id = n->id | (unsigned long long)self.p->procs[self.index].port << 40;
+    snprintf(line, sizeof line, "P\t%llu\t%d\t%lld\t%u\t%d\n", id, (int)n->phase,
+             (long long)(ddp_sys_now(self.sys) - self.p->t0), (unsigned)n->peer->port, task);
     append_line(line);
 }
 

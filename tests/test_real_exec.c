@@ -571,6 +571,32 @@ static void test_concurrent_runs_never_mix(void)
     CU_ASSERT_EQUAL(rmdir(dir), 0);
 }
 
+/* A second job on a port of its own gets a store of its own, and each
+ * job's connections are its own ranks' (rank 0 of either job is a
+ * different process): both jobs join, neither is no_join. */
+static void test_hosted_store_two_jobs(void)
+{
+    char bin[400];
+    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+        return;
+    uint16_t port = free_port(), port2 = free_port();
+    CU_ASSERT_FATAL(port > 0 && port2 > 0 && port2 != port);
+    char dir[64], scn[96];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "twojobs"));
+    FILE *f = fopen(ddp_test_in(scn, sizeof scn, dir, "two.scn"), "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fprintf(f,
+            "scenario \"two jobs, two ports, two hosted stores\"\nnodes 1\ndevices 1\n"
+            "accelerators ddp\nlauncher torchrun\nport %u\ntimeout 20s\n"
+            "exec \"%s store --host $MASTER_ADDR --port $MASTER_PORT --timeout 10 add j 1\"\n"
+            "second_job start=1s port=%u\nexpect ok\nexpect ok job=2\n",
+            (unsigned)port, bin, (unsigned)port2);
+    fclose(f);
+    real_run_check(scn, "", 0, "1 ok, 0 failed");
+    unlink(scn);
+    CU_ASSERT_EQUAL(rmdir(dir), 0);
+}
+
 /* torch's own elastic agent (harness/real_agent.c): its command line from
  * exec, the failure table it prints, and the classes of its last words. */
 static void test_torch_agent_parts(void)
@@ -668,6 +694,8 @@ DDP_SUITE("real_exec", NULL, NULL,
           {"torch's messages become outcome classes", test_torch_messages},
           {"an exec program that is not there", test_check_exec},
           {"torch's agent: its command, failure table and last words", test_torch_agent_parts},
+          {"a second job on its own port: a hosted store of its own, its own ranks",
+           test_hosted_store_two_jobs},
           {"torch's agent (a stand-in): workers found by RANK, one killed at its spawn",
            test_torch_agent_workers},
           {"a foreign job's hosted store: its mark opens a fault", test_hosted_store_events},
