@@ -670,8 +670,8 @@ static ddp_env_t *base_env(ddp_sys_t *sys, const ddp_plan_t *plan, const ddp_pla
     return env;
 }
 
-/* torch's own agent (torchrun-elastic with exec) on loopback: the
- * endpoint as a node address; is_host=0, since the run hosts the c10d
+/* torch's own agent (torchrun-elastic with exec): the endpoint as a node
+ * address; is_host=0, since the run hosts the c10d
  * store; and each worker's stderr in a file of its own under logs/agentN
  * (--redirects 2 --tee 2: torch 1.13's Std.from_str finds no member for 0
  * or 3 under Python 3.11, so its defaults fail with "'NoneType' object
@@ -979,9 +979,8 @@ static long master_port(const ddp_plan_t *plan)
  * join this run's store. Either way the verdict would be about someone
  * else. A port freed a moment ago (the last run's processes were killed
  * and waited for) binds at once: SO_REUSEADDR. Waits up to 3 s. */
-static int master_port_free(ddp_sys_t *sys, const ddp_plan_t *plan)
+static int port_free(ddp_sys_t *sys, long port)
 {
-    long port = master_port(plan);
     ddp_addr_t a;
     ddp_addr_parse("::", (uint16_t)port, &a);
     int64_t until = ddp_sys_deadline_in(sys, 3 * DDP_NS_PER_S);
@@ -1006,6 +1005,19 @@ static int master_port_free(ddp_sys_t *sys, const ddp_plan_t *plan)
                         "listens there (`ss -ltnp 'sport = :%ld'` names it): "
                         "stop it, give the scenario another `port`, or run "
                         "it with --netns", port);
+}
+
+/* Every job's MASTER_PORT (a second job's too, on a port of its own). */
+static int master_port_free(ddp_sys_t *sys, const ddp_plan_t *plan)
+{
+    int rc = port_free(sys, job_port(plan, 0));
+    for (int i = 0; rc == 0 && i < plan->nprocs; i++)
+        if (plan->procs[i].job == 1 && !is_service(plan->procs[i].kind)) {
+            if (job_port(plan, 1) != job_port(plan, 0))
+                rc = port_free(sys, job_port(plan, 1));
+            break;
+        }
+    return rc;
 }
 
 static int start_proxy(ddp_sys_t *sys, ddp_plan_t *plan, const ddp_netns_t *ns, int64_t t0,
