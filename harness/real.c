@@ -789,9 +789,10 @@ static long master_port(const ddp_plan_t *plan);
 
 /* A foreign program's outcome, from how it ended, its stderr and what
  * the hosted store saw of it (hosted: the run hosts the store; sure: every
- * joined connection's rank is known, so a rank without one never joined). */
+ * joined connection's rank is known, so a rank without one never joined).
+ * Its stderr text goes to *err (the caller frees it). */
 static void exec_outcome(const ddp_plan_t *plan, const proc_t *p, const char *base,
-                         int64_t grace, int hosted, int sure, ddp_sim_outcome_t *x)
+                         int64_t grace, int hosted, int sure, ddp_sim_outcome_t *x, char **err)
 {
     char path[320], ph[40], head[160];
     memset(x, 0, sizeof *x);
@@ -816,6 +817,8 @@ static void exec_outcome(const ddp_plan_t *plan, const proc_t *p, const char *ba
     x->agent = p->agent;
     if (p->agent)
         x->world = -1; /* a launcher, not a rank */
+    out_path(path, sizeof path, base, p->task, "err");
+    char *text = *err = ddp__real_slurp(path);
     if (p->at_limit) { /* its own timeouts never ended it: hung, not timed out */
         x->rc = x->code = DDP_EHUNG;
         snprintf(x->message, sizeof x->message,
@@ -826,14 +829,6 @@ static void exec_outcome(const ddp_plan_t *plan, const proc_t *p, const char *ba
     }
     snprintf(head + n, sizeof head - (size_t)n, "exit %d after %.1f s, last phase %s",
              p->status, (double)(p->end_ns - p->start_ns) / 1e9, ph);
-    out_path(path, sizeof path, base, p->task, "err");
-    FILE *f = fopen(path, "r");
-    char *text = calloc(1, 65537);
-    size_t len = f && text ? fread(text, 1, 65536, f) : 0;
-    if (f)
-        fclose(f);
-    if (text)
-        text[len] = '\0';
     x->rc = p->status;
     char why[sizeof x->message];
     x->code = ddp__real_classify(p->status, text ? text : "", why, sizeof why);
@@ -861,7 +856,6 @@ static void exec_outcome(const ddp_plan_t *plan, const proc_t *p, const char *ba
                  *line ? line : "nothing on stderr");
     }
     x->message[strcspn(x->message, "\n")] = '\0';
-    free(text);
 }
 
 static void drop_outputs(ddp_sys_t *sys, const ddp_plan_t *plan, const proc_t *ps, int np,
@@ -1404,7 +1398,7 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             next_poll = now + WORKER_POLL_NS;
             for (int i = 0; i < np; i++)
                 if (ps[i].agent && ps[i].started && !ps[i].done)
-                    ddp__real_workers_poll(sys, ws, (long)ps[i].pid, i, ps[i].node, now);
+                    ddp__real_workers_poll(ws, (long)ps[i].pid, i, ps[i].node, now);
             workers_seen(plan, &rfs, ws, now);
         }
         /* reap */
@@ -1484,7 +1478,7 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
     int sure = pg && progress_unknown_joined(pg) == 0;
     free(pg);
     int agent_status[MAX_PROCS + 2];
-    char *agent_err[MAX_PROCS + 2] = {0};
+    char *agent_err[MAX_PROCS + 2] = {0}; /* each foreign process's stderr */
     for (int i = 0; exec && n >= 0 && i < np; i++) {
         agent_status[i] = ps[i].killed ? 137 : ps[i].at_limit ? -1 : ps[i].status;
         if (!foreign(plan, &plan->procs[ps[i].task]) || ps[i].killed)
@@ -1493,12 +1487,7 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
         if (!no)
             break;
         outs = no;
-        exec_outcome(plan, &ps[i], base, grace, hosted, sure, &outs[n++]);
-        if (ps[i].agent) {
-            char path[320];
-            out_path(path, sizeof path, base, ps[i].task, "err");
-            agent_err[i] = ddp__real_slurp(path);
-        }
+        exec_outcome(plan, &ps[i], base, grace, hosted, sure, &outs[n++], &agent_err[i]);
     }
     if (ws && n >= 0)
         n = ddp__real_worker_outcomes(plan, ws, agent_status, (const char *const *)agent_err,

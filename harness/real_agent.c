@@ -48,8 +48,8 @@ int ddp__real_agent_cmd(const char *cmd, char *out, size_t n)
     return 0;
 }
 
-int ddp__real_workers_poll(ddp_sys_t *sys, ddp_real_workers_t *ws, long agent_pid, int agent,
-                           int node, int64_t now)
+int ddp__real_workers_poll(ddp_real_workers_t *ws, long agent_pid, int agent, int node,
+                           int64_t now)
 {
     long pids[256];
     int np = ddp_sys_session_pids(agent_pid, pids, 256);
@@ -96,7 +96,6 @@ int ddp__real_workers_poll(ddp_sys_t *sys, ddp_real_workers_t *ws, long agent_pi
             w->err[0] = '\0';
         fresh++;
     }
-    (void)sys;
     return fresh;
 }
 

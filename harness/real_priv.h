@@ -157,8 +157,8 @@ typedef struct ddp_real_workers {
 /* Looks at agent agent's session (its pid agent_pid) at now: new workers
  * are added with fresh set (the number returned), vanished ones get gone
  * and end_ns. A negative code when /proc cannot be read. */
-int ddp__real_workers_poll(ddp_sys_t *sys, ddp_real_workers_t *ws, long agent_pid, int agent,
-                           int node, int64_t now);
+int ddp__real_workers_poll(ddp_real_workers_t *ws, long agent_pid, int agent, int node,
+                           int64_t now);
 /* The workers' outcomes appended to *outs (n so far): the new count, or a
  * negative code. agent_status[i] / agent_err[i]: agent i's exit status and
  * stderr text (NULL when none). */

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -293,6 +294,22 @@ static uint16_t free_port(void)
     return port;
 }
 
+/* Writes a file dir/name (a printf format and its arguments), its path in
+ * path; a file that cannot be written fails the test. */
+__attribute__((format(printf, 5, 6))) static void write_file(char *path, size_t n,
+                                                              const char *dir,
+                                                              const char *name,
+                                                              const char *fmt, ...)
+{
+    FILE *f = fopen(ddp_test_in(path, n, dir, name), "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(f, fmt, ap);
+    va_end(ap);
+    CU_ASSERT_EQUAL(fclose(f), 0);
+}
+
 /* The names in dir that start with prefix. */
 static int files_with(const char *dir, const char *prefix)
 {
@@ -431,9 +448,7 @@ static void test_hosted_store_events(void)
     CU_ASSERT_FATAL(port > 0);
     char dir[64], scn[96];
     CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "hosted"));
-    FILE *f = fopen(ddp_test_in(scn, sizeof scn, dir, "mark.scn"), "w");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    fprintf(f,
+    write_file(scn, sizeof scn, dir, "mark.scn",
             "scenario \"a mark through the hosted store\"\nnodes 1\ndevices 2\n"
             "accelerators ddp\nlauncher torchrun\nport %u\ntimeout 20s\n"
             "exec \"sh -c 'if [ $RANK = 0 ]; then %s store --host $MASTER_ADDR --port "
@@ -441,7 +456,6 @@ static void test_hosted_store_events(void)
             "fault crash ranks=1 start=mark:go\n"
             "expect crashed ranks=1\nexpect ok ranks=0\n",
             (unsigned)port, bin);
-    fclose(f);
     real_run_check(scn, "", 0, "fault crash     (line 9)  1 processes killed");
     real_run_check(scn, "--no-host-store ", 1, "fault crash     (line 9)  0 processes killed");
     unlink(scn);
@@ -534,11 +548,8 @@ static void test_concurrent_runs_never_mix(void)
     CU_ASSERT_FATAL(port > 0);
     char dir[64], scn[96], out[2][96];
     CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "pair"));
-    FILE *f = fopen(ddp_test_in(scn, sizeof scn, dir, "pair.scn"), "w");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    fprintf(f, "scenario \"two runs, one port\"\nnodes 1\ndevices 2\n"
+    write_file(scn, sizeof scn, dir, "pair.scn", "scenario \"two runs, one port\"\nnodes 1\ndevices 2\n"
                "accelerators ddp\nport %u\ntrain 1s\nexpect ok\n", (unsigned)port);
-    fclose(f);
     ddp_test_in(out[0], sizeof out[0], dir, "a.out");
     ddp_test_in(out[1], sizeof out[1], dir, "b.out");
     int refused = 0;
@@ -583,15 +594,12 @@ static void test_hosted_store_two_jobs(void)
     CU_ASSERT_FATAL(port > 0 && port2 > 0 && port2 != port);
     char dir[64], scn[96];
     CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "twojobs"));
-    FILE *f = fopen(ddp_test_in(scn, sizeof scn, dir, "two.scn"), "w");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    fprintf(f,
+    write_file(scn, sizeof scn, dir, "two.scn",
             "scenario \"two jobs, two ports, two hosted stores\"\nnodes 1\ndevices 1\n"
             "accelerators ddp\nlauncher torchrun\nport %u\ntimeout 20s\n"
             "exec \"%s store --host $MASTER_ADDR --port $MASTER_PORT --timeout 10 add j 1\"\n"
             "second_job start=1s port=%u\nexpect ok\nexpect ok job=2\n",
             (unsigned)port, bin, (unsigned)port2);
-    fclose(f);
     real_run_check(scn, "", 0, "1 ok, 0 failed");
     unlink(scn);
     CU_ASSERT_EQUAL(rmdir(dir), 0);
@@ -650,9 +658,7 @@ static void test_torch_agent_workers(void)
     CU_ASSERT_FATAL(port > 0);
     char dir[64], scn[96], agent[96];
     CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "agent"));
-    FILE *f = fopen(ddp_test_in(agent, sizeof agent, dir, "torchrun-standin"), "w");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    fprintf(f,
+    write_file(agent, sizeof agent, dir, "torchrun-standin",
             "#!/bin/sh\n"
             "case \"$PET_RDZV_CONF\" in is_host=0*) ;; *) echo \"ValueError: $PET_RDZV_CONF\" >&2;"
             " exit 3;; esac\n"
@@ -668,11 +674,8 @@ static void test_torch_agent_workers(void)
             "%%d)\\n  exitcode  : -9 (pid: %%d)\\n' $((2*G+L)) $L $pid >&2; fail=1; fi; done\n"
             "exit $fail\n",
             bin);
-    fclose(f);
     CU_ASSERT_EQUAL(chmod(agent, 0755), 0);
-    f = fopen(ddp_test_in(scn, sizeof scn, dir, "agent.scn"), "w");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    fprintf(f,
+    write_file(scn, sizeof scn, dir, "agent.scn",
             "scenario \"a stand-in for torch's agent: rank 1 killed as it starts\"\n"
             "nodes 2\ndevices 2\naccelerators ddp\nlauncher torchrun-elastic\nport %u\n"
             "timeout 20s\nexec \"%s\"\n"
@@ -680,7 +683,6 @@ static void test_torch_agent_workers(void)
             "expect crashed ranks=1\nexpect ok ranks=2-3\n"
             "expect fail ranks=agents error=peer_lost match=some\n",
             (unsigned)port, agent);
-    fclose(f);
     const char *out =
         real_run_check(scn, "", 0, "fault crash     (line 9)  1 processes killed");
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "rank 1 (node 0, attempt 0, pid "));
