@@ -37,6 +37,11 @@ char *ddp__store_fmt_missing(const char *const *keys, size_t n,
 /* Seconds between two sys times, for messages. */
 double ddp__store_secs(int64_t from, int64_t to);
 
+/* A sys for the store server whose listener and client sockets live in
+ * `relays` processes forked at its listen (core/store_relay.c); the rest of
+ * its calls go to base. ddp_sys_free stops the relays. */
+int ddp__store_relay_new(ddp_sys_t *base, int relays, ddp_sys_t **out);
+
 /* 1 when st is a tcp client (ddp_store_client_connect). */
 int ddp__store_is_client(const ddp_store_t *st);
 /* ADD on the key exactly as given (no "/" in front); tcp client only. */

@@ -213,6 +213,7 @@ enum { RL_ACCEPT, RL_REFUSE, RL_DROP, RL_TIMEOUT, RL_MEMORY, RL_DENY,
 
 struct ddp_store_server {
     ddp_sys_t *sys;
+    ddp_sys_t *relay_sys; /* opts.relays: sys is this (owned) */
     long long joined; /* clients that completed their first request */
     unsigned long long accepted; /* connections accepted: their serials */
     ddp_store_server_opts_t o; /* defaults filled in; strings: ours */
@@ -2492,11 +2493,19 @@ int ddp_store_server_new(ddp_sys_t *sys, const ddp_store_server_opts_t *opts,
     if (backlog <= 0)
         backlog = 4096;
 
+    int rc0;
     ddp_store_server_t *srv = calloc(1, sizeof *srv);
     if (!srv)
         return ddp_err_set(-ENOMEM, "out of memory creating the store server");
     srv->sys = sys;
     srv->lfd = srv->ep = -1;
+    if (o.relays > 0) {
+        if ((rc0 = ddp__store_relay_new(sys, o.relays, &srv->relay_sys)) != 0) {
+            free(srv);
+            return rc0;
+        }
+        srv->sys = sys = srv->relay_sys;
+    }
     srv->max_request = SRV_MIN_MAX_REQUEST;
     if (o.max_value_len < (SIZE_MAX - (1u << 20)) / 4 &&
         4 * o.max_value_len + (1u << 20) > srv->max_request)
@@ -2590,12 +2599,15 @@ int ddp_store_server_new(ddp_sys_t *sys, const ddp_store_server_opts_t *opts,
         return rc;
     }
     char bound[DDP_ADDR_STRLEN];
+    char relays[40] = "";
+    if (o.relays > 0)
+        snprintf(relays, sizeof relays, ", %d relay processes", o.relays);
     ddp_info("store server listening on %s (backlog %d, memory budget %zu "
-             "MiB, up to %zu clients and %zu keys%s%s%s)",
+             "MiB, up to %zu clients and %zu keys%s%s%s%s)",
              ddp_addr_format(&srv->addr, bound, sizeof bound), backlog,
              srv->o.max_memory >> 20, srv->o.max_clients, srv->o.max_keys,
              srv->allow ? ", allow " : "",
-             srv->allow ? srv->allow : "", srv->token ? ", token" : "");
+             srv->allow ? srv->allow : "", srv->token ? ", token" : "", relays);
     *out = srv;
     return 0;
 }
@@ -2677,5 +2689,6 @@ void ddp_store_server_free(ddp_store_server_t *srv)
     ddp__store_acl_free(&srv->acl);
     free(srv->allow);
     free(srv->token);
+    ddp_sys_free(srv->relay_sys); /* the relays exit */
     free(srv);
 }

@@ -4,6 +4,7 @@
  *   ddpsim store serve [--host H] [--port P] [--protocol P] [--quiet]
  *                      [--max-memory BYTES] [--idle-timeout SEC]
  *                      [--allow CIDR[,CIDR...]] [--token TOKEN]
+ *                      [--world N] [--relays K]
  *   ddpsim store [--host H] [--port P] [--timeout SEC] [--protocol P]
  *                [--token TOKEN] COMMAND ARGS
  *
@@ -67,6 +68,7 @@ static void store_usage(FILE *f)
             "SEC]\n"
             "                          [--allow CIDR[,CIDR...]] [--token "
             "TOKEN] [--world N]\n"
+            "                          [--relays K]\n"
             "       ddpsim store [--host H] [--port P] [--timeout SEC] "
             "[--protocol P]\n"
             "                    [--token TOKEN] COMMAND ARGS\n\n"
@@ -83,7 +85,11 @@ static void store_usage(FILE *f)
             "ddpsim clients that send\n          it: PyTorch clients are "
             "then refused. --world N (the job's ranks) makes\n          room for "
             "4N connections and 8N keys where that is more than the\n"
-            "          defaults (65536 connections, %d keys).\n\n"
+            "          defaults (65536 connections, %d keys).\n"
+            "          --relays K (1..%d): K processes hold the clients' "
+            "connections and\n          relay their bytes to the server, "
+            "for more clients than one process\n          may hold open "
+            "files (ulimit -n): up to K times that limit.\n\n"
             "--protocol auto|legacy|current  the TCPStore generation: current "
             "= VALIDATE\n          handshake (PyTorch >= 2.2), legacy = "
             "PyTorch 1.9 - 2.0 (torch 1.13);\n          auto (default): the "
@@ -105,7 +111,7 @@ static void store_usage(FILE *f)
             "started with one. Options come\nbefore COMMAND.\n\n"
             "Exit status: 0 ok, 1 failure (check: a key is missing), 2 bad usage.\n",
             DDP_STORE_DEFAULT_PORT, DDP_STORE_DEFAULT_IDLE_TIMEOUT_S, TOKEN_ENV,
-            DDP_STORE_MAX_KEYS, DDP_STORE_DEFAULT_PORT, CLI_DEFAULT_TIMEOUT_S, TOKEN_ENV);
+            DDP_STORE_MAX_KEYS, DDP_STORE_MAX_RELAYS, DDP_STORE_DEFAULT_PORT, CLI_DEFAULT_TIMEOUT_S, TOKEN_ENV);
 }
 
 /* ---------------------------------------------------------------- serve */
@@ -139,6 +145,7 @@ static int cmd_serve(ddp_sys_t *sys, int argc, char **argv)
         /* A torch 1.13 rank holds two connections and ddpsim's plugin
          * stores four keys a rank: 4N and 8N leave room for both. */
         OPT_INT("world", &o.world, 1, 1 << 24),
+        OPT_INT("relays", &o.relays, 0, DDP_STORE_MAX_RELAYS),
         OPT_HELP,
     };
     ddp_opt_spec_t sp = {DDP_OPT_SPEC("store serve", opts, store_usage),

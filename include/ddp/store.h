@@ -345,7 +345,15 @@ typedef struct ddp_store_server_opts {
     void *on_client_arg;
     int world; /* the job's ranks (0: unknown); also scales the defaults of
                   max_clients and max_keys */
+    /* 0: the server's process holds every client's socket. K > 0: K relay
+     * processes, forked at listen, hold them and relay their bytes to the
+     * server (core/store_relay.c), for more clients than one process may
+     * hold open files (ulimit -n): K x the limit, less a few each. At most
+     * DDP_STORE_MAX_RELAYS. */
+    int relays;
 } ddp_store_server_opts_t;
+
+#define DDP_STORE_MAX_RELAYS 64
 
 #define DDP_STORE_MAX_WAIT_KEYS 16384
 

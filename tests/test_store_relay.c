@@ -1,0 +1,211 @@
+/* tests/test_store_relay.c — the store server with relay processes
+ * (opts.relays, `ddpsim store serve --relays K`, core/store_relay.c): the
+ * same semantics as without them (the shared conformance table, both
+ * protocol generations), values past the relays' flow-control window both
+ * ways, a client's hang-up reaching the server and the server's drop
+ * reaching the client, the client's own address reaching the allow list,
+ * the relays gone (the port closed) once the server is freed, and a
+ * relay count out of range refused. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ddp/err.h"
+#include "ddp/store.h"
+#include "ddp/sys.h"
+#include "store_conformance.h"
+#include "test.h"
+
+static ddp_sys_t *g_sys;
+
+static int suite_init(void) { return ddp_test_suite_sys_init(&g_sys, 1); }
+static int suite_cleanup(void) { return ddp_test_suite_sys_cleanup(&g_sys); }
+
+static int64_t dl(int ms) { return ddp_test_deadline_ms(g_sys, ms); }
+
+static ddp_store_server_t *relayed(int relays, const char *allow)
+{
+    ddp_store_server_opts_t o = {.host = "127.0.0.1", .relays = relays,
+                                 .allow = allow};
+    return ddp_test_server_start(g_sys, &o);
+}
+
+static uint16_t port_of(ddp_store_server_t *srv)
+{
+    return ddp_store_server_addr(srv).port;
+}
+
+static ddp_store_t *cl_open(uint16_t port, ddp_store_proto_t proto)
+{
+    ddp_store_client_opts_t o = {.host = "127.0.0.1", .port = port,
+                                 .connect_deadline = dl(5000), .seed = 7,
+                                 .protocol = proto};
+    int err = 0;
+    ddp_store_t *st = ddp_store_client_connect(g_sys, &o, &err);
+    if (!st)
+        fprintf(stderr, "connect: %s\n", ddp_err_message());
+    CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+    return st;
+}
+
+static ddp_store_server_stats_t stats(ddp_store_server_t *srv)
+{
+    ddp_store_server_stats_t s;
+    ddp_store_server_stats(srv, &s);
+    return s;
+}
+
+/* Waits (bounded) until the server counts `want` clients. */
+static size_t clients_settle(ddp_store_server_t *srv, size_t want)
+{
+    int64_t end = dl(5000);
+    while (stats(srv).clients != want && ddp_sys_now(g_sys) < end)
+        ddp_sys_sleep_until(g_sys, dl(10));
+    return stats(srv).clients;
+}
+
+static void test_conformance(void)
+{
+    ddp_store_server_t *srv = relayed(2, NULL);
+    ddp_store_t *a = cl_open(port_of(srv), DDP_STORE_PROTO_AUTO);
+    ddp_store_t *b = cl_open(port_of(srv), DDP_STORE_PROTO_AUTO);
+    ddp_test_store_conformance(a, b, "relay");
+    ddp_store_t *la = cl_open(port_of(srv), DDP_STORE_PROTO_LEGACY);
+    ddp_store_t *lb = cl_open(port_of(srv), DDP_STORE_PROTO_LEGACY);
+    CU_ASSERT_EQUAL(ddp_store_client_protocol(la), DDP_STORE_PROTO_LEGACY);
+    ddp_test_store_conformance(la, lb, "relay-legacy");
+    CU_ASSERT_EQUAL(stats(srv).protocol_errors, 0);
+    CU_ASSERT_EQUAL(clients_settle(srv, 4), 4);
+    ddp_store_free(a);
+    ddp_store_free(b);
+    ddp_store_free(la);
+    ddp_store_free(lb);
+    ddp_test_server_end(srv);
+}
+
+/* 3 MiB each way: twelve times a connection's window, in 64 KiB frames. */
+static void test_large_values(void)
+{
+    ddp_store_server_t *srv = relayed(1, NULL);
+    ddp_store_t *a = cl_open(port_of(srv), DDP_STORE_PROTO_AUTO);
+    ddp_store_t *b = cl_open(port_of(srv), DDP_STORE_PROTO_AUTO);
+    size_t n = (size_t)3 << 20;
+    uint8_t *v = malloc(n);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(v);
+    for (size_t i = 0; i < n; i++)
+        v[i] = (uint8_t)(i * 2654435761u >> 13);
+    /* SET has no reply: a PING behind it says the server has it. */
+    CU_ASSERT_EQUAL(ddp_store_set(a, "big", v, n, dl(20000)), 0);
+    CU_ASSERT_EQUAL(ddp_store_ping(a, dl(20000)), 0);
+    ddp_buf_t got = {0};
+    CU_ASSERT_EQUAL(ddp_store_get(b, "big", &got, dl(20000)), 0);
+    CU_ASSERT_EQUAL(got.len, n);
+    CU_ASSERT(got.len == n && memcmp(got.data, v, n) == 0);
+    ddp_buf_free(&got);
+    /* The same connection again, after its windows were used up. */
+    v[n / 2] ^= 0xff;
+    CU_ASSERT_EQUAL(ddp_store_set(b, "big", v, n, dl(20000)), 0);
+    CU_ASSERT_EQUAL(ddp_store_ping(b, dl(20000)), 0);
+    CU_ASSERT_EQUAL(ddp_store_get(a, "big", &got, dl(20000)), 0);
+    CU_ASSERT(got.len == n && memcmp(got.data, v, n) == 0);
+    ddp_buf_free(&got);
+    free(v);
+    ddp_store_free(a);
+    ddp_store_free(b);
+    ddp_test_server_end(srv);
+}
+
+/* A client that goes away is gone for the server too; one the server
+ * drops (a first message no protocol has) reads the end of the stream. */
+static void test_hangups_both_ways(void)
+{
+    ddp_store_server_t *srv = relayed(2, NULL);
+    ddp_store_t *a = cl_open(port_of(srv), DDP_STORE_PROTO_AUTO);
+    ddp_store_t *b = cl_open(port_of(srv), DDP_STORE_PROTO_AUTO);
+    CU_ASSERT_EQUAL(clients_settle(srv, 2), 2);
+    ddp_store_free(b);
+    CU_ASSERT_EQUAL(clients_settle(srv, 1), 1);
+
+    ddp_addr_t at;
+    ddp_addr_parse("127.0.0.1", port_of(srv), &at);
+    int fd = ddp_sys_connect(g_sys, &at, dl(5000));
+    CU_ASSERT_FATAL(fd >= 0);
+    uint8_t junk[32];
+    memset(junk, 0xee, sizeof junk);
+    CU_ASSERT_EQUAL(ddp_sys_send_all(g_sys, fd, junk, sizeof junk, dl(5000)), 0);
+    uint8_t r[16];
+    ssize_t k = ddp_sys_recv(g_sys, fd, r, sizeof r, dl(5000));
+    CU_ASSERT(k == 0 || k == -ECONNRESET);
+    ddp_sys_close(g_sys, fd);
+    CU_ASSERT(stats(srv).protocol_errors >= 1);
+    CU_ASSERT_EQUAL(clients_settle(srv, 1), 1);
+    /* The others are served as before. */
+    int64_t v = 0;
+    CU_ASSERT_EQUAL(ddp_store_add(a, "n", 2, &v, dl(5000)), 0);
+    CU_ASSERT_EQUAL(v, 2);
+    ddp_store_free(a);
+    ddp_test_server_end(srv);
+}
+
+/* The allow list sees the client's address, not the relay's. */
+static void test_allow_sees_client(void)
+{
+    ddp_store_server_t *srv = relayed(1, "10.0.0.0/8");
+    ddp_addr_t at;
+    ddp_addr_parse("127.0.0.1", port_of(srv), &at);
+    int fd = ddp_sys_connect(g_sys, &at, dl(5000));
+    CU_ASSERT_FATAL(fd >= 0);
+    uint8_t r[16];
+    ssize_t k = ddp_sys_recv(g_sys, fd, r, sizeof r, dl(5000));
+    CU_ASSERT(k == 0 || k == -ECONNRESET);
+    ddp_sys_close(g_sys, fd);
+    CU_ASSERT_EQUAL(stats(srv).denied, 1);
+    ddp_test_server_end(srv);
+
+    srv = relayed(1, "127.0.0.0/8");
+    ddp_store_t *a = cl_open(port_of(srv), DDP_STORE_PROTO_AUTO);
+    CU_ASSERT_EQUAL(ddp_store_set_str(a, "k", "v", dl(5000)), 0);
+    CU_ASSERT_EQUAL(ddp_store_ping(a, dl(5000)), 0);
+    CU_ASSERT_EQUAL(stats(srv).denied, 0);
+    ddp_store_free(a);
+    ddp_test_server_end(srv);
+}
+
+/* Freed, the server takes its relays with it: nobody listens any more. */
+static void test_free_stops_relays(void)
+{
+    ddp_store_server_t *srv = relayed(3, NULL);
+    uint16_t port = port_of(srv);
+    ddp_store_t *a = cl_open(port, DDP_STORE_PROTO_AUTO);
+    CU_ASSERT_EQUAL(ddp_store_set_str(a, "k", "v", dl(5000)), 0);
+    CU_ASSERT_EQUAL(ddp_store_ping(a, dl(5000)), 0);
+    ddp_test_server_end(srv);
+    /* Its client reads the end, and a new one is refused. */
+    CU_ASSERT_EQUAL(ddp_store_ping(a, dl(5000)), DDP_EPEER_LOST);
+    ddp_store_free(a);
+    ddp_addr_t at;
+    ddp_addr_parse("127.0.0.1", port, &at);
+    int fd = ddp_sys_connect(g_sys, &at, dl(2000));
+    CU_ASSERT_EQUAL(fd, -ECONNREFUSED);
+    if (fd >= 0)
+        ddp_sys_close(g_sys, fd);
+}
+
+static void test_bad_count(void)
+{
+    ddp_store_server_opts_t o = {.host = "127.0.0.1",
+                                 .relays = DDP_STORE_MAX_RELAYS + 1};
+    ddp_store_server_t *srv = NULL;
+    CU_ASSERT_EQUAL(ddp_store_server_new(g_sys, &o, &srv), DDP_ECONFIG);
+    CU_ASSERT_PTR_NULL(srv);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_message(), "give 1 to 64"));
+}
+
+DDP_SUITE("store_relay", suite_init, suite_cleanup,
+          {"conformance", test_conformance},
+          {"large_values", test_large_values},
+          {"hangups_both_ways", test_hangups_both_ways},
+          {"allow_sees_client", test_allow_sees_client},
+          {"free_stops_relays", test_free_stops_relays},
+          {"bad_count", test_bad_count})
