@@ -25,13 +25,15 @@
 # net.ipv4.tcp_max_syn_backlog to 65535 (the listeners' backlog: ddpsim's
 # server listens with somaxconn, and a burst of N connects past the
 # backlog loses SYNs to 1-3 s retransmits) and net.ipv4.ip_local_port_range
-# to 1024-65535. Each process holds N + 16 descriptors (the generator its
+# to 1024-65535. A process holds a descriptor per client (the generator its
 # clients, the server their peers), so `ulimit -n` is raised, hard limit
-# too, to the largest N + 64; a size the limit cannot reach is skipped,
-# with the reason (raising the hard limit takes CAP_SYS_RESOURCE). Then
-# ddpsim also runs at the largest N the limit allows, and each skipped size
-# is extrapolated from ddpsim's growth (the steeper of its done and CPU
-# exponents), printed as "extrapolated, not measured".
+# too where the host allows (that takes CAP_SYS_RESOURCE), to the largest
+# N + 64. A size past the limit still runs: ddpsim's server with
+# `--relays K` (K = N / (limit - 256) + 1 relay processes hold the clients'
+# sockets and relay their bytes; docs/store-protocol.md) and the generator
+# with its clients split over processes the same way (its --procs,
+# automatic). torch's TCPStore master holds every client in its one
+# process: its sizes past the limit are skipped, with the reason.
 # ulimit -n, -H and -S: dash, bash and busybox sh have them.
 # shellcheck disable=SC3045
 set -u
@@ -87,13 +89,20 @@ stop_server() {
 trap 'stop_server; rm -rf "$DIR"' EXIT
 trap 'exit 130' INT TERM
 
+# relays_for N: the server's --relays option where N clients do not fit
+# one process's descriptors (nothing where they do).
+relays_for() {
+    [ $(($1 + 64)) -le "$FDS" ] || echo "--relays $(($1 / (FDS - 256) + 1))"
+}
+
 # start_server ddpsim|torch PORT N: the server in the background ($SRV),
 # ready when its first line says so; 1 when it does not come up.
 start_server() {
     : >"$DIR/out"
     if [ "$1" = ddpsim ]; then
+        # shellcheck disable=SC2046
         "$DDPSIM" store serve --host 127.0.0.1 --port "$2" --world "$3" --quiet \
-            >"$DIR/out" 2>&1 &
+            $(relays_for "$3") >"$DIR/out" 2>&1 &
     else
         "$TORCH_PY" -c '
 import datetime, signal, sys
@@ -142,22 +151,20 @@ run_one() { # side N timeout
     ov=$(($(overflows) - ov))
     backlog=$(ss -Hltn "sport = :$port" 2>/dev/null | awk '{ print $3; exit }')
     stop_server
-    echo "$line; listen backlog ${backlog:-?}, listen overflows $ov"
+    rl=
+    [ "$1" = ddpsim ] && rl=$(relays_for "$2" | sed 's/--relays \(.*\)/; \1 relay processes/')
+    echo "$line; listen backlog ${backlog:-?}, listen overflows $ov$rl"
     [ $rc -eq 0 ] || return 1
     echo "$line" | sed -n "s/^$1 \([0-9]*\): connected [0-9.]* s, done \([0-9.]*\) s.*server CPU \([0-9.]*\) s, server peak RSS \([0-9.]*\) MiB.*/$1 \1 \2 \3 \4/p" >>"$RES"
 }
-skipped=
 for n in $NS; do
-    if [ $((n + 16)) -gt "$FDS" ]; then
-        echo "N=$n: skipped: needs $((n + 16)) descriptors per process; ulimit -n is $FDS" \
-             "(hard $(ulimit -H -n); raising it takes CAP_SYS_RESOURCE)"
-        skipped="$skipped $n"
-        continue
-    fi
     run_one ddpsim "$n" "$DDPSIM_MAX_S"
     case " $TORCH_NS " in *" $n "*) ;; *) continue ;; esac
     if [ $torch_on = 0 ]; then
         echo "torch $n: skipped (a smaller size did not finish in ${TORCH_MAX_S} s)"
+    elif [ $((n + 64)) -gt "$FDS" ]; then
+        echo "torch $n: skipped: its TCPStore master holds every client in one" \
+             "process, $((n + 64)) descriptors; ulimit -n is $FDS (hard $(ulimit -H -n))"
     elif ! "$TORCH_PY" -c 'import torch' >/dev/null 2>&1; then
         echo "torch: no Python with torch here (sh scripts/deps.sh --torch); no comparison"
         torch_on=0
@@ -166,20 +173,10 @@ for n in $NS; do
     fi
 done
 
-# A size skipped for descriptors: ddpsim also at the largest N the limit
-# allows (a multiple of 256), and the skipped sizes extrapolated below.
-big=$(( (FDS - 32) / 256 * 256 ))
-if [ -n "$skipped" ] && ! grep -q "^ddpsim $big " "$RES" &&
-   [ "$big" -gt "$(awk '$1 == "ddpsim" && $2 > m { m = $2 } END { print m + 0 }' "$RES")" ]; then
-    echo "ddpsim at the largest N this descriptor limit allows:"
-    run_one ddpsim "$big" "$DDPSIM_MAX_S"
-fi
-
 echo
 echo "| N | ddpsim done | torch done | ratio | ddpsim server CPU | torch server CPU | CPU ratio | peak RSS ddpsim / torch |"
 echo "|---:|---:|---:|---:|---:|---:|---:|---:|"
-awk -v skipped="$skipped" '
-BEGIN { nsk = split(skipped, sk, " ") }
+awk '
 { has[$1, $2] = 1; t[$1, $2] = $3; c[$1, $2] = $4; m[$1, $2] = $5; if (!($2 in seen)) { seen[$2] = 1; ns[++k] = $2 } }
 function f(v, u) { return v == "" ? "-" : sprintf("%.3f %s", v, u) }
 function r(a, b) { return a == "" || b == "" || b == 0 ? "-" : sprintf("**%.3f**", a / b) }
@@ -194,16 +191,9 @@ END {
     for (s = 1; s <= 2; s++) { side = sides[s]; lo = hi = ""
         for (i = 1; i <= k; i++) if ((side, ns[i]) in has) { if (lo == "") lo = ns[i]; hi = ns[i] }
         if (lo == "" || lo == hi) continue
-        cpu = "-"; e = log(t[side, hi] / t[side, lo]) / log(hi / lo)
-        if (c[side, lo] > 0 && c[side, hi] > 0) {
-            ec = log(c[side, hi] / c[side, lo]) / log(hi / lo)
-            cpu = sprintf("N^%.2f", ec)
-            if (ec > e) e = ec
-        }
+        cpu = "-"
+        if (c[side, lo] > 0 && c[side, hi] > 0)
+            cpu = sprintf("N^%.2f", log(c[side, hi] / c[side, lo]) / log(hi / lo))
         printf "growth %s %d -> %d: done N^%.2f, server CPU %s\n", side, lo, hi,
-            log(t[side, hi] / t[side, lo]) / log(hi / lo), cpu
-        # the steeper of the two exponents
-        for (j = 1; j <= nsk && side == "ddpsim"; j++)
-            printf "extrapolated, not measured: ddpsim %d done %.1f s (%d at N^%.2f)\n",
-                sk[j], t[side, hi] * exp(e * log(sk[j] / hi)), hi, e }
+            log(t[side, hi] / t[side, lo]) / log(hi / lo), cpu }
 }' "$RES"

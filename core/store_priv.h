@@ -41,6 +41,10 @@ double ddp__store_secs(int64_t from, int64_t to);
  * `relays` processes forked at its listen (core/store_relay.c); the rest of
  * its calls go to base. ddp_sys_free stops the relays. */
 int ddp__store_relay_new(ddp_sys_t *base, int relays, ddp_sys_t **out);
+/* Relay i's process id, -1 when there is none (tests). */
+long ddp__store_relay_pid(ddp_sys_t *relay, int i);
+/* The server's relay i's process id, -1 without relays (tests). */
+long ddp__store_server_relay_pid(const ddp_store_server_t *srv, int i);
 
 /* 1 when st is a tcp client (ddp_store_client_connect). */
 int ddp__store_is_client(const ddp_store_t *st);

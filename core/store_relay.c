@@ -1195,6 +1195,13 @@ static const ddp_sys_ops_t relay_ops = {
     .destroy = rs_destroy,
 };
 
+long ddp__store_relay_pid(ddp_sys_t *relay, int i)
+{
+    relay_sys_t *r = R(relay);
+    return i >= 0 && i < r->nlinks && r->links[i].pid > 0 ? (long)r->links[i].pid
+                                                           : -1;
+}
+
 int ddp__store_relay_new(ddp_sys_t *base, int relays, ddp_sys_t **out)
 {
     *out = NULL;

@@ -2612,6 +2612,11 @@ int ddp_store_server_new(ddp_sys_t *sys, const ddp_store_server_opts_t *opts,
     return 0;
 }
 
+long ddp__store_server_relay_pid(const ddp_store_server_t *srv, int i)
+{
+    return srv->relay_sys ? ddp__store_relay_pid(srv->relay_sys, i) : -1;
+}
+
 ddp_addr_t ddp_store_server_addr(const ddp_store_server_t *srv)
 {
     return srv->addr;

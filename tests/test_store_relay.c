@@ -4,7 +4,8 @@
  * protocol generations), values past the relays' flow-control window both
  * ways, a client's hang-up reaching the server and the server's drop
  * reaching the client, the client's own address reaching the allow list,
- * the relays gone (the port closed) once the server is freed, and a
+ * the relays gone (the port closed) once the server is freed, a relay
+ * killed taking its own clients only, and a
  * relay count out of range refused. */
 #include <errno.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include "ddp/err.h"
 #include "ddp/store.h"
 #include "ddp/sys.h"
+#include "../core/store_priv.h"
 #include "store_conformance.h"
 #include "test.h"
 
@@ -96,8 +98,8 @@ static void test_large_values(void)
     for (size_t i = 0; i < n; i++)
         v[i] = (uint8_t)(i * 2654435761u >> 13);
     /* SET has no reply: a PING behind it says the server has it. */
-    CU_ASSERT_EQUAL(ddp_store_set(a, "big", v, n, dl(20000)), 0);
-    CU_ASSERT_EQUAL(ddp_store_ping(a, dl(20000)), 0);
+    CU_ASSERT_EQUAL_FATAL(ddp_store_set(a, "big", v, n, dl(10000)), 0);
+    CU_ASSERT_EQUAL_FATAL(ddp_store_ping(a, dl(10000)), 0);
     ddp_buf_t got = {0};
     CU_ASSERT_EQUAL(ddp_store_get(b, "big", &got, dl(20000)), 0);
     CU_ASSERT_EQUAL(got.len, n);
@@ -192,6 +194,40 @@ static void test_free_stops_relays(void)
         ddp_sys_close(g_sys, fd);
 }
 
+/* A relay that dies takes its clients with it, and only those: the
+ * server counts them gone, the other relay's clients and new ones are
+ * served. */
+static void test_relay_dies(void)
+{
+    ddp_store_server_t *srv = relayed(2, NULL);
+    enum { N = 8 };
+    ddp_store_t *c[N];
+    for (int i = 0; i < N; i++) {
+        c[i] = cl_open(port_of(srv), DDP_STORE_PROTO_AUTO);
+        CU_ASSERT_EQUAL(ddp_store_ping(c[i], dl(5000)), 0);
+    }
+    long pid = ddp__store_server_relay_pid(srv, 0);
+    CU_ASSERT_FATAL(pid > 0);
+    CU_ASSERT_EQUAL(ddp_sys_kill(g_sys, pid, 9), 0);
+    int ok = 0, lost = 0;
+    for (int i = 0; i < N; i++) {
+        int rc = ddp_store_ping(c[i], dl(5000));
+        ok += rc == 0;
+        lost += rc == DDP_EPEER_LOST;
+    }
+    CU_ASSERT_EQUAL(ok + lost, N);
+    CU_ASSERT_EQUAL(clients_settle(srv, (size_t)ok), (size_t)ok);
+    ddp_store_t *late = cl_open(port_of(srv), DDP_STORE_PROTO_AUTO);
+    int64_t v = 0;
+    CU_ASSERT_EQUAL(ddp_store_add(late, "after", 1, &v, dl(5000)), 0);
+    CU_ASSERT_EQUAL(v, 1);
+    CU_ASSERT_EQUAL(clients_settle(srv, (size_t)ok + 1), (size_t)ok + 1);
+    ddp_store_free(late);
+    for (int i = 0; i < N; i++)
+        ddp_store_free(c[i]);
+    ddp_test_server_end(srv);
+}
+
 static void test_bad_count(void)
 {
     ddp_store_server_opts_t o = {.host = "127.0.0.1",
@@ -208,4 +244,5 @@ DDP_SUITE("store_relay", suite_init, suite_cleanup,
           {"hangups_both_ways", test_hangups_both_ways},
           {"allow_sees_client", test_allow_sees_client},
           {"free_stops_relays", test_free_stops_relays},
+          {"relay_dies", test_relay_dies},
           {"bad_count", test_bad_count})
