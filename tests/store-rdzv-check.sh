@@ -22,7 +22,7 @@ fail() { echo "store-rdzv-check: FAIL: $*"; exit 1; }
 # Waits for $srv's "listening on" line in $dir/out; sets port.
 await_port() {
     i=0
-    until grep -q '^listening on' "$dir/out"; do
+    until grep -q '^listening on' "$dir/out" 2>/dev/null; do
         kill -0 "$srv" 2>/dev/null || fail "the server did not start: $(cat "$dir/out")"
         [ $i -lt 400 ] || fail "the server did not say it listens in 20 s"
         sleep 0.05
@@ -40,13 +40,20 @@ await_port
 grep -q 'up to 80000 clients and 160000 keys' "$dir/out" ||
     fail "--world 20000 did not size the server: $(cat "$dir/out")"
 
-out=$("$GEN" --port "$port" --clients 256 --per-addr 64 --server-pid "$srv" \
-    --timeout 60 --label ddpsim)
-rc=$?
-echo "$out"
-[ $rc -eq 0 ] || fail "the rendezvous did not finish (exit $rc)"
-echo "$out" | grep -q '^ddpsim 256: connected [0-9.]* s, done [0-9.]* s, .*server CPU' ||
-    fail "unexpected report line"
+# gen WHAT RC PATTERN ARG...: runs the generator; it must exit RC and
+# print a line matching PATTERN (grep); $out is the line.
+gen() {
+    what=$1 want=$2 pat=$3
+    shift 3
+    out=$("$GEN" "$@")
+    rc=$?
+    echo "$out"
+    [ $rc -eq "$want" ] || fail "$what: the generator exited $rc, not $want"
+    echo "$out" | grep -q "$pat" || fail "$what: unexpected report line"
+}
+
+gen "256 clients" 0 '^ddpsim 256: connected [0-9.]* s, done [0-9.]* s, .*server CPU' \
+    --port "$port" --clients 256 --per-addr 64 --server-pid "$srv" --timeout 60 --label ddpsim
 kill -0 "$srv" 2>/dev/null || fail "the server died: $(cat "$dir/out")"
 kill "$srv"
 wait "$srv"
@@ -54,18 +61,11 @@ src=$?
 srv=
 [ $src -eq 0 ] || fail "the server exited $src on SIGTERM: $(cat "$dir/out")"
 
-out=$("$GEN" --port "$port" --clients 8 --timeout 10 --label nobody)
-rc=$?
-echo "$out"
-[ $rc -eq 1 ] || fail "against a closed port the generator exited $rc, not 1"
-echo "$out" | grep -q '^nobody 8: NOT DONE: 0 of 8 done, 0 connected, 8 failed' ||
-    fail "against a closed port: unexpected report line"
-out=$("$GEN" --port "$port" --clients 8 --procs 2 --timeout 10 --label nobody)
-rc=$?
-echo "$out"
-[ $rc -eq 1 ] || fail "split over 2, against a closed port the generator exited $rc, not 1"
-echo "$out" | grep -q '^nobody 8: NOT DONE: 0 of 8 done, 0 connected, 8 failed.* (2 processes)' ||
-    fail "split over 2, against a closed port: unexpected report line"
+gen "against a closed port" 1 '^nobody 8: NOT DONE: 0 of 8 done, 0 connected, 8 failed' \
+    --port "$port" --clients 8 --timeout 10 --label nobody
+gen "split over 2, against a closed port" 1 \
+    '^nobody 8: NOT DONE: 0 of 8 done, 0 connected, 8 failed.* (2 processes)' \
+    --port "$port" --clients 8 --procs 2 --timeout 10 --label nobody
 
 # The server one process down: a shell that waits for it. Its pid is in
 # $dir/pid, killed in turn; the wrapper then ends. The first server's
@@ -76,13 +76,10 @@ sh -c '"$0" store serve --host 127.0.0.1 --port 0 >"$1/out" 2>&1 & echo $! >"$1/
 srv=$!
 await_port
 inner=$(cat "$dir/pid")
-out=$("$GEN" --port "$port" --clients 256 --per-addr 64 --procs 2 --server-pid "$srv" \
-    --timeout 60 --label ddpsim)
-rc=$?
-echo "$out"
-[ $rc -eq 0 ] || fail "split over 2, the rendezvous did not finish (exit $rc)"
-echo "$out" | grep -q '^ddpsim 256: connected [0-9.]* s, done [0-9.]* s, generator CPU [0-9.]* s (2 processes), server CPU [0-9.]* s, server peak RSS [0-9.]* MiB ([a-z ]*, 2 processes)$' ||
-    fail "split over 2 with a wrapped server: unexpected report line"
+gen "split over 2 with a wrapped server" 0 \
+    '^ddpsim 256: connected [0-9.]* s, done [0-9.]* s, generator CPU [0-9.]* s (2 processes), server CPU [0-9.]* s, server peak RSS [0-9.]* MiB ([a-z ]*, 2 processes)$' \
+    --port "$port" --clients 256 --per-addr 64 --procs 2 --server-pid "$srv" --timeout 60 \
+    --label ddpsim
 # bench/store_rdzv.sh's sed, as it reads the line
 [ "$(echo "$out" | sed -n 's/^ddpsim \([0-9]*\): connected [0-9.]* s, done \([0-9.]*\) s.*server CPU \([0-9.]*\) s, server peak RSS \([0-9.]*\) MiB.*/ddpsim \1 \2 \3 \4/p' | wc -w)" -eq 5 ] ||
     fail "bench/store_rdzv.sh's sed does not read the split line"
