@@ -722,8 +722,9 @@ static int fd_room(long need)
         if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
             return 1;
     }
-    fprintf(stderr, "store_rdzv: this run needs %ld file descriptors; the limit is "
-                    "%llu, hard %llu (ulimit -n / -Hn)\n", need,
+    fprintf(stderr, "store_rdzv: this run needs %ld file descriptors per process; the "
+                    "limit is %llu, hard %llu (ulimit -n / -Hn; --procs splits the clients)\n",
+            need,
             (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max);
     return 0;
 }
