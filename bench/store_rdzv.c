@@ -213,11 +213,14 @@ static int scan_tree(int root, proc_info_t **tab, int *ntab)
     }
     if (d)
         closedir(d);
-    /* Parents may come after their children in /proc: mark until stable. */
+    /* Parents may come after their children in /proc: mark until stable.
+     * This generator and its processes are never the server's, even under
+     * a --server-pid that is their ancestor (a shell). */
+    int self = (int)getpid();
     for (int grew = size; grew;) {
         grew = 0;
         for (int i = 0; i < n; i++)
-            for (int j = 0; j < n && !t[i].in_tree; j++)
+            for (int j = 0; j < n && !t[i].in_tree && t[i].pid != self; j++)
                 if (t[j].in_tree && t[j].pid == t[i].ppid)
                     grew = t[i].in_tree = 1, size++;
     }
