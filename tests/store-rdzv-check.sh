@@ -4,39 +4,56 @@
 # TCP clients on loopback each ADD to a counter and WAIT on the barrier key
 # the last one sets; every client must get its WAIT reply, and the server
 # must still be up afterwards; --world sizes its limits. Then the same generator against the port
-# once nobody listens: it must say NOT DONE and exit 1. No time is
-# checked (bench/store_rdzv.sh measures). Run by make test; needs $DDPSIM.
+# once nobody listens: it must say NOT DONE and exit 1, in one process and
+# split over two (--procs 2). Last, 256 clients split over two generator
+# processes against a server under a wrapper shell, --server-pid the
+# wrapper: the line must sum two server processes and still parse with
+# bench/store_rdzv.sh's sed. No time is checked (bench/store_rdzv.sh
+# measures). Run by make test; needs $DDPSIM.
 set -u
 GEN=${1:?usage: store-rdzv-check.sh GEN}
 DDPSIM=${DDPSIM:?DDPSIM must name the ddpsim command}
 dir=$(mktemp -d)
 srv=
-trap '[ -n "$srv" ] && kill "$srv" 2>/dev/null; [ -n "$srv" ] && wait "$srv"; rm -rf "$dir"' EXIT
+inner=
+trap '[ -n "$inner" ] && kill "$inner" 2>/dev/null; [ -n "$srv" ] && kill "$srv" 2>/dev/null; [ -n "$srv" ] && wait "$srv"; rm -rf "$dir"' EXIT
 fail() { echo "store-rdzv-check: FAIL: $*"; exit 1; }
+
+# Waits for $srv's "listening on" line in $dir/out; sets port.
+await_port() {
+    i=0
+    until grep -q '^listening on' "$dir/out" 2>/dev/null; do
+        kill -0 "$srv" 2>/dev/null || fail "the server did not start: $(cat "$dir/out")"
+        [ $i -lt 400 ] || fail "the server did not say it listens in 20 s"
+        sleep 0.05
+        i=$((i + 1))
+    done
+    port=$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9][0-9]*\)$/\1/p' "$dir/out")
+    [ -n "$port" ] || fail "no port in: $(cat "$dir/out")"
+}
 
 # --world 20000: room for 4 x 20000 connections and 8 x 20000 keys, which
 # the server's info line (DDP_LOG=info) states.
 DDP_LOG=info "$DDPSIM" store serve --host 127.0.0.1 --port 0 --world 20000 >"$dir/out" 2>&1 &
 srv=$!
-i=0
-until grep -q '^listening on' "$dir/out"; do
-    kill -0 "$srv" 2>/dev/null || fail "the server did not start: $(cat "$dir/out")"
-    [ $i -lt 400 ] || fail "the server did not say it listens in 20 s"
-    sleep 0.05
-    i=$((i + 1))
-done
-port=$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9][0-9]*\)$/\1/p' "$dir/out")
-[ -n "$port" ] || fail "no port in: $(cat "$dir/out")"
+await_port
 grep -q 'up to 80000 clients and 160000 keys' "$dir/out" ||
     fail "--world 20000 did not size the server: $(cat "$dir/out")"
 
-out=$("$GEN" --port "$port" --clients 256 --per-addr 64 --server-pid "$srv" \
-    --timeout 60 --label ddpsim)
-rc=$?
-echo "$out"
-[ $rc -eq 0 ] || fail "the rendezvous did not finish (exit $rc)"
-echo "$out" | grep -q '^ddpsim 256: connected [0-9.]* s, done [0-9.]* s, .*server CPU' ||
-    fail "unexpected report line"
+# gen WHAT RC PATTERN ARG...: runs the generator; it must exit RC and
+# print a line matching PATTERN (grep); $out is the line.
+gen() {
+    what=$1 want=$2 pat=$3
+    shift 3
+    out=$("$GEN" "$@")
+    rc=$?
+    echo "$out"
+    [ $rc -eq "$want" ] || fail "$what: the generator exited $rc, not $want"
+    echo "$out" | grep -q "$pat" || fail "$what: unexpected report line"
+}
+
+gen "256 clients" 0 '^ddpsim 256: connected [0-9.]* s, done [0-9.]* s, .*server CPU' \
+    --port "$port" --clients 256 --per-addr 64 --server-pid "$srv" --timeout 60 --label ddpsim
 kill -0 "$srv" 2>/dev/null || fail "the server died: $(cat "$dir/out")"
 kill "$srv"
 wait "$srv"
@@ -44,10 +61,31 @@ src=$?
 srv=
 [ $src -eq 0 ] || fail "the server exited $src on SIGTERM: $(cat "$dir/out")"
 
-out=$("$GEN" --port "$port" --clients 8 --timeout 10 --label nobody)
-rc=$?
-echo "$out"
-[ $rc -eq 1 ] || fail "against a closed port the generator exited $rc, not 1"
-echo "$out" | grep -q '^nobody 8: NOT DONE: 0 of 8 done, 0 connected, 8 failed' ||
-    fail "against a closed port: unexpected report line"
-echo "store-rdzv-check: ok (256 clients rendezvoused; a closed port reported NOT DONE)"
+gen "against a closed port" 1 '^nobody 8: NOT DONE: 0 of 8 done, 0 connected, 8 failed' \
+    --port "$port" --clients 8 --timeout 10 --label nobody
+gen "split over 2, against a closed port" 1 \
+    '^nobody 8: NOT DONE: 0 of 8 done, 0 connected, 8 failed.* (2 processes)' \
+    --port "$port" --clients 8 --procs 2 --timeout 10 --label nobody
+
+# The server one process down: a shell that waits for it. Its pid is in
+# $dir/pid, killed in turn; the wrapper then ends. The first server's
+# "listening on" goes first, so await_port reads this one's.
+rm -f "$dir/out"
+sh -c '"$0" store serve --host 127.0.0.1 --port 0 >"$1/out" 2>&1 & echo $! >"$1/pid"; wait' \
+    "$DDPSIM" "$dir" &
+srv=$!
+await_port
+inner=$(cat "$dir/pid")
+gen "split over 2 with a wrapped server" 0 \
+    '^ddpsim 256: connected [0-9.]* s, done [0-9.]* s, generator CPU [0-9.]* s (2 processes), server CPU [0-9.]* s, server peak RSS [0-9.]* MiB ([a-z ]*, 2 processes)$' \
+    --port "$port" --clients 256 --per-addr 64 --procs 2 --server-pid "$srv" --timeout 60 \
+    --label ddpsim
+# bench/store_rdzv.sh's sed, as it reads the line
+[ "$(echo "$out" | sed -n 's/^ddpsim \([0-9]*\): connected [0-9.]* s, done \([0-9.]*\) s.*server CPU \([0-9.]*\) s, server peak RSS \([0-9.]*\) MiB.*/ddpsim \1 \2 \3 \4/p' | wc -w)" -eq 5 ] ||
+    fail "bench/store_rdzv.sh's sed does not read the split line"
+kill "$inner"
+inner=
+wait "$srv"
+srv=
+echo "store-rdzv-check: ok (256 clients rendezvoused, in one generator process and in two;" \
+    "a closed port reported NOT DONE)"
