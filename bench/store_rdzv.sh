@@ -24,8 +24,8 @@
 # host's settings) and there sets net.core.somaxconn and
 # net.ipv4.tcp_max_syn_backlog to 65535 (the listeners' backlog: ddpsim's
 # server listens with somaxconn, and a burst of N connects past the
-# backlog loses SYNs to 1-3 s retransmits) and net.ipv4.ip_local_port_range
-# to 1024-65535. A process holds a descriptor per client (the generator its
+# backlog loses SYNs to 1-3 s retransmits; the clients' source addresses
+# spread over 127.0.0.0/8 leave the port range as it is). A process holds a descriptor per client (the generator its
 # clients, the server their peers), so `ulimit -n` is raised, hard limit
 # too where the host allows (that takes CAP_SYS_RESOURCE), to the largest
 # N + 64. A size past the limit still runs: ddpsim's server with

@@ -119,8 +119,9 @@ static int next_frame(ddp__bb_t *in, int *type, uint32_t *id,
 }
 
 /* Sends what `out` holds without waiting: 0 (all sent, or the socket is
- * full), or the send's negative code. */
-static int flush_out(ddp_sys_t *sys, int fd, ddp__bb_t *out)
+ * full), or the send's negative code. Emptied, a buffer larger than keep
+ * is released (a client's, kept at 0: 65,536 idle clients hold nothing). */
+static int flush_out(ddp_sys_t *sys, int fd, ddp__bb_t *out, size_t keep)
 {
     while (ddp__bb_pending(out) > 0) {
         ssize_t w = ddp_sys_send(sys, fd, out->data + out->off,
@@ -131,7 +132,7 @@ static int flush_out(ddp_sys_t *sys, int fd, ddp__bb_t *out)
             return w ? (int)w : -EPIPE;
         ddp__bb_consume(out, (size_t)w);
     }
-    ddp__bb_trim(out, RELAY_BUF_FIRST);
+    ddp__bb_trim(out, keep);
     return 0;
 }
 
@@ -224,7 +225,7 @@ static void fc_write(front_t *f, uint32_t id)
 {
     fconn_t *c = f->c[id];
     size_t before = ddp__bb_pending(&c->out);
-    int rc = c->fd >= 0 ? flush_out(f->sys, c->fd, &c->out) : 0;
+    int rc = c->fd >= 0 ? flush_out(f->sys, c->fd, &c->out, 0) : 0;
     size_t done = before - ddp__bb_pending(&c->out);
     if (done && c->fd >= 0)
         emit_u32(&f->lout, FR_ACK, id, (uint32_t)done);
@@ -379,7 +380,7 @@ static int relay_main(ddp_sys_t *sys, void *arg)
     ddp_epoll_event_t ev[256];
     short lev = DDP_POLLIN;
     for (;;) {
-        if (flush_out(sys, f.link, &f.lout) < 0)
+        if (flush_out(sys, f.link, &f.lout, RELAY_BUF_FIRST) < 0)
             break;
         short want = (short)(DDP_POLLIN | (ddp__bb_pending(&f.lout) ? DDP_POLLOUT : 0));
         if (want != lev &&
@@ -682,7 +683,7 @@ static int pump(relay_sys_t *r, int64_t deadline)
         link_t *l = &r->links[i];
         if (l->fd < 0)
             continue;
-        if (flush_out(r->base, l->fd, &l->out) < 0) {
+        if (flush_out(r->base, l->fd, &l->out, RELAY_BUF_FIRST) < 0) {
             link_lost(r, i, "its link broke while sending");
             continue;
         }
@@ -702,7 +703,7 @@ static int pump(relay_sys_t *r, int64_t deadline)
         link_t *l = &r->links[i];
         if (!pf[j].revents || l->fd < 0)
             continue;
-        if ((pf[j].revents & DDP_POLLOUT) && flush_out(r->base, l->fd, &l->out) < 0) {
+        if ((pf[j].revents & DDP_POLLOUT) && flush_out(r->base, l->fd, &l->out, RELAY_BUF_FIRST) < 0) {
             link_lost(r, i, "its link broke while sending");
             continue;
         }
@@ -774,7 +775,7 @@ static ssize_t rs_recv(ddp_sys_t *s, int fd, void *buf, size_t n,
             memcpy(buf, c->in.data + c->in.off, k);
             ddp__bb_consume(&c->in, k);
             if (!ddp__bb_pending(&c->in))
-                ddp__bb_trim(&c->in, 4096);
+                ddp__bb_trim(&c->in, 0); /* idle clients hold nothing */
             if (!c->got_close &&
                 emit_u32(&r->links[c->link].out, FR_ACK, c->id, (uint32_t)k) != 0)
                 return -ENOMEM;
@@ -812,7 +813,7 @@ static ssize_t rs_send(ddp_sys_t *s, int fd, const void *buf, size_t n,
             if (emit_data(&l->out, c->id, buf, k) != 0)
                 return -ENOMEM;
             c->unacked += k;
-            if (flush_out(r->base, l->fd, &l->out) < 0)
+            if (flush_out(r->base, l->fd, &l->out, RELAY_BUF_FIRST) < 0)
                 link_lost(r, c->link, "its link broke while sending");
             return (ssize_t)k;
         }
@@ -1084,7 +1085,7 @@ static void rs_destroy(ddp_sys_t *s)
     for (int i = 0; i < r->nlinks; i++) { /* a relay exits at its link's end */
         link_t *l = &r->links[i];
         if (l->fd >= 0) {
-            flush_out(b, l->fd, &l->out);
+            flush_out(b, l->fd, &l->out, RELAY_BUF_FIRST);
             ddp_sys_close(b, l->fd);
             l->fd = -1;
         }
