@@ -6,6 +6,7 @@
 #ifndef DDP_STORE_PRIV_H
 #define DDP_STORE_PRIV_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,6 +37,14 @@ char *ddp__store_fmt_missing(const char *const *keys, size_t n,
                              char *buf, size_t len);
 /* Seconds between two sys times, for messages. */
 double ddp__store_secs(int64_t from, int64_t to);
+
+/* 1 when an accept failed for want of descriptors or memory: the
+ * connection waits in the backlog, and the listener should rest a while
+ * (the server's, and a relay's) instead of spinning on it. */
+static inline int ddp__store_accept_exhausted(int rc)
+{
+    return rc == -EMFILE || rc == -ENFILE || rc == -ENOBUFS || rc == -ENOMEM;
+}
 
 /* A sys for the store server whose listener and client sockets live in
  * `relays` processes forked at its listen (core/store_relay.c); the rest of

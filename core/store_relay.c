@@ -302,8 +302,7 @@ static void front_accept(front_t *f)
         if (fd == -EAGAIN || fd == DDP_ETIMEOUT)
             return;
         if (fd < 0) {
-            if (fd == -EMFILE || fd == -ENFILE || fd == -ENOBUFS ||
-                fd == -ENOMEM) {
+            if (ddp__store_accept_exhausted(fd)) {
                 /* Full: the other relays take the next clients. */
                 f->paused_until =
                     ddp_sys_deadline_in(f->sys, RELAY_ACCEPT_PAUSE_NS);

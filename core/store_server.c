@@ -2196,8 +2196,7 @@ static void accept_some(ddp_store_server_t *srv)
         if (fd == -EAGAIN || fd == DDP_ETIMEOUT)
             return;
         if (fd < 0) {
-            if (fd == -EMFILE || fd == -ENFILE || fd == -ENOBUFS ||
-                fd == -ENOMEM) {
+            if (ddp__store_accept_exhausted(fd)) {
                 srv_warn(srv, RL_ACCEPT,
                          "store server: cannot accept more clients (%s); "
                          "%zu connected; raise the open-file limit "
