@@ -8,7 +8,8 @@
 # split over two (--procs 2). Last, 256 clients split over two generator
 # processes against a server under a wrapper shell, --server-pid the
 # wrapper: the line must sum two server processes and still parse with
-# bench/store_rdzv.sh's sed. No time is checked (bench/store_rdzv.sh
+# bench/store_rdzv.sh's sed. Then 512 clients through a server with two
+# relay processes (--relays 2), which must end with it. No time is checked (bench/store_rdzv.sh
 # measures). Run by make test; needs $DDPSIM.
 set -u
 GEN=${1:?usage: store-rdzv-check.sh GEN}
@@ -87,5 +88,28 @@ kill "$inner"
 inner=
 wait "$srv"
 srv=
+
+# Relays: the server's clients held by two relay processes (--relays 2),
+# which the line counts with the server (3 processes); on SIGTERM the
+# server takes them with it.
+rm -f "$dir/out"
+"$DDPSIM" store serve --host 127.0.0.1 --port 0 --relays 2 >"$dir/out" 2>&1 &
+srv=$!
+await_port
+relays=$(grep -l "^PPid:[[:space:]]*$srv\$" /proc/[0-9]*/status 2>/dev/null |
+    sed 's|/proc/\([0-9]*\)/status|\1|')
+[ "$(echo $relays | wc -w)" -eq 2 ] || fail "--relays 2: relay processes: '$relays'"
+gen "512 clients through 2 relays" 0 \
+    '^ddpsim 512: connected [0-9.]* s, done [0-9.]* s, .*server peak RSS [0-9.]* MiB ([a-z ]*, 3 processes)$' \
+    --port "$port" --clients 512 --per-addr 64 --procs 2 --server-pid "$srv" --timeout 60 \
+    --label ddpsim
+kill "$srv"
+wait "$srv"
+src=$?
+srv=
+[ $src -eq 0 ] || fail "the relayed server exited $src on SIGTERM: $(cat "$dir/out")"
+for p in $relays; do
+    ! kill -0 "$p" 2>/dev/null || fail "relay process $p outlived its server"
+done
 echo "store-rdzv-check: ok (256 clients rendezvoused, in one generator process and in two;" \
-    "a closed port reported NOT DONE)"
+    "512 through two relay processes; a closed port reported NOT DONE)"
