@@ -61,6 +61,7 @@
 #define RELAY_STOP_NS (5 * DDP_NS_PER_S)   /* relays exiting at the end */
 #define RELAY_ACCEPT_PAUSE_NS (100 * DDP_NS_PER_MS) /* after EMFILE */
 #define RELAY_BUF_FIRST ((size_t)64 << 10)
+#define RELAY_MAX_ID (1u << 24) /* ids past it are refused (a broken link) */
 
 enum { FR_HELLO = 1, FR_OPEN, FR_DATA, FR_CLOSE, FR_ACK };
 
@@ -582,6 +583,8 @@ static void link_lost(relay_sys_t *r, int i, const char *why)
 static int link_take(relay_sys_t *r, int i, uint32_t id, const ddp_addr_t *peer)
 {
     link_t *l = &r->links[i];
+    if (id >= RELAY_MAX_ID)
+        return -EPROTO; /* a relay's ids index its own table: never this */
     if (id >= l->nbyid) {
         uint32_t n = l->nbyid ? 2 * l->nbyid : 1024;
         while (n <= id)
