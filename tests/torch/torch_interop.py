@@ -12,6 +12,8 @@ Cases (each starts what it uses and stops it, also when it fails):
   gloo_N         N = 2, 4, 8 torch processes: init_process_group("gloo",
                  store=TCPStore(..., is_master=False)) against ddpsim's
                  store, all_reduce checked
+  gloo_4_relays  gloo_4 against `ddpsim store serve --relays 2`: the ranks'
+                 connections held by two relay processes
   mixed          `ddpsim launch -- ddpsim train` (2 ranks, tcp backend,
                  rank 0 serves the store) and 2 torch processes share the
                  store; torch reads the keys ddpsim's ranks wrote, ddpsim's
@@ -89,10 +91,10 @@ def expect(cond, what):
         raise Fail(what)
 
 
-def ddpsim_server(ddpsim, protocol="auto"):
+def ddpsim_server(ddpsim, protocol="auto", relays=0):
     """`ddpsim store serve` on a free port: (process, port)."""
     p = spawn([ddpsim, "store", "serve", "--host", HOST, "--port", "0",
-               "--protocol", protocol, "--quiet"],
+               "--protocol", protocol, "--quiet", "--relays", str(relays)],
               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = p.stdout.readline()
     expect(line.startswith("listening on "),
@@ -242,8 +244,8 @@ def case_ddpsim_cli(a):
     wait_all([m], "torch master")
 
 
-def case_gloo(a, n):
-    srv, port = ddpsim_server(a.ddpsim)
+def case_gloo(a, n, relays=0):
+    srv, port = ddpsim_server(a.ddpsim, relays=relays)
     ranks = [spawn([sys.executable, __file__, "--role", "gloo", str(r), str(n),
                     str(port)], stdout=subprocess.PIPE,
                    stderr=subprocess.PIPE, text=True) for r in range(n)]
@@ -390,6 +392,7 @@ def main():
         return 0
     cases = [("store_ops", case_store_ops), ("ddpsim_cli", case_ddpsim_cli)]
     cases += [("gloo_%d" % n, lambda x, n=n: case_gloo(x, n)) for n in (2, 4, 8)]
+    cases += [("gloo_4_relays", lambda x: case_gloo(x, 4, relays=2))]
     cases += [("mixed", case_mixed), ("c10d_rdzv", case_c10d_rdzv)]
     passed = failed = 0
     for name, fn in cases:
