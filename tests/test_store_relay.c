@@ -2,7 +2,8 @@
  * (opts.relays, `ddpsim store serve --relays K`, core/store_relay.c): the
  * same semantics as without them (the shared conformance table, both
  * protocol generations), values past the relays' flow-control window both
- * ways, a client's hang-up reaching the server and the server's drop
+ * ways, a client that stops reading dropped by the idle timeout as over a
+ * socket, a client's hang-up reaching the server and the server's drop
  * reaching the client, the client's own address reaching the allow list,
  * the relays gone (the port closed) once the server is freed, a relay
  * killed taking its own clients only, and a
@@ -115,6 +116,44 @@ static void test_large_values(void)
     free(v);
     ddp_store_free(a);
     ddp_store_free(b);
+    ddp_test_server_end(srv);
+}
+
+/* A client that stops reading stalls its replies in the server, as over a
+ * socket (the relays pass on no more than a window), so the idle timeout
+ * drops it: six pipelined GETs of an 8 MiB value, 48 MiB, far past what
+ * the window and the kernel's buffers hold. */
+static void test_stalled_reader_dropped(void)
+{
+    ddp_store_server_opts_t o = {.host = "127.0.0.1", .relays = 1,
+                                 .idle_timeout_ns = DDP_NS_PER_S};
+    ddp_store_server_t *srv = ddp_test_server_start(g_sys, &o);
+    ddp_store_t *a = cl_open(port_of(srv), DDP_STORE_PROTO_AUTO);
+    size_t n = DDP_STORE_MAX_VALUE;
+    uint8_t *v = calloc(1, n);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(v);
+    CU_ASSERT_EQUAL_FATAL(ddp_store_set(a, "big", v, n, dl(10000)), 0);
+    CU_ASSERT_EQUAL_FATAL(ddp_store_ping(a, dl(10000)), 0);
+    free(v);
+
+    ddp_addr_t at;
+    ddp_addr_parse("127.0.0.1", port_of(srv), &at);
+    int fd = ddp_sys_connect(g_sys, &at, dl(5000));
+    CU_ASSERT_FATAL(fd >= 0);
+    /* Our client stores user keys under "/" as torch's does. */
+    uint8_t get[1 + 8 + 4] = {DDP_STORE_LOP_GET};
+    uint64_t klen = 4;
+    memcpy(get + 1, &klen, 8);
+    memcpy(get + 9, "/big", 4);
+    for (int i = 0; i < 6; i++) /* the legacy table: no handshake */
+        CU_ASSERT_EQUAL(ddp_sys_send_all(g_sys, fd, get, sizeof get, dl(5000)), 0);
+    int64_t end = dl(15000);
+    while (stats(srv).idle_dropped == 0 && ddp_sys_now(g_sys) < end)
+        ddp_sys_sleep_until(g_sys, dl(20));
+    CU_ASSERT_EQUAL(stats(srv).idle_dropped, 1);
+    ddp_sys_close(g_sys, fd);
+    CU_ASSERT_EQUAL(ddp_store_ping(a, dl(5000)), 0); /* the others are served */
+    ddp_store_free(a);
     ddp_test_server_end(srv);
 }
 
@@ -241,6 +280,7 @@ static void test_bad_count(void)
 DDP_SUITE("store_relay", suite_init, suite_cleanup,
           {"conformance", test_conformance},
           {"large_values", test_large_values},
+          {"stalled_reader_dropped", test_stalled_reader_dropped},
           {"hangups_both_ways", test_hangups_both_ways},
           {"allow_sees_client", test_allow_sees_client},
           {"free_stops_relays", test_free_stops_relays},
