@@ -157,6 +157,55 @@ static int fill_in(ddp_sys_t *sys, int fd, ddp__bb_t *in)
     return 1;
 }
 
+/* A table of items by id with a stack of the free ids (ids are reused;
+ * the table doubles when none is free): a relay's clients, the server
+ * side's virtual sockets. */
+typedef struct pool {
+    void **item;
+    uint32_t *free;
+    uint32_t cap, nfree;
+} pool_t;
+
+/* An id for item, until pool_put: 0, or -ENOMEM. */
+static int pool_take(pool_t *p, void *item, uint32_t *id)
+{
+    if (!p->nfree) {
+        uint32_t cap = p->cap ? 2 * p->cap : 1024;
+        void **t = realloc(p->item, sizeof *t * cap);
+        if (!t)
+            return -ENOMEM;
+        p->item = t;
+        uint32_t *fr = realloc(p->free, sizeof *fr * cap);
+        if (!fr)
+            return -ENOMEM;
+        p->free = fr;
+        memset(t + p->cap, 0, sizeof *t * (cap - p->cap));
+        for (uint32_t i = cap; i > p->cap; i--)
+            p->free[p->nfree++] = i - 1;
+        p->cap = cap;
+    }
+    *id = p->free[--p->nfree];
+    p->item[*id] = item;
+    return 0;
+}
+
+static void pool_put(pool_t *p, uint32_t id)
+{
+    p->item[id] = NULL;
+    p->free[p->nfree++] = id;
+}
+
+static void *pool_get(const pool_t *p, uint32_t id)
+{
+    return id < p->cap ? p->item[id] : NULL;
+}
+
+static void pool_free(pool_t *p)
+{
+    free(p->item);
+    free(p->free);
+}
+
 /* ----------------------------------------------- the relay process */
 
 typedef struct relay_arg {
@@ -177,18 +226,23 @@ typedef struct front {
     ddp_sys_t *sys;
     int ep, lfd, link;
     ddp__bb_t lin, lout;
-    fconn_t **c;         /* by id */
-    uint32_t nc, cc;
-    uint32_t *freeids;
-    uint32_t nfree;
+    pool_t conns;        /* fconn_t by id */
     int64_t paused_until; /* listener resting after EMFILE; 0: armed */
 } front_t;
 
 enum { CK_LISTENER = 0, CK_LINK = 1, CK_FIRST = 2 };
 
-static void fc_interest(front_t *f, uint32_t id, short ev)
+static fconn_t *fc(const front_t *f, uint32_t id)
 {
-    fconn_t *c = f->c[id];
+    return pool_get(&f->conns, id);
+}
+
+/* Reads while the window has room, writes while bytes wait. */
+static void fc_rearm(front_t *f, uint32_t id)
+{
+    fconn_t *c = fc(f, id);
+    short ev = (short)((c->inflight < RELAY_WINDOW ? DDP_POLLIN : 0) |
+                       (ddp__bb_pending(&c->out) ? DDP_POLLOUT : 0));
     if (c->fd >= 0 && c->ev != ev &&
         ddp_sys_epoll_ctl(f->sys, f->ep, DDP_EPOLL_MOD, c->fd, ev,
                           CK_FIRST + (uint64_t)id) == 0)
@@ -199,7 +253,7 @@ static void fc_interest(front_t *f, uint32_t id, short ev)
  * CLOSE; the id stays taken until the server's CLOSE comes. */
 static void fc_gone(front_t *f, uint32_t id)
 {
-    fconn_t *c = f->c[id];
+    fconn_t *c = fc(f, id);
     if (c->fd < 0)
         return;
     ddp_sys_epoll_ctl(f->sys, f->ep, DDP_EPOLL_DEL, c->fd, 0, 0);
@@ -211,20 +265,19 @@ static void fc_gone(front_t *f, uint32_t id)
 
 static void fc_free(front_t *f, uint32_t id)
 {
-    fconn_t *c = f->c[id];
+    fconn_t *c = fc(f, id);
     if (c->fd >= 0) {
         ddp_sys_epoll_ctl(f->sys, f->ep, DDP_EPOLL_DEL, c->fd, 0, 0);
         ddp_sys_close(f->sys, c->fd);
     }
     ddp__bb_free(&c->out);
     free(c);
-    f->c[id] = NULL;
-    f->freeids[f->nfree++] = id;
+    pool_put(&f->conns, id);
 }
 
 static void fc_write(front_t *f, uint32_t id)
 {
-    fconn_t *c = f->c[id];
+    fconn_t *c = fc(f, id);
     size_t before = ddp__bb_pending(&c->out);
     int rc = c->fd >= 0 ? flush_out(f->sys, c->fd, &c->out, 0) : 0;
     size_t done = before - ddp__bb_pending(&c->out);
@@ -234,13 +287,12 @@ static void fc_write(front_t *f, uint32_t id)
         fc_gone(f, id);
         return;
     }
-    fc_interest(f, id, (short)((c->inflight < RELAY_WINDOW ? DDP_POLLIN : 0) |
-                               (ddp__bb_pending(&c->out) ? DDP_POLLOUT : 0)));
+    fc_rearm(f, id);
 }
 
 static void fc_read(front_t *f, uint32_t id)
 {
-    fconn_t *c = f->c[id];
+    fconn_t *c = fc(f, id);
     uint8_t buf[RELAY_FRAME_MAX];
     while (c->fd >= 0 && c->inflight < RELAY_WINDOW) {
         size_t room = RELAY_WINDOW - c->inflight;
@@ -257,40 +309,25 @@ static void fc_read(front_t *f, uint32_t id)
         if ((size_t)r < sizeof buf)
             break;
     }
-    if (c->fd >= 0)
-        fc_interest(f, id, (short)((c->inflight < RELAY_WINDOW ? DDP_POLLIN : 0) |
-                                   (ddp__bb_pending(&c->out) ? DDP_POLLOUT : 0)));
+    fc_rearm(f, id);
 }
 
 static int fc_new(front_t *f, int fd, const ddp_addr_t *peer)
 {
-    if (!f->nfree) {
-        uint32_t cc = f->cc ? 2 * f->cc : 1024;
-        fconn_t **t = realloc(f->c, sizeof *t * cc);
-        uint32_t *fr = t ? realloc(f->freeids, sizeof *fr * cc) : NULL;
-        if (t)
-            f->c = t;
-        if (!fr)
-            return -ENOMEM;
-        f->freeids = fr;
-        for (uint32_t i = cc; i > f->cc; i--)
-            f->freeids[f->nfree++] = i - 1;
-        memset(f->c + f->cc, 0, sizeof *t * (cc - f->cc));
-        f->cc = cc;
-    }
     fconn_t *c = calloc(1, sizeof *c);
-    if (!c)
+    uint32_t id;
+    if (!c || pool_take(&f->conns, c, &id) != 0) {
+        free(c);
         return -ENOMEM;
-    uint32_t id = f->freeids[f->nfree - 1];
+    }
     if (ddp_sys_epoll_ctl(f->sys, f->ep, DDP_EPOLL_ADD, fd, DDP_POLLIN,
                           CK_FIRST + (uint64_t)id) != 0) {
+        pool_put(&f->conns, id);
         free(c);
         return -EBADF;
     }
-    f->nfree--;
     c->fd = fd;
     c->ev = DDP_POLLIN;
-    f->c[id] = c;
     return emit(&f->lout, FR_OPEN, id, peer, sizeof *peer);
 }
 
@@ -326,7 +363,7 @@ static int front_frames(front_t *f)
     uint32_t id, n;
     const uint8_t *p;
     while ((rc = next_frame(&f->lin, &type, &id, &p, &n)) > 0) {
-        fconn_t *c = id < f->cc ? f->c[id] : NULL;
+        fconn_t *c = fc(f, id);
         if (!c)
             return -EPROTO;
         if (type == FR_DATA) {
@@ -406,11 +443,11 @@ static int relay_main(ddp_sys_t *sys, void *arg)
                 link_in = 1;
             } else {
                 uint32_t id = (uint32_t)(ck - CK_FIRST);
-                if (id >= f.cc || !f.c[id] || f.c[id]->fd < 0)
+                if (!fc(&f, id) || fc(&f, id)->fd < 0)
                     continue;
                 if (ev[i].events & DDP_POLLOUT)
                     fc_write(&f, id);
-                if (f.c[id] && f.c[id]->fd >= 0 &&
+                if (fc(&f, id)->fd >= 0 &&
                     (ev[i].events & (DDP_POLLIN | DDP_POLLHUP | DDP_POLLERR)))
                     fc_read(&f, id);
             }
@@ -434,11 +471,10 @@ static int relay_main(ddp_sys_t *sys, void *arg)
             front_accept(&f);
     }
 out:
-    for (uint32_t i = 0; i < f.cc; i++)
-        if (f.c && f.c[i])
+    for (uint32_t i = 0; i < f.conns.cap; i++)
+        if (fc(&f, i))
             fc_free(&f, i);
-    free(f.c);
-    free(f.freeids);
+    pool_free(&f.conns);
     ddp__bb_free(&f.lin);
     ddp__bb_free(&f.lout);
     if (f.ep >= 0)
@@ -451,8 +487,8 @@ out:
 /* ------------------------------------------ the server's side: a sys */
 
 typedef struct vconn {
-    uint32_t id;
-    int link, slot;
+    uint32_t id, slot;     /* the relay's id; vfd = RELAY_VFD_BASE + slot */
+    int link;
     ddp_addr_t peer;
     ddp__bb_t in;          /* DATA from the relay not yet read */
     size_t unacked;        /* DATA to the relay not yet acknowledged */
@@ -486,9 +522,7 @@ typedef struct relay_sys {
     link_t *links;
     relay_arg_t *args;
     ddp_addr_t laddr;
-    vconn_t **vc;           /* by slot: vfd = RELAY_VFD_BASE + slot */
-    int nvc, cvc;
-    int *freeslots, nfree;
+    pool_t vcs;             /* vconn_t by slot */
     vconn_t *qhead, *qtail; /* connected, not accepted yet */
     vset_t *sets;
     int nsets;
@@ -500,8 +534,9 @@ static int virt(int fd) { return fd >= RELAY_LFD; }
 
 static vconn_t *vc_get(relay_sys_t *r, int fd)
 {
-    int slot = fd - RELAY_VFD_BASE;
-    vconn_t *c = slot >= 0 && slot < r->nvc ? r->vc[slot] : NULL;
+    vconn_t *c = fd >= RELAY_VFD_BASE
+                     ? pool_get(&r->vcs, (uint32_t)(fd - RELAY_VFD_BASE))
+                     : NULL;
     if (!c || c->closed) {
         ddp_err_set(-EBADF, "socket %d is not open", fd);
         return NULL;
@@ -548,8 +583,7 @@ static void vc_free(relay_sys_t *r, vconn_t *c)
     link_t *l = &r->links[c->link];
     if (c->id < l->nbyid && l->byid[c->id] == c)
         l->byid[c->id] = NULL;
-    r->vc[c->slot] = NULL;
-    r->freeslots[r->nfree++] = c->slot;
+    pool_put(&r->vcs, c->slot);
     ddp__bb_free(&c->in);
     free(c);
 }
@@ -598,29 +632,15 @@ static int link_take(relay_sys_t *r, int i, uint32_t id, const ddp_addr_t *peer)
     }
     if (l->byid[id])
         return -EPROTO; /* an id the relay has not had back */
-    if (!r->nfree) {
-        int n = r->cvc ? 2 * r->cvc : 1024;
-        vconn_t **t = realloc(r->vc, sizeof *t * (size_t)n);
-        int *fs = t ? realloc(r->freeslots, sizeof *fs * (size_t)n) : NULL;
-        if (t)
-            r->vc = t;
-        if (!fs)
-            return -ENOMEM;
-        r->freeslots = fs;
-        for (int k = n; k > r->cvc; k--)
-            r->freeslots[r->nfree++] = k - 1;
-        memset(r->vc + r->cvc, 0, sizeof *t * (size_t)(n - r->cvc));
-        r->cvc = r->nvc = n;
-    }
     vconn_t *c = calloc(1, sizeof *c);
-    if (!c)
+    if (!c || pool_take(&r->vcs, c, &c->slot) != 0) {
+        free(c);
         return -ENOMEM;
-    c->slot = r->freeslots[--r->nfree];
+    }
     c->id = id;
     c->link = i;
     c->ep = -1;
     c->peer = *peer;
-    r->vc[c->slot] = c;
     l->byid[id] = c;
     if (r->qtail)
         r->qtail->qnext = c;
@@ -679,8 +699,8 @@ static int link_frames(relay_sys_t *r, int i)
  * (deadline 0: no wait). */
 static int pump(relay_sys_t *r, int64_t deadline)
 {
-    ddp_pollfd_t pf[64];
-    int idx[64], n = 0;
+    ddp_pollfd_t pf[DDP_STORE_MAX_RELAYS];
+    int idx[DDP_STORE_MAX_RELAYS], n = 0;
     for (int i = 0; i < r->nlinks; i++) {
         link_t *l = &r->links[i];
         if (l->fd < 0)
@@ -689,11 +709,9 @@ static int pump(relay_sys_t *r, int64_t deadline)
             link_lost(r, i, "its link broke while sending");
             continue;
         }
-        if (n < 64) {
-            pf[n] = (ddp_pollfd_t){.fd = l->fd, .events = (short)(DDP_POLLIN |
-                                   (ddp__bb_pending(&l->out) ? DDP_POLLOUT : 0))};
-            idx[n++] = i;
-        }
+        pf[n] = (ddp_pollfd_t){.fd = l->fd, .events = (short)(DDP_POLLIN |
+                               (ddp__bb_pending(&l->out) ? DDP_POLLOUT : 0))};
+        idx[n++] = i;
     }
     if (!n)
         return deadline > 0 ? ddp_sys_sleep_until(r->base, deadline) : 0;
@@ -752,7 +770,7 @@ static int rs_accept(ddp_sys_t *s, int fd, ddp_addr_t *peer, int64_t deadline)
             c->qnext = NULL;
             if (peer)
                 *peer = c->peer;
-            return RELAY_VFD_BASE + c->slot;
+            return RELAY_VFD_BASE + (int)c->slot;
         }
         int rc = wait_more(r, start, deadline);
         if (rc <= 0)
@@ -989,11 +1007,13 @@ static int rs_epoll_close(ddp_sys_t *s, int ep)
     vset_t *set = set_get(r, ep);
     if (!set)
         return -EBADF;
-    for (int i = 0; i < r->nvc; i++)
-        if (r->vc[i] && r->vc[i]->ep == ep) {
-            ready_del(r, r->vc[i]);
-            r->vc[i]->ep = -1;
+    for (uint32_t i = 0; i < r->vcs.cap; i++) {
+        vconn_t *c = pool_get(&r->vcs, i);
+        if (c && c->ep == ep) {
+            ready_del(r, c);
+            c->ep = -1;
         }
+    }
     set->used = 0;
     return 0;
 }
@@ -1103,13 +1123,14 @@ static void rs_destroy(ddp_sys_t *s)
         ddp__bb_free(&l->out);
         free(l->byid);
     }
-    for (int i = 0; i < r->nvc; i++)
-        if (r->vc[i]) {
-            ddp__bb_free(&r->vc[i]->in);
-            free(r->vc[i]);
+    for (uint32_t i = 0; i < r->vcs.cap; i++) {
+        vconn_t *c = pool_get(&r->vcs, i);
+        if (c) {
+            ddp__bb_free(&c->in);
+            free(c);
         }
-    free(r->vc);
-    free(r->freeslots);
+    }
+    pool_free(&r->vcs);
     free(r->sets);
     free(r->links);
     free(r->args);
