@@ -68,11 +68,22 @@ TEST_PLUGIN_DIR := $(B)/test_plugins
 TEST_PLUGINS := $(TEST_PLUGIN_DIR)/libddptest.so $(TEST_PLUGIN_DIR)/libddptest-nosym.so \
                 $(TEST_PLUGIN_DIR)/libddptest-abi.so $(TEST_PLUGIN_DIR)/libddptest-clash.so \
                 $(TEST_PLUGIN_DIR)/libddptest-leak.so
+# `ddpsim check`'s own plugins (tests/check_plugins/kvx_plugin.c): a correct
+# one, and one realistic bug each (libkvx-uaf.so is built with ASan).
+KVX_VARIANTS := nodeadline:KVX_NO_DEADLINE:kvx_nodl timeout:KVX_WRONG_TIMEOUT:kvx_tmo \
+                ignore:KVX_IGNORE_ERROR:kvx_ign nobarrier:KVX_NO_BARRIER:kvx_nobar \
+                uaf:KVX_UAF:kvx_uaf rank:KVX_WRONG_RANK:kvx_rank race:KVX_RACE:kvx_race
+CHECK_PLUGINS := $(TEST_PLUGIN_DIR)/libkvx.so \
+                 $(foreach v,$(KVX_VARIANTS),$(TEST_PLUGIN_DIR)/libkvx-$(word 1,$(subst :, ,$(v))).so)
+kvx_flags = $(foreach v,$(KVX_VARIANTS),$(if $(filter libkvx-$(word 1,$(subst :, ,$(v))).so,$(1)),\
+              -D$(word 2,$(subst :, ,$(v))) -DKVX_NAME='"$(word 3,$(subst :, ,$(v)))"'))\
+            $(if $(filter libkvx-uaf.so,$(1)),$(if $(findstring address,$(SANITIZE)),,-fsanitize=address))
 
 .PHONY: all lib run test check-layers check-exports bench install deps clean hw-test real-scenarios \
         netns-scenarios netns-clean real-test fidelity torch-test torch-scenarios fuzz mutate fault-points-doc \
         check-fault-points-doc check-docs
-all: $(STATIC) $(SHARED) $(DDPSIM) $(TESTBIN) $(BENCH_BIN) ddpsim $(FAKE_NCCL) $(TEST_PLUGINS)
+all: $(STATIC) $(SHARED) $(DDPSIM) $(TESTBIN) $(BENCH_BIN) ddpsim $(FAKE_NCCL) $(TEST_PLUGINS) \
+     $(CHECK_PLUGINS)
 
 lib: $(STATIC) $(SHARED)
 
@@ -148,6 +159,10 @@ $(TEST_PLUGINS): $(TEST_PLUGIN_DIR)/%.so: tests/plugin_lib/ddptest_plugin.c incl
 	    $(if $(findstring -nosym,$@),-DDDPTEST_NOSYM)$(if $(findstring -abi,$@),-DDDPTEST_ABI)$(if $(findstring -clash,$@),-DDDPTEST_CLASH)$(if $(findstring -leak,$@),-DDDPTEST_LEAK) \
 	    -o $@ $<
 
+$(CHECK_PLUGINS): $(TEST_PLUGIN_DIR)/%.so: tests/check_plugins/kvx_plugin.c include/ddp/plugin.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -shared $(LDFLAGS) $(call kvx_flags,$(notdir $@)) -o $@ $<
+
 # TESTS="suite ..." runs only those suites; JUNIT=F.xml writes JUnit XML:
 # the CUnit suites into F.xml, the other checks (layers, exports, the fault
 # points page, the example, the mutants selftest) with their times into
@@ -158,7 +173,7 @@ JUNIT_CHECKS   = $(if $(JUNIT),$(basename $(JUNIT))-checks.xml)
 JUNIT_CHECKS_D = $(B)/junit-checks.d
 CHECK_RUN      = CHECK_JUNIT_FILE=$(JUNIT_CHECKS) sh tests/check-junit.sh run $(JUNIT_CHECKS_D)
 test: $(TESTBIN) $(DDPSIM) ddpsim check-layers check-exports check-fault-points-doc check-docs $(FAKE_NCCL) \
-      $(TEST_PLUGINS) $(B)/bench/store_rdzv
+      $(TEST_PLUGINS) $(CHECK_PLUGINS) $(B)/bench/store_rdzv
 	DDPSIM=$(abspath $(DDPSIM)) DDP_FAKE_NCCL_DIR=$(abspath $(FAKE_NCCL_DIR)) \
 	    DDP_TEST_PLUGIN_DIR=$(abspath $(TEST_PLUGIN_DIR)) \
 	    $(TESTBIN) $(if $(JUNIT),--junit $(JUNIT)) --times $(B)/test-times.txt $(TESTS)

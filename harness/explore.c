@@ -24,6 +24,7 @@
 #include "ddp/scenario.h"
 #include "ddp/sys.h"
 #include "progress.h"
+#include "scenario_priv.h"
 
 /* Explore's runs: a short group deadline keeps stalled runs cheap (virtual
  * waits cost no wall time, but rank 0 polls the store every 10 ms). */
@@ -449,6 +450,8 @@ static int invariant_class(const char *why)
 
 typedef struct {
     const char *accel;
+    ddp__shrink_pred_fn pred; /* NULL: the same invariant as cls */
+    void *pred_arg;
     int cls;            /* the invariant the original run broke (0: any) */
     int runs;           /* runs spent */
     ddp_scn_result_t last; /* the result of the last violating run */
@@ -462,6 +465,12 @@ static int still_fails(shrinker_t *sh, const ddp_scenario_t *c)
     sh->runs++;
     ddp_scn_result_t r;
     memset(&r, 0, sizeof r);
+    if (sh->pred) {
+        if (!sh->pred(sh->pred_arg, c, sh->accel, &r))
+            return 0;
+        sh->last = r;
+        return 1;
+    }
     ddp_scn_run_opts_t ro = {0};
     if (ddp_scenario_run(c, sh->accel, &ro, &r) != 0 || r.invariants_ok)
         return 0;
@@ -777,7 +786,9 @@ static ddp_scenario_t *shrink(const ddp_scenario_t *s, const char *accel,
     sh->runs = 0;
     memset(&sh->last, 0, sizeof sh->last);
     sh->cls = 0;
-    if (cls_of_run) {
+    if (sh->pred) {
+        /* the predicate knows what it keeps */
+    } else if (cls_of_run) {
         sh->cls = invariant_class(cls_of_run);
     } else {
         /* Which invariant does s break? (one run) */
@@ -809,8 +820,24 @@ static ddp_scenario_t *shrink(const ddp_scenario_t *s, const char *accel,
 ddp_scenario_t *ddp_explore_shrink(const ddp_scenario_t *s, const char *accel,
                                    int *steps)
 {
-    shrinker_t sh;
+    shrinker_t sh = {0};
     return shrink(s, accel, NULL, steps, &sh);
+}
+
+ddp_scenario_t *ddp__explore_shrink_by(const ddp_scenario_t *s, const char *accel,
+                                       ddp__shrink_pred_fn pred, void *arg, int *steps,
+                                       int *runs, ddp_scn_result_t *last)
+{
+    shrinker_t sh = {.pred = pred, .pred_arg = arg};
+    int n = 0;
+    ddp_scenario_t *m = shrink(s, accel, NULL, &n, &sh);
+    if (steps)
+        *steps = n;
+    if (runs)
+        *runs = sh.runs;
+    if (last && n)
+        *last = sh.last;
+    return m;
 }
 
 /* ---- the loop ---- */
@@ -905,7 +932,7 @@ static void report_violation(const ddp_explore_opts_t *o, FILE *log, int i,
             s->seed);
     fprintf(log, "  why: %s\n", r->why[0] ? r->why : "(no reason given)");
     int steps = 0;
-    shrinker_t sh;
+    shrinker_t sh = {0};
     ddp_scenario_t *m = shrink(s, accel, r->why, &steps, &sh);
     /* The last kept candidate is m itself; with nothing kept, m is s. */
     ddp_scn_result_t mr = steps ? sh.last : *r;

@@ -49,4 +49,15 @@ int ddp__scn_cause_tier(int code);
 int ddp__scn_more_causal(int code, int rank, int node, int best_code,
                          int best_rank, int best_node);
 
+/* explore's greedy shrinker (harness/explore.c) with the caller's
+ * predicate: pred runs candidate c for accel, fills r, and returns 1 when
+ * it still shows what the caller keeps. *steps: changes kept; *runs:
+ * candidates run; *last: the last kept candidate's result (untouched when
+ * none was kept). */
+typedef int (*ddp__shrink_pred_fn)(void *arg, const ddp_scenario_t *c, const char *accel,
+                                   ddp_scn_result_t *r);
+ddp_scenario_t *ddp__explore_shrink_by(const ddp_scenario_t *s, const char *accel,
+                                       ddp__shrink_pred_fn pred, void *arg, int *steps,
+                                       int *runs, ddp_scn_result_t *last);
+
 #endif

@@ -684,7 +684,8 @@ int ddp_scenario_run(const ddp_scenario_t *s, const char *accel,
     ddp_sys_t *wall = o->wall_limit_ns >= 0 ? ddp_sys_posix_new(ddp_env_new()) : NULL;
     ddp_sim_opts_t so = {.trace = o->trace, .keep_trace = o->keep_trace, .wall_clock = wall,
                          .wall_limit_ns = o->wall_limit_ns ? o->wall_limit_ns
-                                                           : 600 * DDP_NS_PER_S};
+                                                           : 600 * DDP_NS_PER_S,
+                         .tap = o->tap, .tap_arg = o->tap_arg};
     int rc = ddp_scenario_plan(s, accel, o->seed, &plan);
     if (rc == 0 && (plan->entry.gpus > 0 || !strcmp(plan->entry.backend, "nccl")) &&
         !ddp_sim_has_nccl()) {

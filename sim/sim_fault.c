@@ -199,7 +199,11 @@ static void fault_windows_changed(ddp_sim_t *sim);
 
 static void sim_event(ddp_sim_t *sim, const ddp_fault_event_t *ev)
 {
-    if (ddp_faultset_event(&sim->fs, ev, sim->vt)) {
+    if (sim->o.tap) {
+        ddp_sim_task_t *t = ddp__sim_current();
+        sim->o.tap(sim->o.tap_arg, ev, t ? t->out.node : -1, sim->vt - VT0);
+    }
+    if (sim->fs.events && ddp_faultset_event(&sim->fs, ev, sim->vt)) {
         ddp__sim_trace(sim, -1, "window", "\"event\":\"%s\",\"name\":\"%s\",\"rank\":%d",
                        ddp_trigger_kind_name(ev->kind), ev->name ? ev->name : "", ev->rank);
         fault_windows_changed(sim);
@@ -210,14 +214,14 @@ static void observer(void *arg, const ddp_fault_event_t *ev)
 {
     (void)arg;
     ddp_sim_task_t *t = ddp__sim_current();
-    if (t && t->sim->fs.events)
+    if (t && (t->sim->fs.events || t->sim->o.tap))
         sim_event(t->sim, ev);
 }
 
 /* A task's process started or exited: spawn/exit events of its rank. */
 void ddp__sim_proc_event(ddp_sim_t *sim, ddp_sim_task_t *t, ddp_trigger_kind_t kind)
 {
-    if (!sim->fs.events || t->out.thread)
+    if ((!sim->fs.events && !sim->o.tap) || t->out.thread)
         return;
     ddp_fault_event_t ev = {.kind = kind, .rank = t->out.rank, .name = t->name, .value = -1};
     sim_event(sim, &ev);
@@ -245,7 +249,7 @@ static void phase_hook(ddp_sim_task_t *t)
     if (!strcmp(t->phase, "store connect") && strcmp(phase, "store connect") &&
         t->out.join_ns <= 0)
         t->out.join_ns = sim->vt - VT0;
-    if (sim->fs.events) {
+    if (sim->fs.events || sim->o.tap) {
         ddp_fault_event_t ev = {.kind = DDP_TRIG_LEAVE, .rank = t->out.rank,
                                 .name = t->phase, .value = -1};
         if (t->phase[0])
@@ -260,13 +264,7 @@ static void phase_hook(ddp_sim_task_t *t)
     if (i >= 0 && sim->faults[i].kind == DDP_FAULT_STALL) {
         /* this thread only: its process, store thread and sockets go on */
         ddp__sim_trace(sim, t->id, "fault", "\"fault\":\"stall\",\"phase\":\"%s\"", phase);
-        while (active(sim, i)) {
-            int64_t until = sim->fs.st[i].close_at;
-            int64_t wake = until == DDP_FAULT_NEVER ? ddp__sim_task_now(t) + DDP_NS_PER_S / 10
-                                                    : until + sim->nodes[t->out.node].skew;
-            if (ddp__sim_park(t, wake, NULL, 0, "stalled by a fault"))
-                return;
-        }
+        t->stall = i + 1;
     } else if (i >= 0) {
         ddp__sim_trace(sim, t->id, "fault", "\"fault\":\"crash\",\"phase\":\"%s\"", phase);
         ddp__sim_kill_task(sim, t, 1);
@@ -377,9 +375,30 @@ int ddp__sim_call_fault(ddp_sim_task_t *t, ddp_fault_id_t point, int dst_node,
     return fi > 0 ? (int)fi : ddp_fault_info(point)->deferr;
 }
 
+/* Holds t while fault i's window is open (a stall, a pause). 1 when the
+ * task was cancelled meanwhile. */
+static int hold(ddp_sim_task_t *t, int i, const char *why)
+{
+    ddp_sim_t *sim = t->sim;
+    while (active(sim, i)) {
+        int64_t until = sim->fs.st[i].close_at;
+        int64_t wake = until == DDP_FAULT_NEVER ? ddp__sim_task_now(t) + DDP_NS_PER_S / 10
+                                                : until + sim->nodes[t->out.node].skew;
+        if (ddp__sim_park(t, wake, NULL, 0, why))
+            return 1;
+    }
+    return 0;
+}
+
 int ddp__sim_pause_point(ddp_sim_task_t *t)
 {
     ddp_sim_t *sim = t->sim;
+    if (t->stall) {
+        int i = t->stall - 1;
+        t->stall = 0;
+        if (hold(t, i, "stalled by a fault"))
+            return 1;
+    }
     for (int i = 0; i < sim->nfaults; i++) {
         const ddp_fault_t *f = &sim->faults[i];
         if (f->kind != DDP_FAULT_PAUSE || !active(sim, i) || !aims_at(sim, i, t))
@@ -392,13 +411,8 @@ int ddp__sim_pause_point(ddp_sim_task_t *t)
         ddp_faultset_hit(&sim->fs, i, 1);
         /* until its window closes: a time, or an event some other task
          * produces (re-checked at every wake) */
-        while (active(sim, i)) {
-            int64_t until = sim->fs.st[i].close_at;
-            int64_t wake = until == DDP_FAULT_NEVER ? ddp__sim_task_now(t) + DDP_NS_PER_S / 10
-                                                    : until + sim->nodes[t->out.node].skew;
-            if (ddp__sim_park(t, wake, NULL, 0, "paused by a fault"))
-                return 1;
-        }
+        if (hold(t, i, "paused by a fault"))
+            return 1;
     }
     return 0;
 }

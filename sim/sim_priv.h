@@ -124,6 +124,10 @@ struct ddp_sim_task {
     ddp_sim_t *sim;
     int parked;
     int killed;      /* cancelled or crashed: every sim call fails */
+    int stall;       /* a stall fault (its index + 1) matched at a phase
+                        change: the task parks at its next sim call, not
+                        inside libfiu's callback (libfiu counts recursion
+                        per thread, and the contexts share one thread) */
     int64_t timer_gen; /* counts parks: a timer of an older park is stale */
     uint64_t timer_seq; /* its timer's sequence number (UINT64_MAX: none) */
     int64_t timer_of;  /* the park (timer_gen) that timer belongs to */

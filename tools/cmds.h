@@ -36,6 +36,7 @@ int ddp_tool_write_chrome(const char *tr, const char *path);
  * characters but newline and tab left out); NULL writes nothing. */
 #define ddp_tool_xml_text ddp__xml_text
 int ddp_cmd_explore(struct ddp_sys *sys, int argc, char **argv);
+int ddp_cmd_check(struct ddp_sys *sys, int argc, char **argv);
 int ddp_cmd_merge(struct ddp_sys *sys, int argc, char **argv);
 int ddp_cmd_report(struct ddp_sys *sys, int argc, char **argv);
 

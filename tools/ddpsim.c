@@ -23,6 +23,8 @@ static const command_t commands[] = {
      "replay one scenario exactly (same seed): per-rank outcomes, trace hash"},
     {"explore", ddp_cmd_explore,
      "random fault schedules; invariant violations, replay commands, shrinking"},
+    {"check", ddp_cmd_check,
+     "test your plugin: baselines, faults aimed at what it does, oracles, findings"},
     {"merge", ddp_cmd_merge,
      "combine the result files of run/explore --shard K/N into the whole sweep's"},
     {"report", ddp_cmd_report,

@@ -209,6 +209,10 @@ typedef struct ddp_scn_run_opts {
     /* rank + 1 whose message r->rank_error gets (0: none): `--compare` sets
      * the simulator's prediction beside the real run's failing rank */
     int explain_rank;
+    /* Every event of the job (ddp_sim_opts_t.tap): `ddpsim check`'s
+     * discovery. NULL: none. */
+    void (*tap)(void *arg, const ddp_fault_event_t *ev, int node, int64_t vt);
+    void *tap_arg;
 } ddp_scn_run_opts_t;
 
 /* Runs s for accel in a fresh simulation; fills r. Returns 0 when it ran

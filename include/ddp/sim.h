@@ -71,6 +71,14 @@ typedef struct ddp_sim_opts {
                                        that calls ddp_sim_run */
         DDP_SIM_TASKS_THREADS = 2,  /* one pthread per task, passed a baton */
     } tasks;
+    /* Every event of the job as it happens (phases entered and left, the
+     * store's connects, joins, keys set and waited on, processes spawned
+     * and exited), with the node of the task that produced it (the store
+     * server's for store events) and the virtual time: `ddpsim check`
+     * lists what a plugin does from it. It decides nothing: a run with a
+     * tap makes the same trace. NULL: none. */
+    void (*tap)(void *arg, const ddp_fault_event_t *ev, int node, int64_t vt);
+    void *tap_arg;
 } ddp_sim_opts_t;
 typedef enum ddp_sim_tasks ddp_sim_tasks_t;
 

@@ -1,0 +1,170 @@
+/* tools/cmd_check.c — `ddpsim check`: tests the user's plugin without a
+ * scenario of the user's (docs/check.md): baselines, discovery, aimed and
+ * random faults, oracles, shrunk replayable findings. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmds.h"
+#include "ddp/check.h"
+#include "ddp/err.h"
+#include "ddp/plugin.h"
+#include "opt.h"
+
+static void check_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: ddpsim check --plugin NAME|PATH.so [--budget D] [--runs N] [--seed S]\n"
+            "                    [--random-runs N] [--max-findings N] [--list] [--out DIR]\n"
+            "                    [--junit FILE] [--shard K/N] [--progress | --no-progress]\n\n"
+            "Tests your plugin with no scenario of yours. First fault-free baselines on\n"
+            "every shape that matters (1 node; 2 nodes under every accelerator, ddp2's one\n"
+            "process per node, spawn), three schedules each: each must be ok. From\n"
+            "their events it lists what your plugin does (phases entered, store\n"
+            "keys set and waited on, per rank class: --list prints it and stops). Then it\n"
+            "aims faults at each of those events (crash, stall, pause, partition, delay,\n"
+            "refuse, reset, a failing store request, a late start; each for rank 0,\n"
+            "another rank of node 0 and a rank of another node; alone and in pairs; the\n"
+            "healing ones under every accelerator), then random schedules as explore\n"
+            "draws them, and judges every run by oracles that need no expectation of\n"
+            "yours:\n"
+            "  baseline    a fault-free run must be ok\n"
+            "  no-fault    a run in which no fault acted on anything must be ok\n"
+            "  invariant   every rank ends by its deadline (a wait without a deadline, or\n"
+            "              with the wrong one), no deadlock, no leaked socket, errors name\n"
+            "              a cause, ranks agree on the world\n"
+            "  transient   a fault that heals within a tenth of the 30 s timeout is survived\n"
+            "  agreement   a fault the default plugin survives, your plugin survives\n"
+            "  cause       a rank whose store request failed in your phase reports that\n"
+            "              failure (not a later, unrelated one: an ignored error)\n"
+            "Each finding is shrunk (fewest faults, smallest cluster, simplest trigger),\n"
+            "written as a scenario file into DIR (default ddpsim-check), and its replay\n"
+            "command is run once to check that it reproduces the finding.\n\n"
+            "  --plugin NAME|PATH.so  the plugin to check (a library: docs/plugin.md)\n"
+            "  --budget D         stop after D of wall time: 90, 90s, 5m, 1h (default 5m)\n"
+            "  --runs N           at most N runs after the baselines (default 3000)\n"
+            "  --random-runs N    random schedules after the aimed runs (default 200)\n"
+            "  --seed S           the same seed and budget give the same runs (default 1)\n"
+            "  --max-findings N   report at most N findings (default 10)\n"
+            "  --list             baselines and the discovery only\n"
+            "  --out DIR          where findings' scenarios go (default ddpsim-check)\n"
+            "  --junit FILE       JUnit XML: the baselines, then one test per finding\n"
+            "  --shard K/N        only the aimed and random runs i with i mod N = K-1\n"
+            "  --progress, --no-progress   as explore's\n\n"
+            "Exit status: 0 no finding, 1 some finding, 2 bad input.\n");
+}
+
+/* --budget: seconds, or a number with s, m or h. */
+static int parse_budget(const char *v, void *dst)
+{
+    char *end;
+    double d = strtod(v, &end), mul = 1;
+    if (end == v || d <= 0)
+        return -1;
+    if (*end == 'm')
+        mul = 60, end++;
+    else if (*end == 'h')
+        mul = 3600, end++;
+    else if (*end == 's')
+        end++;
+    if (*end)
+        return -1;
+    *(double *)dst = d * mul;
+    return 0;
+}
+
+static void print_finding(FILE *out, int i, const ddp_check_finding_t *f)
+{
+    fprintf(out, "FINDING %d [%s] on %s: %s\n", i + 1, f->oracle, f->accel, f->sentence);
+    fprintf(out, "  shrunk in %d step(s)\n", f->shrink_steps);
+    fprintf(out, "  replay: %s\n", f->replay);
+    fprintf(out, "  replay check: %s\n",
+            f->replayed ? "reproduces it (same trace, expectation fails)"
+                        : "DOES NOT reproduce it (a bug of ddpsim's: please report it)");
+    fprintf(out, "  --- %s ---\n%s  --- end ---\n", f->path[0] ? f->path : "scenario",
+            f->scenario ? f->scenario : "(could not write the scenario)\n");
+}
+
+static int junit_fill(FILE *f, void *arg)
+{
+    const ddp_check_report_t *rep = arg;
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n"
+               "<testsuite name=\"ddpsim check\" tests=\"%d\" failures=\"%d\" time=\"%.3f\">\n",
+            rep->nfindings + 1, rep->nfindings, rep->wall_s);
+    fprintf(f, "<testcase classname=\"check\" name=\"%d baseline, %d aimed, %d random "
+               "run(s)\"/>\n",
+            rep->baseline_runs, rep->aimed_runs, rep->random_runs);
+    for (int i = 0; i < rep->nfindings; i++) {
+        const ddp_check_finding_t *x = &rep->findings[i];
+        fprintf(f, "<testcase classname=\"check.%s\" name=\"finding %d on %s\">"
+                   "<failure message=\"",
+                x->oracle, i + 1, x->accel);
+        ddp_tool_xml_text(f, x->sentence);
+        fprintf(f, "\">");
+        ddp_tool_xml_text(f, x->replay);
+        fputc('\n', f);
+        ddp_tool_xml_text(f, x->scenario);
+        fprintf(f, "</failure></testcase>\n");
+    }
+    fprintf(f, "</testsuite>\n</testsuites>\n");
+    return 0;
+}
+
+static void summary(const ddp_check_opts_t *o, const ddp_check_report_t *rep)
+{
+    fprintf(stdout, "check: %d baseline run(s) (%d failed), %d aimed and %d random run(s) "
+                    "of %d candidate(s)%s, seed %llu: %d finding(s) in %.1f s\n",
+            rep->baseline_runs, rep->baseline_failed, rep->aimed_runs, rep->random_runs,
+            rep->candidates, rep->budget_hit ? " (stopped by --budget/--runs)" : "",
+            (unsigned long long)(o->seed ? o->seed : 1), rep->nfindings, rep->wall_s);
+}
+
+int ddp_cmd_check(ddp_sys_t *sys, int argc, char **argv)
+{
+    (void)sys;
+    ddp_check_opts_t o = {.seed = 1, .out_dir = "ddpsim-check", .self = ddp_tool_self,
+                          .progress = isatty(2) ? 1 : 2};
+    const char *junit = NULL;
+    int n, list = 0;
+    const ddp_opt_t opts[] = {
+        OPT_FN("plugin", &o.plugin, ddp_opt_plugin_name, ddp_opt_plugin_form()),
+        OPT_FN("budget", &o.budget_s, parse_budget, "seconds, or a number and s, m or h"),
+        OPT_INT("runs", &o.runs, 1, 100000000),
+        OPT_INT("random-runs", &o.random_runs, 0, 100000000),
+        OPT_U64("seed", &o.seed, 0),
+        OPT_INT("max-findings", &o.max_findings, 1, 1000),
+        OPT_FLAG("list", 0, &list, 1),
+        OPT_FN("out", &o.out_dir, ddp_opt_dir, DDP_OPT_DIR_FORM),
+        OPT_STR("junit", &junit, "a file to write"),
+        OPT_FN("shard", &o.shard, ddp_opt_shard, DDP_OPT_SHARD_FORM),
+        OPT_FLAG("progress", 0, &o.progress, 1),
+        OPT_FLAG("no-progress", 0, &o.progress, 0),
+        OPT_HELP,
+    };
+    ddp_opt_spec_t sp = {DDP_OPT_SPEC("check", opts, check_usage), .max_operands = 0};
+    DDP_OPT_PARSE_OR_RETURN(&sp, argc, argv, &n);
+    if (!o.plugin)
+        return ddp_opt_bad("check", "--plugin", "(missing)", ddp_opt_plugin_form());
+    if (ddp_opt_writable("check", "--junit", junit))
+        return 2;
+    o.random_runs = o.random_runs ? o.random_runs : 0;
+    o.list_only = list;
+    ddp_check_report_t rep;
+    if (ddp_check(&o, &rep) != 0) {
+        fprintf(stderr, "ddpsim check: %s\n", ddp_err_message());
+        return 2;
+    }
+    if (list)
+        ddp_check_print_discovery(&rep.disc, stdout);
+    for (int i = 0; i < rep.nfindings; i++)
+        print_finding(stdout, i, &rep.findings[i]);
+    summary(&o, &rep);
+    int rc = rep.nfindings ? 1 : 0;
+    if (junit && ddp_out_write(junit, "the JUnit XML", junit_fill, &rep) != 0) {
+        fprintf(stderr, "ddpsim check: %s\n", ddp_err_message());
+        rc = 2;
+    }
+    ddp_check_report_free(&rep);
+    return rc;
+}
