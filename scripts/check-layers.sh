@@ -36,7 +36,7 @@ header_layer() {
     plugin) echo plugins ;;
     accel) echo accelerators ;;
     sim) echo sim ;;
-    launch | plan | scenario | real) echo harness ;;
+    launch | plan | scenario | real | check) echo harness ;;
     *) echo unknown ;;
     esac
 }
