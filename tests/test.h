@@ -76,6 +76,10 @@ int ddp_test_ddpsim(const char *args, int with_stderr, char *out, size_t n);
 #define DDP_TEST_DDPSIM_LIMIT_S 120
 int ddp_test_ddpsim_io(const char *env, const char *args, int want_stderr, char *out,
                        size_t n);
+/* DIR/NAME of a plugin library the Makefile built for the tests
+ * ($DDP_TEST_PLUGIN_DIR under make test; else test_plugins/ next to this
+ * program). */
+const char *ddp_test_plugin_lib(char *buf, size_t n, const char *name);
 /* A fresh folder /tmp/ddpsim-TAG-XXXXXX into dir (n bytes); NULL when it
  * cannot be made. */
 const char *ddp_test_tmpdir(char *dir, size_t n, const char *tag);

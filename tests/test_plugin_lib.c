@@ -32,18 +32,7 @@ static int suite_cleanup(void) { return ddp_test_suite_sys_cleanup(&g_sys); }
 /* DIR/NAME of a test plugin library. */
 static const char *lib_path(char *buf, size_t n, const char *name)
 {
-    ddp_sys_t *sys = ddp_sys_posix_new(NULL);
-    const char *dir = sys ? ddp_env_get(ddp_sys_env(sys), "DDP_TEST_PLUGIN_DIR") : NULL;
-    char self[1024] = "";
-    if (!dir) { /* outside make test: the build folder of this program */
-        ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-        self[len > 0 ? len : 0] = '\0';
-        snprintf(buf, n, "%s/test_plugins/%s", dirname(self), name);
-    } else {
-        snprintf(buf, n, "%s/%s", dir, name);
-    }
-    ddp_sys_free(sys);
-    return buf;
+    return ddp_test_plugin_lib(buf, n, name);
 }
 
 /* A failed load: its code, nothing registered, the sentence and the hint

@@ -2,6 +2,7 @@
 #include "test.h"
 
 #include <dirent.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -313,4 +314,20 @@ int ddp_test_mkdev(const char *path)
     if (mknod(path, S_IFCHR | 0600, makedev(1, 7)) == 0)
         return 1;
     return mkfifo(path, 0600) == 0 ? 0 : -1;
+}
+
+const char *ddp_test_plugin_lib(char *buf, size_t n, const char *name)
+{
+    ddp_sys_t *sys = ddp_sys_posix_new(NULL);
+    const char *dir = sys ? ddp_env_get(ddp_sys_env(sys), "DDP_TEST_PLUGIN_DIR") : NULL;
+    char self[1024] = "";
+    if (!dir) { /* outside make test: the build folder of this program */
+        ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+        self[len > 0 ? len : 0] = '\0';
+        snprintf(buf, n, "%s/test_plugins/%s", dirname(self), name);
+    } else {
+        snprintf(buf, n, "%s/%s", dir, name);
+    }
+    ddp_sys_free(sys);
+    return buf;
 }

@@ -1,0 +1,224 @@
+/* tests/test_check.c — `ddpsim check` (docs/check.md) on the plugins of
+ * tests/check_plugins/kvx_plugin.c: one correct (no finding), and one per
+ * realistic bug class, each of which check must catch with a shrunk
+ * scenario whose replay reproduces it; the printed replay commands run as
+ * a user pastes them; explore's no-fault oracle on a plugin that fails
+ * fault-free runs, and its costliest run's replay. */
+#include "test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ddp/check.h"
+#include "ddp/err.h"
+#include "ddp/plugin.h"
+#include "ddp/scenario.h"
+
+static const ddp_plugin_t *load(const char *lib)
+{
+    char path[1024];
+    const ddp_plugin_t *p = NULL;
+    ddp_test_plugin_lib(path, sizeof path, lib);
+    if (ddp_plugin_load(NULL, path, &p) != 0)
+        printf("\n  cannot load %s: %s\n", path, ddp_err_message());
+    return p;
+}
+
+/* A check of lib with a small random tail (the aimed runs are the point). */
+static int check_of(const char *lib, const char *out_dir, ddp_check_report_t *rep)
+{
+    const ddp_plugin_t *p = load(lib);
+    if (!p)
+        return -1;
+    FILE *sink = fopen("/dev/null", "w");
+    ddp_check_opts_t o = {.plugin = p->name, .seed = 1, .random_runs = 50,
+                          .out_dir = out_dir, .log = sink};
+    int rc = ddp_check(&o, rep);
+    if (sink)
+        fclose(sink);
+    return rc;
+}
+
+static int has_oracle(const ddp_check_report_t *rep, const char *oracle)
+{
+    for (int i = 0; i < rep->nfindings; i++)
+        if (!strcmp(rep->findings[i].oracle, oracle))
+            return 1;
+    return 0;
+}
+
+static void test_correct_plugin(void)
+{
+    ddp_check_report_t rep;
+    CU_ASSERT_EQUAL_FATAL(check_of("libkvx.so", NULL, &rep), 0);
+    CU_ASSERT_EQUAL(rep.baseline_runs, 21);
+    CU_ASSERT_EQUAL(rep.baseline_failed, 0);
+    CU_ASSERT(rep.aimed_runs > 500);
+    CU_ASSERT_EQUAL(rep.nfindings, 0);
+    for (int i = 0; i < rep.nfindings; i++)
+        printf("\n  unexpected finding [%s]: %s\n", rep.findings[i].oracle,
+               rep.findings[i].sentence);
+    ddp_check_report_free(&rep);
+}
+
+/* The discovery: the plugin's own phases and keys, told from the default's. */
+static void test_discovery(void)
+{
+    ddp_check_report_t rep;
+    const ddp_plugin_t *p = load("libkvx.so");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    ddp_check_opts_t o = {.plugin = p->name, .list_only = 1};
+    CU_ASSERT_EQUAL_FATAL(ddp_check(&o, &rep), 0);
+    int publish = 0, connect_user = 0, addr = 0, pg = 0;
+    for (int i = 0; i < rep.disc.nphases; i++) {
+        publish |= !strcmp(rep.disc.phases[i].name, "kvx publish") && rep.disc.phases[i].user &&
+                   rep.disc.phases[i].classes == 7;
+        connect_user |= !strcmp(rep.disc.phases[i].name, "store connect") &&
+                        rep.disc.phases[i].user;
+    }
+    for (int i = 0; i < rep.disc.nkeys; i++) {
+        addr |= !strcmp(rep.disc.keys[i].glob, "kvx/addr/*") && rep.disc.keys[i].user &&
+                rep.disc.keys[i].ops & 1 && rep.disc.keys[i].ops & 2;
+        pg |= !strcmp(rep.disc.keys[i].glob, "default_pg/tcp/addr/*") && !rep.disc.keys[i].user;
+    }
+    CU_ASSERT(publish);
+    CU_ASSERT(!connect_user);
+    CU_ASSERT(addr);
+    CU_ASSERT(pg);
+    CU_ASSERT_EQUAL(rep.aimed_runs, 0);
+    ddp_check_report_free(&rep);
+}
+
+static const struct {
+    const char *lib, *oracle; /* the oracle that must be among the findings */
+} bugs[] = {
+    {"libkvx-nodeadline.so", "invariant"}, /* a wait without a deadline */
+    {"libkvx-timeout.so", "invariant"},    /* bounded by 1800 s, not the group's */
+    {"libkvx-ignore.so", "cause"},         /* the publish's store error ignored */
+    {"libkvx-nobarrier.so", "baseline"},   /* rank 0 cleans up under the others */
+    {"libkvx-rank.so", "baseline"},        /* the extra group's rank is local */
+    {"libkvx-race.so", "baseline"},        /* CHECK where it must WAIT */
+};
+
+static void test_bug_classes(void)
+{
+    for (size_t b = 0; b < sizeof bugs / sizeof bugs[0]; b++) {
+        ddp_check_report_t rep;
+        CU_ASSERT_EQUAL_FATAL(check_of(bugs[b].lib, NULL, &rep), 0);
+        CU_ASSERT(rep.nfindings >= 1);
+        CU_ASSERT(has_oracle(&rep, bugs[b].oracle));
+        for (int i = 0; i < rep.nfindings; i++) {
+            CU_ASSERT_EQUAL(rep.findings[i].replayed, 1);
+            CU_ASSERT_PTR_NOT_NULL(rep.findings[i].scenario);
+        }
+        if (!has_oracle(&rep, bugs[b].oracle))
+            printf("\n  %s: no %s finding (%d finding(s))\n", bugs[b].lib, bugs[b].oracle,
+                   rep.nfindings);
+        ddp_check_report_free(&rep);
+    }
+}
+
+/* The printed replay command, run as pasted: it fails (exit 1) on the
+ * buggy plugin, as the finding did. */
+static void test_replay_command(void)
+{
+    char dir[256], out[8192];
+    if (!ddp_test_ddpsim_bin(out, sizeof out) || !ddp_test_tmpdir(dir, sizeof dir, "check"))
+        return;
+    ddp_check_report_t rep;
+    CU_ASSERT_EQUAL_FATAL(check_of("libkvx-timeout.so", dir, &rep), 0);
+    CU_ASSERT_FATAL(rep.nfindings >= 1);
+    const char *cmd = strstr(rep.findings[0].replay, " replay ");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(cmd);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep.findings[0].replay, dir));
+    int st = ddp_test_ddpsim_io(NULL, cmd + 1, 0, out, sizeof out);
+    CU_ASSERT_EQUAL(st, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "past its deadline"));
+    ddp_check_report_free(&rep);
+    char rm[400];
+    snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
+    CU_ASSERT_EQUAL(system(rm), 0);
+}
+
+/* The command: exit 1 with findings, a JUnit file, 2 without --plugin. */
+static void test_cmd_check(void)
+{
+    char dir[256], out[16384], lib[1024], args[2400];
+    if (!ddp_test_ddpsim_bin(out, sizeof out) || !ddp_test_tmpdir(dir, sizeof dir, "check"))
+        return;
+    ddp_test_plugin_lib(lib, sizeof lib, "libkvx-race.so");
+    snprintf(args, sizeof args, "check --plugin %s --out %s --junit %s/j.xml --no-progress "
+                                "--random-runs 10",
+             lib, dir, dir);
+    CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, args, 0, out, sizeof out), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "FINDING 1 [baseline]"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "replay check: reproduces it"));
+    snprintf(args, sizeof args, "%s/j.xml", dir);
+    FILE *j = fopen(args, "r");
+    CU_ASSERT_PTR_NOT_NULL(j);
+    size_t n = j ? fread(out, 1, sizeof out - 1, j) : 0;
+    out[n] = '\0';
+    if (j)
+        fclose(j);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "<failure message="));
+    CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, "check --no-progress", 1, out, sizeof out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--plugin"));
+    snprintf(args, sizeof args, "rm -rf '%s'", dir);
+    CU_ASSERT_EQUAL(system(args), 0);
+}
+
+/* explore --plugin of a plugin that fails fault-free multi-node runs: a
+ * violation, whose written scenario fails its replay. */
+static void test_explore_nofault(void)
+{
+    const ddp_plugin_t *p = load("libkvx-race.so");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *log = open_memstream(&buf, &len);
+    ddp_explore_opts_t o = {.ranks = 4, .runs = 40, .seed = 1, .plugin = p->name,
+                            .log = log};
+    ddp_explore_stats_t st;
+    CU_ASSERT_EQUAL(ddp_explore(&o, &st), 0);
+    fclose(log);
+    CU_ASSERT(st.violations >= 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "oracle: no fault acted on anything"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "replay check: identical"));
+    CU_ASSERT_PTR_NULL(strstr(buf, "DIFFERS"));
+    free(buf);
+}
+
+/* The costliest run's printed replay is judged, not vacuous: exit 0 for a
+ * sweep without violations. */
+static void test_explore_costliest_replay(void)
+{
+    char dir[256], out[8192], args[600];
+    if (!ddp_test_ddpsim_bin(out, sizeof out) || !ddp_test_tmpdir(dir, sizeof dir, "costly"))
+        return;
+    for (int seed = 1; seed <= 3; seed++) {
+        snprintf(args, sizeof args, "explore --ranks 8 --runs 40 --seed %d --no-progress "
+                                    "--out %s", seed, dir);
+        CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, args, 0, out, sizeof out), 0);
+        const char *line = strstr(out, "(ddpsim replay ");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(line);
+        char cmd[600]; /* "replay FILE", without the timeline */
+        snprintf(cmd, sizeof cmd, "%.*s", (int)(strcspn(line + 8, ")")), line + 8);
+        char *tl = strstr(cmd, " --timeline");
+        if (tl)
+            *tl = '\0';
+        CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, cmd, 0, out, sizeof out), 0);
+    }
+    snprintf(args, sizeof args, "rm -rf '%s'", dir);
+    CU_ASSERT_EQUAL(system(args), 0);
+}
+
+DDP_SUITE("check", NULL, NULL,
+          {"a correct plugin: no finding", test_correct_plugin},
+          {"discovery: the plugin's own phases and keys", test_discovery},
+          {"each realistic bug class: found, shrunk, replayed", test_bug_classes},
+          {"a finding's printed replay command fails as the finding did", test_replay_command},
+          {"ddpsim check: exit 1, JUnit, exit 2 without --plugin", test_cmd_check},
+          {"explore --plugin: a plugin failing clean runs is a violation",
+           test_explore_nofault},
+          {"explore: the costliest run's replay exits 0", test_explore_costliest_replay});
