@@ -200,11 +200,22 @@ static void record(chk_t *c, const ddp_scenario_t *s, const char *accel,
 
 /* ---- the runs ---- */
 
+static int put_current(FILE *f, void *arg)
+{
+    const void *const *a = arg;
+    fprintf(f, "%s\n", (const char *)a[0]);
+    return ddp_scenario_write(a[1], f);
+}
+
 static void run_one(chk_t *c, const ddp_scenario_t *s, const char *accel, int baseline,
                     ddp_check_discovery_t *tap)
 {
     ddp_scn_result_t r;
     chk_verdict_t v;
+    if (c->o->current_path) {
+        const void *arg[2] = {accel, s};
+        (void)ddp_out_write(c->o->current_path, "the current run", put_current, arg);
+    }
     if (tap) { /* the discovery run: one more run with the tap, same seed */
         ddp_scn_run_opts_t ro = {.tap = ddp__check_tap, .tap_arg = tap};
         (void)ddp_scenario_run(s, accel, &ro, &r);

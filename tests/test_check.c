@@ -213,7 +213,36 @@ static void test_explore_costliest_replay(void)
     CU_ASSERT_EQUAL(system(args), 0);
 }
 
+/* --sanitize: the use-after-free on teardown's failure path of
+ * libkvx-uaf.so (built with -fsanitize=address) is a finding whose replay
+ * command ends with the same report; the correct plugin gives none. */
+static void test_sanitize(void)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    printf("\n  skipped: this ddpsim is itself built with a sanitizer\n");
+    return;
+#endif
+    char dir[256], out[16384], lib[1024], args[2400];
+    if (!ddp_test_ddpsim_bin(out, sizeof out) || !ddp_test_tmpdir(dir, sizeof dir, "san"))
+        return;
+    ddp_test_plugin_lib(lib, sizeof lib, "libkvx-uaf.so");
+    snprintf(args, sizeof args, "check --sanitize --plugin %s --out %s --no-progress", lib, dir);
+    CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, args, 0, out, sizeof out), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "FINDING [sanitizer]"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "heap-use-after-free"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "in kvx_teardown"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "replay check: reproduces it"));
+    ddp_test_plugin_lib(lib, sizeof lib, "libkvx.so");
+    snprintf(args, sizeof args, "check --sanitize --plugin %s --out %s --no-progress "
+                                "--random-runs 10", lib, dir);
+    CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, args, 0, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, " 0 finding(s)"));
+    snprintf(args, sizeof args, "rm -rf '%s'", dir);
+    CU_ASSERT_EQUAL(system(args), 0);
+}
+
 DDP_SUITE("check", NULL, NULL,
+          {"--sanitize: a use-after-free is a finding, replayed", test_sanitize},
           {"a correct plugin: no finding", test_correct_plugin},
           {"discovery: the plugin's own phases and keys", test_discovery},
           {"each realistic bug class: found, shrunk, replayed", test_bug_classes},

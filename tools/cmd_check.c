@@ -8,6 +8,7 @@
 
 #include "cmds.h"
 #include "ddp/check.h"
+#include "ddp/env.h"
 #include "ddp/err.h"
 #include "ddp/plugin.h"
 #include "opt.h"
@@ -17,7 +18,8 @@ static void check_usage(FILE *f)
     fprintf(f,
             "usage: ddpsim check --plugin NAME|PATH.so [--budget D] [--runs N] [--seed S]\n"
             "                    [--random-runs N] [--max-findings N] [--list] [--out DIR]\n"
-            "                    [--junit FILE] [--shard K/N] [--progress | --no-progress]\n\n"
+            "                    [--junit FILE] [--shard K/N] [--sanitize]\n"
+            "                    [--progress | --no-progress]\n\n"
             "Tests your plugin with no scenario of yours. First fault-free baselines on\n"
             "every shape that matters (1 node; 2 nodes under every accelerator, ddp2's one\n"
             "process per node, spawn), three schedules each: each must be ok. From\n"
@@ -48,6 +50,10 @@ static void check_usage(FILE *f)
             "  --seed S           the same seed and budget give the same runs (default 1)\n"
             "  --max-findings N   report at most N findings (default 10)\n"
             "  --list             baselines and the discovery only\n"
+            "  --sanitize         for a plugin library built with -fsanitize=address (and\n"
+            "                     undefined): the check runs with the sanitizer runtimes\n"
+            "                     preloaded, and a report (use-after-free, overflow, UB) is\n"
+            "                     a finding with a replay command that preloads them too\n"
             "  --out DIR          where findings' scenarios go (default ddpsim-check)\n"
             "  --junit FILE       JUnit XML: the baselines, then one test per finding\n"
             "  --shard K/N        only the aimed and random runs i with i mod N = K-1\n"
@@ -120,13 +126,53 @@ static void summary(const ddp_check_opts_t *o, const ddp_check_report_t *rep)
             (unsigned long long)(o->seed ? o->seed : 1), rep->nfindings, rep->wall_s);
 }
 
+/* The value of option `name` in argv ("--name V" or "--name=V"), or NULL. */
+static const char *arg_of(int argc, char **argv, const char *name)
+{
+    size_t n = strlen(name);
+    for (int i = 1; i < argc; i++)
+        if (!strncmp(argv[i], name, n) && argv[i][n] == '=')
+            return argv[i] + n + 1;
+        else if (!strcmp(argv[i], name) && i + 1 < argc)
+            return argv[i + 1];
+    return NULL;
+}
+
+/* --sanitize, before the options are parsed: parsing loads the plugin,
+ * and a library built with ASan loads only where its runtime is preloaded,
+ * in the child this starts (the child sees DDPSIM_CHECK_CURRENT). */
+static int sanitized(ddp_sys_t *sys, int argc, char **argv, int *rc)
+{
+    int want = 0;
+    for (int i = 1; i < argc; i++)
+        want |= !strcmp(argv[i], "--sanitize");
+    if (!want || ddp_env_get(ddp_sys_env(sys), "DDPSIM_CHECK_CURRENT"))
+        return 0;
+    const char *lib = arg_of(argc, argv, "--plugin");
+    const char *out = arg_of(argc, argv, "--out");
+    char abs[4096];
+    if (!lib || !ddp_plugin_is_library_path(lib) || !realpath(lib, abs)) {
+        *rc = ddp_opt_bad("check", "--plugin", lib ? lib : "(missing)",
+                          "with --sanitize, the path of a plugin library built with "
+                          "-fsanitize=address");
+        return 1;
+    }
+    *rc = ddp_check_sanitized(sys, argc, argv, out ? out : "ddpsim-check", 0, abs);
+    if (*rc < 0)
+        fprintf(stderr, "ddpsim check: %s\n", ddp_err_message());
+    *rc = *rc < 0 ? 2 : *rc;
+    return 1;
+}
+
 int ddp_cmd_check(ddp_sys_t *sys, int argc, char **argv)
 {
-    (void)sys;
+    int src;
+    if (sanitized(sys, argc, argv, &src))
+        return src;
     ddp_check_opts_t o = {.seed = 1, .out_dir = "ddpsim-check", .self = ddp_tool_self,
                           .progress = isatty(2) ? 1 : 2};
     const char *junit = NULL;
-    int n, list = 0;
+    int n, list = 0, sanitize = 0; /* done by sanitized() */
     const ddp_opt_t opts[] = {
         OPT_FN("plugin", &o.plugin, ddp_opt_plugin_name, ddp_opt_plugin_form()),
         OPT_FN("budget", &o.budget_s, parse_budget, "seconds, or a number and s, m or h"),
@@ -135,6 +181,7 @@ int ddp_cmd_check(ddp_sys_t *sys, int argc, char **argv)
         OPT_U64("seed", &o.seed, 0),
         OPT_INT("max-findings", &o.max_findings, 1, 1000),
         OPT_FLAG("list", 0, &list, 1),
+        OPT_FLAG("sanitize", 0, &sanitize, 1),
         OPT_FN("out", &o.out_dir, ddp_opt_dir, DDP_OPT_DIR_FORM),
         OPT_STR("junit", &junit, "a file to write"),
         OPT_FN("shard", &o.shard, ddp_opt_shard, DDP_OPT_SHARD_FORM),
@@ -148,8 +195,8 @@ int ddp_cmd_check(ddp_sys_t *sys, int argc, char **argv)
         return ddp_opt_bad("check", "--plugin", "(missing)", ddp_opt_plugin_form());
     if (ddp_opt_writable("check", "--junit", junit))
         return 2;
-    o.random_runs = o.random_runs ? o.random_runs : 0;
     o.list_only = list;
+    o.current_path = ddp_env_get(ddp_sys_env(sys), "DDPSIM_CHECK_CURRENT");
     ddp_check_report_t rep;
     if (ddp_check(&o, &rep) != 0) {
         fprintf(stderr, "ddpsim check: %s\n", ddp_err_message());

@@ -37,6 +37,11 @@ int ddp_tool_write_chrome(const char *tr, const char *path);
 #define ddp_tool_xml_text ddp__xml_text
 int ddp_cmd_explore(struct ddp_sys *sys, int argc, char **argv);
 int ddp_cmd_check(struct ddp_sys *sys, int argc, char **argv);
+/* `check --sanitize` (tools/check_sanitize.c): runs `ddpsim check ARGV`
+ * again with the sanitizer runtimes preloaded; a report becomes a finding
+ * (files in dir). The exit status to return, or < 0 with the error set. */
+int ddp_check_sanitized(struct ddp_sys *sys, int argc, char **argv, const char *dir,
+                        double budget_s, const char *lib);
 int ddp_cmd_merge(struct ddp_sys *sys, int argc, char **argv);
 int ddp_cmd_report(struct ddp_sys *sys, int argc, char **argv);
 

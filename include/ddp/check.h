@@ -80,6 +80,10 @@ typedef struct ddp_check_opts {
                             "ddpsim") */
     ddp_shard_t shard;   /* only the aimed and random runs i this shard
                             owns ({0, 0}: all) */
+    /* Before each run, its accelerator (first line) and scenario are
+     * written here (NULL: nowhere): what `check --sanitize` reads back when
+     * a sanitizer ends the process in the middle of a run. */
+    const char *current_path;
     int progress;        /* as explore's */
     FILE *log;           /* NULL: stdout */
 } ddp_check_opts_t;
