@@ -48,7 +48,8 @@
  * a complete request, a reply sent in full or SRV_PROGRESS_BYTES of one
  * sent; bytes of a request that is not complete are not, so a client
  * trickling one byte a second is dropped one idle timeout after its
- * request began.
+ * request began. A legacy connection's first request (not validated yet)
+ * is held to it too, from its first byte.
  * Any protocol violation (bad first message, oversized length, unknown
  * opcode, over a limit) drops that connection only. Warnings are rate
  * limited per kind (srv_warn).
@@ -2022,8 +2023,11 @@ static void conn_settle(ddp_store_server_t *srv, conn_t *c)
         c->ev = want;
     }
     /* A whole request waiting for memory waits for the others: not its
-     * own stall. (One deferred mid-request is still mid-request.) */
-    int busy = c->validated && !(c->deferred && c->defer_req) &&
+     * own stall. (One deferred mid-request is still mid-request.) A first
+     * request begun counts too: a legacy client's (no VALIDATE before it)
+     * is held to the idle timeout, not only to the validate timeout. */
+    int begun = c->validated || ddp__bb_pending(&c->in) > 0;
+    int busy = begun && !(c->deferred && c->defer_req) &&
                (ddp__bb_pending(&c->in) > 0 || unsent > 0);
     if (busy)
         tl_push(srv, L_BUSY, c, srv->now);

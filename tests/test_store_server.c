@@ -1577,6 +1577,59 @@ static void test_validate_timeout_auto(void)
     srv_end(srv);
 }
 
+/* The start of a legacy SET of a 1 MiB value: its first request. */
+static void lreq_set_head(int fd, const char *k)
+{
+    msg_t m = {.n = 0};
+    m_u8(&m, DDP_STORE_LOP_SET);
+    m_str(&m, k);
+    m_u64(&m, (uint64_t)1 << 20);
+    cl_send(fd, &m);
+}
+
+/* The server closed fd within ms, while it trickled one byte per 20 ms. */
+static int trickle_until_closed(int fd, int64_t ms)
+{
+    uint8_t x = 'x', b[64];
+    for (int64_t until = dl(ms); ddp_sys_now(g_sys) < until;) {
+        if (ddp_sys_send_all(g_sys, fd, &x, 1, dl(1000)) != 0)
+            return 1;
+        ssize_t r = ddp_sys_recv(g_sys, fd, b, sizeof b, dl(20));
+        if (r == 0 || r == -ECONNRESET || r == -EPIPE)
+            return 1;
+    }
+    return 0;
+}
+
+/* Issue 43: the idle timeout did not hold for a legacy connection's first
+ * request (no VALIDATE before it: it was still "unvalidated"), so a legacy
+ * SET that stalled or trickled was dropped only by the validate timeout
+ * (30 s) whatever --idle-timeout said. With the validate timeout out of
+ * the way (10 min), both are dropped by the idle timeout (counted there). */
+static void test_legacy_idle_timeout(void)
+{
+    ddp_store_server_opts_t o = {.validate_timeout_ns = 600 * DDP_NS_PER_S,
+                                 .idle_timeout_ns = 300 * DDP_NS_PER_MS};
+    ddp_store_server_t *srv = srv_start(&o);
+    int stalled = cl_connect(srv), trickling = cl_connect(srv), silent_one = cl_connect(srv);
+    lreq_set_head(stalled, "/stall");
+    uint8_t some[100] = {0};
+    CU_ASSERT_EQUAL(ddp_sys_send_all(g_sys, stalled, some, sizeof some, dl(1000)), 0);
+    CU_ASSERT(closed_by_server(stalled));
+    lreq_set_head(trickling, "/trickle");
+    CU_ASSERT(trickle_until_closed(trickling, 10000));
+    ddp_store_server_stats_t s;
+    WAIT_STATS(srv, s, s.idle_dropped == 2);
+    CU_ASSERT_EQUAL(s.idle_dropped, 2);
+    CU_ASSERT_EQUAL(s.unvalidated_dropped, 0);
+    /* A legacy callback socket (no byte) is kept, and served. */
+    CU_ASSERT_EQUAL(lreq_add(silent_one, "init/", 1), 1);
+    ddp_sys_close(g_sys, stalled);
+    ddp_sys_close(g_sys, trickling);
+    ddp_sys_close(g_sys, silent_one);
+    srv_end(srv);
+}
+
 
 DDP_SUITE("store_server", suite_init, suite_cleanup,
           {"validate_ping", test_validate_ping},
@@ -1595,6 +1648,7 @@ DDP_SUITE("store_server", suite_init, suite_cleanup,
           {"malformed", test_malformed},
           {"validate_timeout", test_validate_timeout},
           {"validate_timeout_auto", test_validate_timeout_auto},
+          {"legacy_idle_timeout", test_legacy_idle_timeout},
           {"legacy_detected", test_legacy_detected},
           {"legacy_wait_after_timeout", test_legacy_wait_after_timeout},
           {"legacy_watch_key", test_legacy_watch_key},
