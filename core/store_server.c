@@ -1226,6 +1226,27 @@ static int req_cost(ddp_store_server_t *srv, int op, slice_t k, slice_t v,
     return H_OK;
 }
 
+/* What c's request buffer gives back once the request being parsed is
+ * done, with rest bytes (pipelined ones) after it: all of it when nothing
+ * follows; when a little does and the buffer is a large request's, all but
+ * the SRV_KEEP_BUF the rest moves to (in_release). Over TCP a client's next
+ * request is often read with the large one. */
+static size_t in_freed(const conn_t *c, size_t rest)
+{
+    if (rest == 0)
+        return c->in.cap > SRV_KEEP_BUF ? c->in.cap : 0;
+    return rest <= SRV_KEEP_BUF && c->in.cap > SRV_RECV_BUDGET ? c->in.cap - SRV_KEEP_BUF
+                                                                 : 0;
+}
+
+/* After requests: the buffer is released as in_freed promised. */
+static void in_release(conn_t *c)
+{
+    ddp__bb_trim(&c->in, SRV_KEEP_BUF);
+    if (c->in.cap > SRV_RECV_BUDGET && c->need <= SRV_KEEP_BUF)
+        ddp__bb_shrink(&c->in, SRV_KEEP_BUF); /* on ENOMEM it stays: charged */
+}
+
 /* Whether c's request (costs from req_cost) may run now: H_OK, H_DEFER
  * (c->defer_need set) or H_LIMIT (srv->msg set). A small reply to a
  * connection with nothing unsent never waits, so every client's GET is
@@ -1660,8 +1681,7 @@ static int handle_one(ddp_store_server_t *srv, conn_t *c)
     size_t store_cost, out_cost;
     int rc = req_cost(srv, op, k, v, v2, ks, n, &store_cost, &out_cost);
     if (rc == H_OK)
-        rc = budget(srv, c, op, store_cost, out_cost,
-                    r.off == r.n && c->in.cap > SRV_KEEP_BUF ? c->in.cap : 0);
+        rc = budget(srv, c, op, store_cost, out_cost, in_freed(c, r.n - r.off));
     if (rc != H_OK)
         return rc;
 
@@ -1915,7 +1935,7 @@ static void conn_process(ddp_store_server_t *srv, conn_t *c)
         conn_progress(srv, c);
     }
     if (!c->dead) {
-        ddp__bb_trim(&c->in, SRV_KEEP_BUF);
+        in_release(c);
         conn_charge(srv, c);
     }
 }
