@@ -23,6 +23,7 @@
 #include "ddp/sys.h"
 
 #include "../core/kvmap.h"
+#include "../core/store_priv.h"
 #include "scenario_priv.h"
 
 #define MAX_INCLUDE_DEPTH 8
@@ -1209,6 +1210,14 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
         ONE("a duration");
         return parse_duration(p, tok[1].text, tok[1].col, &s->store_timeout_ns);
     }
+    if (!strcmp(kw, "store_memory")) {
+        ONE("a size");
+        if (ddp__store_parse_memory(tok[1].text, &s->store_memory) != 0)
+            return perr(p, tok[1].col, "expected a memory budget of 1 MiB or more, in bytes "
+                                       "with an optional K, M or G (binary: 64M), got \"%.60s\"",
+                        tok[1].text);
+        return 0;
+    }
     if (!strcmp(kw, "train")) {
         ONE("a duration");
         return parse_duration(p, tok[1].text, tok[1].col, &s->train_ns);
@@ -1294,7 +1303,8 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
     return perr(p, tok[0].col, "expected a keyword (scenario, tags, include, nodes, devices, "
                                "num_nodes, tasks_per_node, hosts, launcher, gpus, accelerators, "
                                "backend, plugin, plugin-library, exec, cluster, timeout, "
-                               "store_timeout, train, seed, port, master_addr, master_late, "
+                               "store_timeout, store_memory, train, seed, port, master_addr, "
+                               "master_late, "
                                "port_taken, second_job, latency, env, unset, iface, resolve, "
                                "somaxconn, fault, expect), got \"%.60s\"", kw);
 }
@@ -1655,6 +1665,8 @@ int ddp_scenario_equal(const ddp_scenario_t *a, const ddp_scenario_t *b, char *w
              a->train_ns != b->train_ns || a->master_late_ns != b->master_late_ns ||
              a->latency_ns != b->latency_ns,
          "timeout, store_timeout, train, master_late or latency differ");
+    DIFF(a->store_memory != b->store_memory, "store_memory %zu vs %zu", a->store_memory,
+         b->store_memory);
     DIFF(a->seed != b->seed || a->port != b->port || a->no_port != b->no_port ||
              a->port_taken != b->port_taken,
          "seed, port or port_taken differ");
@@ -1948,6 +1960,13 @@ int ddp_scenario_write(const ddp_scenario_t *s, FILE *o)
     if (s->store_timeout_ns) {
         put_duration(o, "store_timeout ", s->store_timeout_ns);
         fputc('\n', o);
+    }
+    if (s->store_memory) { /* the largest unit that divides it */
+        size_t m = s->store_memory;
+        int u = !(m & ((1u << 30) - 1)) ? 30 : !(m & ((1u << 20) - 1)) ? 20
+                : !(m & ((1u << 10) - 1)) ? 10 : 0;
+        fprintf(o, "store_memory %zu%s\n", m >> u, u == 30 ? "G" : u == 20 ? "M"
+                                                   : u == 10 ? "K" : "");
     }
     if (s->train_ns) {
         put_duration(o, "train ", s->train_ns);

@@ -741,6 +741,42 @@ static void test_exec_output_per_run(void)
     CU_ASSERT_EQUAL(system(rm), 0);
 }
 
+/* Issue 43: an exec run's hosted store had no budget but the default (1
+ * GiB). `store_memory SIZE` sets it: rank 0 storing ten 120 KB values
+ * (1.2 MB) is dropped by a 1 MiB store (the run fails, naming the lost
+ * connection), and passes with 64M. */
+static void test_exec_store_memory(void)
+{
+    char bin[400];
+    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+        return;
+    uint16_t port = free_port();
+    CU_ASSERT_FATAL(port > 0);
+    char dir[64], scn[96], args[256];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "store-mem"));
+    static char out[1 << 15];
+    static const char *const sizes[] = {"1M", "64M"};
+    for (int k = 0; k < 2; k++) {
+        write_file(scn, sizeof scn, dir, "budget.scn",
+                   "scenario \"a hosted store's budget\"\nnodes 1\ndevices 1\n"
+                   "accelerators ddp\nport %u\ntimeout 20s\nstore_memory %s\n"
+                   "exec \"sh -c 'v=$(head -c 120000 /dev/zero | tr -c x x); for i in "
+                   "0 1 2 3 4 5 6 7 8 9; do %s store --timeout 5 set /k$i $v || exit 1; "
+                   "done'\"\nexpect ok\n", (unsigned)port, sizes[k], bin);
+        snprintf(args, sizeof args, "run --real --no-progress --grace 5 --keep-output %s %s",
+                 dir, scn);
+        int st = ddp_test_ddpsim_io(NULL, args, 0, out, sizeof out);
+        CU_ASSERT_EQUAL(st, k == 0 ? 1 : 0);
+        int lost = strstr(out, "lost the connection to the store") != NULL;
+        CU_ASSERT_EQUAL(lost, k == 0);
+        if (st != (k == 0 ? 1 : 0) || lost != (k == 0))
+            printf("\n  store_memory %s: exit %d:\n%s", sizes[k], st, out);
+    }
+    char rm[128];
+    snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
+    CU_ASSERT_EQUAL(system(rm), 0);
+}
+
 DDP_SUITE("real_exec", NULL, NULL,
           {"a master port taken before the run starts", test_taken_master_port},
           {"torch's messages become outcome classes", test_torch_messages},
@@ -760,4 +796,5 @@ DDP_SUITE("real_exec", NULL, NULL,
           {"two real runs started together on one port never mix",
            test_concurrent_runs_never_mix},
           {"a failing foreign program's output: a folder per run",
-           test_exec_output_per_run})
+           test_exec_output_per_run},
+          {"store_memory: the hosted store's budget", test_exec_store_memory})
