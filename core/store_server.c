@@ -1243,7 +1243,9 @@ static size_t in_freed(const conn_t *c, size_t rest)
 static void in_release(conn_t *c)
 {
     ddp__bb_trim(&c->in, SRV_KEEP_BUF);
-    if (c->in.cap > SRV_RECV_BUDGET && c->need <= SRV_KEEP_BUF)
+    /* Also when the rest begins another large request: it grows again as
+     * its bytes arrive, within the budget. */
+    if (c->in.cap > SRV_RECV_BUDGET)
         ddp__bb_shrink(&c->in, SRV_KEEP_BUF); /* on ENOMEM it stays: charged */
 }
 
