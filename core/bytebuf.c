@@ -59,6 +59,24 @@ void ddp__bb_trim(ddp__bb_t *b, size_t keep)
     }
 }
 
+int ddp__bb_shrink(ddp__bb_t *b, size_t keep)
+{
+    size_t pending = b->len - b->off;
+    if (pending > keep || b->cap <= keep)
+        return 0;
+    uint8_t *d = malloc(keep ? keep : 1);
+    if (!d)
+        return -ENOMEM;
+    if (pending)
+        memcpy(d, b->data + b->off, pending);
+    free(b->data);
+    b->data = d;
+    b->off = 0;
+    b->len = pending;
+    b->cap = keep;
+    return 0;
+}
+
 void ddp__bb_free(ddp__bb_t *b)
 {
     free(b->data);

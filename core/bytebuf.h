@@ -32,6 +32,10 @@ void ddp__bb_put(ddp__bb_t *b, const void *p, size_t n);
 void ddp__bb_consume(ddp__bb_t *b, size_t n);
 /* Once nothing is pending: empty, and released when larger than keep. */
 void ddp__bb_trim(ddp__bb_t *b, size_t keep);
+/* When at most keep bytes are pending and the capacity is larger: they
+ * move to a buffer of keep bytes, the larger one is released. 0, or
+ * -ENOMEM (b unchanged). */
+int ddp__bb_shrink(ddp__bb_t *b, size_t keep);
 void ddp__bb_free(ddp__bb_t *b);
 
 #endif

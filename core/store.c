@@ -131,6 +131,29 @@ double ddp__store_secs(int64_t from, int64_t to)
     return (double)(to - from) / (double)DDP_NS_PER_S;
 }
 
+int ddp__store_parse_memory(const char *text, size_t *out)
+{
+    size_t n = strlen(text);
+    unsigned shift = 0;
+    if (n > 0 && strchr("kKmMgG", text[n - 1])) {
+        char u = text[n - 1];
+        shift = u == 'k' || u == 'K' ? 10 : u == 'm' || u == 'M' ? 20 : 30;
+        n--;
+    }
+    if (n == 0 || n > 19)
+        return -1;
+    unsigned long long v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (text[i] < '0' || text[i] > '9')
+            return -1;
+        v = v * 10 + (unsigned long long)(text[i] - '0');
+    }
+    if (v > (SIZE_MAX >> shift) || (v << shift) < DDP__STORE_MIN_MEMORY)
+        return -1;
+    *out = (size_t)(v << shift);
+    return 0;
+}
+
 /* ---- wrappers ---- */
 
 /* Fails the call unless st has the op; shared by every wrapper. */

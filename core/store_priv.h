@@ -35,6 +35,13 @@ char *ddp__store_fmt_keys(const char *const *keys, size_t n, char *buf,
 char *ddp__store_fmt_missing(const char *const *keys, size_t n,
                              int (*is_set)(void *arg, const char *key), void *arg,
                              char *buf, size_t len);
+/* The smallest memory budget a size may name (a smaller one serves
+ * nothing useful). */
+#define DDP__STORE_MIN_MEMORY ((size_t)1 << 20)
+/* A memory budget as written: decimal bytes with an optional K, M or G
+ * (binary) suffix, at least DDP__STORE_MIN_MEMORY ("512M"). 0, or -1 (out
+ * untouched). `store serve --max-memory` and the scenario's store_memory. */
+int ddp__store_parse_memory(const char *text, size_t *out);
 /* Seconds between two sys times, for messages. */
 double ddp__store_secs(int64_t from, int64_t to);
 

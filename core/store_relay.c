@@ -36,7 +36,9 @@
  *
  * A relay exits when its link ends (the server closed it, or died: the
  * relays are started with die_with_parent); a relay that dies takes its
- * clients with it (the server reads EOF on each). Every call goes through
+ * clients with it (the server reads EOF on each), and the server reaps it
+ * (killing it first when only the link broke). The server's table of a
+ * link's connections is a map of those open: an id's value costs nothing. Every call goes through
  * the sys seam: the relays run over their own POSIX sys, the server side
  * over the sys it was given. */
 #include "store_priv.h"
@@ -51,6 +53,7 @@
 #include "ddp/log.h"
 #include "ddp/sys.h"
 #include "bytebuf.h"
+#include "kvmap.h"
 
 #define RELAY_WINDOW ((size_t)256 << 10)
 #define RELAY_FRAME_MAX ((size_t)64 << 10) /* DATA bytes per frame */
@@ -500,12 +503,18 @@ typedef struct vconn {
     struct vconn *rprev, *rnext, *qnext;
 } vconn_t;
 
+/* A link's connection by the relay's id: a map of what is open, so an id
+ * costs one entry whatever its value. */
+typedef struct idref {
+    ddp__kv_node_t node; /* key: the u32 id */
+    vconn_t *c;
+} idref_t;
+
 typedef struct link {
     int fd;
-    ddp_pid_t pid;
+    ddp_pid_t pid;       /* the relay process (0: reaped, or none) */
     ddp__bb_t in, out;
-    vconn_t **byid;
-    uint32_t nbyid;
+    ddp__kvmap_t byid;   /* idref_t by id */
 } link_t;
 
 typedef struct vset {
@@ -577,15 +586,35 @@ static void ready_add(relay_sys_t *r, vconn_t *c)
     c->ready = 1;
 }
 
+static idref_t *link_ref(const link_t *l, uint32_t id)
+{
+    return l->byid.buckets ? (idref_t *)ddp__kv_find(&l->byid, &id, sizeof id) : NULL;
+}
+
+static vconn_t *link_conn(const link_t *l, uint32_t id)
+{
+    idref_t *e = link_ref(l, id);
+    return e ? e->c : NULL;
+}
+
 static void vc_free(relay_sys_t *r, vconn_t *c)
 {
     ready_del(r, c);
     link_t *l = &r->links[c->link];
-    if (c->id < l->nbyid && l->byid[c->id] == c)
-        l->byid[c->id] = NULL;
+    idref_t *e = link_ref(l, c->id);
+    if (e && e->c == c)
+        ddp__kv_remove(&l->byid, &e->node);
     pool_put(&r->vcs, c->slot);
     ddp__bb_free(&c->in);
     free(c);
+}
+
+/* The process of a link that is lost, once it has exited (never waits):
+ * a dead relay is no zombie until the server ends. */
+static void reap(relay_sys_t *r, link_t *l)
+{
+    if (l->pid > 0 && ddp_sys_wait(r->base, l->pid, NULL, 0) == 0)
+        l->pid = 0;
 }
 
 /* A relay is gone: each of its clients reads EOF. */
@@ -595,10 +624,9 @@ static void link_lost(relay_sys_t *r, int i, const char *why)
     if (l->fd < 0)
         return;
     size_t n = 0;
-    for (uint32_t k = 0; k < l->nbyid; k++) {
-        vconn_t *c = l->byid[k];
-        if (!c)
-            continue;
+    for (ddp__kv_node_t *e = l->byid.ohead, *next; e; e = next) {
+        next = e->onext; /* vc_free may remove e */
+        vconn_t *c = ((idref_t *)e)->c;
         n++;
         c->got_close = 1;
         if (c->closed)
@@ -612,6 +640,9 @@ static void link_lost(relay_sys_t *r, int i, const char *why)
     l->fd = -1;
     ddp__bb_free(&l->in);
     ddp__bb_free(&l->out);
+    if (l->pid > 0) /* no use without its link (if it still runs) */
+        ddp_sys_kill(r->base, l->pid, SIGKILL);
+    reap(r, l);
 }
 
 static int link_take(relay_sys_t *r, int i, uint32_t id, const ddp_addr_t *peer)
@@ -619,29 +650,26 @@ static int link_take(relay_sys_t *r, int i, uint32_t id, const ddp_addr_t *peer)
     link_t *l = &r->links[i];
     if (id >= RELAY_MAX_ID)
         return -EPROTO; /* a relay's ids index its own table: never this */
-    if (id >= l->nbyid) {
-        uint32_t n = l->nbyid ? 2 * l->nbyid : 1024;
-        while (n <= id)
-            n *= 2;
-        vconn_t **t = realloc(l->byid, sizeof *t * n);
-        if (!t)
-            return -ENOMEM;
-        memset(t + l->nbyid, 0, sizeof *t * (n - l->nbyid));
-        l->byid = t;
-        l->nbyid = n;
-    }
-    if (l->byid[id])
+    if (!l->byid.buckets && ddp__kv_init(&l->byid, 1024) != 0)
+        return -ENOMEM;
+    if (link_ref(l, id))
         return -EPROTO; /* an id the relay has not had back */
     vconn_t *c = calloc(1, sizeof *c);
+    idref_t *e = NULL;
     if (!c || pool_take(&r->vcs, c, &c->slot) != 0) {
         free(c);
         return -ENOMEM;
     }
+    if (!(e = (idref_t *)ddp__kv_get(&l->byid, &id, sizeof id, sizeof *e))) {
+        pool_put(&r->vcs, c->slot);
+        free(c);
+        return -ENOMEM;
+    }
+    e->c = c;
     c->id = id;
     c->link = i;
     c->ep = -1;
     c->peer = *peer;
-    l->byid[id] = c;
     if (r->qtail)
         r->qtail->qnext = c;
     else
@@ -666,7 +694,7 @@ static int link_frames(relay_sys_t *r, int i)
                 return rc;
             continue;
         }
-        vconn_t *c = id < l->nbyid ? l->byid[id] : NULL;
+        vconn_t *c = link_conn(l, id);
         if (!c)
             return -EPROTO;
         if (type == FR_DATA) {
@@ -703,8 +731,10 @@ static int pump(relay_sys_t *r, int64_t deadline)
     int idx[DDP_STORE_MAX_RELAYS], n = 0;
     for (int i = 0; i < r->nlinks; i++) {
         link_t *l = &r->links[i];
-        if (l->fd < 0)
+        if (l->fd < 0) {
+            reap(r, l); /* a lost relay that had not exited yet */
             continue;
+        }
         if (flush_out(r->base, l->fd, &l->out, RELAY_BUF_FIRST) < 0) {
             link_lost(r, i, "its link broke while sending");
             continue;
@@ -1121,7 +1151,7 @@ static void rs_destroy(ddp_sys_t *s)
         }
         ddp__bb_free(&l->in);
         ddp__bb_free(&l->out);
-        free(l->byid);
+        ddp__kv_free(&l->byid, NULL);
     }
     for (uint32_t i = 0; i < r->vcs.cap; i++) {
         vconn_t *c = pool_get(&r->vcs, i);

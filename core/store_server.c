@@ -48,7 +48,8 @@
  * a complete request, a reply sent in full or SRV_PROGRESS_BYTES of one
  * sent; bytes of a request that is not complete are not, so a client
  * trickling one byte a second is dropped one idle timeout after its
- * request began.
+ * request began. A legacy connection's first request (not validated yet)
+ * is held to it too, from its first byte.
  * Any protocol violation (bad first message, oversized length, unknown
  * opcode, over a limit) drops that connection only. Warnings are rate
  * limited per kind (srv_warn).
@@ -1225,6 +1226,29 @@ static int req_cost(ddp_store_server_t *srv, int op, slice_t k, slice_t v,
     return H_OK;
 }
 
+/* What c's request buffer gives back once the request being parsed is
+ * done, with rest bytes (pipelined ones) after it: all of it when nothing
+ * follows; when a little does and the buffer is a large request's, all but
+ * the SRV_KEEP_BUF the rest moves to (in_release). Over TCP a client's next
+ * request is often read with the large one. */
+static size_t in_freed(const conn_t *c, size_t rest)
+{
+    if (rest == 0)
+        return c->in.cap > SRV_KEEP_BUF ? c->in.cap : 0;
+    return rest <= SRV_KEEP_BUF && c->in.cap > SRV_RECV_BUDGET ? c->in.cap - SRV_KEEP_BUF
+                                                                 : 0;
+}
+
+/* After requests: the buffer is released as in_freed promised. */
+static void in_release(conn_t *c)
+{
+    ddp__bb_trim(&c->in, SRV_KEEP_BUF);
+    /* Also when the rest begins another large request: it grows again as
+     * its bytes arrive, within the budget. */
+    if (c->in.cap > SRV_RECV_BUDGET)
+        ddp__bb_shrink(&c->in, SRV_KEEP_BUF); /* on ENOMEM it stays: charged */
+}
+
 /* Whether c's request (costs from req_cost) may run now: H_OK, H_DEFER
  * (c->defer_need set) or H_LIMIT (srv->msg set). A small reply to a
  * connection with nothing unsent never waits, so every client's GET is
@@ -1659,8 +1683,7 @@ static int handle_one(ddp_store_server_t *srv, conn_t *c)
     size_t store_cost, out_cost;
     int rc = req_cost(srv, op, k, v, v2, ks, n, &store_cost, &out_cost);
     if (rc == H_OK)
-        rc = budget(srv, c, op, store_cost, out_cost,
-                    r.off == r.n && c->in.cap > SRV_KEEP_BUF ? c->in.cap : 0);
+        rc = budget(srv, c, op, store_cost, out_cost, in_freed(c, r.n - r.off));
     if (rc != H_OK)
         return rc;
 
@@ -1914,7 +1937,7 @@ static void conn_process(ddp_store_server_t *srv, conn_t *c)
         conn_progress(srv, c);
     }
     if (!c->dead) {
-        ddp__bb_trim(&c->in, SRV_KEEP_BUF);
+        in_release(c);
         conn_charge(srv, c);
     }
 }
@@ -2022,8 +2045,11 @@ static void conn_settle(ddp_store_server_t *srv, conn_t *c)
         c->ev = want;
     }
     /* A whole request waiting for memory waits for the others: not its
-     * own stall. (One deferred mid-request is still mid-request.) */
-    int busy = c->validated && !(c->deferred && c->defer_req) &&
+     * own stall. (One deferred mid-request is still mid-request.) A first
+     * request begun counts too: a legacy client's (no VALIDATE before it)
+     * is held to the idle timeout, not only to the validate timeout. */
+    int begun = c->validated || ddp__bb_pending(&c->in) > 0;
+    int busy = begun && !(c->deferred && c->defer_req) &&
                (ddp__bb_pending(&c->in) > 0 || unsent > 0);
     if (busy)
         tl_push(srv, L_BUSY, c, srv->now);

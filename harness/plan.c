@@ -676,6 +676,8 @@ int ddp_plan_write(const ddp_plan_t *p, FILE *o)
                " t0=%" PRId64 "\n",
             p->seed, p->latency_ns, p->expected_world, p->limit_ns, p->t0);
     put_line(o, "results", p->results, NULL);
+    if (p->store_memory)
+        fprintf(o, "store_memory bytes=%zu\n", p->store_memory);
     fprintf(o, "entry accelerator=%s nodes=%d processes=%d gpus=%d timeout=%" PRId64
                " store_timeout=%" PRId64 " train=%" PRId64 " seed=%" PRIu64
                " protocol=%d\n",
@@ -944,6 +946,15 @@ static int rd_statement(rd_t *r, ddp_plan_t *p, int *ended)
             (rc = rd_int(r, "limit", &p->limit_ns)))
             return rc;
         return rd_int(r, "t0", &p->t0);
+    }
+    if (!strcmp(word, "store_memory")) {
+        uint64_t v = 0;
+        if ((rc = rd_u64(r, "bytes", &v)) != 0)
+            return rc;
+        if (v < ((uint64_t)1 << 20) || v > SIZE_MAX)
+            return rd_err(r, "a memory budget of 1 MiB or more");
+        p->store_memory = (size_t)v;
+        return 0;
     }
     if (!strcmp(word, "results"))
         return rd_strbuf(r, p->results, sizeof p->results);

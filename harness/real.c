@@ -893,11 +893,34 @@ static int move_file(const char *from, const char *to)
     return rc;
 }
 
+/* The run's output folder into dir, made: --keep-output's
+ * DIR/SCENARIO.ACCEL[.netns], else a fresh one per run,
+ * TMPDIR/ddpsim-output/SCENARIO.ACCEL[.netns].XXXXXX (two runs of one
+ * scenario at once never share one). 0 or a negative code (ddp_err). */
+static int output_dir(const ddp_real_opts_t *o, const char *tmpdir, const char *stem,
+                      const char *accel, char *dir, size_t n)
+{
+    const char *ns = o->netns ? ".netns" : "";
+    if (o->keep_output) {
+        snprintf(dir, n, "%s/%s.%s%s", o->keep_output, stem, accel, ns);
+        return ddp_sys_make_dirs(dir);
+    }
+    snprintf(dir, n, "%s/ddpsim-output", tmpdir);
+    int rc = ddp_sys_make_dirs(dir);
+    if (rc)
+        return rc;
+    snprintf(dir, n, "%s/ddpsim-output/%s.%s%s.XXXXXX", tmpdir, stem, accel, ns);
+    if (!mkdtemp(dir))
+        return ddp_err_set(-errno, "cannot create a folder %s: %s", dir, strerror(errno));
+    return 0;
+}
+
 /* Each foreign rank's stdout and stderr go to the run's folder,
  * DIR/SCENARIO.ACCEL[.netns]/rankR.{out,err} (replacing the last run's):
  * DIR is --keep-output's (every run kept; --artifacts': failing and vacuous
- * runs only, keep_failing), else TMPDIR/ddpsim-output
- * (failing and vacuous runs only; a passing run's are removed). r->output
+ * runs only, keep_failing), else a folder of its own under
+ * TMPDIR/ddpsim-output (failing and vacuous runs only; a passing run's are
+ * removed). r->output
  * names the folder and each failing rank's stderr file. */
 static void keep_outputs(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
                          const ddp_real_opts_t *o, const char *tmpdir, const ddp_plan_t *plan,
@@ -914,13 +937,7 @@ static void keep_outputs(ddp_sys_t *sys, const ddp_scenario_t *s, const char *ac
     size_t sl = strlen(stem);
     if (sl > 4 && !strcmp(stem + sl - 4, ".scn"))
         stem[sl - 4] = '\0';
-    if (o->keep_output)
-        snprintf(dir, sizeof dir, "%s/%s.%s%s", o->keep_output, stem, accel,
-                 o->netns ? ".netns" : "");
-    else
-        snprintf(dir, sizeof dir, "%s/ddpsim-output/%s.%s%s", tmpdir, stem, accel,
-                 o->netns ? ".netns" : "");
-    if (ddp_sys_make_dirs(dir)) {
+    if (output_dir(o, tmpdir, stem, accel, dir, sizeof dir)) {
         snprintf(r->output, sizeof r->output, "not kept: %s", ddp_err_message());
         drop_outputs(sys, plan, ps, np, base, logs);
         return;

@@ -436,7 +436,8 @@ static void note_client(void *arg, const ddp_store_client_note_t *n)
 static int host_store(ddp_sys_t *sys, uint16_t port)
 {
     ddp_store_server_opts_t so = {.port = port, .on_client = note_client,
-                                  .world = self.p->expected_world};
+                                  .world = self.p->expected_world,
+                                  .max_memory = self.p->store_memory};
     ddp_store_server_t *srv = NULL;
     int rc = ddp_store_server_new(sys, &so, &srv);
     if (rc) {

@@ -23,6 +23,7 @@
 #include "ddp/sys.h"
 
 #include "../core/kvmap.h"
+#include "../core/store_priv.h"
 #include "scenario_priv.h"
 
 #define MAX_INCLUDE_DEPTH 8
@@ -942,18 +943,18 @@ static int st_expect(pctx_t *p, token_t *tok, int ntok)
     return 0;
 }
 
-static int parse_text(pctx_t *p, const char *text, const char *file,
+static int parse_text(pctx_t *p, const char *text, size_t len, const char *file,
                       const char *dir, int depth);
 
 /* Scenario files and includes are read like rank files: through the sys
  * seam's bounded read (a FIFO, a device or a huge file is refused with a
  * sentence, never read until memory runs out). */
-static int read_scenario_file(const char *path, char **buf)
+static int read_scenario_file(const char *path, char **buf, size_t *len)
 {
     ddp_sys_t *sys = ddp_sys_posix_new(ddp_env_new());
     if (!sys)
         return ddp_err_set(-ENOMEM, "out of memory reading \"%s\"", path);
-    int rc = ddp_sys_read_file(sys, path, buf, NULL);
+    int rc = ddp_sys_read_file(sys, path, buf, len);
     ddp_sys_free(sys);
     return rc;
 }
@@ -972,7 +973,8 @@ static int st_include(pctx_t *p, token_t *tok, int ntok, const char *dir, int de
     else
         snprintf(path, sizeof path, "%s/%s", dir, tok[1].text);
     char *buf = NULL;
-    if (read_scenario_file(path, &buf) != 0)
+    size_t len = 0;
+    if (read_scenario_file(path, &buf, &len) != 0)
         return perr(p, tok[1].col, "expected a readable file, got \"%s\" (%s)", path,
                     ddp_err_ctx()->what);
     char sub[1024];
@@ -994,7 +996,7 @@ static int st_include(pctx_t *p, token_t *tok, int ntok, const char *dir, int de
     }
     p->names = names;
     p->names[p->nnames++] = fname;
-    int rc = parse_text(p, buf, fname, sub, depth + 1);
+    int rc = parse_text(p, buf, len, fname, sub, depth + 1);
     free(buf);
     p->file = saved_file;
     p->line = saved_line;
@@ -1208,6 +1210,14 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
         ONE("a duration");
         return parse_duration(p, tok[1].text, tok[1].col, &s->store_timeout_ns);
     }
+    if (!strcmp(kw, "store_memory")) {
+        ONE("a size");
+        if (ddp__store_parse_memory(tok[1].text, &s->store_memory) != 0)
+            return perr(p, tok[1].col, "expected a memory budget of 1 MiB or more, in bytes "
+                                       "with an optional K, M or G (binary: 64M), got \"%.60s\"",
+                        tok[1].text);
+        return 0;
+    }
     if (!strcmp(kw, "train")) {
         ONE("a duration");
         return parse_duration(p, tok[1].text, tok[1].col, &s->train_ns);
@@ -1293,32 +1303,47 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
     return perr(p, tok[0].col, "expected a keyword (scenario, tags, include, nodes, devices, "
                                "num_nodes, tasks_per_node, hosts, launcher, gpus, accelerators, "
                                "backend, plugin, plugin-library, exec, cluster, timeout, "
-                               "store_timeout, train, seed, port, master_addr, master_late, "
+                               "store_timeout, store_memory, train, seed, port, master_addr, "
+                               "master_late, "
                                "port_taken, second_job, latency, env, unset, iface, resolve, "
                                "somaxconn, fault, expect), got \"%.60s\"", kw);
 }
 
-static int parse_text(pctx_t *p, const char *text, const char *file,
+/* A line's characters are text: a tab or a carriage return, nothing else
+ * below 0x20. A NUL byte is named: it would otherwise end the file early. */
+static int check_line_chars(pctx_t *p, const char *line, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)line[i];
+        if (ch == 0)
+            return perr(p, (int)i + 1, "expected text, got a NUL byte (a binary or "
+                                       "corrupted file? every line must be text)");
+        if (ch < 0x20 && ch != '\t' && ch != '\r')
+            return perr(p, (int)i + 1, "expected text, got a control character (0x%02x)", ch);
+    }
+    return 0;
+}
+
+/* text holds len bytes: a NUL inside them is an error, never the end. */
+static int parse_text(pctx_t *p, const char *text, size_t len, const char *file,
                       const char *dir, int depth)
 {
     p->file = file;
     p->line = 0;
-    const char *c = text;
+    const char *c = text, *end = text + len;
     char line[4096];
-    while (*c) {
-        const char *nl = strchr(c, '\n');
-        size_t n = nl ? (size_t)(nl - c) : strlen(c);
+    while (c < end) {
+        const char *nl = memchr(c, '\n', (size_t)(end - c));
+        size_t n = nl ? (size_t)(nl - c) : (size_t)(end - c);
         p->line++;
         if (n >= sizeof line)
             return perr(p, 1, "expected a line of at most %zu characters, got %zu",
                         sizeof line - 1, n);
         memcpy(line, c, n);
         line[n] = '\0';
-        c = nl ? nl + 1 : c + n;
-        for (size_t i = 0; i < n; i++)
-            if ((unsigned char)line[i] < 0x20 && line[i] != '\t' && line[i] != '\r')
-                return perr(p, (int)i + 1, "expected text, got a control character (0x%02x)",
-                            (unsigned char)line[i]);
+        c = nl ? nl + 1 : end;
+        if (check_line_chars(p, line, n))
+            return DDP_ECONFIG;
         token_t tok[MAX_TOKENS];
         int ntok = 0;
         if (lex_line(p, line, tok, &ntok))
@@ -1478,7 +1503,8 @@ static int finish(pctx_t *p, const char *file, int last_line)
     return 0;
 }
 
-int ddp_scenario_parse(const char *text, const char *name, const char *dir,
+/* ddp_scenario_parse of len bytes, which may hold a NUL (an error). */
+static int parse_bytes(const char *text, size_t len, const char *name, const char *dir,
                        ddp_scenario_t **out, char *err, size_t errlen)
 {
     *out = NULL;
@@ -1489,7 +1515,7 @@ int ddp_scenario_parse(const char *text, const char *name, const char *dir,
         return ddp_err_set(-ENOMEM, "out of memory");
     snprintf(s->file, sizeof s->file, "%s", name ? name : "");
     pctx_t p = {.s = s, .err = err, .errlen = errlen};
-    int rc = parse_text(&p, text, name ? name : "<text>", dir, 0);
+    int rc = parse_text(&p, text, len, name ? name : "<text>", dir, 0);
     if (rc == 0)
         rc = finish(&p, name ? name : "<text>", p.line);
     for (int i = 0; i < p.nnames; i++)
@@ -1505,12 +1531,19 @@ int ddp_scenario_parse(const char *text, const char *name, const char *dir,
     return 0;
 }
 
+int ddp_scenario_parse(const char *text, const char *name, const char *dir,
+                       ddp_scenario_t **out, char *err, size_t errlen)
+{
+    return parse_bytes(text, strlen(text), name, dir, out, err, errlen);
+}
+
 int ddp_scenario_load(const char *path, ddp_scenario_t **out, char *err,
                       size_t errlen)
 {
     *out = NULL;
     char *buf = NULL;
-    if (read_scenario_file(path, &buf) != 0) {
+    size_t len = 0;
+    if (read_scenario_file(path, &buf, &len) != 0) {
         int code = ddp_err_ctx()->code;
         snprintf(err, errlen, "%s", ddp_err_ctx()->what);
         return ddp_err_set(code == -ENOMEM ? code : DDP_ECONFIG, "%s", err);
@@ -1522,7 +1555,7 @@ int ddp_scenario_load(const char *path, ddp_scenario_t **out, char *err,
         *slash = '\0';
     else
         snprintf(dir, sizeof dir, ".");
-    int rc = ddp_scenario_parse(buf, path, dir, out, err, errlen);
+    int rc = parse_bytes(buf, len, path, dir, out, err, errlen);
     free(buf);
     return rc;
 }
@@ -1632,6 +1665,8 @@ int ddp_scenario_equal(const ddp_scenario_t *a, const ddp_scenario_t *b, char *w
              a->train_ns != b->train_ns || a->master_late_ns != b->master_late_ns ||
              a->latency_ns != b->latency_ns,
          "timeout, store_timeout, train, master_late or latency differ");
+    DIFF(a->store_memory != b->store_memory, "store_memory %zu vs %zu", a->store_memory,
+         b->store_memory);
     DIFF(a->seed != b->seed || a->port != b->port || a->no_port != b->no_port ||
              a->port_taken != b->port_taken,
          "seed, port or port_taken differ");
@@ -1925,6 +1960,13 @@ int ddp_scenario_write(const ddp_scenario_t *s, FILE *o)
     if (s->store_timeout_ns) {
         put_duration(o, "store_timeout ", s->store_timeout_ns);
         fputc('\n', o);
+    }
+    if (s->store_memory) { /* the largest unit that divides it */
+        size_t m = s->store_memory;
+        int u = !(m & ((1u << 30) - 1)) ? 30 : !(m & ((1u << 20) - 1)) ? 20
+                : !(m & ((1u << 10) - 1)) ? 10 : 0;
+        fprintf(o, "store_memory %zu%s\n", m >> u, u == 30 ? "G" : u == 20 ? "M"
+                                                   : u == 10 ? "K" : "");
     }
     if (s->train_ns) {
         put_duration(o, "train ", s->train_ns);

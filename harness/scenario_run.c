@@ -437,6 +437,7 @@ int ddp_scenario_plan(const ddp_scenario_t *s, const char *accel, uint64_t seed,
     e->train_ns = s->train_ns;
     e->seed = p->seed;
     p->expected_world = e->num_nodes * procs;
+    p->store_memory = s->store_memory;
     p->limit_ns = s->master_late_ns + s->timeout_ns + s->train_ns + DEADLINE_SLACK_NS +
                   (s->second_job ? s->job2_start_ns : 0);
     ddp_scn_edit_t edit = {.s = s};

@@ -504,6 +504,38 @@ static void test_run_chrome_per_run(void)
     CU_ASSERT_NOT_EQUAL(access("build/test-cli-c.json", F_OK), 0);
 }
 
+/* Issue 43: a run's own --trace-chrome file that cannot be written (a
+ * folder there, a name past NAME_MAX once the scenario and accelerator are
+ * added) was found only after the run, exit 1; it is an unwritable path:
+ * exit 2 before the first run, naming the file. */
+static void test_run_chrome_per_run_unwritable(void)
+{
+    if (!have_ddpsim())
+        return;
+    char dir[64], taken[128], args[1024], out[8192];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "cli-chrome"));
+    CU_ASSERT_EQUAL_FATAL(mkdir(ddp_test_in(taken, sizeof taken, dir, "t.crash-joining.ddp.json"),
+                                0700), 0);
+    char long_name[250];
+    memset(long_name, 'n', sizeof long_name - 1);
+    long_name[sizeof long_name - 1] = '\0';
+    const char *targets[][2] = {{"t.json", "t.crash-joining.ddp.json\": it is a directory"},
+                                {long_name, "File name too long"}};
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(args, sizeof args, "run scenarios/clean-start.scn scenarios/crash-joining.scn "
+                 "--accelerator ddp --no-progress --trace-chrome %s/%s", dir, targets[i][0]);
+        CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, args, 1, out, sizeof out), 2);
+        if (!strstr(out, targets[i][1]))
+            printf("\n  %s:\n  %s\n", args, out);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, targets[i][1]));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "--trace-chrome"));
+        CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, args, 0, out, sizeof out), 2);
+        CU_ASSERT_PTR_NULL(strstr(out, "run(s) of")); /* no run started */
+    }
+    CU_ASSERT_EQUAL(rmdir(taken), 0);
+    CU_ASSERT_EQUAL(rmdir(dir), 0); /* nothing else left there */
+}
+
 /* The lines of out that contain word, each checked by ok(line). */
 static int lines_with(const char *out, const char *word, int (*ok)(const char *line))
 {
@@ -730,6 +762,8 @@ DDP_SUITE("cli", NULL, NULL,
           {"--version and --help take no arguments", test_top_level_extra},
           {"run: every run skipped exits 3", test_run_all_skipped},
           {"run: --trace-chrome with several runs, one file each", test_run_chrome_per_run},
+          {"run: --trace-chrome with several runs, an unwritable one exits 2",
+           test_run_chrome_per_run_unwritable},
           {"sim, run -v: launchers labelled, never FAIL on a passing run",
            test_launcher_rows},
           {"list phases: the default plugin's, then each plugin's; each parses",

@@ -457,9 +457,14 @@ static void test_hosted_store_events(void)
             "expect crashed ranks=1\nexpect ok ranks=0\n",
             (unsigned)port, bin);
     real_run_check(scn, "", 0, "fault crash     (line 9)  1 processes killed");
-    real_run_check(scn, "--no-host-store ", 1, "fault crash     (line 9)  0 processes killed");
-    unlink(scn);
-    CU_ASSERT_EQUAL(rmdir(dir), 0);
+    /* It fails: its ranks' output kept here, not in a folder of its own
+     * under $TMPDIR that nobody removes. */
+    char extra[128];
+    snprintf(extra, sizeof extra, "--no-host-store --keep-output %s ", dir);
+    real_run_check(scn, extra, 1, "fault crash     (line 9)  0 processes killed");
+    char rm[128];
+    snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
+    CU_ASSERT_EQUAL(system(rm), 0);
 }
 
 /* What the hosted store tells of a foreign job's ranks (issue 31): rank 0
@@ -691,6 +696,92 @@ static void test_torch_agent_workers(void)
     CU_ASSERT_EQUAL(rmdir(dir), 0);
 }
 
+/* The folder a run's "output:" line names, into dir ("" if none). */
+static void output_folder(const char *out, char *dir, size_t n)
+{
+    const char *p = strstr(out, "output: ");
+    dir[0] = '\0';
+    if (p)
+        snprintf(dir, n, "%.*s", (int)strcspn(p + 8, ":\n"), p + 8);
+}
+
+/* Issue 43: without --keep-output a failing foreign program's output went
+ * to TMPDIR/ddpsim-output/SCENARIO.ACCEL/, one folder that every run of
+ * the scenario shared (two at once wrote into each other's; a later run
+ * replaced an earlier's). Each run has a folder of its own, which its
+ * "output:" line names, and each holds its own rank's stderr. */
+static void test_exec_output_per_run(void)
+{
+    char bin[400];
+    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+        return;
+    uint16_t port = free_port();
+    CU_ASSERT_FATAL(port > 0);
+    char dir[64], scn[96], env[128], args[256], kept[2][256];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "exec-out"));
+    static char out[1 << 14];
+    for (int k = 0; k < 2; k++) { /* the same scenario file, its program's words new */
+        write_file(scn, sizeof scn, dir, "fails.scn",
+                   "scenario \"a failing program\"\nnodes 1\ndevices 1\naccelerators ddp\n"
+                   "port %u\ntimeout 20s\nexec \"sh -c 'echo boom-%d >&2; exit 3'\"\n"
+                   "expect ok\n", (unsigned)port, k);
+        snprintf(env, sizeof env, "TMPDIR=%s", dir);
+        snprintf(args, sizeof args, "run --real --no-progress --grace 5 %s", scn);
+        CU_ASSERT_EQUAL(ddp_test_ddpsim_io(env, args, 0, out, sizeof out), 1);
+        output_folder(out, kept[k], sizeof kept[k]);
+        CU_ASSERT_EQUAL(strncmp(kept[k], dir, strlen(dir)), 0);
+    }
+    CU_ASSERT_STRING_NOT_EQUAL(kept[0], kept[1]);
+    for (int k = 0; k < 2; k++) {
+        char path[300], text[256], want[16];
+        snprintf(path, sizeof path, "%srank0.err", kept[k]);
+        snprintf(want, sizeof want, "boom-%d", k);
+        ddp_test_read_file(path, text, sizeof text);
+        if (!strstr(text, want))
+            printf("\n  run %d: %s holds \"%s\", expected %s\n", k, path, text, want);
+        CU_ASSERT_PTR_NOT_NULL(strstr(text, want));
+    }
+    char rm[128];
+    snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
+    CU_ASSERT_EQUAL(system(rm), 0);
+}
+
+/* Issue 43: an exec run's hosted store had no budget but the default (1
+ * GiB). `store_memory SIZE` sets it: rank 0 storing ten 120 KB values
+ * (1.2 MB) is dropped by a 1 MiB store (the run fails, naming the lost
+ * connection), and passes with 64M. */
+static void test_exec_store_memory(void)
+{
+    char bin[400];
+    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+        return;
+    uint16_t port = free_port();
+    CU_ASSERT_FATAL(port > 0);
+    char dir[64], scn[96], args[256];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "store-mem"));
+    static char out[1 << 15];
+    static const char *const sizes[] = {"1M", "64M"};
+    for (int k = 0; k < 2; k++) {
+        write_file(scn, sizeof scn, dir, "budget.scn",
+                   "scenario \"a hosted store's budget\"\nnodes 1\ndevices 1\n"
+                   "accelerators ddp\nport %u\ntimeout 20s\nstore_memory %s\n"
+                   "exec \"sh -c 'v=$(head -c 120000 /dev/zero | tr -c x x); for i in "
+                   "0 1 2 3 4 5 6 7 8 9; do %s store --timeout 5 set /k$i $v || exit 1; "
+                   "done'\"\nexpect ok\n", (unsigned)port, sizes[k], bin);
+        snprintf(args, sizeof args, "run --real --no-progress --grace 5 --keep-output %s %s",
+                 dir, scn);
+        int st = ddp_test_ddpsim_io(NULL, args, 0, out, sizeof out);
+        CU_ASSERT_EQUAL(st, k == 0 ? 1 : 0);
+        int lost = strstr(out, "lost the connection to the store") != NULL;
+        CU_ASSERT_EQUAL(lost, k == 0);
+        if (st != (k == 0 ? 1 : 0) || lost != (k == 0))
+            printf("\n  store_memory %s: exit %d:\n%s", sizes[k], st, out);
+    }
+    char rm[128];
+    snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
+    CU_ASSERT_EQUAL(system(rm), 0);
+}
+
 DDP_SUITE("real_exec", NULL, NULL,
           {"a master port taken before the run starts", test_taken_master_port},
           {"torch's messages become outcome classes", test_torch_messages},
@@ -708,4 +799,7 @@ DDP_SUITE("real_exec", NULL, NULL,
           {"SIGKILL of a real run: no rank outlives it, its files are swept",
            test_sigkill_leaves_no_rank},
           {"two real runs started together on one port never mix",
-           test_concurrent_runs_never_mix})
+           test_concurrent_runs_never_mix},
+          {"a failing foreign program's output: a folder per run",
+           test_exec_output_per_run},
+          {"store_memory: the hosted store's budget", test_exec_store_memory})

@@ -9,9 +9,11 @@
  * killed taking its own clients only, and a
  * relay count out of range refused. */
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ddp/err.h"
 #include "ddp/store.h"
@@ -267,6 +269,87 @@ static void test_relay_dies(void)
     ddp_test_server_end(srv);
 }
 
+/* 1 when process pid is gone (reaped), waiting up to ms; 0 while it is
+ * there (a zombie too: /proc lists it until its parent reaps it). */
+static int reaped_within(long pid, int64_t ms)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld", pid);
+    for (int64_t end = dl((int)ms); ddp_sys_now(g_sys) < end;) {
+        if (access(path, F_OK) != 0)
+            return 1;
+        ddp_sys_sleep_until(g_sys, dl(20));
+    }
+    return access(path, F_OK) != 0;
+}
+
+/* Issue 43: a relay that died stayed a zombie until the server exited
+ * (nobody waited for it). The server reaps it once its link is lost, and
+ * serves on through the other relay. */
+static void test_dead_relay_reaped(void)
+{
+    ddp_store_server_t *srv = relayed(2, NULL);
+    ddp_store_t *a = cl_open(port_of(srv), DDP_STORE_PROTO_AUTO);
+    CU_ASSERT_EQUAL(ddp_store_ping(a, dl(5000)), 0);
+    long pid = ddp__store_server_relay_pid(srv, 0);
+    CU_ASSERT_FATAL(pid > 0);
+    CU_ASSERT_EQUAL(ddp_sys_kill(g_sys, pid, 9), 0);
+    CU_ASSERT(reaped_within(pid, 5000));
+    ddp_store_free(a);
+    ddp_store_t *late = cl_open(port_of(srv), DDP_STORE_PROTO_AUTO);
+    CU_ASSERT_EQUAL(ddp_store_ping(late, dl(5000)), 0);
+    ddp_store_free(late);
+    ddp_test_server_end(srv);
+}
+
+/* A man in the middle on the sys seam: the server's recv of the relay
+ * link gets one forged OPEN frame for connection id 2^24 - 1 (the largest
+ * a relay may name) behind the first real OPEN. */
+static const ddp_sys_ops_t *g_real_ops;
+static int g_forged;
+
+static ssize_t forging_recv(ddp_sys_t *s, int fd, void *buf, size_t n, int64_t deadline)
+{
+    ddp_sys_t real = *s;
+    real.ops = g_real_ops;
+    ssize_t got = ddp_sys_recv(&real, fd, buf, n, deadline);
+    uint8_t *b = buf;
+    enum { HDR = 12, OPEN_LEN = HDR + sizeof(ddp_addr_t) };
+    if (got < OPEN_LEN || g_forged || b[0] != 2 /* OPEN */ || (size_t)got + OPEN_LEN > n)
+        return got;
+    memcpy(b + got, b, OPEN_LEN); /* the same frame, another id */
+    uint32_t id = (1u << 24) - 1;
+    memcpy(b + got + 4, &id, 4);
+    g_forged = 1;
+    return got + OPEN_LEN;
+}
+
+/* Issue 43: one OPEN frame naming id 2^24 - 1 made the server's id table
+ * for that relay 2^24 entries (128 MiB, outside the memory budget). The
+ * table holds what is open: the forged OPEN costs one entry. */
+static void test_open_id_costs_one_entry(void)
+{
+    ddp_sys_ops_t ops = *g_sys->ops;
+    g_real_ops = g_sys->ops;
+    ops.recv = forging_recv;
+    ddp_sys_t mitm = *g_sys;
+    mitm.ops = &ops;
+    g_forged = 0;
+    ddp_store_server_opts_t o = {.host = "127.0.0.1", .relays = 1};
+    struct mallinfo2 before = mallinfo2();
+    ddp_store_server_t *srv = ddp_test_server_start(&mitm, &o);
+    ddp_store_t *a = cl_open(port_of(srv), DDP_STORE_PROTO_AUTO);
+    CU_ASSERT_EQUAL(ddp_store_ping(a, dl(5000)), 0);
+    struct mallinfo2 after = mallinfo2();
+    CU_ASSERT(g_forged);
+    size_t grew = (after.arena + after.hblkhd) - (before.arena + before.hblkhd);
+    if (grew >= ((size_t)16 << 20))
+        printf("\n  the heap grew by %zu bytes\n", grew);
+    CU_ASSERT(grew < ((size_t)16 << 20));
+    ddp_store_free(a);
+    ddp_test_server_end(srv);
+}
+
 static void test_bad_count(void)
 {
     ddp_store_server_opts_t o = {.host = "127.0.0.1",
@@ -285,4 +368,6 @@ DDP_SUITE("store_relay", suite_init, suite_cleanup,
           {"allow_sees_client", test_allow_sees_client},
           {"free_stops_relays", test_free_stops_relays},
           {"relay_dies", test_relay_dies},
+          {"dead_relay_reaped", test_dead_relay_reaped},
+          {"open_id_costs_one_entry", test_open_id_costs_one_entry},
           {"bad_count", test_bad_count})

@@ -2,10 +2,12 @@
  * or vacuous run (tools/artifacts.h). */
 #include "artifacts.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cmds.h"
 #include "ddp/err.h"
@@ -149,12 +151,12 @@ static int fill_chrome_file(const char *dir, const char *trace)
     return ddp_tool_write_chrome(trace, path);
 }
 
-int ddp_art_write(const ddp_art_t *a, const ddp_shard_row_t *j, const char *trace)
+/* The run's files into dir (its temporary twin); final is where it will
+ * be (the replay command names it). */
+static int fill_folder(const ddp_art_t *a, const ddp_shard_row_t *j, const char *trace,
+                       const char *dir, const char *final, const char *name)
 {
-    char name[400], dir[1200], path[1400], q[1400];
-    snprintf(dir, sizeof dir, "%s/%s", a->dir, ddp_art_name(a, j, name, sizeof name));
-    if (ddp_sys_make_dirs(dir) != 0)
-        return -1;
+    char path[1400], q[1400];
     uint64_t seed = a->seed ? a->seed : j->s->seed;
     /* The scenario as run: includes inlined, --exec and --plugin applied,
      * the seed it ran with. */
@@ -173,7 +175,7 @@ int ddp_art_write(const ddp_art_t *a, const ddp_shard_row_t *j, const char *trac
     snprintf(text, sizeof text, "%llu\n", (unsigned long long)seed);
     rc = rc ? rc : put(dir, "seed", "the seed", text);
     /* The replay command (explore's form: FILE --seed N [--plugin LIB]). */
-    snprintf(path, sizeof path, "%s/scenario.scn", dir);
+    snprintf(path, sizeof path, "%s/scenario.scn", final);
     char self[600];
     int off = snprintf(text, sizeof text, "%s replay ", sh_quote(ddp_tool_self, self, sizeof self));
     off += snprintf(text + off, sizeof text - (size_t)off, "%s --accelerator %s --seed %llu",
@@ -226,4 +228,27 @@ int ddp_art_write(const ddp_art_t *a, const ddp_shard_row_t *j, const char *trac
              a->dir);
     rc = rc ? rc : put(dir, "README", "the folder's README", text);
     return rc;
+}
+
+/* Whole or not at all: the files go to a temporary twin of the folder
+ * (taking over what a real run's runner put there: its ranks' outputs),
+ * renamed to DIR/NAME at the end; a failure removes it. */
+int ddp_art_write(const ddp_art_t *a, const ddp_shard_row_t *j, const char *trace)
+{
+    char name[400], final[1200], tmp[1300];
+    snprintf(final, sizeof final, "%s/%s", a->dir, ddp_art_name(a, j, name, sizeof name));
+    if (ddp_sys_make_dirs(a->dir) != 0 || ddp_tool_dir_begin(final, tmp, sizeof tmp) != 0)
+        return -1;
+    struct stat sb;
+    if (lstat(final, &sb) == 0 && (rmdir(tmp) != 0 || rename(final, tmp) != 0)) {
+        int e = errno;
+        ddp_tool_dir_discard(tmp);
+        return ddp_err_set(-e, "cannot take over the run's outputs in %s: %s", final,
+                           strerror(e));
+    }
+    if (fill_folder(a, j, trace, tmp, final, name) != 0) {
+        ddp_tool_dir_discard(tmp);
+        return -1;
+    }
+    return ddp_tool_dir_commit(tmp, final);
 }

@@ -814,6 +814,59 @@ static int by_name(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Every run's page and the index into folder out; 0 or 2 (said). */
+static int write_pages(const char *out, const char *dir, run_t *runs, char **names, int nn)
+{
+    int rc = 0;
+    for (int i = 0; !rc && i < nn; i++) {
+        load_details(&runs[i]);
+        char page[1400];
+        snprintf(page, sizeof page, "%s/%s.html", out, names[i]);
+        if (ddp_out_write(page, "the run's page", fill_run_page, &runs[i]) != 0)
+            rc = 2;
+        free_details(&runs[i]);
+    }
+    if (!rc) {
+        char page[1400];
+        snprintf(page, sizeof page, "%s/index.html", out);
+        index_arg_t ix = {.runs = runs, .n = nn, .dir = dir};
+        if (ddp_out_write(page, "the index page", fill_index, &ix) != 0)
+            rc = 2;
+    }
+    if (rc)
+        fprintf(stderr, "ddpsim report: %s (nothing kept: %s/report/ was not made)\n",
+                ddp_err_message(), dir);
+    return rc;
+}
+
+/* DIR/report/ whole or not at all: written in a temporary twin renamed at
+ * the end, removed on a failure (a retry finds no report/ in its way). */
+static int write_report(const char *dir, run_t *runs, char **names, int nn)
+{
+    char out[1200], tmp[1300];
+    snprintf(out, sizeof out, "%s/report", dir);
+    struct stat sb;
+    if (lstat(out, &sb) == 0) {
+        fprintf(stderr, "ddpsim report: %s exists; expected a DIR without report/ (nothing "
+                        "is ever replaced: remove it to write the pages again)\n", out);
+        return 2;
+    }
+    if (ddp_tool_dir_begin(out, tmp, sizeof tmp) != 0) {
+        fprintf(stderr, "ddpsim report: %s\n", ddp_err_message());
+        return 2;
+    }
+    int rc = write_pages(tmp, dir, runs, names, nn);
+    if (rc)
+        ddp_tool_dir_discard(tmp);
+    else if (ddp_tool_dir_commit(tmp, out) != 0) {
+        fprintf(stderr, "ddpsim report: %s\n", ddp_err_message());
+        rc = 2;
+    } else {
+        printf("ddpsim report: %d run page(s) and %s/index.html\n", nn, out);
+    }
+    return rc;
+}
+
 int ddp_cmd_report(ddp_sys_t *sys, int argc, char **argv)
 {
     (void)sys;
@@ -868,35 +921,8 @@ int ddp_cmd_report(ddp_sys_t *sys, int argc, char **argv)
             fprintf(stderr, "ddpsim report: %s/%s: %s\n", dir, names[i], ddp_err_message());
             rc = 2;
         }
-    char out[1200];
-    snprintf(out, sizeof out, "%s/report", dir);
-    if (!rc && mkdir(out, 0777) != 0) {
-        fprintf(stderr, "ddpsim report: cannot create %s: %s; expected a DIR without "
-                        "report/ (nothing is ever replaced: remove it to write the pages "
-                        "again)\n", out, strerror(errno));
-        rc = 2;
-    }
-    for (int i = 0; !rc && i < nn; i++) {
-        load_details(&runs[i]);
-        char page[1400];
-        snprintf(page, sizeof page, "%s/%s.html", out, names[i]);
-        if (ddp_out_write(page, "the run's page", fill_run_page, &runs[i]) != 0) {
-            fprintf(stderr, "ddpsim report: %s\n", ddp_err_message());
-            rc = 2;
-        }
-        free_details(&runs[i]);
-    }
-    if (!rc) {
-        char page[1400];
-        snprintf(page, sizeof page, "%s/index.html", out);
-        index_arg_t ix = {.runs = runs, .n = nn, .dir = dir};
-        if (ddp_out_write(page, "the index page", fill_index, &ix) != 0) {
-            fprintf(stderr, "ddpsim report: %s\n", ddp_err_message());
-            rc = 2;
-        } else {
-            printf("ddpsim report: %d run page(s) and %s\n", nn, page);
-        }
-    }
+    if (!rc)
+        rc = write_report(dir, runs, names, nn);
     for (int i = 0; runs && i < nn; i++)
         free_run(&runs[i]); /* a run not loaded is zeroed */
     free(runs);

@@ -209,6 +209,21 @@ static const char *chrome_path(const run_opts_t *ro, const job_t *j, char *buf, 
     return buf;
 }
 
+/* Every run's --trace-chrome file before the first run (exit 2 when one
+ * cannot be written): with several runs each has a name of its own, which
+ * the check of PATH alone does not cover (too long, a folder there). */
+static int check_chrome_paths(const char *cmd, const run_opts_t *ro, const job_t *jobs,
+                              int njobs)
+{
+    for (int i = 0; ro->chrome && ro->chrome_per_run && i < njobs; i++) {
+        char path[1200];
+        if (ddp_opt_writable(cmd, "--trace-chrome", chrome_path(ro, &jobs[i], path,
+                                                                sizeof path)))
+            return 2;
+    }
+    return 0;
+}
+
 /* --artifacts: run j's folder, when it keeps one (a failure to write it
  * fails the run). */
 static const char *actual_outcome(const job_t *j, char *buf, size_t n);
@@ -1123,6 +1138,10 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
     }
     c.ro.chrome = c.chrome;
     c.ro.chrome_per_run = njobs > 1;
+    if (check_chrome_paths(cmd, &c.ro, jobs, njobs)) {
+        rc = 2;
+        goto out;
+    }
     c.ro.art.real = c.ro.real;
     c.ro.art.netns = c.ro.netns;
     c.ro.art.seed = c.ro.seed;

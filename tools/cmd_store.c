@@ -24,6 +24,7 @@
 #include "ddp/store.h"
 #include "ddp/sys.h"
 #include "opt.h"
+#include "../core/store_priv.h"
 
 #define CLI_DEFAULT_TIMEOUT_S 30
 #define PROTO_FORM "auto, legacy or current"
@@ -40,23 +41,7 @@ static int parse_proto(const char *value, void *dst)
  * least 1 MiB (a smaller budget serves nothing useful). */
 static int parse_bytes(const char *value, void *dst)
 {
-    char num[32];
-    size_t n = strlen(value), shift = 0;
-    if (n > 0 && strchr("kKmMgG", value[n - 1])) {
-        char u = value[n - 1];
-        shift = u == 'k' || u == 'K' ? 10 : u == 'm' || u == 'M' ? 20 : 30;
-        n--;
-    }
-    long long v;
-    if (n == 0 || n >= sizeof num)
-        return -1;
-    memcpy(num, value, n);
-    num[n] = '\0';
-    if (ddp_opt_int(num, 1, LLONG_MAX >> shift, &v) != 0 ||
-        ((unsigned long long)v << shift) < (1ull << 20))
-        return -1;
-    *(size_t *)dst = (size_t)((unsigned long long)v << shift);
-    return 0;
+    return ddp__store_parse_memory(value, (size_t *)dst);
 }
 
 static void store_usage(FILE *f)

@@ -32,6 +32,14 @@ void ddp_tool_catch_signals(void (*fn)(int), int hup);
 /* --trace-chrome: the simulator's trace tr as Chrome trace JSON at path
  * (ddp_out_write: replaced whole or not at all). 0 or a negative code. */
 int ddp_tool_write_chrome(const char *tr, const char *path);
+/* A folder that appears whole or not at all (`report`, `run --artifacts`):
+ * ddp_tool_dir_begin makes its temporary twin FINAL's-folder/.NAME.XXXXXX
+ * (into tmp, n bytes; mode 0777 less the umask) to write in; commit renames
+ * it to final, never replacing anything there (else discards it);
+ * discard removes it and all it holds. 0 or a negative code (ddp_err). */
+int ddp_tool_dir_begin(const char *final, char *tmp, size_t n);
+int ddp_tool_dir_commit(const char *tmp, const char *final);
+void ddp_tool_dir_discard(const char *tmp);
 /* s as XML/HTML text or attribute value (<, >, &, " escaped; control
  * characters but newline and tab left out); NULL writes nothing. */
 #define ddp_tool_xml_text ddp__xml_text

@@ -103,6 +103,7 @@ typedef struct ddp_plan {
     int64_t latency_ns;  /* base one-way latency (0: the simulator's) */
     int expected_world;  /* ranks the Trainer asks for */
     int64_t limit_ns;    /* the run must be over by then (virtual or real) */
+    size_t store_memory; /* the hosted store's max_memory (0: its default) */
     ddp_plan_entry_t entry;
     ddp_plan_node_t *nodes;
     int nnodes;

@@ -92,6 +92,9 @@ typedef struct ddp_scenario {
                            foreign program instead (real runs only) */
     char cluster[16];   /* "" detect */
     int64_t timeout_ns, store_timeout_ns;
+    size_t store_memory; /* `store_memory SIZE`: the memory budget of the
+                            store a real run hosts for an exec program
+                            (0: the server's default, 1 GiB) */
     int64_t train_ns;   /* `train D`: each rank's training time (0: none) */
     uint64_t seed;
     uint16_t port;      /* exported MASTER_PORT (0: 29500) */
