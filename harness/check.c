@@ -9,6 +9,7 @@
 #include "check_priv.h"
 #include "ddp/err.h"
 #include "ddp/plugin.h"
+#include "ddp/real.h"
 #include "ddp/sys.h"
 #include "progress.h"
 #include "scenario_priv.h"
@@ -16,6 +17,8 @@
 #define CHK_DEFAULT_RUNS 3000
 #define CHK_DEFAULT_BUDGET_S 300.0
 #define CHK_DEFAULT_RANDOM 200
+#define CHK_EXEC_RUNS 30          /* a foreign program's aimed real runs */
+#define CHK_EXEC_BUDGET_S 1200.0
 #define CHK_BASE_SEEDS 3
 #define CHK_MAX_KEYS 64
 
@@ -26,6 +29,8 @@ typedef struct chk {
     FILE *log;
     ddp_sys_t *wall;
     int64_t t0;
+    int real;              /* a foreign program, in real runs */
+    ddp_real_opts_t ro;
     char seen[CHK_MAX_KEYS][96]; /* findings already reported (dedup keys) */
     int nseen;
 } chk_t;
@@ -44,16 +49,35 @@ static double elapsed(const chk_t *c)
     return (double)(ddp_sys_now(c->wall) - c->t0) / 1e9;
 }
 
-/* The run's scenario: a shape, the plugin, the candidate's faults. */
+/* The lines that say what runs: the plugin, or the foreign program as
+ * torchrun would start it on its own port. */
+static int what_runs(const chk_t *c, char *buf, size_t n)
+{
+    if (!c->real)
+        return snprintf(buf, n, "plugin %s\n", c->p->name);
+    char q[1200];
+    size_t o = 0;
+    for (const char *p = c->o->exec; *p && o + 3 < sizeof q; p++) {
+        if (*p == '"' || *p == '\\')
+            q[o++] = '\\';
+        q[o++] = *p;
+    }
+    q[o] = '\0';
+    return snprintf(buf, n, "launcher torchrun\nport %u\nexec \"%s\"\n",
+                    c->o->port ? c->o->port : 31700, q);
+}
+
+/* The run's scenario: a shape, what runs, the candidate's faults. */
 static ddp_scenario_t *scenario_of(const chk_t *c, const chk_cand_t *k, uint64_t seed,
                                    const char *title)
 {
-    char text[2048];
+    char text[4096];
     int off = snprintf(text, sizeof text,
                        "scenario \"check %s: %s\"\nnodes %d\ndevices %d\ntimeout %ds\n"
-                       "plugin %s\naccelerators %s\nseed %" PRIu64 "\n",
-                       c->p->name, title, k->nodes, k->devices, CHK_TIMEOUT_S, c->p->name,
-                       k->accel, seed);
+                       "accelerators %s\nseed %" PRIu64 "\n",
+                       c->real ? "exec" : c->p->name, title, k->nodes, k->devices,
+                       CHK_TIMEOUT_S, k->accel, seed);
+    off += what_runs(c, text + off, sizeof text - (size_t)off);
     for (int i = 0; i < k->nf && off < (int)sizeof text; i++)
         off += snprintf(text + off, sizeof text - (size_t)off, "%s\n", k->faults[i]);
     snprintf(text + off, sizeof text - (size_t)off, "expect invariants\n");
@@ -63,8 +87,21 @@ static ddp_scenario_t *scenario_of(const chk_t *c, const chk_cand_t *k, uint64_t
         fprintf(c->log, "check: internal: a generated scenario does not parse: %s\n", err);
         return NULL;
     }
-    ddp_scenario_use_plugin(s, c->p);
+    if (!c->real)
+        ddp_scenario_use_plugin(s, c->p);
     return s;
+}
+
+/* The oracles, on the simulator or on real processes. */
+static int judge(const chk_t *c, const ddp_scenario_t *s, const char *accel, int baseline,
+                 ddp_check_discovery_t *tap, ddp_scn_result_t *r, chk_verdict_t *v)
+{
+    if (!c->real)
+        return ddp__check_judge(s, accel, baseline, r, v);
+    ddp_real_opts_t ro = c->ro;
+    ro.tap = tap ? ddp__check_tap : NULL;
+    ro.tap_arg = tap;
+    return ddp__check_judge_real(c->wall, s, accel, &ro, baseline, r, v);
 }
 
 /* ---- findings ---- */
@@ -101,17 +138,23 @@ static void set_expect(ddp_scenario_t *m, const chk_verdict_t *v)
 }
 
 /* Parses the written text back and runs it: the replay must fail its
- * expectation as the finding did, with the same trace. */
-static int replay_reproduces(const char *text, const char *accel, const ddp_scn_result_t *want)
+ * expectation as the finding did (in the simulator, with the same trace). */
+static int replay_reproduces(const chk_t *c, const char *text, const char *accel,
+                             const ddp_scn_result_t *want)
 {
     ddp_scenario_t *p = NULL;
     char err[512];
     if (!text || ddp_scenario_parse(text, "finding.scn", NULL, &p, err, sizeof err))
         return 0;
     ddp_scn_result_t r;
-    ddp_scn_run_opts_t ro = {0};
-    int ok = ddp_scenario_run(p, accel, &ro, &r) == 0 && !r.pass && !r.vacuous &&
+    int ok;
+    if (c->real) {
+        ok = ddp_real_run(c->wall, p, accel, &c->ro, &r) == 0 && !r.pass && !r.skipped;
+    } else {
+        ddp_scn_run_opts_t ro = {0};
+        ok = ddp_scenario_run(p, accel, &ro, &r) == 0 && !r.pass && !r.vacuous &&
              r.trace_hash == want->trace_hash;
+    }
     ddp_scenario_free(p);
     return ok;
 }
@@ -136,10 +179,10 @@ static void write_finding(chk_t *c, ddp_check_finding_t *f, uint64_t seed)
             f->path[0] = '\0';
         }
     }
-    const char *lib = ddp_plugin_library(c->p);
-    snprintf(f->replay, sizeof f->replay, "%s replay %s --accelerator %s --seed %" PRIu64 "%s%s",
+    const char *lib = c->real ? NULL : ddp_plugin_library(c->p);
+    snprintf(f->replay, sizeof f->replay, "%s replay %s --accelerator %s --seed %" PRIu64 "%s%s%s",
              self, f->path[0] ? f->path : file, f->accel, seed, lib ? " --plugin " : "",
-             lib ? lib : "");
+             lib ? lib : "", !c->real ? "" : c->o->netns ? " --netns" : " --real");
 }
 
 /* The dedup key: where the run's first error came from (its class and
@@ -167,6 +210,17 @@ static int already_seen(chk_t *c, const chk_verdict_t *v, const ddp_scn_result_t
     return 0;
 }
 
+/* A copy of s, through its text. */
+static ddp_scenario_t *clone_of(const ddp_scenario_t *s)
+{
+    char *text = ddp_scenario_text(s), err[256];
+    ddp_scenario_t *m = NULL;
+    if (text && ddp_scenario_parse(text, "finding.scn", NULL, &m, err, sizeof err))
+        m = NULL;
+    free(text);
+    return m;
+}
+
 static void record(chk_t *c, const ddp_scenario_t *s, const char *accel,
                    const chk_verdict_t *v, const ddp_scn_result_t *r)
 {
@@ -187,13 +241,19 @@ static void record(chk_t *c, const ddp_scenario_t *s, const char *accel,
     keep_t k = {v->oracle};
     int runs = 0;
     f->result = *r;
-    ddp_scenario_t *m = ddp__explore_shrink_by(s, accel, still_shows, &k, &f->shrink_steps,
-                                               &runs, &f->result);
-    snprintf(m->name, sizeof m->name, "check %s: %s (shrunk)", c->p->name, f->oracle);
+    /* a real run is seconds (a torch import): a foreign program's finding
+     * is the run as aimed, one fault on 2 x 2 ranks already */
+    ddp_scenario_t *m = c->real ? clone_of(s)
+                                : ddp__explore_shrink_by(s, accel, still_shows, &k,
+                                                         &f->shrink_steps, &runs, &f->result);
+    if (!m)
+        return;
+    snprintf(m->name, sizeof m->name, "check %s: %s%s", c->real ? "exec" : c->p->name,
+             f->oracle, c->real ? "" : " (shrunk)");
     set_expect(m, v);
     f->scenario = ddp_scenario_text(m);
     write_finding(c, f, m->seed);
-    f->replayed = replay_reproduces(f->scenario, accel, &f->result);
+    f->replayed = replay_reproduces(c, f->scenario, accel, &f->result);
     ddp_scenario_free(m);
     c->rep->nfindings++;
 }
@@ -216,11 +276,11 @@ static void run_one(chk_t *c, const ddp_scenario_t *s, const char *accel, int ba
         const void *arg[2] = {accel, s};
         (void)ddp_out_write(c->o->current_path, "the current run", put_current, arg);
     }
-    if (tap) { /* the discovery run: one more run with the tap, same seed */
+    if (tap && !c->real) { /* the discovery run: once more with the tap, same seed */
         ddp_scn_run_opts_t ro = {.tap = ddp__check_tap, .tap_arg = tap};
         (void)ddp_scenario_run(s, accel, &ro, &r);
     }
-    if (ddp__check_judge(s, accel, baseline, &r, &v) > 0)
+    if (judge(c, s, accel, baseline, c->real ? tap : NULL, &r, &v) > 0)
         record(c, s, accel, &v, &r);
 }
 
@@ -235,8 +295,11 @@ static const struct {
  * user's plugin's events go to the discovery, the default's to dflt. */
 static void baselines(chk_t *c, ddp_check_discovery_t *dflt)
 {
-    for (size_t i = 0; i < NSHAPES; i++)
-        for (int k = 0; k < CHK_BASE_SEEDS; k++) {
+    /* a foreign program: 1 node and 2 nodes of 2, once each (real runs) */
+    size_t nshapes = c->real ? 2 : NSHAPES;
+    int seeds = c->real ? 1 : CHK_BASE_SEEDS;
+    for (size_t i = 0; i < nshapes; i++)
+        for (int k = 0; k < seeds; k++) {
             chk_cand_t cand = {.nodes = shapes[i].nodes, .devices = shapes[i].devices,
                                .random = -1};
             snprintf(cand.accel, sizeof cand.accel, "%s", shapes[i].accel);
@@ -248,7 +311,7 @@ static void baselines(chk_t *c, ddp_check_discovery_t *dflt)
             run_one(c, s, cand.accel, 1, &c->rep->disc);
             c->rep->baseline_runs++;
             c->rep->baseline_failed += c->rep->findings_total > before;
-            if (k == 0) { /* the same shape under the default plugin */
+            if (k == 0 && !c->real) { /* the same shape under the default plugin */
                 ddp_scenario_t d;
                 memcpy(&d, s, sizeof d);
                 d.plugin[0] = d.plugin_lib[0] = '\0';
@@ -262,8 +325,10 @@ static void baselines(chk_t *c, ddp_check_discovery_t *dflt)
 
 static int over_budget(chk_t *c, int done)
 {
-    int runs = c->o->runs > 0 ? c->o->runs : CHK_DEFAULT_RUNS;
-    double budget = c->o->budget_s > 0 ? c->o->budget_s : CHK_DEFAULT_BUDGET_S;
+    int runs = c->o->runs > 0 ? c->o->runs : c->real ? CHK_EXEC_RUNS : CHK_DEFAULT_RUNS;
+    double budget = c->o->budget_s > 0 ? c->o->budget_s
+                    : c->real          ? CHK_EXEC_BUDGET_S
+                                       : CHK_DEFAULT_BUDGET_S;
     if (done < runs && elapsed(c) < budget)
         return 0;
     c->rep->budget_hit = 1;
@@ -314,32 +379,41 @@ static void sweep(chk_t *c, const chk_cands_t *cands, int nrandom)
     ddp_progress_end(&pg, 0);
 }
 
+/* The candidates, then the sweep: aimed runs, then random ones (the
+ * simulator only). */
+static int explore_all(chk_t *c)
+{
+    chk_cands_t cands = {0};
+    int rc = c->real ? ddp__check_aim_exec(&c->rep->disc, c->o->netns, &cands)
+                     : ddp__check_aim(&c->rep->disc, c->p, &cands);
+    c->rep->candidates = cands.n;
+    int nrandom = c->real || c->o->random_runs < 0 ? 0
+                  : c->o->random_runs              ? c->o->random_runs
+                                                   : CHK_DEFAULT_RANDOM;
+    if (rc == 0)
+        sweep(c, &cands, nrandom);
+    ddp__check_cands_free(&cands);
+    return rc;
+}
+
 int ddp_check(const ddp_check_opts_t *o, ddp_check_report_t *rep)
 {
     memset(rep, 0, sizeof *rep);
-    chk_t c = {.o = o, .rep = rep, .log = o->log ? o->log : stdout};
+    chk_t c = {.o = o, .rep = rep, .log = o->log ? o->log : stdout, .real = o->exec != NULL};
     c.p = o->plugin ? ddp_plugin_find(o->plugin) : NULL;
-    if (!c.p)
+    if (!c.p && !c.real)
         return ddp_err_ctx()->code ? ddp_err_ctx()->code : DDP_ENOT_FOUND;
-    c.wall = ddp_sys_posix_new(ddp_env_new());
+    c.ro = (ddp_real_opts_t){.ddpsim = o->self, .netns = o->netns};
+    c.wall = ddp_sys_posix_new(NULL); /* the clock; real runs: the user's environment */
     if (!c.wall)
         return ddp_err_set(-12, "check: out of memory");
     c.t0 = ddp_sys_now(c.wall);
     ddp_check_discovery_t dflt;
     memset(&dflt, 0, sizeof dflt);
     baselines(&c, &dflt);
-    ddp__check_mark_user(&rep->disc, &dflt);
-    int rc = 0;
-    if (!o->list_only) {
-        chk_cands_t cands = {0};
-        rc = ddp__check_aim(&rep->disc, c.p, &cands);
-        rep->candidates = cands.n;
-        int nrandom = o->random_runs < 0 ? 0 : o->random_runs ? o->random_runs
-                                                               : CHK_DEFAULT_RANDOM;
-        if (rc == 0)
-            sweep(&c, &cands, nrandom);
-        ddp__check_cands_free(&cands);
-    }
+    if (!c.real)
+        ddp__check_mark_user(&rep->disc, &dflt);
+    int rc = o->list_only ? 0 : explore_all(&c);
     rep->wall_s = elapsed(&c);
     ddp_sys_free(c.wall);
     return rc;

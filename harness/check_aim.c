@@ -309,3 +309,66 @@ int ddp__check_aim(const ddp_check_discovery_t *d, const ddp_plugin_t *p, chk_ca
     rc = rc ? rc : aim_shape(dflt, nd, "ddp", 2, 2, 0, out);
     return rc;
 }
+
+/* ---- a foreign program (real runs) ---- */
+
+static int push_exec(chk_cands_t *out, const char *line)
+{
+    chk_cand_t c = {.nodes = 2, .devices = 2, .nf = 1, .random = -1};
+    snprintf(c.accel, sizeof c.accel, "ddp");
+    snprintf(c.faults[0], sizeof c.faults[0], "%s", line);
+    return push(out, &c);
+}
+
+/* The store events of a foreign program: its keys set and waited on, the
+ * joins, the store barrier. */
+static int exec_events(const ddp_check_discovery_t *d, char ev[][128], int max)
+{
+    int n = 0;
+    for (int i = 0; i < d->nkeys && n + 2 <= max; i++)
+        for (int op = 1; op <= 2; op++)
+            if (d->keys[i].ops & op)
+                snprintf(ev[n++], 128, "%s:%s", op == 1 ? "set" : "wait", d->keys[i].glob);
+    if (n + 3 <= max) {
+        snprintf(ev[n++], 128, "joined:2");
+        snprintf(ev[n++], 128, "joined:4");
+        snprintf(ev[n++], 128, "barrier");
+    }
+    return n;
+}
+
+int ddp__check_aim_exec(const ddp_check_discovery_t *d, int netns, chk_cands_t *out)
+{
+    char ev[96][128], line[256];
+    int nev = exec_events(d, ev, 96), rc = 0;
+    static const int late[] = {2, 0};
+    for (size_t k = 0; rc == 0 && k < 2; k++) {
+        snprintf(line, sizeof line, "late ranks=%d by=%ds", late[k], CHK_EXEC_HEAL_S);
+        rc = push_exec(out, line);
+    }
+    /* rounds: each round aims one kind at one rank over every event */
+    static const struct {
+        const char *kind;
+        int rank, net;
+    } rounds[] = {{"crash", 2, 0}, {"pause", 0, 0}, {"crash", 1, 0}, {"pause", 2, 0},
+                  {"partition", 2, 1}, {"crash", 0, 0}, {"refuse", 2, 1}};
+    for (size_t k = 0; rc == 0 && k < sizeof rounds / sizeof rounds[0]; k++)
+        for (int i = 0; rc == 0 && i < nev; i++) {
+            if (rounds[k].net && !netns)
+                continue;
+            const char *what = rounds[k].kind;
+            int r = rounds[k].rank;
+            if (!strcmp(what, "crash"))
+                snprintf(line, sizeof line, "fault crash ranks=%d start=\"%s\"", r, ev[i]);
+            else if (!strcmp(what, "pause"))
+                snprintf(line, sizeof line, "fault pause ranks=%d start=\"%s\" end=%ds", r,
+                         ev[i], CHK_EXEC_HEAL_S);
+            else if (!strcmp(what, "partition"))
+                snprintf(line, sizeof line, "fault partition nodes=1 start=\"%s\" end=%ds",
+                         ev[i], CHK_EXEC_HEAL_S);
+            else
+                snprintf(line, sizeof line, "fault refuse node=1 start=\"%s\" count=1", ev[i]);
+            rc = push_exec(out, line);
+        }
+    return rc;
+}

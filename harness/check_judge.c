@@ -8,6 +8,7 @@
 
 #include "check_priv.h"
 #include "ddp/err.h"
+#include "ddp/real.h"
 #include "scenario_priv.h"
 
 const char *ddp__check_oracle_name(int oracle)
@@ -214,4 +215,44 @@ int ddp__check_judge(const ddp_scenario_t *s, const char *accel, int baseline,
                    head, r->rank_error);
     }
     return judge_compared(s, accel, r, faults, v);
+}
+
+/* A foreign program's rank killed past its deadline plus the grace. */
+static int hung(const ddp_scn_result_t *r)
+{
+    return r->first_code == DDP_EHUNG || strstr(r->classes, "hung") != NULL;
+}
+
+int ddp__check_judge_real(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
+                          const ddp_real_opts_t *ro, int baseline, ddp_scn_result_t *r,
+                          chk_verdict_t *v)
+{
+    memset(v, 0, sizeof *v);
+    v->rank = -1;
+    if (ddp_real_run(sys, s, accel, ro, r) < 0)
+        return -1;
+    if (r->skipped)
+        return CHK_NONE;
+    char faults[600];
+    faults_text(s, faults, sizeof faults);
+    const char *first = r->first_error[0] ? r->first_error : r->why;
+    if (hung(r))
+        return say(v, CHK_INVARIANT, "A rank was still running past its deadline plus the "
+                                     "grace and was killed (hung): a wait without a deadline, "
+                                     "or longer than the group timeout? %s. Fault: %s.",
+                   first, faults);
+    if (!r->invariants_ok)
+        return judge_invariant(r, faults, v);
+    int ok = all_ok(r), act = acted(s, r);
+    if (!ok && !act && baseline)
+        return say(v, CHK_BASELINE, "A fault-free run failed: %s%s", first, "");
+    if (!ok && !act)
+        return say(v, CHK_NOFAULT, "No fault acted on anything (0 hits: %s), yet the run "
+                                   "was not ok: %s",
+                   faults, first);
+    if (!ok && transient(s))
+        return say(v, CHK_TRANSIENT, "A fault that heals well within the group timeout was "
+                                     "not survived (%s): %s",
+                   faults, first);
+    return CHK_NONE;
 }

@@ -12,6 +12,7 @@
 #define CHK_TIMEOUT_S 30  /* the group timeout of every check run */
 #define CHK_HEAL_S 3      /* a transient fault's window */
 #define CHK_OUTLAST_S 60  /* a fault that outlasts the timeout */
+#define CHK_EXEC_HEAL_S 8 /* a foreign program's healing pause, late start */
 
 /* One run to make: a cluster shape, an accelerator, its fault lines. */
 typedef struct chk_cand {
@@ -36,6 +37,10 @@ void ddp__check_mark_user(ddp_check_discovery_t *d, const ddp_check_discovery_t 
 /* The candidates aimed at d's events for plugin p (its declared phases
  * are the ones a fault may name), in the order they should run. 0, or -12. */
 int ddp__check_aim(const ddp_check_discovery_t *d, const ddp_plugin_t *p, chk_cands_t *out);
+/* The candidates for a foreign program (real runs, 2 nodes x 2 ranks):
+ * crashes, healing pauses and late starts aimed at the store events
+ * discovered, then partitions and refused connects with netns. */
+int ddp__check_aim_exec(const ddp_check_discovery_t *d, int netns, chk_cands_t *out);
 void ddp__check_cands_free(chk_cands_t *c);
 
 /* ---- the oracles (check_judge.c) ---- */
@@ -64,5 +69,12 @@ typedef struct chk_verdict {
  * shown), or < 0 when s could not run. */
 int ddp__check_judge(const ddp_scenario_t *s, const char *accel, int baseline,
                      ddp_scn_result_t *r, chk_verdict_t *v);
+/* The same for a foreign program's real run (ro: how; its tap, if any, is
+ * fed): baseline, no-fault, invariant (a rank hung past its deadline),
+ * transient. */
+struct ddp_real_opts;
+int ddp__check_judge_real(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
+                          const struct ddp_real_opts *ro, int baseline, ddp_scn_result_t *r,
+                          chk_verdict_t *v);
 
 #endif

@@ -678,6 +678,8 @@ int ddp_plan_write(const ddp_plan_t *p, FILE *o)
     put_line(o, "results", p->results, NULL);
     if (p->store_memory)
         fprintf(o, "store_memory bytes=%zu\n", p->store_memory);
+    if (p->discover)
+        fprintf(o, "discover on\n");
     fprintf(o, "entry accelerator=%s nodes=%d processes=%d gpus=%d timeout=%" PRId64
                " store_timeout=%" PRId64 " train=%" PRId64 " seed=%" PRIu64
                " protocol=%d\n",
@@ -955,6 +957,12 @@ static int rd_statement(rd_t *r, ddp_plan_t *p, int *ended)
             return rd_err(r, "a memory budget of 1 MiB or more");
         p->store_memory = (size_t)v;
         return 0;
+    }
+    if (!strcmp(word, "discover")) {
+        p->discover = 1;
+        return rd_word(r, word, sizeof word) == 0 && !strcmp(word, "on")
+                   ? 0
+                   : rd_err(r, "`discover on`");
     }
     if (!strcmp(word, "results"))
         return rd_strbuf(r, p->results, sizeof p->results);

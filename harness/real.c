@@ -1164,6 +1164,7 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
     char logs[300]; /* torch's agents' --log_dir: logs/agentN */
     snprintf(logs, sizeof logs, "%s.logs", base);
     plan->t0 = t0;
+    plan->discover = o->tap != NULL;
     int64_t grace = o->exec_grace_ns > 0 ? o->exec_grace_ns : EXEC_GRACE_NS;
     plan->limit_ns = s->master_late_ns + s->timeout_ns + s->train_ns + (exec ? grace : SLACK_NS);
     for (int i = 0; i < plan->nnodes; i++)
@@ -1511,6 +1512,8 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
                                       &outs, n);
     for (int i = 0; i < np; i++)
         free(agent_err[i]);
+    if (o->tap)
+        ddp__real_events_tap(plan->results, o->tap, o->tap_arg);
     remove(plan->results);
     remove(plan_path);
     if (n < 0) {

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fiu.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,13 +123,31 @@ int ddp__real_ack_wait(ddp_sys_t *sys, const char *results, unsigned long long a
     }
 }
 
-int ddp__real_events_read(const char *results, long *off, ddp_faultset_t *const *fss, int nfs,
-                          int64_t base, unsigned long long *acks, int max_acks, int *nacks)
+/* An E record ("E\tKIND\tRANK\tVALUE\tT\tACK\tNAME\n", the newline cut off
+ * already) into ev (its name points into line); 0, or -1 for another
+ * record. */
+static int parse_event(char *line, ddp_fault_event_t *ev, long long *t, unsigned long long *ack)
+{
+    int kind, rank, name_at = 0;
+    long long value;
+    if (line[0] != 'E' ||
+        sscanf(line, "E\t%d\t%d\t%lld\t%lld\t%llu\t%n", &kind, &rank, &value, t, ack,
+               &name_at) != 5 || !name_at || kind <= 0 || kind >= DDP_TRIG_COUNT)
+        return -1;
+    *ev = (ddp_fault_event_t){.kind = (ddp_trigger_kind_t)kind, .rank = rank,
+                              .name = line + name_at, .value = value};
+    return 0;
+}
+
+/* Calls fn for every E record past *off that is whole, moving *off on. */
+static void each_event(const char *results, long *off,
+                       void (*fn)(void *arg, const ddp_fault_event_t *ev, long long t,
+                                  unsigned long long ack),
+                       void *arg)
 {
     FILE *f = fopen(results, "r");
     if (!f)
-        return 0;
-    int changed = 0;
+        return;
     char line[400];
     if (fseek(f, *off, SEEK_SET) == 0)
         while (fgets(line, sizeof line, f)) {
@@ -136,24 +155,61 @@ int ddp__real_events_read(const char *results, long *off, ddp_faultset_t *const 
             if (!len || line[len - 1] != '\n')
                 break; /* a line still being written: read it next time */
             *off += (long)len;
-            int kind, rank;
-            long long value, t;
-            unsigned long long ack;
-            int name_at = 0;
-            if (line[0] != 'E' ||
-                sscanf(line, "E\t%d\t%d\t%lld\t%lld\t%llu\t%n", &kind, &rank, &value, &t,
-                       &ack, &name_at) != 5 || !name_at || kind <= 0 || kind >= DDP_TRIG_COUNT)
-                continue;
-            if (ack && acks && nacks && *nacks < max_acks)
-                acks[(*nacks)++] = ack;
             line[len - 1] = '\0';
-            ddp_fault_event_t ev = {.kind = (ddp_trigger_kind_t)kind, .rank = rank,
-                                    .name = line + name_at, .value = value};
-            for (int i = 0; i < nfs; i++)
-                changed += ddp_faultset_event(fss[i], &ev, base + t);
+            ddp_fault_event_t ev;
+            long long t;
+            unsigned long long ack;
+            if (parse_event(line, &ev, &t, &ack) == 0)
+                fn(arg, &ev, t, ack);
         }
     fclose(f);
-    return changed;
+}
+
+typedef struct {
+    ddp_faultset_t *const *fss;
+    int nfs, changed, max_acks, *nacks;
+    int64_t base;
+    unsigned long long *acks;
+} feed_t;
+
+static void feed(void *arg, const ddp_fault_event_t *ev, long long t, unsigned long long ack)
+{
+    feed_t *fd = arg;
+    if (ack && fd->acks && fd->nacks && *fd->nacks < fd->max_acks)
+        fd->acks[(*fd->nacks)++] = ack;
+    for (int i = 0; i < fd->nfs; i++)
+        fd->changed += ddp_faultset_event(fd->fss[i], ev, fd->base + t);
+}
+
+int ddp__real_events_read(const char *results, long *off, ddp_faultset_t *const *fss, int nfs,
+                          int64_t base, unsigned long long *acks, int max_acks, int *nacks)
+{
+    feed_t fd = {.fss = fss, .nfs = nfs, .base = base, .acks = acks, .max_acks = max_acks,
+                 .nacks = nacks};
+    each_event(results, off, feed, &fd);
+    return fd.changed;
+}
+
+typedef struct {
+    void (*tap)(void *arg, const ddp_fault_event_t *ev, int node, int64_t t);
+    void *arg;
+} tap_t;
+
+static void tap_one(void *arg, const ddp_fault_event_t *ev, long long t, unsigned long long ack)
+{
+    const tap_t *tp = arg;
+    (void)ack;
+    tp->tap(tp->arg, ev, -1, t);
+}
+
+void ddp__real_events_tap(const char *results,
+                          void (*tap)(void *arg, const ddp_fault_event_t *ev, int node,
+                                      int64_t t),
+                          void *arg)
+{
+    long off = 0;
+    tap_t tp = {tap, arg};
+    each_event(results, &off, tap_one, &tp);
 }
 
 static void record_result(ddp_sys_t *sys, const ddp_run_result_t *r, void *arg)
@@ -224,10 +280,32 @@ static int call_hook(void *arg, const ddp_fault_call_t *c, int *err)
 /* Events this process sees (its phases, its store connects, the store it
  * serves) that some window waits for go to every process of the run and
  * to the runner, as E records; each reads them back (sync_events). */
+/* discover: is this the first time this process sees (kind, name)? The
+ * first 1,024 distinct ones are recorded; joins are recorded each. */
+static int first_seen(const ddp_fault_event_t *ev)
+{
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static char seen[1024][64];
+    static int nseen;
+    char key[64];
+    if (ev->kind == DDP_TRIG_JOINED)
+        return 1;
+    snprintf(key, sizeof key, "%d %s", (int)ev->kind, ev->name ? ev->name : "");
+    pthread_mutex_lock(&mu);
+    int i = 0;
+    while (i < nseen && strcmp(seen[i], key))
+        i++;
+    int fresh = i == nseen && nseen < 1024;
+    if (fresh)
+        snprintf(seen[nseen++], sizeof seen[0], "%s", key);
+    pthread_mutex_unlock(&mu);
+    return fresh;
+}
+
 static void observer(void *arg, const ddp_fault_event_t *ev)
 {
     (void)arg;
-    if (!ddp_faultset_wants(&self.all, ev))
+    if (!ddp_faultset_wants(&self.all, ev) && !(self.p->discover && first_seen(ev)))
         return;
     /* A window the runner puts in force: wait until it has (or 10 s), so
      * the fault is there when this process goes on, as in the simulator. */
@@ -309,7 +387,7 @@ static int arm_faults(void)
     if ((rc = ddp_faultset_init(&self.runner, self.rfaults, nr, self.p->t0, NULL,
                                 self.p->expected_world)))
         return rc;
-    if (!n && !self.all.events)
+    if (!n && !self.all.events && !self.p->discover)
         return 0;
     self.faults = calloc((size_t)n + 1, sizeof *self.faults);
     self.plan_index = calloc((size_t)n + 1, sizeof *self.plan_index);
@@ -328,7 +406,7 @@ static int arm_faults(void)
     fiu_init(0);
     if (n)
         ddp_fault_on_call(call_hook, NULL);
-    if (self.all.events)
+    if (self.all.events || self.p->discover)
         ddp_fault_observe(observer, NULL);
     if (ddp_fault_enable_external(ddp_fault_name(DDP_FP_DDP_PHASE_ENTER), 1, NULL, 0, phase_cb))
         return ddp_err_set(DDP_EINTERNAL, "libfiu: cannot enable the fault points");

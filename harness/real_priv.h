@@ -108,6 +108,12 @@ void ddp__real_event_write(const char *results, const ddp_fault_event_t *ev, int
                            unsigned long long ack);
 int ddp__real_events_read(const char *results, long *off, ddp_faultset_t *const *fss, int nfs,
                           int64_t base, unsigned long long *acks, int max_acks, int *nacks);
+/* Calls tap for every E record of the results file, from its start (the
+ * events a run with plan->discover recorded: `ddpsim check --exec`). */
+void ddp__real_events_tap(const char *results,
+                          void (*tap)(void *arg, const ddp_fault_event_t *ev, int node,
+                                      int64_t t),
+                          void *arg);
 /* Appends the runner's "A <ack>" record. */
 void ddp__real_ack_write(const char *results, unsigned long long ack);
 /* Waits until results holds "A <ack>" or the deadline; 0 when it does. */

@@ -11,12 +11,14 @@
 #include "ddp/env.h"
 #include "ddp/err.h"
 #include "ddp/plugin.h"
+#include "ddp/real.h"
 #include "opt.h"
 
 static void check_usage(FILE *f)
 {
     fprintf(f,
             "usage: ddpsim check --plugin NAME|PATH.so [--budget D] [--runs N] [--seed S]\n"
+            "       ddpsim check --exec 'CMD ARGS' [--netns] [--port P] [--budget D] [--runs N]\n"
             "                    [--random-runs N] [--max-findings N] [--list] [--out DIR]\n"
             "                    [--junit FILE] [--shard K/N] [--sanitize]\n"
             "                    [--progress | --no-progress]\n\n"
@@ -44,6 +46,14 @@ static void check_usage(FILE *f)
             "written as a scenario file into DIR (default ddpsim-check), and its replay\n"
             "command is run once to check that it reproduces the finding.\n\n"
             "  --plugin NAME|PATH.so  the plugin to check (a library: docs/plugin.md)\n"
+            "  --exec 'CMD ARGS'  or a program every rank runs (a torch job), in real runs on\n"
+            "                     loopback as torchrun starts it, the run hosting its store:\n"
+            "                     2 baselines, then crashes, 8 s pauses and late starts aimed\n"
+            "                     at the store keys it sets and waits on (default at most 30\n"
+            "                     runs in 20 min; no shrinking: each finding is one fault)\n"
+            "  --netns            --exec: a network namespace per node (root); adds\n"
+            "                     partitions and refused connects\n"
+            "  --port P           --exec: its MASTER_PORT (default 31700)\n"
             "  --budget D         stop after D of wall time: 90, 90s, 5m, 1h (default 5m)\n"
             "  --runs N           at most N runs after the baselines (default 3000)\n"
             "  --random-runs N    random schedules after the aimed runs (default 200)\n"
@@ -172,9 +182,12 @@ int ddp_cmd_check(ddp_sys_t *sys, int argc, char **argv)
     ddp_check_opts_t o = {.seed = 1, .out_dir = "ddpsim-check", .self = ddp_tool_self,
                           .progress = isatty(2) ? 1 : 2};
     const char *junit = NULL;
-    int n, list = 0, sanitize = 0; /* done by sanitized() */
+    int n, list = 0, sanitize = 0, port = 0; /* sanitize: done by sanitized() */
     const ddp_opt_t opts[] = {
         OPT_FN("plugin", &o.plugin, ddp_opt_plugin_name, ddp_opt_plugin_form()),
+        OPT_STR("exec", &o.exec, "a command line every rank runs"),
+        OPT_FLAG("netns", 0, &o.netns, 1),
+        OPT_INT("port", &port, 1024, 65535),
         OPT_FN("budget", &o.budget_s, parse_budget, "seconds, or a number and s, m or h"),
         OPT_INT("runs", &o.runs, 1, 100000000),
         OPT_INT("random-runs", &o.random_runs, 0, 100000000),
@@ -191,8 +204,14 @@ int ddp_cmd_check(ddp_sys_t *sys, int argc, char **argv)
     };
     ddp_opt_spec_t sp = {DDP_OPT_SPEC("check", opts, check_usage), .max_operands = 0};
     DDP_OPT_PARSE_OR_RETURN(&sp, argc, argv, &n);
-    if (!o.plugin)
-        return ddp_opt_bad("check", "--plugin", "(missing)", ddp_opt_plugin_form());
+    if (!o.plugin == !o.exec)
+        return ddp_opt_bad("check", o.plugin ? "--exec" : "--plugin", "(missing)",
+                           "one of --plugin NAME|PATH.so or --exec 'CMD ARGS', not both");
+    o.port = (unsigned)port;
+    if (o.exec && ddp_real_check_exec(sys, o.exec) != 0) {
+        fprintf(stderr, "ddpsim check: %s\n", ddp_err_message());
+        return 127;
+    }
     if (ddp_opt_writable("check", "--junit", junit))
         return 2;
     o.list_only = list;

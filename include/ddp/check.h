@@ -67,6 +67,13 @@ typedef struct ddp_check_finding {
 
 typedef struct ddp_check_opts {
     const char *plugin;  /* the user's plugin: a registered name */
+    /* Or a foreign program every rank runs (`exec`), checked in real runs
+     * on loopback (netns: a network namespace per node, as root) on
+     * MASTER_PORT port (0: 31700); self is then the ddpsim binary that
+     * runs the processes. */
+    const char *exec;
+    int netns;
+    unsigned port;
     uint64_t seed;       /* 0: 1 */
     int runs;            /* at most this many runs after the baselines
                             (0: 3,000) */

@@ -104,6 +104,10 @@ typedef struct ddp_plan {
     int expected_world;  /* ranks the Trainer asks for */
     int64_t limit_ns;    /* the run must be over by then (virtual or real) */
     size_t store_memory; /* the hosted store's max_memory (0: its default) */
+    int discover;        /* every process records each distinct event it
+                            sees (a key set or waited on, a join, a phase)
+                            as an E record, wanted by a fault or not:
+                            `ddpsim check --exec`'s discovery */
     ddp_plan_entry_t entry;
     ddp_plan_node_t *nodes;
     int nnodes;

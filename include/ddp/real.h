@@ -56,6 +56,12 @@ typedef struct ddp_real_opts {
      * with keep_failing). */
     const char *keep_output;
     int keep_failing;
+    /* When set, every process records each distinct event it sees (a key
+     * set or waited on at the hosted store, a join, a phase of ddpsim's
+     * own ranks), and tap gets them all at the end of the run (node -1;
+     * t: ns since the run's start): `ddpsim check --exec`'s discovery. */
+    void (*tap)(void *arg, const ddp_fault_event_t *ev, int node, int64_t t);
+    void *tap_arg;
 } ddp_real_opts_t;
 
 /* NULL when s can run for real (with netns or not); else why not. */
