@@ -105,12 +105,15 @@ static int read_config(agent_t *a)
     if (v && secs(v, &a->monitor_ns))
         return bad_var("PET_MONITOR_INTERVAL", v, "seconds > 0");
     v = ddp_env_get(env, "PET_RDZV_ENDPOINT");
-    const char *colon = v ? strrchr(v, ':') : NULL;
-    size_t hl = colon ? (size_t)(colon - v) : v ? strlen(v) : 0;
+    size_t vl = v ? strlen(v) : 0; /* "[v6]" alone is a host: its colons are no port's */
+    const char *colon = vl && v[vl - 1] != ']' ? strrchr(v, ':') : NULL;
+    size_t hl = colon ? (size_t)(colon - v) : vl;
     long port = 29400; /* torch's c10d default */
     if (!v || !hl || hl >= sizeof a->ep_host ||
         (colon && (port = strtol(colon + 1, &e, 10), *e || port < 1 || port > 65535)))
         return bad_var("PET_RDZV_ENDPOINT", v, "HOST[:PORT] (torchrun --rdzv_endpoint)");
+    if (hl > 2 && v[0] == '[' && v[hl - 1] == ']') /* torch: "[v6]:port", "[v6]" */
+        v++, hl -= 2;
     memcpy(a->ep_host, v, hl);
     a->ep_host[hl] = '\0';
     a->ep_port = (uint16_t)port;
