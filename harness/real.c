@@ -522,7 +522,7 @@ static int read_results(const char *path, proc_t *ps, int np, const ddp_plan_t *
     int n = 0, cap = np + 16;
     ddp_sim_outcome_t *o = calloc((size_t)cap, sizeof *o);
     FILE *f = fopen(path, "r");
-    char line[1200];
+    char line[DDP_ERR_MSG_MAX + 400]; /* a result line: its fields and a whole message */
     while (o && f && fgets(line, sizeof line, f)) {
         line[strcspn(line, "\n")] = '\0';
         char *field[15] = {0};
