@@ -114,6 +114,13 @@ DDP_NOINLINE static int write_master_env(ddp_ctx_t *ctx, ddp_cluster_t *env, int
                     addr, (unsigned)*port, ctx->accelerator, ctx->node_rank, ctx->local_rank);
         return duplicated_ranks_hint();
     }
+    if (rc == 0 && *port == 0 && world > 1) {
+        ddp_err_set(DDP_ECONFIG, "MASTER_PORT=0 asks rank 0's store for an ephemeral port, "
+                                 "which serves a world of 1 only: the other %d rank(s) "
+                                 "cannot know which port it picked", world - 1);
+        return ddp_err_hint("set MASTER_PORT to one free port, the same on every node "
+                            "(torch's default is 29500)");
+    }
     if (rc)
         return rc;
     ddp_env_t *e = ddp_sys_env(ctx->sys);
@@ -477,6 +484,10 @@ int ddp_plugin_default_init_ddp_connection(const ddp_plugin_t *self,
     if (global_rank == 0 &&
         (rc = start_store_server(ctx, addr, port, token, sizeof token)) != 0)
         return rc;
+    if (port == 0) { /* a world of 1: the port the store picked (torch: store.port) */
+        port = ddp_store_server_addr(ctx->server).port;
+        ddp_env_setf(ddp_sys_env(ctx->sys), "MASTER_PORT", "%u", (unsigned)port);
+    }
 
     ddp_ident_set_phase("store connect");
     ddp_store_client_opts_t o = {
