@@ -503,6 +503,31 @@ static void test_second_rank0_is_duplicate(void)
     ddp_scenario_free(s);
 }
 
+/* torchrun --rdzv_endpoint=10.0.0.1:29400, node 0's own address: its agent
+ * hosts the c10d store as torch 1.13's does (_matches_machine_hostname),
+ * and not by comparing the endpoint with its host name only. The same for
+ * localhost on one node. */
+static void test_endpoint_address_hosts_store(void)
+{
+    static const char *const endpoints[][2] = {{"10.0.0.1:29400", "2"}, {"localhost", "1"},
+                                               {"127.0.0.1:29400", "1"}};
+    for (size_t i = 0; i < sizeof endpoints / sizeof endpoints[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "scenario \"endpoint\"\nnodes %s\ndevices 1\n"
+                                    "launcher torchrun-elastic\nenv PET_MONITOR_INTERVAL=1\n"
+                                    "env PET_RDZV_ENDPOINT=%s\nexpect ok restarts=0\n"
+                                    "expect ok ranks=agents\n", endpoints[i][1], endpoints[i][0]);
+        ddp_scenario_t *s = parse(text);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+        ddp_scn_result_t r;
+        CU_ASSERT_EQUAL(ddp_scenario_run(s, "ddp_hpc", NULL, &r), 0);
+        if (!r.pass)
+            printf("\n  endpoint %s: %s\n", endpoints[i][0], r.why);
+        CU_ASSERT_TRUE(r.pass);
+        ddp_scenario_free(s);
+    }
+}
+
 static ddp_scenario_t *parse(const char *text)
 {
     char err[1024];
@@ -1358,6 +1383,8 @@ DDP_SUITE("scenario", NULL, NULL,
           {"scenario files: bounded reads of regular files only", test_bounded_loads},
           {"a second rank 0 is named a duplicate, not a wrong address",
            test_second_rank0_is_duplicate},
+          {"an elastic endpoint of this host's address hosts the store",
+           test_endpoint_address_hosts_store},
           {"corpus round-trips: parse -> write -> parse", test_round_trip},
           {"writer: what it used to lose", test_writer_cases},
           {"generated scenarios round-trip", test_round_trip_generated},
