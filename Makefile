@@ -7,6 +7,7 @@
 #   make coverage   per-accelerator coverage and the parity gate
 #   make mutate     the mutation check: tests/mutants/ x the layers above
 #   make real-scenarios / netns-scenarios / real-test / fidelity   real runs
+#   make differential  the address parser vs this host's libc (DIFF_COUNT a family)
 #   make torch-test real PyTorch against ddpsim's store (tests/torch/)
 #   make fuzz       libFuzzer harnesses, FUZZ_SECONDS each (clang)
 #   make install    PREFIX=/usr/local (lib, headers, pkg-config, command, man page)
@@ -81,7 +82,7 @@ kvx_flags = $(foreach v,$(KVX_VARIANTS),$(if $(filter libkvx-$(word 1,$(subst :,
 
 .PHONY: all lib run test check-layers check-exports bench install deps clean hw-test real-scenarios \
         netns-scenarios netns-clean real-test fidelity torch-test torch-scenarios fuzz mutate fault-points-doc \
-        check-fault-points-doc check-docs
+        check-fault-points-doc check-docs differential
 all: $(STATIC) $(SHARED) $(DDPSIM) $(TESTBIN) $(BENCH_BIN) ddpsim $(FAKE_NCCL) $(TEST_PLUGINS) \
      $(CHECK_PLUGINS)
 
@@ -124,6 +125,16 @@ $(TESTBIN): $(TEST_OBJ) $(CMD_OBJ) $(STATIC)
 $(B)/bench/%: bench/%.c $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(STATIC) $(LDFLAGS) $(LDLIBS)
+
+# The differential check (docs/fidelity.md): ddpsim's address parser vs
+# this host's libc on DIFF_COUNT generated strings a family.
+DIFF_COUNT ?= 10000
+DIFF_BIN  := $(B)/tests/differential/addr
+$(DIFF_BIN): tests/differential/addr.c $(B)/tests/addr_gen.o $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/tests/addr_gen.o $(STATIC) $(LDFLAGS) $(LDLIBS)
+differential: $(DIFF_BIN)
+	$(DIFF_BIN) $(DIFF_COUNT)
 
 # docs/fault-points.md is generated from include/ddp/faults.h and the page's
 # template; `make test` fails when the committed page is out of date.

@@ -217,6 +217,8 @@ static int parse_hostport(const char *s, ddp_addr_t *out)
     size_t hl = (size_t)(colon - s);
     if (hl >= sizeof host)
         return DDP_EPROTOCOL;
+    if (hl > 2 && s[0] == '[' && s[hl - 1] == ']') /* "[v6]" */
+        s++, hl -= 2;
     memcpy(host, s, hl);
     host[hl] = '\0';
     char *end = NULL;

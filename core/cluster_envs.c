@@ -119,7 +119,9 @@ static int env_opt_rank(const ddp_cluster_t *c, const char *key,
     return env_rank(c, key, count1, count2, what, NULL, out);
 }
 
-/* A port variable: unset -> *found = 0 (unless required), else 1..65535. */
+/* A port variable: unset -> *found = 0 (unless required), else 0..65535.
+ * 0 asks rank 0's store for an ephemeral port, as torch's TCPStore binds
+ * one: only a world of 1 can use it (the plugin refuses it for more). */
 static int env_port(const ddp_cluster_t *c, const char *key, int required,
                     const char *tail, int *found, uint16_t *port)
 {
@@ -127,7 +129,7 @@ static int env_port(const ddp_cluster_t *c, const char *key, int required,
     if (!*found && !required)
         return 0;
     long v;
-    int rc = env_long(c, key, 1, 65535, "port", NULL, tail, &v);
+    int rc = env_long(c, key, 0, 65535, "port", NULL, tail, &v);
     if (rc == 0)
         *port = (uint16_t)v;
     return rc;

@@ -38,7 +38,7 @@ struct ddp_ident_state {
     ddp_errctx_t ctx;
     int rank, world;
     char phase[48];
-    char message[1024]; /* ddp_err_message */
+    char message[DDP_ERR_MSG_MAX]; /* ddp_err_message */
     char unknown[32];   /* ddp_err_name of an unknown code */
 };
 
@@ -126,6 +126,21 @@ void ddp_ident_set_phase(const char *phase)
 }
 const char *ddp_ident_phase(void) { return st()->phase; }
 
+/* A whole context's line fits DDP_ERR_MSG_MAX: its fields, the words
+ * around them and a code's name and description (ddp_err_format). */
+_Static_assert(sizeof(((ddp_errctx_t *)0)->what) + sizeof(((ddp_errctx_t *)0)->hint) +
+                       sizeof(((ddp_errctx_t *)0)->phase) + sizeof(((ddp_errctx_t *)0)->addr) +
+                       300 <=
+                   DDP_ERR_MSG_MAX,
+               "DDP_ERR_MSG_MAX holds a whole error context");
+
+/* vsnprintf's count n into buf: where it was cut, "..." says so. */
+static void mark_cut(char *buf, size_t size, int n)
+{
+    if (n >= 0 && (size_t)n >= size && size > 4)
+        memcpy(buf + size - 4, "...", 4);
+}
+
 int ddp_err_set(int code, const char *fmt, ...)
 {
     ddp_ident_state_t *s = st();
@@ -134,7 +149,7 @@ int ddp_err_set(int code, const char *fmt, ...)
     char what[sizeof c->what];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
+    mark_cut(what, sizeof what, vsnprintf(what, sizeof what, fmt, ap));
     va_end(ap);
     memset(c, 0, sizeof *c);
     c->code = code;
@@ -156,7 +171,7 @@ int ddp_err_wrap(const char *fmt, ...)
     vsnprintf(pre, sizeof pre, fmt, ap);
     va_end(ap);
     memcpy(old, c->what, sizeof old);
-    snprintf(c->what, sizeof c->what, "%s: %s", pre, old);
+    mark_cut(c->what, sizeof c->what, snprintf(c->what, sizeof c->what, "%s: %s", pre, old));
     ddp_utf8_escape(c->what, sizeof c->what);
     return c->code;
 }
@@ -176,7 +191,7 @@ int ddp_err_hint(const char *fmt, ...)
     va_list ap;
     va_start(ap, fmt);
     ddp_errctx_t *c = &st()->ctx;
-    vsnprintf(c->hint, sizeof c->hint, fmt, ap);
+    mark_cut(c->hint, sizeof c->hint, vsnprintf(c->hint, sizeof c->hint, fmt, ap));
     va_end(ap);
     return c->code;
 }

@@ -500,6 +500,17 @@ static int cancel_wait(client_t *c)
     return rc;
 }
 
+/* A WAIT whose connection the server closed: a dead master, or a limit
+ * of the server's that no reply can name (TCPStore has no error reply). */
+static int wait_dropped_hint(size_t n)
+{
+    return ddp_err_hint("is the master (rank 0) still alive? A ddpsim store also drops a "
+                        "WAIT on more keys nobody has set than its max_wait_keys (by default "
+                        "its max_keys, %d, or 8 x its world; torch 1.13's has no limit): "
+                        "this WAIT named %zu key%s",
+                        DDP_STORE_MAX_KEYS, n, n == 1 ? "" : "s");
+}
+
 static int do_wait(client_t *c, const char *const *keys, size_t n, int raw,
                    int64_t deadline)
 {
@@ -526,7 +537,8 @@ static int do_wait(client_t *c, const char *const *keys, size_t n, int raw,
     }
     if (r == DDP_EPEER_LOST) {
         ddp_err_set(DDP_EPEER_LOST, "connection closed by the server");
-        return io_fail(c, DDP_EPEER_LOST, DDP_STORE_OP_WAIT, "waiting for");
+        io_fail(c, DDP_EPEER_LOST, DDP_STORE_OP_WAIT, "waiting for");
+        return wait_dropped_hint(n);
     }
     if (r != DDP_ETIMEOUT && r != -EAGAIN)
         return io_fail(c, r, DDP_STORE_OP_WAIT, "waiting for");

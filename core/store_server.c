@@ -2496,8 +2496,10 @@ int ddp_store_server_new(ddp_sys_t *sys, const ddp_store_server_opts_t *opts,
         o.max_keys = 8 * world > DDP_STORE_MAX_KEYS ? 8 * world : DDP_STORE_MAX_KEYS;
     if (!o.max_key_len)
         o.max_key_len = DDP_STORE_MAX_KEY;
+    /* torch 1.13's waitHandler takes any number of keys (a 64-bit count):
+     * a WAIT may name max_keys keys, and the memory budget bounds them. */
     if (!o.max_wait_keys)
-        o.max_wait_keys = DDP_STORE_MAX_WAIT_KEYS;
+        o.max_wait_keys = o.max_keys;
     if (!o.max_value_len)
         o.max_value_len = DDP_STORE_MAX_VALUE;
     if (o.validate_timeout_ns <= 0)

@@ -12,26 +12,11 @@
 
 int ddp_addr_try_parse(const char *text, uint16_t port, ddp_addr_t *out)
 {
-    memset(out, 0, sizeof *out);
-    out->port = port;
-    if (text && inet_pton(AF_INET, text, out->ip) == 1) {
-        out->family = 4;
-        return 0;
-    }
-    char tmp[INET6_ADDRSTRLEN + 2];
-    if (text && text[0] == '[') { /* "[::1]" */
-        size_t l = strlen(text);
-        if (l >= 3 && l < sizeof tmp && text[l - 1] == ']') {
-            memcpy(tmp, text + 1, l - 2);
-            tmp[l - 2] = '\0';
-            text = tmp;
-        }
-    }
-    if (text && inet_pton(AF_INET6, text, out->ip) == 1) {
-        out->family = 6;
-        return 0;
-    }
-    return -1;
+    const char *zone;
+    if (ddp_addr_numeric(text, port, out, &zone) != 0 ||
+        (zone && ddp_addr_zone(out, zone, NULL, 0, &out->scope) != 0))
+        return -1;
+    return 0;
 }
 
 int ddp_addr_parse(const char *text, uint16_t port, ddp_addr_t *out)
@@ -280,6 +265,22 @@ int ddp_sys_local_addrs(ddp_sys_t *s, ddp_addr_t *out, int max)
     return n;
 }
 
+/* "lo, eth0": each name of ifs once, or "none". */
+static const char *iface_names(const ddp_ifaddr_t *ifs, int n, char *names, size_t size)
+{
+    size_t off = 0;
+    names[0] = '\0';
+    for (int i = 0; i < n && off + 20 < size; i++) {
+        int dup = 0;
+        for (int k = 0; k < i; k++)
+            dup |= !strcmp(ifs[k].name, ifs[i].name);
+        if (!dup)
+            off += (size_t)snprintf(names + off, size - off, "%s%s", off ? ", " : "",
+                                    ifs[i].name);
+    }
+    return names[0] ? names : "none";
+}
+
 int ddp_sys_iface_addr(ddp_sys_t *s, const char *name, int prefer, ddp_addr_t *out)
 {
     ddp_ifaddr_t ifs[SYS_MAX_IFADDRS];
@@ -294,18 +295,57 @@ int ddp_sys_iface_addr(ddp_sys_t *s, const char *name, int prefer, ddp_addr_t *o
         *out = ifs[found].addr;
         return 0;
     }
-    char names[256] = "";
-    size_t off = 0;
-    for (int i = 0; i < n && off + 20 < sizeof names; i++) {
-        int dup = 0;
-        for (int k = 0; k < i; k++)
-            dup |= !strcmp(ifs[k].name, ifs[i].name);
-        if (!dup)
-            off += (size_t)snprintf(names + off, sizeof names - off, "%s%s", off ? ", " : "",
-                                    ifs[i].name);
-    }
+    char names[256];
     return ddp_err_set(DDP_ENOT_FOUND, "no interface \"%s\" with an address here (there are: %s)",
-                       name, names[0] ? names : "none");
+                       name, iface_names(ifs, n, names, sizeof names));
+}
+
+/* A zone that glibc would refuse: what it is, and what would do. */
+static int zone_error(const char *host, const ddp_addr_t *a, const char *zone,
+                      const ddp_ifaddr_t *ifs, int n)
+{
+    char names[256];
+    iface_names(ifs, n, names, sizeof names);
+    if (!ddp_addr_is_link_local(a))
+        ddp_err_set(DDP_ENOT_FOUND, "cannot resolve host \"%s\": a zone index (%%%s) names an "
+                                    "interface only for a link-local address (fe80::/10), and "
+                                    "this one is not (getaddrinfo: EAI_NONAME): drop "
+                                    "the zone, or give it as a number", host, zone);
+    else
+        ddp_err_set(DDP_ENOT_FOUND, "cannot resolve host \"%s\": a link-local IPv6 address "
+                                    "whose zone \"%s\" is no interface of this host (there "
+                                    "are: %s; getaddrinfo: EAI_NONAME): name the "
+                                    "interface that reaches it, or use a global address",
+                    host, zone, names);
+    return ddp_err_hint("fe80::1%%eth0: the zone is the interface of this host on the "
+                        "link to the address");
+}
+
+int ddp_sys_resolve_numeric(ddp_sys_t *s, const char *host, uint16_t port, ddp_addr_t *out)
+{
+    const char *zone;
+    size_t l = host ? strlen(host) : 0;
+    if (l > 2 && host[0] == '[' && host[l - 1] == ']') {
+        ddp_err_set(DDP_ENOT_FOUND, "cannot resolve host \"%s\": an IPv6 address in "
+                                    "brackets is a host name to getaddrinfo (EAI_NONAME; "
+                                    "torch retries \"gai error -2\"): write it without, "
+                                    "MASTER_ADDR=%.*s", host, (int)(l - 2), host + 1);
+        return ddp_err_hint("brackets belong to HOST:PORT forms only, "
+                            "--rdzv_endpoint=[ADDR]:PORT");
+    }
+    if (ddp_addr_numeric(host, port, out, &zone) != 0)
+        return 0;
+    if (!zone)
+        return 1;
+    ddp_ifaddr_t ifs[SYS_MAX_IFADDRS];
+    ddp_errctx_t keep = *ddp_err_ctx();
+    int n = ddp_sys_ifaddrs(s, ifs, SYS_MAX_IFADDRS);
+    *ddp_err_ctx() = keep;
+    if (n < 0)
+        n = 0;
+    if (ddp_addr_zone(out, zone, ifs, n, &out->scope) != 0)
+        return zone_error(host, out, zone, ifs, n);
+    return 1;
 }
 
 int ddp_addr_in_net(const ddp_addr_t *a, const ddp_addr_t *net, int prefix)

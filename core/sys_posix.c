@@ -12,6 +12,7 @@
 #include <ifaddrs.h>
 #include <limits.h>
 #include <netdb.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -99,6 +100,7 @@ static void to_addr(const struct sockaddr *sa, ddp_addr_t *out)
         } else {
             out->family = 6;
             memcpy(out->ip, &s6->sin6_addr, 16);
+            out->scope = s6->sin6_scope_id;
         }
         out->port = ntohs(s6->sin6_port);
     } else {
@@ -117,6 +119,7 @@ static socklen_t to_sockaddr(const ddp_addr_t *a, struct sockaddr_storage *ss)
         s6->sin6_family = AF_INET6;
         memcpy(&s6->sin6_addr, a->ip, 16);
         s6->sin6_port = htons(a->port);
+        s6->sin6_scope_id = a->scope;
         return sizeof *s6;
     }
     struct sockaddr_in *s4 = (void *)ss;
@@ -161,8 +164,9 @@ static int px_resolve(ddp_sys_t *s, const char *host, uint16_t port,
         return fe;
     if (max <= 0)
         return ddp_err_set(-EINVAL, "resolve: no room for addresses");
-    if (ddp_addr_try_parse(host, port, &out[0]) == 0)
-        return 1;
+    int num = ddp_sys_resolve_numeric(s, host, port, &out[0]);
+    if (num != 0)
+        return num;
     int listed = hosts_table(s, host, port, out, max);
     if (listed)
         return listed;
@@ -237,6 +241,7 @@ static int px_ifaddrs(ddp_sys_t *s, ddp_ifaddr_t *out, int max)
             snprintf(out[n].name, sizeof out[n].name, "%s", i->ifa_name ? i->ifa_name : "?");
             to_addr(i->ifa_addr, &out[n].addr);
             out[n].addr.port = 0;
+            out[n].index = if_nametoindex(out[n].name);
             out[n++].prefix = mask_len(i->ifa_netmask);
         }
     freeifaddrs(all);

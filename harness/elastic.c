@@ -105,12 +105,15 @@ static int read_config(agent_t *a)
     if (v && secs(v, &a->monitor_ns))
         return bad_var("PET_MONITOR_INTERVAL", v, "seconds > 0");
     v = ddp_env_get(env, "PET_RDZV_ENDPOINT");
-    const char *colon = v ? strrchr(v, ':') : NULL;
-    size_t hl = colon ? (size_t)(colon - v) : v ? strlen(v) : 0;
+    size_t vl = v ? strlen(v) : 0; /* "[v6]" alone is a host: its colons are no port's */
+    const char *colon = vl && v[vl - 1] != ']' ? strrchr(v, ':') : NULL;
+    size_t hl = colon ? (size_t)(colon - v) : vl;
     long port = 29400; /* torch's c10d default */
     if (!v || !hl || hl >= sizeof a->ep_host ||
         (colon && (port = strtol(colon + 1, &e, 10), *e || port < 1 || port > 65535)))
         return bad_var("PET_RDZV_ENDPOINT", v, "HOST[:PORT] (torchrun --rdzv_endpoint)");
+    if (hl > 2 && v[0] == '[' && v[hl - 1] == ']') /* torch: "[v6]:port", "[v6]" */
+        v++, hl -= 2;
     memcpy(a->ep_host, v, hl);
     a->ep_host[hl] = '\0';
     a->ep_port = (uint16_t)port;
@@ -567,12 +570,40 @@ static int serve_thread(ddp_sys_t *sys, void *arg)
     return ddp_store_server_run(arg, DDP_DEADLINE_NEVER);
 }
 
-/* The agent on the endpoint's host serves the c10d store (torch: is_host
- * by host name; a port already taken makes it a client, as torch retries). */
+/* torch 1.13's _matches_machine_hostname (rendezvous/utils.py): the
+ * endpoint's host is this machine when it is "localhost", a loopback
+ * address, this host's name, or an address this host's name resolves to.
+ * An address is what Python's ip_address reads: a dotted quad as inet_ntop
+ * writes it, or IPv6 without a zone. (torch also compares the name's
+ * canonical name, which the simulator's resolver does not give.) */
+static int is_this_host(agent_t *a, const char *host)
+{
+    if (!strcmp(host, "localhost") || !strcmp(host, a->host))
+        return 1;
+    ddp_addr_t ep, mine[16];
+    const char *zone;
+    char canon[DDP_ADDR_STRLEN];
+    if (ddp_addr_numeric(host, 0, &ep, &zone) != 0 || zone ||
+        (ep.family == 4 && strcmp(ddp_addr_format_host(&ep, canon, sizeof canon), host)))
+        return 0;
+    if (ddp_addr_is_loopback(&ep))
+        return 1;
+    ddp_errctx_t keep = *ddp_err_ctx();
+    int n = ddp_sys_resolve(a->sys, a->host, 0, mine, 16);
+    *ddp_err_ctx() = keep;
+    for (int i = 0; i < n; i++)
+        if (ddp_addr_equal(&mine[i], &ep))
+            return 1;
+    return 0;
+}
+
+/* The agent on the endpoint's host serves the c10d store (torch: is_host,
+ * else is_this_host; a port already taken makes it a client, as torch
+ * retries). */
 static int connect_store(agent_t *a)
 {
     int rc = 0;
-    if (!strcmp(a->host, a->ep_host)) {
+    if (is_this_host(a, a->ep_host)) {
         ddp_store_server_opts_t so = {.port = a->ep_port};
         if (ddp_store_server_new(a->sys, &so, &a->srv) == 0) {
             if ((rc = ddp_sys_thread_start(a->sys, serve_thread, a->srv, "c10d store",

@@ -522,7 +522,7 @@ static int read_results(const char *path, proc_t *ps, int np, const ddp_plan_t *
     int n = 0, cap = np + 16;
     ddp_sim_outcome_t *o = calloc((size_t)cap, sizeof *o);
     FILE *f = fopen(path, "r");
-    char line[1200];
+    char line[DDP_ERR_MSG_MAX + 400]; /* a result line: its fields and a whole message */
     while (o && f && fgets(line, sizeof line, f)) {
         line[strcspn(line, "\n")] = '\0';
         char *field[15] = {0};
@@ -774,16 +774,21 @@ static void out_path(char *buf, size_t n, const char *base, int task, const char
 /* The MASTER_PORT a job's processes get (job 0: the run's, 1: its
  * second_job's): every launch exports it unless `port none`; then
  * torch's and ours default to 29500. */
-static long job_port(const ddp_plan_t *plan, int job)
+long ddp__real_job_port(const ddp_plan_t *plan, int job)
 {
-    long port = 29500;
     for (int i = 0; i < plan->nprocs; i++)
         if (plan->procs[i].job == job && !is_service(plan->procs[i].kind)) {
-            ddp_env_get_long(plan->procs[i].env, "MASTER_PORT", 1, 65535, &port);
-            break;
+            const ddp_env_t *env = plan->procs[i].env;
+            long port = 29500; /* unset: torch's default and ours */
+            ddp_errctx_t keep = *ddp_err_ctx();
+            int rc = ddp_env_has(env, "MASTER_PORT")
+                         ? ddp_env_get_long(env, "MASTER_PORT", 1, 65535, &port) : 0;
+            *ddp_err_ctx() = keep;
+            return rc ? -1 : port;
         }
-    return port;
+    return 29500;
 }
+#define job_port ddp__real_job_port
 
 static long master_port(const ddp_plan_t *plan);
 
@@ -992,6 +997,8 @@ static long master_port(const ddp_plan_t *plan)
  * and waited for) binds at once: SO_REUSEADDR. Waits up to 3 s. */
 static int port_free(ddp_sys_t *sys, long port)
 {
+    if (port < 0)
+        return 0; /* no fixed port: nothing of this host's to look at */
     ddp_addr_t a;
     ddp_addr_parse("::", (uint16_t)port, &a);
     int64_t until = ddp_sys_deadline_in(sys, 3 * DDP_NS_PER_S);
@@ -1046,6 +1053,10 @@ static int start_proxy(ddp_sys_t *sys, ddp_plan_t *plan, const ddp_netns_t *ns, 
     if (!all && !nodes)
         return 0;
     long mport = master_port(plan);
+    if (mport < 0)
+        return ddp_err_set(DDP_ECONFIG, "the delay proxy sits on the job's MASTER_PORT, and "
+                                        "this one is set to no fixed port (0, or out of "
+                                        "1..65535): give the scenario a `port`");
     ddp_addr_t listen, target;
     ddp_addr_parse(DDP_REAL_BRIDGE_ADDR, 0, &listen);
     ddp_addr_parse(plan->nodes[0].addr, (uint16_t)mport, &target);
@@ -1116,8 +1127,9 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
         int any = 0;
         for (int i = 0; i < plan->nprocs; i++)
             any |= plan->procs[i].job == job && !is_service(plan->procs[i].kind);
-        if (!any || (job && port == job_port(plan, 0)))
-            continue; /* no second job, or the same port: the same store */
+        if (!any || port < 0 || (job && port == job_port(plan, 0)))
+            continue; /* no second job, the same port (the same store), or no
+                         fixed port (the job's rank 0 serves its own) */
         int k = ddp_plan_add_proc(plan, job ? "store2" : "store", 0, -1, 0, DDP_PLAN_STORE,
                                   NULL);
         if (k < 0) {

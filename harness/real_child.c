@@ -216,7 +216,7 @@ static void record_result(ddp_sys_t *sys, const ddp_run_result_t *r, void *arg)
 {
     (void)arg;
     int64_t t0 = self.p->t0;
-    char msg[600], line[900];
+    char msg[DDP_ERR_MSG_MAX], line[DDP_ERR_MSG_MAX + 300];
     snprintf(msg, sizeof msg, "%s", r->message);
     clean(msg);
     snprintf(line, sizeof line,

@@ -175,6 +175,12 @@ int ddp__real_worker_outcomes(const ddp_plan_t *plan, const ddp_real_workers_t *
  * exitcode E (pid: P)" in out when an agent's stderr text holds torch's
  * failure table, else 0. */
 int ddp__real_agent_failure(const char *text, char *out, size_t n);
+/* The MASTER_PORT job's processes get (0: the run's job, 1: a second
+ * job): 29500 when unset (torch's default and ours), -1 when it is set to
+ * no fixed port: 0 (an ephemeral port, a world of 1) or a value out of
+ * 1..65535 (which the ranks refuse). The pre-run port check, the store a
+ * run hosts and the delay proxy look at it. */
+long ddp__real_job_port(const ddp_plan_t *plan, int job);
 /* Up to 64 KiB of a file, NUL-terminated; free() it. */
 char *ddp__real_slurp(const char *path);
 

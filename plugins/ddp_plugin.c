@@ -64,6 +64,34 @@ static void enter(ddp_ctx_t *ctx, int global_rank, int world_size, const char *p
     ddp_ident_set_phase(phase);
 }
 
+static int get_if_set(ddp_store_t *st, const char *key, ddp_buf_t *v,
+                      int64_t deadline);
+static int joined_as_root(ddp_store_t *st, int64_t deadline);
+static int duplicated_ranks_hint(void);
+
+/* A rank 0 whose MASTER_ADDR names another host: is a rank 0 already
+ * there (a store at MASTER_ADDR:MASTER_PORT where rank 0 joined)? Then
+ * this process is a second rank 0, and the address is not what is wrong.
+ * One connect (refused at once where nothing listens), then up to a second
+ * for that rank 0 to join. The error context is kept. */
+DDP_NOINLINE static int other_root_serves(ddp_ctx_t *ctx, const char *addr, uint16_t port)
+{
+    ddp_errctx_t saved = *ddp_err_ctx();
+    int64_t dl = ddp_sys_deadline_in(ctx->sys, DDP_NS_PER_S);
+    int fd = ddp_sys_connect_host(ctx->sys, addr, port, dl), dup = 0;
+    if (fd >= 0) {
+        ddp_sys_close(ctx->sys, fd);
+        ddp_store_client_opts_t o = {.host = addr, .port = port, .connect_deadline = dl,
+                                     .seed = 1};
+        int err;
+        ddp_store_t *st = ddp_store_client_connect(ctx->sys, &o, &err);
+        dup = st && joined_as_root(st, dl);
+        ddp_store_free(st);
+    }
+    *ddp_err_ctx() = saved;
+    return dup;
+}
+
 /* Step 1: the environment contract every backend reads. */
 DDP_NOINLINE static int write_master_env(ddp_ctx_t *ctx, ddp_cluster_t *env, int world,
                                          char *addr, size_t an, uint16_t *port)
@@ -77,6 +105,22 @@ DDP_NOINLINE static int write_master_env(ddp_ctx_t *ctx, ddp_cluster_t *env, int
         rc = ddp_cluster_check_master(env, addr, ctx->global_rank,
                                       ctx->cfg && ctx->cfg->num_nodes > 0
                                           ? ctx->cfg->num_nodes : 1);
+    /* A second rank 0 (NODE_RANK=0 on every node, #5651) fails the address
+     * check on its own node: the duplicate is the cause to name. */
+    if (rc == DDP_ECONFIG && ctx->global_rank == 0 && other_root_serves(ctx, addr, *port)) {
+        ddp_err_set(DDP_ECONFIG, "a rank 0 already joined the store at %s:%u, on the host "
+                                 "MASTER_ADDR names: this process (%s, node rank %d, local "
+                                 "rank %d) is a second rank 0: ranks are duplicated",
+                    addr, (unsigned)*port, ctx->accelerator, ctx->node_rank, ctx->local_rank);
+        return duplicated_ranks_hint();
+    }
+    if (rc == 0 && *port == 0 && world > 1) {
+        ddp_err_set(DDP_ECONFIG, "MASTER_PORT=0 asks rank 0's store for an ephemeral port, "
+                                 "which serves a world of 1 only: the other %d rank(s) "
+                                 "cannot know which port it picked", world - 1);
+        return ddp_err_hint("set MASTER_PORT to one free port, the same on every node "
+                            "(torch's default is 29500)");
+    }
     if (rc)
         return rc;
     ddp_env_t *e = ddp_sys_env(ctx->sys);
@@ -105,9 +149,6 @@ static int server_thread(ddp_sys_t *sys, void *arg)
     /* Runs until teardown stops it (run() polls its stop flag). */
     return ddp_store_server_run(arg, DDP_DEADLINE_NEVER);
 }
-
-static int get_if_set(ddp_store_t *st, const char *key, ddp_buf_t *v,
-                      int64_t deadline);
 
 /* 0 when st is this run's store, or when this process or that store has
  * no run identity (the simulator, a launcher of one's own); 1 with the
@@ -156,10 +197,7 @@ DDP_NOINLINE static int publish_root_cause(ddp_ctx_t *ctx, const char *addr,
         return 2; /* another run's store: nothing of ours goes there */
     }
     if (st) {
-        const char *k[1] = {KEY_JOINED "0"};
-        /* The other rank 0 may have bound a moment ago: give it the
-         * second to join. */
-        dup = ddp_store_wait(st, k, 1, dl) == 0;
+        dup = joined_as_root(st, dl);
         if (!dup)
             ddp_store_set_str(st, KEY_ROOT_CAUSE, msg, dl);
         ddp_store_free(st);
@@ -248,7 +286,7 @@ DDP_NOINLINE static int start_store_server(ddp_ctx_t *ctx, const char *addr, uin
     if (rc) {
         const char *why = rc == -EADDRINUSE ? "address in use" : ddp_strerror(rc);
         ddp_err_set(rc, "rank 0 could not bind %s:%u: %s", addr, (unsigned)port, why);
-        char msg[600];
+        char msg[DDP_ERR_MSG_MAX];
         snprintf(msg, sizeof msg, "%s", ddp_err_message());
         int held = rc == -EADDRINUSE ? publish_root_cause(ctx, addr, port, msg) : 0;
         if (held == 2)
@@ -281,6 +319,14 @@ DDP_NOINLINE static int start_store_server(ddp_ctx_t *ctx, const char *addr, uin
     }
     ctx->server_running = 1;
     return 0;
+}
+
+/* 1 when a rank 0 joined the store st. The other rank 0 may have bound a
+ * moment ago: it is given until deadline to join. */
+static int joined_as_root(ddp_store_t *st, int64_t deadline)
+{
+    const char *k[1] = {KEY_JOINED "0"};
+    return ddp_store_wait(st, k, 1, deadline) == 0;
 }
 
 /* "ranks 5, 9" — the ranks whose key under `prefix` is absent. A wait that
@@ -396,6 +442,12 @@ DDP_NOINLINE static int claim_rank(ddp_ctx_t *ctx)
                              "duplicated",
                 ctx->global_rank, ctx->accelerator, ctx->node_rank,
                 ctx->local_rank);
+    return duplicated_ranks_hint();
+}
+
+/* The hint of every "ranks are duplicated". */
+static int duplicated_ranks_hint(void)
+{
     return ddp_err_hint("the launcher started more processes than the "
                         "Trainer expects (tasks per node must equal devices: "
                         "srun --ntasks-per-node, Lightning #4389), NODE_RANK "
@@ -432,6 +484,10 @@ int ddp_plugin_default_init_ddp_connection(const ddp_plugin_t *self,
     if (global_rank == 0 &&
         (rc = start_store_server(ctx, addr, port, token, sizeof token)) != 0)
         return rc;
+    if (port == 0) { /* a world of 1: the port the store picked (torch: store.port) */
+        port = ddp_store_server_addr(ctx->server).port;
+        ddp_env_setf(ddp_sys_env(ctx->sys), "MASTER_PORT", "%u", (unsigned)port);
+    }
 
     ddp_ident_set_phase("store connect");
     ddp_store_client_opts_t o = {

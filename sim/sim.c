@@ -955,6 +955,16 @@ int ddp__sim_node_ifs(const ddp_sim_t *sim, int node, ddp_ifaddr_t *out, int max
     }
     for (int i = 0; i < nd->nifs && n < max; i++)
         out[n++] = nd->ifs[i];
+    for (int i = 0, next = 1; i < n; i++) { /* one index per name, in order */
+        out[i].index = 0;
+        for (int k = 0; k < i && !out[i].index; k++)
+            if (!strcmp(out[k].name, out[i].name))
+                out[i].index = out[k].index;
+        if (!out[i].index)
+            out[i].index = (uint32_t)next++;
+        if (out[i].addr.family == 6 && ddp_addr_is_link_local(&out[i].addr))
+            out[i].addr.scope = out[i].index; /* as getifaddrs gives it */
+    }
     return n;
 }
 

@@ -775,8 +775,9 @@ static int sm_resolve(ddp_sys_t *s, const char *host, uint16_t port,
                                            "(injected)", host, strerror(fe));
     if (max <= 0)
         return ddp_err_set(-EINVAL, "resolve: no room for addresses");
-    if (ddp_addr_try_parse(host, port, &out[0]) == 0)
-        return 1;
+    int num = ddp_sys_resolve_numeric(s, host, port, &out[0]);
+    if (num != 0)
+        return num;
     /* the node's own /etc/hosts first, every answer in order */
     int k = 0;
     for (int i = 0; i < t->sim->nhostents && k < max; i++) {
@@ -951,7 +952,7 @@ static int sm_connect(ddp_sys_t *sy, const ddp_addr_t *a, int64_t deadline)
     char as[DDP_ADDR_STRLEN];
     ddp_addr_format(a, as, sizeof as);
     SIM_ENTER(t);
-    if (a->family == 6 && a->ip[0] == 0xfe && (a->ip[1] & 0xc0) == 0x80) {
+    if (a->family == 6 && a->ip[0] == 0xfe && (a->ip[1] & 0xc0) == 0x80 && !a->scope) {
         /* as Linux says for a link-local address without its interface */
         ddp_err_set(-EINVAL, "connect to %s failed: %s (a link-local IPv6 address "
                              "needs its interface: fe80::...%%eth0)", as, strerror(EINVAL));

@@ -475,6 +475,29 @@ static void test_run_all_skipped(void)
     CU_ASSERT_PTR_NULL(strstr(xml, "<failure"));
 }
 
+/* A first error of some 700 characters (torchrun on 2 nodes without a
+ * master address: its hint ends the message) reaches the table, --results
+ * and JUnit whole; it was cut at 640. */
+static void test_run_long_message_whole(void)
+{
+    if (!have_ddpsim())
+        return;
+    static const char tail[] = "say so with DDPSIM_HOSTS=node0=127.0.0.1,node1=127.0.0.1,...";
+    char dir[256], res[320], junit[320], args[1024], text[16384];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "longmsg"));
+    ddp_test_in(res, sizeof res, dir, "results.json");
+    ddp_test_in(junit, sizeof junit, dir, "junit.xml");
+    snprintf(args, sizeof args, "run scenarios/torchrun-multinode-localhost.scn --accelerator "
+                                "ddp --no-progress --results %s --junit %s", res, junit);
+    CU_ASSERT_EQUAL(ddp_test_ddpsim_io("COLUMNS=4000", args, 0, text, sizeof text), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, tail)); /* the table's message, on one line */
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_test_read_file(res, text, sizeof text), tail));
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_test_read_file(junit, text, sizeof text), tail));
+    remove(res);
+    remove(junit);
+    remove(dir);
+}
+
 /* --trace-chrome with several runs: one file per run, the scenario and
  * accelerator in its name, each a whole trace of that run. */
 static void test_run_chrome_per_run(void)
@@ -761,6 +784,8 @@ DDP_SUITE("cli", NULL, NULL,
            test_output_special_targets},
           {"--version and --help take no arguments", test_top_level_extra},
           {"run: every run skipped exits 3", test_run_all_skipped},
+          {"run: a long first error reaches table, results and JUnit whole",
+           test_run_long_message_whole},
           {"run: --trace-chrome with several runs, one file each", test_run_chrome_per_run},
           {"run: --trace-chrome with several runs, an unwritable one exits 2",
            test_run_chrome_per_run_unwritable},

@@ -51,6 +51,31 @@ static void test_err_context(void)
     ddp_ident_set_phase(NULL);
 }
 
+/* A sentence of 900 characters and a hint of 400 reach the message whole
+ * (they were cut at 512 and 256); one too long for its field ends in
+ * "...", so a cut shows. */
+static void test_err_long_whole(void)
+{
+    char what[901], hint[401], big[3000];
+    memset(what, 'w', sizeof what - 1);
+    what[sizeof what - 2] = 'W';
+    what[sizeof what - 1] = '\0';
+    memset(hint, 'h', sizeof hint - 1);
+    hint[sizeof hint - 2] = 'H';
+    hint[sizeof hint - 1] = '\0';
+    ddp_err_set(DDP_ECONFIG, "%s", what);
+    ddp_err_hint("%s", hint);
+    const char *m = ddp_err_message();
+    CU_ASSERT_PTR_NOT_NULL(strstr(m, what));
+    CU_ASSERT_PTR_NOT_NULL(strstr(m, hint));
+    CU_ASSERT_TRUE(strlen(m) < DDP_ERR_MSG_MAX);
+    memset(big, 'b', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    ddp_err_set(DDP_ECONFIG, "%s", big);
+    size_t l = strlen(ddp_err_ctx()->what);
+    CU_ASSERT_TRUE(l > 3 && !strcmp(ddp_err_ctx()->what + l - 3, "..."));
+}
+
 /* What a state shows through the API before anything was set (int64_t
  * throughout: no padding, so memcmp compares the values alone). */
 typedef struct {
@@ -534,7 +559,9 @@ static void test_addr(void)
     CU_ASSERT_STRING_EQUAL(ddp_addr_format(&a, small, sizeof small), "10.20.3");
     CU_ASSERT_EQUAL(ddp_addr_parse("::1", 80, &b), 0);
     CU_ASSERT_STRING_EQUAL(ddp_addr_format(&b, buf, sizeof buf), "[::1]:80");
-    CU_ASSERT_EQUAL(ddp_addr_parse("[::1]", 80, &a), 0);
+    /* brackets belong to "[v6]:port" forms; getaddrinfo takes none */
+    CU_ASSERT_EQUAL(ddp_addr_parse("[::1]", 80, &a), DDP_ECONFIG);
+    CU_ASSERT_EQUAL(ddp_addr_parse("0::1", 80, &a), 0);
     CU_ASSERT_TRUE(ddp_addr_equal(&a, &b));
     CU_ASSERT_EQUAL(ddp_addr_parse("node1", 1, &a), DDP_ECONFIG);
     CU_ASSERT_EQUAL(ddp_addr_parse("0.0.0.0", 1, &a), 0);
@@ -544,6 +571,7 @@ static void test_addr(void)
 DDP_SUITE("core", NULL, NULL,
           {"error names and descriptions", test_err_names},
           {"error context sentence", test_err_context},
+          {"a long sentence and hint reach the message whole", test_err_long_whole},
           {"error text that is not UTF-8 is escaped", test_err_not_utf8},
           {"test wall limits scale with the build and a knob", test_wall_limits_scale},
           {"identity state on zeroed memory", test_ident_state_zeroed},

@@ -123,6 +123,34 @@ static void test_taken_master_port(void)
     ddp_sys_free(sys);
 }
 
+/* The port the loopback pre-run check, the hosted store and the delay
+ * proxy look at is the one the processes get: an out-of-range MASTER_PORT
+ * or 0 (an ephemeral port) is no fixed port, not 29500 (where another job
+ * might listen, and the run would be refused for it). */
+static void test_job_port_as_given(void)
+{
+    static const struct {
+        const char *value; /* NULL: unset */
+        long want;
+    } cases[] = {{NULL, 29500}, {"31000", 31000}, {"70000", -1}, {"0", -1},
+                 {"-5", -1},    {"http", -1},     {"65535", 65535}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ddp_plan_t *p = ddp_plan_new();
+        ddp_env_t *env = ddp_env_new();
+        if (cases[i].value)
+            ddp_env_set(env, "MASTER_PORT", cases[i].value);
+        ddp_plan_add_node(p, "node0", "10.0.0.1");
+        ddp_plan_add_proc(p, "rank0", 0, 0, 0, DDP_PLAN_TRAINER, env);
+        long got = ddp__real_job_port(p, 0);
+        if (got != cases[i].want)
+            printf("\n  MASTER_PORT=%s: port %ld, want %ld\n",
+                   cases[i].value ? cases[i].value : "(unset)", got, cases[i].want);
+        CU_ASSERT_EQUAL(got, cases[i].want);
+        ddp_env_free(env);
+        ddp_plan_free(p);
+    }
+}
+
 /* The retries column of a run's row ("NAME ACCEL ... RETRIES") in a run
  * table; -1 when there is no such row. */
 static int row_retries(const char *table, const char *scenario, const char *accel)
@@ -784,6 +812,7 @@ static void test_exec_store_memory(void)
 
 DDP_SUITE("real_exec", NULL, NULL,
           {"a master port taken before the run starts", test_taken_master_port},
+          {"the master port checked is the one the processes get", test_job_port_as_given},
           {"torch's messages become outcome classes", test_torch_messages},
           {"an exec program that is not there", test_check_exec},
           {"torch's agent: its command, failure table and last words", test_torch_agent_parts},

@@ -484,6 +484,50 @@ static void test_bundled_library(void)
     free_list(files, n);
 }
 
+/* NODE_RANK=0 on both nodes: node 1's rank 0 is a second rank 0. Its
+ * MASTER_ADDR names node 0, not its own host, but the fix is not "set
+ * MASTER_ADDR to node1": the run's first error names the duplicate. */
+static void test_second_rank0_is_duplicate(void)
+{
+    char err[1024];
+    ddp_scenario_t *s = NULL;
+    CU_ASSERT_EQUAL_FATAL(ddp_scenario_load("scenarios/node-rank-misdetected.scn", &s, err,
+                                            sizeof err), 0);
+    ddp_scn_result_t r;
+    CU_ASSERT_EQUAL(ddp_scenario_run(s, "ddp", NULL, &r), 0);
+    if (!strstr(r.first_error, "second rank 0"))
+        printf("\n  first error: %s\n", r.first_error);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.first_error, "is a second rank 0: ranks are duplicated"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.first_error, "NODE_RANK is the same on every node"));
+    CU_ASSERT_PTR_NULL(strstr(r.first_error, "set MASTER_ADDR"));
+    ddp_scenario_free(s);
+}
+
+/* torchrun --rdzv_endpoint=10.0.0.1:29400, node 0's own address: its agent
+ * hosts the c10d store as torch 1.13's does (_matches_machine_hostname),
+ * and not by comparing the endpoint with its host name only. The same for
+ * localhost on one node. */
+static void test_endpoint_address_hosts_store(void)
+{
+    static const char *const endpoints[][2] = {{"10.0.0.1:29400", "2"}, {"localhost", "1"},
+                                               {"127.0.0.1:29400", "1"}};
+    for (size_t i = 0; i < sizeof endpoints / sizeof endpoints[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "scenario \"endpoint\"\nnodes %s\ndevices 1\n"
+                                    "launcher torchrun-elastic\nenv PET_MONITOR_INTERVAL=1\n"
+                                    "env PET_RDZV_ENDPOINT=%s\nexpect ok restarts=0\n"
+                                    "expect ok ranks=agents\n", endpoints[i][1], endpoints[i][0]);
+        ddp_scenario_t *s = parse(text);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+        ddp_scn_result_t r;
+        CU_ASSERT_EQUAL(ddp_scenario_run(s, "ddp_hpc", NULL, &r), 0);
+        if (!r.pass)
+            printf("\n  endpoint %s: %s\n", endpoints[i][0], r.why);
+        CU_ASSERT_TRUE(r.pass);
+        ddp_scenario_free(s);
+    }
+}
+
 static ddp_scenario_t *parse(const char *text)
 {
     char err[1024];
@@ -1337,6 +1381,10 @@ DDP_SUITE("scenario", NULL, NULL,
           {"malformed files: file:line:col errors (library)", test_bad_inputs_library},
           {"malformed files: ddpsim run exits 2 with the error", test_bad_inputs_cli},
           {"scenario files: bounded reads of regular files only", test_bounded_loads},
+          {"a second rank 0 is named a duplicate, not a wrong address",
+           test_second_rank0_is_duplicate},
+          {"an elastic endpoint of this host's address hosts the store",
+           test_endpoint_address_hosts_store},
           {"corpus round-trips: parse -> write -> parse", test_round_trip},
           {"writer: what it used to lose", test_writer_cases},
           {"generated scenarios round-trip", test_round_trip_generated},

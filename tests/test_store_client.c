@@ -759,8 +759,26 @@ static void test_token(void)
     srv_end(srv);
 }
 
+/* A WAIT the server drops for its max_wait_keys: TCPStore has no error
+ * reply, so the client's error names the limit beside a dead master, and
+ * how many keys this WAIT named. */
+static void test_wait_over_limit_named(void)
+{
+    ddp_store_server_opts_t o = {.host = "127.0.0.1", .max_wait_keys = 4};
+    ddp_store_server_t *srv = ddp_test_server_start(g_sys, &o);
+    ddp_store_t *st = cl_open(srv_port(srv));
+    const char *keys[5] = {"/a", "/b", "/c", "/d", "/e"};
+    CU_ASSERT_EQUAL(ddp_store_wait(st, keys, 5, dl(5000)), DDP_EPEER_LOST);
+    const char *m = ddp_err_message();
+    CU_ASSERT_PTR_NOT_NULL(strstr(m, "max_wait_keys"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(m, "this WAIT named 5 keys"));
+    ddp_store_free(st);
+    srv_end(srv);
+}
+
 DDP_SUITE("store_client", suite_init, suite_cleanup,
           {"conformance", test_conformance},
+          {"a WAIT over the server's max_wait_keys names the limit", test_wait_over_limit_named},
           {"conformance_legacy", test_conformance_legacy},
           {"auto_finds_legacy_master", test_auto_finds_legacy_master},
           {"current_vs_legacy_master", test_current_vs_legacy_master},

@@ -394,6 +394,26 @@ static void test_wait_entries_count(void)
     hx_end(&h);
 }
 
+/* torch 1.13's server waits on any number of keys: a WAIT on 32,768 keys
+ * nobody has set (more than the old 16,384 max_wait_keys) is served by a
+ * server with the default limits, not dropped. */
+static void test_wait_32k_keys_served(void)
+{
+    hx_t h;
+    hx_start(&h, 0, 0);
+    int c = hx_client(&h, (size_t)1 << 30);
+    wait_many(&h, c, 1, 32768, 8);
+    hx_steps(&h, 64);
+    ddp_store_server_stats_t s = hx_stats(&h);
+    CU_ASSERT_EQUAL(s.protocol_errors, 0);
+    CU_ASSERT_EQUAL(s.clients, 1);
+    CU_ASSERT_FALSE(h.f->conns[c].server_closed);
+    h.f->conns[c].eof = 1;
+    hx_steps(&h, 4);
+    CU_ASSERT_EQUAL(hx_stats(&h).clients, 0);
+    hx_end(&h);
+}
+
 /* A legacy watcher that never reads pins every old value it is told of:
  * the memory it holds stops the writes (deferred, not refused) until the
  * idle timeout drops it; then they go on. */
@@ -626,6 +646,7 @@ DDP_SUITE("store_hostile", suite_init, suite_cleanup,
            test_large_write_counted_once},
           {"WAIT entries count against max_keys and the budget",
            test_wait_entries_count},
+          {"a WAIT on 32,768 missing keys is served, as by torch 1.13", test_wait_32k_keys_served},
           {"a watcher that never reads is bounded", test_watcher_not_reading},
           {"requests waiting for memory do not deadlock",
            test_waiting_requests_do_not_deadlock},

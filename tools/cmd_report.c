@@ -64,7 +64,7 @@ static void page_head(FILE *f, const char *title)
 /* ---- one run folder ---- */
 
 typedef struct rank_row {
-    char task[64], outcome[16], msg[700];
+    char task[64], outcome[16], msg[DDP_ERR_MSG_MAX];
     int rank, node;
     double end_s;
 } rank_row_t;

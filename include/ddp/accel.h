@@ -10,6 +10,7 @@
 #ifndef DDP_ACCEL_H
 #define DDP_ACCEL_H
 
+#include "ddp/err.h"
 #include "ddp/export.h"
 
 #include "ddp/plugin.h"
@@ -21,7 +22,7 @@ extern "C" {
 /* What one process did. */
 typedef struct ddp_run_result {
     int rc;              /* 0 ok, else the failing step's code */
-    char message[640];   /* the error, actionable */
+    char message[DDP_ERR_MSG_MAX]; /* the error, actionable */
     int global_rank, world_size, local_rank, node_rank;
     const char *accelerator;
     char backend[16];

@@ -57,9 +57,15 @@ typedef struct ddp_errctx {
     int peer;          /* -1: unknown */
     char addr[96];     /* "host:port" ("" unknown) */
     int64_t waited_ns; /* -1: unknown */
-    char what[512];    /* the main sentence, without rank/phase prefix */
-    char hint[256];    /* what to change ("" none) */
+    char what[1024];   /* the main sentence, without rank/phase prefix */
+    char hint[512];    /* what to change ("" none) */
 } ddp_errctx_t;
+
+/* The room for one whole error message (ddp_err_format of a full context
+ * fits), and so for every copy of one: a rank's result, a run's first
+ * error, the table, result.json and JUnit carry it whole. A sentence or
+ * hint longer than its field ends in "..." where it was cut. */
+#define DDP_ERR_MSG_MAX 2048
 
 /* The calling thread's context (never NULL). */
 DDP_API ddp_errctx_t *ddp_err_ctx(void);

@@ -175,12 +175,13 @@ typedef struct ddp_scn_result {
     int nhits;
     int expect_ok;       /* the expectations held */
     int invariants_ok;   /* the invariants held */
-    char why[768];       /* the first expectation or invariant that did not */
-    char first_error[640]; /* the most causal failing rank's message ("" none;
+    char why[DDP_ERR_MSG_MAX + 256]; /* the first expectation or invariant that did not
+                                        (a rank's whole message in it) */
+    char first_error[DDP_ERR_MSG_MAX]; /* the most causal failing rank's message ("" none;
                               order: harness/root_cause.c) */
     int first_code;      /* its error code (0 none) */
     int first_rank;      /* its rank (-1: a process that is no rank, or none) */
-    char rank_error[640]; /* the message of rank ddp_scn_run_opts_t.explain_rank
+    char rank_error[DDP_ERR_MSG_MAX]; /* the message of rank ddp_scn_run_opts_t.explain_rank
                              ("" where that rank did not fail) */
     char classes[160];   /* every failing process's error class, most causal
                             first, with how many ("addrinuse 1, hung 3") */

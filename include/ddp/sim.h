@@ -20,6 +20,7 @@
 #include <stdio.h>
 
 #include "ddp/env.h"
+#include "ddp/err.h"
 #include "ddp/faults.h"
 #include "ddp/sys.h"
 
@@ -157,7 +158,7 @@ typedef struct ddp_sim_outcome {
     int rc;                 /* fn's return value */
     int code;               /* the error code (rc, or the error context's
                                when rc is an exit status) */
-    char message[512];      /* the task's error message when rc != 0 */
+    char message[DDP_ERR_MSG_MAX]; /* the task's error message when rc != 0 */
     int64_t end_ns;         /* virtual time it ended */
     int64_t connect_ns;     /* set by ddp_sim_mark_connected (-1 never) */
     int retries;            /* failed connect attempts */

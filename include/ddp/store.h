@@ -334,8 +334,10 @@ typedef struct ddp_store_server_opts {
                           frame): PyTorch clients are then refused */
     size_t max_wait_keys; /* keys one connection may wait for that nobody
                              has set (a WAIT over it drops the client);
-                             0 -> DDP_STORE_MAX_WAIT_KEYS. Awaited keys
-                             count against max_memory, not max_keys. */
+                             0 -> max_keys (as many as a request may name:
+                             torch 1.13's server waits on any number).
+                             Awaited keys count against max_memory, not
+                             max_keys. */
     /* Each client's progress, for a host that tells its clients apart
      * (the real runner hosting a foreign job's store sees which rank's
      * process holds each connection): called on the server's thread.
@@ -355,7 +357,8 @@ typedef struct ddp_store_server_opts {
 
 #define DDP_STORE_MAX_RELAYS 64
 
-#define DDP_STORE_MAX_WAIT_KEYS 16384
+/* max_wait_keys of a server with the default max_keys (before: 16,384). */
+#define DDP_STORE_MAX_WAIT_KEYS DDP_STORE_MAX_KEYS
 
 #define DDP_STORE_DEFAULT_MAX_MEMORY ((size_t)1 << 30)
 #define DDP_STORE_DEFAULT_IDLE_TIMEOUT_S 30

@@ -43,6 +43,7 @@ typedef struct ddp_addr {
     int family;     /* 4 or 6 */
     uint8_t ip[16]; /* network order; IPv4 uses ip[0..3] */
     uint16_t port;  /* host order */
+    uint32_t scope; /* IPv6 zone ("fe80::1%eth0": eth0's index), 0 none */
 } ddp_addr_t;
 
 /* One address of one network interface: "eth0" 10.0.0.2/24. */
@@ -50,9 +51,31 @@ typedef struct ddp_ifaddr {
     char name[16];
     ddp_addr_t addr; /* port 0 */
     int prefix;      /* the netmask's length */
+    uint32_t index;  /* the interface's index (if_nametoindex), 0 unknown */
 } ddp_ifaddr_t;
 
-/* Parse a numeric address "10.0.0.1" or "::1" (no port) -> 0 or DDP_ECONFIG. */
+/* Numeric addresses as glibc reads them (core/addr.c; docs/architecture.md
+ * § 2). inet_aton: "a.b.c.d", "a.b.c", "a.b" or "a", parts decimal, 0x hex
+ * or 0 octal; exact 0 lets text go on after a white-space character (as
+ * inet_aton does), exact 1 not (as getaddrinfo). 1 and ip, or 0. */
+DDP_API int ddp_inet_aton(const char *text, int exact, uint8_t ip[4]);
+/* inet_pton(AF_INET6) of text's first len characters: 1 and ip, or 0. */
+DDP_API int ddp_inet_pton6(const char *text, size_t len, uint8_t ip[16]);
+/* getaddrinfo(AI_NUMERICHOST)'s reading of text: 0 when numeric, with
+ * *zone NULL or the text after an IPv6 address's '%' (not yet checked:
+ * ddp_addr_zone), or -1 (a host name, or junk). Brackets are not numeric. */
+DDP_API int ddp_addr_numeric(const char *text, uint16_t port, ddp_addr_t *out,
+                             const char **zone);
+/* glibc's zone rules: the name of one of ifs (its index) for a link-local
+ * address, or a decimal number of 32 bits for any IPv6 address. 0 and
+ * *scope, or -1. */
+DDP_API int ddp_addr_zone(const ddp_addr_t *addr, const char *zone, const ddp_ifaddr_t *ifs,
+                          int nifs, uint32_t *scope);
+/* fe80::/10, or a multicast address of node or link scope: the addresses
+ * whose zone may name an interface. */
+DDP_API int ddp_addr_is_link_local(const ddp_addr_t *addr);
+/* Parse a numeric address (ddp_addr_numeric; a zone only as a number)
+ * "10.0.0.1" or "::1" (no port) -> 0 or DDP_ECONFIG. */
 DDP_API int ddp_addr_parse(const char *text, uint16_t port, ddp_addr_t *out);
 /* ddp_addr_parse without the error: 0, or -1 when text is not a numeric
  * address (a host name to resolve, say), with the error context untouched. */
@@ -61,6 +84,8 @@ DDP_API int ddp_addr_try_parse(const char *text, uint16_t port, ddp_addr_t *out)
 DDP_API char *ddp_addr_format(const ddp_addr_t *addr, char *buf, size_t n);
 /* Only the host part: "10.0.0.1" / "::1". */
 DDP_API char *ddp_addr_format_host(const ddp_addr_t *addr, char *buf, size_t n);
+/* Same family, address and port (a zone's scope is not compared: fe80::1
+ * is the node's own address with or without its %eth0). */
 DDP_API int ddp_addr_equal(const ddp_addr_t *a, const ddp_addr_t *b);
 DDP_API int ddp_addr_is_any(const ddp_addr_t *addr);
 /* 127.0.0.0/8 or ::1. */
@@ -299,6 +324,13 @@ DDP_API int ddp_sys_local_addrs(ddp_sys_t *s, ddp_addr_t *out, int max);
  * code (DDP_EUNSUPPORTED from a sys that cannot tell). What gloo's
  * GLOO_SOCKET_IFNAME and NCCL's NCCL_SOCKET_IFNAME choose among. */
 DDP_API int ddp_sys_ifaddrs(ddp_sys_t *s, ddp_ifaddr_t *out, int max);
+/* The first step of every sys's resolve: 1 and out[0] when host is a
+ * numeric address as getaddrinfo(AI_NUMERICHOST) reads it (ddp_addr_numeric;
+ * a zone's interface among this host's, ddp_sys_ifaddrs), 0 when it is a
+ * host name to look up, or DDP_ENOT_FOUND for what getaddrinfo refuses and
+ * a name would not fix: a bad zone, an address in brackets. */
+DDP_API int ddp_sys_resolve_numeric(ddp_sys_t *s, const char *host, uint16_t port,
+                                    ddp_addr_t *out);
 /* The first address of interface `name` (family 4 or 6 first when prefer is
  * 4 or 6, else the first listed): 0, or DDP_ENOT_FOUND naming the
  * interface and the ones there are. */
