@@ -272,6 +272,7 @@ fidelity: $(DDPSIM)
 torch-test: $(DDPSIM)
 	@sh scripts/deps.sh --torch
 	DDPSIM=$(DDPSIM) sh tests/torch/run.sh
+	DDPSIM=$(abspath $(DDPSIM)) sh tests/check_jobs/run.sh
 # The scenarios tagged torch with a real PyTorch job as every rank
 # (examples/torch_ddp.py, docs/real-runs.md): as root in network namespaces,
 # where all of their faults can be realised, else on loopback (the others

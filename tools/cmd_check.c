@@ -96,7 +96,7 @@ static void print_finding(FILE *out, int i, const ddp_check_finding_t *f)
     fprintf(out, "  shrunk in %d step(s)\n", f->shrink_steps);
     fprintf(out, "  replay: %s\n", f->replay);
     fprintf(out, "  replay check: %s\n",
-            f->replayed ? "reproduces it (same trace, expectation fails)"
+            f->replayed ? "reproduces it (the replay fails its expectation again)"
                         : "DOES NOT reproduce it (a bug of ddpsim's: please report it)");
     fprintf(out, "  --- %s ---\n%s  --- end ---\n", f->path[0] ? f->path : "scenario",
             f->scenario ? f->scenario : "(could not write the scenario)\n");
