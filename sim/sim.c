@@ -619,6 +619,20 @@ static void halt(ddp_sim_t *sim, ddp_sim_result_t why, const char *what)
                    "\"running\":%d", running);
 }
 
+/* 1 when the run is past its wall-clock limit: the real time since it
+ * began, or with o.wall_stall since this virtual instant was first checked
+ * (4096 calls into it), so time spent making progress never counts. */
+static int wall_over(ddp_sim_t *sim)
+{
+    int64_t now = ddp_sys_now(sim->o.wall_clock);
+    if (sim->o.wall_stall && sim->wall_vt != sim->vt) {
+        sim->wall_vt = sim->vt;
+        sim->wall_start = now;
+        return 0;
+    }
+    return now - sim->wall_start > sim->o.wall_limit_ns;
+}
+
 /* Every sim call of a task passes here (ddp__sim_check_killed): the bounds
  * of the run beyond virtual time. */
 static void tick(ddp_sim_t *sim)
@@ -637,10 +651,14 @@ static void tick(ddp_sim_t *sim)
                  (unsigned long long)(n - 1));
         halt(sim, DDP_SIM_LIVELOCK, what);
     } else if (sim->o.wall_clock && sim->o.wall_limit_ns > 0 && (n & 4095) == 0 &&
-               ddp_sys_now(sim->o.wall_clock) - sim->wall_start > sim->o.wall_limit_ns) {
+               wall_over(sim)) {
         char what[160];
-        snprintf(what, sizeof what, "wall-clock limit: still running after %.1f s of real "
-                                    "time", (double)sim->o.wall_limit_ns / 1e9);
+        snprintf(what, sizeof what,
+                 sim->o.wall_stall ? "wall-clock limit: virtual time stood still for more "
+                                     "than %.3g s of real time"
+                                   : "wall-clock limit: still running after %.3g s of real "
+                                     "time",
+                 (double)sim->o.wall_limit_ns / 1e9);
         halt(sim, DDP_SIM_WALL_LIMIT, what);
     }
 }
@@ -1177,6 +1195,7 @@ ddp_sim_result_t ddp_sim_run(ddp_sim_t *sim)
     ddp__sim_faults_arm(sim);
     if (sim->o.wall_clock)
         sim->wall_start = ddp_sys_now(sim->o.wall_clock);
+    sim->wall_vt = -1; /* no instant checked yet */
     sim->tick_vt = sim->vt;
     run_tasks(sim);
 

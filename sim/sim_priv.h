@@ -250,7 +250,9 @@ struct ddp_sim {
     ddp_sim_result_t halted;  /* LIVELOCK / WALL_LIMIT: stopped by ddp__sim_tick */
     int64_t tick_vt;          /* virtual time at the last tick that saw it move */
     uint64_t tick_calls;      /* sim calls since */
-    int64_t wall_start;       /* ddp_sys_now(o.wall_clock) at ddp_sim_run */
+    int64_t wall_start;       /* ddp_sys_now(o.wall_clock) at ddp_sim_run
+                                 (o.wall_stall: when wall_vt was first seen) */
+    int64_t wall_vt;          /* o.wall_stall: the instant wall_start is of */
     uint64_t handoffs, events;
     uint64_t rx_held, rx_peak; /* bytes in receive queues: now, at most */
     /* Freed segments kept for the next send of their size (sim_net.c):

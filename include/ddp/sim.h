@@ -48,15 +48,20 @@ typedef struct ddp_sim_opts {
      * (livelock_calls of them at one virtual instant; 0 -> 10,000,000) is
      * stopped: DDP_SIM_LIVELOCK. With a wall clock (a POSIX sys: the
      * simulator reads no clock of its own), a run still going after
-     * wall_limit_ns of real time is stopped: DDP_SIM_WALL_LIMIT. Either
-     * way every task is cancelled and the report names those that were
-     * running. The livelock bound is a count, so it stops a run at the same
-     * point in every replay. */
+     * wall_limit_ns of real time is stopped: DDP_SIM_WALL_LIMIT; with
+     * wall_stall set, only real time spent while virtual time stands still
+     * counts (the clock restarts whenever virtual time moves), so a run
+     * that makes progress is never stopped by the wall clock, however
+     * large its world or slow its host. Either way every task is cancelled
+     * and the report names those that were running. The livelock bound is
+     * a count, so it stops a run at the same point in every replay. The
+     * wall clock is read once every 4096 sim calls at one virtual instant. */
     uint64_t livelock_calls;
     int world; /* the world the job expects (a fault's `barrier` event:
                   the store barrier counts to it); 0: unknown */
     ddp_sys_t *wall_clock;
     int64_t wall_limit_ns; /* 0: no wall limit */
+    int wall_stall;        /* 1: wall_limit_ns bounds a stall, not the run */
     /* NCCL: every node has `gpus` virtual GPUs, and the sys hands the nccl
      * backend the simulated NCCL (sim/sim_nccl.c). host_nccl: hand it the
      * POSIX sys's library instead (the process's libnccl.so.2, e.g. the
