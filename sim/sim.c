@@ -46,10 +46,8 @@ ddp_sim_task_t *ddp__sim_current(void) { return tls_task; }
 static void *xrealloc(void *p, size_t n)
 {
     void *q = realloc(p, n);
-    if (!q) {
-        fprintf(stderr, "ddpsim sim: out of memory\n");
-        abort();
-    }
+    if (!q)
+        ddp__sim_oom("realloc", n);
     return q;
 }
 
@@ -398,7 +396,7 @@ static void baton_free(ddp_sim_task_t *t)
 }
 
 /* ---- contexts ---- */
-static size_t stack_size(const ddp_sim_t *sim)
+size_t ddp__sim_stack_size(const ddp_sim_t *sim)
 {
     return sim->o.stack_size < MIN_STACK ? MIN_STACK : sim->o.stack_size;
 }
@@ -446,14 +444,13 @@ static void switch_to(ddp_sim_t *sim, ddp_sim_task_t *to, int keep)
  * simulated rank's deepest frames onto a second page, a page per rank. */
 static void start_context(ddp_sim_t *sim, ddp_sim_task_t *t)
 {
-    int rc = ddp__stacks_get(&sim->stacks, stack_size(sim), ddp_ident_state_size(),
-                             &t->ctx.stack);
+    size_t size = ddp__sim_stack_size(sim);
+    int rc = ddp__stacks_get(&sim->stacks, size, ddp_ident_state_size(), &t->ctx.stack);
     if (rc != 0) {
-        fprintf(stderr, "ddpsim sim: cannot map a %zu KiB stack for task %s "
-                        "(%d tasks so far): %s; lower the task count or raise "
-                        "vm.max_map_count / the address-space limit\n",
-                stack_size(sim) / 1024, t->name, sim->ntasks, strerror(-rc));
-        abort();
+        char what[160];
+        snprintf(what, sizeof what, "a %zu KiB stack for task %s (%s)", size / 1024, t->name,
+                 strerror(-rc));
+        ddp__sim_oom(what, ddp__stacks_slot_bytes(size, ddp_ident_state_size()));
     }
     ddp__ctx_start(&t->ctx, task_entry);
     t->ident = (ddp_ident_state_t *)t->ctx.stack.aux;
@@ -481,7 +478,7 @@ static void transfer(ddp_sim_t *sim, ddp_sim_task_t *t, int keep)
         t->started = 1;
         pthread_attr_t at;
         pthread_attr_init(&at);
-        pthread_attr_setstacksize(&at, stack_size(sim));
+        pthread_attr_setstacksize(&at, ddp__sim_stack_size(sim));
         int rc = pthread_create(&t->th, &at, task_thread, t);
         pthread_attr_destroy(&at);
         if (rc != 0) {
@@ -828,6 +825,7 @@ ddp_sim_t *ddp_sim_new(const ddp_sim_opts_t *opts)
     sim->contexts = sim->o.tasks != DDP_SIM_TASKS_THREADS;
     ddp_rng_seed(&sim->rng, sim->o.seed);
     sim->vt = VT0;
+    ddp__sim_oom_scope(sim); /* what it builds runs out of memory: say why */
     sim->trace_hash = 0xcbf29ce484222325ull;
     sem_init(&sim->main_sem, 0, 0);
     fiu_init(0);
@@ -881,10 +879,8 @@ static void index_reserve(ddp_sim_t *sim)
     free(sim->by_ip);
     sim->by_host = calloc(sim->index_cap, sizeof *sim->by_host);
     sim->by_ip = calloc(sim->index_cap, sizeof *sim->by_ip);
-    if (!sim->by_host || !sim->by_ip) {
-        fprintf(stderr, "ddpsim sim: out of memory\n");
-        abort();
-    }
+    if (!sim->by_host || !sim->by_ip)
+        ddp__sim_oom("the host index", sim->index_cap * sizeof *sim->by_host);
     for (int i = 0; i < sim->nnodes; i++)
         index_add(sim, i);
 }
@@ -1170,6 +1166,7 @@ ddp_sim_result_t ddp_sim_run(ddp_sim_t *sim)
     /* Only one task runs at a time, so all of them share one CPU: a baton
      * pass is then a same-CPU switch, not a cross-CPU wake-up (an IPI, and
      * dear on VMs). Task threads inherit the mask; restored at the end. */
+    ddp__sim_oom_scope(sim);
     cpu_set_t saved, one;
     int pinned = !sim->contexts &&
                  pthread_getaffinity_np(pthread_self(), sizeof saved, &saved) == 0;
@@ -1276,6 +1273,7 @@ void ddp_sim_free(ddp_sim_t *sim)
 {
     if (!sim)
         return;
+    ddp__sim_oom_scope(NULL);
     for (int i = 0; i < sim->ntasks; i++) {
         ddp_sim_task_t *t = sim->tasks[i];
         if (t->started && !t->joined && !sim->contexts)
