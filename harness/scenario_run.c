@@ -739,6 +739,8 @@ int ddp_scenario_run(const ddp_scenario_t *s, const char *accel,
         ddp_sys_free(wall);
         return 0;
     }
+    if (rc == 0 && plan->entry.plugin_lib[0]) /* a user's code: its own depth */
+        so.stack_size = DDP_SIM_STACK_FOREIGN;
     if (rc == 0)
         rc = ddp_plan_simulate(plan, &so, &sim, NULL);
     if (rc) {

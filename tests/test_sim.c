@@ -1195,12 +1195,12 @@ static int deep_task(ddp_sys_t *sys, void *arg)
 
 static void test_tasks_deep_stacks(void)
 {
-    /* ~40 KiB of frames in the default 64 KiB; ~400 KiB in 4 MiB (a thread
+    /* ~20 KiB of frames in the default 32 KiB; ~400 KiB in 4 MiB (a thread
      * under TSan loses ~800 KiB of its stack to TSan's thread-local state). */
     struct {
         int depth;
         size_t stack;
-    } cases[] = {{40, 0}, {400, 4 * 1024 * 1024}};
+    } cases[] = {{20, 0}, {400, 4 * 1024 * 1024}};
     for (int c = 0; c < 2; c++) {
         for (int mode = DDP_SIM_TASKS_CONTEXTS; mode <= DDP_SIM_TASKS_THREADS; mode++) {
             deep_t d = {.depth = cases[c].depth};
@@ -1707,6 +1707,8 @@ static void test_oom_names_address_space(void)
     CU_ASSERT_FALSE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "ddpsim sim: out of memory: "));
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "the address space ran out, not memory"));
+    /* a 32 KiB stack, its guard page and 2 KiB of identity state */
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "Each task reserves a 38 KiB stack slot"));
     const char *u = strstr(err, "run under `ulimit -v ");
     long long need = u ? atoll(u + 21) : 0;
     CU_ASSERT_TRUE(need > limit);

@@ -30,12 +30,18 @@ extern "C" {
 typedef struct ddp_sim ddp_sim_t;
 typedef struct ddp_sim_task ddp_sim_task_t;
 
+/* The stack of a task running code the project did not write (a plugin
+ * library's): what every task had before the default became 32 KiB. */
+#define DDP_SIM_STACK_FOREIGN ((size_t)64 * 1024)
+
 typedef struct ddp_sim_opts {
     uint64_t seed;
     int64_t latency_ns;   /* one-way link latency; 0 -> 100 us */
     int64_t jitter_ns;    /* uniform extra latency per message; default 0 */
     double bandwidth_Bps; /* bytes/s per stream; 0 -> 10 GB/s */
-    size_t stack_size;    /* per task; 0 -> 64 KiB (+ sanitizer headroom) */
+    size_t stack_size;    /* per task; 0 (or less) -> 32 KiB, 512 KiB under
+                             ASan/TSan; DDP_SIM_STACK_FOREIGN for code of
+                             unknown depth (a user's plugin library) */
     int64_t time_limit_ns; /* stop the run at this virtual time; 0 -> 4 h */
     int short_io;          /* split deliveries into random pieces */
     FILE *trace;           /* JSON lines written here as they happen (or NULL) */
