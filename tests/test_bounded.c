@@ -126,23 +126,13 @@ static void test_wall_stall(void)
     ddp_sys_free(wall);
 }
 
-/* A scenario from text (NULL, the parser's message printed, when bad). */
-static ddp_scenario_t *parse(const char *text)
-{
-    char err[256];
-    ddp_scenario_t *s = NULL;
-    if (ddp_scenario_parse(text, "test.scn", NULL, &s, err, sizeof err) != 0)
-        printf("\n  %s\n", err);
-    return s;
-}
-
 /* A run stopped by its wall limit (1 ns: at the first reading of the
  * clock, 4,096 calls into a virtual instant of 1,024 ranks starting): its
  * one first error is the harness's, its cancelled ranks are `stopped',
  * neither failed nor reported with the errors of their cancelled waits. */
 static void test_stopped_run_one_error(void)
 {
-    ddp_scenario_t *s = parse("scenario \"big\"\nnodes 64\ndevices 16\nexpect invariants\n");
+    ddp_scenario_t *s = ddp_test_scenario("scenario \"big\"\nnodes 64\ndevices 16\nexpect invariants\n");
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
     static char report[1 << 20];
     ddp_scn_result_t r;
@@ -196,8 +186,8 @@ static const ddp_plugin_t spin = {.name = "test_spin", .init_ddp_connection = sp
 static void test_scenario_harness_failure(void)
 {
     CU_ASSERT_EQUAL_FATAL(ddp_plugin_register(&spin), 0);
-    ddp_scenario_t *s = parse("scenario \"spins\"\nnodes 1\ndevices 2\n"
-                              "plugin test_spin\nexpect invariants\n");
+    ddp_scenario_t *s = ddp_test_scenario("scenario \"spins\"\nnodes 1\ndevices 2\n"
+                                          "plugin test_spin\nexpect invariants\n");
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
     ddp_scn_result_t r;
     ddp_scn_run_opts_t o = {.wall_limit_ns = 300 * DDP_NS_PER_MS};
