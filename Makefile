@@ -68,7 +68,7 @@ DEPS_OK   := build/.deps-ok
 TEST_PLUGIN_DIR := $(B)/test_plugins
 TEST_PLUGINS := $(TEST_PLUGIN_DIR)/libddptest.so $(TEST_PLUGIN_DIR)/libddptest-nosym.so \
                 $(TEST_PLUGIN_DIR)/libddptest-abi.so $(TEST_PLUGIN_DIR)/libddptest-clash.so \
-                $(TEST_PLUGIN_DIR)/libddptest-leak.so
+                $(TEST_PLUGIN_DIR)/libddptest-leak.so $(TEST_PLUGIN_DIR)/libddptest-deep.so
 # `ddpsim check`'s own plugins (tests/check_plugins/kvx_plugin.c): a correct
 # one, and one realistic bug each (libkvx-uaf.so is built with ASan).
 KVX_VARIANTS := nodeadline:KVX_NO_DEADLINE:kvx_nodl timeout:KVX_WRONG_TIMEOUT:kvx_tmo \
@@ -167,7 +167,7 @@ $(FAKE_NCCL_DIR)/libnccl.so.2: tests/fake_nccl/fake_nccl.c tests/fake_nccl/fake.
 $(TEST_PLUGINS): $(TEST_PLUGIN_DIR)/%.so: tests/plugin_lib/ddptest_plugin.c include/ddp/plugin.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -shared $(LDFLAGS) \
-	    $(if $(findstring -nosym,$@),-DDDPTEST_NOSYM)$(if $(findstring -abi,$@),-DDDPTEST_ABI)$(if $(findstring -clash,$@),-DDDPTEST_CLASH)$(if $(findstring -leak,$@),-DDDPTEST_LEAK) \
+	    $(if $(findstring -nosym,$@),-DDDPTEST_NOSYM)$(if $(findstring -abi,$@),-DDDPTEST_ABI)$(if $(findstring -clash,$@),-DDDPTEST_CLASH)$(if $(findstring -leak,$@),-DDDPTEST_LEAK)$(if $(findstring -deep,$@),-DDDPTEST_DEEP) \
 	    -o $@ $<
 
 $(CHECK_PLUGINS): $(TEST_PLUGIN_DIR)/%.so: tests/check_plugins/kvx_plugin.c include/ddp/plugin.h

@@ -156,7 +156,11 @@ int ddp_accel_launch_local(ddp_ctx_t *ctx, int first, int count,
     ddp_env_t *env = ddp_sys_env(ctx->sys);
     ddp_env_set(env, "MASTER_ADDR", addr);
     ddp_env_setf(env, "MASTER_PORT", "%u", (unsigned)port);
-    ddp_child_env_t kids[MAX_LOCAL];
+    /* On the heap: MAX_LOCAL of them are 36 KiB, more than half a
+     * simulated process's whole stack (docs/simulator.md § 1). */
+    ddp_child_env_t *kids = calloc((size_t)(count > 0 ? count : 1), sizeof *kids);
+    if (!kids)
+        return ddp_err_set(-12, "out of memory for %d processes' environments", count);
     for (int i = 0; i < count; i++) {
         ddp_child_env_t *k = &kids[i];
         k->n = 0;
@@ -166,7 +170,9 @@ int ddp_accel_launch_local(ddp_ctx_t *ctx, int first, int count,
         ddp_child_env_set(k, "WORLD_SIZE", "%d", ctx->world_size);
         ddp_child_env_set(k, index_var, "%d", first + i);
     }
-    return ddp_accel_launch(ctx, kids, count, res);
+    rc = ddp_accel_launch(ctx, kids, count, res);
+    free(kids);
+    return rc;
 }
 
 static void wait_children(ddp_ctx_t *ctx, ddp_run_result_t *res,

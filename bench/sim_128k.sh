@@ -7,7 +7,8 @@
 #   [DDPSIM=./ddpsim] [NODES="256 512 2048"] [CALLGRIND=0] sh bench/sim_128k.sh
 #
 # Per size: the run's last line (ranks ok, virtual time, trace hash), its
-# CPU time (user + system, from /usr/bin/time) and peak RSS; then the
+# CPU time (user + system, from /usr/bin/time), peak RSS and address space
+# (VmPeak, read from /proc while it runs; ulimit -v must cover it); then the
 # growth exponent of the CPU time between the smallest and the largest
 # size (log(c2/c1) / log(N2/N1)). CALLGRIND=1 also counts instructions
 # (valgrind --tool=callgrind) at the first two sizes and prints their
@@ -27,15 +28,25 @@ first_n= first_c= last_n= last_c=
 for nodes in $NODES; do
     n=$((nodes * 64))
     /usr/bin/time -f "%U %S %M %e" -o "$tmp/time" "$DDPSIM" sim --accelerator ddp \
-        --nodes "$nodes" --procs 64 --somaxconn 65535 >"$tmp/out" 2>&1
+        --nodes "$nodes" --procs 64 --somaxconn 65535 >"$tmp/out" 2>&1 &
+    tpid=$!
+    vm=0 pid=
+    # the address space: the run's VmPeak, read until it exits
+    while kill -0 "$tpid" 2>/dev/null; do
+        [ -n "$pid" ] || pid=$(pgrep -P "$tpid" | head -n 1)
+        v=$([ -n "$pid" ] && awk '/^VmPeak/ { print $2 }' "/proc/$pid/status" 2>/dev/null)
+        [ -n "$v" ] && vm=$v
+        sleep 0.2
+    done
+    wait "$tpid"
     rc=$?
     tail -n 1 "$tmp/out"
     [ "$rc" = 0 ] || { echo "N=$n: ddpsim sim exited $rc" >&2; exit 1; }
     read -r u s rss w <"$tmp/time"
     c=$(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.2f", u + s }')
-    awk -v n="$n" -v u="$u" -v s="$s" -v c="$c" -v r="$rss" -v w="$w" 'BEGIN {
-        printf "N=%-7s CPU %6.2f s (user %.2f, sys %.2f), %.1f us/rank; peak RSS %.2f GiB; wall %.1f s\n",
-               n, c, u, s, c / n * 1e6, r / 1048576, w }'
+    awk -v n="$n" -v u="$u" -v s="$s" -v c="$c" -v r="$rss" -v w="$w" -v vm="$vm" 'BEGIN {
+        printf "N=%-7s CPU %6.2f s (user %.2f, sys %.2f), %.1f us/rank; peak RSS %.2f GiB (%.1f KiB/rank); address space %.2f GiB (%.1f KiB/rank); wall %.1f s\n",
+               n, c, u, s, c / n * 1e6, r / 1048576, r / n, vm / 1048576, vm / n, w }'
     [ -z "$first_n" ] && first_n=$n && first_c=$c
     last_n=$n last_c=$c
 done

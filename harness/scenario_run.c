@@ -469,22 +469,52 @@ int ddp_scenario_plan(const ddp_scenario_t *s, const char *accel, uint64_t seed,
     return 0;
 }
 
-/* A failure the summary names (the first error's filter). */
-static int names_failure(const ddp_sim_outcome_t *x)
+/* A process the harness cancelled when it stopped the run (a wall-clock
+ * limit, a livelock): what it says after that is the stop's echo (a peer
+ * lost, a cancelled wait), not a failure of the job. */
+static int stopped_by_harness(const ddp_sim_outcome_t *x, ddp_sim_result_t res)
 {
-    return is_process(x) && !is_ok(x) && x->state != DDP_SIM_TASK_CRASHED && x->message[0];
+    return (res == DDP_SIM_WALL_LIMIT || res == DDP_SIM_LIVELOCK) &&
+           x->state == DDP_SIM_TASK_CANCELED;
+}
+
+/* A failure the summary names (the first error's filter). */
+static int names_failure(const ddp_sim_outcome_t *x, ddp_sim_result_t res)
+{
+    return is_process(x) && !is_ok(x) && x->state != DDP_SIM_TASK_CRASHED && x->message[0] &&
+           !stopped_by_harness(x, res);
+}
+
+/* A stopped run's one first error: the harness's line (the deadlock
+ * report's first), what stopped it and what to change. */
+static void stop_as_first_error(ddp_scn_result_t *r, ddp_sim_result_t res, const char *rep)
+{
+    const char *nl = rep ? strchr(rep, '\n') : NULL;
+    int len = rep ? (nl ? (int)(nl - rep) : (int)strlen(rep)) : 0;
+    snprintf(r->first_error, sizeof r->first_error,
+             "the harness stopped the run (%.*s); the %d rank(s) still running were "
+             "cancelled, so their errors are not the job's; %s",
+             len, rep ? rep : "", r->stopped,
+             res == DDP_SIM_WALL_LIMIT
+                 ? "give it more real time (--wall-limit SEC) or fewer ranks"
+                 : "some task calls the simulator in a loop while virtual time stands "
+                   "still (a poll or retry without a deadline or sleep?)");
+    r->first_code = DDP_ECANCELED;
+    r->first_rank = -1;
 }
 
 /* "addrinuse 1, hung 3": each distinct class of the failures, most causal
  * first (root_cause.c), so a run with two kinds of failure shows both.
  * Linear in the outcomes (a handful of distinct codes): 32,768 failing
  * ranks compared pairwise took 15 of a run's 20 s. */
-static void failure_classes(const ddp_sim_outcome_t *outs, int n, char *buf, size_t len)
+static void failure_classes(const ddp_sim_outcome_t *outs, int n, ddp_sim_result_t res,
+                            char *buf, size_t len)
 {
     enum { MAX_CODES = 64 };
-    int code[MAX_CODES], count[MAX_CODES], ncodes = 0;
+    int code[MAX_CODES], count[MAX_CODES], ncodes = 0, stopped = 0;
     for (int t = 0; t < n; t++) {
-        if (!names_failure(&outs[t]))
+        stopped += is_process(&outs[t]) && stopped_by_harness(&outs[t], res);
+        if (!names_failure(&outs[t], res))
             continue;
         int c = 0;
         while (c < ncodes && code[c] != outs[t].code)
@@ -499,6 +529,8 @@ static void failure_classes(const ddp_sim_outcome_t *outs, int n, char *buf, siz
     }
     size_t off = 0;
     buf[0] = '\0';
+    if (stopped) /* the stop first: the rest happened before it */
+        off = (size_t)snprintf(buf, len, "stopped %d", stopped);
     for (int tier = 0; tier <= 7; tier++)
         for (int c = 0; c < ncodes && off + 1 < len; c++) {
             if (ddp__scn_cause_tier(code[c]) != tier)
@@ -532,10 +564,13 @@ void ddp__scenario_judge(const ddp_scenario_t *s, const ddp_sim_outcome_t *outs,
         if (x->end_ns > r->virtual_ns)
             r->virtual_ns = x->end_ns;
         r->retries += x->retries;
+        int stopped = stopped_by_harness(x, res);
         if (is_rank(x)) {
             r->ranks++;
             if (x->state == DDP_SIM_TASK_CRASHED)
                 r->crashed++;
+            else if (stopped)
+                r->stopped++;
             else if (is_ok(x))
                 r->ok++;
             else
@@ -544,7 +579,7 @@ void ddp__scenario_judge(const ddp_scenario_t *s, const ddp_sim_outcome_t *outs,
         /* The most causal failure (root_cause.c), then the lowest rank and
          * node: the same pick whatever order the outcomes come in. */
         int xr = x->rank >= 0 ? x->rank : j.n + 1;
-        if (names_failure(x) &&
+        if (names_failure(x, res) &&
             (first_rank < 0 || ddp__scn_more_causal(x->code, xr, x->node, r->first_code,
                                                     first_rank, first_node))) {
             first_rank = xr;
@@ -569,6 +604,7 @@ void ddp__scenario_judge(const ddp_scenario_t *s, const ddp_sim_outcome_t *outs,
                      x->job ? "job 2 " : "", x->rank);
             snprintf(st, sizeof st, "%s",
                      x->state == DDP_SIM_TASK_CRASHED ? "CRASHED"
+                     : stopped ? "stopped"
                      : launcher ? (x->rc == 0 ? "ok" : "exited")
                      : is_ok(x)  ? "ok" : "FAIL");
             char prog[48] = "";
@@ -578,7 +614,7 @@ void ddp__scenario_judge(const ddp_scenario_t *s, const ddp_sim_outcome_t *outs,
                              "  %-12s %-9s node %-4d %-8s connected %-12s ended "
                              "%.6f s  %s%s\n",
                              x->name, who, x->node, st, cn, (double)x->end_ns / 1e9, prog,
-                             is_ok(x) || (launcher && x->rc == 0) ? "" : x->message);
+                             is_ok(x) || stopped || (launcher && x->rc == 0) ? "" : x->message);
             roff += k > 0 ? (size_t)k : 0;
             if (roff >= report_len)
                 roff = report_len - 1;
@@ -629,7 +665,9 @@ void ddp__scenario_judge(const ddp_scenario_t *s, const ddp_sim_outcome_t *outs,
         snprintf(r->why, sizeof r->why, "%s", inv_why);
     else if (!r->invariants_ok)
         snprintf(r->why + strlen(r->why), sizeof r->why - strlen(r->why), "; %s", inv_why);
-    failure_classes(outs, n, r->classes, sizeof r->classes);
+    if (res == DDP_SIM_WALL_LIMIT || res == DDP_SIM_LIVELOCK)
+        stop_as_first_error(r, res, deadlock_report);
+    failure_classes(outs, n, res, r->classes, sizeof r->classes);
     r->pass = r->expect_ok && r->invariants_ok;
 }
 
@@ -683,9 +721,12 @@ int ddp_scenario_run(const ddp_scenario_t *s, const char *accel,
     ddp_plan_t *plan = NULL;
     ddp_sim_t *sim = NULL;
     ddp_sys_t *wall = o->wall_limit_ns >= 0 ? ddp_sys_posix_new(ddp_env_new()) : NULL;
+    /* No limit asked for: 600 s at one virtual instant (a stall), so a run
+     * that makes progress is never stopped, whatever its world or host. */
     ddp_sim_opts_t so = {.trace = o->trace, .keep_trace = o->keep_trace, .wall_clock = wall,
                          .wall_limit_ns = o->wall_limit_ns ? o->wall_limit_ns
                                                            : 600 * DDP_NS_PER_S,
+                         .wall_stall = o->wall_limit_ns == 0,
                          .tap = o->tap, .tap_arg = o->tap_arg};
     int rc = ddp_scenario_plan(s, accel, o->seed, &plan);
     if (rc == 0 && (plan->entry.gpus > 0 || !strcmp(plan->entry.backend, "nccl")) &&
@@ -698,6 +739,8 @@ int ddp_scenario_run(const ddp_scenario_t *s, const char *accel,
         ddp_sys_free(wall);
         return 0;
     }
+    if (rc == 0 && plan->entry.plugin_lib[0]) /* a user's code: its own depth */
+        so.stack_size = DDP_SIM_STACK_FOREIGN;
     if (rc == 0)
         rc = ddp_plan_simulate(plan, &so, &sim, NULL);
     if (rc) {

@@ -118,6 +118,7 @@ static const field_t run_fields[] = {
     FLD(ddp_shard_row_t, "ok", F_INT, r.ok),
     FLD(ddp_shard_row_t, "failed", F_INT, r.failed),
     FLD(ddp_shard_row_t, "crashed", F_INT, r.crashed),
+    FLD(ddp_shard_row_t, "stopped", F_INT, r.stopped),
     FLD(ddp_shard_row_t, "retries", F_INT, r.retries),
     FLD(ddp_shard_row_t, "virtual_ns", F_I64, r.virtual_ns),
     FLD(ddp_shard_row_t, "trace_hash", F_HEX64, r.trace_hash),

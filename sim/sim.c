@@ -36,20 +36,24 @@ static _Thread_local ddp_sim_task_t *tls_task;
 
 ddp_sim_task_t *ddp__sim_current(void) { return tls_task; }
 
-/* Sanitizers need far bigger stacks than the code itself. */
+/* Sanitizers need far bigger stacks than the code itself. Without them a
+ * rank's deepest stack is 12.5 KiB (every bundled scenario under every
+ * accelerator, explore's fault schedules, the subgroups and rpc plugins:
+ * docs/benchmarks.md § 1), so 32 KiB leaves 2.5x for error paths; the
+ * slot (stack, guard page, identity state) is 38 KiB of address space,
+ * 70 KiB with the 64 KiB stacks it had. A plugin library's code is not
+ * ours: the scenario runner gives its runs DDP_SIM_STACK_FOREIGN. */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define MIN_STACK (512 * 1024)
 #else
-#define MIN_STACK (64 * 1024)
+#define MIN_STACK (32 * 1024)
 #endif
 
 static void *xrealloc(void *p, size_t n)
 {
     void *q = realloc(p, n);
-    if (!q) {
-        fprintf(stderr, "ddpsim sim: out of memory\n");
-        abort();
-    }
+    if (!q)
+        ddp__sim_oom("realloc", n);
     return q;
 }
 
@@ -398,7 +402,7 @@ static void baton_free(ddp_sim_task_t *t)
 }
 
 /* ---- contexts ---- */
-static size_t stack_size(const ddp_sim_t *sim)
+size_t ddp__sim_stack_size(const ddp_sim_t *sim)
 {
     return sim->o.stack_size < MIN_STACK ? MIN_STACK : sim->o.stack_size;
 }
@@ -446,14 +450,13 @@ static void switch_to(ddp_sim_t *sim, ddp_sim_task_t *to, int keep)
  * simulated rank's deepest frames onto a second page, a page per rank. */
 static void start_context(ddp_sim_t *sim, ddp_sim_task_t *t)
 {
-    int rc = ddp__stacks_get(&sim->stacks, stack_size(sim), ddp_ident_state_size(),
-                             &t->ctx.stack);
+    size_t size = ddp__sim_stack_size(sim);
+    int rc = ddp__stacks_get(&sim->stacks, size, ddp_ident_state_size(), &t->ctx.stack);
     if (rc != 0) {
-        fprintf(stderr, "ddpsim sim: cannot map a %zu KiB stack for task %s "
-                        "(%d tasks so far): %s; lower the task count or raise "
-                        "vm.max_map_count / the address-space limit\n",
-                stack_size(sim) / 1024, t->name, sim->ntasks, strerror(-rc));
-        abort();
+        char what[160];
+        snprintf(what, sizeof what, "a %zu KiB stack for task %s (%s)", size / 1024, t->name,
+                 strerror(-rc));
+        ddp__sim_oom(what, ddp__stacks_slot_bytes(size, ddp_ident_state_size()));
     }
     ddp__ctx_start(&t->ctx, task_entry);
     t->ident = (ddp_ident_state_t *)t->ctx.stack.aux;
@@ -481,7 +484,7 @@ static void transfer(ddp_sim_t *sim, ddp_sim_task_t *t, int keep)
         t->started = 1;
         pthread_attr_t at;
         pthread_attr_init(&at);
-        pthread_attr_setstacksize(&at, stack_size(sim));
+        pthread_attr_setstacksize(&at, ddp__sim_stack_size(sim));
         int rc = pthread_create(&t->th, &at, task_thread, t);
         pthread_attr_destroy(&at);
         if (rc != 0) {
@@ -619,6 +622,20 @@ static void halt(ddp_sim_t *sim, ddp_sim_result_t why, const char *what)
                    "\"running\":%d", running);
 }
 
+/* 1 when the run is past its wall-clock limit: the real time since it
+ * began, or with o.wall_stall since this virtual instant was first checked
+ * (4096 calls into it), so time spent making progress never counts. */
+static int wall_over(ddp_sim_t *sim)
+{
+    int64_t now = ddp_sys_now(sim->o.wall_clock);
+    if (sim->o.wall_stall && sim->wall_vt != sim->vt) {
+        sim->wall_vt = sim->vt;
+        sim->wall_start = now;
+        return 0;
+    }
+    return now - sim->wall_start > sim->o.wall_limit_ns;
+}
+
 /* Every sim call of a task passes here (ddp__sim_check_killed): the bounds
  * of the run beyond virtual time. */
 static void tick(ddp_sim_t *sim)
@@ -637,10 +654,14 @@ static void tick(ddp_sim_t *sim)
                  (unsigned long long)(n - 1));
         halt(sim, DDP_SIM_LIVELOCK, what);
     } else if (sim->o.wall_clock && sim->o.wall_limit_ns > 0 && (n & 4095) == 0 &&
-               ddp_sys_now(sim->o.wall_clock) - sim->wall_start > sim->o.wall_limit_ns) {
+               wall_over(sim)) {
         char what[160];
-        snprintf(what, sizeof what, "wall-clock limit: still running after %.1f s of real "
-                                    "time", (double)sim->o.wall_limit_ns / 1e9);
+        snprintf(what, sizeof what,
+                 sim->o.wall_stall ? "wall-clock limit: virtual time stood still for more "
+                                     "than %.3g s of real time"
+                                   : "wall-clock limit: still running after %.3g s of real "
+                                     "time",
+                 (double)sim->o.wall_limit_ns / 1e9);
         halt(sim, DDP_SIM_WALL_LIMIT, what);
     }
 }
@@ -810,6 +831,7 @@ ddp_sim_t *ddp_sim_new(const ddp_sim_opts_t *opts)
     sim->contexts = sim->o.tasks != DDP_SIM_TASKS_THREADS;
     ddp_rng_seed(&sim->rng, sim->o.seed);
     sim->vt = VT0;
+    ddp__sim_oom_scope(sim); /* what it builds runs out of memory: say why */
     sim->trace_hash = 0xcbf29ce484222325ull;
     sem_init(&sim->main_sem, 0, 0);
     fiu_init(0);
@@ -863,10 +885,8 @@ static void index_reserve(ddp_sim_t *sim)
     free(sim->by_ip);
     sim->by_host = calloc(sim->index_cap, sizeof *sim->by_host);
     sim->by_ip = calloc(sim->index_cap, sizeof *sim->by_ip);
-    if (!sim->by_host || !sim->by_ip) {
-        fprintf(stderr, "ddpsim sim: out of memory\n");
-        abort();
-    }
+    if (!sim->by_host || !sim->by_ip)
+        ddp__sim_oom("the host index", sim->index_cap * sizeof *sim->by_host);
     for (int i = 0; i < sim->nnodes; i++)
         index_add(sim, i);
 }
@@ -1162,6 +1182,7 @@ ddp_sim_result_t ddp_sim_run(ddp_sim_t *sim)
     /* Only one task runs at a time, so all of them share one CPU: a baton
      * pass is then a same-CPU switch, not a cross-CPU wake-up (an IPI, and
      * dear on VMs). Task threads inherit the mask; restored at the end. */
+    ddp__sim_oom_scope(sim);
     cpu_set_t saved, one;
     int pinned = !sim->contexts &&
                  pthread_getaffinity_np(pthread_self(), sizeof saved, &saved) == 0;
@@ -1187,6 +1208,7 @@ ddp_sim_result_t ddp_sim_run(ddp_sim_t *sim)
     ddp__sim_faults_arm(sim);
     if (sim->o.wall_clock)
         sim->wall_start = ddp_sys_now(sim->o.wall_clock);
+    sim->wall_vt = -1; /* no instant checked yet */
     sim->tick_vt = sim->vt;
     run_tasks(sim);
 
@@ -1267,6 +1289,7 @@ void ddp_sim_free(ddp_sim_t *sim)
 {
     if (!sim)
         return;
+    ddp__sim_oom_scope(NULL);
     for (int i = 0; i < sim->ntasks; i++) {
         ddp_sim_task_t *t = sim->tasks[i];
         if (t->started && !t->joined && !sim->contexts)

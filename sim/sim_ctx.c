@@ -232,6 +232,12 @@ static int next_slab(sim_stacks_t *p, size_t slot, size_t aux)
     return 0;
 }
 
+size_t ddp__stacks_slot_bytes(size_t size, size_t aux)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    return (size + page - 1) / page * page + page + ((aux + 63) & ~(size_t)63);
+}
+
 int ddp__stacks_get(sim_stacks_t *p, size_t size, size_t aux, sim_stack_t *out)
 {
     if (p->nfree) {

@@ -54,7 +54,7 @@ static void *xcalloc(size_t n, size_t size)
 {
     void *p = calloc(n, size);
     if (!p)
-        abort();
+        ddp__sim_oom("calloc", n * size);
     return p;
 }
 
@@ -62,7 +62,7 @@ static void *xrealloc(void *p, size_t n)
 {
     void *q = realloc(p, n);
     if (!q)
-        abort();
+        ddp__sim_oom("realloc", n);
     return q;
 }
 

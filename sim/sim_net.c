@@ -155,7 +155,7 @@ static void *xrealloc(void *p, size_t n)
 {
     void *q = realloc(p, n);
     if (!q)
-        abort();
+        ddp__sim_oom("realloc", n);
     return q;
 }
 
@@ -182,7 +182,7 @@ static sock_t *sock_new(ddp_sim_t *sim, int type, int owner, int node)
     }
     sock_t *s = calloc(1, sizeof *s);
     if (!s)
-        abort();
+        ddp__sim_oom("a socket", sizeof *s);
     s->fd = sim->nsocks;
     s->type = type;
     s->owner = owner;
@@ -300,7 +300,7 @@ static void hold_segment(ddp_sim_t *sim, int fd, int type, void *data, size_t le
         int cap = sim->held_cap ? 2 * sim->held_cap : 16;
         void *n = realloc(sim->held, sizeof *sim->held * (size_t)cap);
         if (!n)
-            abort();
+            ddp__sim_oom("held segments", sizeof *sim->held * (size_t)cap);
         sim->held = n;
         sim->held_cap = cap;
     }

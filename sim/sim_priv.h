@@ -250,7 +250,9 @@ struct ddp_sim {
     ddp_sim_result_t halted;  /* LIVELOCK / WALL_LIMIT: stopped by ddp__sim_tick */
     int64_t tick_vt;          /* virtual time at the last tick that saw it move */
     uint64_t tick_calls;      /* sim calls since */
-    int64_t wall_start;       /* ddp_sys_now(o.wall_clock) at ddp_sim_run */
+    int64_t wall_start;       /* ddp_sys_now(o.wall_clock) at ddp_sim_run
+                                 (o.wall_stall: when wall_vt was first seen) */
+    int64_t wall_vt;          /* o.wall_stall: the instant wall_start is of */
     uint64_t handoffs, events;
     uint64_t rx_held, rx_peak; /* bytes in receive queues: now, at most */
     /* Freed segments kept for the next send of their size (sim_net.c):
@@ -314,6 +316,20 @@ int ddp__sim_thread(ddp_sim_task_t *parent, ddp_thread_fn fn, void *arg,
 int ddp__stacks_get(sim_stacks_t *p, size_t size, size_t aux, sim_stack_t *out);
 int ddp__stacks_put(sim_stacks_t *p, const sim_stack_t *s);
 void ddp__stacks_free(sim_stacks_t *p);
+/* The address space a stack of `size` with `aux` bytes beside it takes:
+ * the slot ddp__stacks_get cuts (size and guard page rounded to pages). */
+size_t ddp__stacks_slot_bytes(size_t size, size_t aux);
+/* A task's stack size in this simulation (opts.stack_size, at least the
+ * minimum). */
+size_t ddp__sim_stack_size(const ddp_sim_t *sim);
+/* Out of memory (sim_oom.c): prints what failed (`what`, `bytes`), whether
+ * the address space or memory ran out and, for the address space, the
+ * `ulimit -v` the run needs; then aborts. The simulation is the running
+ * task's, else the one this thread last named with ddp__sim_oom_scope. */
+_Noreturn void ddp__sim_oom(const char *what, size_t bytes);
+void ddp__sim_oom_scope(const ddp_sim_t *sim);
+/* That advice alone, into buf: its length. */
+size_t ddp__sim_oom_advice(const ddp_sim_t *sim, size_t bytes, char *buf, size_t n);
 void ddp__ctx_main(sim_ctx_t *c); /* the calling thread's */
 /* A context on c->stack (all of it) that starts in entry. */
 void ddp__ctx_start(sim_ctx_t *c, void (*entry)(void));

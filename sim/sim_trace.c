@@ -26,7 +26,7 @@ static void emit(ddp_sim_t *sim, const char *line, size_t n)
                 nc *= 2;
             char *nt = realloc(sim->trace, nc);
             if (!nt)
-                abort();
+                ddp__sim_oom("the trace", nc);
             sim->trace = nt;
             sim->trace_cap = nc;
         }
@@ -83,7 +83,7 @@ static void vtrace(ddp_sim_t *sim, int task, const char *kind, const char *fmt,
     } else {
         char *line = malloc(MAX);
         if (!line)
-            abort();
+            ddp__sim_oom("a trace line", MAX);
         n = format_line(sim, task, kind, fmt, again, line, MAX, &cut);
         emit(sim, line, (size_t)n);
         free(line);

@@ -107,6 +107,11 @@ struct ddp_ctx;
 struct ddp_cluster;
 void ddp_test_leak_store_connection(struct ddp_ctx *ctx, struct ddp_cluster *env);
 
+/* A scenario parsed from text (as file "inline.scn"), or NULL with the
+ * parser's message printed. */
+struct ddp_scenario;
+struct ddp_scenario *ddp_test_scenario(const char *text);
+
 /* Runs a subcommand (tools/cmds.h: ddp_cmd_run, ddp_cmd_explore, ...) in a
  * child of this process, so that plugins only the tests register are
  * there: args is its command line from the subcommand's name on ("explore

@@ -297,6 +297,24 @@ static void test_explore_replay_command(void)
     CU_ASSERT_EQUAL(system(rm), 0);
 }
 
+/* A plugin library's code is not the project's: its runs get 64 KiB
+ * stacks (DDP_SIM_STACK_FOREIGN), not the 32 KiB default, so a plugin
+ * that uses 40 KiB of stack connects instead of dying on a guard page. */
+static void test_foreign_stack(void)
+{
+    char lib[1200], args[1400], bin[400];
+    static char out[1 << 16];
+    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+        return; /* outside make test */
+    lib_path(lib, sizeof lib, "libddptest-deep.so");
+    snprintf(args, sizeof args, "sim --nodes 2 --procs 2 --plugin %s", lib);
+    int st = ddp_test_ddpsim_io(NULL, args, 0, out, sizeof out);
+    CU_ASSERT_EQUAL(st, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "4 rank(s): 4 ok, 0 failed"));
+    if (st != 0)
+        printf("\n  ddpsim %s: exit %d\n%s\n", args, st, out);
+}
+
 DDP_SUITE("plugin_lib", suite_init, suite_cleanup,
           {"a plugin library loads, once per file", test_load_ok},
           {"a missing file: no such file, with a hint", test_missing_file},
@@ -308,4 +326,5 @@ DDP_SUITE("plugin_lib", suite_init, suite_cleanup,
           {"plugin-library: relative to the scenario, written back", test_scenario_line},
           {"ddpsim run --plugin PATH: table, shards, merge, trace, replay, real",
            test_cmd_run},
-          {"explore's replay command with --plugin, pasted", test_explore_replay_command});
+          {"explore's replay command with --plugin, pasted", test_explore_replay_command},
+          {"a plugin library's runs get 64 KiB stacks", test_foreign_stack});

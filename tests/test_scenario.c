@@ -530,11 +530,7 @@ static void test_endpoint_address_hosts_store(void)
 
 static ddp_scenario_t *parse(const char *text)
 {
-    char err[1024];
-    ddp_scenario_t *s = NULL;
-    if (ddp_scenario_parse(text, "inline.scn", NULL, &s, err, sizeof err) != 0)
-        printf("\n  parse: %s\n", err);
-    return s;
+    return ddp_test_scenario(text);
 }
 
 /* A wrong expectation is reported, with its line: the judge is not vacuous. */

@@ -156,6 +156,7 @@ static void test_file_roundtrip(void)
         snprintf(r->r.first_error, sizeof r->r.first_error, "err %d", i);
         r->r.first_code = -110;
         r->r.retries = 14;
+        r->r.stopped = 7 + i; /* ranks a wall limit stopped */
         r->r.virtual_ns = 62001000123LL;
         r->r.trace_hash = 0xfedcba9876543210ull;
         r->r.wall_s = 0.5;
@@ -188,6 +189,7 @@ static void test_file_roundtrip(void)
         CU_ASSERT_STRING_EQUAL(b->r.why, a->r.why);
         CU_ASSERT_STRING_EQUAL(b->r.first_error, a->r.first_error);
         CU_ASSERT_EQUAL(b->r.first_code, a->r.first_code);
+        CU_ASSERT_EQUAL(b->r.stopped, a->r.stopped);
         CU_ASSERT_EQUAL(b->r.retries, a->r.retries);
         CU_ASSERT_EQUAL(b->r.virtual_ns, a->r.virtual_ns);
         CU_ASSERT_EQUAL(b->r.trace_hash, a->r.trace_hash);

@@ -1195,12 +1195,12 @@ static int deep_task(ddp_sys_t *sys, void *arg)
 
 static void test_tasks_deep_stacks(void)
 {
-    /* ~40 KiB of frames in the default 64 KiB; ~400 KiB in 4 MiB (a thread
+    /* ~20 KiB of frames in the default 32 KiB; ~400 KiB in 4 MiB (a thread
      * under TSan loses ~800 KiB of its stack to TSan's thread-local state). */
     struct {
         int depth;
         size_t stack;
-    } cases[] = {{40, 0}, {400, 4 * 1024 * 1024}};
+    } cases[] = {{20, 0}, {400, 4 * 1024 * 1024}};
     for (int c = 0; c < 2; c++) {
         for (int mode = DDP_SIM_TASKS_CONTEXTS; mode <= DDP_SIM_TASKS_THREADS; mode++) {
             deep_t d = {.depth = cases[c].depth};
@@ -1652,8 +1652,74 @@ static void test_contexts_guard_page(void)
     CU_ASSERT_FALSE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
+/* KiB the process maps (/proc/self/statm), -1 unknown. */
+static long long vm_kib(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    long long pages = -1;
+    if (f && fscanf(f, "%lld", &pages) != 1)
+        pages = -1;
+    if (f)
+        fclose(f);
+    return pages < 0 ? -1 : pages * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/* In a forked child, under an address-space limit 32 MiB above what it
+ * maps, 8,192 parked tasks (70 KiB of stack slot each) cannot all start:
+ * the run dies saying that the address space ran out, not memory, and
+ * which `ulimit -v` it needs (more than the limit it had). */
+static void test_oom_names_address_space(void)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    printf("\n  skipped: a sanitizer's shadow memory needs an unlimited address space\n");
+    return;
+#endif
+    int fds[2];
+    CU_ASSERT_EQUAL_FATAL(pipe(fds), 0);
+    fflush(stdout);
+    fflush(stderr);
+    long long limit = vm_kib() + 32 * 1024;
+    pid_t pid = fork();
+    CU_ASSERT_TRUE_FATAL(pid >= 0);
+    if (pid == 0) {
+        close(fds[0]);
+        dup2(fds[1], 2);
+        setrlimit(RLIMIT_CORE, &(struct rlimit){0, 0});
+        rlim_t as = (rlim_t)limit * 1024;
+        setrlimit(RLIMIT_AS, &(struct rlimit){as, as});
+        ddp_sim_t *sim = ddp_sim_new(&(ddp_sim_opts_t){.seed = 5});
+        ddp_sim_add_node(sim, "node0", "10.0.0.1", 0);
+        for (int i = 0; i < 8192; i++)
+            ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "t", .rank = i},
+                             park_one_second, NULL);
+        ddp_sim_run(sim);
+        _exit(0);
+    }
+    close(fds[1]);
+    static char err[8192];
+    size_t len = 0;
+    for (ssize_t r; len + 1 < sizeof err && (r = read(fds[0], err + len, sizeof err - 1 - len)) > 0;)
+        len += (size_t)r;
+    err[len] = '\0';
+    close(fds[0]);
+    int st = 0;
+    CU_ASSERT_EQUAL(waitpid(pid, &st, 0), pid);
+    CU_ASSERT_FALSE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "ddpsim sim: out of memory: "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "the address space ran out, not memory"));
+    /* a 32 KiB stack, its guard page and 2 KiB of identity state */
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "Each task reserves a 38 KiB stack slot"));
+    const char *u = strstr(err, "run under `ulimit -v ");
+    long long need = u ? atoll(u + 21) : 0;
+    CU_ASSERT_TRUE(need > limit);
+    if (!u || need <= limit)
+        printf("\n  limit %lld KiB; stderr: %s\n", limit, err);
+}
+
 DDP_SUITE("sim", NULL, NULL,
           {"chrome trace and timeline exports", test_trace_exports},
+          {"out of memory: the address space, and the ulimit -v needed",
+           test_oom_names_address_space},
           {"echo over the virtual network", test_echo},
           {"refused connect, late-starting server", test_refused_and_late_start},
           {"deadlock report names task and wait", test_deadlock_report},

@@ -15,6 +15,7 @@
 #include "ddp/err.h"
 #include "ddp/log.h"
 #include "ddp/plugin.h"
+#include "ddp/scenario.h"
 #include "ddp/store.h"
 #include "ddp/sys.h"
 
@@ -178,6 +179,15 @@ void ddp_test_leak_store_connection(ddp_ctx_t *ctx, ddp_cluster_t *env)
     ddp_cluster_main_address(env, addr, sizeof addr);
     ddp_cluster_main_port(env, &port);
     (void)ddp_sys_connect_host(ctx->sys, addr, port, ctx->deadline); /* never closed */
+}
+
+ddp_scenario_t *ddp_test_scenario(const char *text)
+{
+    char err[1024];
+    ddp_scenario_t *s = NULL;
+    if (ddp_scenario_parse(text, "inline.scn", NULL, &s, err, sizeof err) != 0)
+        printf("\n  parse: %s\n", err);
+    return s;
 }
 
 int ddp_test_cmd_inproc(int (*cmd)(struct ddp_sys *, int, char **), const char *args,

@@ -91,8 +91,9 @@ static void run_usage(FILE *f)
             "                      with ddpsim's own Trainer (docs/real-runs.md)\n"
             "  --wall-limit SEC    a simulated run still going after SEC of real time is\n"
             "                      stopped, a harness failure naming its running tasks\n"
-            "                      (default 600; a run whose virtual time stands still is\n"
-            "                      stopped after 10,000,000 sim calls whatever this says)\n"
+            "                      (default: none while virtual time moves, 600 s at one\n"
+            "                      virtual instant; a run whose virtual time stands still\n"
+            "                      is stopped after 10,000,000 sim calls whatever this says)\n"
             "  --grace SEC         a foreign program still running SEC past the scenario's\n"
             "                      deadline is killed: hung (default 30)\n"
             "  --plugin NAME|PATH.so  the plugin of every scenario that names none: a\n"
@@ -644,7 +645,7 @@ static const char *actual_outcome(const job_t *j, char *buf, size_t n)
         return "skip";
     if (j->rc || !strncmp(r->why, "not run", 7))
         return "-";
-    int crash = r->crashed > 0, fail = r->failed || (!r->ranks && r->first_error[0]);
+    int crash = r->crashed > 0, fail = r->failed || r->stopped || (!r->ranks && r->first_error[0]);
     int ok = r->ok > 0;
     /* The counts are of ranks; a run that passed also did what each expect
      * line says (a node that died before its processes became ranks). */

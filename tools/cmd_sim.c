@@ -25,7 +25,7 @@ static void sim_usage(FILE *f)
             "                  [--seed S] [--timeout SEC] [--backend NAME]\n"
             "                  [--plugin NAME|PATH.so]\n"
             "                  [--fault SPEC]... [--master-late SEC] [--port-taken]\n"
-            "                  [--somaxconn K]\n"
+            "                  [--somaxconn K] [--wall-limit SEC]\n"
             "                  [--trace FILE] [--trace-chrome FILE] [--timeline]\n"
             "                  [--print-scenario]\n\n"
             "Runs the accelerator (default ddp; all: each in turn) on N simulated nodes\n"
@@ -38,7 +38,10 @@ static void sim_usage(FILE *f)
             "holds port 29500 on node 0), --somaxconn K (every node's listen backlog\n"
             "cap, 1..65535, default 4096: the store admits K connects of a burst, drops\n"
             "the SYNs of the rest, which retransmit at 1, 3, 7, ... s: 32,768 ranks need\n"
-            "8 such rounds at the default, past a 60 s deadline).\n\n"
+            "8 such rounds at the default, past a 60 s deadline), --wall-limit SEC (stop\n"
+            "the run after SEC of real time; default: none while virtual time moves, 600\n"
+            "s while it stands still). A stopped run's ranks are `stopped', not failed,\n"
+            "and the harness's line says why.\n\n"
             "The options are turned into a scenario (docs/scenario-format.md) that the\n"
             "scenario parser checks and `ddpsim run`'s runner runs; --print-scenario\n"
             "prints it instead of running it.\n\n"
@@ -62,7 +65,7 @@ typedef struct sim_cli {
     const char *accel, *backend, *plugin, *trace_path, *chrome;
     int nodes, procs, somaxconn, port_taken, timeline, print;
     uint64_t seed;
-    int64_t timeout_ns, master_late_ns;
+    int64_t timeout_ns, master_late_ns, wall_limit_ns;
     const char *faults[DDP_SCN_MAX_FAULTS];
     int nfaults;
 } sim_cli_t;
@@ -249,7 +252,7 @@ static int run_one(const sim_cli_t *c, const ddp_scenario_t *s, const char *acce
     int keep = c->chrome || c->timeline;
     ddp_scn_run_opts_t o = {.trace = trace, .keep_trace = keep,
                             .trace_out = keep ? &tr : NULL, .report = report,
-                            .report_len = cap};
+                            .report_len = cap, .wall_limit_ns = c->wall_limit_ns};
     ddp_scn_result_t r;
     if (ddp_scenario_run(s, accel, &o, &r) != 0) {
         fprintf(stderr, "ddpsim sim: %s: %s\n", accel, r.why);
@@ -258,13 +261,18 @@ static int run_one(const sim_cli_t *c, const ddp_scenario_t *s, const char *acce
     }
     printf("%s on %d node(s) x %d, seed %llu\n%s", accel, c->nodes,
            strcmp(accel, "ddp2") ? c->procs : 1, (unsigned long long)c->seed, report);
-    int failed = r.failed + r.crashed;
-    printf("  %d rank(s): %d ok, %d failed, %d crashed; virtual %.6f s; %d connect "
+    int failed = r.failed + r.crashed + r.stopped;
+    char stopped[32] = "";
+    if (r.stopped)
+        snprintf(stopped, sizeof stopped, ", %d stopped", r.stopped);
+    printf("  %d rank(s): %d ok, %d failed, %d crashed%s; virtual %.6f s; %d connect "
            "retries; trace hash %016llx%s\n",
-           r.ranks, r.ok, r.failed, r.crashed, (double)r.virtual_ns / 1e9, r.retries,
+           r.ranks, r.ok, r.failed, r.crashed, stopped, (double)r.virtual_ns / 1e9, r.retries,
            (unsigned long long)r.trace_hash,
            r.sim_result == DDP_SIM_DEADLOCK ? "; DEADLOCK" : "");
-    if (!r.invariants_ok)
+    if (r.stopped || r.sim_result == DDP_SIM_WALL_LIMIT || r.sim_result == DDP_SIM_LIVELOCK)
+        printf("  %s\n", r.first_error); /* the one error of a stopped run */
+    else if (!r.invariants_ok)
         printf("  %s\n", r.why);
     if (tr && c->timeline)
         ddp_sim_export_timeline(tr, stdout);
@@ -296,6 +304,7 @@ int ddp_cmd_sim(ddp_sys_t *sys, int argc, char **argv)
                "KIND[,key=value...] (see ddpsim sim --help), at most 32 of them"),
         OPT_NS("master-late", &c.master_late_ns, 0, 1e7),
         OPT_INT("somaxconn", &c.somaxconn, 1, 65535),
+        OPT_NS_POS("wall-limit", &c.wall_limit_ns, 86400),
         OPT_FLAG("port-taken", 0, &c.port_taken, 1),
         OPT_STR("trace", &c.trace_path, file),
         OPT_STR("trace-chrome", &c.chrome, file),

@@ -189,6 +189,9 @@ typedef struct ddp_scn_result {
                             output was kept, each failing rank's file
                             ("" none kept) */
     int ranks, ok, failed, crashed;
+    int stopped;         /* ranks the harness cancelled when it stopped the
+                            run (a wall-clock limit, a livelock): neither ok
+                            nor failed; first_error says why */
     int retries;         /* connect retries of all ranks */
     int64_t virtual_ns;  /* when the last task ended */
     uint64_t trace_hash;
@@ -207,7 +210,9 @@ typedef struct ddp_scn_run_opts {
     size_t report_len;
     /* The run's real-time budget beside its virtual deadline: a run still
      * going after it is stopped and fails as a harness failure naming the
-     * tasks that were running (0: 600 s; < 0: none). A run whose virtual
+     * tasks that were running (< 0: none; 0: no budget for the run, but
+     * 600 s of real time at one virtual instant, ddp_sim_opts_t.wall_stall,
+     * so a run that makes progress is never stopped). A run whose virtual
      * time stands still (a livelock) is stopped whatever this says. */
     int64_t wall_limit_ns;
     /* rank + 1 whose message r->rank_error gets (0: none): `--compare` sets

@@ -31,12 +31,18 @@ extern "C" {
 typedef struct ddp_sim ddp_sim_t;
 typedef struct ddp_sim_task ddp_sim_task_t;
 
+/* The stack of a task running code the project did not write (a plugin
+ * library's): what every task had before the default became 32 KiB. */
+#define DDP_SIM_STACK_FOREIGN ((size_t)64 * 1024)
+
 typedef struct ddp_sim_opts {
     uint64_t seed;
     int64_t latency_ns;   /* one-way link latency; 0 -> 100 us */
     int64_t jitter_ns;    /* uniform extra latency per message; default 0 */
     double bandwidth_Bps; /* bytes/s per stream; 0 -> 10 GB/s */
-    size_t stack_size;    /* per task; 0 -> 64 KiB (+ sanitizer headroom) */
+    size_t stack_size;    /* per task; 0 (or less) -> 32 KiB, 512 KiB under
+                             ASan/TSan; DDP_SIM_STACK_FOREIGN for code of
+                             unknown depth (a user's plugin library) */
     int64_t time_limit_ns; /* stop the run at this virtual time; 0 -> 4 h */
     int short_io;          /* split deliveries into random pieces */
     FILE *trace;           /* JSON lines written here as they happen (or NULL) */
@@ -49,15 +55,20 @@ typedef struct ddp_sim_opts {
      * (livelock_calls of them at one virtual instant; 0 -> 10,000,000) is
      * stopped: DDP_SIM_LIVELOCK. With a wall clock (a POSIX sys: the
      * simulator reads no clock of its own), a run still going after
-     * wall_limit_ns of real time is stopped: DDP_SIM_WALL_LIMIT. Either
-     * way every task is cancelled and the report names those that were
-     * running. The livelock bound is a count, so it stops a run at the same
-     * point in every replay. */
+     * wall_limit_ns of real time is stopped: DDP_SIM_WALL_LIMIT; with
+     * wall_stall set, only real time spent while virtual time stands still
+     * counts (the clock restarts whenever virtual time moves), so a run
+     * that makes progress is never stopped by the wall clock, however
+     * large its world or slow its host. Either way every task is cancelled
+     * and the report names those that were running. The livelock bound is
+     * a count, so it stops a run at the same point in every replay. The
+     * wall clock is read once every 4096 sim calls at one virtual instant. */
     uint64_t livelock_calls;
     int world; /* the world the job expects (a fault's `barrier` event:
                   the store barrier counts to it); 0: unknown */
     ddp_sys_t *wall_clock;
     int64_t wall_limit_ns; /* 0: no wall limit */
+    int wall_stall;        /* 1: wall_limit_ns bounds a stall, not the run */
     /* NCCL: every node has `gpus` virtual GPUs, and the sys hands the nccl
      * backend the simulated NCCL (sim/sim_nccl.c). host_nccl: hand it the
      * POSIX sys's library instead (the process's libnccl.so.2, e.g. the
