@@ -149,8 +149,8 @@ static void test_cmd_check(void)
         return;
     ddp_test_plugin_lib(lib, sizeof lib, "libkvx-race.so");
     snprintf(args, sizeof args, "check --plugin %s --out %s --junit %s/j.xml --no-progress "
-                                "--random-runs 10",
-             lib, dir, dir);
+                                "--random-runs 10 --report %s/html",
+             lib, dir, dir, dir);
     CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, args, 0, out, sizeof out), 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "FINDING 1 [baseline]"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "replay check: reproduces it"));
@@ -162,6 +162,11 @@ static void test_cmd_check(void)
     if (j)
         fclose(j);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "<failure message="));
+    snprintf(args, sizeof args, "%s/html/report/index.html", dir);
+    FILE *h = fopen(args, "r");
+    CU_ASSERT_PTR_NOT_NULL(h); /* --report: a page per finding and the index */
+    if (h)
+        fclose(h);
     CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, "check --no-progress", 1, out, sizeof out), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "--plugin"));
     snprintf(args, sizeof args, "rm -rf '%s'", dir);

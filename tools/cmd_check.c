@@ -12,6 +12,7 @@
 #include "ddp/err.h"
 #include "ddp/plugin.h"
 #include "ddp/real.h"
+#include "artifacts.h"
 #include "opt.h"
 
 static void check_usage(FILE *f)
@@ -20,7 +21,7 @@ static void check_usage(FILE *f)
             "usage: ddpsim check --plugin NAME|PATH.so [--budget D] [--runs N] [--seed S]\n"
             "       ddpsim check --exec 'CMD ARGS' [--netns] [--port P] [--budget D] [--runs N]\n"
             "                    [--random-runs N] [--max-findings N] [--list] [--out DIR]\n"
-            "                    [--junit FILE] [--shard K/N] [--sanitize]\n"
+            "                    [--junit FILE] [--report DIR] [--shard K/N] [--sanitize]\n"
             "                    [--progress | --no-progress]\n\n"
             "Tests your plugin with no scenario of yours. First fault-free baselines on\n"
             "every shape that matters (1 node; 2 nodes under every accelerator, ddp2's one\n"
@@ -66,6 +67,8 @@ static void check_usage(FILE *f)
             "                     a finding with a replay command that preloads them too\n"
             "  --out DIR          where findings' scenarios go (default ddpsim-check)\n"
             "  --junit FILE       JUnit XML: the baselines, then one test per finding\n"
+            "  --report DIR       a run folder per finding (as run --artifacts keeps them)\n"
+            "                     and DIR/report/index.html over them (ddpsim report)\n"
             "  --shard K/N        only the aimed and random runs i with i mod N = K-1\n"
             "  --progress, --no-progress   as explore's\n\n"
             "Exit status: 0 no finding, 1 some finding, 2 bad input.\n");
@@ -127,6 +130,57 @@ static int junit_fill(FILE *f, void *arg)
     return 0;
 }
 
+/* One finding as a run folder of `run --artifacts` (run again in the
+ * simulator for its trace and per-rank lines; a real run's as found). */
+static int finding_folder(const ddp_art_t *a, const ddp_check_finding_t *f, int i)
+{
+    ddp_scenario_t *s = NULL;
+    char err[512];
+    if (!f->scenario || ddp_scenario_parse(f->scenario, "finding.scn", NULL, &s, err,
+                                           sizeof err))
+        return -1;
+    ddp_shard_row_t *row = calloc(1, sizeof *row);
+    char *trace = NULL;
+    int rc = -1;
+    if (row) {
+        row->s = s;
+        snprintf(row->path, sizeof row->path, "%s", f->path);
+        if (!f->path[0])
+            snprintf(row->path, sizeof row->path, "finding-%d.scn", i + 1);
+        snprintf(row->title, sizeof row->title, "%s", s->name);
+        snprintf(row->accel, sizeof row->accel, "%s", f->accel);
+        snprintf(row->expected, sizeof row->expected, "%s", f->oracle);
+        snprintf(row->actual, sizeof row->actual, "finding");
+        row->r = f->result;
+        ddp_scn_run_opts_t ro = {.keep_trace = 1, .trace_out = &trace, .report = row->report,
+                                 .report_len = sizeof row->report};
+        if (!a->real)
+            (void)ddp_scenario_run(s, f->accel, &ro, &row->r);
+        snprintf(row->r.why, sizeof row->r.why, "[%s] %s", f->oracle, f->sentence);
+        rc = ddp_art_write(a, row, trace);
+    }
+    free(trace);
+    free(row);
+    ddp_scenario_free(s);
+    return rc;
+}
+
+/* --report DIR: a run folder per finding, then `ddpsim report DIR`. */
+static int write_report(ddp_sys_t *sys, const char *dir, const ddp_check_opts_t *o,
+                        const ddp_check_report_t *rep)
+{
+    ddp_art_t a = {.dir = dir, .real = o->exec != NULL, .netns = o->netns};
+    for (int i = 0; i < rep->nfindings; i++)
+        if (finding_folder(&a, &rep->findings[i], i) != 0) {
+            fprintf(stderr, "ddpsim check: --report: %s\n", ddp_err_message());
+            return 2;
+        }
+    if (rep->nfindings == 0)
+        return 0;
+    char *argv[] = {"report", (char *)dir, NULL};
+    return ddp_cmd_report(sys, 2, argv);
+}
+
 static void summary(const ddp_check_opts_t *o, const ddp_check_report_t *rep)
 {
     fprintf(stdout, "check: %d baseline run(s) (%d failed), %d aimed and %d random run(s) "
@@ -181,7 +235,7 @@ int ddp_cmd_check(ddp_sys_t *sys, int argc, char **argv)
         return src;
     ddp_check_opts_t o = {.seed = 1, .out_dir = "ddpsim-check", .self = ddp_tool_self,
                           .progress = isatty(2) ? 1 : 2};
-    const char *junit = NULL;
+    const char *junit = NULL, *report = NULL;
     int n, list = 0, sanitize = 0, port = 0; /* sanitize: done by sanitized() */
     const ddp_opt_t opts[] = {
         OPT_FN("plugin", &o.plugin, ddp_opt_plugin_name, ddp_opt_plugin_form()),
@@ -197,6 +251,7 @@ int ddp_cmd_check(ddp_sys_t *sys, int argc, char **argv)
         OPT_FLAG("sanitize", 0, &sanitize, 1),
         OPT_FN("out", &o.out_dir, ddp_opt_dir, DDP_OPT_DIR_FORM),
         OPT_STR("junit", &junit, "a file to write"),
+        OPT_STR("report", &report, "a folder that does not exist yet"),
         OPT_FN("shard", &o.shard, ddp_opt_shard, DDP_OPT_SHARD_FORM),
         OPT_FLAG("progress", 0, &o.progress, 1),
         OPT_FLAG("no-progress", 0, &o.progress, 0),
@@ -214,6 +269,8 @@ int ddp_cmd_check(ddp_sys_t *sys, int argc, char **argv)
     }
     if (ddp_opt_writable("check", "--junit", junit))
         return 2;
+    if (report && access(report, F_OK) == 0)
+        return ddp_opt_bad("check", "--report", report, "a folder that does not exist yet");
     o.list_only = list;
     o.current_path = ddp_env_get(ddp_sys_env(sys), "DDPSIM_CHECK_CURRENT");
     ddp_check_report_t rep;
@@ -231,6 +288,8 @@ int ddp_cmd_check(ddp_sys_t *sys, int argc, char **argv)
         fprintf(stderr, "ddpsim check: %s\n", ddp_err_message());
         rc = 2;
     }
+    if (rc != 2 && report && write_report(sys, report, &o, &rep) != 0)
+        rc = 2;
     ddp_check_report_free(&rep);
     return rc;
 }
