@@ -130,8 +130,13 @@ static void set_expect(ddp_scenario_t *m, const chk_verdict_t *v)
     } else if (v->oracle == CHK_CAUSE) {
         e->kind = DDP_EXPECT_FAIL;
         snprintf(e->ranks, sizeof e->ranks, "%d", v->rank);
-        snprintf(e->mentions[0], sizeof e->mentions[0], "%s", v->phase);
-        e->nmentions = 1;
+        if (v->phase[0]) {
+            snprintf(e->mentions[0], sizeof e->mentions[0], "%s", v->phase);
+            e->nmentions = 1;
+        } else { /* the store client's words for a request after a failure */
+            snprintf(e->excludes[0], sizeof e->excludes[0], "is gone (earlier: lost the connection");
+            e->nexcludes = 1;
+        }
     } else {
         e->kind = DDP_EXPECT_OK;
     }
@@ -195,10 +200,15 @@ static int already_seen(chk_t *c, const chk_verdict_t *v, const ddp_scn_result_t
     const char *colon = comma ? strchr(comma, ':') : NULL;
     int len = comma && colon ? (int)(colon - comma) : 0;
     const char *inv = strstr(r->why, "invariant: ");
-    if (v->oracle == CHK_INVARIANT)
-        snprintf(key, sizeof key, "invariant %.40s", inv ? inv + 11 : r->why);
+    if (v->oracle == CHK_INVARIANT) { /* its words, numbers left out */
+        int o = snprintf(key, sizeof key, "invariant ");
+        for (const char *q = inv ? inv + 11 : r->why; *q && o < 60; q++)
+            if ((*q < '0' || *q > '9') && *q != '.')
+                key[o++] = *q;
+        key[o] = '\0';
+    }
     else if (v->oracle == CHK_CAUSE)
-        snprintf(key, sizeof key, "cause %s", v->phase);
+        snprintf(key, sizeof key, "cause %s", v->phase[0] ? v->phase : "gone");
     else
         snprintf(key, sizeof key, "%s %.*s", ddp_scn_error_class(r->first_code), len,
                  comma ? comma : "");
@@ -343,6 +353,8 @@ static ddp_scenario_t *random_draw(chk_t *c, int i, char *accel, size_t n)
     if (s) {
         s->timeout_ns = (int64_t)CHK_TIMEOUT_S * DDP_NS_PER_S;
         s->store_timeout_ns = 0;
+        if (!strcmp(accel, "ddp2") && s->nodes == 1) /* a world of 1: not a */
+            s->nodes = 2, s->devices = 2;              /* shape the baselines ask */
     }
     return s;
 }

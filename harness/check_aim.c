@@ -228,12 +228,13 @@ static int lines_for(const chk_event_t *e, int r, int node, int multi, char out[
              2 * CHK_HEAL_S);
     snprintf(out[n++], 256, "fault refuse node=%d %s count=1", node, at);
     snprintf(out[n++], 256, "fault reset ranks=%d %s count=1", r, at);
-    if (e->phase[0])
-        for (int k = 0; k < 2; k++)
-            snprintf(out[n++], 256,
-                     "fault point point=store/client/%s ranks=%d %s end=\"leave:%s@%d\" "
-                     "count=1",
-                     k ? "recv" : "send", r, at, e->phase, r);
+    /* a store request of rank r fails while it is in the phase: its first
+     * one, or (p=0.5) any one of them */
+    for (int k = 0; e->phase[0] && k < 4; k++)
+        snprintf(out[n++], 256,
+                 "fault point point=store/client/%s ranks=%d %s end=\"leave:%s@%d\" "
+                 "count=1%s",
+                 k & 1 ? "recv" : "send", r, at, e->phase, r, k < 2 ? "" : " p=0.5");
     return n;
 }
 
@@ -248,7 +249,7 @@ static int aim_shape(const chk_event_t *ev, int nev, const char *accel, int node
             int r = targets[t];
             if (r < 0 || !(ev[i].classes & (1u << t)))
                 continue;
-            char lines[16][256];
+            char lines[20][256];
             int n = lines_for(&ev[i], r, r / per_node, nodes > 1, lines);
             for (int k = 0; k < n; k++) {
                 if (transient_only && !strstr(lines[k], "end=3s") &&

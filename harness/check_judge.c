@@ -19,6 +19,13 @@ const char *ddp__check_oracle_name(int oracle)
     return oracle >= 0 && oracle < CHK_COUNT ? names[oracle] : "?";
 }
 
+/* The store client's words for a request made after the connection was
+ * lost (core/store_client.c, check_alive): code that went on after a
+ * failed request. (A lost connection only: the client itself makes a
+ * second request after a WAIT that timed out, its CANCEL_WAIT.) The
+ * default plugin never does. */
+#define STORE_GONE "is gone (earlier: lost the connection"
+
 static int all_ok(const ddp_scn_result_t *r)
 {
     return r->invariants_ok && r->failed == 0 && r->crashed == 0 && r->ok > 0;
@@ -181,13 +188,45 @@ static int judge_compared(const ddp_scenario_t *s, const char *accel, const ddp_
     return CHK_NONE;
 }
 
+/* The phase the thread was in when a `point` fault first fired on it,
+ * from the trace: its task's last phase line before the fault line. The
+ * phase of a rank is per thread (its store server's thread has its own),
+ * so the window's phase is not always the hit's. 0, or -1 (no hit). */
+static int hit_phase(const char *trace, char *out, size_t n)
+{
+    enum { MAXT = 512 };
+    static _Thread_local char last[MAXT][48];
+    memset(last, 0, sizeof last);
+    for (const char *l = trace; l && *l;) {
+        const char *e = strchr(l, '\n'), *id = strstr(l, "\"id\":");
+        int t = id && (!e || id < e) ? atoi(id + 5) : -1;
+        const char *ph = strstr(l, "\"kind\":\"phase\",\"phase\":\"");
+        if (t >= 0 && t < MAXT && ph && (!e || ph < e)) {
+            ph += 25;
+            snprintf(last[t], sizeof last[t], "%.*s", (int)strcspn(ph, "\""), ph);
+        } else if (t >= 0 && t < MAXT && strstr(l, "\"fault\":\"point\"") &&
+                   (!e || strstr(l, "\"fault\":\"point\"") < e)) {
+            snprintf(out, n, "%s", last[t]);
+            return 0;
+        }
+        l = e ? e + 1 : NULL;
+    }
+    return -1;
+}
+
 int ddp__check_judge(const ddp_scenario_t *s, const char *accel, int baseline,
                      ddp_scn_result_t *r, chk_verdict_t *v)
 {
     memset(v, 0, sizeof *v);
     v->rank = cause_of(s, v->phase, sizeof v->phase);
-    ddp_scn_run_opts_t ro = {.explain_rank = v->rank + 1};
-    if (ddp_scenario_run(s, accel, &ro, r) != 0)
+    char *trace = NULL;
+    ddp_scn_run_opts_t ro = {.explain_rank = v->rank + 1, .keep_trace = v->rank >= 0,
+                             .trace_out = v->rank >= 0 ? &trace : NULL};
+    int rc = ddp_scenario_run(s, accel, &ro, r);
+    if (rc == 0 && trace && hit_phase(trace, v->phase, sizeof v->phase) != 0)
+        v->rank = -1;
+    free(trace);
+    if (rc != 0)
         return -1;
     if (r->skipped)
         return CHK_NONE;
@@ -205,6 +244,14 @@ int ddp__check_judge(const ddp_scenario_t *s, const char *accel, int baseline,
                    faults, first);
     if (ok || !act)
         return CHK_NONE;
+    if (strstr(r->first_error, STORE_GONE) || strstr(r->rank_error, STORE_GONE)) {
+        const char *m = strstr(r->rank_error, STORE_GONE) ? r->rank_error : r->first_error;
+        v->rank = strstr(r->rank_error, STORE_GONE) ? v->rank : r->first_rank;
+        v->phase[0] = '\0';
+        return say(v, CHK_CAUSE, "a rank made another store request after one of its "
+                                 "requests had failed (an ignored store error?): \"%s\"%s",
+                   m, "");
+    }
     if (v->rank >= 0 && r->rank_error[0] && !strcasestr(r->rank_error, v->phase)) {
         char head[200];
         snprintf(head, sizeof head, "rank %d's store request failed in the plugin's phase "

@@ -60,7 +60,8 @@ typedef struct chk_verdict {
     int oracle;
     char sentence[1024];
     int rank;         /* CHK_CAUSE: the rank; else -1 */
-    char phase[48];   /* CHK_CAUSE: the phase its call failed in */
+    char phase[48];   /* CHK_CAUSE: the phase its call failed in ("": the
+                         rank went on after a failed store request) */
 } chk_verdict_t;
 
 /* Runs s for accel (and, where an oracle needs it, the same run under the

@@ -864,7 +864,8 @@ static int st_expect(pctx_t *p, token_t *tok, int ntok)
         if (e->kind == DDP_EXPECT_INVARIANTS)
             return perr(p, t->col, "expected end of line after \"expect invariants\", got \"%s=\"",
                         t->text);
-        if (strcmp(t->text, "mentions") && once(p, tok, i, "an expect"))
+        if (strcmp(t->text, "mentions") && strcmp(t->text, "excludes") &&
+            once(p, tok, i, "an expect"))
             return DDP_ECONFIG;
         if (!strcmp(t->text, "ranks")) {
             if (!strcmp(v, "others") || !strcmp(v, "all") || !strcmp(v, "agents"))
@@ -907,6 +908,14 @@ static int st_expect(pctx_t *p, token_t *tok, int ntok)
                 return perr(p, t->vcol, "expected a text of 1..%zu characters, got \"%.40s\"",
                             sizeof e->mentions[0] - 1, v);
             snprintf(e->mentions[e->nmentions++], sizeof e->mentions[0], "%s", v);
+        } else if (!strcmp(t->text, "excludes")) {
+            if (e->nexcludes == DDP_SCN_MAX_MENTIONS)
+                return perr(p, t->col, "expected at most %d excludes= per line",
+                            DDP_SCN_MAX_MENTIONS);
+            if (!*v || strlen(v) >= sizeof e->excludes[0])
+                return perr(p, t->vcol, "expected a text of 1..%zu characters, got \"%.40s\"",
+                            sizeof e->excludes[0] - 1, v);
+            snprintf(e->excludes[e->nexcludes++], sizeof e->excludes[0], "%s", v);
         } else if (!strcmp(t->text, "within")) {
             rc = parse_duration(p, v, t->vcol, &e->within_ns);
         } else if (!strcmp(t->text, "from")) {
@@ -927,14 +936,16 @@ static int st_expect(pctx_t *p, token_t *tok, int ntok)
                                         "second_job's), got \"%.60s\"", v);
             e->job = !strcmp(v, "2");
         } else {
-            return perr(p, t->col, "expected an expect key (ranks, error, mentions, within, "
-                                   "from, match, job, restarts), got \"%.60s\"", t->text);
+            return perr(p, t->col, "expected an expect key (ranks, error, mentions, excludes, "
+                                   "within, from, match, job, restarts), got \"%.60s\"",
+                        t->text);
         }
         if (rc)
             return rc;
     }
-    if (e->nmentions && e->kind != DDP_EXPECT_FAIL)
-        return perr(p, tok[1].col, "expected mentions= only after \"expect fail\"");
+    if ((e->nmentions || e->nexcludes) && e->kind != DDP_EXPECT_FAIL)
+        return perr(p, tok[1].col, "expected mentions= and excludes= only after \"expect "
+                                   "fail\"");
     if (e->from_join && !e->within_ns)
         return perr(p, e->from_join, "expected within= with from=join (it says where "
                                      "within= counts from)");
@@ -1701,6 +1712,9 @@ int ddp_scenario_equal(const ddp_scenario_t *a, const ddp_scenario_t *b, char *w
              "expect %d differs", i + 1);
         for (int m = 0; m < x->nmentions; m++)
             DIFF(strcmp(x->mentions[m], y->mentions[m]), "expect %d: mentions differ", i + 1);
+        DIFF(x->nexcludes != y->nexcludes, "expect %d: excludes differ", i + 1);
+        for (int m = 0; m < x->nexcludes; m++)
+            DIFF(strcmp(x->excludes[m], y->excludes[m]), "expect %d: excludes differ", i + 1);
     }
     return 1;
 }
@@ -2041,6 +2055,10 @@ int ddp_scenario_write(const ddp_scenario_t *s, FILE *o)
         for (int m = 0; m < e->nmentions; m++) {
             fprintf(o, " mentions=");
             put_quoted(o, e->mentions[m]);
+        }
+        for (int m = 0; m < e->nexcludes; m++) {
+            fprintf(o, " excludes=");
+            put_quoted(o, e->excludes[m]);
         }
         if (e->within_ns)
             put_duration(o, " within=", e->within_ns);

@@ -211,6 +211,12 @@ static int meets(const ddp_scn_expect_t *e, const ddp_sim_outcome_t *o, char *wh
                          who(o, w, sizeof w), e->mentions[m], o->message);
                 return 0;
             }
+        for (int m = 0; m < e->nexcludes && !o->foreign; m++)
+            if (strcasestr(o->message, e->excludes[m])) {
+                snprintf(why, n, "expected %s's error not to contain \"%s\", got: %s",
+                         who(o, w, sizeof w), e->excludes[m], o->message);
+                return 0;
+            }
         break;
     case DDP_EXPECT_INVARIANTS:
         break;

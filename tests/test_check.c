@@ -246,7 +246,31 @@ static void test_sanitize(void)
     CU_ASSERT_EQUAL(system(args), 0);
 }
 
+/* excludes= (what check writes for an ignored store error): a failing
+ * rank whose message holds the text fails the expectation. */
+static void test_expect_excludes(void)
+{
+    static const char *const text =
+        "scenario \"x\"\nnodes 2\ndevices 1\naccelerators ddp\n"
+        "fault crash ranks=1 phase=barrier\nexpect crashed ranks=1\n"
+        "expect fail ranks=0 excludes=\"%s\"\n";
+    const char *texts[2] = {"is gone (earlier: lost the connection", "rank 0, "};
+    for (int k = 0; k < 2; k++) {
+        char buf[512], err[256];
+        snprintf(buf, sizeof buf, text, texts[k]);
+        ddp_scenario_t *s = NULL;
+        CU_ASSERT_EQUAL_FATAL(ddp_scenario_parse(buf, "x.scn", NULL, &s, err, sizeof err), 0);
+        ddp_scn_result_t r;
+        CU_ASSERT_EQUAL(ddp_scenario_run(s, "ddp", NULL, &r), 0);
+        CU_ASSERT_EQUAL(r.pass, !k);
+        if (k)
+            CU_ASSERT_PTR_NOT_NULL(strstr(r.why, "not to contain \"rank 0, \""));
+        ddp_scenario_free(s);
+    }
+}
+
 DDP_SUITE("check", NULL, NULL,
+          {"expect fail excludes=: the text must not be in the message", test_expect_excludes},
           {"--sanitize: a use-after-free is a finding, replayed", test_sanitize},
           {"a correct plugin: no finding", test_correct_plugin},
           {"discovery: the plugin's own phases and keys", test_discovery},

@@ -40,6 +40,9 @@ typedef struct ddp_scn_expect {
     char error[32];   /* error class ("timeout", "addrinuse"...); "" any */
     char mentions[DDP_SCN_MAX_MENTIONS][160];
     int nmentions;
+    char excludes[DDP_SCN_MAX_MENTIONS][160]; /* texts the message must not
+                                                 contain (excludes=) */
+    int nexcludes;
     int64_t within_ns; /* the ranks end by this virtual time (0: no bound) */
     int from_join;     /* from=join: within= counts from each rank's first
                           store contact (ddp_sim_outcome_t.join_ns) */
