@@ -38,6 +38,7 @@ static struct {
     long events_off;     /* E records read so far (ddp__real_events_read) */
     ddp_rng_t rng;
     int attempt;         /* an elastic agent's worker: its group's start */
+    int armed;           /* libfiu initialised and its points enabled here */
 } self;
 
 int ddp__real_in_process(const ddp_fault_t *f)
@@ -326,6 +327,7 @@ static int arm_faults(void)
                                 self.p->expected_world)))
         return rc;
     fiu_init(0);
+    self.armed = 1;
     if (n)
         ddp_fault_on_call(call_hook, NULL);
     if (self.all.events)
@@ -335,11 +337,16 @@ static int arm_faults(void)
     return 0;
 }
 
+/* Undoes arm_faults, however far it got: libfiu is only told to disable
+ * what was enabled after its fiu_init (before it, fiu_disable crashes). */
 static void disarm_faults(void)
 {
-    ddp_fault_on_call(NULL, NULL);
-    ddp_fault_observe(NULL, NULL);
-    ddp_fault_disable(ddp_fault_name(DDP_FP_DDP_PHASE_ENTER));
+    if (self.armed) {
+        ddp_fault_on_call(NULL, NULL);
+        ddp_fault_observe(NULL, NULL);
+        ddp_fault_disable(ddp_fault_name(DDP_FP_DDP_PHASE_ENTER));
+        self.armed = 0;
+    }
     ddp_faultset_free(&self.fs);
     ddp_faultset_free(&self.all);
     ddp_faultset_free(&self.runner);

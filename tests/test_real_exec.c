@@ -691,6 +691,86 @@ static void test_torch_agent_workers(void)
     CU_ASSERT_EQUAL(rmdir(dir), 0);
 }
 
+/* Starts `BIN run --real --grace 2 --no-progress SCN` with TMPDIR=tmp,
+ * stdout and stderr into the file out; the runner's pid. */
+static pid_t start_run_in(const char *bin, const char *scn, const char *tmp, const char *out)
+{
+    fflush(NULL);
+    pid_t p = fork();
+    if (p == 0) {
+        int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        setenv("TMPDIR", tmp, 1);
+        execl(bin, bin, "run", "--real", "--grace", "2", "--no-progress", scn, (char *)NULL);
+        _exit(127);
+    }
+    return p;
+}
+
+/* Waits for pid (at most limit_s, scaled): its status, or -1 after
+ * killing it when it did not end. */
+static int wait_bounded(pid_t pid, int limit_s)
+{
+    int st = 0;
+    for (int i = 0; i < ddp_test_wall_s(limit_s) * 50; i++) {
+        if (waitpid(pid, &st, WNOHANG) == pid)
+            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        usleep(20000);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    return -1;
+}
+
+/* Issue 42: the hosted store of an exec job, finding MASTER_PORT taken
+ * (after the run's own check: node 0 starts 2 s late), disabled libfiu
+ * points it had never initialised and died of SIGSEGV (status 139). It
+ * must fail cleanly, naming the port. */
+static void test_hosted_store_port_taken(void)
+{
+    char bin[400];
+    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+        return;
+    uint16_t port = free_port();
+    CU_ASSERT_FATAL(port > 0);
+    char dir[64], scn[96], out[96], text[1 << 14], want[96];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "storetaken"));
+    write_file(scn, sizeof scn, dir, "taken.scn",
+               "scenario \"the store's port taken\"\nnodes 1\ndevices 2\naccelerators ddp\n"
+               "launcher torchrun\nport %u\nmaster_late 2s\ntimeout 5s\nexec \"sleep 1\"\n"
+               "expect ok\n", (unsigned)port);
+    ddp_test_in(out, sizeof out, dir, "run.out");
+    pid_t runner = start_run_in(bin, scn, dir, out);
+    CU_ASSERT_FATAL(runner > 0);
+    /* its plan file: the run checked the port and started */
+    for (int i = 0; i < ddp_test_wall_s(10) * 100 && !files_with(dir, "ddpsim-real-"); i++)
+        usleep(10000);
+    ddp_sys_t *sys = ddp_test_sys();
+    ddp_addr_t a;
+    ddp_addr_parse("0.0.0.0", port, &a);
+    int fd = ddp_sys_listen(sys, &a, 1);
+    int st = wait_bounded(runner, 30);
+    ddp_test_read_file(out, text, sizeof text);
+    if (fd < 0) {
+        printf("\n  skipped: the store took port %u before this test could\n", (unsigned)port);
+    } else {
+        CU_ASSERT_EQUAL(st, 1);
+        snprintf(want, sizeof want, "cannot listen on [::]:%u: the port is already in use",
+                 (unsigned)port);
+        CU_ASSERT_PTR_NOT_NULL(strstr(text, want));
+        CU_ASSERT_PTR_NOT_NULL(strstr(text, "exited with status 1 before it listened"));
+        CU_ASSERT_PTR_NULL(strstr(text, "status 139"));
+        if (st != 1 || !strstr(text, want) || strstr(text, "status 139"))
+            printf("\n  exit %d:\n%s", st, text);
+        ddp_sys_close(sys, fd);
+    }
+    ddp_sys_free(sys);
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CU_ASSERT_EQUAL(system(cmd), 0);
+}
+
 DDP_SUITE("real_exec", NULL, NULL,
           {"a master port taken before the run starts", test_taken_master_port},
           {"torch's messages become outcome classes", test_torch_messages},
@@ -701,6 +781,8 @@ DDP_SUITE("real_exec", NULL, NULL,
           {"torch's agent (a stand-in): workers found by RANK, one killed at its spawn",
            test_torch_agent_workers},
           {"a foreign job's hosted store: its mark opens a fault", test_hosted_store_events},
+          {"a foreign job's hosted store on a taken port fails cleanly, naming it",
+           test_hosted_store_port_taken},
           {"a foreign job's hosted store: each rank's phase, no_join, output, environment",
            test_hosted_store_progress},
           {"quick real runs: launchers' contracts, reset, resolve, pause; faults fire",
