@@ -165,6 +165,7 @@ test: $(TESTBIN) $(DDPSIM) ddpsim check-layers check-exports check-fault-points-
 	@$(if $(TESTS),,$(if $(SANITIZE),,$(CHECK_RUN) example-test sh tests/example-test.sh && \
 	    $(CHECK_RUN) mutants-selftest sh tests/mutants/selftest.sh))
 	@$(if $(TESTS),,DDPSIM=$(abspath $(DDPSIM)) $(CHECK_RUN) report-check sh tests/report/check.sh)
+	@$(if $(TESTS),,$(CHECK_RUN) torch-python-test sh tests/torch-python-test.sh)
 	@$(if $(TESTS),,DDPSIM=$(abspath $(DDPSIM)) $(CHECK_RUN) store-rdzv-check \
 	    sh tests/store-rdzv-check.sh $(B)/bench/store_rdzv)
 	@cat $(B)/test-times.txt
