@@ -1051,6 +1051,21 @@ static int delay_fault_line(const ddp_plan_t *plan)
 
 /* A run given up before its processes start: its proxy, namespaces and
  * files go. */
+/* argv[k..] for a foreign program's command line: its own words where
+ * it is one simple command (exec'd by setsid, it keeps the parent-death
+ * signal, which a shell's forked child would not have), else /bin/sh -c
+ * CMD. words (n bytes) holds the words. The new k. */
+#define EXEC_WORDS 64
+static int exec_argv(char **argv, int k, const char *cmd, char *words, size_t n)
+{
+    int w = ddp__real_exec_words(cmd, words, n, argv + k, EXEC_WORDS);
+    if (w > 0)
+        return k + w;
+    argv[k++] = "/bin/sh", argv[k++] = "-c";
+    argv[k++] = (char *)cmd;
+    return k;
+}
+
 static void abandon(ddp_sys_t *sys, ddp_real_proxy_t *proxy, ddp_netns_t *ns,
                     ddp_plan_t *plan, const char *plan_path)
 {
@@ -1240,6 +1255,11 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             pg->store_port[plan->procs[i].job ? 1 : 0] = plan->procs[i].port;
     ddp_faultset_t *rfsp = &rfs;
     char holder_why[400] = "";
+    /* the processes' groups die with the runner, SIGKILL of it included */
+    ddp_sys_guard_t *guard = NULL;
+    if (ddp_sys_guard_start(&guard) != 0)
+        fprintf(stderr, "ddpsim: warning: %s: a SIGKILL of this run may leave its "
+                        "processes' children running\n", ddp_err_message());
     for (;;) {
         int64_t now = ddp_sys_now(sys) - t0;
         /* every process's events (E records), then the windows: one open
@@ -1314,7 +1334,8 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             }
             const ddp_plan_proc_t *x = &plan->procs[p->task];
             ddp_env_t *env = proc_env(sys, plan, x, o->netns, o->env_clear, run_id, logs);
-            char *argv[16], nsname[32], idx[16], outp[320], errp[320];
+            char *argv[16 + EXEC_WORDS], nsname[32], idx[16], outp[320], errp[320];
+            char words[sizeof plan->entry.exec + sizeof agent_cmd];
             int k = 0;
             if (o->netns) {
                 ddp__real_ns_name(&ns, p->node, nsname, sizeof nsname);
@@ -1331,8 +1352,8 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             argv[k++] = "setsid";
             ddp_spawn_t sp = {.env = env, .name = x->name, .die_with_parent = 1};
             if (foreign(plan, x)) {
-                argv[k++] = "/bin/sh", argv[k++] = "-c";
-                argv[k++] = p->agent ? agent_cmd : plan->entry.exec;
+                k = exec_argv(argv, k, p->agent ? agent_cmd : plan->entry.exec, words,
+                              sizeof words);
                 out_path(outp, sizeof outp, base, p->task, "out");
                 out_path(errp, sizeof errp, base, p->task, "err");
                 sp.stdout_path = outp;
@@ -1347,6 +1368,8 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             sp.argv = argv;
             int src = env ? ddp_sys_spawn(sys, &sp, &p->pid) : -ENOMEM;
             ddp_env_free(env);
+            if (!src) /* its group: setsid makes it one, named by its pid */
+                ddp_sys_guard_watch(guard, (long)p->pid, 1);
             p->started = 1;
             p->spawn_ns = now;
             proc_event(plan, &rfs, p, DDP_TRIG_SPAWN, now);
@@ -1416,6 +1439,7 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
                 proc_event(plan, &rfs, p, DDP_TRIG_EXIT, p->end_ns);
                 /* orphans of a killed process go with it */
                 ddp_sys_kill(sys, -p->pid, 9);
+                ddp_sys_guard_watch(guard, (long)p->pid, 0);
             }
         }
         int pending = 0, others = 0;
@@ -1454,6 +1478,7 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             ps[i].at_limit = timed_out && !is_service(plan->procs[ps[i].task].kind);
             ps[i].end_ns = ddp_sys_now(sys) - t0;
         }
+    ddp_sys_guard_end(guard);
     ddp__real_proxy_stop(proxy, hits, plan->nfaults);
     for (int i = 0; i < plan->nfaults && i < DDP_SCN_MAX_FAULTS; i++) {
         /* still in force: its counters go with the namespaces */

@@ -93,6 +93,24 @@ static void test_check_exec(void)
     ddp_sys_free(sys);
 }
 
+/* Which exec lines run without a shell: one simple command's words. */
+static void test_exec_words(void)
+{
+    char buf[64], *w[8];
+    CU_ASSERT_EQUAL(ddp__real_exec_words("  python3 train.py --lr=0.1\t-v ", buf, sizeof buf,
+                                         w, 8), 4);
+    CU_ASSERT_STRING_EQUAL(w[0], "python3");
+    CU_ASSERT_STRING_EQUAL(w[2], "--lr=0.1");
+    CU_ASSERT_STRING_EQUAL(w[3], "-v");
+    CU_ASSERT_PTR_NULL(w[4]);
+    const char *shell[] = {"sh -c 'exit 0'", "FOO=1 prog", "prog $HOME", "a; b", "a && b",
+                           "prog >out", "prog *.py", "~/prog", "prog # note", "a | b", ""};
+    for (size_t i = 0; i < sizeof shell / sizeof shell[0]; i++)
+        CU_ASSERT_EQUAL(ddp__real_exec_words(shell[i], buf, sizeof buf, w, 8), 0);
+    CU_ASSERT_EQUAL(ddp__real_exec_words("a b c d e f g h", buf, sizeof buf, w, 8), 0);
+    CU_ASSERT_EQUAL(ddp__real_exec_words("a b", buf, 3, w, 8), 0);
+}
+
 /* On loopback a port somebody already listens on is refused before any
  * process starts: its holder would otherwise be the master the ranks
  * reach (or its ranks would join this run's store). */
@@ -771,10 +789,72 @@ static void test_hosted_store_port_taken(void)
     CU_ASSERT_EQUAL(system(cmd), 0);
 }
 
+/* Kills (SIGKILL) the processes whose command line holds needle; how many
+ * there were. */
+static int kill_procs_with(const char *needle)
+{
+    pid_t pids[64];
+    int n = procs_with(needle, pids, 64);
+    for (int i = 0; i < n; i++)
+        kill(pids[i], SIGKILL);
+    return n;
+}
+
+/* One run of `exec "CMD"` (2 ranks, each running `sleep 300.PORT`, the
+ * token) SIGKILLed once both sleeps run: how many processes holding the
+ * token, or the run's plan path, are left after a bounded wait. Whatever
+ * is left is killed here. */
+static int left_after_sigkill(const char *bin, const char *dir, const char *cmd_fmt)
+{
+    uint16_t port = free_port();
+    CU_ASSERT_FATAL(port > 0);
+    char token[32], cmd[200], scn[96], out[96];
+    snprintf(token, sizeof token, "sleep 300.%u", (unsigned)port);
+    snprintf(cmd, sizeof cmd, cmd_fmt, token);
+    write_file(scn, sizeof scn, dir, "orphans.scn",
+               "scenario \"no orphans\"\nnodes 1\ndevices 2\naccelerators ddp\n"
+               "launcher torchrun\nport %u\ntimeout 60s\nexec \"%s\"\nexpect ok\n",
+               (unsigned)port, cmd);
+    ddp_test_in(out, sizeof out, dir, "run.out");
+    pid_t runner = start_run_in(bin, scn, dir, out);
+    CU_ASSERT_FATAL(runner > 0);
+    int ranks = wait_procs(token, 2, 1, 30); /* with their shells: more */
+    CU_ASSERT(ranks >= 2);
+    kill(runner, SIGKILL);
+    waitpid(runner, NULL, 0);
+    char plan[64];
+    snprintf(plan, sizeof plan, "ddpsim-real-%ld-", (long)runner);
+    int left = wait_procs(token, 0, 0, 10) + wait_procs(plan, 0, 0, 2);
+    if (left) /* not ours to leave running */
+        printf("\n  exec \"%s\": %d process(es) outlived their runner\n", cmd,
+               kill_procs_with(token) + kill_procs_with(plan));
+    unlink(scn);
+    return left;
+}
+
+/* Issue 42: SIGKILL of `ddpsim run --real` left the user's program
+ * running: the parent-death signal reached only the `sh -c` the runner
+ * started, and sh forks the command. A simple command is exec'd (no
+ * shell), and a guard process kills each rank's process group once the
+ * runner is gone, which also takes what a shell or the program forked. */
+static void test_sigkill_leaves_no_orphan(void)
+{
+    char bin[400];
+    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+        return;
+    char dir[64], cmd[200];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "orphans"));
+    CU_ASSERT_EQUAL(left_after_sigkill(bin, dir, "%s"), 0);
+    CU_ASSERT_EQUAL(left_after_sigkill(bin, dir, "sh -c '%s & wait'"), 0);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CU_ASSERT_EQUAL(system(cmd), 0);
+}
+
 DDP_SUITE("real_exec", NULL, NULL,
           {"a master port taken before the run starts", test_taken_master_port},
           {"torch's messages become outcome classes", test_torch_messages},
           {"an exec program that is not there", test_check_exec},
+          {"an exec line that is one simple command runs without a shell", test_exec_words},
           {"torch's agent: its command, failure table and last words", test_torch_agent_parts},
           {"a second job on its own port: a hosted store of its own, its own ranks",
            test_hosted_store_two_jobs},
@@ -789,5 +869,7 @@ DDP_SUITE("real_exec", NULL, NULL,
            test_quick_real_runs},
           {"SIGKILL of a real run: no rank outlives it, its files are swept",
            test_sigkill_leaves_no_rank},
+          {"SIGKILL of a real run with exec: no process of the user's program is left",
+           test_sigkill_leaves_no_orphan},
           {"two real runs started together on one port never mix",
            test_concurrent_runs_never_mix})

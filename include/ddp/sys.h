@@ -219,6 +219,20 @@ DDP_API void ddp_sys_wall_text(char *buf, size_t n);
  * next one. Returns how many were removed. */
 DDP_API int ddp_sys_sweep_stale(const char *dir, const char *prefix);
 
+/* A guard for a real run's processes (core/sys_posix_guard.c): a process
+ * of its own that SIGKILLs every process group it watches once the
+ * caller is gone, at its end (ddp_sys_guard_end) or at its death, SIGKILL
+ * included. A parent-death signal reaches only the caller's children; the
+ * guard reaches what they forked too, as long as it stays in their group.
+ * start: 0 and *out, or a negative code (no fork). watch: on 1 a group to
+ * kill, on 0 one that is gone (killed and reaped: its id may be reused).
+ * end: the guard kills what it still watches and is waited for. NULL is a
+ * guard that does nothing. */
+typedef struct ddp_sys_guard ddp_sys_guard_t;
+DDP_API int ddp_sys_guard_start(ddp_sys_guard_t **out);
+DDP_API void ddp_sys_guard_watch(ddp_sys_guard_t *g, long pgid, int on);
+DDP_API void ddp_sys_guard_end(ddp_sys_guard_t *g);
+
 /* Makes the folder path and the folders above it (mkdir -p): 0, or a
  * negative code with the error context naming the folder. */
 DDP_API int ddp_sys_make_dirs(const char *path);
