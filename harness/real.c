@@ -225,7 +225,9 @@ typedef struct proc {
     ddp_pid_t pid;
     int started, done, status, killed, stopped;
     int held;             /* its start waited for a pause window to close */
-    int at_limit;         /* still running at the run's limit: killed */
+    int at_limit;         /* still running past its own deadline: killed */
+    int64_t from_ns, deadline_ns; /* that deadline and where it counts from
+                                     (rank_deadline), when at_limit */
     int64_t start_ns, end_ns;
     int64_t spawn_ns; /* when it was spawned: start_ns, or after its pause */
     int workers; /* records of processes it launched */
@@ -822,9 +824,12 @@ static void exec_outcome(const ddp_plan_t *plan, const proc_t *p, const char *ba
     if (p->at_limit) { /* its own timeouts never ended it: hung, not timed out */
         x->rc = x->code = DDP_EHUNG;
         snprintf(x->message, sizeof x->message,
-                 "%shung: still running at the scenario's deadline plus %.0f s of grace "
-                 "(%.1f s), last phase %s: killed", head, (double)grace / 1e9,
-                 (double)plan->limit_ns / 1e9, ph);
+                 "%shung: still running at its own deadline plus %.0f s of grace "
+                 "(%.1f s, counted from its %s at %.1f s), last phase %s: killed", head,
+                 (double)grace / 1e9, (double)p->deadline_ns / 1e9,
+                 p->contact_ns >= 0 && p->contact_ns == p->from_ns ? "first store contact"
+                                                                    : "start",
+                 (double)p->from_ns / 1e9, ph);
         return;
     }
     snprintf(head + n, sizeof head - (size_t)n, "exit %d after %.1f s, last phase %s",
@@ -1051,6 +1056,54 @@ static int delay_fault_line(const ddp_plan_t *plan)
 
 /* A run given up before its processes start: its proxy, namespaces and
  * files go. */
+/* A foreign process's own deadline, and where it counts from: its first
+ * contact with the hosted store (its join; a program may take long to get
+ * there, a torch import or its own sleep), else its start (never before
+ * the master's, master_late): from + timeout + train + grace. */
+static int64_t rank_deadline(const ddp_scenario_t *s, const proc_t *p, int64_t grace,
+                             int64_t *from)
+{
+    int64_t f = p->spawn_ns > s->master_late_ns ? p->spawn_ns : s->master_late_ns;
+    if (p->contact_ns > f)
+        f = p->contact_ns;
+    *from = f;
+    return f + s->timeout_ns + s->train_ns + grace;
+}
+
+/* The run's own limit under exec: the latest any process's deadline can
+ * be (a late start, a join just before its start's deadline). The hosted
+ * store serves until then. */
+static int64_t exec_limit(const ddp_scenario_t *s, const ddp_plan_t *plan, int64_t grace)
+{
+    int64_t late = 0, own = s->timeout_ns + s->train_ns + grace;
+    for (int i = 0; i < plan->nfaults; i++)
+        if (plan->faults[i].kind == DDP_FAULT_LATE && plan->faults[i].delay_ns > late)
+            late = plan->faults[i].delay_ns;
+    return s->master_late_ns + late + 2 * own;
+}
+
+/* Foreign processes past their own deadline (rank_deadline): killed, hung. */
+static void kill_hung(ddp_sys_t *sys, const ddp_scenario_t *s, const ddp_plan_t *plan,
+                      proc_t *ps, int np, int64_t now, int64_t grace, ddp_sys_guard_t *guard)
+{
+    for (int i = 0; i < np; i++) {
+        proc_t *p = &ps[i];
+        int64_t from, deadline;
+        if (!p->started || p->done || !foreign(plan, &plan->procs[p->task]) ||
+            now <= (deadline = rank_deadline(s, p, grace, &from)))
+            continue;
+        ddp_sys_kill(sys, -p->pid, 18);
+        ddp_sys_kill(sys, -p->pid, 9);
+        ddp_sys_kill(sys, p->pid, 9);
+        ddp_sys_wait(sys, p->pid, &p->status, ddp_sys_deadline_in(sys, 5 * DDP_NS_PER_S));
+        ddp_sys_guard_watch(guard, (long)p->pid, 0);
+        p->done = p->at_limit = 1;
+        p->from_ns = from;
+        p->deadline_ns = deadline;
+        p->end_ns = now;
+    }
+}
+
 /* argv[k..] for a foreign program's command line: its own words where
  * it is one simple command (exec'd by setsid, it keeps the parent-death
  * signal, which a shell's forked child would not have), else /bin/sh -c
@@ -1163,7 +1216,8 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
     snprintf(logs, sizeof logs, "%s.logs", base);
     plan->t0 = t0;
     int64_t grace = o->exec_grace_ns > 0 ? o->exec_grace_ns : EXEC_GRACE_NS;
-    plan->limit_ns = s->master_late_ns + s->timeout_ns + s->train_ns + (exec ? grace : SLACK_NS);
+    plan->limit_ns = exec ? exec_limit(s, plan, grace)
+                          : s->master_late_ns + s->timeout_ns + s->train_ns + SLACK_NS;
     for (int i = 0; i < plan->nnodes; i++)
         ddp__real_node_ip(o->netns, i, plan->nodes[i].addr, sizeof plan->nodes[i].addr);
     FILE *rf = fopen(plan->results, "w");
@@ -1442,6 +1496,8 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
                 ddp_sys_guard_watch(guard, (long)p->pid, 0);
             }
         }
+        if (exec)
+            kill_hung(sys, s, plan, ps, np, now, grace, guard);
         int pending = 0, others = 0;
         for (int i = 0; i < np; i++) {
             pending |= !ps[i].started;
@@ -1477,6 +1533,8 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             ps[i].done = 1;
             ps[i].at_limit = timed_out && !is_service(plan->procs[ps[i].task].kind);
             ps[i].end_ns = ddp_sys_now(sys) - t0;
+            ps[i].deadline_ns = plan->limit_ns;
+            ps[i].from_ns = 0;
         }
     ddp_sys_guard_end(guard);
     ddp__real_proxy_stop(proxy, hits, plan->nfaults);

@@ -850,6 +850,37 @@ static void test_sigkill_leaves_no_orphan(void)
     CU_ASSERT_EQUAL(system(cmd), 0);
 }
 
+/* Issue 42: a rank's deadline was counted from the run's start: a rank
+ * that took 3 s to reach the job's store, then timed out properly on its
+ * 2 s wait (at about 5 s), lost its store at 4 s (timeout 2 s + grace 2 s,
+ * the run's limit), or was killed then as hung. Each rank is judged on its
+ * own clock: from its first store contact (its join), as within= is. */
+static void test_slow_start_own_clock(void)
+{
+    char bin[400];
+    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+        return;
+    uint16_t port = free_port();
+    CU_ASSERT_FATAL(port > 0);
+    char dir[64], scn[96], args[300], cmd[200];
+    static char out[1 << 15];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "ownclock"));
+    write_file(scn, sizeof scn, dir, "slow.scn",
+               "scenario \"slow to start, then a proper timeout\"\nnodes 1\ndevices 2\n"
+               "accelerators ddp\nlauncher torchrun\nport %u\ntimeout 2s\n"
+               "exec \"sh -c 'sleep 3; %s store --host $MASTER_ADDR --port $MASTER_PORT "
+               "--timeout 2 wait never'\"\nexpect fail error=timeout within=4s\n",
+               (unsigned)port, bin);
+    snprintf(args, sizeof args, "run --real --grace 2 --no-progress -v %s", scn);
+    int st = ddp_test_ddpsim_io_within(60, NULL, args, 0, out, sizeof out);
+    CU_ASSERT_EQUAL(st, 0);
+    CU_ASSERT_PTR_NULL(strstr(out, "hung"));
+    if (st != 0 || strstr(out, "hung"))
+        printf("\n  %s: exit %d:\n%s", args, st, out);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CU_ASSERT_EQUAL(system(cmd), 0);
+}
+
 DDP_SUITE("real_exec", NULL, NULL,
           {"a master port taken before the run starts", test_taken_master_port},
           {"torch's messages become outcome classes", test_torch_messages},
@@ -863,6 +894,8 @@ DDP_SUITE("real_exec", NULL, NULL,
           {"a foreign job's hosted store: its mark opens a fault", test_hosted_store_events},
           {"a foreign job's hosted store on a taken port fails cleanly, naming it",
            test_hosted_store_port_taken},
+          {"a foreign rank slow to start is judged on its own clock, not hung",
+           test_slow_start_own_clock},
           {"a foreign job's hosted store: each rank's phase, no_join, output, environment",
            test_hosted_store_progress},
           {"quick real runs: launchers' contracts, reset, resolve, pause; faults fire",
