@@ -21,6 +21,7 @@
 
 #include "ddp/env.h"
 #include "ddp/err.h"
+#include "ddp/faults.h"
 #include "ddp/sys.h"
 #include "epoll_contract.h"
 #include "test.h"
@@ -691,6 +692,100 @@ static void test_epoll_fault_point(void)
     CU_ASSERT_EQUAL(ddp_sys_epoll_close(S, ep), 0);
 }
 
+/* Issue 42: no lock across fork. A thread that arms fault points (libfiu's
+ * write lock) and one that evaluates them (its read lock, a ONETIME
+ * point's mutex) run while the main thread forks workers as the elastic
+ * agent does (ddp_sys_spawn of a function); each worker arms, evaluates
+ * and disarms a point of its own and must exit within its deadline. A fork
+ * that copied a held lock leaves a worker blocked forever. 2,000 forks
+ * (DDP_TEST_FORKS, e.g. 10000, for more). */
+static atomic_int fork_stress_stop;
+
+static int fork_stress_armer(ddp_sys_t *sys, void *arg)
+{
+    (void)sys, (void)arg;
+    while (!atomic_load(&fork_stress_stop)) {
+        ddp_fault_enable("test/fork/armed", 1, NULL, FIU_ONETIME);
+        ddp_fault_point("test/fork/armed", EIO);
+        ddp_fault_disable("test/fork/armed");
+    }
+    return 0;
+}
+
+static int fork_stress_reader(ddp_sys_t *sys, void *arg)
+{
+    (void)sys, (void)arg;
+    while (!atomic_load(&fork_stress_stop)) {
+        ddp_fault_point("test/fork/armed", EIO);
+        ddp_fault_point("test/fork/never", EIO);
+    }
+    return 0;
+}
+
+static int fork_stress_worker(ddp_sys_t *sys, void *arg)
+{
+    (void)sys, (void)arg;
+    ddp_fault_enable("test/fork/worker", 1, NULL, 0);
+    int fired = ddp_fault_point("test/fork/worker", EIO) != 0;
+    ddp_fault_point("test/fork/armed", EIO);
+    ddp_fault_disable("test/fork/worker");
+    return fired ? 0 : 3;
+}
+
+/* n workers forked at once, then each waited for (5 s, scaled): the
+ * stuck ones (blocked on a lock their fork copied held: not ours to leave)
+ * are killed. */
+#define FORK_BATCH 25
+static void fork_batch(int n, long *stuck, long *failed)
+{
+    ddp_pid_t pids[FORK_BATCH];
+    int started = 0;
+    for (; started < n; started++) {
+        ddp_spawn_t sp = {.entry = fork_stress_worker, .name = "worker", .die_with_parent = 1};
+        if (ddp_sys_spawn(S, &sp, &pids[started]) != 0) {
+            (*failed)++;
+            break;
+        }
+    }
+    int64_t deadline = ddp_sys_deadline_in(S, ddp_test_wall_s(5) * DDP_NS_PER_S);
+    for (int k = 0; k < started; k++) {
+        int st = -1;
+        if (ddp_sys_wait(S, pids[k], &st, deadline) != 0) {
+            (*stuck)++;
+            ddp_sys_kill(S, pids[k], SIGKILL);
+            ddp_sys_wait(S, pids[k], &st, DDP_DEADLINE_NEVER);
+        } else if (st != 0) {
+            (*failed)++;
+        }
+    }
+}
+
+static void test_fork_while_faults_armed(void)
+{
+    long forks = 2000;
+    ddp_sys_t *host = ddp_sys_posix_new(NULL); /* this process's environment */
+    if (host && ddp_env_get(ddp_sys_env(host), "DDP_TEST_FORKS"))
+        CU_ASSERT_EQUAL(ddp_env_get_long(ddp_sys_env(host), "DDP_TEST_FORKS", 1, 10000000,
+                                         &forks), 0);
+    ddp_sys_free(host);
+    atomic_store(&fork_stress_stop, 0);
+    ddp_thread_t th[2];
+    CU_ASSERT_EQUAL_FATAL(ddp_sys_thread_start(S, fork_stress_armer, NULL, "armer", &th[0]), 0);
+    CU_ASSERT_EQUAL_FATAL(ddp_sys_thread_start(S, fork_stress_reader, NULL, "reader", &th[1]),
+                          0);
+    long stuck = 0, failed = 0, i;
+    for (i = 0; i < forks && !stuck && !failed; i += FORK_BATCH)
+        fork_batch(forks - i < FORK_BATCH ? (int)(forks - i) : FORK_BATCH, &stuck, &failed);
+    atomic_store(&fork_stress_stop, 1);
+    for (int k = 0; k < 2; k++)
+        CU_ASSERT_EQUAL(ddp_sys_thread_join(S, th[k], NULL, DDP_DEADLINE_NEVER), 0);
+    if (stuck || failed)
+        printf("\n  by fork %ld of %ld: %ld worker(s) stuck past 5 s, %ld failed\n", i, forks,
+               stuck, failed);
+    CU_ASSERT_EQUAL(stuck, 0);
+    CU_ASSERT_EQUAL(failed, 0);
+}
+
 DDP_SUITE("sys_posix", suite_init, suite_cleanup,
           {"output_targets", test_output_targets},
           {"output_full_disk", test_output_full_disk},
@@ -704,6 +799,8 @@ DDP_SUITE("sys_posix", suite_init, suite_cleanup,
           {"read file", test_read_file},
           {"read file: bounded, regular files only", test_read_file_bounded},
           {"libfiu fault points", test_fault_points},
+          {"forks while other threads arm and evaluate fault points: no worker blocks",
+           test_fork_while_faults_armed},
           {"clock and sleep", test_sleep_until},
           {"failed connects counted per sys (a real run's retries)",
            test_failed_connects_counted},
