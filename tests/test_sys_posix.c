@@ -786,6 +786,71 @@ static void test_fork_while_faults_armed(void)
     CU_ASSERT_EQUAL(failed, 0);
 }
 
+/* A process in a session of its own that connects to port and stays
+ * until gate (a pipe's read end) closes; its pid (= its session). */
+static pid_t session_client(uint16_t port, int gate[2])
+{
+    fflush(NULL);
+    pid_t p = fork();
+    if (p == 0) {
+        close(gate[1]);
+        setsid();
+        int fd = ddp_sys_connect_host(S, "127.0.0.1", port, ddp_test_deadline_ms(S, 5000));
+        char b;
+        while (fd >= 0 && read(gate[0], &b, 1) > 0)
+            ;
+        _exit(fd >= 0 ? 0 : 1);
+    }
+    return p;
+}
+
+/* The accepted end's peer port for the next client. */
+static uint16_t accepted_port(int lfd)
+{
+    ddp_addr_t peer;
+    int a = ddp_sys_accept(S, lfd, &peer, ddp_test_deadline_ms(S, 5000));
+    CU_ASSERT_FATAL(a >= 0);
+    ddp_sys_close(S, a);
+    return peer.port;
+}
+
+/* Issue 42: the hosted store attributes each client to a rank's session;
+ * one index of the sessions' sockets (ddp_sys_tcp_owner) serves many
+ * lookups: each client's session, a client newer than the index (read
+ * again), -1 for a session that holds no such socket. */
+static void test_tcp_owner_index(void)
+{
+    uint16_t port = 0;
+    int lfd = listen_loopback(&port), gate[2];
+    CU_ASSERT_FATAL(lfd >= 0);
+    CU_ASSERT_EQUAL_FATAL(pipe(gate), 0);
+    long sids[3];
+    uint16_t cport[3];
+    for (int i = 0; i < 2; i++) {
+        sids[i] = session_client(port, gate);
+        cport[i] = accepted_port(lfd);
+    }
+    ddp_sys_tcp_owners_t *t = ddp_sys_tcp_owners_new();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    CU_ASSERT_EQUAL(ddp_sys_tcp_owner(t, sids, 2, cport[0], port), 0);
+    CU_ASSERT_EQUAL(ddp_sys_tcp_owner(t, sids, 2, cport[1], port), 1);
+    CU_ASSERT_EQUAL(ddp_sys_session_holds_tcp(sids[0], cport[0], port), 1);
+    sids[2] = session_client(port, gate);
+    cport[2] = accepted_port(lfd);
+    CU_ASSERT_EQUAL(ddp_sys_tcp_owner(t, sids, 3, cport[2], port), 2);
+    CU_ASSERT_EQUAL(ddp_sys_tcp_owner(t, &sids[1], 1, cport[0], port), -1);
+    CU_ASSERT_EQUAL(ddp_sys_tcp_owner(t, sids, 3, 1, port), -1); /* no such client */
+    ddp_sys_tcp_owners_free(t);
+    close(gate[0]);
+    close(gate[1]);
+    for (int i = 0; i < 3; i++) {
+        int st = -1;
+        CU_ASSERT_EQUAL(ddp_sys_wait(S, sids[i], &st, ddp_test_deadline_ms(S, 5000)), 0);
+        CU_ASSERT_EQUAL(st, 0);
+    }
+    ddp_sys_close(S, lfd);
+}
+
 DDP_SUITE("sys_posix", suite_init, suite_cleanup,
           {"output_targets", test_output_targets},
           {"output_full_disk", test_output_full_disk},
@@ -796,6 +861,8 @@ DDP_SUITE("sys_posix", suite_init, suite_cleanup,
           {"dual-stack :: listener accepts IPv4", test_dual_stack_listener},
           {"name resolution", test_resolve},
           {"spawn, wait, kill", test_spawn_wait_kill},
+          {"which session holds a TCP connection: one index for many lookups",
+           test_tcp_owner_index},
           {"read file", test_read_file},
           {"read file: bounded, regular files only", test_read_file_bounded},
           {"libfiu fault points", test_fault_points},

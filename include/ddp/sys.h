@@ -243,6 +243,18 @@ DDP_API int ddp_sys_make_dirs(const char *path);
  * runner tells by this which rank's process a connection to the store it
  * hosts came from. */
 DDP_API int ddp_sys_session_holds_tcp(long sid, uint16_t local_port, uint16_t remote_port);
+/* The same question for many connections at the cost of few /proc scans
+ * (the hosted store attributes each client to a rank): an index of which
+ * session holds which socket, renewed by one pass over /proc when a socket
+ * is not in it yet. ddp_sys_tcp_owner: the index in sids[0..n) of the
+ * session holding a TCP socket with this local and remote port (as each
+ * session's network namespace sees it), -1 when none does, or a negative
+ * code below -1 (-ENOMEM, ...). */
+typedef struct ddp_sys_tcp_owners ddp_sys_tcp_owners_t;
+DDP_API ddp_sys_tcp_owners_t *ddp_sys_tcp_owners_new(void);
+DDP_API void ddp_sys_tcp_owners_free(ddp_sys_tcp_owners_t *t);
+DDP_API int ddp_sys_tcp_owner(ddp_sys_tcp_owners_t *t, const long *sids, int n,
+                              uint16_t local_port, uint16_t remote_port);
 
 /* The processes of session sid (Linux /proc): up to max pids in pids, the
  * number found (at most max), or a negative code. With
