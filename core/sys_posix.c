@@ -762,15 +762,14 @@ int ddp_sys_make_dirs(const char *path)
 }
 
 /* The TCP sockets in /proc/<pid>/net/tcp{,6} (the view of pid's network
- * namespace) whose remote port is rport and local port lport (0: any):
- * up to max of them into out. Reading the table costs the kernel a walk of
+ * namespace) whose remote port is rport: up to max of them into out. Reading the table costs the kernel a walk of
  * its whole hash (milliseconds on a large host): read it seldom. */
 typedef struct {
     unsigned long inode;
     unsigned lport;
 } tcp_conn_t;
 
-static int tcp_conns(long pid, uint16_t lport, uint16_t rport, tcp_conn_t *out, int max)
+static int tcp_conns(long pid, uint16_t rport, tcp_conn_t *out, int max)
 {
     int n = 0;
     for (int v6 = 0; v6 < 2; v6++) {
@@ -784,22 +783,12 @@ static int tcp_conns(long pid, uint16_t lport, uint16_t rport, tcp_conn_t *out, 
             /* sl local:port rem:port st tx:rx tr:when retrnsmt uid timeout inode */
             if (sscanf(line, " %*s %63[0-9A-Fa-f]:%x %63[0-9A-Fa-f]:%x %*s %*s %*s %*s %*s %*s %lu",
                        la, &lp, ra, &rp, &inode) == 5 &&
-                (!lport || lp == lport) && rp == rport && inode)
+                rp == rport && inode)
                 out[n++] = (tcp_conn_t){inode, lp};
         }
         if (f)
             fclose(f);
     }
-    return n;
-}
-
-/* The inodes of pid's namespace's TCP sockets from lport to rport. */
-static int tcp_inodes(long pid, uint16_t lport, uint16_t rport, unsigned long *ino, int max)
-{
-    tcp_conn_t c[8];
-    int n = tcp_conns(pid, lport, rport, c, max < 8 ? max : 8);
-    for (int i = 0; i < n; i++)
-        ino[i] = c[i].inode;
     return n;
 }
 
@@ -829,40 +818,6 @@ static int each_socket(long pid, int (*fn)(void *, unsigned long), void *arg)
     if (fd)
         closedir(fd);
     return r;
-}
-
-typedef struct {
-    const unsigned long *ino;
-    int n;
-} inode_set_t;
-
-static int in_set(void *arg, unsigned long inode)
-{
-    const inode_set_t *set = arg;
-    for (int i = 0; i < set->n; i++)
-        if (set->ino[i] == inode)
-            return 1;
-    return 0;
-}
-
-int ddp_sys_session_holds_tcp(long sid, uint16_t local_port, uint16_t remote_port)
-{
-    unsigned long ino[8];
-    inode_set_t set = {ino, tcp_inodes(sid, local_port, remote_port, ino, 8)};
-    if (set.n <= 0)
-        return 0;
-    DIR *d = opendir("/proc");
-    if (!d)
-        return -errno;
-    int found = 0;
-    for (struct dirent *e; !found && (e = readdir(d));) {
-        char *end;
-        long pid = strtol(e->d_name, &end, 10);
-        if (end != e->d_name && !*end && proc_session(pid) == sid)
-            found = each_socket(pid, in_set, &set);
-    }
-    closedir(d);
-    return found;
 }
 
 /* The index (ddp_sys_tcp_owner): which session holds each socket inode,
@@ -966,7 +921,7 @@ static int reread_conns(ddp_sys_tcp_owners_t *t, const long *sids, int n, uint16
             continue;
         if (nns < 64)
             ns[nns++] = (unsigned long)sb.st_ino;
-        t->nconn += tcp_conns(sids[i], 0, rport, t->conn + t->nconn, OWNER_CONNS - t->nconn);
+        t->nconn += tcp_conns(sids[i], rport, t->conn + t->nconn, OWNER_CONNS - t->nconn);
     }
     return 0;
 }
@@ -1000,6 +955,16 @@ int ddp_sys_tcp_owner(ddp_sys_tcp_owners_t *t, const long *sids, int n, uint16_t
         return who;
     rc = rescan_owners(t, sids, n);
     return rc < 0 ? rc : owner_of(t, sids, n, ino, nino);
+}
+
+int ddp_sys_session_holds_tcp(long sid, uint16_t local_port, uint16_t remote_port)
+{
+    ddp_sys_tcp_owners_t *t = ddp_sys_tcp_owners_new();
+    if (!t)
+        return -ENOMEM;
+    int who = ddp_sys_tcp_owner(t, &sid, 1, local_port, remote_port);
+    ddp_sys_tcp_owners_free(t);
+    return who == 0 ? 1 : who == -1 ? 0 : who;
 }
 
 /* The session of /proc/PID/stat (pid (comm) state ppid pgrp session: comm

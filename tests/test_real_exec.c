@@ -328,6 +328,14 @@ __attribute__((format(printf, 5, 6))) static void write_file(char *path, size_t 
     CU_ASSERT_EQUAL(fclose(f), 0);
 }
 
+/* Removes a test's folder and what is in it; failing to is a failure. */
+static void remove_tree(const char *dir)
+{
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CU_ASSERT_EQUAL(system(cmd), 0);
+}
+
 /* The names in dir that start with prefix. */
 static int files_with(const char *dir, const char *prefix)
 {
@@ -545,9 +553,7 @@ static void test_hosted_store_progress(void)
     CU_ASSERT_EQUAL(ddp_sys_read_host_file(path, &text, NULL), 0);
     CU_ASSERT_PTR_NOT_NULL(text ? strstr(text, "user= slurm=unset") : NULL);
     free(text);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CU_ASSERT_EQUAL(system(cmd), 0);
+    remove_tree(dir);
 }
 
 /* Issue 34: a second run of one scenario that started within ~50 ms of the
@@ -784,9 +790,7 @@ static void test_hosted_store_port_taken(void)
         ddp_sys_close(sys, fd);
     }
     ddp_sys_free(sys);
-    char cmd[200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CU_ASSERT_EQUAL(system(cmd), 0);
+    remove_tree(dir);
 }
 
 /* Kills (SIGKILL) the processes whose command line holds needle; how many
@@ -842,12 +846,11 @@ static void test_sigkill_leaves_no_orphan(void)
     char bin[400];
     if (!ddp_test_ddpsim_bin(bin, sizeof bin))
         return;
-    char dir[64], cmd[200];
+    char dir[64];
     CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "orphans"));
     CU_ASSERT_EQUAL(left_after_sigkill(bin, dir, "%s"), 0);
     CU_ASSERT_EQUAL(left_after_sigkill(bin, dir, "sh -c '%s & wait'"), 0);
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CU_ASSERT_EQUAL(system(cmd), 0);
+    remove_tree(dir);
 }
 
 /* Issue 42: a rank's deadline was counted from the run's start: a rank
@@ -862,7 +865,7 @@ static void test_slow_start_own_clock(void)
         return;
     uint16_t port = free_port();
     CU_ASSERT_FATAL(port > 0);
-    char dir[64], scn[96], args[300], cmd[200];
+    char dir[64], scn[96], args[300];
     static char out[1 << 15];
     CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "ownclock"));
     write_file(scn, sizeof scn, dir, "slow.scn",
@@ -877,8 +880,7 @@ static void test_slow_start_own_clock(void)
     CU_ASSERT_PTR_NULL(strstr(out, "hung"));
     if (st != 0 || strstr(out, "hung"))
         printf("\n  %s: exit %d:\n%s", args, st, out);
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CU_ASSERT_EQUAL(system(cmd), 0);
+    remove_tree(dir);
 }
 
 DDP_SUITE("real_exec", NULL, NULL,
