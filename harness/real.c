@@ -414,6 +414,7 @@ typedef struct progress {
     int n;
     long off;     /* P records read so far */
     uint16_t store_port[2]; /* the hosted stores' (a second job's: 0 none) */
+    ddp_sys_tcp_owners_t *owners; /* which rank's session holds a socket */
 } progress_t;
 
 static void progress_apply(proc_t *p, const store_conn_t *c)
@@ -428,6 +429,34 @@ static void progress_apply(proc_t *p, const store_conn_t *c)
 /* Reads the new P records and attributes connections to processes: by the
  * plan process the store found holding the client's port, else by asking
  * the kernel here while the connection is open. */
+/* The connections the store could not attribute, asked of the kernel
+ * while they are open, a few times at most: one that belongs to no rank
+ * (a shell's `ddpsim store`) stays unknown. One index of the running
+ * ranks' sockets serves them all (ddp_sys_tcp_owner). */
+static void progress_ask(progress_t *pg, proc_t *ps, int np)
+{
+    long sids[MAX_PROCS + 2];
+    int idx[MAX_PROCS + 2], n = 0;
+    for (int i = 0; i < np && n < MAX_PROCS + 2; i++)
+        if ((ps[i].rank >= 0 || ps[i].agent) && ps[i].started && !ps[i].done)
+            sids[n] = (long)ps[i].pid, idx[n++] = i;
+    for (int k = 0; k < pg->n; k++) {
+        store_conn_t *c = &pg->c[k];
+        if (c->proc >= 0 || c->left || c->tries >= 20 || !n)
+            continue;
+        c->tries++;
+        if (!pg->owners && !(pg->owners = ddp_sys_tcp_owners_new()))
+            return;
+        for (int j = 0; j < 2 && c->proc < 0 && pg->store_port[j]; j++) {
+            int w = ddp_sys_tcp_owner(pg->owners, sids, n, (uint16_t)c->port, pg->store_port[j]);
+            if (w >= 0) {
+                c->proc = idx[w];
+                progress_apply(&ps[c->proc], c);
+            }
+        }
+    }
+}
+
 static void progress_read(const char *results, progress_t *pg, proc_t *ps, int np)
 {
     FILE *f = fopen(results, "r");
@@ -468,22 +497,7 @@ static void progress_read(const char *results, progress_t *pg, proc_t *ps, int n
         }
     if (f)
         fclose(f);
-    for (int k = 0; k < pg->n; k++) {
-        store_conn_t *c = &pg->c[k];
-        /* asked while the connection is open, a few times at most: one
-         * that belongs to no rank (a shell's `ddpsim store`) stays unknown */
-        if (c->proc >= 0 || c->left || c->tries >= 20)
-            continue;
-        c->tries++;
-        for (int i = 0; i < np && c->proc < 0; i++)
-            if ((ps[i].rank >= 0 || ps[i].agent) && ps[i].started && !ps[i].done &&
-                (ddp_sys_session_holds_tcp(ps[i].pid, (uint16_t)c->port, pg->store_port[0]) == 1 ||
-                 (pg->store_port[1] && ddp_sys_session_holds_tcp(ps[i].pid, (uint16_t)c->port,
-                                                                 pg->store_port[1]) == 1))) {
-                c->proc = i;
-                progress_apply(&ps[i], c);
-            }
-    }
+    progress_ask(pg, ps, np);
 }
 
 /* An S record: rank's process (its session) for the hosted store, which
@@ -1559,6 +1573,8 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
     if (pg) /* the store's last words (the ranks' connections closing) */
         progress_read(plan->results, pg, ps, np);
     int sure = pg && progress_unknown_joined(pg) == 0;
+    if (pg)
+        ddp_sys_tcp_owners_free(pg->owners);
     free(pg);
     int agent_status[MAX_PROCS + 2];
     char *agent_err[MAX_PROCS + 2] = {0}; /* each foreign process's stderr */
