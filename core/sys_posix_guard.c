@@ -8,11 +8,15 @@
  * end only the runner holds. The runner sends each group it starts (and
  * each it has killed and reaped); when that end closes, at the runner's
  * end or death, the guard SIGKILLs every group it still watches and exits.
+ * (A child the runner forks without exec closes the runner's end: see
+ * ends[].)
  * After fork the guard makes only async-signal-safe calls: the runner may
  * have threads. */
 #include "ddp/sys.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
@@ -28,11 +32,38 @@
 #include "ddp/err.h"
 
 #define GUARD_MAX 1024 /* groups watched at once (a run has at most ~70) */
+#define GUARDS 16      /* guards of one process at once */
 
 struct ddp_sys_guard {
     pid_t pid;
     int fd; /* the runner's end: closing it fires the guard */
 };
+
+/* The runner's ends of its guards. Only the runner may hold one: a child
+ * forked without exec (close-on-exec does not act) would keep its guard
+ * from ever seeing the runner go, so each fork's child closes them. */
+static _Atomic int ends[GUARDS] = {[0 ... GUARDS - 1] = -1};
+static pthread_once_t ends_once = PTHREAD_ONCE_INIT;
+
+static void close_ends_in_child(void)
+{
+    for (int i = 0; i < GUARDS; i++) {
+        int fd = atomic_exchange(&ends[i], -1);
+        if (fd >= 0)
+            close(fd);
+    }
+}
+
+static void ends_handler(void) { pthread_atfork(NULL, NULL, close_ends_in_child); }
+
+static void ends_set(int fd, int on)
+{
+    for (int i = 0; i < GUARDS; i++) {
+        int want = on ? -1 : fd;
+        if (atomic_compare_exchange_strong(&ends[i], &want, on ? fd : -1))
+            return;
+    }
+}
 
 /* Every descriptor but keep (which becomes 3) closed, 0-2 on /dev/null:
  * the guard must hold no socket or pipe of the runner's (a listening port,
@@ -103,6 +134,8 @@ int ddp_sys_guard_start(ddp_sys_guard_t **out)
     }
     g->pid = p;
     g->fd = sv[0];
+    pthread_once(&ends_once, ends_handler);
+    ends_set(g->fd, 1);
     *out = g;
     return 0;
 }
@@ -122,6 +155,7 @@ void ddp_sys_guard_end(ddp_sys_guard_t *g)
 {
     if (!g)
         return;
+    ends_set(g->fd, 0);
     close(g->fd);
     /* it kills what is still watched and exits at once: a bound, 5 s */
     for (int i = 0; i < 2500; i++) {

@@ -851,6 +851,56 @@ static void test_tcp_owner_index(void)
     ddp_sys_close(S, lfd);
 }
 
+/* A process group of its own (setsid) whose leader forks a member; both
+ * sleep. The leader's pid (= the group's id). */
+static pid_t sleeping_group(void)
+{
+    fflush(NULL);
+    pid_t p = fork();
+    if (p == 0) {
+        setsid();
+        if (fork() == 0)
+            pause();
+        pause();
+        _exit(0);
+    }
+    return p;
+}
+
+/* 1 when every process of group pgid is gone (a bounded wait, 5 s). */
+static int group_gone(pid_t pgid)
+{
+    for (int i = 0; i < ddp_test_wall_s(5) * 100; i++) {
+        if (kill(-pgid, 0) != 0 && errno == ESRCH)
+            return 1;
+        waitpid(pgid, NULL, WNOHANG); /* the leader is ours to reap */
+        usleep(10000);
+    }
+    return 0;
+}
+
+/* Issue 42: the guard of a real run kills the groups it watches, what
+ * their leaders forked too, once its owner ends it (or dies: the real-run
+ * test SIGKILLs a runner), and leaves a group it was told to forget. */
+static void test_guard_kills_watched_groups(void)
+{
+    ddp_sys_guard_t *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(ddp_sys_guard_start(&g), 0);
+    pid_t watched = sleeping_group(), forgotten = sleeping_group();
+    CU_ASSERT_FATAL(watched > 0 && forgotten > 0);
+    ddp_sys_guard_watch(g, watched, 1);
+    ddp_sys_guard_watch(g, forgotten, 1);
+    ddp_sys_guard_watch(g, forgotten, 0);
+    usleep(100000); /* both have forked their member (no harm if not yet) */
+    ddp_sys_guard_end(g);
+    CU_ASSERT(group_gone(watched));
+    CU_ASSERT_EQUAL(kill(-forgotten, 0), 0); /* still there */
+    kill(-forgotten, SIGKILL);
+    CU_ASSERT(group_gone(forgotten));
+    kill(-watched, SIGKILL); /* whatever happened: none of them is left */
+    ddp_sys_guard_end(NULL); /* a guard that does nothing */
+}
+
 DDP_SUITE("sys_posix", suite_init, suite_cleanup,
           {"output_targets", test_output_targets},
           {"output_full_disk", test_output_full_disk},
@@ -861,6 +911,8 @@ DDP_SUITE("sys_posix", suite_init, suite_cleanup,
           {"dual-stack :: listener accepts IPv4", test_dual_stack_listener},
           {"name resolution", test_resolve},
           {"spawn, wait, kill", test_spawn_wait_kill},
+          {"a run's guard kills the groups it watches, members too, at its end",
+           test_guard_kills_watched_groups},
           {"which session holds a TCP connection: one index for many lookups",
            test_tcp_owner_index},
           {"read file", test_read_file},
