@@ -191,6 +191,7 @@ test: $(TESTBIN) $(DDPSIM) ddpsim check-layers check-exports check-fault-points-
 	@$(if $(TESTS),,$(if $(SANITIZE),,$(CHECK_RUN) example-test sh tests/example-test.sh && \
 	    $(CHECK_RUN) mutants-selftest sh tests/mutants/selftest.sh))
 	@$(if $(TESTS),,DDPSIM=$(abspath $(DDPSIM)) $(CHECK_RUN) report-check sh tests/report/check.sh)
+	@$(if $(TESTS),,$(CHECK_RUN) torch-python-test sh tests/torch-python-test.sh)
 	@$(if $(TESTS),,DDPSIM=$(abspath $(DDPSIM)) $(CHECK_RUN) store-rdzv-check \
 	    sh tests/store-rdzv-check.sh $(B)/bench/store_rdzv)
 	@cat $(B)/test-times.txt
@@ -237,6 +238,7 @@ bench: $(BENCH_BIN) $(DDPSIM)
 	@DDPSIM=$(DDPSIM) sh bench/sim_128k.sh
 	@B=$(B) sh bench/floor.sh
 	@B=$(B) DDPSIM=$(DDPSIM) sh bench/store_rdzv.sh
+	@B=$(B) DDPSIM=$(DDPSIM) sh bench/hosted_store.sh
 
 # Real runs (docs/real-runs.md): the scenarios tagged `real` as real
 # processes on loopback, those tagged `netns` on one network namespace per

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fiu-control.h>
 #include <fiu.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
@@ -28,6 +29,35 @@ static const ddp_fault_info_t table[DDP_FP_COUNT] = {
  * asked; arming happens before the run whose tasks read it. */
 static atomic_uchar armed[DDP_FP_COUNT];
 static _Thread_local int armed_only;
+
+/* No lock across fork. libfiu guards its table with a rwlock (and a
+ * ONETIME point with a mutex) that a fork can copy while another thread
+ * holds it: the child (an elastic agent's worker) then blocks forever on
+ * its first fault point. Every libfiu call of ddpsim is made under
+ * fiu_lock (read: evaluate; write: enable, disable), and a fork takes it
+ * for writing first (pthread_atfork), so no thread is inside libfiu when
+ * the process is copied. A fault callback that waits (a stall) holds off
+ * a fork of its process meanwhile. */
+static pthread_rwlock_t fiu_lock = PTHREAD_RWLOCK_INITIALIZER;
+
+static void fork_prepare(void) { pthread_rwlock_wrlock(&fiu_lock); }
+static void fork_parent(void) { pthread_rwlock_unlock(&fiu_lock); }
+/* glibc's rwlock knows its writer by thread id, which the child's thread
+ * no longer has: a fresh lock (the child has one thread, nobody inside). */
+static void fork_child(void) { pthread_rwlock_init(&fiu_lock, NULL); }
+
+__attribute__((constructor)) static void fork_handlers(void)
+{
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+static int locked_fail(const char *name)
+{
+    pthread_rwlock_rdlock(&fiu_lock);
+    int r = fiu_fail(name);
+    pthread_rwlock_unlock(&fiu_lock);
+    return r;
+}
 
 const ddp_fault_info_t *ddp_fault_info(ddp_fault_id_t id)
 {
@@ -70,7 +100,7 @@ int ddp_fault_armed(ddp_fault_id_t id)
 
 int ddp_fault_hit(ddp_fault_id_t id)
 {
-    return ddp_fault_armed(id) && fiu_fail(table[id].name);
+    return ddp_fault_armed(id) && locked_fail(table[id].name);
 }
 
 /* A point that fired: -failinfo when it is a positive errno, else -deferr
@@ -105,27 +135,39 @@ int ddp_fault_enable(const char *name, int failnum, void *failinfo,
                      unsigned int flags)
 {
     set_armed(name, 1);
-    return fiu_enable(name, failnum, failinfo, flags);
+    pthread_rwlock_wrlock(&fiu_lock);
+    int r = fiu_enable(name, failnum, failinfo, flags);
+    pthread_rwlock_unlock(&fiu_lock);
+    return r;
 }
 
 int ddp_fault_enable_random(const char *name, int failnum, void *failinfo,
                             unsigned int flags, float probability)
 {
     set_armed(name, 1);
-    return fiu_enable_random(name, failnum, failinfo, flags, probability);
+    pthread_rwlock_wrlock(&fiu_lock);
+    int r = fiu_enable_random(name, failnum, failinfo, flags, probability);
+    pthread_rwlock_unlock(&fiu_lock);
+    return r;
 }
 
 int ddp_fault_enable_external(const char *name, int failnum, void *failinfo,
                               unsigned int flags, ddp_fault_cb_t cb)
 {
     set_armed(name, 1);
-    return fiu_enable_external(name, failnum, failinfo, flags, cb);
+    pthread_rwlock_wrlock(&fiu_lock);
+    int r = fiu_enable_external(name, failnum, failinfo, flags, cb);
+    pthread_rwlock_unlock(&fiu_lock);
+    return r;
 }
 
 int ddp_fault_disable(const char *name)
 {
     set_armed(name, 0);
-    return fiu_disable(name);
+    pthread_rwlock_wrlock(&fiu_lock);
+    int r = fiu_disable(name);
+    pthread_rwlock_unlock(&fiu_lock);
+    return r;
 }
 
 /* The string form (err.h): a listed point behaves as its id does, with the
@@ -133,7 +175,7 @@ int ddp_fault_disable(const char *name)
 int ddp_fault_point(const char *name, int deferr)
 {
     const ddp_fault_info_t *f = ddp_fault_point_find(name);
-    if (f ? !ddp_fault_hit(f->id) : !fiu_fail(name))
+    if (f ? !ddp_fault_hit(f->id) : !locked_fail(name))
         return 0;
     return fired(name, deferr);
 }

@@ -766,9 +766,15 @@ int ddp_sys_make_dirs(const char *path)
     }
 }
 
-/* The inodes of the TCP sockets in /proc/<pid>/net/tcp{,6} (the view of
- * pid's network namespace) with this local and remote port. */
-static int tcp_inodes(long pid, uint16_t lport, uint16_t rport, unsigned long *ino, int max)
+/* The TCP sockets in /proc/<pid>/net/tcp{,6} (the view of pid's network
+ * namespace) whose remote port is rport: up to max of them into out. Reading the table costs the kernel a walk of
+ * its whole hash (milliseconds on a large host): read it seldom. */
+typedef struct {
+    unsigned long inode;
+    unsigned lport;
+} tcp_conn_t;
+
+static int tcp_conns(long pid, uint16_t rport, tcp_conn_t *out, int max)
 {
     int n = 0;
     for (int v6 = 0; v6 < 2; v6++) {
@@ -782,8 +788,8 @@ static int tcp_inodes(long pid, uint16_t lport, uint16_t rport, unsigned long *i
             /* sl local:port rem:port st tx:rx tr:when retrnsmt uid timeout inode */
             if (sscanf(line, " %*s %63[0-9A-Fa-f]:%x %63[0-9A-Fa-f]:%x %*s %*s %*s %*s %*s %*s %lu",
                        la, &lp, ra, &rp, &inode) == 5 &&
-                lp == lport && rp == rport && inode)
-                ino[n++] = inode;
+                rp == rport && inode)
+                out[n++] = (tcp_conn_t){inode, lp};
         }
         if (f)
             fclose(f);
@@ -793,42 +799,177 @@ static int tcp_inodes(long pid, uint16_t lport, uint16_t rport, unsigned long *i
 
 static long proc_session(long pid);
 
-int ddp_sys_session_holds_tcp(long sid, uint16_t local_port, uint16_t remote_port)
+/* fn(arg, inode) for each socket descriptor of process pid, until fn
+ * returns nonzero: that value (0 when it never did). */
+static int each_socket(long pid, int (*fn)(void *, unsigned long), void *arg)
 {
-    unsigned long ino[8];
-    int nino = tcp_inodes(sid, local_port, remote_port, ino, 8);
-    if (nino <= 0)
-        return 0;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld/fd", pid);
+    DIR *fd = opendir(path);
+    int r = 0;
+    for (struct dirent *x; fd && !r && (x = readdir(fd));) {
+        char link[300], target[64];
+        unsigned long inode;
+        if (x->d_name[0] == '.')
+            continue;
+        snprintf(link, sizeof link, "/proc/%ld/fd/%s", pid, x->d_name);
+        ssize_t tl = readlink(link, target, sizeof target - 1);
+        if (tl <= 0)
+            continue;
+        target[tl] = '\0';
+        if (sscanf(target, "socket:[%lu]", &inode) == 1)
+            r = fn(arg, inode);
+    }
+    if (fd)
+        closedir(fd);
+    return r;
+}
+
+/* The index (ddp_sys_tcp_owner): which session holds each socket inode,
+ * as of the last /proc scan. */
+struct ddp_sys_tcp_owners {
+    struct owned {
+        unsigned long inode;
+        long sid;
+    } *v;
+    int n, cap;
+    long scan_sid; /* the session being scanned (add_owned) */
+    tcp_conn_t *conn; /* the connections to the last remote port asked for, */
+    int nconn;        /* as the sessions' namespaces showed them last */
+    unsigned rport;
+};
+
+ddp_sys_tcp_owners_t *ddp_sys_tcp_owners_new(void)
+{
+    return calloc(1, sizeof(ddp_sys_tcp_owners_t));
+}
+
+void ddp_sys_tcp_owners_free(ddp_sys_tcp_owners_t *t)
+{
+    if (t)
+        free(t->v), free(t->conn);
+    free(t);
+}
+
+static int add_owned(void *arg, unsigned long inode)
+{
+    ddp_sys_tcp_owners_t *t = arg;
+    if (t->n == t->cap) {
+        int cap = t->cap ? 2 * t->cap : 256;
+        struct owned *v = realloc(t->v, sizeof *v * (size_t)cap);
+        if (!v)
+            return -ENOMEM;
+        t->v = v, t->cap = cap;
+    }
+    t->v[t->n++] = (struct owned){inode, t->scan_sid};
+    return 0;
+}
+
+/* The index again, from one pass over /proc: the sockets of every process
+ * of the sessions sids[0..n). */
+static int rescan_owners(ddp_sys_tcp_owners_t *t, const long *sids, int n)
+{
+    t->n = 0;
     DIR *d = opendir("/proc");
     if (!d)
         return -errno;
-    int found = 0;
-    for (struct dirent *e; !found && (e = readdir(d));) {
-        char *end, path[300];
-        long pid = strtol(e->d_name, &end, 10);
-        if (end == e->d_name || *end || proc_session(pid) != sid)
+    int rc = 0;
+    for (struct dirent *e; !rc && (e = readdir(d));) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10), sid;
+        if (end == e->d_name || *end || (sid = proc_session(pid)) < 0)
             continue;
-        snprintf(path, sizeof path, "/proc/%ld/fd", pid);
-        DIR *fd = opendir(path);
-        for (struct dirent *x; fd && !found && (x = readdir(fd));) {
-            char link[300], target[64];
-            if (x->d_name[0] == '.')
-                continue;
-            snprintf(link, sizeof link, "/proc/%ld/fd/%s", pid, x->d_name);
-            ssize_t tl = readlink(link, target, sizeof target - 1);
-            unsigned long inode;
-            if (tl <= 0)
-                continue;
-            target[tl] = '\0';
-            if (sscanf(target, "socket:[%lu]", &inode) == 1)
-                for (int i = 0; i < nino && !found; i++)
-                    found = ino[i] == inode;
-        }
-        if (fd)
-            closedir(fd);
+        for (int i = 0; i < n && !rc; i++)
+            if (sids[i] == sid) {
+                t->scan_sid = sid;
+                rc = each_socket(pid, add_owned, t);
+                break;
+            }
     }
     closedir(d);
-    return found;
+    return rc;
+}
+
+/* The index in sids of the session the index says holds one of ino. */
+static int owner_of(const ddp_sys_tcp_owners_t *t, const long *sids, int n,
+                    const unsigned long *ino, int nino)
+{
+    for (int k = 0; k < t->n; k++)
+        for (int j = 0; j < nino; j++)
+            for (int i = 0; t->v[k].inode == ino[j] && i < n; i++)
+                if (sids[i] == t->v[k].sid)
+                    return i;
+    return -1;
+}
+
+#define OWNER_CONNS 4096
+/* The connections to rport again, from each network namespace of the
+ * sessions sids[0..n) once (sessions on loopback share one). */
+static int reread_conns(ddp_sys_tcp_owners_t *t, const long *sids, int n, uint16_t rport)
+{
+    if (!t->conn && !(t->conn = malloc(sizeof *t->conn * OWNER_CONNS)))
+        return -ENOMEM;
+    unsigned long ns[64];
+    int nns = 0;
+    t->nconn = 0;
+    t->rport = rport;
+    for (int i = 0; i < n && t->nconn < OWNER_CONNS; i++) {
+        char path[64];
+        struct stat sb;
+        snprintf(path, sizeof path, "/proc/%ld/ns/net", sids[i]);
+        if (stat(path, &sb) != 0)
+            continue;
+        int seen = 0;
+        for (int k = 0; k < nns && !seen; k++)
+            seen = ns[k] == (unsigned long)sb.st_ino;
+        if (seen)
+            continue;
+        if (nns < 64)
+            ns[nns++] = (unsigned long)sb.st_ino;
+        t->nconn += tcp_conns(sids[i], rport, t->conn + t->nconn, OWNER_CONNS - t->nconn);
+    }
+    return 0;
+}
+
+/* The inodes of the known connections from lport to t->rport. */
+static int conn_inodes(const ddp_sys_tcp_owners_t *t, uint16_t lport, unsigned long *ino,
+                       int max)
+{
+    int n = 0;
+    for (int i = 0; i < t->nconn && n < max; i++)
+        if (t->conn[i].lport == lport)
+            ino[n++] = t->conn[i].inode;
+    return n;
+}
+
+int ddp_sys_tcp_owner(ddp_sys_tcp_owners_t *t, const long *sids, int n, uint16_t local_port,
+                      uint16_t remote_port)
+{
+    unsigned long ino[8];
+    int nino = t->rport == remote_port ? conn_inodes(t, local_port, ino, 8) : 0;
+    int who = nino ? owner_of(t, sids, n, ino, nino) : -1;
+    if (who >= 0)
+        return who;
+    /* a connection, or a socket, newer than what was read */
+    int rc = reread_conns(t, sids, n, remote_port);
+    if (rc < 0)
+        return rc;
+    if (!(nino = conn_inodes(t, local_port, ino, 8)))
+        return -1;
+    if ((who = owner_of(t, sids, n, ino, nino)) >= 0)
+        return who;
+    rc = rescan_owners(t, sids, n);
+    return rc < 0 ? rc : owner_of(t, sids, n, ino, nino);
+}
+
+int ddp_sys_session_holds_tcp(long sid, uint16_t local_port, uint16_t remote_port)
+{
+    ddp_sys_tcp_owners_t *t = ddp_sys_tcp_owners_new();
+    if (!t)
+        return -ENOMEM;
+    int who = ddp_sys_tcp_owner(t, &sid, 1, local_port, remote_port);
+    ddp_sys_tcp_owners_free(t);
+    return who == 0 ? 1 : who == -1 ? 0 : who;
 }
 
 /* The session of /proc/PID/stat (pid (comm) state ppid pgrp session: comm

@@ -225,7 +225,9 @@ typedef struct proc {
     ddp_pid_t pid;
     int started, done, status, killed, stopped;
     int held;             /* its start waited for a pause window to close */
-    int at_limit;         /* still running at the run's limit: killed */
+    int at_limit;         /* still running past its own deadline: killed */
+    int64_t from_ns, deadline_ns; /* that deadline and where it counts from
+                                     (rank_deadline), when at_limit */
     int64_t start_ns, end_ns;
     int64_t spawn_ns; /* when it was spawned: start_ns, or after its pause */
     int workers; /* records of processes it launched */
@@ -412,6 +414,7 @@ typedef struct progress {
     int n;
     long off;     /* P records read so far */
     uint16_t store_port[2]; /* the hosted stores' (a second job's: 0 none) */
+    ddp_sys_tcp_owners_t *owners; /* which rank's session holds a socket */
 } progress_t;
 
 static void progress_apply(proc_t *p, const store_conn_t *c)
@@ -426,6 +429,34 @@ static void progress_apply(proc_t *p, const store_conn_t *c)
 /* Reads the new P records and attributes connections to processes: by the
  * plan process the store found holding the client's port, else by asking
  * the kernel here while the connection is open. */
+/* The connections the store could not attribute, asked of the kernel
+ * while they are open, a few times at most: one that belongs to no rank
+ * (a shell's `ddpsim store`) stays unknown. One index of the running
+ * ranks' sockets serves them all (ddp_sys_tcp_owner). */
+static void progress_ask(progress_t *pg, proc_t *ps, int np)
+{
+    long sids[MAX_PROCS + 2];
+    int idx[MAX_PROCS + 2], n = 0;
+    for (int i = 0; i < np && n < MAX_PROCS + 2; i++)
+        if ((ps[i].rank >= 0 || ps[i].agent) && ps[i].started && !ps[i].done)
+            sids[n] = (long)ps[i].pid, idx[n++] = i;
+    for (int k = 0; k < pg->n; k++) {
+        store_conn_t *c = &pg->c[k];
+        if (c->proc >= 0 || c->left || c->tries >= 20 || !n)
+            continue;
+        c->tries++;
+        if (!pg->owners && !(pg->owners = ddp_sys_tcp_owners_new()))
+            return;
+        for (int j = 0; j < 2 && c->proc < 0 && pg->store_port[j]; j++) {
+            int w = ddp_sys_tcp_owner(pg->owners, sids, n, (uint16_t)c->port, pg->store_port[j]);
+            if (w >= 0) {
+                c->proc = idx[w];
+                progress_apply(&ps[c->proc], c);
+            }
+        }
+    }
+}
+
 static void progress_read(const char *results, progress_t *pg, proc_t *ps, int np)
 {
     FILE *f = fopen(results, "r");
@@ -466,22 +497,7 @@ static void progress_read(const char *results, progress_t *pg, proc_t *ps, int n
         }
     if (f)
         fclose(f);
-    for (int k = 0; k < pg->n; k++) {
-        store_conn_t *c = &pg->c[k];
-        /* asked while the connection is open, a few times at most: one
-         * that belongs to no rank (a shell's `ddpsim store`) stays unknown */
-        if (c->proc >= 0 || c->left || c->tries >= 20)
-            continue;
-        c->tries++;
-        for (int i = 0; i < np && c->proc < 0; i++)
-            if ((ps[i].rank >= 0 || ps[i].agent) && ps[i].started && !ps[i].done &&
-                (ddp_sys_session_holds_tcp(ps[i].pid, (uint16_t)c->port, pg->store_port[0]) == 1 ||
-                 (pg->store_port[1] && ddp_sys_session_holds_tcp(ps[i].pid, (uint16_t)c->port,
-                                                                 pg->store_port[1]) == 1))) {
-                c->proc = i;
-                progress_apply(&ps[i], c);
-            }
-    }
+    progress_ask(pg, ps, np);
 }
 
 /* An S record: rank's process (its session) for the hosted store, which
@@ -827,9 +843,12 @@ static void exec_outcome(const ddp_plan_t *plan, const proc_t *p, const char *ba
     if (p->at_limit) { /* its own timeouts never ended it: hung, not timed out */
         x->rc = x->code = DDP_EHUNG;
         snprintf(x->message, sizeof x->message,
-                 "%shung: still running at the scenario's deadline plus %.0f s of grace "
-                 "(%.1f s), last phase %s: killed", head, (double)grace / 1e9,
-                 (double)plan->limit_ns / 1e9, ph);
+                 "%shung: still running at its own deadline plus %.0f s of grace "
+                 "(%.1f s, counted from its %s at %.1f s), last phase %s: killed", head,
+                 (double)grace / 1e9, (double)p->deadline_ns / 1e9,
+                 p->contact_ns >= 0 && p->contact_ns == p->from_ns ? "first store contact"
+                                                                    : "start",
+                 (double)p->from_ns / 1e9, ph);
         return;
     }
     snprintf(head + n, sizeof head - (size_t)n, "exit %d after %.1f s, last phase %s",
@@ -1079,6 +1098,69 @@ static int delay_fault_line(const ddp_plan_t *plan)
 
 /* A run given up before its processes start: its proxy, namespaces and
  * files go. */
+/* A foreign process's own deadline, and where it counts from: its first
+ * contact with the hosted store (its join; a program may take long to get
+ * there, a torch import or its own sleep), else its start (never before
+ * the master's, master_late): from + timeout + train + grace. */
+static int64_t rank_deadline(const ddp_scenario_t *s, const proc_t *p, int64_t grace,
+                             int64_t *from)
+{
+    int64_t f = p->spawn_ns > s->master_late_ns ? p->spawn_ns : s->master_late_ns;
+    if (p->contact_ns > f)
+        f = p->contact_ns;
+    *from = f;
+    return f + s->timeout_ns + s->train_ns + grace;
+}
+
+/* The run's own limit under exec: the latest any process's deadline can
+ * be (a late start, a join just before its start's deadline). The hosted
+ * store serves until then. */
+static int64_t exec_limit(const ddp_scenario_t *s, const ddp_plan_t *plan, int64_t grace)
+{
+    int64_t late = 0, own = s->timeout_ns + s->train_ns + grace;
+    for (int i = 0; i < plan->nfaults; i++)
+        if (plan->faults[i].kind == DDP_FAULT_LATE && plan->faults[i].delay_ns > late)
+            late = plan->faults[i].delay_ns;
+    return s->master_late_ns + late + 2 * own;
+}
+
+/* Foreign processes past their own deadline (rank_deadline): killed, hung. */
+static void kill_hung(ddp_sys_t *sys, const ddp_scenario_t *s, const ddp_plan_t *plan,
+                      proc_t *ps, int np, int64_t now, int64_t grace, ddp_sys_guard_t *guard)
+{
+    for (int i = 0; i < np; i++) {
+        proc_t *p = &ps[i];
+        int64_t from, deadline;
+        if (!p->started || p->done || !foreign(plan, &plan->procs[p->task]) ||
+            now <= (deadline = rank_deadline(s, p, grace, &from)))
+            continue;
+        ddp_sys_kill(sys, -p->pid, 18);
+        ddp_sys_kill(sys, -p->pid, 9);
+        ddp_sys_kill(sys, p->pid, 9);
+        ddp_sys_wait(sys, p->pid, &p->status, ddp_sys_deadline_in(sys, 5 * DDP_NS_PER_S));
+        ddp_sys_guard_watch(guard, (long)p->pid, 0);
+        p->done = p->at_limit = 1;
+        p->from_ns = from;
+        p->deadline_ns = deadline;
+        p->end_ns = now;
+    }
+}
+
+/* argv[k..] for a foreign program's command line: its own words where
+ * it is one simple command (exec'd by setsid, it keeps the parent-death
+ * signal, which a shell's forked child would not have), else /bin/sh -c
+ * CMD. words (n bytes) holds the words. The new k. */
+#define EXEC_WORDS 64
+static int exec_argv(char **argv, int k, const char *cmd, char *words, size_t n)
+{
+    int w = ddp__real_exec_words(cmd, words, n, argv + k, EXEC_WORDS);
+    if (w > 0)
+        return k + w;
+    argv[k++] = "/bin/sh", argv[k++] = "-c";
+    argv[k++] = (char *)cmd;
+    return k;
+}
+
 static void abandon(ddp_sys_t *sys, ddp_real_proxy_t *proxy, ddp_netns_t *ns,
                     ddp_plan_t *plan, const char *plan_path)
 {
@@ -1178,7 +1260,8 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
     plan->t0 = t0;
     plan->discover = o->tap != NULL;
     int64_t grace = o->exec_grace_ns > 0 ? o->exec_grace_ns : EXEC_GRACE_NS;
-    plan->limit_ns = s->master_late_ns + s->timeout_ns + s->train_ns + (exec ? grace : SLACK_NS);
+    plan->limit_ns = exec ? exec_limit(s, plan, grace)
+                          : s->master_late_ns + s->timeout_ns + s->train_ns + SLACK_NS;
     for (int i = 0; i < plan->nnodes; i++)
         ddp__real_node_ip(o->netns, i, plan->nodes[i].addr, sizeof plan->nodes[i].addr);
     FILE *rf = fopen(plan->results, "w");
@@ -1270,6 +1353,11 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             pg->store_port[plan->procs[i].job ? 1 : 0] = plan->procs[i].port;
     ddp_faultset_t *rfsp = &rfs;
     char holder_why[400] = "";
+    /* the processes' groups die with the runner, SIGKILL of it included */
+    ddp_sys_guard_t *guard = NULL;
+    if (ddp_sys_guard_start(&guard) != 0)
+        fprintf(stderr, "ddpsim: warning: %s: a SIGKILL of this run may leave its "
+                        "processes' children running\n", ddp_err_message());
     for (;;) {
         int64_t now = ddp_sys_now(sys) - t0;
         /* every process's events (E records), then the windows: one open
@@ -1344,7 +1432,8 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             }
             const ddp_plan_proc_t *x = &plan->procs[p->task];
             ddp_env_t *env = proc_env(sys, plan, x, o->netns, o->env_clear, run_id, logs);
-            char *argv[16], nsname[32], idx[16], outp[320], errp[320];
+            char *argv[16 + EXEC_WORDS], nsname[32], idx[16], outp[320], errp[320];
+            char words[sizeof plan->entry.exec + sizeof agent_cmd];
             int k = 0;
             if (o->netns) {
                 ddp__real_ns_name(&ns, p->node, nsname, sizeof nsname);
@@ -1361,8 +1450,8 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             argv[k++] = "setsid";
             ddp_spawn_t sp = {.env = env, .name = x->name, .die_with_parent = 1};
             if (foreign(plan, x)) {
-                argv[k++] = "/bin/sh", argv[k++] = "-c";
-                argv[k++] = p->agent ? agent_cmd : plan->entry.exec;
+                k = exec_argv(argv, k, p->agent ? agent_cmd : plan->entry.exec, words,
+                              sizeof words);
                 out_path(outp, sizeof outp, base, p->task, "out");
                 out_path(errp, sizeof errp, base, p->task, "err");
                 sp.stdout_path = outp;
@@ -1377,6 +1466,8 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             sp.argv = argv;
             int src = env ? ddp_sys_spawn(sys, &sp, &p->pid) : -ENOMEM;
             ddp_env_free(env);
+            if (!src) /* its group: setsid makes it one, named by its pid */
+                ddp_sys_guard_watch(guard, (long)p->pid, 1);
             p->started = 1;
             p->spawn_ns = now;
             proc_event(plan, &rfs, p, DDP_TRIG_SPAWN, now);
@@ -1446,8 +1537,11 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
                 proc_event(plan, &rfs, p, DDP_TRIG_EXIT, p->end_ns);
                 /* orphans of a killed process go with it */
                 ddp_sys_kill(sys, -p->pid, 9);
+                ddp_sys_guard_watch(guard, (long)p->pid, 0);
             }
         }
+        if (exec)
+            kill_hung(sys, s, plan, ps, np, now, grace, guard);
         int pending = 0, others = 0;
         for (int i = 0; i < np; i++) {
             pending |= !ps[i].started;
@@ -1483,7 +1577,10 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             ps[i].done = 1;
             ps[i].at_limit = timed_out && !is_service(plan->procs[ps[i].task].kind);
             ps[i].end_ns = ddp_sys_now(sys) - t0;
+            ps[i].deadline_ns = plan->limit_ns;
+            ps[i].from_ns = 0;
         }
+    ddp_sys_guard_end(guard);
     ddp__real_proxy_stop(proxy, hits, plan->nfaults);
     for (int i = 0; i < plan->nfaults && i < DDP_SCN_MAX_FAULTS; i++) {
         /* still in force: its counters go with the namespaces */
@@ -1506,6 +1603,8 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
     if (pg) /* the store's last words (the ranks' connections closing) */
         progress_read(plan->results, pg, ps, np);
     int sure = pg && progress_unknown_joined(pg) == 0;
+    if (pg)
+        ddp_sys_tcp_owners_free(pg->owners);
     free(pg);
     int agent_status[MAX_PROCS + 2];
     char *agent_err[MAX_PROCS + 2] = {0}; /* each foreign process's stderr */

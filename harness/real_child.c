@@ -39,6 +39,7 @@ static struct {
     long events_off;     /* E records read so far (ddp__real_events_read) */
     ddp_rng_t rng;
     int attempt;         /* an elastic agent's worker: its group's start */
+    int armed;           /* libfiu initialised and its points enabled here */
 } self;
 
 int ddp__real_in_process(const ddp_fault_t *f)
@@ -404,6 +405,7 @@ static int arm_faults(void)
                                 self.p->expected_world)))
         return rc;
     fiu_init(0);
+    self.armed = 1;
     if (n)
         ddp_fault_on_call(call_hook, NULL);
     if (self.all.events || self.p->discover)
@@ -413,11 +415,16 @@ static int arm_faults(void)
     return 0;
 }
 
+/* Undoes arm_faults, however far it got: libfiu is only told to disable
+ * what was enabled after its fiu_init (before it, fiu_disable crashes). */
 static void disarm_faults(void)
 {
-    ddp_fault_on_call(NULL, NULL);
-    ddp_fault_observe(NULL, NULL);
-    ddp_fault_disable(ddp_fault_name(DDP_FP_DDP_PHASE_ENTER));
+    if (self.armed) {
+        ddp_fault_on_call(NULL, NULL);
+        ddp_fault_observe(NULL, NULL);
+        ddp_fault_disable(ddp_fault_name(DDP_FP_DDP_PHASE_ENTER));
+        self.armed = 0;
+    }
     ddp_faultset_free(&self.fs);
     ddp_faultset_free(&self.all);
     ddp_faultset_free(&self.runner);
@@ -463,22 +470,37 @@ static int hold_port(ddp_sys_t *sys, uint16_t port)
  * connection to the hosted store (-1 not found): the runner's S records
  * name each rank's process (its session), and the kernel which session
  * holds the port. A second job's ranks have the same numbers: the task
- * tells them apart. */
+ * tells them apart. The S records are read as they come (from where the
+ * last read ended), and one index of the sessions' sockets serves every
+ * client (ddp_sys_tcp_owner: a /proc scan only for a socket newer than
+ * it), so a rendezvous of N clients costs a few scans, not N times the
+ * ranks. */
 static int task_of_client(uint16_t client_port, uint16_t store_port)
 {
+    static struct {
+        long off, sid[256];
+        int task[256], n;
+        ddp_sys_tcp_owners_t *owners;
+    } c;
     FILE *f = fopen(self.p->results, "r");
-    char line[256];
-    int found = -1;
-    while (f && found < 0 && fgets(line, sizeof line, f)) {
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    if (f && fseek(f, c.off, SEEK_SET) != 0)
+        c.off = 0, rewind(f);
+    while (f && c.n < 256 && (len = getline(&line, &cap, f)) > 0 && line[len - 1] == '\n') {
+        c.off += (long)len; /* a record still being written is read next time */
         int task, r;
-        long pid;
-        if (line[0] == 'S' && sscanf(line, "S\t%d\t%d\t%ld", &task, &r, &pid) == 3 &&
-            ddp_sys_session_holds_tcp(pid, client_port, store_port) == 1)
-            found = task;
+        if (line[0] == 'S' && sscanf(line, "S\t%d\t%d\t%ld", &task, &r, &c.sid[c.n]) == 3)
+            c.task[c.n++] = task;
     }
+    free(line);
     if (f)
         fclose(f);
-    return found;
+    if (!c.owners && !(c.owners = ddp_sys_tcp_owners_new()))
+        return -1;
+    int i = ddp_sys_tcp_owner(c.owners, c.sid, c.n, client_port, store_port);
+    return i >= 0 ? c.task[i] : -1;
 }
 
 /* A client's progress at the hosted store, as a P record (connection,

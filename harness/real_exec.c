@@ -134,6 +134,26 @@ const char *ddp__real_program_word(const char *cmd, size_t *len)
     return c;
 }
 
+int ddp__real_exec_words(const char *cmd, char *buf, size_t n, char **words, int max)
+{
+    if (strpbrk(cmd, "'\"\\$`*?[]<>|&;()#~{}!\n\r") || n == 0)
+        return 0;
+    size_t used = 0;
+    int k = 0;
+    for (const char *c = cmd + strspn(cmd, " \t"); *c; c += strspn(c, " \t")) {
+        size_t w = strcspn(c, " \t");
+        if ((k == 0 && memchr(c, '=', w)) || k + 1 >= max || used + w + 1 > n)
+            return 0;
+        memcpy(buf + used, c, w);
+        buf[used + w] = '\0';
+        words[k++] = buf + used;
+        used += w + 1;
+        c += w;
+    }
+    words[k] = NULL;
+    return k;
+}
+
 int ddp_real_check_exec(ddp_sys_t *sys, const char *cmd)
 {
     char prog[256];

@@ -139,6 +139,15 @@ int ddp__real_classify(int status, const char *stderr_text, char *message, size_
  * its start, and its length in *len (0: none). */
 const char *ddp__real_program_word(const char *cmd, size_t *len);
 
+/* A command line as the words of one simple command, so that the runner
+ * execs the program itself, with no shell between it and its parent-death
+ * signal: each word of cmd (split at blanks) copied into buf (n bytes) and
+ * pointed to by words[0..], then NULL; the word count. 0 when sh is needed
+ * (a quote, $, `, \, a glob, redirection, separator, comment, ~, a
+ * VAR=value word first) or the words do not fit (max - 1 pointers, n
+ * bytes). */
+int ddp__real_exec_words(const char *cmd, char *buf, size_t n, char **words, int max);
+
 /* torch's own elastic agent as a node's process (harness/real_agent.c). */
 /* The agent's command line for exec cmd: `PY SCRIPT ARGS` becomes `PY -m
  * torch.distributed.run SCRIPT ARGS`, a torchrun command line stays; else

@@ -93,6 +93,24 @@ static void test_check_exec(void)
     ddp_sys_free(sys);
 }
 
+/* Which exec lines run without a shell: one simple command's words. */
+static void test_exec_words(void)
+{
+    char buf[64], *w[8];
+    CU_ASSERT_EQUAL(ddp__real_exec_words("  python3 train.py --lr=0.1\t-v ", buf, sizeof buf,
+                                         w, 8), 4);
+    CU_ASSERT_STRING_EQUAL(w[0], "python3");
+    CU_ASSERT_STRING_EQUAL(w[2], "--lr=0.1");
+    CU_ASSERT_STRING_EQUAL(w[3], "-v");
+    CU_ASSERT_PTR_NULL(w[4]);
+    const char *shell[] = {"sh -c 'exit 0'", "FOO=1 prog", "prog $HOME", "a; b", "a && b",
+                           "prog >out", "prog *.py", "~/prog", "prog # note", "a | b", ""};
+    for (size_t i = 0; i < sizeof shell / sizeof shell[0]; i++)
+        CU_ASSERT_EQUAL(ddp__real_exec_words(shell[i], buf, sizeof buf, w, 8), 0);
+    CU_ASSERT_EQUAL(ddp__real_exec_words("a b c d e f g h", buf, sizeof buf, w, 8), 0);
+    CU_ASSERT_EQUAL(ddp__real_exec_words("a b", buf, 3, w, 8), 0);
+}
+
 /* On loopback a port somebody already listens on is refused before any
  * process starts: its holder would otherwise be the master the ranks
  * reach (or its ranks would join this run's store). */
@@ -338,6 +356,14 @@ __attribute__((format(printf, 5, 6))) static void write_file(char *path, size_t 
     CU_ASSERT_EQUAL(fclose(f), 0);
 }
 
+/* Removes a test's folder and what is in it; failing to is a failure. */
+static void remove_tree(const char *dir)
+{
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CU_ASSERT_EQUAL(system(cmd), 0);
+}
+
 /* The names in dir that start with prefix. */
 static int files_with(const char *dir, const char *prefix)
 {
@@ -560,9 +586,7 @@ static void test_hosted_store_progress(void)
     CU_ASSERT_EQUAL(ddp_sys_read_host_file(path, &text, NULL), 0);
     CU_ASSERT_PTR_NOT_NULL(text ? strstr(text, "user= slurm=unset") : NULL);
     free(text);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CU_ASSERT_EQUAL(system(cmd), 0);
+    remove_tree(dir);
 }
 
 /* Issue 34: a second run of one scenario that started within ~50 ms of the
@@ -810,6 +834,174 @@ static void test_exec_store_memory(void)
     CU_ASSERT_EQUAL(system(rm), 0);
 }
 
+/* Starts `BIN run --real --grace 2 --no-progress SCN` with TMPDIR=tmp,
+ * stdout and stderr into the file out; the runner's pid. */
+static pid_t start_run_in(const char *bin, const char *scn, const char *tmp, const char *out)
+{
+    fflush(NULL);
+    pid_t p = fork();
+    if (p == 0) {
+        int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        setenv("TMPDIR", tmp, 1);
+        execl(bin, bin, "run", "--real", "--grace", "2", "--no-progress", scn, (char *)NULL);
+        _exit(127);
+    }
+    return p;
+}
+
+/* Waits for pid (at most limit_s, scaled): its status, or -1 after
+ * killing it when it did not end. */
+static int wait_bounded(pid_t pid, int limit_s)
+{
+    int st = 0;
+    for (int i = 0; i < ddp_test_wall_s(limit_s) * 50; i++) {
+        if (waitpid(pid, &st, WNOHANG) == pid)
+            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        usleep(20000);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    return -1;
+}
+
+/* Issue 42: the hosted store of an exec job, finding MASTER_PORT taken
+ * (after the run's own check: node 0 starts 2 s late), disabled libfiu
+ * points it had never initialised and died of SIGSEGV (status 139). It
+ * must fail cleanly, naming the port. */
+static void test_hosted_store_port_taken(void)
+{
+    char bin[400];
+    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+        return;
+    uint16_t port = free_port();
+    CU_ASSERT_FATAL(port > 0);
+    char dir[64], scn[96], out[96], text[1 << 14], want[96];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "storetaken"));
+    write_file(scn, sizeof scn, dir, "taken.scn",
+               "scenario \"the store's port taken\"\nnodes 1\ndevices 2\naccelerators ddp\n"
+               "launcher torchrun\nport %u\nmaster_late 2s\ntimeout 5s\nexec \"sleep 1\"\n"
+               "expect ok\n", (unsigned)port);
+    ddp_test_in(out, sizeof out, dir, "run.out");
+    pid_t runner = start_run_in(bin, scn, dir, out);
+    CU_ASSERT_FATAL(runner > 0);
+    /* its plan file: the run checked the port and started */
+    for (int i = 0; i < ddp_test_wall_s(10) * 100 && !files_with(dir, "ddpsim-real-"); i++)
+        usleep(10000);
+    ddp_sys_t *sys = ddp_test_sys();
+    ddp_addr_t a;
+    ddp_addr_parse("0.0.0.0", port, &a);
+    int fd = ddp_sys_listen(sys, &a, 1);
+    int st = wait_bounded(runner, 30);
+    ddp_test_read_file(out, text, sizeof text);
+    if (fd < 0) {
+        printf("\n  skipped: the store took port %u before this test could\n", (unsigned)port);
+    } else {
+        CU_ASSERT_EQUAL(st, 1);
+        snprintf(want, sizeof want, "cannot listen on [::]:%u: the port is already in use",
+                 (unsigned)port);
+        CU_ASSERT_PTR_NOT_NULL(strstr(text, want));
+        CU_ASSERT_PTR_NOT_NULL(strstr(text, "exited with status 1 before it listened"));
+        CU_ASSERT_PTR_NULL(strstr(text, "status 139"));
+        if (st != 1 || !strstr(text, want) || strstr(text, "status 139"))
+            printf("\n  exit %d:\n%s", st, text);
+        ddp_sys_close(sys, fd);
+    }
+    ddp_sys_free(sys);
+    remove_tree(dir);
+}
+
+/* Kills (SIGKILL) the processes whose command line holds needle; how many
+ * there were. */
+static int kill_procs_with(const char *needle)
+{
+    pid_t pids[64];
+    int n = procs_with(needle, pids, 64);
+    for (int i = 0; i < n; i++)
+        kill(pids[i], SIGKILL);
+    return n;
+}
+
+/* One run of `exec "CMD"` (2 ranks, each running `sleep 300.PORT`, the
+ * token) SIGKILLed once both sleeps run: how many processes holding the
+ * token, or the run's plan path, are left after a bounded wait. Whatever
+ * is left is killed here. */
+static int left_after_sigkill(const char *bin, const char *dir, const char *cmd_fmt)
+{
+    uint16_t port = free_port();
+    CU_ASSERT_FATAL(port > 0);
+    char token[32], cmd[200], scn[96], out[96];
+    snprintf(token, sizeof token, "sleep 300.%u", (unsigned)port);
+    snprintf(cmd, sizeof cmd, cmd_fmt, token);
+    write_file(scn, sizeof scn, dir, "orphans.scn",
+               "scenario \"no orphans\"\nnodes 1\ndevices 2\naccelerators ddp\n"
+               "launcher torchrun\nport %u\ntimeout 60s\nexec \"%s\"\nexpect ok\n",
+               (unsigned)port, cmd);
+    ddp_test_in(out, sizeof out, dir, "run.out");
+    pid_t runner = start_run_in(bin, scn, dir, out);
+    CU_ASSERT_FATAL(runner > 0);
+    int ranks = wait_procs(token, 2, 1, 30); /* with their shells: more */
+    CU_ASSERT(ranks >= 2);
+    kill(runner, SIGKILL);
+    waitpid(runner, NULL, 0);
+    char plan[64];
+    snprintf(plan, sizeof plan, "ddpsim-real-%ld-", (long)runner);
+    int left = wait_procs(token, 0, 0, 10) + wait_procs(plan, 0, 0, 2);
+    if (left) /* not ours to leave running */
+        printf("\n  exec \"%s\": %d process(es) outlived their runner\n", cmd,
+               kill_procs_with(token) + kill_procs_with(plan));
+    unlink(scn);
+    return left;
+}
+
+/* Issue 42: SIGKILL of `ddpsim run --real` left the user's program
+ * running: the parent-death signal reached only the `sh -c` the runner
+ * started, and sh forks the command. A simple command is exec'd (no
+ * shell), and a guard process kills each rank's process group once the
+ * runner is gone, which also takes what a shell or the program forked. */
+static void test_sigkill_leaves_no_orphan(void)
+{
+    char bin[400];
+    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+        return;
+    char dir[64];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "orphans"));
+    CU_ASSERT_EQUAL(left_after_sigkill(bin, dir, "%s"), 0);
+    CU_ASSERT_EQUAL(left_after_sigkill(bin, dir, "sh -c '%s & wait'"), 0);
+    remove_tree(dir);
+}
+
+/* Issue 42: a rank's deadline was counted from the run's start: a rank
+ * that took 3 s to reach the job's store, then timed out properly on its
+ * 2 s wait (at about 5 s), lost its store at 4 s (timeout 2 s + grace 2 s,
+ * the run's limit), or was killed then as hung. Each rank is judged on its
+ * own clock: from its first store contact (its join), as within= is. */
+static void test_slow_start_own_clock(void)
+{
+    char bin[400];
+    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+        return;
+    uint16_t port = free_port();
+    CU_ASSERT_FATAL(port > 0);
+    char dir[64], scn[96], args[300];
+    static char out[1 << 15];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "ownclock"));
+    write_file(scn, sizeof scn, dir, "slow.scn",
+               "scenario \"slow to start, then a proper timeout\"\nnodes 1\ndevices 2\n"
+               "accelerators ddp\nlauncher torchrun\nport %u\ntimeout 2s\n"
+               "exec \"sh -c 'sleep 3; %s store --host $MASTER_ADDR --port $MASTER_PORT "
+               "--timeout 2 wait never'\"\nexpect fail error=timeout within=4s\n",
+               (unsigned)port, bin);
+    snprintf(args, sizeof args, "run --real --grace 2 --no-progress -v %s", scn);
+    int st = ddp_test_ddpsim_io_within(60, NULL, args, 0, out, sizeof out);
+    CU_ASSERT_EQUAL(st, 0);
+    CU_ASSERT_PTR_NULL(strstr(out, "hung"));
+    if (st != 0 || strstr(out, "hung"))
+        printf("\n  %s: exit %d:\n%s", args, st, out);
+    remove_tree(dir);
+}
+
 DDP_SUITE("real_exec", NULL, NULL,
           {"a master port taken before the run starts", test_taken_master_port},
           {"the master port checked is the one the processes get", test_job_port_as_given},
@@ -831,4 +1023,11 @@ DDP_SUITE("real_exec", NULL, NULL,
            test_concurrent_runs_never_mix},
           {"a failing foreign program's output: a folder per run",
            test_exec_output_per_run},
-          {"store_memory: the hosted store's budget", test_exec_store_memory})
+          {"store_memory: the hosted store's budget", test_exec_store_memory},
+          {"an exec line that is one simple command runs without a shell", test_exec_words},
+          {"a foreign job's hosted store on a taken port fails cleanly, naming it",
+           test_hosted_store_port_taken},
+          {"a foreign rank slow to start is judged on its own clock, not hung",
+           test_slow_start_own_clock},
+          {"SIGKILL of a real run with exec: no process of the user's program is left",
+           test_sigkill_leaves_no_orphan})

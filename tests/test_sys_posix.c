@@ -21,6 +21,7 @@
 
 #include "ddp/env.h"
 #include "ddp/err.h"
+#include "ddp/faults.h"
 #include "ddp/sys.h"
 #include "epoll_contract.h"
 #include "test.h"
@@ -691,6 +692,215 @@ static void test_epoll_fault_point(void)
     CU_ASSERT_EQUAL(ddp_sys_epoll_close(S, ep), 0);
 }
 
+/* Issue 42: no lock across fork. A thread that arms fault points (libfiu's
+ * write lock) and one that evaluates them (its read lock, a ONETIME
+ * point's mutex) run while the main thread forks workers as the elastic
+ * agent does (ddp_sys_spawn of a function); each worker arms, evaluates
+ * and disarms a point of its own and must exit within its deadline. A fork
+ * that copied a held lock leaves a worker blocked forever. 2,000 forks
+ * (DDP_TEST_FORKS, e.g. 10000, for more). */
+static atomic_int fork_stress_stop;
+
+static int fork_stress_armer(ddp_sys_t *sys, void *arg)
+{
+    (void)sys, (void)arg;
+    while (!atomic_load(&fork_stress_stop)) {
+        ddp_fault_enable("test/fork/armed", 1, NULL, FIU_ONETIME);
+        ddp_fault_point("test/fork/armed", EIO);
+        ddp_fault_disable("test/fork/armed");
+    }
+    return 0;
+}
+
+static int fork_stress_reader(ddp_sys_t *sys, void *arg)
+{
+    (void)sys, (void)arg;
+    while (!atomic_load(&fork_stress_stop)) {
+        ddp_fault_point("test/fork/armed", EIO);
+        ddp_fault_point("test/fork/never", EIO);
+    }
+    return 0;
+}
+
+static int fork_stress_worker(ddp_sys_t *sys, void *arg)
+{
+    (void)sys, (void)arg;
+    ddp_fault_enable("test/fork/worker", 1, NULL, 0);
+    int fired = ddp_fault_point("test/fork/worker", EIO) != 0;
+    ddp_fault_point("test/fork/armed", EIO);
+    ddp_fault_disable("test/fork/worker");
+    return fired ? 0 : 3;
+}
+
+/* n workers forked at once, then each waited for (5 s, scaled): the
+ * stuck ones (blocked on a lock their fork copied held: not ours to leave)
+ * are killed. */
+#define FORK_BATCH 25
+static void fork_batch(int n, long *stuck, long *failed)
+{
+    ddp_pid_t pids[FORK_BATCH];
+    int started = 0;
+    for (; started < n; started++) {
+        ddp_spawn_t sp = {.entry = fork_stress_worker, .name = "worker", .die_with_parent = 1};
+        if (ddp_sys_spawn(S, &sp, &pids[started]) != 0) {
+            (*failed)++;
+            break;
+        }
+    }
+    int64_t deadline = ddp_sys_deadline_in(S, ddp_test_wall_s(5) * DDP_NS_PER_S);
+    for (int k = 0; k < started; k++) {
+        int st = -1;
+        if (ddp_sys_wait(S, pids[k], &st, deadline) != 0) {
+            (*stuck)++;
+            ddp_sys_kill(S, pids[k], SIGKILL);
+            ddp_sys_wait(S, pids[k], &st, DDP_DEADLINE_NEVER);
+        } else if (st != 0) {
+            (*failed)++;
+        }
+    }
+}
+
+static void test_fork_while_faults_armed(void)
+{
+    long forks = 2000;
+    ddp_sys_t *host = ddp_sys_posix_new(NULL); /* this process's environment */
+    if (host && ddp_env_get(ddp_sys_env(host), "DDP_TEST_FORKS"))
+        CU_ASSERT_EQUAL(ddp_env_get_long(ddp_sys_env(host), "DDP_TEST_FORKS", 1, 10000000,
+                                         &forks), 0);
+    ddp_sys_free(host);
+    atomic_store(&fork_stress_stop, 0);
+    ddp_thread_t th[2];
+    CU_ASSERT_EQUAL_FATAL(ddp_sys_thread_start(S, fork_stress_armer, NULL, "armer", &th[0]), 0);
+    CU_ASSERT_EQUAL_FATAL(ddp_sys_thread_start(S, fork_stress_reader, NULL, "reader", &th[1]),
+                          0);
+    long stuck = 0, failed = 0, i;
+    for (i = 0; i < forks && !stuck && !failed; i += FORK_BATCH)
+        fork_batch(forks - i < FORK_BATCH ? (int)(forks - i) : FORK_BATCH, &stuck, &failed);
+    atomic_store(&fork_stress_stop, 1);
+    for (int k = 0; k < 2; k++)
+        CU_ASSERT_EQUAL(ddp_sys_thread_join(S, th[k], NULL, DDP_DEADLINE_NEVER), 0);
+    if (stuck || failed)
+        printf("\n  by fork %ld of %ld: %ld worker(s) stuck past 5 s, %ld failed\n", i, forks,
+               stuck, failed);
+    CU_ASSERT_EQUAL(stuck, 0);
+    CU_ASSERT_EQUAL(failed, 0);
+}
+
+/* A process in a session of its own that connects to port and stays
+ * until gate (a pipe's read end) closes; its pid (= its session). */
+static pid_t session_client(uint16_t port, int gate[2])
+{
+    fflush(NULL);
+    pid_t p = fork();
+    if (p == 0) {
+        close(gate[1]);
+        setsid();
+        int fd = ddp_sys_connect_host(S, "127.0.0.1", port, ddp_test_deadline_ms(S, 5000));
+        char b;
+        while (fd >= 0 && read(gate[0], &b, 1) > 0)
+            ;
+        _exit(fd >= 0 ? 0 : 1);
+    }
+    return p;
+}
+
+/* The accepted end's peer port for the next client. */
+static uint16_t accepted_port(int lfd)
+{
+    ddp_addr_t peer;
+    int a = ddp_sys_accept(S, lfd, &peer, ddp_test_deadline_ms(S, 5000));
+    CU_ASSERT_FATAL(a >= 0);
+    ddp_sys_close(S, a);
+    return peer.port;
+}
+
+/* Issue 42: the hosted store attributes each client to a rank's session;
+ * one index of the sessions' sockets (ddp_sys_tcp_owner) serves many
+ * lookups: each client's session, a client newer than the index (read
+ * again), -1 for a session that holds no such socket. */
+static void test_tcp_owner_index(void)
+{
+    uint16_t port = 0;
+    int lfd = listen_loopback(&port), gate[2];
+    CU_ASSERT_FATAL(lfd >= 0);
+    CU_ASSERT_EQUAL_FATAL(pipe(gate), 0);
+    long sids[3];
+    uint16_t cport[3];
+    for (int i = 0; i < 2; i++) {
+        sids[i] = session_client(port, gate);
+        cport[i] = accepted_port(lfd);
+    }
+    ddp_sys_tcp_owners_t *t = ddp_sys_tcp_owners_new();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    CU_ASSERT_EQUAL(ddp_sys_tcp_owner(t, sids, 2, cport[0], port), 0);
+    CU_ASSERT_EQUAL(ddp_sys_tcp_owner(t, sids, 2, cport[1], port), 1);
+    CU_ASSERT_EQUAL(ddp_sys_session_holds_tcp(sids[0], cport[0], port), 1);
+    sids[2] = session_client(port, gate);
+    cport[2] = accepted_port(lfd);
+    CU_ASSERT_EQUAL(ddp_sys_tcp_owner(t, sids, 3, cport[2], port), 2);
+    CU_ASSERT_EQUAL(ddp_sys_tcp_owner(t, &sids[1], 1, cport[0], port), -1);
+    CU_ASSERT_EQUAL(ddp_sys_tcp_owner(t, sids, 3, 1, port), -1); /* no such client */
+    ddp_sys_tcp_owners_free(t);
+    close(gate[0]);
+    close(gate[1]);
+    for (int i = 0; i < 3; i++) {
+        int st = -1;
+        CU_ASSERT_EQUAL(ddp_sys_wait(S, sids[i], &st, ddp_test_deadline_ms(S, 5000)), 0);
+        CU_ASSERT_EQUAL(st, 0);
+    }
+    ddp_sys_close(S, lfd);
+}
+
+/* A process group of its own (setsid) whose leader forks a member; both
+ * sleep. The leader's pid (= the group's id). */
+static pid_t sleeping_group(void)
+{
+    fflush(NULL);
+    pid_t p = fork();
+    if (p == 0) {
+        setsid();
+        if (fork() == 0)
+            pause();
+        pause();
+        _exit(0);
+    }
+    return p;
+}
+
+/* 1 when every process of group pgid is gone (a bounded wait, 5 s). */
+static int group_gone(pid_t pgid)
+{
+    for (int i = 0; i < ddp_test_wall_s(5) * 100; i++) {
+        if (kill(-pgid, 0) != 0 && errno == ESRCH)
+            return 1;
+        waitpid(pgid, NULL, WNOHANG); /* the leader is ours to reap */
+        usleep(10000);
+    }
+    return 0;
+}
+
+/* Issue 42: the guard of a real run kills the groups it watches, what
+ * their leaders forked too, once its owner ends it (or dies: the real-run
+ * test SIGKILLs a runner), and leaves a group it was told to forget. */
+static void test_guard_kills_watched_groups(void)
+{
+    ddp_sys_guard_t *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(ddp_sys_guard_start(&g), 0);
+    pid_t watched = sleeping_group(), forgotten = sleeping_group();
+    CU_ASSERT_FATAL(watched > 0 && forgotten > 0);
+    ddp_sys_guard_watch(g, watched, 1);
+    ddp_sys_guard_watch(g, forgotten, 1);
+    ddp_sys_guard_watch(g, forgotten, 0);
+    usleep(100000); /* both have forked their member (no harm if not yet) */
+    ddp_sys_guard_end(g);
+    CU_ASSERT(group_gone(watched));
+    CU_ASSERT_EQUAL(kill(-forgotten, 0), 0); /* still there */
+    kill(-forgotten, SIGKILL);
+    CU_ASSERT(group_gone(forgotten));
+    kill(-watched, SIGKILL); /* whatever happened: none of them is left */
+    ddp_sys_guard_end(NULL); /* a guard that does nothing */
+}
+
 DDP_SUITE("sys_posix", suite_init, suite_cleanup,
           {"output_targets", test_output_targets},
           {"output_full_disk", test_output_full_disk},
@@ -701,9 +911,15 @@ DDP_SUITE("sys_posix", suite_init, suite_cleanup,
           {"dual-stack :: listener accepts IPv4", test_dual_stack_listener},
           {"name resolution", test_resolve},
           {"spawn, wait, kill", test_spawn_wait_kill},
+          {"a run's guard kills the groups it watches, members too, at its end",
+           test_guard_kills_watched_groups},
+          {"which session holds a TCP connection: one index for many lookups",
+           test_tcp_owner_index},
           {"read file", test_read_file},
           {"read file: bounded, regular files only", test_read_file_bounded},
           {"libfiu fault points", test_fault_points},
+          {"forks while other threads arm and evaluate fault points: no worker blocks",
+           test_fork_while_faults_armed},
           {"clock and sleep", test_sleep_until},
           {"failed connects counted per sys (a real run's retries)",
            test_failed_connects_counted},

@@ -244,6 +244,20 @@ DDP_API void ddp_sys_wall_text(char *buf, size_t n);
  * next one. Returns how many were removed. */
 DDP_API int ddp_sys_sweep_stale(const char *dir, const char *prefix);
 
+/* A guard for a real run's processes (core/sys_posix_guard.c): a process
+ * of its own that SIGKILLs every process group it watches once the
+ * caller is gone, at its end (ddp_sys_guard_end) or at its death, SIGKILL
+ * included. A parent-death signal reaches only the caller's children; the
+ * guard reaches what they forked too, as long as it stays in their group.
+ * start: 0 and *out, or a negative code (no fork). watch: on 1 a group to
+ * kill, on 0 one that is gone (killed and reaped: its id may be reused).
+ * end: the guard kills what it still watches and is waited for. NULL is a
+ * guard that does nothing. */
+typedef struct ddp_sys_guard ddp_sys_guard_t;
+DDP_API int ddp_sys_guard_start(ddp_sys_guard_t **out);
+DDP_API void ddp_sys_guard_watch(ddp_sys_guard_t *g, long pgid, int on);
+DDP_API void ddp_sys_guard_end(ddp_sys_guard_t *g);
+
 /* Makes the folder path and the folders above it (mkdir -p): 0, or a
  * negative code with the error context naming the folder. */
 DDP_API int ddp_sys_make_dirs(const char *path);
@@ -254,6 +268,18 @@ DDP_API int ddp_sys_make_dirs(const char *path);
  * runner tells by this which rank's process a connection to the store it
  * hosts came from. */
 DDP_API int ddp_sys_session_holds_tcp(long sid, uint16_t local_port, uint16_t remote_port);
+/* The same question for many connections at the cost of few /proc scans
+ * (the hosted store attributes each client to a rank): an index of which
+ * session holds which socket, renewed by one pass over /proc when a socket
+ * is not in it yet. ddp_sys_tcp_owner: the index in sids[0..n) of the
+ * session holding a TCP socket with this local and remote port (as each
+ * session's network namespace sees it), -1 when none does, or a negative
+ * code below -1 (-ENOMEM, ...). */
+typedef struct ddp_sys_tcp_owners ddp_sys_tcp_owners_t;
+DDP_API ddp_sys_tcp_owners_t *ddp_sys_tcp_owners_new(void);
+DDP_API void ddp_sys_tcp_owners_free(ddp_sys_tcp_owners_t *t);
+DDP_API int ddp_sys_tcp_owner(ddp_sys_tcp_owners_t *t, const long *sids, int n,
+                              uint16_t local_port, uint16_t remote_port);
 
 /* The processes of session sid (Linux /proc): up to max pids in pids, the
  * number found (at most max), or a negative code. With

@@ -83,7 +83,7 @@ start=$(date +%s)
 "$ddpsim" run --real --grace 1 "$scn/exec-hang.scn" --no-progress >"$work/hang.out" 2>&1
 rc=$?
 took=$(($(date +%s) - start))
-if [ $rc -eq 0 ] && grep -q 'still running at the scenario' "$work/hang.out"; then
+if [ $rc -eq 0 ] && grep -q 'still running at its own deadline' "$work/hang.out"; then
     ok "a hanging program: killed at the deadline + grace, reported as hung (${took} s)"
 else
     fail "a hanging program: exit $rc or not reported as killed at the deadline"
