@@ -166,6 +166,26 @@ static int judge_invariant(const ddp_scn_result_t *r, const char *faults, chk_ve
     return say(v, CHK_INVARIANT, "%s Fault: %s.", why, faults);
 }
 
+/* The oracles of every run: the invariants, a fault-free baseline, a run
+ * in which no fault acted. CHK_NONE with *go set: a fault acted and the
+ * run was not ok, for the next oracles to judge. */
+static int judge_common(const ddp_scenario_t *s, const ddp_scn_result_t *r, const char *faults,
+                        int baseline, chk_verdict_t *v, int *go)
+{
+    if (!r->invariants_ok)
+        return judge_invariant(r, faults, v);
+    int ok = all_ok(r), act = acted(s, r);
+    const char *first = r->first_error[0] ? r->first_error : r->why;
+    if (!ok && !act && baseline)
+        return say(v, CHK_BASELINE, "A fault-free run failed: %s%s", first, "");
+    if (!ok && !act)
+        return say(v, CHK_NOFAULT, "No fault acted on anything (0 hits: %s), yet the run "
+                                   "was not ok: %s",
+                   faults, first);
+    *go = !ok;
+    return CHK_NONE;
+}
+
 static int judge_compared(const ddp_scenario_t *s, const char *accel, const ddp_scn_result_t *r,
                           const char *faults, chk_verdict_t *v)
 {
@@ -232,18 +252,9 @@ int ddp__check_judge(const ddp_scenario_t *s, const char *accel, int baseline,
         return CHK_NONE;
     char faults[600];
     faults_text(s, faults, sizeof faults);
-    if (!r->invariants_ok)
-        return judge_invariant(r, faults, v);
-    int ok = all_ok(r), act = acted(s, r);
-    const char *first = r->first_error[0] ? r->first_error : r->why;
-    if (!ok && !act && baseline)
-        return say(v, CHK_BASELINE, "A fault-free run failed: %s%s", first, "");
-    if (!ok && !act)
-        return say(v, CHK_NOFAULT, "No fault acted on anything (0 hits: %s), yet the run "
-                                   "was not ok: %s",
-                   faults, first);
-    if (ok || !act)
-        return CHK_NONE;
+    int go = 0, o = judge_common(s, r, faults, baseline, v, &go);
+    if (o || !go)
+        return o;
     if (strstr(r->first_error, STORE_GONE) || strstr(r->rank_error, STORE_GONE)) {
         const char *m = strstr(r->rank_error, STORE_GONE) ? r->rank_error : r->first_error;
         v->rank = strstr(r->rank_error, STORE_GONE) ? v->rank : r->first_rank;
@@ -288,16 +299,10 @@ int ddp__check_judge_real(ddp_sys_t *sys, const ddp_scenario_t *s, const char *a
                                      "grace and was killed (hung): a wait without a deadline, "
                                      "or longer than the group timeout? %s. Fault: %s.",
                    first, faults);
-    if (!r->invariants_ok)
-        return judge_invariant(r, faults, v);
-    int ok = all_ok(r), act = acted(s, r);
-    if (!ok && !act && baseline)
-        return say(v, CHK_BASELINE, "A fault-free run failed: %s%s", first, "");
-    if (!ok && !act)
-        return say(v, CHK_NOFAULT, "No fault acted on anything (0 hits: %s), yet the run "
-                                   "was not ok: %s",
-                   faults, first);
-    if (!ok && transient(s))
+    int go = 0, o = judge_common(s, r, faults, baseline, v, &go);
+    if (o || !go)
+        return o;
+    if (transient(s))
         return say(v, CHK_TRANSIENT, "A fault that heals well within the group timeout was "
                                      "not survived (%s): %s",
                    faults, first);
