@@ -215,8 +215,13 @@ static int judge_compared(const ddp_scenario_t *s, const char *accel, const ddp_
 static int hit_phase(const char *trace, char *out, size_t n)
 {
     enum { MAXT = 512 };
-    static _Thread_local char last[MAXT][48];
-    memset(last, 0, sizeof last);
+    char (*last)[48] = calloc(MAXT, sizeof *last); /* not TLS: it would grow every
+                                                      thread's static TLS, and the
+                                                      simulator's threads have small
+                                                      stacks */
+    if (!last)
+        return -1;
+    int rc = -1;
     for (const char *l = trace; l && *l;) {
         const char *e = strchr(l, '\n'), *id = strstr(l, "\"id\":");
         int t = id && (!e || id < e) ? atoi(id + 5) : -1;
@@ -227,11 +232,13 @@ static int hit_phase(const char *trace, char *out, size_t n)
         } else if (t >= 0 && t < MAXT && strstr(l, "\"fault\":\"point\"") &&
                    (!e || strstr(l, "\"fault\":\"point\"") < e)) {
             snprintf(out, n, "%s", last[t]);
-            return 0;
+            rc = 0;
+            break;
         }
         l = e ? e + 1 : NULL;
     }
-    return -1;
+    free(last);
+    return rc;
 }
 
 int ddp__check_judge(const ddp_scenario_t *s, const char *accel, int baseline,

@@ -22,6 +22,7 @@ static void check_usage(FILE *f)
             "       ddpsim check --exec 'CMD ARGS' [--netns] [--port P] [--budget D] [--runs N]\n"
             "                    [--random-runs N] [--max-findings N] [--list] [--out DIR]\n"
             "                    [--junit FILE] [--report DIR] [--shard K/N] [--sanitize]\n"
+            "                    [--coverage]\n"
             "                    [--progress | --no-progress]\n\n"
             "Tests your plugin with no scenario of yours. First fault-free baselines on\n"
             "every shape that matters (1 node; 2 nodes under every accelerator, ddp2's one\n"
@@ -61,6 +62,9 @@ static void check_usage(FILE *f)
             "  --seed S           the same seed and budget give the same runs (default 1)\n"
             "  --max-findings N   report at most N findings (default 10)\n"
             "  --list             baselines and the discovery only\n"
+            "  --coverage         for a plugin library built with --coverage: its coverage\n"
+            "                     per accelerator and the parity gate over it, by make\n"
+            "                     coverage PLUGIN=LIB of the ddpsim source tree (minutes)\n"
             "  --sanitize         for a plugin library built with -fsanitize=address (and\n"
             "                     undefined): the check runs with the sanitizer runtimes\n"
             "                     preloaded, and a report (use-after-free, overflow, UB) is\n"
@@ -181,6 +185,22 @@ static int write_report(ddp_sys_t *sys, const char *dir, const ddp_check_opts_t 
     return ddp_cmd_report(sys, 2, argv);
 }
 
+/* --coverage: the plugin's coverage per accelerator and the parity gate
+ * (a violation makes the exit 1, a failed pipeline 2). */
+static int with_coverage(ddp_sys_t *sys, const ddp_check_opts_t *o, int rc)
+{
+    const char *lib = o->plugin ? ddp_plugin_library(ddp_plugin_find(o->plugin)) : NULL;
+    if (!lib) {
+        fprintf(stderr, "ddpsim check: --coverage needs --plugin PATH.so, a library built "
+                        "with --coverage\n");
+        return 2;
+    }
+    int st = ddp_check_coverage(sys, lib, o->out_dir);
+    if (st < 0)
+        fprintf(stderr, "ddpsim check: %s\n", ddp_err_message());
+    return st < 0 || st > 1 ? 2 : st ? 1 : rc;
+}
+
 static void summary(const ddp_check_opts_t *o, const ddp_check_report_t *rep)
 {
     fprintf(stdout, "check: %d baseline run(s) (%d failed), %d aimed and %d random run(s) "
@@ -236,7 +256,7 @@ int ddp_cmd_check(ddp_sys_t *sys, int argc, char **argv)
     ddp_check_opts_t o = {.seed = 1, .out_dir = "ddpsim-check", .self = ddp_tool_self,
                           .progress = isatty(2) ? 1 : 2};
     const char *junit = NULL, *report = NULL;
-    int n, list = 0, sanitize = 0, port = 0; /* sanitize: done by sanitized() */
+    int n, list = 0, sanitize = 0, port = 0, coverage = 0; /* sanitize: done by sanitized() */
     const ddp_opt_t opts[] = {
         OPT_FN("plugin", &o.plugin, ddp_opt_plugin_name, ddp_opt_plugin_form()),
         OPT_STR("exec", &o.exec, "a command line every rank runs"),
@@ -249,6 +269,7 @@ int ddp_cmd_check(ddp_sys_t *sys, int argc, char **argv)
         OPT_INT("max-findings", &o.max_findings, 1, 1000),
         OPT_FLAG("list", 0, &list, 1),
         OPT_FLAG("sanitize", 0, &sanitize, 1),
+        OPT_FLAG("coverage", 0, &coverage, 1),
         OPT_FN("out", &o.out_dir, ddp_opt_dir, DDP_OPT_DIR_FORM),
         OPT_STR("junit", &junit, "a file to write"),
         OPT_STR("report", &report, "a folder that does not exist yet"),
@@ -290,6 +311,8 @@ int ddp_cmd_check(ddp_sys_t *sys, int argc, char **argv)
     }
     if (rc != 2 && report && write_report(sys, report, &o, &rep) != 0)
         rc = 2;
+    if (rc != 2 && coverage)
+        rc = with_coverage(sys, &o, rc);
     ddp_check_report_free(&rep);
     return rc;
 }

@@ -48,6 +48,11 @@ int ddp_cmd_check(struct ddp_sys *sys, int argc, char **argv);
 /* `check --sanitize` (tools/check_sanitize.c): runs `ddpsim check ARGV`
  * again with the sanitizer runtimes preloaded; a report becomes a finding
  * (files in dir). The exit status to return, or < 0 with the error set. */
+/* `check --coverage` (tools/check_coverage.c): `make coverage PLUGIN=lib`
+ * of the source tree this ddpsim was built in; its log in dir. Its exit
+ * status (0 parity holds, 1 a violation, 2 the pipeline failed), or < 0
+ * with the error set. */
+int ddp_check_coverage(struct ddp_sys *sys, const char *lib, const char *dir);
 int ddp_check_sanitized(struct ddp_sys *sys, int argc, char **argv, const char *dir,
                         double budget_s, const char *lib);
 int ddp_cmd_merge(struct ddp_sys *sys, int argc, char **argv);
