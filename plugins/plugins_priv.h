@@ -4,4 +4,9 @@
 #include "ddp/plugin.h"
 extern const ddp_plugin_t ddp__plugin_subgroups;
 extern const ddp_plugin_t ddp__plugin_rpc;
+/* Joins a server thread told to stop (ddp_plugin.c): 10 s, twice. 0, or
+ * the join's error (the thread still runs: its server must not be
+ * freed). */
+int ddp__join_stopped(ddp_sys_t *sys, ddp_thread_t th);
+
 #endif

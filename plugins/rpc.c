@@ -91,8 +91,8 @@ static void rpc_teardown(const ddp_plugin_t *self, ddp_ctx_t *ctx)
         ddp_store_free(r->st);
         if (r->running) {
             ddp_store_server_stop(r->srv);
-            ddp_sys_thread_join(ctx->sys, r->th, NULL,
-                                ddp_sys_deadline_in(ctx->sys, 10 * DDP_NS_PER_S));
+            if (ddp__join_stopped(ctx->sys, r->th))
+                r->srv = NULL; /* its thread still runs in it: left to the end */
         }
         if (r->srv)
             ddp_store_server_free(r->srv);

@@ -269,7 +269,34 @@ static void test_expect_excludes(void)
     }
 }
 
+/* What `check` found in ddpsim itself: rank 0 paused for 15 s between
+ * stopping its store server and joining its thread found the join's 10 s
+ * gone when it resumed, and freed the server under the thread (a
+ * use-after-free that ASan, under make test SANITIZE=address, aborts on).
+ * The run must be ok: joined again, then freed, no socket left open. */
+static void test_pause_before_server_join(void)
+{
+    const ddp_plugin_t *p = load("libkvx.so");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    char text[512], err[256];
+    snprintf(text, sizeof text,
+             "scenario \"x\"\nnodes 1\ndevices 2\naccelerators ddp\ntimeout 30s\n"
+             "plugin %s\nfault pause ranks=0 start=\"leave:kvx cleanup@0\" end=15s\n"
+             "expect ok\n", p->name);
+    ddp_scenario_t *s = NULL;
+    CU_ASSERT_EQUAL_FATAL(ddp_scenario_parse(text, "x.scn", NULL, &s, err, sizeof err), 0);
+    ddp_scn_result_t r;
+    CU_ASSERT_EQUAL(ddp_scenario_run(s, "ddp", NULL, &r), 0);
+    CU_ASSERT(r.pass);
+    CU_ASSERT(r.hits[0] > 0);
+    if (!r.pass)
+        printf("\n  %s\n", r.why);
+    ddp_scenario_free(s);
+}
+
 DDP_SUITE("check", NULL, NULL,
+          {"a pause before the store server's join: joined, not freed under it",
+           test_pause_before_server_join},
           {"expect fail excludes=: the text must not be in the message", test_expect_excludes},
           {"--sanitize: a use-after-free is a finding, replayed", test_sanitize},
           {"a correct plugin: no finding", test_correct_plugin},
