@@ -155,7 +155,7 @@ static int row_retries(const char *table, const char *scenario, const char *acce
 static void test_quick_real_runs(void)
 {
     char bin[400];
-    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+    if (!ddp_test_need_ddpsim(bin, sizeof bin))
         return;
     static char out[1 << 16];
     int lock = open("/tmp/ddpsim-test-real-loopback.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0666);
@@ -169,7 +169,7 @@ static void test_quick_real_runs(void)
     ddp_addr_parse("0.0.0.0", 29500, &any);
     int probe = ddp_sys_listen(sys, &any, 1);
     if (probe < 0) {
-        printf("\n  skipped: port 29500 is in use on this host (%s)\n", ddp_err_message());
+        ddp_test_skip("port 29500 is in use on this host (%s)", ddp_err_message());
         ddp_sys_free(sys);
         goto out;
     }
@@ -330,7 +330,7 @@ static int files_with(const char *dir, const char *prefix)
 static void test_sigkill_leaves_no_rank(void)
 {
     char bin[400];
-    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+    if (!ddp_test_need_ddpsim(bin, sizeof bin))
         return;
     uint16_t port = free_port();
     CU_ASSERT_FATAL(port > 0);
@@ -442,7 +442,7 @@ static const char *real_run_check(const char *scn, const char *extra, int want_s
 static void test_hosted_store_events(void)
 {
     char bin[400];
-    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+    if (!ddp_test_need_ddpsim(bin, sizeof bin))
         return;
     uint16_t port = free_port();
     CU_ASSERT_FATAL(port > 0);
@@ -478,7 +478,7 @@ static void test_hosted_store_events(void)
 static void test_hosted_store_progress(void)
 {
     char bin[400];
-    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+    if (!ddp_test_need_ddpsim(bin, sizeof bin))
         return;
     uint16_t port = free_port();
     CU_ASSERT_FATAL(port > 0);
@@ -547,7 +547,7 @@ static void test_hosted_store_progress(void)
 static void test_concurrent_runs_never_mix(void)
 {
     char bin[400];
-    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+    if (!ddp_test_need_ddpsim(bin, sizeof bin))
         return;
     uint16_t port = free_port();
     CU_ASSERT_FATAL(port > 0);
@@ -593,7 +593,7 @@ static void test_concurrent_runs_never_mix(void)
 static void test_hosted_store_two_jobs(void)
 {
     char bin[400];
-    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+    if (!ddp_test_need_ddpsim(bin, sizeof bin))
         return;
     uint16_t port = free_port(), port2 = free_port();
     CU_ASSERT_FATAL(port > 0 && port2 > 0 && port2 != port);
@@ -657,7 +657,7 @@ static void test_torch_agent_parts(void)
 static void test_torch_agent_workers(void)
 {
     char bin[400];
-    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+    if (!ddp_test_need_ddpsim(bin, sizeof bin))
         return;
     uint16_t port = free_port();
     CU_ASSERT_FATAL(port > 0);
@@ -713,7 +713,7 @@ static void output_folder(const char *out, char *dir, size_t n)
 static void test_exec_output_per_run(void)
 {
     char bin[400];
-    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+    if (!ddp_test_need_ddpsim(bin, sizeof bin))
         return;
     uint16_t port = free_port();
     CU_ASSERT_FATAL(port > 0);
@@ -753,7 +753,7 @@ static void test_exec_output_per_run(void)
 static void test_exec_store_memory(void)
 {
     char bin[400];
-    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+    if (!ddp_test_need_ddpsim(bin, sizeof bin))
         return;
     uint16_t port = free_port();
     CU_ASSERT_FATAL(port > 0);

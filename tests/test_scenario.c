@@ -109,8 +109,8 @@ static int run_cmd(const char *args, char *out, size_t n)
 static void test_bad_inputs_cli(void)
 {
     char bin[400];
-    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
-        return; /* outside `make test`: no command to run */
+    if (!ddp_test_need_ddpsim(bin, sizeof bin))
+        return;
     char **files;
     int n = list_scn(BAD_DIR, &files);
     for (int i = 0; i < n; i++) {
@@ -1287,7 +1287,7 @@ static void test_determinism(void)
 static void test_cli(void)
 {
     char bin[400];
-    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+    if (!ddp_test_need_ddpsim(bin, sizeof bin))
         return;
     char out[16384];
     CU_ASSERT_EQUAL(run_cmd("run scenarios/clean-start.scn scenarios/port-taken.scn "

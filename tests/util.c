@@ -84,6 +84,20 @@ const char *ddp_test_ddpsim_bin(char *buf, size_t n)
     return v ? buf : NULL;
 }
 
+const char *ddp_test_need_ddpsim(char *buf, size_t n)
+{
+    if (ddp_test_ddpsim_bin(buf, n))
+        return buf;
+    ddp_test_skip(DDP_TEST_NO_DDPSIM);
+    return NULL;
+}
+
+int ddp_test_have_ddpsim(void)
+{
+    char bin[400];
+    return ddp_test_need_ddpsim(bin, sizeof bin) != NULL;
+}
+
 /* Runs cmd through the shell; its output into out (NUL-terminated); the
  * exit status, -1 when it did not exit. */
 static int shell_read(const char *cmd, char *out, size_t n)
@@ -245,7 +259,8 @@ int ddp_test_open_fds(void)
     return n - 1; /* the directory's own descriptor */
 }
 
-int ddp_test_run_self(const char *env, const char *selection, char *out, size_t n)
+/* This program again with args (quoted by the caller) and env added. */
+static int run_self_args(const char *env, const char *args, char *out, size_t n)
 {
     char self[512], cmd[1400];
     out[0] = '\0';
@@ -253,10 +268,24 @@ int ddp_test_run_self(const char *env, const char *selection, char *out, size_t 
     if (len <= 0)
         return -1;
     self[len] = '\0';
-    snprintf(cmd, sizeof cmd, "timeout -k 5 %d env %s '%s' '%s' 2>&1",
-             ddp_test_wall_s(DDP_TEST_DDPSIM_LIMIT_S),
-             env ? env : "", self, selection);
+    snprintf(cmd, sizeof cmd, "timeout -k 5 %d env %s '%s' %s 2>&1",
+             ddp_test_wall_s(DDP_TEST_DDPSIM_LIMIT_S), env ? env : "", self, args);
     return shell_read(cmd, out, n);
+}
+
+int ddp_test_run_self(const char *env, const char *selection, char *out, size_t n)
+{
+    char args[600];
+    snprintf(args, sizeof args, "'%s'", selection);
+    return run_self_args(env, args, out, n);
+}
+
+int ddp_test_run_self_junit(const char *env, const char *junit, const char *selection,
+                            char *out, size_t n)
+{
+    char args[900];
+    snprintf(args, sizeof args, "--junit '%s' '%s'", junit, selection);
+    return run_self_args(env, args, out, n);
 }
 
 int ddp_test_connect_published(struct ddp_sys *sys, struct ddp_store *st, const char *key,
