@@ -782,7 +782,82 @@ static void test_exec_store_memory(void)
     CU_ASSERT_EQUAL(system(rm), 0);
 }
 
+/* A fault of kind k aimed as its kind needs (a crash or pause at node 0,
+ * a delay, a partition's side, a rate, a point). */
+static ddp_fault_t aimed_fault(ddp_fault_kind_t k)
+{
+    ddp_fault_t f = {.kind = k, .node = -1, .task = -1, .peer_node = -1};
+    if (k == DDP_FAULT_CRASH || k == DDP_FAULT_PAUSE || k == DDP_FAULT_BANDWIDTH)
+        f.node = 0;
+    f.delay_ns = 1000000;
+    f.node_set = 1;
+    f.rate_bps = 1000;
+    f.point = "sys/net/send";
+    return f;
+}
+
+/* Real runs pick each fault's executor from the kinds table's executors
+ * column (harness/real_kinds.c): whatever they pick is one the table
+ * lists for the kind, and a kind the table gives only the simulator gets
+ * none, with a reason naming it, for every kind the table has. */
+static void test_kinds_table_executors(void)
+{
+    char why[400], want[64];
+    for (int k = 0; k < DDP_FAULT_KIND_COUNT; k++) {
+        const ddp_fault_kind_info_t *info = ddp_fault_kind_info((ddp_fault_kind_t)k);
+        ddp_fault_t f = aimed_fault((ddp_fault_kind_t)k);
+        CU_ASSERT_EQUAL(info->kind, k); /* the enum and the rows in one order */
+        for (int exec = 0; exec < 2; exec++) {
+            unsigned ex = ddp__real_executor(&f, info->exec, exec);
+            CU_ASSERT_EQUAL(ex & (ex - 1), 0); /* one executor at most */
+            CU_ASSERT_EQUAL(ex & ~info->exec, 0);
+            CU_ASSERT_EQUAL(ex & DDP_EXEC_SIM, 0);
+            if (ex)
+                CU_ASSERT_PTR_NULL(ddp__real_no_executor(&f, info->exec, exec, 7, why, sizeof why));
+            /* the same kind, were its row only DDP_EXEC_SIM */
+            CU_ASSERT_EQUAL(ddp__real_executor(&f, DDP_EXEC_SIM, exec), 0);
+            const char *r = ddp__real_no_executor(&f, DDP_EXEC_SIM, exec, 7, why, sizeof why);
+            snprintf(want, sizeof want, "fault %s (line 7): no executor", info->name);
+            CU_ASSERT_PTR_NOT_NULL(r);
+            CU_ASSERT_PTR_NOT_NULL(r ? strstr(r, want) : NULL);
+            CU_ASSERT_PTR_NOT_NULL(r ? strstr(r, "gives it: sim); run it in the simulator") : NULL);
+            if (!r || !strstr(r, want))
+                printf("\n  %s (exec %d): %s\n", info->name, exec, r ? r : "(runs)");
+        }
+    }
+    /* every kind but point has a real executor for ddpsim's own processes */
+    for (int k = 0; k < DDP_FAULT_KIND_COUNT; k++) {
+        ddp_fault_t f = aimed_fault((ddp_fault_kind_t)k);
+        unsigned ex = ddp__real_executor(&f, ddp_fault_kind_info((ddp_fault_kind_t)k)->exec, 0);
+        CU_ASSERT_EQUAL(!ex, k == DDP_FAULT_POINT);
+    }
+}
+
+/* The refinements that need a fault's fields, and the run refused through
+ * ddp_real_unsupported for one: a reset after N bytes has no real
+ * executor; without after= it is libfiu in ddpsim's processes and an nft
+ * rule for a foreign program. */
+static void test_kinds_refinements(void)
+{
+    unsigned reset = ddp_fault_kind_info(DDP_FAULT_RESET)->exec;
+    ddp_fault_t f = aimed_fault(DDP_FAULT_RESET);
+    CU_ASSERT_EQUAL(ddp__real_executor(&f, reset, 0), DDP_EXEC_INPROC);
+    CU_ASSERT_EQUAL(ddp__real_executor(&f, reset, 1), DDP_EXEC_NFT);
+    f.after_bytes = 10;
+    CU_ASSERT_EQUAL(ddp__real_executor(&f, reset, 0), 0);
+    CU_ASSERT_EQUAL(ddp__real_executor(&f, reset, 1), 0);
+    ddp_scenario_t *s = NULL;
+    char err[300], why[400];
+    CU_ASSERT_EQUAL_FATAL(ddp_scenario_parse("scenario \"r\"\nfault reset after=10\nexpect ok\n",
+                                             "r.scn", ".", &s, err, sizeof err), 0);
+    const char *r = ddp_real_unsupported(s, "ddp", 1, why, sizeof why);
+    CU_ASSERT_PTR_NOT_NULL(r ? strstr(r, "fault reset after=10 (line 2)") : NULL);
+    ddp_scenario_free(s);
+}
+
 DDP_SUITE("real_exec", NULL, NULL,
+          {"the kinds table decides real runs' executors", test_kinds_table_executors},
+          {"kinds: the refinements by a fault's fields", test_kinds_refinements},
           {"a master port taken before the run starts", test_taken_master_port},
           {"torch's messages become outcome classes", test_torch_messages},
           {"an exec program that is not there", test_check_exec},

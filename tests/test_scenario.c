@@ -1322,7 +1322,16 @@ static void test_cli(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(h2);
     CU_ASSERT_EQUAL(strncmp(out, out2, (size_t)(h1 - out) + 27), 0);
     CU_ASSERT_EQUAL(run_cmd("list faults", out, sizeof out), 0);
-    CU_ASSERT_STRING_EQUAL(out, "refuse\nreset\nblackhole\ndelay\npartition\ncrash\npause\nresolve\npoint\nbandwidth\nlate\nstall\n");
+    /* one line per row of DDP_FAULT_KINDS: its name and executors */
+    char want[2048] = "", ex[160];
+    for (int k = 0; k < DDP_FAULT_KIND_COUNT; k++) {
+        const ddp_fault_kind_info_t *ki = ddp_fault_kind_info((ddp_fault_kind_t)k);
+        size_t at = strlen(want);
+        snprintf(want + at, sizeof want - at, "%-10s %s\n", ki->name,
+                 ddp_fault_exec_names(ki->exec, ex, sizeof ex));
+    }
+    CU_ASSERT_STRING_EQUAL(out, want);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\nlate       sim, runner\nstall      sim, inproc\n"));
     CU_ASSERT_EQUAL(run_cmd("list nonsense", out, sizeof out), 2);
     CU_ASSERT_EQUAL(run_cmd("run --help", out, sizeof out), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "usage: ddpsim run FILE..."));
