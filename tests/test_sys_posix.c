@@ -64,6 +64,18 @@ static void loopback_pair(int *lfd, int *c, int *a, uint16_t *port)
         *port = p;
 }
 
+/* The host's clock for code without a rank's sys (progress lines): the
+ * POSIX sys's own monotonic clock, read in order. */
+static void test_host_clock(void)
+{
+    int64_t a = ddp_sys_host_now();
+    int64_t b = ddp_sys_now(S);
+    int64_t c = ddp_sys_host_now();
+    CU_ASSERT(a > 0);
+    CU_ASSERT(a <= b);
+    CU_ASSERT(b <= c);
+}
+
 static void test_stream_roundtrip(void)
 {
     uint16_t port = 0;
@@ -694,6 +706,7 @@ static void test_epoll_fault_point(void)
 DDP_SUITE("sys_posix", suite_init, suite_cleanup,
           {"output_targets", test_output_targets},
           {"output_full_disk", test_output_full_disk},
+          {"host clock: the POSIX sys's own", test_host_clock},
           {"loopback stream round trip", test_stream_roundtrip},
           {"recv and accept honour deadlines", test_recv_deadline},
           {"refused connect names the address", test_refused_names_address},
