@@ -67,18 +67,17 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/ddpsim-kinds-check.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
 if [ "${1:-}" = "--selftest" ]; then
-    sed '/^| `late` |/d' "$PAGE" >"$tmp/page.md"
-    out=$(check "$tmp/page.md")
-    case $out in *"kind table"*"< late|"*) ;; *)
-        echo "kinds-doc-check: selftest: FAIL: a row dropped was reported as: ${out:-nothing}" >&2
-        exit 1 ;;
-    esac
-    sed 's/point, bandwidth, late, stall)/point, bandwidth)/' "$PAGE" >"$tmp/page.md"
-    out=$(check "$tmp/page.md")
-    case $out in *'lists "refuse'*'bandwidth"; the kinds table'*) ;; *)
-        echo "kinds-doc-check: selftest: FAIL: a short kind list was reported as: ${out:-nothing}" >&2
-        exit 1 ;;
-    esac
+    caught() { # SED PATTERN WHAT: a copy of the page edited by SED must be reported as PATTERN
+        sed "$1" "$PAGE" >"$tmp/page.md"
+        out=$(check "$tmp/page.md")
+        case $out in $2) ;; *)
+            echo "kinds-doc-check: selftest: FAIL: $3 was reported as: ${out:-nothing}" >&2
+            exit 1 ;;
+        esac
+    }
+    caught '/^| `late` |/d' '*kind table*< late[|]*' "a row dropped"
+    caught 's/point, bandwidth, late, stall)/point, bandwidth)/' \
+        '*lists "refuse*bandwidth"; the kinds table*' "a short kind list"
     echo "kinds-doc-check: selftest: ok (a dropped row and a short kind list are caught)"
     exit 0
 fi
