@@ -146,6 +146,10 @@ struct ddp_store;
 int ddp_test_connect_published(struct ddp_sys *sys, struct ddp_store *st, const char *key,
                                long long deadline);
 
+/* Runs cmd through the shell; its stdout into out (n bytes at most,
+ * NUL-terminated); the exit status, -1 when it did not exit. */
+int ddp_test_shell_read(const char *cmd, char *out, size_t n);
+
 /* A whole file (at most n - 1 bytes) into buf, NUL-terminated; "" when it
  * cannot be read. Returns buf. */
 const char *ddp_test_read_file(const char *path, char *buf, size_t n);

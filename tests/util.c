@@ -98,9 +98,7 @@ int ddp_test_have_ddpsim(void)
     return ddp_test_need_ddpsim(bin, sizeof bin) != NULL;
 }
 
-/* Runs cmd through the shell; its output into out (NUL-terminated); the
- * exit status, -1 when it did not exit. */
-static int shell_read(const char *cmd, char *out, size_t n)
+int ddp_test_shell_read(const char *cmd, char *out, size_t n)
 {
     FILE *p = popen(cmd, "r");
     if (!p)
@@ -119,7 +117,7 @@ int ddp_test_ddpsim(const char *args, int with_stderr, char *out, size_t n)
         return -1;
     snprintf(cmd, sizeof cmd, "%s %s %s", bin, args,
              with_stderr ? "2>&1" : "2>/dev/null");
-    return shell_read(cmd, out, n);
+    return ddp_test_shell_read(cmd, out, n);
 }
 
 /* How much slower than a plain build this one runs processes: ASan about
@@ -176,7 +174,7 @@ int ddp_test_ddpsim_io_within(int limit_s, const char *env, const char *args,
     limit_s = ddp_test_wall_s(limit_s);
     snprintf(cmd, sizeof cmd, "timeout -k 5 %d env %s %s %s %s", limit_s,
              env ? env : "", bin, args, want_stderr ? "2>&1 >/dev/null" : "2>/dev/null");
-    return shell_read(cmd, out, n);
+    return ddp_test_shell_read(cmd, out, n);
 }
 
 int ddp_test_ddpsim_io(const char *env, const char *args, int want_stderr, char *out,
@@ -270,7 +268,7 @@ static int run_self_args(const char *env, const char *args, char *out, size_t n)
     self[len] = '\0';
     snprintf(cmd, sizeof cmd, "timeout -k 5 %d env %s '%s' %s 2>&1",
              ddp_test_wall_s(DDP_TEST_DDPSIM_LIMIT_S), env ? env : "", self, args);
-    return shell_read(cmd, out, n);
+    return ddp_test_shell_read(cmd, out, n);
 }
 
 int ddp_test_run_self(const char *env, const char *selection, char *out, size_t n)
