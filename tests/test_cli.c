@@ -83,6 +83,9 @@ static void test_bad_run_replay_explore(void)
         {"explore --ranks abc", "--ranks \"abc\""},
         {"explore --ranks 5000 --runs 1", "--ranks \"5000\""},
         {"explore --max-faults 33 --runs 1", "--max-faults \"33\""},
+        /* kinds explore cannot draw: refused, not a sweep without faults */
+        {"explore --faults late --runs 1", "--faults \"late\""},
+        {"explore --faults refuse,stall --runs 1", "point, bandwidth (or all"},
         {"explore --seed ' 5'", "--seed \" 5\""},
         {"explore --progress=1", "--progress"},
     };
