@@ -204,6 +204,8 @@ DOCS_CHECK_ENV = DDPSIM_TEST=$(abspath $(TESTBIN)) DDPSIM=$(abspath $(DDPSIM)) \
 check-docs: $(TESTBIN) $(DDPSIM) $(SHARED)
 	@$(DOCS_CHECK_ENV) $(CHECK_RUN) check-docs sh tests/docs-check.sh
 	@$(DOCS_CHECK_ENV) $(CHECK_RUN) check-docs-selftest sh tests/docs-check.sh --selftest
+	@$(DOCS_CHECK_ENV) $(CHECK_RUN) check-kinds-doc sh tests/kinds-doc-check.sh
+	@$(DOCS_CHECK_ENV) $(CHECK_RUN) check-kinds-doc-selftest sh tests/kinds-doc-check.sh --selftest
 
 # libddpsim.so exports exactly the public headers' DDP_API functions
 # (-fvisibility=hidden; include/ddp/export.h).

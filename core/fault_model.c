@@ -35,20 +35,41 @@ const char *ddp_fault_kind_name(ddp_fault_kind_t k)
     return k >= 0 && k < DDP_FAULT_KIND_COUNT ? kinds[k].name : "?";
 }
 
+const char *ddp_fault_kind_list(char *buf, size_t n)
+{
+    size_t off = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < DDP_FAULT_KIND_COUNT && off < n; i++)
+        off += (size_t)snprintf(buf + off, n - off, "%s%s", i ? ", " : "", kinds[i].name);
+    return buf;
+}
+
+static const char *const exec_names[] = {"sim",    "inproc", "nft",   "proxy",
+                                         "signal", "link",   "runner"};
+_Static_assert(sizeof exec_names / sizeof exec_names[0] == 7 && DDP_EXEC_RUNNER == 1 << 6,
+               "one name per DDP_EXEC_* bit, in bit order");
+
+const char *ddp_fault_exec_names(unsigned mask, char *buf, size_t n)
+{
+    size_t off = 0;
+    snprintf(buf, n, "none");
+    for (unsigned i = 0; i < sizeof exec_names / sizeof exec_names[0] && off < n; i++)
+        if (mask & 1u << i)
+            off += (size_t)snprintf(buf + off, n - off, "%s%s", off ? ", " : "",
+                                    exec_names[i]);
+    return buf;
+}
+
 int ddp_fault_kind_parse(const char *name, ddp_fault_kind_t *out)
 {
-    char list[256];
-    size_t off = 0;
-    for (int i = 0; i < DDP_FAULT_KIND_COUNT; i++) {
+    for (int i = 0; i < DDP_FAULT_KIND_COUNT; i++)
         if (name && !strcasecmp(name, kinds[i].name)) {
             *out = (ddp_fault_kind_t)i;
             return 0;
         }
-        off += (size_t)snprintf(list + off, sizeof list - off, "%s%s", i ? ", " : "",
-                                kinds[i].name);
-    }
+    char list[256];
     return ddp_err_set(DDP_ECONFIG, "unknown fault kind \"%s\"; expected one of %s",
-                       name ? name : "", list);
+                       name ? name : "", ddp_fault_kind_list(list, sizeof list));
 }
 
 /* ---- rank sets ---- */

@@ -692,6 +692,8 @@ static int px_read_file(ddp_sys_t *s, const char *path, char **data,
 
 long ddp_sys_pid(void) { return (long)getpid(); }
 
+int64_t ddp_sys_host_now(void) { return px_now(NULL); }
+
 uint64_t ddp_sys_random_u64(void)
 {
     uint64_t v = 0;

@@ -1,14 +1,9 @@
 /* harness/progress.c — the progress line of long work (progress.h). */
 #include "progress.h"
 
-#include <time.h>
+#include "ddp/sys.h"
 
-static double real_clock(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+static double real_clock(void) { return (double)ddp_sys_host_now() / 1e9; }
 
 static void dur(char *b, size_t n, double s)
 {

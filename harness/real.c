@@ -150,17 +150,18 @@ static const char *plan_unsupported(const ddp_plan_t *p, int netns, int gpus, ch
         const ddp_fault_t *f = &p->faults[i];
         const char *kind = ddp_fault_kind_name(f->kind), *why;
         int line = p->fault_line[i];
-        int nft = ddp__real_nft_fault(f) || (exec && ddp__real_in_process(f) &&
-                                             f->kind != DDP_FAULT_CRASH &&
-                                             f->kind != DDP_FAULT_RESOLVE);
+        unsigned ex = ddp__real_executor(f, ddp_fault_kind_info(f->kind)->exec, exec);
+        int nft = ex == DDP_EXEC_NFT;
         if (exec && f->kind == DDP_FAULT_CRASH && f->phase)
             snprintf(buf, n, "fault crash phase=\"%s\" (line %d): a foreign program has "
                              "no ddpsim phases (aim it with start= instead)", f->phase, line);
         else if (exec && f->kind == DDP_FAULT_RESOLVE)
             snprintf(buf, n, "fault resolve (line %d): a foreign program's name "
                              "resolution cannot be made to fail", line);
-        else if (!exec && ddp__real_in_process(f))
+        else if (ex == DDP_EXEC_INPROC)
             continue; /* libfiu inside ddpsim's own processes */
+        else if (!ex) /* the kinds table lists no executor of a real run */
+            ddp__real_no_executor(f, ddp_fault_kind_info(f->kind)->exec, exec, line, buf, n);
         else if (nft && !netns)
             snprintf(buf, n, "fault %s (line %d) needs --netns: it is an nft rule in the "
                              "nodes' namespaces (root)", kind, line);
@@ -172,13 +173,6 @@ static const char *plan_unsupported(const ddp_plan_t *p, int netns, int gpus, ch
                              "node's namespace; aim it with node= instead", kind, line);
         else if (nft)
             continue;
-        else if (f->kind == DDP_FAULT_POINT)
-            snprintf(buf, n, "fault point point=%s (line %d): real runs do not aim fault "
-                             "points (fiu-run -c 'enable name=%s' hits every process)",
-                     f->point, line, f->point);
-        else if (f->kind == DDP_FAULT_RESET)
-            snprintf(buf, n, "fault reset after=%lld (line %d): a mid-stream reset "
-                             "needs the simulator", (long long)f->after_bytes, line);
         else if (f->kind == DDP_FAULT_DELAY && !netns)
             snprintf(buf, n, "fault delay (line %d) needs --netns", line);
         else if (f->kind == DDP_FAULT_DELAY && !exec &&
@@ -247,6 +241,7 @@ typedef enum {
     BY_STOP,   /* the runner: SIGSTOP while the window is open, SIGCONT after */
     BY_NFT,    /* the runner: nft rules while the window is open */
     BY_LINK,   /* the runner: tc / links while the window is open */
+    BY_NONE,   /* nothing: the kinds table gives the kind no real executor */
 } by_t;
 
 static int proc_aimed(const ddp_fault_t *f, const proc_t *p)
@@ -308,21 +303,20 @@ static int freeze_node(ddp_sys_t *sys, proc_t *ps, int np, const ddp_fault_t *f,
     return hit;
 }
 
+/* The kinds table's executor (ddp__real_executor) and, for signals, which
+ * ones: BY_NONE when there is none (plan_unsupported has refused the run
+ * then). */
 static by_t realised_by(const ddp_fault_t *f, int exec)
 {
-    if (ddp__real_nft_fault(f) || (exec && ddp__real_in_process(f)))
-        return BY_NFT;
-    if (ddp__real_in_process(f))
-        return BY_OTHERS;
-    if (f->kind == DDP_FAULT_CRASH)
-        return BY_KILL;
-    if (f->kind == DDP_FAULT_PAUSE)
-        return BY_STOP;
-    if ((f->kind == DDP_FAULT_DELAY && !exec) || f->kind == DDP_FAULT_BANDWIDTH)
-        return BY_LINK;
-    if (f->kind == DDP_FAULT_DELAY)
-        return BY_PROXY; /* a foreign program's delay */
-    return BY_OTHERS;    /* late starts */
+    switch (ddp__real_executor(f, ddp_fault_kind_info(f->kind)->exec, exec)) {
+    case DDP_EXEC_NFT: return BY_NFT;
+    case DDP_EXEC_INPROC: return BY_OTHERS;
+    case DDP_EXEC_SIGNAL: return ddp__real_signal(f) == 9 ? BY_KILL : BY_STOP;
+    case DDP_EXEC_LINK: return BY_LINK;
+    case DDP_EXEC_PROXY: return BY_PROXY; /* a foreign program's delay */
+    case DDP_EXEC_RUNNER: return BY_OTHERS; /* late starts */
+    default: return BY_NONE;
+    }
 }
 
 /* What fault f's hits start at: 0 where an executor counts them (signals,
@@ -1370,7 +1364,8 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             progress_read(plan->results, pg, ps, np);
         for (int i = 0; i < plan->nfaults && i < DDP_SCN_MAX_FAULTS; i++) {
             int want = ddp_faultset_active(&rfs, i, now);
-            if (by[i] == BY_OTHERS || want == on[i] || (by[i] == BY_KILL && on[i]))
+            if (by[i] == BY_OTHERS || by[i] == BY_NONE || want == on[i] ||
+                (by[i] == BY_KILL && on[i]))
                 continue;
             const ddp_fault_t *f = &plan->faults[i];
             on[i] = (unsigned char)want;

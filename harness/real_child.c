@@ -42,13 +42,6 @@ static struct {
     int armed;           /* libfiu initialised and its points enabled here */
 } self;
 
-int ddp__real_in_process(const ddp_fault_t *f)
-{
-    return f->kind == DDP_FAULT_REFUSE || f->kind == DDP_FAULT_RESOLVE ||
-           (f->kind == DDP_FAULT_RESET && f->after_bytes <= 0) ||
-           (f->kind == DDP_FAULT_CRASH && f->phase) || f->kind == DDP_FAULT_STALL;
-}
-
 static void clean(char *s)
 {
     for (; *s; s++)

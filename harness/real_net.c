@@ -259,11 +259,6 @@ int ddp__real_link_cmd(ddp_sys_t *sys, const ddp_netns_t *ns, const ddp_fault_t 
 
 /* ---- nft rules ---- */
 
-int ddp__real_nft_fault(const ddp_fault_t *f)
-{
-    return f->kind == DDP_FAULT_BLACKHOLE || f->kind == DDP_FAULT_PARTITION;
-}
-
 /* The rule's words after "nft add rule inet ddpsim fI" for node i, or 0
  * words when the fault does not apply there. */
 static int nft_words(const ddp_plan_t *p, const ddp_fault_t *f, int i, char w[][48],

@@ -120,14 +120,29 @@ void ddp__real_ack_write(const char *results, unsigned long long ack);
 int ddp__real_ack_wait(ddp_sys_t *sys, const char *results, unsigned long long ack,
                        int64_t deadline);
 
-/* 1 if the fault is realised inside the processes (libfiu at the sys
- * seam's points), 0 if by the runner (signals, links, port holders). */
+/* The one executor (a DDP_EXEC_* bit) that realises f in a real run
+ * (exec: a foreign program's), chosen from mask, its kind's executors
+ * column of DDP_FAULT_KINDS; 0 when none can (harness/real_kinds.c). */
+unsigned ddp__real_executor(const ddp_fault_t *f, unsigned mask, int exec);
+/* The signal that realises f when its executor is DDP_EXEC_SIGNAL: 9
+ * (SIGKILL) for a crash, 19 (SIGSTOP, SIGCONT after) for a pause, 0 for a
+ * kind no signal realises. */
+int ddp__real_signal(const ddp_fault_t *f);
+/* NULL when ddp__real_executor finds an executor; else why not, naming the
+ * kind, its line and the table's executors for it, in buf. */
+const char *ddp__real_no_executor(const ddp_fault_t *f, unsigned mask, int exec, int line,
+                                  char *buf, size_t n);
+
+/* 1 if the fault is realised inside ddpsim's own processes (libfiu at the
+ * sys seam's points), 0 if by the runner (signals, links, port holders):
+ * its executor is DDP_EXEC_INPROC. */
 int ddp__real_in_process(const ddp_fault_t *f);
 
 /* 1 if a netns run realises the fault with nft rules in the nodes'
- * namespaces (blackhole: drop; partition: drop between the node sets);
- * refuse and reset are nft rules too for foreign programs, which have no
- * libfiu points. */
+ * namespaces whatever runs there: its kind lists DDP_EXEC_NFT and not
+ * DDP_EXEC_INPROC (blackhole: drop; partition: drop between the node
+ * sets). Refuse and reset are nft rules only for foreign programs, which
+ * have no libfiu points. */
 int ddp__real_nft_fault(const ddp_fault_t *f);
 
 /* A foreign program's outcome: its code (0 for exit status 0; else by the

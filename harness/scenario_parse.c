@@ -657,11 +657,10 @@ static int parse_when(pctx_t *p, const char *v, int col, ddp_fault_trigger_t *tr
 static int st_fault(pctx_t *p, token_t *tok, int ntok)
 {
     ddp_scenario_t *s = p->s;
-    char g[80];
+    char g[80], kinds[256];
+    ddp_fault_kind_list(kinds, sizeof kinds);
     if (ntok < 2)
-        return perr(p, tok[0].col + 5, "expected a fault kind (refuse, reset, blackhole, "
-                                       "delay, partition, crash, pause, resolve, point, "
-                                       "bandwidth), got end of line");
+        return perr(p, tok[0].col + 5, "expected a fault kind (%s), got end of line", kinds);
     if (s->nfaults == DDP_SCN_MAX_FAULTS)
         return perr(p, tok[0].col, "expected at most %d faults, got more", DDP_SCN_MAX_FAULTS);
     ddp_fault_t *f = &s->faults[s->nfaults];
@@ -670,9 +669,7 @@ static int st_fault(pctx_t *p, token_t *tok, int ntok)
     memset(at, 0, sizeof p->fault_at[0]);
     f->node = f->task = f->peer_node = -1;
     if (tok[1].eq || ddp_fault_kind_parse(tok[1].text, &f->kind) != 0)
-        return perr(p, tok[1].col, "expected a fault kind (refuse, reset, blackhole, delay, "
-                                   "partition, crash, pause, resolve, point, bandwidth, late, "
-                                   "stall), got %s",
+        return perr(p, tok[1].col, "expected a fault kind (%s), got %s", kinds,
                     got(&tok[1], g, sizeof g));
     s->fault_line[s->nfaults] = p->line;
     s->nfaults++; /* owned strings are freed with the scenario from here on */

@@ -12,8 +12,15 @@
  * the reader: nothing asserts on it); the run ends with each suite's wall
  * time and the ten slowest tests, and the JUnit file carries the times.
  * --times FILE: the same times into FILE as well (`make test` prints them
- * again at its very end). */
+ * again at its very end).
+ *
+ * CUnit has no skip: a test that cannot run here calls ddp_test_skip(why)
+ * and returns. It still counts as run (and passed) for CUnit, so the run
+ * ends with a line "N passed, N failed, N skipped" of its own, prints
+ * "skipped: why" where the test ran, and the JUnit file marks the test
+ * <skipped message="why"/>. */
 #include <CUnit/Basic.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,6 +149,67 @@ static double suite_secs(const char *suite)
     return 0;
 }
 
+/* The tests that called ddp_test_skip, each with its reason. */
+typedef struct skip {
+    CU_pTest test;
+    char why[256];
+} skip_t;
+
+static skip_t *g_skips;
+static size_t g_nskips;
+
+void ddp_test_skip(const char *fmt, ...)
+{
+    skip_t *ns = realloc(g_skips, (g_nskips + 1) * sizeof *ns);
+    if (!ns) {
+        CU_FAIL("out of memory recording a skipped test");
+        return;
+    }
+    g_skips = ns;
+    skip_t *k = &g_skips[g_nskips++];
+    k->test = CU_get_current_test();
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(k->why, sizeof k->why, fmt, ap);
+    va_end(ap);
+    printf("\n  skipped: %s\n", k->why);
+}
+
+static int test_failed(CU_pTest t)
+{
+    for (CU_pFailureRecord r = CU_get_failure_list(); r; r = r->pNext)
+        if (r->pTest == t)
+            return 1;
+    return 0;
+}
+
+/* Why t was skipped, or NULL: a test that failed before it skipped is a
+ * failure, not a skip. */
+static const char *skip_of(CU_pTest t)
+{
+    for (size_t i = 0; i < g_nskips; i++)
+        if (g_skips[i].test == t)
+            return test_failed(t) ? NULL : g_skips[i].why;
+    return NULL;
+}
+
+static unsigned skipped_in(CU_pSuite only)
+{
+    unsigned n = 0;
+    for (CU_pSuite s = CU_get_registry()->pSuite; s; s = s->pNext)
+        for (CU_pTest t = s->pTest; t && (!only || s == only); t = t->pNext)
+            n += skip_of(t) != NULL;
+    return n;
+}
+
+static void print_counts(FILE *o)
+{
+    CU_pRunSummary sum = CU_get_run_summary();
+    unsigned skipped = skipped_in(NULL);
+    fprintf(o, "\n%u passed, %u failed, %u skipped\n",
+            sum->nTestsRun - sum->nTestsFailed - skipped, sum->nTestsFailed, skipped);
+}
+
 static int slower(const void *a, const void *b)
 {
     double x = (*(const timed_t *const *)a)->secs, y = (*(const timed_t *const *)b)->secs;
@@ -196,15 +264,16 @@ static int write_junit(const char *path)
     for (CU_pSuite s = CU_get_registry()->pSuite; s; s = s->pNext)
         total += suite_secs(s->pName);
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-               "<testsuites tests=\"%u\" failures=\"%u\" time=\"%.3f\">\n",
-            sum->nTestsRun, sum->nTestsFailed, total);
+               "<testsuites tests=\"%u\" failures=\"%u\" skipped=\"%u\" time=\"%.3f\">\n",
+            sum->nTestsRun, sum->nTestsFailed, skipped_in(NULL), total);
     for (CU_pSuite s = CU_get_registry()->pSuite; s; s = s->pNext) {
         unsigned ntests = 0;
         for (CU_pTest t = s->pTest; t; t = t->pNext)
             ntests++;
         fprintf(f, "  <testsuite name=\"");
         ddp__xml_text(f, s->pName);
-        fprintf(f, "\" tests=\"%u\" time=\"%.3f\">\n", ntests, suite_secs(s->pName));
+        fprintf(f, "\" tests=\"%u\" skipped=\"%u\" time=\"%.3f\">\n", ntests, skipped_in(s),
+                suite_secs(s->pName));
         for (CU_pTest t = s->pTest; t; t = t->pNext) {
             fprintf(f, "    <testcase classname=\"");
             ddp__xml_text(f, s->pName);
@@ -223,7 +292,13 @@ static int write_junit(const char *path)
                             r->strFileName ? r->strFileName : "?",
                             r->uiLineNumber);
                 }
-            fprintf(f, failed ? "    </testcase>\n" : "/>\n");
+            const char *why = skip_of(t);
+            if (why) {
+                fprintf(f, ">\n      <skipped message=\"");
+                ddp__xml_text(f, why);
+                fprintf(f, "\"/>\n");
+            }
+            fprintf(f, failed || why ? "    </testcase>\n" : "/>\n");
         }
         fprintf(f, "  </testsuite>\n");
     }
@@ -303,6 +378,7 @@ int main(int argc, char **argv)
     CU_basic_run_tests();
     timed_end(now_s());
     print_times(stdout);
+    print_counts(stdout);
     unsigned failures = CU_get_number_of_failure_records();
     if (times) {
         FILE *tf = fopen(times, "w");
@@ -321,5 +397,6 @@ int main(int argc, char **argv)
     CU_cleanup_registry();
     free(g_timed);
     free(g_suites_t);
+    free(g_skips);
     return failures ? 1 : 0;
 }

@@ -61,10 +61,24 @@ struct ddp_store_server *ddp_test_server_start_loopback(struct ddp_sys *sys,
                                                         unsigned short port);
 void ddp_test_server_end(struct ddp_store_server *srv);
 
+/* Records the running test as skipped (tests/main.c): it prints
+ * "skipped: WHY", counts in the run's "N skipped" and is marked
+ * <skipped message="WHY"/> in the JUnit file. The test returns after it.
+ * CUnit itself has no skip: a test that returns early without this
+ * counts as a pass. */
+void ddp_test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* The ddpsim command the Makefile's test target names in $DDPSIM, read
  * through the env map like everything else: copied into buf, or NULL
- * outside `make test` (suites that call the command then skip). */
+ * outside `make test`. */
 const char *ddp_test_ddpsim_bin(char *buf, size_t n);
+/* The same, but NULL also records the test as skipped (with why): a test
+ * that needs the command returns when it gets NULL. */
+const char *ddp_test_need_ddpsim(char *buf, size_t n);
+/* 1 when the command is there; else 0, the test recorded as skipped. */
+int ddp_test_have_ddpsim(void);
+/* The text of the skip of a test outside `make test`. */
+#define DDP_TEST_NO_DDPSIM "no ddpsim command ($DDPSIM is set by `make test`; run the suite there)"
 /* Runs `ddpsim ARGS` through the shell; its stdout (and stderr too with
  * with_stderr) into out, NUL-terminated; returns the exit status, -1 when
  * there is no command or it did not exit. */
@@ -126,6 +140,9 @@ int ddp_test_cmd_inproc(int (*cmd)(struct ddp_sys *, int, char **), const char *
  * exit status, -1 when it did not exit or cannot be found: the suites that
  * need a process of their own (a fake library loaded) use it. */
 int ddp_test_run_self(const char *env, const char *selection, char *out, size_t n);
+/* The same with its JUnit XML written to junit (--junit). */
+int ddp_test_run_self_junit(const char *env, const char *junit, const char *selection,
+                            char *out, size_t n);
 
 /* Reads "host:port" under key from the store (waiting for it until the
  * deadline) and connects there: the descriptor, or a negative error. The
@@ -133,6 +150,10 @@ int ddp_test_run_self(const char *env, const char *selection, char *out, size_t 
 struct ddp_store;
 int ddp_test_connect_published(struct ddp_sys *sys, struct ddp_store *st, const char *key,
                                long long deadline);
+
+/* Runs cmd through the shell; its stdout into out (n bytes at most,
+ * NUL-terminated); the exit status, -1 when it did not exit. */
+int ddp_test_shell_read(const char *cmd, char *out, size_t n);
 
 /* A whole file (at most n - 1 bytes) into buf, NUL-terminated; "" when it
  * cannot be read. Returns buf. */

@@ -17,11 +17,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int have_ddpsim(void)
-{
-    char bin[400];
-    return ddp_test_ddpsim_bin(bin, sizeof bin) != NULL;
-}
 
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {
@@ -54,7 +49,7 @@ static int count_prefixed(const char *dir, const char *prefix)
  * once the cause is gone writes it. */
 static void test_report_whole_or_nothing(void)
 {
-    if (!have_ddpsim())
+    if (!ddp_test_have_ddpsim())
         return;
     char dir[64], art[96], args[512], out[8192], from[128], to[512], rep[128];
     CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "art-report"));
@@ -115,7 +110,7 @@ static int run_artifacts_limited(const char *art, rlim_t limit)
  * the retry without the limit keeps the whole folder. */
 static void test_artifacts_whole_or_nothing(void)
 {
-    if (!have_ddpsim())
+    if (!ddp_test_have_ddpsim())
         return;
     char dir[64], art[96], run[128], readme[160];
     CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "art-full"));

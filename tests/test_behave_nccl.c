@@ -9,8 +9,8 @@
  * LD_LIBRARY_PATH beginning with the fakes' directory (DDP_FAKE_NCCL_DIR,
  * set by `make test`), and asserts that that child passed; the child first
  * makes sure it loaded the fakes, then runs the body. Outside `make test`,
- * or where the backend is not built (no nccl.h), the tests say so and
- * pass: there is nothing of the backend to run.
+ * or where the backend is not built (no nccl.h), the tests are skipped
+ * (ddp_test_skip): there is nothing of the backend to run.
  *
  * What is pinned: the unique id goes through the store under
  * "<prefix>/nccl/uid" and a rank waits for it until its group deadline;
@@ -74,14 +74,14 @@ static int in_child(void) { return env_has(CHILD_VAR, NULL, 0); }
 static int delegated(void)
 {
 #ifndef DDP_HAVE_NCCL_H
-    printf("(nccl backend not built: nothing to run) ");
+    ddp_test_skip("the nccl backend is not built (no nccl.h at build time)");
     return 1;
 #else
     if (in_child())
         return 0;
     char dir[512];
     if (!env_has("DDP_FAKE_NCCL_DIR", dir, sizeof dir)) {
-        printf("(outside make test: no DDP_FAKE_NCCL_DIR) ");
+        ddp_test_skip("no DDP_FAKE_NCCL_DIR (the fake libnccl's folder, set by `make test`)");
         return 1;
     }
     char sel[256], env[700], out[16384];

@@ -124,7 +124,7 @@ static void test_bug_classes(void)
 static void test_replay_command(void)
 {
     char dir[256], out[8192];
-    if (!ddp_test_ddpsim_bin(out, sizeof out) || !ddp_test_tmpdir(dir, sizeof dir, "check"))
+    if (!ddp_test_need_ddpsim(out, sizeof out) || !ddp_test_tmpdir(dir, sizeof dir, "check"))
         return;
     ddp_check_report_t rep;
     CU_ASSERT_EQUAL_FATAL(check_of("libkvx-timeout.so", dir, &rep), 0);
@@ -145,7 +145,7 @@ static void test_replay_command(void)
 static void test_cmd_check(void)
 {
     char dir[256], out[16384], lib[1024], args[2400];
-    if (!ddp_test_ddpsim_bin(out, sizeof out) || !ddp_test_tmpdir(dir, sizeof dir, "check"))
+    if (!ddp_test_need_ddpsim(out, sizeof out) || !ddp_test_tmpdir(dir, sizeof dir, "check"))
         return;
     ddp_test_plugin_lib(lib, sizeof lib, "libkvx-race.so");
     snprintf(args, sizeof args, "check --plugin %s --out %s --junit %s/j.xml --no-progress "
@@ -199,7 +199,7 @@ static void test_explore_nofault(void)
 static void test_explore_costliest_replay(void)
 {
     char dir[256], out[8192], args[600];
-    if (!ddp_test_ddpsim_bin(out, sizeof out) || !ddp_test_tmpdir(dir, sizeof dir, "costly"))
+    if (!ddp_test_need_ddpsim(out, sizeof out) || !ddp_test_tmpdir(dir, sizeof dir, "costly"))
         return;
     for (int seed = 1; seed <= 3; seed++) {
         snprintf(args, sizeof args, "explore --ranks 8 --runs 40 --seed %d --no-progress "
@@ -224,11 +224,11 @@ static void test_explore_costliest_replay(void)
 static void test_sanitize(void)
 {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-    printf("\n  skipped: this ddpsim is itself built with a sanitizer\n");
+    ddp_test_skip("this ddpsim is itself built with a sanitizer: --sanitize preloads the runtimes into an uninstrumented one");
     return;
 #endif
     char dir[256], out[16384], lib[1024], args[2400];
-    if (!ddp_test_ddpsim_bin(out, sizeof out) || !ddp_test_tmpdir(dir, sizeof dir, "san"))
+    if (!ddp_test_need_ddpsim(out, sizeof out) || !ddp_test_tmpdir(dir, sizeof dir, "san"))
         return;
     ddp_test_plugin_lib(lib, sizeof lib, "libkvx-uaf.so");
     snprintf(args, sizeof args, "check --sanitize --plugin %s --out %s --no-progress", lib, dir);

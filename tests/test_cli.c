@@ -19,11 +19,6 @@
 #include "ddp/scenario.h"
 #include "ddp/sys.h"
 
-static int have_ddpsim(void)
-{
-    char bin[400];
-    return ddp_test_ddpsim_bin(bin, sizeof bin) != NULL;
-}
 
 /* One bad command line: exit 2, one line on stderr, naming "ddpsim CMD",
  * the option (want) and a valid form ("expected ..."). */
@@ -61,8 +56,8 @@ static void run_bad_cases(const bad_case_t *c, size_t n)
 
 static void test_bad_run_replay_explore(void)
 {
-    if (!have_ddpsim())
-        return; /* outside `make test`: no command to run */
+    if (!ddp_test_have_ddpsim())
+        return;
     static const bad_case_t c[] = {
         {"run --bogus scenarios/clean-start.scn", "\"--bogus\""},
         {"run scenarios/clean-start.scn --jobs", "--jobs"},
@@ -88,6 +83,9 @@ static void test_bad_run_replay_explore(void)
         {"explore --ranks abc", "--ranks \"abc\""},
         {"explore --ranks 5000 --runs 1", "--ranks \"5000\""},
         {"explore --max-faults 33 --runs 1", "--max-faults \"33\""},
+        /* kinds explore cannot draw: refused, not a sweep without faults */
+        {"explore --faults late --runs 1", "--faults \"late\""},
+        {"explore --faults refuse,stall --runs 1", "point, bandwidth (or all"},
         {"explore --seed ' 5'", "--seed \" 5\""},
         {"explore --progress=1", "--progress"},
     };
@@ -96,7 +94,7 @@ static void test_bad_run_replay_explore(void)
 
 static void test_bad_launch_train_hold_port(void)
 {
-    if (!have_ddpsim())
+    if (!ddp_test_have_ddpsim())
         return;
     struct ddp_sys *sys = ddp_test_sys();
     uint16_t port = 0;
@@ -141,7 +139,7 @@ static void test_bad_launch_train_hold_port(void)
 
 static void test_bad_list_demo_env_hostlist(void)
 {
-    if (!have_ddpsim())
+    if (!ddp_test_have_ddpsim())
         return;
     static const bad_case_t c[] = {
         {"list --bogus", "\"--bogus\""},
@@ -166,7 +164,7 @@ static void test_bad_list_demo_env_hostlist(void)
 
 static void test_bad_store(void)
 {
-    if (!have_ddpsim())
+    if (!ddp_test_have_ddpsim())
         return;
     /* --timeout 1: an old binary that connects anyway fails fast. */
     static const bad_case_t c[] = {
@@ -200,7 +198,7 @@ static void test_bad_store(void)
  * exited 0 (or printed "0 rank(s), 0 failed" with no message). */
 static void test_bad_sim(void)
 {
-    if (!have_ddpsim())
+    if (!ddp_test_have_ddpsim())
         return;
     static const bad_case_t c[] = {
         {"sim --master-late abc", "--master-late \"abc\""},
@@ -238,7 +236,7 @@ static void test_bad_sim(void)
  * scenario statement, and a valid one runs. */
 static void test_sim_faults(void)
 {
-    if (!have_ddpsim())
+    if (!ddp_test_have_ddpsim())
         return;
     char out[8192];
     CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, "sim --print-scenario --fault "
@@ -311,7 +309,7 @@ static void squash(const char *s, char *out, size_t n)
  * full under the table and wrapped to COLUMNS, a legend. */
 static void test_run_table(void)
 {
-    if (!have_ddpsim())
+    if (!ddp_test_have_ddpsim())
         return;
     char out[16384];
     CU_ASSERT_EQUAL(ddp_test_ddpsim_io("COLUMNS=60", "run scenarios/port-taken.scn "
@@ -358,7 +356,7 @@ static void test_run_table(void)
 /* Output paths are checked before the first run (exit 2, nothing run). */
 static void test_run_output_paths(void)
 {
-    if (!have_ddpsim())
+    if (!ddp_test_have_ddpsim())
         return;
     static const char *const opts[] = {
         "--junit /nonexistent/dir/j.xml", "--trace /nonexistent/dir/t.jsonl",
@@ -389,7 +387,7 @@ static void test_run_output_paths(void)
  * folder, never /dev). */
 static void test_output_special_targets(void)
 {
-    if (!have_ddpsim())
+    if (!ddp_test_have_ddpsim())
         return;
     char dir[64], dev[96], fifo[96], link[96];
     CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "cli-out"));
@@ -434,7 +432,7 @@ static void test_output_special_targets(void)
 /* Issue 34: `ddpsim --version extra` was accepted. */
 static void test_top_level_extra(void)
 {
-    if (!have_ddpsim())
+    if (!ddp_test_have_ddpsim())
         return;
     const char *cases[] = {"--version extra", "--help run", "help x"};
     for (size_t i = 0; i < 3; i++) {
@@ -451,7 +449,7 @@ static void test_top_level_extra(void)
 /* Every run skipped: nothing tested, exit 3 with a line saying why. */
 static void test_run_all_skipped(void)
 {
-    if (!have_ddpsim())
+    if (!ddp_test_have_ddpsim())
         return;
     char err[4096];
     const char *junit = "build/test-cli-skipped.xml";
@@ -480,7 +478,7 @@ static void test_run_all_skipped(void)
  * and JUnit whole; it was cut at 640. */
 static void test_run_long_message_whole(void)
 {
-    if (!have_ddpsim())
+    if (!ddp_test_have_ddpsim())
         return;
     static const char tail[] = "say so with DDPSIM_HOSTS=node0=127.0.0.1,node1=127.0.0.1,...";
     char dir[256], res[320], junit[320], args[1024], text[16384];
@@ -502,7 +500,7 @@ static void test_run_long_message_whole(void)
  * accelerator in its name, each a whole trace of that run. */
 static void test_run_chrome_per_run(void)
 {
-    if (!have_ddpsim())
+    if (!ddp_test_have_ddpsim())
         return;
     static const char *const files[] = {"build/test-cli-c.clean-start.ddp.json",
                                         "build/test-cli-c.crash-joining.ddp.json",
@@ -533,7 +531,7 @@ static void test_run_chrome_per_run(void)
  * exit 2 before the first run, naming the file. */
 static void test_run_chrome_per_run_unwritable(void)
 {
-    if (!have_ddpsim())
+    if (!ddp_test_have_ddpsim())
         return;
     char dir[64], taken[128], args[1024], out[8192];
     CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "cli-chrome"));
@@ -591,7 +589,7 @@ static int failed_launcher(const char *line)
  * on a clean run, and never FAIL when their workers fail as expected. */
 static void test_launcher_rows(void)
 {
-    if (!have_ddpsim())
+    if (!ddp_test_have_ddpsim())
         return;
     static char out[1 << 16];
     CU_ASSERT_EQUAL(ddp_test_ddpsim("sim --accelerator ddp_cpu --nodes 3 --procs 2", 0,
@@ -613,7 +611,7 @@ static void test_launcher_rows(void)
  * plugin's come first, all of them. */
 static void test_list_phases(void)
 {
-    if (!have_ddpsim())
+    if (!ddp_test_have_ddpsim())
         return;
     static char out[8192];
     CU_ASSERT_EQUAL(ddp_test_ddpsim("list phases", 0, out, sizeof out), 0);
@@ -646,7 +644,7 @@ static void test_list_phases(void)
 /* `list points`: each point of include/ddp/faults.h once, with its layer. */
 static void test_list_points(void)
 {
-    if (!have_ddpsim())
+    if (!ddp_test_have_ddpsim())
         return;
     static char out[8192];
     CU_ASSERT_EQUAL(ddp_test_ddpsim("list points", 0, out, sizeof out), 0);
@@ -678,7 +676,7 @@ static const char *line_of(const char *out, const char *prefix, char *line, size
  * ignored; the other runs are not in the table. */
 static void test_run_keyword(void)
 {
-    if (!have_ddpsim())
+    if (!ddp_test_have_ddpsim())
         return;
     static const struct {
         const char *args, *count, *row; /* row: the one run's row */
@@ -704,7 +702,7 @@ static void test_run_keyword(void)
  * runs that failed, or every run when the file records no failure. */
 static void test_run_exitfirst_last_failed(void)
 {
-    if (!have_ddpsim())
+    if (!ddp_test_have_ddpsim())
         return;
     const char *wrong = "build/test-cli-x.scn", *res = "build/test-cli-x.res";
     CU_ASSERT_EQUAL_FATAL(ddp_test_write_file(wrong, DDP_TEST_WRONG_SCN), 0);
@@ -743,7 +741,7 @@ static void test_run_exitfirst_last_failed(void)
 /* run --help's synopsis names every option, the selection ones too. */
 static void test_run_synopsis(void)
 {
-    if (!have_ddpsim())
+    if (!ddp_test_have_ddpsim())
         return;
     static char out[1 << 15];
     CU_ASSERT_EQUAL(ddp_test_ddpsim("run --help", 0, out, sizeof out), 0);
@@ -764,8 +762,12 @@ static void test_run_synopsis(void)
 static void test_symlink(void)
 {
     char bin[400];
-    if (!ddp_test_ddpsim_bin(bin, sizeof bin) || !strstr(bin, "/build/default/"))
-        return; /* only the default build makes the link */
+    if (!ddp_test_need_ddpsim(bin, sizeof bin))
+        return;
+    if (!strstr(bin, "/build/default/")) {
+        ddp_test_skip("only the default build makes the ./ddpsim link (this is %s)", bin);
+        return;
+    }
     CU_ASSERT_EQUAL(access("ddpsim", X_OK), 0);
 }
 

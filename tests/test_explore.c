@@ -392,8 +392,8 @@ static void test_shrink_keeps_symptom(void)
 static void test_cmd_explore(void)
 {
     char bin[400];
-    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
-        return; /* outside `make test`: no command to call */
+    if (!ddp_test_need_ddpsim(bin, sizeof bin))
+        return;
     char out[8192];
     CU_ASSERT_EQUAL(run_cmd("explore --ranks 4 --runs 10 --seed 3 --no-progress", out,
                             sizeof out), 0);

@@ -35,7 +35,7 @@ static int schema_valid(const char *path, int quiet)
 static void test_run_junit(void)
 {
     char bin[400];
-    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+    if (!ddp_test_need_ddpsim(bin, sizeof bin))
         return;
     const char *xml = "build/test-junit-run.xml", *wrong = "build/test-junit-wrong.scn";
     CU_ASSERT_EQUAL_FATAL(ddp_test_write_file(wrong, DDP_TEST_WRONG_SCN), 0);
@@ -69,8 +69,8 @@ static void test_run_junit(void)
 static void test_runner_junit(void)
 {
     char bin[400];
-    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
-        return; /* outside `make test` the runner is not where it is known */
+    if (!ddp_test_need_ddpsim(bin, sizeof bin))
+        return;
     const char *xml = "build/test-junit-cunit.xml";
     remove(xml);
     char self[512], cmd[1200];
@@ -131,8 +131,7 @@ static void test_schema_refuses(void)
 static void test_checks_junit(void)
 {
     char dir[256], rec[300], xml[300], early[300], cmd[1200];
-    if (!ddp_test_tmpdir(dir, sizeof dir, "checks-junit"))
-        return;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "checks-junit"));
     ddp_test_in(rec, sizeof rec, dir, "rec");
     ddp_test_in(xml, sizeof xml, dir, "checks.xml");
     ddp_test_in(early, sizeof early, dir, "early.xml");

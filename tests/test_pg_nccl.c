@@ -156,8 +156,10 @@ static void test_ops_table(void)
  * root that cannot join publishes none. */
 static void test_init_fails_clearly_here(void)
 {
-    if (g_machine == M_GPU)
-        return; /* the GPU cases below cover this machine */
+    if (g_machine == M_GPU) {
+        ddp_test_skip("a GPU machine: the GPU cases cover it");
+        return;
+    }
     for (int rank = 0; rank < 2; rank++) {
         ddp_pg_init_t in = args("nccl_here", rank, 2, rank, 30000);
         ddp_pg_t *pg = (ddp_pg_t *)&in; /* must come back NULL */
@@ -202,8 +204,10 @@ static void *init_in_thread(void *arg)
 
 static void test_error_repeats_in_other_threads(void)
 {
-    if (g_machine == M_GPU)
+    if (g_machine == M_GPU) {
+        ddp_test_skip("a GPU machine: the GPU cases cover it");
         return;
+    }
     thr_t t[3];
     pthread_t th[3];
     for (int i = 0; i < 3; i++)
@@ -254,8 +258,10 @@ static void test_bad_arguments(void)
 
 static void test_gpu_one_rank_group(void)
 {
-    if (g_machine != M_GPU)
+    if (g_machine != M_GPU) {
+        ddp_test_skip("no usable GPU with NCCL here (%s)", machine_names[g_machine]);
         return;
+    }
     ddp_pg_init_t in = args("nccl_gpu1", 0, 1, 0, 60000);
     ddp_pg_t *pg = NULL;
     int rc = ddp_pg_new("nccl", &in, &pg);
@@ -326,8 +332,10 @@ static void test_gpu_one_rank_group(void)
 /* pg/nccl/uid on the root: nothing is published, and the error says so. */
 static void test_gpu_uid_fault(void)
 {
-    if (g_machine != M_GPU)
+    if (g_machine != M_GPU) {
+        ddp_test_skip("no usable GPU with NCCL here (%s)", machine_names[g_machine]);
         return;
+    }
     fiu_enable("pg/nccl/uid", 1, (void *)(intptr_t)EPIPE, FIU_ONETIME);
     ddp_pg_init_t in = args("nccl_uidfault", 0, 1, 0, 10000);
     ddp_pg_t *pg = NULL;
@@ -344,8 +352,10 @@ static void test_gpu_uid_fault(void)
  * deadline (not the store's 300 s) and names the key. */
 static void test_gpu_uid_timeout(void)
 {
-    if (g_machine != M_GPU)
+    if (g_machine != M_GPU) {
+        ddp_test_skip("no usable GPU with NCCL here (%s)", machine_names[g_machine]);
         return;
+    }
     ddp_pg_init_t in = args("nccl_nouid", 1, 2, 0, 300);
     ddp_pg_t *pg = NULL;
     int64_t t0 = ddp_sys_now(g_sys);
@@ -364,8 +374,10 @@ static void test_gpu_uid_timeout(void)
  * ready is aborted at the deadline. With failinfo: that errno, at once. */
 static void test_gpu_init_abort(void)
 {
-    if (g_machine != M_GPU)
+    if (g_machine != M_GPU) {
+        ddp_test_skip("no usable GPU with NCCL here (%s)", machine_names[g_machine]);
         return;
+    }
     fiu_enable("pg/nccl/init", 1, NULL, FIU_ONETIME);
     ddp_pg_init_t in = args("nccl_stall", 0, 1, 0, 2000);
     ddp_pg_t *pg = NULL;

@@ -116,7 +116,7 @@ static void test_commands_draw_it(void)
 {
     static char err[1 << 16];
     char bin[400];
-    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+    if (!ddp_test_need_ddpsim(bin, sizeof bin))
         return;
     CU_ASSERT_EQUAL(ddp_test_ddpsim_io(NULL, "run scenarios/clean-start.scn "
                                              "scenarios/crash-joining.scn --accelerator ddp "

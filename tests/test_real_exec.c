@@ -201,7 +201,7 @@ static int row_retries(const char *table, const char *scenario, const char *acce
 static void test_quick_real_runs(void)
 {
     char bin[400];
-    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+    if (!ddp_test_need_ddpsim(bin, sizeof bin))
         return;
     static char out[1 << 16];
     int lock = open("/tmp/ddpsim-test-real-loopback.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0666);
@@ -215,7 +215,7 @@ static void test_quick_real_runs(void)
     ddp_addr_parse("0.0.0.0", 29500, &any);
     int probe = ddp_sys_listen(sys, &any, 1);
     if (probe < 0) {
-        printf("\n  skipped: port 29500 is in use on this host (%s)\n", ddp_err_message());
+        ddp_test_skip("port 29500 is in use on this host (%s)", ddp_err_message());
         ddp_sys_free(sys);
         goto out;
     }
@@ -384,7 +384,7 @@ static int files_with(const char *dir, const char *prefix)
 static void test_sigkill_leaves_no_rank(void)
 {
     char bin[400];
-    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+    if (!ddp_test_need_ddpsim(bin, sizeof bin))
         return;
     uint16_t port = free_port();
     CU_ASSERT_FATAL(port > 0);
@@ -496,7 +496,7 @@ static const char *real_run_check(const char *scn, const char *extra, int want_s
 static void test_hosted_store_events(void)
 {
     char bin[400];
-    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+    if (!ddp_test_need_ddpsim(bin, sizeof bin))
         return;
     uint16_t port = free_port();
     CU_ASSERT_FATAL(port > 0);
@@ -532,7 +532,7 @@ static void test_hosted_store_events(void)
 static void test_hosted_store_progress(void)
 {
     char bin[400];
-    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+    if (!ddp_test_need_ddpsim(bin, sizeof bin))
         return;
     uint16_t port = free_port();
     CU_ASSERT_FATAL(port > 0);
@@ -599,7 +599,7 @@ static void test_hosted_store_progress(void)
 static void test_concurrent_runs_never_mix(void)
 {
     char bin[400];
-    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+    if (!ddp_test_need_ddpsim(bin, sizeof bin))
         return;
     uint16_t port = free_port();
     CU_ASSERT_FATAL(port > 0);
@@ -645,7 +645,7 @@ static void test_concurrent_runs_never_mix(void)
 static void test_hosted_store_two_jobs(void)
 {
     char bin[400];
-    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+    if (!ddp_test_need_ddpsim(bin, sizeof bin))
         return;
     uint16_t port = free_port(), port2 = free_port();
     CU_ASSERT_FATAL(port > 0 && port2 > 0 && port2 != port);
@@ -709,7 +709,7 @@ static void test_torch_agent_parts(void)
 static void test_torch_agent_workers(void)
 {
     char bin[400];
-    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+    if (!ddp_test_need_ddpsim(bin, sizeof bin))
         return;
     uint16_t port = free_port();
     CU_ASSERT_FATAL(port > 0);
@@ -765,7 +765,7 @@ static void output_folder(const char *out, char *dir, size_t n)
 static void test_exec_output_per_run(void)
 {
     char bin[400];
-    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+    if (!ddp_test_need_ddpsim(bin, sizeof bin))
         return;
     uint16_t port = free_port();
     CU_ASSERT_FATAL(port > 0);
@@ -805,7 +805,7 @@ static void test_exec_output_per_run(void)
 static void test_exec_store_memory(void)
 {
     char bin[400];
-    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+    if (!ddp_test_need_ddpsim(bin, sizeof bin))
         return;
     uint16_t port = free_port();
     CU_ASSERT_FATAL(port > 0);
@@ -873,7 +873,7 @@ static int wait_bounded(pid_t pid, int limit_s)
 static void test_hosted_store_port_taken(void)
 {
     char bin[400];
-    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+    if (!ddp_test_need_ddpsim(bin, sizeof bin))
         return;
     uint16_t port = free_port();
     CU_ASSERT_FATAL(port > 0);
@@ -963,7 +963,7 @@ static int left_after_sigkill(const char *bin, const char *dir, const char *cmd_
 static void test_sigkill_leaves_no_orphan(void)
 {
     char bin[400];
-    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+    if (!ddp_test_need_ddpsim(bin, sizeof bin))
         return;
     char dir[64];
     CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "orphans"));
@@ -980,7 +980,7 @@ static void test_sigkill_leaves_no_orphan(void)
 static void test_slow_start_own_clock(void)
 {
     char bin[400];
-    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+    if (!ddp_test_need_ddpsim(bin, sizeof bin))
         return;
     uint16_t port = free_port();
     CU_ASSERT_FATAL(port > 0);
@@ -1002,7 +1002,82 @@ static void test_slow_start_own_clock(void)
     remove_tree(dir);
 }
 
+/* A fault of kind k aimed as its kind needs (a crash or pause at node 0,
+ * a delay, a partition's side, a rate, a point). */
+static ddp_fault_t aimed_fault(ddp_fault_kind_t k)
+{
+    ddp_fault_t f = {.kind = k, .node = -1, .task = -1, .peer_node = -1};
+    if (k == DDP_FAULT_CRASH || k == DDP_FAULT_PAUSE || k == DDP_FAULT_BANDWIDTH)
+        f.node = 0;
+    f.delay_ns = 1000000;
+    f.node_set = 1;
+    f.rate_bps = 1000;
+    f.point = "sys/net/send";
+    return f;
+}
+
+/* Real runs pick each fault's executor from the kinds table's executors
+ * column (harness/real_kinds.c): whatever they pick is one the table
+ * lists for the kind, and a kind the table gives only the simulator gets
+ * none, with a reason naming it, for every kind the table has. */
+static void test_kinds_table_executors(void)
+{
+    char why[400], want[64];
+    for (int k = 0; k < DDP_FAULT_KIND_COUNT; k++) {
+        const ddp_fault_kind_info_t *info = ddp_fault_kind_info((ddp_fault_kind_t)k);
+        ddp_fault_t f = aimed_fault((ddp_fault_kind_t)k);
+        CU_ASSERT_EQUAL(info->kind, k); /* the enum and the rows in one order */
+        for (int exec = 0; exec < 2; exec++) {
+            unsigned ex = ddp__real_executor(&f, info->exec, exec);
+            CU_ASSERT_EQUAL(ex & (ex - 1), 0); /* one executor at most */
+            CU_ASSERT_EQUAL(ex & ~info->exec, 0);
+            CU_ASSERT_EQUAL(ex & DDP_EXEC_SIM, 0);
+            if (ex)
+                CU_ASSERT_PTR_NULL(ddp__real_no_executor(&f, info->exec, exec, 7, why, sizeof why));
+            /* the same kind, were its row only DDP_EXEC_SIM */
+            CU_ASSERT_EQUAL(ddp__real_executor(&f, DDP_EXEC_SIM, exec), 0);
+            const char *r = ddp__real_no_executor(&f, DDP_EXEC_SIM, exec, 7, why, sizeof why);
+            snprintf(want, sizeof want, "fault %s (line 7): no executor", info->name);
+            CU_ASSERT_PTR_NOT_NULL(r);
+            CU_ASSERT_PTR_NOT_NULL(r ? strstr(r, want) : NULL);
+            CU_ASSERT_PTR_NOT_NULL(r ? strstr(r, "gives it: sim); run it in the simulator") : NULL);
+            if (!r || !strstr(r, want))
+                printf("\n  %s (exec %d): %s\n", info->name, exec, r ? r : "(runs)");
+        }
+    }
+    /* every kind but point has a real executor for ddpsim's own processes */
+    for (int k = 0; k < DDP_FAULT_KIND_COUNT; k++) {
+        ddp_fault_t f = aimed_fault((ddp_fault_kind_t)k);
+        unsigned ex = ddp__real_executor(&f, ddp_fault_kind_info((ddp_fault_kind_t)k)->exec, 0);
+        CU_ASSERT_EQUAL(!ex, k == DDP_FAULT_POINT);
+    }
+}
+
+/* The refinements that need a fault's fields, and the run refused through
+ * ddp_real_unsupported for one: a reset after N bytes has no real
+ * executor; without after= it is libfiu in ddpsim's processes and an nft
+ * rule for a foreign program. */
+static void test_kinds_refinements(void)
+{
+    unsigned reset = ddp_fault_kind_info(DDP_FAULT_RESET)->exec;
+    ddp_fault_t f = aimed_fault(DDP_FAULT_RESET);
+    CU_ASSERT_EQUAL(ddp__real_executor(&f, reset, 0), DDP_EXEC_INPROC);
+    CU_ASSERT_EQUAL(ddp__real_executor(&f, reset, 1), DDP_EXEC_NFT);
+    f.after_bytes = 10;
+    CU_ASSERT_EQUAL(ddp__real_executor(&f, reset, 0), 0);
+    CU_ASSERT_EQUAL(ddp__real_executor(&f, reset, 1), 0);
+    ddp_scenario_t *s = NULL;
+    char err[300], why[400];
+    CU_ASSERT_EQUAL_FATAL(ddp_scenario_parse("scenario \"r\"\nfault reset after=10\nexpect ok\n",
+                                             "r.scn", ".", &s, err, sizeof err), 0);
+    const char *r = ddp_real_unsupported(s, "ddp", 1, why, sizeof why);
+    CU_ASSERT_PTR_NOT_NULL(r ? strstr(r, "fault reset after=10 (line 2)") : NULL);
+    ddp_scenario_free(s);
+}
+
 DDP_SUITE("real_exec", NULL, NULL,
+          {"the kinds table decides real runs' executors", test_kinds_table_executors},
+          {"kinds: the refinements by a fault's fields", test_kinds_refinements},
           {"a master port taken before the run starts", test_taken_master_port},
           {"the master port checked is the one the processes get", test_job_port_as_given},
           {"torch's messages become outcome classes", test_torch_messages},

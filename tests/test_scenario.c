@@ -109,8 +109,8 @@ static int run_cmd(const char *args, char *out, size_t n)
 static void test_bad_inputs_cli(void)
 {
     char bin[400];
-    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
-        return; /* outside `make test`: no command to run */
+    if (!ddp_test_need_ddpsim(bin, sizeof bin))
+        return;
     char **files;
     int n = list_scn(BAD_DIR, &files);
     for (int i = 0; i < n; i++) {
@@ -1327,7 +1327,7 @@ static void test_determinism(void)
 static void test_cli(void)
 {
     char bin[400];
-    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+    if (!ddp_test_need_ddpsim(bin, sizeof bin))
         return;
     char out[16384];
     CU_ASSERT_EQUAL(run_cmd("run scenarios/clean-start.scn scenarios/port-taken.scn "
@@ -1362,7 +1362,16 @@ static void test_cli(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(h2);
     CU_ASSERT_EQUAL(strncmp(out, out2, (size_t)(h1 - out) + 27), 0);
     CU_ASSERT_EQUAL(run_cmd("list faults", out, sizeof out), 0);
-    CU_ASSERT_STRING_EQUAL(out, "refuse\nreset\nblackhole\ndelay\npartition\ncrash\npause\nresolve\npoint\nbandwidth\nlate\nstall\n");
+    /* one line per row of DDP_FAULT_KINDS: its name and executors */
+    char want[2048] = "", ex[160];
+    for (int k = 0; k < DDP_FAULT_KIND_COUNT; k++) {
+        const ddp_fault_kind_info_t *ki = ddp_fault_kind_info((ddp_fault_kind_t)k);
+        size_t at = strlen(want);
+        snprintf(want + at, sizeof want - at, "%-10s %s\n", ki->name,
+                 ddp_fault_exec_names(ki->exec, ex, sizeof ex));
+    }
+    CU_ASSERT_STRING_EQUAL(out, want);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\nlate       sim, runner\nstall      sim, inproc\n"));
     CU_ASSERT_EQUAL(run_cmd("list nonsense", out, sizeof out), 2);
     CU_ASSERT_EQUAL(run_cmd("run --help", out, sizeof out), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "usage: ddpsim run FILE..."));

@@ -255,11 +255,6 @@ static void test_file_roundtrip(void)
 
 /* ---- ddpsim run --shard and ddpsim merge ---- */
 
-static int have_ddpsim(void)
-{
-    char bin[400];
-    return ddp_test_ddpsim_bin(bin, sizeof bin) != NULL;
-}
 
 /* Times out of a table or JUnit XML: "(1.2 s)" at a line's end and
  * time="..." attributes become "(T)" and time="T". */
@@ -381,7 +376,7 @@ static const char *const k_files = "scenarios/clean-start.scn scenarios/port-tak
  * run again holds the same runs with the same traces. */
 static void test_run_partition(void)
 {
-    if (!have_ddpsim())
+    if (!ddp_test_have_ddpsim())
         return;
     sweep_t w;
     CU_ASSERT_EQUAL_FATAL(sweep_init(&w, k_files, "--accelerator all"), 0);
@@ -474,7 +469,7 @@ static void check_merge_equal(const char *files, const char *opts, int want_rc, 
 
 static void test_merge_run(void)
 {
-    if (!have_ddpsim())
+    if (!ddp_test_have_ddpsim())
         return;
     check_merge_equal(k_files, "--accelerator all", 0, 4);
     check_merge_equal(k_files, "--accelerator ddp2 --seed 7 --verbose", 0, 3);
@@ -492,7 +487,7 @@ static void test_merge_run(void)
 /* merge refuses what is not one whole sweep: exit 2, one line naming it. */
 static void test_merge_refuses(void)
 {
-    if (!have_ddpsim())
+    if (!ddp_test_have_ddpsim())
         return;
     sweep_t w;
     CU_ASSERT_EQUAL_FATAL(sweep_init(&w, k_files, "--accelerator ddp"), 0);
@@ -568,7 +563,7 @@ static int edit_file(const char *path, const char *from, const char *to)
  * its runs count is all that tells). */
 static void test_merge_takes_every_shard(void)
 {
-    if (!have_ddpsim())
+    if (!ddp_test_have_ddpsim())
         return;
     sweep_t w;
     CU_ASSERT_EQUAL_FATAL(sweep_init(&w, k_files, "--accelerator ddp"), 0);
@@ -858,7 +853,7 @@ static void test_merge_costliest(void)
  * summary and exit status are the unsharded run's. */
 static void test_merge_explore_cmd(void)
 {
-    if (!have_ddpsim())
+    if (!ddp_test_have_ddpsim())
         return;
     char dir[] = "/tmp/ddp-shard-XXXXXX";
     CU_ASSERT_EQUAL_FATAL(shard_tmp(dir, 1), 0);

@@ -433,7 +433,7 @@ static void test_no_gpus(void)
 
 #else
 
-static void not_built(void) { printf("(no nccl.h: no simulated NCCL) "); }
+static void not_built(void) { ddp_test_skip("no nccl.h at build time: no simulated NCCL"); }
 #define test_ifname_rules not_built
 #define test_bootstrap_ok not_built
 #define test_bootstrap_partition not_built

@@ -85,9 +85,21 @@ const char *ddp_test_ddpsim_bin(char *buf, size_t n)
     return v ? buf : NULL;
 }
 
-/* Runs cmd through the shell; its output into out (NUL-terminated); the
- * exit status, -1 when it did not exit. */
-static int shell_read(const char *cmd, char *out, size_t n)
+const char *ddp_test_need_ddpsim(char *buf, size_t n)
+{
+    if (ddp_test_ddpsim_bin(buf, n))
+        return buf;
+    ddp_test_skip(DDP_TEST_NO_DDPSIM);
+    return NULL;
+}
+
+int ddp_test_have_ddpsim(void)
+{
+    char bin[400];
+    return ddp_test_need_ddpsim(bin, sizeof bin) != NULL;
+}
+
+int ddp_test_shell_read(const char *cmd, char *out, size_t n)
 {
     FILE *p = popen(cmd, "r");
     if (!p)
@@ -106,7 +118,7 @@ int ddp_test_ddpsim(const char *args, int with_stderr, char *out, size_t n)
         return -1;
     snprintf(cmd, sizeof cmd, "%s %s %s", bin, args,
              with_stderr ? "2>&1" : "2>/dev/null");
-    return shell_read(cmd, out, n);
+    return ddp_test_shell_read(cmd, out, n);
 }
 
 /* How much slower than a plain build this one runs processes: ASan about
@@ -163,7 +175,7 @@ int ddp_test_ddpsim_io_within(int limit_s, const char *env, const char *args,
     limit_s = ddp_test_wall_s(limit_s);
     snprintf(cmd, sizeof cmd, "timeout -k 5 %d env %s %s %s %s", limit_s,
              env ? env : "", bin, args, want_stderr ? "2>&1 >/dev/null" : "2>/dev/null");
-    return shell_read(cmd, out, n);
+    return ddp_test_shell_read(cmd, out, n);
 }
 
 int ddp_test_ddpsim_io(const char *env, const char *args, int want_stderr, char *out,
@@ -255,7 +267,8 @@ int ddp_test_open_fds(void)
     return n - 1; /* the directory's own descriptor */
 }
 
-int ddp_test_run_self(const char *env, const char *selection, char *out, size_t n)
+/* This program again with args (quoted by the caller) and env added. */
+static int run_self_args(const char *env, const char *args, char *out, size_t n)
 {
     char self[512], cmd[1400];
     out[0] = '\0';
@@ -263,10 +276,24 @@ int ddp_test_run_self(const char *env, const char *selection, char *out, size_t 
     if (len <= 0)
         return -1;
     self[len] = '\0';
-    snprintf(cmd, sizeof cmd, "timeout -k 5 %d env %s '%s' '%s' 2>&1",
-             ddp_test_wall_s(DDP_TEST_DDPSIM_LIMIT_S),
-             env ? env : "", self, selection);
-    return shell_read(cmd, out, n);
+    snprintf(cmd, sizeof cmd, "timeout -k 5 %d env %s '%s' %s 2>&1",
+             ddp_test_wall_s(DDP_TEST_DDPSIM_LIMIT_S), env ? env : "", self, args);
+    return ddp_test_shell_read(cmd, out, n);
+}
+
+int ddp_test_run_self(const char *env, const char *selection, char *out, size_t n)
+{
+    char args[600];
+    snprintf(args, sizeof args, "'%s'", selection);
+    return run_self_args(env, args, out, n);
+}
+
+int ddp_test_run_self_junit(const char *env, const char *junit, const char *selection,
+                            char *out, size_t n)
+{
+    char args[900];
+    snprintf(args, sizeof args, "--junit '%s' '%s'", junit, selection);
+    return run_self_args(env, args, out, n);
 }
 
 int ddp_test_connect_published(struct ddp_sys *sys, struct ddp_store *st, const char *key,

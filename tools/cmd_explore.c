@@ -15,8 +15,22 @@
 #include "ddp/sim.h"
 #include "opt.h"
 
+/* The kinds --faults takes (DDP_EXPLORE_KINDS_DRAWN), named by the kinds
+ * table: "refuse, reset, ..., bandwidth". */
+static const char *drawn_kinds(char *buf, size_t n)
+{
+    size_t off = 0;
+    buf[0] = '\0';
+    for (int k = 0; k < DDP_FAULT_KIND_COUNT && off < n; k++)
+        if (DDP_EXPLORE_KINDS_DRAWN >> k & 1)
+            off += (size_t)snprintf(buf + off, n - off, "%s%s", off ? ", " : "",
+                                    ddp_fault_kind_name((ddp_fault_kind_t)k));
+    return buf;
+}
+
 static void explore_usage(FILE *f)
 {
+    char kinds[256];
     fprintf(f,
             "usage: ddpsim explore [--ranks N] [--runs K] [--seed S] [--faults KINDS]\n"
             "                      [--max-faults M] [--accelerator NAME] [--plugin NAME|PATH.so]\n"
@@ -45,9 +59,8 @@ static void explore_usage(FILE *f)
             "  --ranks N          world size (1..4096, default 16)\n"
             "  --runs K           runs (1..100000000, default 100)\n"
             "  --seed S           run i is drawn from S and i alone (default 1)\n"
-            "  --faults KINDS     comma list of refuse, reset, blackhole, delay, partition,\n"
-            "                     crash, pause, resolve, point, bandwidth, or all\n"
-            "                     (every kind but bandwidth; the default)\n"
+            "  --faults KINDS     comma list of %s,\n"
+            "                     or all (every kind but bandwidth; the default)\n"
             "  --max-faults M     at most M faults per run (0..%d, default 3)\n"
             "  --accelerator NAME only this accelerator (default: drawn per run)\n"
             "  --plugin NAME|PATH.so  the DDP plugin (default, subgroups, rpc), or yours\n"
@@ -65,7 +78,7 @@ static void explore_usage(FILE *f)
             "Same options, same runs: the output is deterministic (but for the times).\n\n"
             "Exit status: 0 no violation, 1 some violation, 2 bad input (or the result\n"
             "file could not be written).\n",
-            DDP_SCN_MAX_FAULTS);
+            drawn_kinds(kinds, sizeof kinds), DDP_SCN_MAX_FAULTS);
 }
 
 /* --faults: a comma list of kinds (or all) into a bit set. */
@@ -81,7 +94,7 @@ static int parse_kinds(const char *v, void *dst)
         ddp_fault_kind_t k;
         if (!strcasecmp(tok, "all"))
             set |= DDP_EXPLORE_KINDS_ALL;
-        else if (ddp_fault_kind_parse(tok, &k) == 0)
+        else if (ddp_fault_kind_parse(tok, &k) == 0 && (DDP_EXPLORE_KINDS_DRAWN >> k & 1))
             set |= 1u << k;
         else
             return -1;
@@ -97,13 +110,15 @@ int ddp_cmd_explore(ddp_sys_t *sys, int argc, char **argv)
                             .progress = isatty(2) ? 1 : 2, .log = stdout};
     int max_faults = 3, n;
     const char *results = NULL;
+    char kinds[256], faults_form[320];
+    snprintf(faults_form, sizeof faults_form,
+             "a comma list of %s (or all: every kind but bandwidth)",
+             drawn_kinds(kinds, sizeof kinds));
     const ddp_opt_t opts[] = {
         OPT_INT("ranks", &o.ranks, 1, 4096),
         OPT_INT("runs", &o.runs, 1, 100000000),
         OPT_U64("seed", &o.seed, 0),
-        OPT_FN("faults", &o.kinds, parse_kinds,
-               "a comma list of refuse, reset, blackhole, delay, partition, crash, "
-               "pause, resolve, point, bandwidth (or all: every kind but bandwidth)"),
+        OPT_FN("faults", &o.kinds, parse_kinds, faults_form),
         OPT_INT("max-faults", &max_faults, 0, DDP_SCN_MAX_FAULTS),
         OPT_FN("accelerator", &o.accelerator, ddp_opt_accel, ddp_opt_accel_form(0)),
         OPT_FN("plugin", &o.plugin, ddp_opt_plugin_name, ddp_opt_plugin_form()),

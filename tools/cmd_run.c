@@ -1238,6 +1238,10 @@ static void list_usage(FILE *f)
                "  phases  the phases a crash fault may name: PLUGIN PHASE, the default\n"
                "          plugin's in the order it enters them, then each registered\n"
                "          plugin's own\n"
+               "  faults  the fault kinds (DDP_FAULT_KINDS, include/ddp/faults.h): KIND\n"
+               "          EXECUTORS, the executors that can realise it (sim: the\n"
+               "          simulator; the others real runs': inproc, nft, proxy,\n"
+               "          signal, link, runner)\n"
                "  points  the libfiu fault points (include/ddp/faults.h): NAME LAYER\n\n"
                "Exit status: 0 ok, 2 anything else.\n");
 }
@@ -1265,8 +1269,11 @@ int ddp_cmd_list(ddp_sys_t *sys, int argc, char **argv)
         for (size_t i = 0; i < ddp_cluster_count(); i++)
             printf("%s\n", ddp_cluster_at(i)->name);
     } else if (!strcmp(w, "faults")) {
-        for (int i = 0; i < DDP_FAULT_KIND_COUNT; i++)
-            printf("%s\n", ddp_fault_kind_name((ddp_fault_kind_t)i));
+        char ex[160];
+        for (int i = 0; i < DDP_FAULT_KIND_COUNT; i++) {
+            const ddp_fault_kind_info_t *k = ddp_fault_kind_info((ddp_fault_kind_t)i);
+            printf("%-10s %s\n", k->name, ddp_fault_exec_names(k->exec, ex, sizeof ex));
+        }
     } else if (!strcmp(w, "launchers")) {
         for (int i = 0; i < DDP_SIM_LAUNCH_COUNT; i++)
             printf("%s\n", ddp_sim_launcher_name((ddp_sim_launcher_t)i));

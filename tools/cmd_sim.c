@@ -20,6 +20,7 @@
 
 static void sim_usage(FILE *f)
 {
+    char kinds[256];
     fprintf(f,
             "usage: ddpsim sim [--accelerator NAME|all] [--nodes N] [--procs P]\n"
             "                  [--seed S] [--timeout SEC] [--backend NAME]\n"
@@ -46,8 +47,7 @@ static void sim_usage(FILE *f)
             "scenario parser checks and `ddpsim run`'s runner runs; --print-scenario\n"
             "prints it instead of running it.\n\n"
             "Fault SPEC (up to 32): KIND[,key=value...] or, as in a scenario file,\n"
-            "\"KIND key=value...\". KIND: refuse, reset, blackhole, delay, partition, crash,\n"
-            "pause, resolve, point, bandwidth. Keys: node=N peer=N port=P nodes=I+J (a\n"
+            "\"KIND key=value...\".\nKIND: %s.\nKeys: node=N peer=N port=P nodes=I+J (a\n"
             "partition side) rate=R (bandwidth: 1mbit, 500kbit, 100kbps, ...)\n"
             "start=SEC end=SEC (seconds, or a duration such as 500ms) count=N p=PROB\n"
             "ms=DELAY (milliseconds; or delay=DURATION) after=BYTES phase=NAME and\n"
@@ -58,7 +58,8 @@ static void sim_usage(FILE *f)
             "  --fault 'crash ranks=5 phase=\"store connect\"'\n\n"
             "Exit status: 0 every rank connected and the invariants held, 1 some rank\n"
             "failed or an invariant did not hold, 2 bad input (one line naming the\n"
-            "option).\n");
+            "option).\n",
+            ddp_fault_kind_list(kinds, sizeof kinds));
 }
 
 typedef struct sim_cli {

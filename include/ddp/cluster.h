@@ -2,8 +2,9 @@
  *
  * A cluster environment reads a rank's environment map and answers where the
  * main (master) process is, how many ranks there are and which one this is.
- * Contracts: ../shared/reference/lightning-connection-setup.md (Lightning 2.x),
- * documented in docs/cluster-environments.md.
+ * Contracts: Lightning 2.x's, documented in docs/cluster-environments.md
+ * (from the team's shared/reference/lightning-connection-setup.md, which is
+ * not part of this repository).
  *
  * Every getter returns 0 or a negative code; a bad or missing variable gives
  * DDP_ECONFIG with an error context naming the variable, its value and the

@@ -367,6 +367,13 @@ typedef struct ddp_fault_kind_info {
 
 DDP_API const ddp_fault_kind_info_t *ddp_fault_kind_info(ddp_fault_kind_t k);
 DDP_API const char *ddp_fault_kind_name(ddp_fault_kind_t k);
+/* The kinds' names in the table's order, ", "-separated ("refuse, reset,
+ * ..."), into buf (cut at n); returns buf. Every message that lists the
+ * kinds writes this. */
+DDP_API const char *ddp_fault_kind_list(char *buf, size_t n);
+/* The DDP_EXEC_* names of mask ("sim, inproc, nft"; "none" for 0) into
+ * buf; returns buf. */
+DDP_API const char *ddp_fault_exec_names(unsigned mask, char *buf, size_t n);
 /* 0 and *out, or DDP_ECONFIG with the error listing the kinds. */
 DDP_API int ddp_fault_kind_parse(const char *name, ddp_fault_kind_t *out);
 

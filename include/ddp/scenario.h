@@ -340,6 +340,9 @@ typedef struct ddp_explore_opts {
  * bandwidth, which a sweep draws only when asked (--faults bandwidth), so
  * that sweeps keep the runs they had before it existed. */
 #define DDP_EXPLORE_KINDS_ALL (((1u << DDP_FAULT_BANDWIDTH) - 1))
+/* The kinds explore can draw at all (harness/explore.c's draw_fault):
+ * --faults refuses the others (late, stall), which would draw nothing. */
+#define DDP_EXPLORE_KINDS_DRAWN (DDP_EXPLORE_KINDS_ALL | 1u << DDP_FAULT_BANDWIDTH)
 
 typedef struct ddp_explore_stats {
     int runs, violations;

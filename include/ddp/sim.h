@@ -1,12 +1,15 @@
 /* ddp/sim.h — the fake cluster.
  *
  * A simulation holds nodes (hostname, address, clock skew) and tasks. Every
- * task — a rank, the store server, a launcher — is a pthread, but exactly one
- * runs at a time: the running task holds a baton and passes it when it blocks
- * in a sim call. The next task is drawn by the run's seeded PRNG among the
- * runnable ones. Virtual time moves only when every task is parked: it jumps
- * to the next timer or network delivery. Each task sees the world through its
- * own ddp_sys_t (the "sim sys"), so code above the seam runs unchanged.
+ * task — a rank, the store server, a launcher — is a user-space context on
+ * the thread that calls ddp_sim_run (the default), or a pthread of its own
+ * (DDP_SIM_TASKS_THREADS in ddp_sim_opts_t.tasks), but either way exactly
+ * one runs at a time: the running task holds a baton and passes it when it
+ * blocks in a sim call. The next task is drawn by the run's seeded PRNG
+ * among the runnable ones. Virtual time moves only when every task is
+ * parked: it jumps to the next timer or network delivery. Each task sees
+ * the world through its own ddp_sys_t (the "sim sys"), so code above the
+ * seam runs unchanged.
  *
  * Same cluster + faults + seed => byte-identical trace.
  */

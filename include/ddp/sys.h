@@ -232,6 +232,9 @@ DDP_API void ddp_sys_free(ddp_sys_t *sys);
  * files to merge) where no rank's sys is at hand: the same cap and the
  * same refusal of FIFOs, devices and directories. */
 DDP_API int ddp_sys_read_host_file(const char *path, char **data, size_t *len);
+/* The host's monotonic clock in ns (the POSIX sys's now), for a tool's
+ * own wall times (progress lines) where no rank's sys is at hand. */
+DDP_API int64_t ddp_sys_host_now(void);
 /* This process's id (names of per-run files; ddp_sys_sweep_stale). */
 DDP_API long ddp_sys_pid(void);
 /* 64 random bits from the kernel (a run's identity, never a decision a
