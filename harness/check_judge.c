@@ -301,6 +301,10 @@ int ddp__check_judge_real(ddp_sys_t *sys, const ddp_scenario_t *s, const char *a
     char faults[600];
     faults_text(s, faults, sizeof faults);
     const char *first = r->first_error[0] ? r->first_error : r->why;
+    if (hung(r) && baseline)
+        return say(v, CHK_BASELINE, "A fault-free run failed, a rank hung (still running "
+                                    "past its deadline plus the grace): %s%s",
+                   first, "");
     if (hung(r))
         return say(v, CHK_INVARIANT, "A rank was still running past its deadline plus the "
                                      "grace and was killed (hung): a wait without a deadline, "

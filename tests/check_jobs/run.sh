@@ -47,8 +47,8 @@ for b in ${*:-localrank shorttimeout notimeout correct}; do
     case $b in
     localrank) check localrank 1 baseline ;;
     shorttimeout) check shorttimeout 2 transient ;;
-    notimeout) check notimeout 4 invariant ;;
-    correct) check "" 6 none ;;
+    notimeout) check notimeout 3 invariant ;;
+    correct) check "" 3 none ;;
     *) echo "check-jobs: unknown bug $b" >&2; exit 2 ;;
     esac
 done
