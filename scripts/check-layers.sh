@@ -110,7 +110,7 @@ done
 # The OS: only the POSIX sys (core/sys_posix*.c) calls the clock, sockets,
 # processes, the environment and the dynamic loader (its lib_* ops for
 # plugin libraries; its nccl_api op, core/sys_posix_nccl.c, for libnccl and
-# the CUDA runtime); the rest reaches them through the sys seam
+# the CUDA runtime; its guard, core/sys_posix_guard.c); the rest reaches them through the sys seam
 # (docs/architecture.md § 1). One exception, named here: harness/explore.c
 # reads the monotonic clock for a sweep's wall times (its own module).
 OS_CALLS='clock_gettime|clock_nanosleep|nanosleep|gettimeofday|time|usleep|sleep'
@@ -122,7 +122,7 @@ for layer in $LAYERS; do all="$all $(objs "$layer")"; done
 # shellcheck disable=SC2086
 os=$(nm -u -A $all | awk -v calls="^(${OS_CALLS})(@.*)?$" '
     { o = $1; sub(/:$/, "", o); sym = $NF; base = sym; sub(/@.*/, "", base) }
-    o ~ /\/core\/sys_posix(_nccl)?\.o$/ { next }
+    o ~ /\/core\/sys_posix(_[a-z]+)?\.o$/ { next }
     function add(list, sym) { return list == "" ? sym : list " " sym }
     base ~ /^dl(open|mopen|sym|vsym|close|error)$/ { dl[o] = add(dl[o], sym); next }
     base == "clock_gettime" && o ~ /\/harness\/explore\.o$/ { next }
