@@ -91,12 +91,16 @@ int ddp__scn_killing_fault(const ddp_scenario_t *s, const ddp_sim_outcome_t *x)
 void ddp__scn_killed_message(const ddp_scenario_t *s, int fault, const ddp_sim_outcome_t *x,
                              char *buf, size_t len)
 {
+    /* Every rank's error's shape, "rank R, PHASE: ...": what ddpsim check
+     * keys its findings by. A real run's rank has no phase: its node. */
     const char *phase = x->phase[0] ? x->phase : s->faults[fault].phase;
-    char in[80] = "";
+    char where[80];
     if (phase && phase[0])
-        snprintf(in, sizeof in, " in phase \"%s\"", phase);
+        snprintf(where, sizeof where, "%s: killed on node %d", phase, x->node);
+    else
+        snprintf(where, sizeof where, "node %d: killed", x->node);
     snprintf(buf, len,
-             "rank %d (node %d) was killed by the fault (line %d: crash)%s; the other "
-             "ranks' errors (a lost peer, a timeout) follow from it",
-             x->rank, x->node, s->fault_line[fault], in);
+             "rank %d, %s by the fault on line %d (crash); the other ranks' errors (a "
+             "lost peer or a timeout) follow from it",
+             x->rank, where, s->fault_line[fault]);
 }

@@ -51,7 +51,7 @@ int ddp__scn_more_causal(int tier, int rank, int node, int best_tier,
                          int best_rank, int best_node);
 /* The scenario's crash fault that killed x's rank (x crashed), else -1. */
 int ddp__scn_killing_fault(const ddp_scenario_t *s, const ddp_sim_outcome_t *x);
-/* "rank R (node N) was killed by the fault (line L: crash) in phase P; ..." */
+/* "rank R, PHASE: killed on node N by the fault on line L (crash); ..." */
 void ddp__scn_killed_message(const ddp_scenario_t *s, int fault, const ddp_sim_outcome_t *x,
                              char *buf, size_t len);
 

@@ -976,8 +976,8 @@ static void test_root_cause_killed_and_launcher(void)
     snprintf(o[2].message, sizeof o[2].message, "crashed by a fault");
     snprintf(o[2].phase, sizeof o[2].phase, "barrier");
     CU_ASSERT_TRUE(first_error_is(s, o, 4,
-                                  "rank 2 (node 1) was killed by the fault (line 2: crash) in "
-                                  "phase \"barrier\"; the other ranks' errors",
+                                  "rank 2, barrier: killed on node 1 by the fault on line 2 "
+                                  "(crash); the other ranks' errors",
                                   DDP_EKILLED, "killed 1, peer_lost 1, timeout 1"));
     CU_ASSERT_TRUE(first_error_is(nofault, o, 4, "rank 1 lost its peer", DDP_EPEER_LOST,
                                   "peer_lost 1, timeout 1"));
