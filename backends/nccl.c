@@ -193,6 +193,10 @@ static int nccl_fail(const npg_t *p, const char *what, ncclResult_t r)
                 p->pg.rank, p->pg.world, p->pg.prefix, what, (int)r,
                 nccl_str(p->api, r), last && last[0] ? "; last NCCL error: " : "",
                 last && last[0] ? last : "");
+    if (r == ncclRemoteError)
+        return ddp_err_hint("a peer's process exited or the network to it failed: the rank "
+                            "NCCL's last error names has its own error (or was killed); "
+                            "NCCL_DEBUG=INFO gives NCCL's own account");
     return ddp_err_hint("run with NCCL_DEBUG=INFO for NCCL's own account");
 }
 

@@ -124,11 +124,14 @@ int ddp_cluster_validate(ddp_cluster_t *c, int devices, int num_nodes)
 {
     if (!c)
         return ddp_err_set(-EINVAL, "ddp_cluster_validate: NULL cluster");
-    if (devices < 0 || num_nodes < 0)
-        return ddp_err_set(DDP_ECONFIG,
-                           "devices=%d, num_nodes=%d: expected counts >= 1 "
-                           "(0 = not requested)",
-                           devices, num_nodes);
+    if (devices < 0 || num_nodes < 0) {
+        ddp_err_set(DDP_ECONFIG,
+                    "devices=%d, num_nodes=%d: expected counts >= 1 "
+                    "(0 = not requested)",
+                    devices, num_nodes);
+        return ddp_err_hint("pass devices and num_nodes as counts >= 1, or 0 when not "
+                            "requested");
+    }
     return c->ops->validate(c, devices, num_nodes);
 }
 

@@ -58,13 +58,18 @@ static int env_long(const ddp_cluster_t *c, const char *key, long min,
     char form[64];
     int_form(form, sizeof form, min, max);
     const char *val = ddp_env_get(c->env, key);
-    if (!val)
-        return ddp_err_set(DDP_ECONFIG,
-                           "%s is not set; expected the %s as %s%s%s", key,
-                           what, form, note ? note : "", tail ? tail : "");
-    return ddp_err_set(DDP_ECONFIG,
-                       "%s=\"%.120s\" is not a valid %s; expected %s%s%s", key,
-                       val, what, form, note ? note : "", tail ? tail : "");
+    if (!val) {
+        ddp_err_set(DDP_ECONFIG, "%s is not set; expected the %s as %s%s%s", key, what, form,
+                    note ? note : "", tail ? tail : "");
+        return ddp_err_hint("start the job with the launcher that sets %s, or export %s as "
+                            "%s%s on every rank",
+                            key, key, form, note ? note : "");
+    }
+    ddp_err_set(DDP_ECONFIG, "%s=\"%.120s\" is not a valid %s; expected %s%s%s", key, val,
+                what, form, note ? note : "", tail ? tail : "");
+    return ddp_err_hint("set %s to %s%s; a value left over from another job, a shell "
+                        "profile or an image is a common cause",
+                        key, form, note ? note : "");
 }
 
 /* A count (world size, tasks per node): an integer >= 1. */
@@ -154,21 +159,29 @@ static int env_addr(const ddp_cluster_t *c, const char *key, const char *def,
 {
     const char *v = ddp_env_get(c->env, key);
     if (!v) {
-        if (!def)
-            return ddp_err_set(DDP_ECONFIG,
-                               "%s is not set; expected the host name or IP "
-                               "address of the main (rank 0) node%s",
-                               key, tail ? tail : "");
+        if (!def) {
+            ddp_err_set(DDP_ECONFIG,
+                        "%s is not set; expected the host name or IP "
+                        "address of the main (rank 0) node%s",
+                        key, tail ? tail : "");
+            return ddp_err_hint("export %s=<host name or IP address of rank 0's node> "
+                                "on every rank",
+                                key);
+        }
         if (warn)
             ddp_warn("%s is not set; using %s for the main address", key,
                      def);
         return copy_out("default address", def, buf, n);
     }
-    if (!*v)
-        return ddp_err_set(DDP_ECONFIG,
-                           "%s is set but empty; expected the host name or IP "
-                           "address of the main (rank 0) node%s",
-                           key, tail ? tail : "");
+    if (!*v) {
+        ddp_err_set(DDP_ECONFIG,
+                    "%s is set but empty; expected the host name or IP "
+                    "address of the main (rank 0) node%s",
+                    key, tail ? tail : "");
+        return ddp_err_hint("set %s to the host name or IP address of rank 0's node, or "
+                            "unset it for the default",
+                            key);
+    }
     return copy_out(key, v, buf, n);
 }
 
@@ -353,17 +366,25 @@ static int slurm_main_address(ddp_cluster_t *c, char *buf, size_t n)
         key = "SLURM_JOB_NODELIST";
         list = ddp_env_get(c->env, key);
     }
-    if (!list)
-        return ddp_err_set(DDP_ECONFIG,
-                           "neither MASTER_ADDR nor SLURM_NODELIST (or "
-                           "SLURM_JOB_NODELIST) is set; expected a SLURM "
-                           "hostlist such as node[1-4] whose first host is the "
-                           "main node");
+    if (!list) {
+        ddp_err_set(DDP_ECONFIG,
+                    "neither MASTER_ADDR nor SLURM_NODELIST (or "
+                    "SLURM_JOB_NODELIST) is set; expected a SLURM "
+                    "hostlist such as node[1-4] whose first host is the "
+                    "main node");
+        return ddp_err_hint("start the job with srun or sbatch (they set SLURM_NODELIST), "
+                            "or export MASTER_ADDR=<host of rank 0>");
+    }
     char **hosts;
     size_t nh;
     int rc = ddp_hostlist_expand(list, 0, &hosts, &nh);
-    if (rc < 0)
-        return ddp_err_wrap("%s", key);
+    if (rc < 0) {
+        ddp_err_wrap("%s", key);
+        return ddp_err_hint("set %s to a SLURM hostlist such as node[1-4,7] (`scontrol "
+                            "show hostnames` expands one), or export MASTER_ADDR=<host of "
+                            "rank 0>",
+                            key);
+    }
     rc = copy_out(key, hosts[0], buf, n);
     ddp_hostlist_free(hosts, nh);
     return rc;
@@ -648,10 +669,13 @@ static int lsf_read_hosts(ddp_cluster_t *c, lsf_hosts_t *h)
     memset(h, 0, sizeof *h);
     const char *key = "LSB_DJOB_RANKFILE";
     const char *path = ddp_env_get(c->env, key);
-    if (!path || !*path)
-        return ddp_err_set(DDP_ECONFIG,
-                           "%s is %s; expected the path of the LSF rank file%s",
-                           key, path ? "empty" : "not set", JSRUN_TAIL);
+    if (!path || !*path) {
+        ddp_err_set(DDP_ECONFIG, "%s is %s; expected the path of the LSF rank file%s", key,
+                    path ? "empty" : "not set", JSRUN_TAIL);
+        return ddp_err_hint("start the ranks with jsrun inside an LSF job (bsub), which "
+                            "sets %s",
+                            key);
+    }
     size_t len;
     int rc = ddp_sys_read_file(c->sys, path, &h->data, &len);
     if (rc < 0) {
@@ -688,11 +712,14 @@ static int lsf_read_hosts(ddp_cluster_t *c, lsf_hosts_t *h)
     }
     if (h->n == 0) {
         lsf_hosts_free(h);
-        return ddp_err_set(DDP_ECONFIG,
-                           "%s=\"%.120s\" lists no compute hosts (the first "
-                           "line, the launch node, is skipped); expected one "
-                           "host name per line%s",
-                           key, path, JSRUN_TAIL);
+        ddp_err_set(DDP_ECONFIG,
+                    "%s=\"%.120s\" lists no compute hosts (the first "
+                    "line, the launch node, is skipped); expected one "
+                    "host name per line%s",
+                    key, path, JSRUN_TAIL);
+        return ddp_err_hint("point %s at LSF's rank file (jsrun sets it), whose lines "
+                            "after the first name the compute hosts",
+                            key);
     }
     return 0;
 }
@@ -738,6 +765,9 @@ static int lsf_node_rank(ddp_cluster_t *c, int *out)
                          "them%s",
                          self, ddp_env_get(c->env, "LSB_DJOB_RANKFILE"), h.n,
                          h.uniq[0], JSRUN_TAIL);
+    if (rc < 0 && k == h.n)
+        ddp_err_hint("start this rank with jsrun on one of the rank file's hosts, or "
+                     "check that the host name (`hostname`) matches the file's");
     lsf_hosts_free(&h);
     return rc;
 }

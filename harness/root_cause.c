@@ -11,7 +11,10 @@
  */
 #include <errno.h>
 
+#include <stdio.h>
+
 #include "ddp/err.h"
+#include "ddp/faults.h"
 #include "scenario_priv.h"
 
 /* Most causal first. A code not listed ranks with "any other error". */
@@ -19,32 +22,36 @@ static const struct {
     int code;
     int tier;
 } cause_table[] = {
-    /* 0: the launch itself is wrong; nothing else can go right */
-    {DDP_ECONFIG, 0},
-    /* 1: a host name or key that does not exist */
-    {DDP_ENOT_FOUND, 1},
-    /* 2: rank 0 could not serve where everyone looks */
-    {-EADDRINUSE, 2},
-    /* 3: an address nobody can reach */
-    {-EHOSTUNREACH, 3},
-    {-ENETUNREACH, 3},
-    {-EADDRNOTAVAIL, 3},
-    /* 4 is any other error (protocol, limit, unsupported, internal, ...) */
-    /* 5: nobody listening yet, or the listener went away: a symptom of a
+    /* 0: a rank the scenario's fault killed: the others' errors follow */
+    {DDP_EKILLED, 0},
+    /* 1: the launch itself is wrong; nothing else can go right */
+    {DDP_ECONFIG, 1},
+    /* 2: a host name or key that does not exist */
+    {DDP_ENOT_FOUND, 2},
+    /* 3: rank 0 could not serve where everyone looks */
+    {-EADDRINUSE, 3},
+    /* 4: an address nobody can reach */
+    {-EHOSTUNREACH, 4},
+    {-ENETUNREACH, 4},
+    {-EADDRNOTAVAIL, 4},
+    /* 5 is any other error (protocol, limit, unsupported, internal, ...) */
+    /* 6: nobody listening yet, or the listener went away: a symptom of a
      * peer that stopped */
-    {-ECONNREFUSED, 5},
-    {-ECONNRESET, 5},
-    {-EPIPE, 5},
-    {DDP_ECANCELED, 5},
-    /* 6: the peer vanished mid-operation */
-    {DDP_EPEER_LOST, 6},
-    {DDP_ECLOSED, 6}, /* another agent's run ended and closed it */
-    /* 7: waited for someone who never came: almost always an effect */
-    {DDP_ETIMEOUT, 7},
-    {DDP_EHUNG, 7},
+    {-ECONNREFUSED, 6},
+    {-ECONNRESET, 6},
+    {-EPIPE, 6},
+    {DDP_ECANCELED, 6},
+    /* 7: the peer vanished mid-operation */
+    {DDP_EPEER_LOST, 7},
+    {DDP_ECLOSED, 7}, /* another agent's run ended and closed it */
+    /* 8: waited for someone who never came: almost always an effect */
+    {DDP_ETIMEOUT, 8},
+    {DDP_EHUNG, 8},
+    /* 9 (DDP_SCN_LAUNCHER_TIER): a launcher's aggregate ("2 of 2 worker
+     * process(es) failed"): its workers' own errors say why */
 };
 
-#define OTHER_TIER 4
+#define OTHER_TIER 5
 
 int ddp__scn_cause_tier(int code)
 {
@@ -54,11 +61,46 @@ int ddp__scn_cause_tier(int code)
     return OTHER_TIER;
 }
 
-int ddp__scn_more_causal(int code, int rank, int node, int best_code,
+int ddp__scn_more_causal(int tier, int rank, int node, int best_tier,
                          int best_rank, int best_node)
 {
-    int a = ddp__scn_cause_tier(code), b = ddp__scn_cause_tier(best_code);
-    if (a != b)
-        return a < b;
+    if (tier != best_tier)
+        return tier < best_tier;
     return rank < best_rank || (rank == best_rank && node < best_node);
+}
+
+/* 1 when fault f of the scenario aims at outcome x's process. */
+static int aims_at(const ddp_fault_t *f, const ddp_sim_outcome_t *x)
+{
+    ddp_rankset_t rs;
+    if (f->ranks && f->ranks[0])
+        return ddp_rankset_parse(f->ranks, &rs) == 0 && ddp_rankset_has(&rs, x->rank);
+    return f->node < 0 || f->node == x->node;
+}
+
+int ddp__scn_killing_fault(const ddp_scenario_t *s, const ddp_sim_outcome_t *x)
+{
+    if (x->state != DDP_SIM_TASK_CRASHED || x->rank < 0 || x->thread)
+        return -1;
+    for (int i = 0; i < s->nfaults; i++)
+        if (s->faults[i].kind == DDP_FAULT_CRASH && aims_at(&s->faults[i], x))
+            return i;
+    return -1;
+}
+
+void ddp__scn_killed_message(const ddp_scenario_t *s, int fault, const ddp_sim_outcome_t *x,
+                             char *buf, size_t len)
+{
+    /* Every rank's error's shape, "rank R, PHASE: ...": what ddpsim check
+     * keys its findings by. A real run's rank has no phase: its node. */
+    const char *phase = x->phase[0] ? x->phase : s->faults[fault].phase;
+    char where[80];
+    if (phase && phase[0])
+        snprintf(where, sizeof where, "%s: killed on node %d", phase, x->node);
+    else
+        snprintf(where, sizeof where, "node %d: killed", x->node);
+    snprintf(buf, len,
+             "rank %d, %s by the fault on line %d (crash); the other ranks' errors (a "
+             "lost peer or a timeout) follow from it",
+             x->rank, where, s->fault_line[fault]);
 }

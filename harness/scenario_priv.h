@@ -41,13 +41,19 @@ void ddp__scenario_put_fault(FILE *o, const ddp_fault_t *f);
 int ddp__scenario_parse_fault(const char *line, int nodes, int world, const char *plugin,
                               ddp_fault_t *out, char *err, size_t errlen);
 /* The root-cause order of the run's summary (harness/root_cause.c,
- * docs/errors.md): the tier of an error code, 0 most causal (config), 7
- * least (timeout). */
+ * docs/errors.md): the tier of an error code, 0 most causal (a rank a
+ * fault killed), 8 least (timeout); a launcher's aggregate is below all. */
 int ddp__scn_cause_tier(int code);
-/* 1 when (code, rank, node) should be shown ahead of the best so far: a more
- * causal tier, then the lower rank, then the lower node. */
-int ddp__scn_more_causal(int code, int rank, int node, int best_code,
+#define DDP_SCN_LAUNCHER_TIER 9
+/* 1 when (tier, rank, node) should be shown ahead of the best so far: a
+ * more causal tier, then the lower rank, then the lower node. */
+int ddp__scn_more_causal(int tier, int rank, int node, int best_tier,
                          int best_rank, int best_node);
+/* The scenario's crash fault that killed x's rank (x crashed), else -1. */
+int ddp__scn_killing_fault(const ddp_scenario_t *s, const ddp_sim_outcome_t *x);
+/* "rank R, PHASE: killed on node N by the fault on line L (crash); ..." */
+void ddp__scn_killed_message(const ddp_scenario_t *s, int fault, const ddp_sim_outcome_t *x,
+                             char *buf, size_t len);
 
 /* explore's greedy shrinker (harness/explore.c) with the caller's
  * predicate: pred runs candidate c for accel, fills r, and returns 1 when

@@ -491,6 +491,42 @@ static int names_failure(const ddp_sim_outcome_t *x, ddp_sim_result_t res)
            !stopped_by_harness(x, res);
 }
 
+/* A launcher (ddp_spawn's, ddp_cpu's, a real run's per-node script): no
+ * rank, it spawned the ranks; an elastic agent's errors are its own. */
+static int is_launcher(const ddp_sim_outcome_t *x)
+{
+    return !is_rank(x) && x->spawned > 0 && !x->agent;
+}
+
+/* The outcome's place in the root-cause order (root_cause.c) and the code
+ * the summary gives it; -1 when it names no failure. A rank a fault killed
+ * comes first, a launcher's aggregate last. */
+static int cause_of(const ddp_scenario_t *s, const ddp_sim_outcome_t *x, ddp_sim_result_t res,
+                    int *code)
+{
+    *code = x->code;
+    if (is_process(x) && ddp__scn_killing_fault(s, x) >= 0) {
+        *code = DDP_EKILLED;
+        return ddp__scn_cause_tier(DDP_EKILLED);
+    }
+    if (!names_failure(x, res))
+        return -1;
+    return is_launcher(x) ? DDP_SCN_LAUNCHER_TIER : ddp__scn_cause_tier(x->code);
+}
+
+/* The first error when outcome x is the most causal one so far. */
+static void take_first_error(const ddp_scenario_t *s, const ddp_sim_outcome_t *x, int code,
+                             ddp_scn_result_t *r)
+{
+    int fault = code == DDP_EKILLED ? ddp__scn_killing_fault(s, x) : -1;
+    r->first_rank = x->rank;
+    r->first_code = code;
+    if (fault >= 0)
+        ddp__scn_killed_message(s, fault, x, r->first_error, sizeof r->first_error);
+    else
+        snprintf(r->first_error, sizeof r->first_error, "%s", x->message);
+}
+
 /* A stopped run's one first error: the harness's line (the deadlock
  * report's first), what stopped it and what to change. */
 static void stop_as_first_error(ddp_scn_result_t *r, ddp_sim_result_t res, const char *rep)
@@ -513,22 +549,24 @@ static void stop_as_first_error(ddp_scn_result_t *r, ddp_sim_result_t res, const
  * first (root_cause.c), so a run with two kinds of failure shows both.
  * Linear in the outcomes (a handful of distinct codes): 32,768 failing
  * ranks compared pairwise took 15 of a run's 20 s. */
-static void failure_classes(const ddp_sim_outcome_t *outs, int n, ddp_sim_result_t res,
-                            char *buf, size_t len)
+static void failure_classes(const ddp_scenario_t *s, const ddp_sim_outcome_t *outs, int n,
+                            ddp_sim_result_t res, char *buf, size_t len)
 {
     enum { MAX_CODES = 64 };
-    int code[MAX_CODES], count[MAX_CODES], ncodes = 0, stopped = 0;
+    int code[MAX_CODES], tiers[MAX_CODES], count[MAX_CODES], ncodes = 0, stopped = 0;
     for (int t = 0; t < n; t++) {
         stopped += is_process(&outs[t]) && stopped_by_harness(&outs[t], res);
-        if (!names_failure(&outs[t], res))
+        int xc, xt = cause_of(s, &outs[t], res, &xc);
+        if (xt < 0)
             continue;
         int c = 0;
-        while (c < ncodes && code[c] != outs[t].code)
+        while (c < ncodes && (code[c] != xc || tiers[c] != xt))
             c++;
         if (c == ncodes) {
             if (ncodes == MAX_CODES)
                 continue; /* more distinct codes than the summary has room for */
-            code[ncodes] = outs[t].code;
+            tiers[ncodes] = xt;
+            code[ncodes] = xc;
             count[ncodes++] = 0;
         }
         count[c]++;
@@ -537,9 +575,9 @@ static void failure_classes(const ddp_sim_outcome_t *outs, int n, ddp_sim_result
     buf[0] = '\0';
     if (stopped) /* the stop first: the rest happened before it */
         off = (size_t)snprintf(buf, len, "stopped %d", stopped);
-    for (int tier = 0; tier <= 7; tier++)
+    for (int tier = 0; tier <= DDP_SCN_LAUNCHER_TIER; tier++)
         for (int c = 0; c < ncodes && off + 1 < len; c++) {
-            if (ddp__scn_cause_tier(code[c]) != tier)
+            if (tiers[c] != tier)
                 continue;
             int w = snprintf(buf + off, len - off, "%s%s %d", off ? ", " : "",
                              ddp_scn_error_class(code[c]), count[c]);
@@ -556,7 +594,7 @@ void ddp__scenario_judge(const ddp_scenario_t *s, const ddp_sim_outcome_t *outs,
     judge_t j = {.s = s, .outs = outs, .n = n, .deadlock_report = deadlock_report,
                  .expected_world = expected_world, .why = r->why,
                  .whylen = sizeof r->why};
-    int first_rank = -1, first_node = -1;
+    int first_rank = -1, first_node = -1, first_tier = -1;
     int explain = r->first_rank; /* a rank whose message the caller wants (-1 none) */
     r->first_rank = -1;
     r->rank_error[0] = '\0';
@@ -584,15 +622,14 @@ void ddp__scenario_judge(const ddp_scenario_t *s, const ddp_sim_outcome_t *outs,
         }
         /* The most causal failure (root_cause.c), then the lowest rank and
          * node: the same pick whatever order the outcomes come in. */
-        int xr = x->rank >= 0 ? x->rank : j.n + 1;
-        if (names_failure(x, res) &&
-            (first_rank < 0 || ddp__scn_more_causal(x->code, xr, x->node, r->first_code,
-                                                    first_rank, first_node))) {
+        int xr = x->rank >= 0 ? x->rank : j.n + 1, xc;
+        int tier = cause_of(s, x, res, &xc);
+        if (tier >= 0 && (first_rank < 0 || ddp__scn_more_causal(tier, xr, x->node, first_tier,
+                                                                 first_rank, first_node))) {
             first_rank = xr;
             first_node = x->node;
-            r->first_rank = x->rank;
-            snprintf(r->first_error, sizeof r->first_error, "%s", x->message);
-            r->first_code = x->code;
+            first_tier = tier;
+            take_first_error(s, x, xc, r);
         }
         if (explain >= 0 && x->rank == explain && is_process(x) && !is_ok(x) &&
             x->message[0] && !r->rank_error[0])
@@ -604,7 +641,7 @@ void ddp__scenario_judge(const ddp_scenario_t *s, const ddp_sim_outcome_t *outs,
             /* A launcher (ddp_spawn's, ddp_cpu's) is no rank and never
              * connects: its status is its exit, its workers' verdicts are
              * their own rows. */
-            int launcher = !is_rank(x) && (x->spawned > 0 || x->agent);
+            int launcher = is_launcher(x) || (!is_rank(x) && x->agent);
             char who[24], st[16];
             snprintf(who, sizeof who, launcher ? "%slauncher" : "%srank %d",
                      x->job ? "job 2 " : "", x->rank);
@@ -673,7 +710,7 @@ void ddp__scenario_judge(const ddp_scenario_t *s, const ddp_sim_outcome_t *outs,
         snprintf(r->why + strlen(r->why), sizeof r->why - strlen(r->why), "; %s", inv_why);
     if (res == DDP_SIM_WALL_LIMIT || res == DDP_SIM_LIVELOCK)
         stop_as_first_error(r, res, deadlock_report);
-    failure_classes(outs, n, res, r->classes, sizeof r->classes);
+    failure_classes(s, outs, n, res, r->classes, sizeof r->classes);
     r->pass = r->expect_ok && r->invariants_ok;
 }
 

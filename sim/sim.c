@@ -713,6 +713,7 @@ static void kill_one(ddp_sim_t *sim, ddp_sim_task_t *t, int crashed)
         t->out.state = DDP_SIM_TASK_CRASHED;
         t->out.end_ns = sim->vt - VT0;
         snprintf(t->out.message, sizeof t->out.message, "crashed by a fault");
+        snprintf(t->out.phase, sizeof t->out.phase, "%s", t->phase);
         /* A dead process's sockets close; a dead node says nothing. */
         ddp__sim_close_task_socks(sim, t->id, !sim->nodes[t->out.node].crashed);
         if (!t->out.thread && t->started)

@@ -147,9 +147,10 @@ static int select_ifaces(const iface_t *all, int n, const char *spec, int family
     return m;
 }
 
-/* The address NCCL's bootstrap uses on this node, or ncclInvalidUsage with
- * the last error naming the setting and the node's interfaces. */
-static ncclResult_t boot_addr(ddp_addr_t *out)
+/* The address NCCL's bootstrap uses on this node and its interface's name
+ * (ifname: 16 bytes, or NULL), or ncclInvalidUsage with the last error
+ * naming the setting and the node's interfaces. */
+static ncclResult_t boot_addr(ddp_addr_t *out, char *ifname)
 {
     ddp_sys_t *sys = cur_sys();
     ddp_ifaddr_t a[16];
@@ -165,6 +166,8 @@ static ncclResult_t boot_addr(ddp_addr_t *out)
     if (select_ifaces(all, n, spec && *spec ? spec : NULL, family, got) > 0) {
         *out = got[0].addr;
         out->port = 0;
+        if (ifname)
+            snprintf(ifname, 16, "%s", got[0].name);
         return ncclSuccess;
     }
     char have[160] = "", host[64];
@@ -189,7 +192,24 @@ typedef struct hello {
     uint32_t magic;
     int32_t rank, nranks;
     ddp_addr_t addr; /* the sender's ring listener */
+    char ifname[16]; /* the interface it is on (NCCL_SOCKET_IFNAME's pick) */
 } hello_t;
+
+/* The root's answer to each rank: its ring neighbours once every rank
+ * came, or (gone) the rank whose connection to the root closed first. */
+typedef struct reply {
+    int32_t gone;
+    hello_t next, prev; /* gone: next is the rank that went */
+} reply_t;
+
+/* "rank 2 at 10.0.1.1:40000 (its interface eth0)" */
+static const char *peer_text(const hello_t *h, char *buf, size_t n)
+{
+    char at[DDP_ADDR_STRLEN];
+    snprintf(buf, n, "rank %d at %s (its interface %s)", h->rank,
+             ddp_addr_format(&h->addr, at, sizeof at), h->ifname[0] ? h->ifname : "?");
+    return buf;
+}
 
 /* A wait cut into slices so an abort is seen; 0, or a negative code
  * (DDP_ECANCELED when aborted). */
@@ -287,59 +307,118 @@ typedef struct uid {
     uint64_t magic;
     uint32_t root_id;
     ddp_addr_t addr;
+    char ifname[16]; /* the root's interface */
 } sn_uid_t;
 
 _Static_assert(sizeof(sn_uid_t) <= sizeof(ncclUniqueId), "the id must fit");
+
+/* What the root gathered: a socket and a hello per rank that came. */
+typedef struct gather {
+    int nranks, got, gone; /* gone: the rank whose connection closed (-1) */
+    int *fds;
+    hello_t *hellos;
+} gather_t;
+
+/* The first rank that came whose connection to the root closed since (EOF
+ * or reset: its process exited), else -1. A rank sends nothing more until
+ * the root answers, so any byte read is its end. */
+static int first_gone(const gather_t *g)
+{
+    ddp_sys_t *sys = cur_sys();
+    for (int i = 0; g->fds && i < g->nranks; i++) {
+        char byte;
+        ssize_t r = g->fds[i] < 0 ? -EAGAIN : ddp_sys_recv(sys, g->fds[i], &byte, 1, ddp_sys_now(sys));
+        if (r == 0 || (r < 0 && r != -EAGAIN && r != DDP_ETIMEOUT))
+            return i;
+    }
+    return -1;
+}
+
+/* The next rank's connection; between accept slices, a rank that came and
+ * went ends the wait (DDP_EPEER_LOST, g->gone): NCCL's root reads EOF
+ * there and fails rather than wait for ranks that can no longer form a
+ * ring. */
+static int root_accept(root_t *r, gather_t *g)
+{
+    ddp_sys_t *sys = cur_sys();
+    for (;;) {
+        if (r->stop)
+            return DDP_ECANCELED;
+        int fd = ddp_sys_accept(sys, r->lfd, NULL, ddp_sys_now(sys) + SLICE_NS);
+        if (fd != DDP_ETIMEOUT && fd != -EAGAIN)
+            return fd;
+        if ((g->gone = first_gone(g)) >= 0)
+            return DDP_EPEER_LOST;
+    }
+}
+
+/* Takes rank h's connection fd into g; 0, or a negative code. */
+static int root_take(gather_t *g, int fd, const hello_t *h)
+{
+    if (g->nranks < 0) {
+        g->nranks = h->nranks;
+        g->fds = own_calloc(sizeof *g->fds * (size_t)g->nranks);
+        g->hellos = own_calloc(sizeof *g->hellos * (size_t)g->nranks);
+        for (int i = 0; g->fds && i < g->nranks; i++)
+            g->fds[i] = -1;
+        if (!g->fds || !g->hellos)
+            return -ENOMEM;
+    }
+    if (h->nranks != g->nranks || h->rank < 0 || h->rank >= g->nranks || g->fds[h->rank] >= 0) {
+        last_err("Bootstrap Root : rank %d of %d does not fit the %d ranks seen first "
+                 "(two jobs share one unique id?)",
+                 h->rank, h->nranks, g->nranks);
+        ddp_sys_close(cur_sys(), fd);
+        return 0;
+    }
+    g->fds[h->rank] = fd;
+    g->hellos[h->rank] = *h;
+    g->got++;
+    return 0;
+}
+
+/* Each rank that came hears its ring neighbours, or which rank went. */
+static void root_answer(root_t *r, const gather_t *g, int rc)
+{
+    for (int i = 0; i < g->nranks; i++) {
+        if (g->fds[i] < 0 || i == g->gone)
+            continue;
+        reply_t a = {.gone = g->gone >= 0};
+        if (g->gone >= 0)
+            a.next = g->hellos[g->gone];
+        else if (rc == 0)
+            a.next = g->hellos[(i + 1) % g->nranks],
+            a.prev = g->hellos[(i + g->nranks - 1) % g->nranks];
+        else
+            continue;
+        io_all(&r->stop, g->fds[i], &a, sizeof a, 1);
+    }
+}
 
 static int root_main(ddp_sys_t *sys, void *arg)
 {
     (void)sys;
     root_t *r = arg;
-    int nranks = -1, got = 0, rc = 0;
-    int *fds = NULL;
-    ddp_addr_t *addrs = NULL;
-    while (rc == 0 && (nranks < 0 || got < nranks)) {
-        int fd = accept_sliced(&r->stop, r->lfd);
+    gather_t g = {.nranks = -1, .gone = -1};
+    int rc = 0;
+    while (rc == 0 && (g.nranks < 0 || g.got < g.nranks)) {
+        int fd = root_accept(r, &g);
         if (fd < 0) {
             rc = fd;
             break;
         }
         hello_t h;
-        if ((rc = io_all(&r->stop, fd, &h, sizeof h, 0)) != 0 || h.magic != HELLO_MAGIC) {
-            ddp_sys_close(cur_sys(), fd);
-            rc = 0; /* a stranger or a rank that went: NCCL warns and goes on */
+        if (io_all(&r->stop, fd, &h, sizeof h, 0) != 0 || h.magic != HELLO_MAGIC) {
+            ddp_sys_close(cur_sys(), fd); /* a stranger or a rank that went: NCCL warns, goes on */
             continue;
         }
-        if (nranks < 0) {
-            nranks = h.nranks;
-            fds = own_calloc(sizeof *fds * (size_t)nranks);
-            addrs = own_calloc(sizeof *addrs * (size_t)nranks);
-            for (int i = 0; fds && i < nranks; i++)
-                fds[i] = -1;
-            if (!fds || !addrs)
-                rc = -ENOMEM;
-        }
-        if (rc == 0 && (h.nranks != nranks || h.rank < 0 || h.rank >= nranks ||
-                        fds[h.rank] >= 0)) {
-            last_err("Bootstrap Root : rank %d of %d does not fit the %d ranks seen first "
-                     "(two jobs share one unique id?)",
-                     h.rank, h.nranks, nranks);
+        if ((rc = root_take(&g, fd, &h)) != 0)
             ddp_sys_close(cur_sys(), fd);
-            continue;
-        }
-        if (rc == 0) {
-            fds[h.rank] = fd;
-            addrs[h.rank] = h.addr;
-            got++;
-        } else {
-            ddp_sys_close(cur_sys(), fd);
-        }
     }
-    /* Everyone came: tell each rank its ring neighbour. */
-    for (int i = 0; rc == 0 && i < nranks; i++)
-        io_all(&r->stop, fds[i], &addrs[(i + 1) % nranks], sizeof *addrs, 1);
-    for (int i = 0; fds && i < nranks; i++)
-        close_fd(&fds[i]);
+    if (g.fds)
+        root_answer(r, &g, rc);
+    for (int i = 0; g.fds && i < g.nranks; i++)
+        close_fd(&g.fds[i]);
     close_fd(&r->lfd);
     r->done = 1;
     return 0;
@@ -370,7 +449,8 @@ static ncclResult_t sn_get_unique_id(ncclUniqueId *out)
     if (!out)
         return ncclInvalidArgument;
     ddp_addr_t a;
-    ncclResult_t res = boot_addr(&a);
+    char ifname[16];
+    ncclResult_t res = boot_addr(&a, ifname);
     if (res != ncclSuccess)
         return res;
     ddp_sys_t *sys = cur_sys();
@@ -395,6 +475,7 @@ static ncclResult_t sn_get_unique_id(ncclUniqueId *out)
         return ncclSystemError;
     }
     sn_uid_t u = {.magic = UID_MAGIC, .root_id = r->id, .addr = a};
+    snprintf(u.ifname, sizeof u.ifname, "%s", ifname);
     memset(out, 0, sizeof *out);
     memcpy(out, &u, sizeof u);
     return ncclSuccess;
@@ -410,6 +491,7 @@ typedef struct sn_comm {
     ncclResult_t state; /* ncclInProgress until the ring is up */
     int abort;
     int lfd, next_fd, prev_fd;
+    hello_t me; /* this rank's hello: its ring listener and interface */
     ddp_thread_t init_th;
     sn_stream_t *busy; /* the stream whose collective runs now */
 } sn_comm_t;
@@ -437,48 +519,105 @@ static ncclResult_t fail_io(sn_comm_t *c, int rc, const char *what)
     return rc == -ENOMEM ? ncclSystemError : ncclRemoteError;
 }
 
+/* The cause as NCCL's socket layer words it. */
+static const char *io_cause(int rc)
+{
+    if (rc == -ECONNRESET)
+        return "socketProgress: Connection closed by remote peer";
+    if (rc == DDP_ETIMEOUT)
+        return "Connection timed out";
+    return rc < 0 && rc > -4096 ? strerror(-rc) : ddp_strerror(rc);
+}
+
+/* A bootstrap step with peer failed: NCCL's words, the peer's rank,
+ * address and interface, and this rank's own. */
+static ncclResult_t fail_peer(sn_comm_t *c, int rc, const char *what, const hello_t *peer)
+{
+    if (rc == DDP_ECANCELED && c->abort)
+        return ncclInvalidUsage; /* aborted: nobody reads it */
+    char p[128], at[DDP_ADDR_STRLEN];
+    last_err("Bootstrap : %s %s failed : %s (this is rank %d of %d at %s, interface %s): "
+             "remote process exited or there was a network error",
+             what, peer_text(peer, p, sizeof p), io_cause(rc), c->rank, c->nranks,
+             ddp_addr_format_host(&c->me.addr, at, sizeof at), c->me.ifname);
+    return rc == -ENOMEM ? ncclSystemError : ncclRemoteError;
+}
+
+/* The root's rank 0, as a peer: the unique id's address and interface. */
+static hello_t root_peer(const sn_comm_t *c)
+{
+    hello_t h = {.rank = 0, .addr = c->uid.addr};
+    snprintf(h.ifname, sizeof h.ifname, "%s", c->uid.ifname);
+    return h;
+}
+
+/* This rank's hello to the root and the root's answer (*a). */
+static ncclResult_t boot_root(sn_comm_t *c, reply_t *a)
+{
+    hello_t root = root_peer(c);
+    int fd = connect_retry(&c->abort, &c->uid.addr), rc = 0;
+    if (fd < 0)
+        return fail_peer(c, fd, "socketStartConnect: Connect to the root,", &root);
+    ncclResult_t res = ncclSuccess;
+    if ((rc = io_all(&c->abort, fd, &c->me, sizeof c->me, 1)) != 0)
+        res = fail_peer(c, rc, "sending this rank's address to the root,", &root);
+    else if ((rc = io_all(&c->abort, fd, a, sizeof *a, 0)) != 0)
+        res = fail_peer(c, rc, "waiting for the ring from the root,", &root);
+    else if (a->gone) {
+        char p[128], at[DDP_ADDR_STRLEN];
+        last_err("Bootstrap : %s closed its connection to the root before every rank came "
+                 "(socketProgress: Connection closed by remote peer %s): remote process "
+                 "exited or there was a network error (this is rank %d of %d, interface %s)",
+                 peer_text(&a->next, p, sizeof p),
+                 ddp_addr_format_host(&a->next.addr, at, sizeof at), c->rank, c->nranks,
+                 c->me.ifname);
+        res = ncclRemoteError;
+    }
+    close_fd(&fd);
+    return res;
+}
+
+/* The ring: connect to the next rank, accept the previous one. */
+static ncclResult_t boot_ring(sn_comm_t *c, const reply_t *a)
+{
+    int rc = 0;
+    int32_t me = c->rank, prev = -1;
+    if ((c->next_fd = connect_retry(&c->abort, &a->next.addr)) < 0)
+        return fail_peer(c, c->next_fd, "socketStartConnect: Connect to the next ring peer,",
+                         &a->next);
+    if ((rc = io_all(&c->abort, c->next_fd, &me, sizeof me, 1)) != 0)
+        return fail_peer(c, rc, "ring hello to the next peer,", &a->next);
+    if ((c->prev_fd = accept_sliced(&c->abort, c->lfd)) < 0)
+        return fail_peer(c, c->prev_fd, "accepting the previous ring peer,", &a->prev);
+    if ((rc = io_all(&c->abort, c->prev_fd, &prev, sizeof prev, 0)) != 0)
+        return fail_peer(c, rc, "ring hello from the previous peer,", &a->prev);
+    if (prev != a->prev.rank) {
+        last_err("Bootstrap : rank %d heard rank %d as its previous ring peer, not rank %d",
+                 c->rank, prev, a->prev.rank);
+        return ncclInternalError;
+    }
+    return ncclSuccess;
+}
+
 static int init_main(ddp_sys_t *sys, void *arg)
 {
     (void)sys;
     sn_comm_t *c = arg;
     char at[DDP_ADDR_STRLEN];
-    hello_t h = {.magic = HELLO_MAGIC, .rank = c->rank, .nranks = c->nranks};
-    ncclResult_t res = boot_addr(&h.addr);
-    int rc = 0, root = -1;
-    if (res == ncclSuccess && (c->lfd = ddp_sys_listen(cur_sys(), &h.addr, 128)) < 0) {
-        last_err("Bootstrap : cannot listen on %s: %s", addr_text(&h.addr, at),
+    c->me = (hello_t){.magic = HELLO_MAGIC, .rank = c->rank, .nranks = c->nranks};
+    ncclResult_t res = boot_addr(&c->me.addr, c->me.ifname);
+    if (res == ncclSuccess && (c->lfd = ddp_sys_listen(cur_sys(), &c->me.addr, 128)) < 0) {
+        last_err("Bootstrap : cannot listen on %s: %s", addr_text(&c->me.addr, at),
                  strerror(-c->lfd));
         res = ncclSystemError;
     }
+    reply_t a;
     if (res == ncclSuccess) {
-        h.addr.port = bound_port(c->lfd);
-        root = connect_retry(&c->abort, &c->uid.addr);
-        if (root < 0)
-            res = fail_io(c, root, "Bootstrap : connect to the root failed");
+        c->me.addr.port = bound_port(c->lfd);
+        res = boot_root(c, &a);
     }
-    ddp_addr_t next;
-    if (res == ncclSuccess && (rc = io_all(&c->abort, root, &h, sizeof h, 1)) != 0)
-        res = fail_io(c, rc, "Bootstrap : sending this rank's address to the root failed");
-    if (res == ncclSuccess && (rc = io_all(&c->abort, root, &next, sizeof next, 0)) != 0)
-        res = fail_io(c, rc, "Bootstrap : no ring peer from the root (a rank missing, "
-                             "or the root gone)");
-    close_fd(&root);
-    if (res == ncclSuccess) {
-        c->next_fd = connect_retry(&c->abort, &next);
-        if (c->next_fd < 0)
-            res = fail_io(c, c->next_fd, "Bootstrap : connect to the next rank failed");
-    }
-    int32_t me = c->rank, prev = -1;
-    if (res == ncclSuccess && (rc = io_all(&c->abort, c->next_fd, &me, sizeof me, 1)) != 0)
-        res = fail_io(c, rc, "Bootstrap : ring hello to the next rank failed");
-    if (res == ncclSuccess && (c->prev_fd = accept_sliced(&c->abort, c->lfd)) < 0)
-        res = fail_io(c, c->prev_fd, "Bootstrap : the previous rank never connected");
-    if (res == ncclSuccess && (rc = io_all(&c->abort, c->prev_fd, &prev, sizeof prev, 0)) != 0)
-        res = fail_io(c, rc, "Bootstrap : ring hello from the previous rank failed");
-    if (res == ncclSuccess && prev != (c->rank + c->nranks - 1) % c->nranks) {
-        last_err("Bootstrap : rank %d heard rank %d as its previous ring peer", c->rank, prev);
-        res = ncclInternalError;
-    }
+    if (res == ncclSuccess)
+        res = boot_ring(c, &a);
     close_fd(&c->lfd);
     c->state = res;
     return 0;
@@ -502,7 +641,7 @@ static ncclResult_t sn_init_rank_config(ncclComm_t *out, int nranks, ncclUniqueI
         return ncclInvalidUsage;
     }
     ddp_addr_t a;
-    ncclResult_t res = boot_addr(&a); /* NCCL's bootstrapNetInit: synchronous */
+    ncclResult_t res = boot_addr(&a, NULL); /* NCCL's bootstrapNetInit: synchronous */
     if (res != ncclSuccess)
         return res;
     sn_comm_t *c = own_calloc(sizeof *c);

@@ -161,7 +161,7 @@ struct ddp_sim_task {
     char wait_desc[160];
     char name[48];
     int cuda_device;    /* simulated NCCL: cudaSetDevice of this task */
-    char nccl_err[256]; /* simulated NCCL: the process's ncclGetLastError */
+    char nccl_err[512]; /* simulated NCCL: the process's ncclGetLastError */
 };
 
 typedef struct sim_event {

@@ -550,6 +550,44 @@ static void test_validate_table(void)
     }
 }
 
+/* Issue 41: every launch check says the variable, its value (or that it
+ * is not set) and the fix. The rows above pin the variable and value in
+ * the message; here each configuration error of both tables must also
+ * carry a hint, the fix. */
+static void test_checks_give_the_fix(void)
+{
+    for (size_t i = 0; i < sizeof bad_rows / sizeof bad_rows[0]; i++) {
+        const bad_row_t *r = &bad_rows[i];
+        if (r->code != DDP_ECONFIG)
+            continue;
+        ddp_sys_t *sys = sys_with(r->env);
+        ddp_cluster_t *c = open_or_fail(sys, r->cluster);
+        CU_ASSERT_EQUAL(call_getter(c, r->getter), DDP_ECONFIG);
+        if (!ddp_err_ctx()->hint[0]) {
+            fprintf(stderr, "\n  bad row %zu (%s): no fix: \"%s\"\n", i, c->ops->name,
+                    ddp_err_message());
+            CU_FAIL("a launch check without a fix (hint)");
+        }
+        ddp_cluster_close(c);
+        ddp_sys_free(sys);
+    }
+    for (size_t i = 0; i < sizeof validate_rows / sizeof validate_rows[0]; i++) {
+        const validate_row_t *r = &validate_rows[i];
+        if (r->code != DDP_ECONFIG)
+            continue;
+        ddp_sys_t *sys = sys_with(r->env);
+        ddp_cluster_t *c = open_or_fail(sys, r->cluster);
+        CU_ASSERT_EQUAL(ddp_cluster_validate(c, r->devices, r->nodes), DDP_ECONFIG);
+        if (!ddp_err_ctx()->hint[0]) {
+            fprintf(stderr, "\n  validate row %zu (%s): no fix: \"%s\"\n", i,
+                    c->ops->name, ddp_err_message());
+            CU_FAIL("a validate check without a fix (hint)");
+        }
+        ddp_cluster_close(c);
+        ddp_sys_free(sys);
+    }
+}
+
 /* Master-address sanity (ddp_cluster_check_master) on the POSIX sys:
  * numeric addresses only, so no row depends on this machine's resolver. */
 typedef struct master_row {
@@ -995,6 +1033,8 @@ DDP_SUITE("cluster", NULL, NULL,
           {"getters table", test_getters_table},
           {"bad values table", test_bad_values_table},
           {"validate table", test_validate_table},
+          {"every launch check gives the variable, its value and the fix",
+           test_checks_give_the_fix},
           {"master address table", test_master_check_table},
           {"master address: rank 0 on its own address", test_master_check_own_address},
           {"lightning port cache and setters",

@@ -913,13 +913,87 @@ static void test_root_cause_first(void)
             CU_ASSERT_EQUAL(strncmp(r.classes, cls, strlen(cls)), 0);
         }
     }
-    /* The table itself: strictly config < not_found < addrinuse <
-     * unreachable < other < refused < peer_lost < timeout. */
-    static const int order[] = {DDP_ECONFIG,   DDP_ENOT_FOUND, -EADDRINUSE,    -EHOSTUNREACH,
-                                DDP_EPROTOCOL, -ECONNREFUSED,  DDP_EPEER_LOST, DDP_ETIMEOUT};
+    /* The table itself: strictly killed < config < not_found < addrinuse
+     * < unreachable < other < refused < peer_lost < timeout < a launcher. */
+    static const int order[] = {DDP_EKILLED,    DDP_ECONFIG,   DDP_ENOT_FOUND,
+                                -EADDRINUSE,    -EHOSTUNREACH, DDP_EPROTOCOL,
+                                -ECONNREFUSED,  DDP_EPEER_LOST, DDP_ETIMEOUT};
     for (size_t i = 1; i < sizeof order / sizeof order[0]; i++)
         CU_ASSERT_TRUE(ddp__scn_cause_tier(order[i - 1]) < ddp__scn_cause_tier(order[i]));
+    CU_ASSERT_TRUE(ddp__scn_cause_tier(DDP_ETIMEOUT) < DDP_SCN_LAUNCHER_TIER);
     ddp_scenario_free(s);
+}
+
+/* Judges outcomes o (n of them) in order and reversed; 1 when each time
+ * the first error holds want (printed when not) with code. */
+static int first_error_is(const ddp_scenario_t *s, const ddp_sim_outcome_t *o, int n,
+                          const char *want, int code, const char *classes)
+{
+    int ok = 1;
+    for (int rev = 0; rev < 2; rev++) {
+        ddp_sim_outcome_t in[5];
+        for (int i = 0; i < n; i++)
+            in[i] = o[rev ? n - 1 - i : i];
+        ddp_scn_result_t r;
+        memset(&r, 0, sizeof r);
+        ddp__scenario_judge(s, in, n, 4, DDP_SIM_DONE, NULL, NULL, 0, &r);
+        if (!strstr(r.first_error, want) || r.first_code != code ||
+            strncmp(r.classes, classes, strlen(classes))) {
+            printf("\n  first error \"%s\" (%s; classes %s), want \"%s\" (%s; %s...)\n",
+                   r.first_error, ddp_err_name(r.first_code), r.classes, want,
+                   ddp_err_name(code), classes);
+            ok = 0;
+        }
+    }
+    return ok;
+}
+
+static void fail_with(ddp_sim_outcome_t *x, int code, const char *msg)
+{
+    x->rc = 1;
+    x->code = code;
+    x->connect_ns = -1;
+    snprintf(x->message, sizeof x->message, "%s", msg);
+}
+
+/* Root cause first, issue 41: the rank a crash fault killed is named
+ * before its victims' lost peers and timeouts (with the fault's line and
+ * the rank's phase), and a launcher's "2 of 2 worker process(es) failed"
+ * never hides a worker's own error. A rank killed with no crash fault in
+ * the scenario (its launcher killed it) is not named. */
+static void test_root_cause_killed_and_launcher(void)
+{
+    ddp_scenario_t *s = parse("scenario \"judge\"\nfault crash ranks=2 phase=\"barrier\"\n"
+                              "expect invariants\n");
+    ddp_scenario_t *nofault = parse("scenario \"judge\"\nexpect invariants\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(nofault);
+    ddp_sim_outcome_t o[5];
+    healthy_outcomes(o);
+    fail_with(&o[0], DDP_ETIMEOUT, "rank 0 timed out waiting for rank 2");
+    fail_with(&o[1], DDP_EPEER_LOST, "rank 1 lost its peer rank 2");
+    o[2].state = DDP_SIM_TASK_CRASHED;
+    snprintf(o[2].message, sizeof o[2].message, "crashed by a fault");
+    snprintf(o[2].phase, sizeof o[2].phase, "barrier");
+    CU_ASSERT_TRUE(first_error_is(s, o, 4,
+                                  "rank 2, barrier: killed on node 1 by the fault on line 2 "
+                                  "(crash); the other ranks' errors",
+                                  DDP_EKILLED, "killed 1, peer_lost 1, timeout 1"));
+    CU_ASSERT_TRUE(first_error_is(nofault, o, 4, "rank 1 lost its peer", DDP_EPEER_LOST,
+                                  "peer_lost 1, timeout 1"));
+    /* ddp_spawn: the workers time out, their launcher sums them up */
+    healthy_outcomes(o);
+    fail_with(&o[1], DDP_ETIMEOUT, "rank 1 timed out: its own first error");
+    fail_with(&o[3], DDP_ETIMEOUT, "rank 3 timed out");
+    o[4] = o[0];
+    o[4].name = "launcher";
+    o[4].rank = o[4].world = -1;
+    o[4].spawned = 2;
+    fail_with(&o[4], DDP_EPEER_LOST, "2 of 2 worker process(es) failed");
+    CU_ASSERT_TRUE(first_error_is(nofault, o, 5, "rank 1 timed out: its own first error",
+                                  DDP_ETIMEOUT, "timeout 2, peer_lost 1"));
+    ddp_scenario_free(s);
+    ddp_scenario_free(nofault);
 }
 
 /* The judge's expectations on outcomes made to the measure of each:
@@ -1407,6 +1481,8 @@ DDP_SUITE("scenario", NULL, NULL,
           {"within= from=join counts from each rank's first store contact", test_within_from_join},
           {"crash node= is silent, mode=kill closes the node's sockets", test_crash_node_modes},
           {"the judge: the summary shows the root cause first", test_root_cause_first},
+          {"the judge: a rank a fault killed first, a launcher's aggregate last",
+           test_root_cause_killed_and_launcher},
           {"a misreported rank: expectations hold, the judge names it", test_misreported_rank},
           {"JUnit: a run whose invariants broke is a failure (in-process)",
            test_junit_invariant_failure},

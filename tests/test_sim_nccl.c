@@ -151,7 +151,10 @@ typedef struct boot {
     int64_t give_up_ns; /* a rank aborts its init this long after it began */
     int coll;           /* after init: an allreduce; rank `aborter` aborts instead */
     int aborter;
+    int late;        /* this rank (0: none) starts its init late_ns late */
+    int64_t late_ns;
     ncclResult_t init[W], coll_res[W];
+    char err[W][512]; /* ncclGetLastError after its init */
     int count[W], me[W], aborted[W];
     int32_t sum[W];
 } boot_t;
@@ -171,6 +174,8 @@ static int boot_main(ddp_sys_t *sys, void *arg)
     }
     while (!b->uid_ready) /* the store's part, by hand */
         ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, MS));
+    if (r == b->late && r)
+        ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, b->late_ns));
     ncclComm_t c = NULL;
     ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
     cfg.blocking = 0;
@@ -179,8 +184,10 @@ static int boot_main(ddp_sys_t *sys, void *arg)
     ncclResult_t st = ncclInProgress;
     while (a->get_async_error(c, &st) == ncclSuccess && st == ncclInProgress &&
            ddp_sys_now(sys) < give_up)
-        ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 10 * MS));
+        if (ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 10 * MS)) != 0)
+            return 1; /* a fault crashed this rank */
     b->init[r] = st;
+    snprintf(b->err[r], sizeof b->err[r], "%s", a->last_error(NULL));
     if (st == ncclInProgress) {
         CU_ASSERT_EQUAL(a->comm_abort(c), ncclSuccess);
         b->aborted[r] = 1;
@@ -272,6 +279,36 @@ static void test_bootstrap_partition(void)
         }
         end_sim(sim);
     }
+}
+
+/* Rank 2 (node 1) reaches the root, then its process dies while rank 1
+ * is still on its way: the root reads the closed connection and rank 0's
+ * init fails at once with ncclRemoteError, naming rank 2, its address and
+ * interface in NCCL's words, instead of waiting for its deadline. */
+static void test_bootstrap_peer_gone(void)
+{
+    boot_t b = {.give_up_ns = 20 * S, .late = 1, .late_ns = 5 * S};
+    ddp_behave_task_t args[W];
+    ddp_sim_t *sim = boot_sim(&b, args);
+    int first = ddp_sim_task_count(sim) - W;
+    CU_ASSERT_FATAL(ddp_sim_add_fault(sim, &(ddp_fault_t){.kind = DDP_FAULT_CRASH, .node = -1,
+                                                          .peer_node = -1, .task = first + 2,
+                                                          .start_ns = S}) >= 0);
+    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+    CU_ASSERT_EQUAL(ddp_sim_outcome(sim, first + 2)->state, DDP_SIM_TASK_CRASHED);
+    CU_ASSERT_EQUAL(b.init[0], ncclRemoteError);
+    CU_ASSERT_EQUAL(b.aborted[0], 0); /* it did not wait for its give-up */
+    static const char *const want[] = {
+        "Bootstrap : rank 2 at 10.0.1.1:", "(its interface eth0) closed its connection to the root",
+        "Connection closed by remote peer 10.0.1.1",
+        "remote process exited or there was a network error", "this is rank 0 of 3"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        if (!strstr(b.err[0], want[i])) {
+            printf("\n  rank 0's last NCCL error \"%s\" lacks \"%s\"\n", b.err[0], want[i]);
+            CU_FAIL("rank 0's last error does not name the rank that went");
+        }
+    CU_ASSERT_NOT_EQUAL(b.init[1], ncclSuccess); /* late: the root is gone */
+    end_sim(sim);
 }
 
 /* Rank 1 aborts its communicator instead of joining the allreduce: its
@@ -449,6 +486,8 @@ DDP_SUITE("sim_nccl", NULL, NULL,
           {"bootstrap: root gather and ring, then destroy", test_bootstrap_ok},
           {"bootstrap under a partition: heals or is aborted", test_bootstrap_partition},
           {"a peer's abort is an async error of the collective", test_abort_async_error},
+          {"bootstrap: a rank that came and went fails the root's ranks at once, named",
+           test_bootstrap_peer_gone},
           {"allreduce over the ring", test_allreduce_direct},
           {"through the backend: allreduce, broadcast, allgather", test_backend_collectives},
           {"no gpus: no CUDA device visible", test_no_gpus});

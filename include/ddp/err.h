@@ -35,7 +35,8 @@ extern "C" {
     X(INTERNAL, -10010, "internal error")                                      \
     X(HUNG, -10011, "still running past its deadline")                         \
     X(NO_JOIN, -10012, "exited without joining the job's store")              \
-    X(CLOSED, -10013, "rendezvous closed")
+    X(CLOSED, -10013, "rendezvous closed")                                     \
+    X(KILLED, -10014, "killed by a fault")
 
 enum ddp_err_code {
     DDP_OK = 0,

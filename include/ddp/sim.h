@@ -199,6 +199,8 @@ typedef struct ddp_sim_outcome {
                                group (0 first; restarts and membership
                                changes count) */
     int agent;              /* an elastic agent's process */
+    char phase[48];         /* the phase it was in when a fault crashed it
+                               ("" unknown, e.g. a real run's) */
 } ddp_sim_outcome_t;
 
 DDP_API int ddp_sim_task_count(const ddp_sim_t *sim);
