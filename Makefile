@@ -78,7 +78,7 @@ CHECK_PLUGINS := $(TEST_PLUGIN_DIR)/libkvx.so \
                  $(foreach v,$(KVX_VARIANTS),$(TEST_PLUGIN_DIR)/libkvx-$(word 1,$(subst :, ,$(v))).so)
 kvx_flags = $(foreach v,$(KVX_VARIANTS),$(if $(filter libkvx-$(word 1,$(subst :, ,$(v))).so,$(1)),\
               -D$(word 2,$(subst :, ,$(v))) -DKVX_NAME='"$(word 3,$(subst :, ,$(v)))"'))\
-            $(if $(filter libkvx-uaf.so,$(1)),$(if $(findstring address,$(SANITIZE)),,-fsanitize=address))
+            $(if $(filter libkvx-uaf.so,$(1)),$(if $(SANITIZE),,-fsanitize=address))
 
 .PHONY: all lib run test check-layers check-exports bench install deps clean hw-test real-scenarios \
         netns-scenarios netns-clean real-test fidelity torch-test torch-scenarios fuzz mutate fault-points-doc \

@@ -26,8 +26,10 @@ check() {
     bug=$1 runs=$2 want=$3
     port=$((port + 1))
     log="$out/$bug.log"
+    # RUNS 0: the baselines only (--list)
+    if [ "$runs" = 0 ]; then set -- --list; else set -- --runs "$runs"; fi
     "$DDPSIM" check --exec "CHECK_JOB_BUG=$bug $top/scripts/torch-python $here/job.py" \
-        --runs "$runs" --port "$port" --out "$out/$bug" --no-progress >"$log" 2>&1
+        "$@" --port "$port" --out "$out/$bug" --no-progress >"$log" 2>&1
     st=$?
     if [ "$want" = none ]; then
         ok=$([ $st -eq 0 ] && echo 1 || echo 0)
@@ -45,7 +47,7 @@ check() {
 }
 for b in ${*:-localrank shorttimeout notimeout correct}; do
     case $b in
-    localrank) check localrank 1 baseline ;;
+    localrank) check localrank 0 baseline ;;
     shorttimeout) check shorttimeout 2 transient ;;
     notimeout) check notimeout 3 invariant ;;
     correct) check "" 3 none ;;
