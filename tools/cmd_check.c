@@ -40,10 +40,11 @@ static void check_usage(FILE *f)
             "  invariant   every rank ends by its deadline (a wait without a deadline, or\n"
             "              with the wrong one), no deadlock, no leaked socket, errors name\n"
             "              a cause, ranks agree on the world\n"
-            "  transient   a fault that heals within a tenth of the 30 s timeout is survived\n"
+            "  transient   a fault that heals within a third of the 30 s timeout is survived\n"
             "  agreement   a fault the default plugin survives, your plugin survives\n"
             "  cause       a rank whose store request failed in your phase reports that\n"
             "              failure (not a later, unrelated one: an ignored error)\n"
+            "  sanitizer   with --sanitize: no ASan or UBSan report\n"
             "Each finding is shrunk (fewest faults, smallest cluster, simplest trigger),\n"
             "written as a scenario file into DIR (default ddpsim-check), and its replay\n"
             "command is run once to check that it reproduces the finding.\n\n"
@@ -75,7 +76,8 @@ static void check_usage(FILE *f)
             "                     and DIR/report/index.html over them (ddpsim report)\n"
             "  --shard K/N        only the aimed and random runs i with i mod N = K-1\n"
             "  --progress, --no-progress   as explore's\n\n"
-            "Exit status: 0 no finding, 1 some finding, 2 bad input.\n");
+            "Exit status: 0 no finding, 1 some finding, 2 bad input, 127 --exec's program\n"
+            "not found. Manual: docs/check.md.\n");
 }
 
 /* --budget: seconds, or a number with s, m or h. */
