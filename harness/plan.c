@@ -15,6 +15,7 @@
 #include "ddp/err.h"
 #include "ddp/faults.h"
 #include "elastic_priv.h"
+#include "fault_line.h"
 #include "scenario_priv.h"
 
 #define LSF_RANKFILE "/sim/lsf/rankfile"
@@ -727,7 +728,8 @@ int ddp_plan_write(const ddp_plan_t *p, FILE *o)
 typedef struct rd {
     const char *file;
     int line;
-    char *c; /* the rest of the line */
+    const char *start; /* the line */
+    char *c;           /* the rest of the line */
 } rd_t;
 
 static int rd_err(rd_t *r, const char *want)
@@ -862,26 +864,30 @@ static int rd_word(rd_t *r, char *buf, size_t n)
     return 0;
 }
 
+/* A fault line of the scenario's syntax after what only a plan has: its
+ * scenario line and a task it may aim at. Read by the fault line's own
+ * parser, checked against the cluster the plan's processes make; an
+ * error names the plan file, line and column. */
 static int rd_fault(rd_t *r, ddp_plan_t *p)
 {
     int line = 0, task = -1, rc;
     if ((rc = rd_i(r, "line", &line)) || (rc = rd_i(r, "task", &task)))
         return rc;
     skip_ws(r);
-    size_t len = strcspn(r->c, "\n");
-    char *text = strndup(r->c, len), err[400];
-    if (!text)
-        return ddp_err_set(-ENOMEM, "out of memory");
-    r->c += len;
-    ddp_fault_t f;
-    /* the cluster the plan's processes make: every rank a fault may name */
+    char err[400] = "", why[48];
+    int nodes = p->nnodes > 0 ? p->nnodes : 1;
     int world = p->expected_world > p->nprocs ? p->expected_world : p->nprocs;
-    rc = ddp__scenario_parse_fault(text, p->nnodes, world, p->entry.plugin, &f, err, sizeof err);
-    free(text);
-    if (rc) {
-        const char *why = strstr(err, "expected ");
-        return rd_err(r, why ? why + 9 : "a fault");
-    }
+    int per = world > nodes ? (world - 1) / nodes + 1 : 1; /* every rank a fault may name */
+    snprintf(why, sizeof why, "the plan's %d node%s x %d rank%s per node", nodes,
+             nodes == 1 ? "" : "s", per, per == 1 ? "" : "s");
+    ddp__fault_cluster_t c = {.nodes = nodes, .world = (long)nodes * per, .world_why = why,
+                              .plugin = p->entry.plugin};
+    ddp__ln_t l = {.file = r->file, .line = r->line, .err = err, .errlen = sizeof err};
+    ddp_fault_t f;
+    if (ddp__fault_line_read(&l, r->c, (int)(r->c - r->start) + 1, &c, &f))
+        return ddp_err_set(DDP_ECONFIG, "%s (the plan file is written by ddpsim run --real: "
+                                        "was it edited or cut short?)", err);
+    r->c += strlen(r->c);
     f.task = task;
     rc = ddp_plan_add_fault(p, &f, line) < 0 ? ddp_err_ctx()->code : 0;
     free((char *)f.ranks);
@@ -1055,6 +1061,7 @@ int ddp_plan_read(ddp_sys_t *sys, const char *path, ddp_plan_t **out)
          line = strtok_r(NULL, "\n", &save)) {
         r.line++;
         r.c = line;
+        r.start = line;
         if (r.line == 1) {
             if (strcmp(line, "ddpsim-plan 1"))
                 rc = rd_err(&r, "\"ddpsim-plan 1\" (a plan file of this version)");
