@@ -60,18 +60,22 @@ static where_t here(const pctx_t *p, int col)
 /* The column just past a token: where "end of line" is reported. */
 #define END_OF(t) DDP__TOK_END(t)
 
+/* An error at column col of the current line; at a remembered place. */
+#define perr(p, ...) ddp__ln_err(&(p)->l, __VA_ARGS__)
+#define PERR_AT(p, ...) ddp__ln_err_at(&(p)->l, __VA_ARGS__)
+
 
 static int need_args(pctx_t *p, const token_t *tok, int ntok, int want, const char *what)
 {
     char g[80];
     if (ntok - 1 < want)
-        return ddp__ln_err(&p->l, ntok ? END_OF(tok[ntok - 1]) : 1,
+        return perr(p, ntok ? END_OF(tok[ntok - 1]) : 1,
                     "expected %s after \"%s\", got end of line", what, tok[0].text);
     if (ntok - 1 > want)
-        return ddp__ln_err(&p->l, tok[want + 1].col, "expected end of line after %s, got %s", what,
+        return perr(p, tok[want + 1].col, "expected end of line after %s, got %s", what,
                     ddp__tok_got(&tok[want + 1], g, sizeof g));
     if (tok[1].eq)
-        return ddp__ln_err(&p->l, tok[1].col, "expected %s, got \"%s=%s\"", what, tok[1].text,
+        return perr(p, tok[1].col, "expected %s, got \"%s=%s\"", what, tok[1].text,
                     tok[1].eq);
     return 0;
 }
@@ -79,7 +83,7 @@ static int need_args(pctx_t *p, const token_t *tok, int ntok, int want, const ch
 static int set_str(pctx_t *p, const token_t *t, char *dst, size_t n, const char *what)
 {
     if (strlen(t->text) >= n)
-        return ddp__ln_err(&p->l, t->col, "expected %s of at most %zu characters, got \"%.60s...\"",
+        return perr(p, t->col, "expected %s of at most %zu characters, got \"%.60s...\"",
                     what, n - 1, t->text);
     snprintf(dst, n, "%s", t->text);
     return 0;
@@ -110,21 +114,21 @@ static int st_env(pctx_t *p, token_t *tok, int ntok, int unset)
     if (node_key(p, tok, ntok, &i, &node, &node_at))
         return DDP_ECONFIG;
     if (i >= ntok)
-        return ddp__ln_err(&p->l, END_OF(tok[ntok - 1]),
+        return perr(p, END_OF(tok[ntok - 1]),
                     unset ? "expected a variable name after \"unset\", got end of line"
                           : "expected KEY=VALUE after \"env\", got end of line");
     for (; i < ntok; i++) {
         token_t *t = &tok[i];
         if (unset == !!t->eq)
-            return ddp__ln_err(&p->l, t->col, unset ? "expected a variable name, got \"%s=%s\""
+            return perr(p, t->col, unset ? "expected a variable name, got \"%s=%s\""
                                          : "expected KEY=VALUE, got \"%s%s\"",
                         t->text, t->eq ? t->eq : "");
         for (const char *c = t->text; *c; c++)
             if (!(isalnum((unsigned char)*c) || *c == '_') || isdigit((unsigned char)t->text[0]))
-                return ddp__ln_err(&p->l, t->col, "expected a variable name ([A-Za-z_][A-Za-z0-9_]*), "
+                return perr(p, t->col, "expected a variable name ([A-Za-z_][A-Za-z0-9_]*), "
                                        "got \"%.60s\"", t->text);
         if (strlen(t->text) >= sizeof s->env[0].key)
-            return ddp__ln_err(&p->l, t->col, "expected a variable name of at most %zu characters",
+            return perr(p, t->col, "expected a variable name of at most %zu characters",
                         sizeof s->env[0].key - 1);
         if (s->nenv == p->env_cap) { /* doubled: one entry at a time was quadratic */
             int cap = p->env_cap ? 2 * p->env_cap : 16;
@@ -133,7 +137,7 @@ static int st_env(pctx_t *p, token_t *tok, int ntok, int unset)
                 s->env = e;
             where_t *w = e ? realloc(p->env_at, sizeof *w * (size_t)cap) : NULL;
             if (!w)
-                return ddp__ln_err(&p->l, t->col, "out of memory");
+                return perr(p, t->col, "out of memory");
             p->env_at = w;
             p->env_cap = cap;
         }
@@ -158,11 +162,11 @@ static int st_net(pctx_t *p, token_t *tok, int ntok, int resolve)
     if (node_key(p, tok, ntok, &i, &node, &node_at))
         return DDP_ECONFIG;
     if (i + 1 >= ntok)
-        return ddp__ln_err(&p->l, END_OF(tok[ntok - 1]), "expected %s, got end of line", what);
+        return perr(p, END_OF(tok[ntok - 1]), "expected %s, got end of line", what);
     const token_t *name = &tok[i++];
     size_t maxname = resolve ? 63 : 15;
     if (name->eq || !name->text[0] || strlen(name->text) > maxname)
-        return ddp__ln_err(&p->l, name->col, "expected %s (%s of 1..%zu characters), got \"%.60s\"",
+        return perr(p, name->col, "expected %s (%s of 1..%zu characters), got \"%.60s\"",
                     what, resolve ? "a host name" : "an interface name", maxname, name->text);
     for (; i < ntok; i++) {
         const token_t *t = &tok[i];
@@ -181,11 +185,11 @@ static int st_net(pctx_t *p, token_t *tok, int ntok, int resolve)
             long pre = slash ? strtol(slash + 1, &end, 10) : -1;
             if (!slash || !end || *end || end == slash + 1 || pre < 0 ||
                 pre > (a.family == 4 ? 32 : 128))
-                return ddp__ln_err(&p->l, t->col, "expected ADDR/PREFIX with a prefix of 0..%d, got "
+                return perr(p, t->col, "expected ADDR/PREFIX with a prefix of 0..%d, got "
                                        "\"%.60s\"", a.family == 4 ? 32 : 128, t->text);
         }
         if (s->nnet >= DDP_SCN_MAX_NET)
-            return ddp__ln_err(&p->l, t->col, "expected at most %d iface and resolve addresses",
+            return perr(p, t->col, "expected at most %d iface and resolve addresses",
                         DDP_SCN_MAX_NET);
         p->net_at[s->nnet] = node_at;
         ddp_scn_net_t *e = &s->net[s->nnet++];
@@ -195,7 +199,7 @@ static int st_net(pctx_t *p, token_t *tok, int ntok, int resolve)
         snprintf(e->value, sizeof e->value, "%s", t->text);
         continue;
     bad:
-        return ddp__ln_err(&p->l, t->col, "expected %s, got \"%.60s\"",
+        return perr(p, t->col, "expected %s, got \"%.60s\"",
                     resolve ? "an IPv4 or IPv6 address (10.0.0.1, fd00::1)"
                             : "an address with its prefix (10.0.0.2/24, fd00::2/64)",
                     t->text);
@@ -212,17 +216,17 @@ static int st_somaxconn(pctx_t *p, token_t *tok, int ntok)
     if (node_key(p, tok, ntok, &i, &node, &node_at))
         return DDP_ECONFIG;
     if (i >= ntok)
-        return ddp__ln_err(&p->l, END_OF(tok[ntok - 1]), "expected a backlog cap (1..65535), got end "
+        return perr(p, END_OF(tok[ntok - 1]), "expected a backlog cap (1..65535), got end "
                                               "of line");
     if (i + 1 < ntok)
-        return ddp__ln_err(&p->l, tok[i + 1].col, "expected end of line after the backlog cap, got "
+        return perr(p, tok[i + 1].col, "expected end of line after the backlog cap, got "
                                        "\"%.60s\"", tok[i + 1].text);
     if (tok[i].eq || ddp__ln_int(&p->l, tok[i].text, tok[i].col, 1, 65535, "a backlog cap", &k))
-        return tok[i].eq ? ddp__ln_err(&p->l, tok[i].col, "expected a backlog cap (1..65535), got "
+        return tok[i].eq ? perr(p, tok[i].col, "expected a backlog cap (1..65535), got "
                                                "\"%.60s=\"", tok[i].text)
                          : DDP_ECONFIG;
     if (s->nnet >= DDP_SCN_MAX_NET)
-        return ddp__ln_err(&p->l, tok[0].col, "expected at most %d iface, resolve and somaxconn lines",
+        return perr(p, tok[0].col, "expected at most %d iface, resolve and somaxconn lines",
                     DDP_SCN_MAX_NET);
     p->net_at[s->nnet] = node_at;
     ddp_scn_net_t *e = &s->net[s->nnet++];
@@ -238,16 +242,16 @@ static int st_second_job(pctx_t *p, token_t *tok, int ntok)
 {
     ddp_scenario_t *s = p->s;
     if (s->second_job)
-        return ddp__ln_err(&p->l, tok[0].col, "expected one second_job line, got a second");
+        return perr(p, tok[0].col, "expected one second_job line, got a second");
     s->second_job = 1;
     for (int i = 1; i < ntok; i++) {
         long v;
         if (!tok[i].eq)
-            return ddp__ln_err(&p->l, tok[i].col, "expected start=DURATION or port=PORT, got \"%.60s\"",
+            return perr(p, tok[i].col, "expected start=DURATION or port=PORT, got \"%.60s\"",
                         tok[i].text);
         for (int j = 1; j < i; j++)
             if (!strcmp(tok[j].text, tok[i].text))
-                return ddp__ln_err(&p->l, tok[i].col, "expected each key once on a second_job line, got "
+                return perr(p, tok[i].col, "expected each key once on a second_job line, got "
                                            "a second %s= (the first is at column %d)",
                             tok[i].text, tok[j].col);
         if (!strcmp(tok[i].text, "start")) {
@@ -258,7 +262,7 @@ static int st_second_job(pctx_t *p, token_t *tok, int ntok)
                 return DDP_ECONFIG;
             s->job2_port = (uint16_t)v;
         } else {
-            return ddp__ln_err(&p->l, tok[i].col, "expected a second_job key (start, port), got "
+            return perr(p, tok[i].col, "expected a second_job key (start, port), got "
                                        "\"%.60s\"", tok[i].text);
         }
     }
@@ -268,7 +272,7 @@ static int st_fault(pctx_t *p, token_t *tok, int ntok)
 {
     ddp_scenario_t *s = p->s;
     if (s->nfaults == DDP_SCN_MAX_FAULTS)
-        return ddp__ln_err(&p->l, tok[0].col, "expected at most %d faults, got more", DDP_SCN_MAX_FAULTS);
+        return perr(p, tok[0].col, "expected at most %d faults, got more", DDP_SCN_MAX_FAULTS);
     if (ddp__fault_line_parse(&p->l, s->plugin, tok, ntok, &s->faults[s->nfaults],
                               p->fault_at[s->nfaults]))
         return DDP_ECONFIG;
@@ -283,9 +287,9 @@ static int st_expect(pctx_t *p, token_t *tok, int ntok)
     char g[80];
     static const char *const kinds[] = {"ok", "fail", "crashed", "invariants"};
     if (ntok < 2)
-        return ddp__ln_err(&p->l, tok[0].col + 6, "expected ok, fail, crashed or invariants, got end of line");
+        return perr(p, tok[0].col + 6, "expected ok, fail, crashed or invariants, got end of line");
     if (s->nexpect == DDP_SCN_MAX_EXPECT)
-        return ddp__ln_err(&p->l, tok[0].col, "expected at most %d expect lines, got more",
+        return perr(p, tok[0].col, "expected at most %d expect lines, got more",
                     DDP_SCN_MAX_EXPECT);
     ddp_scn_expect_t *e = &s->expect[s->nexpect];
     memset(e, 0, sizeof *e);
@@ -293,7 +297,7 @@ static int st_expect(pctx_t *p, token_t *tok, int ntok)
     while (k < 4 && (tok[1].eq || strcmp(tok[1].text, kinds[k])))
         k++;
     if (k == 4)
-        return ddp__ln_err(&p->l, tok[1].col, "expected ok, fail, crashed or invariants, got %s",
+        return perr(p, tok[1].col, "expected ok, fail, crashed or invariants, got %s",
                     ddp__tok_got(&tok[1], g, sizeof g));
     e->kind = (ddp_scn_expect_kind_t)k;
     e->line = p->l.line;
@@ -302,10 +306,10 @@ static int st_expect(pctx_t *p, token_t *tok, int ntok)
         const char *v = t->eq;
         int rc = 0;
         if (!v)
-            return ddp__ln_err(&p->l, t->col, "expected key=value (ranks=, error=, mentions=, "
+            return perr(p, t->col, "expected key=value (ranks=, error=, mentions=, "
                                    "within=, from=, match=), got \"%.60s\"", t->text);
         if (e->kind == DDP_EXPECT_INVARIANTS)
-            return ddp__ln_err(&p->l, t->col, "expected end of line after \"expect invariants\", got \"%s=\"",
+            return perr(p, t->col, "expected end of line after \"expect invariants\", got \"%s=\"",
                         t->text);
         if (strcmp(t->text, "mentions") && strcmp(t->text, "excludes") &&
             ddp__ln_once(&p->l, tok, i, "an expect"))
@@ -317,11 +321,11 @@ static int st_expect(pctx_t *p, token_t *tok, int ntok)
                 rc = ddp__ln_rank_list(&p->l, v, t->vcol, e->ranks, sizeof e->ranks);
         } else if (!strcmp(t->text, "error")) {
             if (e->kind != DDP_EXPECT_FAIL)
-                return ddp__ln_err(&p->l, t->col, "expected error= only after \"expect fail\", got it after "
+                return perr(p, t->col, "expected error= only after \"expect fail\", got it after "
                                        "\"expect %s\"", kinds[k]);
             /* CLASS or CLASS|CLASS|...: any one of them */
             if (strlen(v) >= sizeof e->error)
-                return ddp__ln_err(&p->l, t->vcol, "expected error classes of at most %zu characters in "
+                return perr(p, t->vcol, "expected error classes of at most %zu characters in "
                                         "all, got \"%.60s\"", sizeof e->error - 1, v);
             for (const char *c = v;;) {
                 size_t cl = strcspn(c, "|");
@@ -334,7 +338,7 @@ static int st_expect(pctx_t *p, token_t *tok, int ntok)
                 for (int en = 1; en < 134 && !known; en++)
                     known = !strcasecmp(one, ddp_scn_error_class(-en));
                 if (!known)
-                    return ddp__ln_err(&p->l, t->vcol + (int)(c - v),
+                    return perr(p, t->vcol + (int)(c - v),
                                 "expected an error class (timeout, peer_lost, protocol, "
                                 "config, addrinuse, connrefused, ...; several as "
                                 "timeout|peer_lost), got \"%.60s\"", one);
@@ -345,41 +349,41 @@ static int st_expect(pctx_t *p, token_t *tok, int ntok)
             snprintf(e->error, sizeof e->error, "%s", v);
         } else if (!strcmp(t->text, "mentions")) {
             if (e->nmentions == DDP_SCN_MAX_MENTIONS)
-                return ddp__ln_err(&p->l, t->col, "expected at most %d mentions= per line",
+                return perr(p, t->col, "expected at most %d mentions= per line",
                             DDP_SCN_MAX_MENTIONS);
             if (!*v || strlen(v) >= sizeof e->mentions[0])
-                return ddp__ln_err(&p->l, t->vcol, "expected a text of 1..%zu characters, got \"%.40s\"",
+                return perr(p, t->vcol, "expected a text of 1..%zu characters, got \"%.40s\"",
                             sizeof e->mentions[0] - 1, v);
             snprintf(e->mentions[e->nmentions++], sizeof e->mentions[0], "%s", v);
         } else if (!strcmp(t->text, "excludes")) {
             if (e->nexcludes == DDP_SCN_MAX_MENTIONS)
-                return ddp__ln_err(&p->l, t->col, "expected at most %d excludes= per line",
+                return perr(p, t->col, "expected at most %d excludes= per line",
                             DDP_SCN_MAX_MENTIONS);
             if (!*v || strlen(v) >= sizeof e->excludes[0])
-                return ddp__ln_err(&p->l, t->vcol, "expected a text of 1..%zu characters, got \"%.40s\"",
+                return perr(p, t->vcol, "expected a text of 1..%zu characters, got \"%.40s\"",
                             sizeof e->excludes[0] - 1, v);
             snprintf(e->excludes[e->nexcludes++], sizeof e->excludes[0], "%s", v);
         } else if (!strcmp(t->text, "within")) {
             rc = ddp__ln_duration(&p->l, v, t->vcol, &e->within_ns);
         } else if (!strcmp(t->text, "from")) {
             if (strcmp(v, "join"))
-                return ddp__ln_err(&p->l, t->vcol, "expected from=join (within= counted from each "
+                return perr(p, t->vcol, "expected from=join (within= counted from each "
                                         "rank's first store contact), got \"%.60s\"", v);
             e->from_join = t->col;
         } else if (!strcmp(t->text, "match")) {
             if (strcmp(v, "some") && strcmp(v, "every"))
-                return ddp__ln_err(&p->l, t->vcol, "expected match=every or match=some, got \"%.60s\"", v);
+                return perr(p, t->vcol, "expected match=every or match=some, got \"%.60s\"", v);
             e->some = !strcmp(v, "some");
         } else if (!strcmp(t->text, "restarts")) {
             rc = ddp__ln_int(&p->l, v, t->vcol, 0, 1000, "a restart count (0..1000)", &e->restarts);
             e->restarts++;
         } else if (!strcmp(t->text, "job")) {
             if (strcmp(v, "1") && strcmp(v, "2"))
-                return ddp__ln_err(&p->l, t->vcol, "expected job=1 (the run's job) or job=2 (the "
+                return perr(p, t->vcol, "expected job=1 (the run's job) or job=2 (the "
                                         "second_job's), got \"%.60s\"", v);
             e->job = !strcmp(v, "2");
         } else {
-            return ddp__ln_err(&p->l, t->col, "expected an expect key (ranks, error, mentions, excludes, "
+            return perr(p, t->col, "expected an expect key (ranks, error, mentions, excludes, "
                                    "within, from, match, job, restarts), got \"%.60s\"",
                         t->text);
         }
@@ -387,10 +391,10 @@ static int st_expect(pctx_t *p, token_t *tok, int ntok)
             return rc;
     }
     if ((e->nmentions || e->nexcludes) && e->kind != DDP_EXPECT_FAIL)
-        return ddp__ln_err(&p->l, tok[1].col, "expected mentions= and excludes= only after \"expect "
+        return perr(p, tok[1].col, "expected mentions= and excludes= only after \"expect "
                                    "fail\"");
     if (e->from_join && !e->within_ns)
-        return ddp__ln_err(&p->l, e->from_join, "expected within= with from=join (it says where "
+        return perr(p, e->from_join, "expected within= with from=join (it says where "
                                      "within= counts from)");
     e->from_join = !!e->from_join;
     s->nexpect++;
@@ -419,7 +423,7 @@ static int st_include(pctx_t *p, token_t *tok, int ntok, const char *dir, int de
     if (need_args(p, tok, ntok, 1, "a file name in quotes"))
         return DDP_ECONFIG;
     if (depth >= MAX_INCLUDE_DEPTH)
-        return ddp__ln_err(&p->l, tok[1].col, "expected includes nested at most %d deep (an include "
+        return perr(p, tok[1].col, "expected includes nested at most %d deep (an include "
                                    "cycle?), got deeper", MAX_INCLUDE_DEPTH);
     char path[1024];
     if (tok[1].text[0] == '/' || !dir || !*dir)
@@ -429,7 +433,7 @@ static int st_include(pctx_t *p, token_t *tok, int ntok, const char *dir, int de
     char *buf = NULL;
     size_t len = 0;
     if (read_scenario_file(path, &buf, &len) != 0)
-        return ddp__ln_err(&p->l, tok[1].col, "expected a readable file, got \"%s\" (%s)", path,
+        return perr(p, tok[1].col, "expected a readable file, got \"%s\" (%s)", path,
                     ddp_err_ctx()->what);
     char sub[1024];
     snprintf(sub, sizeof sub, "%s", path);
@@ -446,7 +450,7 @@ static int st_include(pctx_t *p, token_t *tok, int ntok, const char *dir, int de
     if (!names) {
         free(fname);
         free(buf);
-        return ddp__ln_err(&p->l, tok[1].col, "out of memory");
+        return perr(p, tok[1].col, "out of memory");
     }
     p->names = names;
     p->names[p->nnames++] = fname;
@@ -482,7 +486,7 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
     char g[80], g2[256];
     long v;
     if (tok[0].eq || tok[0].quoted)
-        return ddp__ln_err(&p->l, tok[0].col, "expected a keyword (scenario, nodes, devices, fault, "
+        return perr(p, tok[0].col, "expected a keyword (scenario, nodes, devices, fault, "
                                    "expect, ... see docs/scenario-format.md), got %s",
                     ddp__tok_got(&tok[0], g, sizeof g));
 #define ONE(what) if (need_args(p, tok, ntok, 1, what)) return DDP_ECONFIG
@@ -491,7 +495,7 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
     if (!strcmp(kw, "scenario")) {
         ONE("a name in quotes");
         if (p->scenario_line)
-            return ddp__ln_err(&p->l, tok[0].col, "expected one `scenario` line per file, got a second "
+            return perr(p, tok[0].col, "expected one `scenario` line per file, got a second "
                                        "(the first is on line %d)", p->scenario_line);
         p->scenario_line = p->l.line;
         return set_str(p, &tok[1], s->name, sizeof s->name, "a name");
@@ -499,7 +503,7 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
     if (!strcmp(kw, "tags")) {
         for (int i = 1; i < ntok; i++) {
             if (s->ntags == DDP_SCN_MAX_TAGS || tok[i].eq)
-                return ddp__ln_err(&p->l, tok[i].col, "expected at most %d tag words, got %s",
+                return perr(p, tok[i].col, "expected at most %d tag words, got %s",
                             DDP_SCN_MAX_TAGS, ddp__tok_got(&tok[i], g, sizeof g));
             if (set_str(p, &tok[i], s->tags[s->ntags], sizeof s->tags[0], "a tag"))
                 return DDP_ECONFIG;
@@ -510,7 +514,7 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
     if (!strcmp(kw, "nodes")) {
         ONE("a node count");
         if (s->nhosts)
-            return ddp__ln_err(&p->l, tok[0].col, "expected `nodes` before `hosts` (hosts already "
+            return perr(p, tok[0].col, "expected `nodes` before `hosts` (hosts already "
                                        "set the node count to %d)", s->nhosts);
         p->nodes_line = p->l.line;
         return ddp__ln_int(&p->l, tok[1].text, tok[1].col, 1, 4096, "a node count", &s->nodes);
@@ -539,37 +543,37 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
         char **h = NULL;
         size_t n = 0, have = (size_t)s->nhosts;
         if (have >= 4096 || ddp_hostlist_expand(tok[1].text, 4096 - have, &h, &n) != 0)
-            return ddp__ln_err(&p->l, tok[1].col, "expected a hostlist expression such as \"gpu[01-04]\", "
+            return perr(p, tok[1].col, "expected a hostlist expression such as \"gpu[01-04]\", "
                                        "got \"%.60s\": %s",
                         tok[1].text, have >= 4096 ? "the scenario has 4096 hosts already"
                                                   : ddp_err_message());
         if (n == 0) {
             ddp_hostlist_free(h, n);
-            return ddp__ln_err(&p->l, tok[1].col, "expected at least one host, got an empty list");
+            return perr(p, tok[1].col, "expected at least one host, got an empty list");
         }
         char **all = realloc(s->hosts, sizeof *all * (have + n));
         if (!all) {
             ddp_hostlist_free(h, n);
-            return ddp__ln_err(&p->l, tok[1].col, "out of memory");
+            return perr(p, tok[1].col, "out of memory");
         }
         memcpy(all + have, h, sizeof *h * n);
         free(h); /* the names now belong to s->hosts */
         s->hosts = all;
         s->nhosts = (int)(have + n);
         if (!p->hostmap.buckets && ddp__kv_init(&p->hostmap, 64) != 0)
-            return ddp__ln_err(&p->l, tok[1].col, "out of memory");
+            return perr(p, tok[1].col, "out of memory");
         for (size_t i = have; i < have + n; i++) {
             size_t len = strlen(all[i]);
             if (ddp__kv_find(&p->hostmap, all[i], len))
-                return ddp__ln_err(&p->l, tok[1].col, "expected distinct host names, got \"%s\" twice",
+                return perr(p, tok[1].col, "expected distinct host names, got \"%s\" twice",
                             all[i]);
             ddp__kv_node_t *e = ddp__kv_get(&p->hostmap, all[i], len, sizeof(ddp__ln_host_t));
             if (!e)
-                return ddp__ln_err(&p->l, tok[1].col, "out of memory");
+                return perr(p, tok[1].col, "out of memory");
             ((ddp__ln_host_t *)e)->node = (int)i;
         }
         if (p->nodes_line && s->nodes < s->nhosts)
-            return ddp__ln_err(&p->l, tok[1].col, "expected %d hosts (`nodes %d` on line %d), got %d",
+            return perr(p, tok[1].col, "expected %d hosts (`nodes %d` on line %d), got %d",
                         s->nodes, s->nodes, p->nodes_line, s->nhosts);
         if (!p->nodes_line)
             s->nodes = s->nhosts;
@@ -579,23 +583,23 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
     if (!strcmp(kw, "launcher")) {
         ONE("a launcher (auto, per-node, slurm, torchrun, mpi, lsf, kubeflow)");
         if (ddp_sim_launcher_parse(tok[1].text, &s->launcher) != 0)
-            return ddp__ln_err(&p->l, tok[1].col, "expected a launcher (auto, per-node, slurm, torchrun, "
+            return perr(p, tok[1].col, "expected a launcher (auto, per-node, slurm, torchrun, "
                                        "mpi, lsf, kubeflow), got \"%.60s\"", tok[1].text);
         return 0;
     }
     if (!strcmp(kw, "accelerators")) {
         if (ntok < 2)
-            return ddp__ln_err(&p->l, tok[0].col + 13, "expected `all` or accelerator names, got end of line");
+            return perr(p, tok[0].col + 13, "expected `all` or accelerator names, got end of line");
         s->naccels = 0;
         for (int i = 1; i < ntok; i++) {
             if (!strcmp(tok[i].text, "all") && ntok == 2 && !tok[i].eq)
                 return 0;
             if (tok[i].eq || !ddp_accel_find(tok[i].text))
-                return ddp__ln_err(&p->l, tok[i].col, "expected an accelerator (ddp, ddp_spawn, ddp_cpu, "
+                return perr(p, tok[i].col, "expected an accelerator (ddp, ddp_spawn, ddp_cpu, "
                                            "ddp2, ddp_hpc, ddp_cpu_hpc) or `all` alone, got %s",
                             ddp__tok_got(&tok[i], g, sizeof g));
             if (s->naccels == DDP_SCN_MAX_ACCELS)
-                return ddp__ln_err(&p->l, tok[i].col, "expected at most %d accelerators", DDP_SCN_MAX_ACCELS);
+                return perr(p, tok[i].col, "expected at most %d accelerators", DDP_SCN_MAX_ACCELS);
             snprintf(s->accels[s->naccels++], sizeof s->accels[0], "%s", tok[i].text);
         }
         return 0;
@@ -603,18 +607,18 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
     if (!strcmp(kw, "backend")) {
         ONE("a backend (tcp, nccl)");
         if (!ddp_pg_backend_find(tok[1].text))
-            return ddp__ln_err(&p->l, tok[1].col, "expected a backend (tcp, nccl), got \"%.60s\"", tok[1].text);
+            return perr(p, tok[1].col, "expected a backend (tcp, nccl), got \"%.60s\"", tok[1].text);
         return set_str(p, &tok[1], s->backend, sizeof s->backend, "a backend");
     }
     if (!strcmp(kw, "plugin")) {
         ONE("a plugin name");
         const ddp_plugin_t *pl = ddp_plugin_find(tok[1].text);
         if (!pl)
-            return ddp__ln_err(&p->l, tok[1].col, "expected a plugin (%s; one of your own: a "
+            return perr(p, tok[1].col, "expected a plugin (%s; one of your own: a "
                                        "`plugin-library PATH` line instead), got \"%.60s\"",
                         plugin_names(g2, sizeof g2), tok[1].text);
         if (s->plugin_lib[0] && strcmp(s->plugin, pl->name))
-            return ddp__ln_err(&p->l, tok[1].col, "expected plugin \"%s\", the one the plugin-library "
+            return perr(p, tok[1].col, "expected plugin \"%s\", the one the plugin-library "
                                        "line loads, got \"%.60s\"", s->plugin, tok[1].text);
         ddp_scenario_use_plugin(s, pl);
         return 0;
@@ -629,11 +633,11 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
         const ddp_plugin_t *pl;
         if (ddp_plugin_load(NULL, path, &pl) != 0) {
             const ddp_errctx_t *c = ddp_err_ctx();
-            return ddp__ln_err(&p->l, tok[1].col, "expected a plugin library, got \"%.200s\": %s%s%s",
+            return perr(p, tok[1].col, "expected a plugin library, got \"%.200s\": %s%s%s",
                         tok[1].text, c->what, c->hint[0] ? "; hint: " : "", c->hint);
         }
         if (s->plugin[0] && !s->plugin_lib[0] && strcmp(s->plugin, pl->name))
-            return ddp__ln_err(&p->l, tok[1].col, "expected the library of plugin \"%s\" (the plugin "
+            return perr(p, tok[1].col, "expected the library of plugin \"%s\" (the plugin "
                                        "line's), got one of plugin \"%s\"", s->plugin, pl->name);
         ddp_scenario_use_plugin(s, pl);
         return 0;
@@ -641,7 +645,7 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
     if (!strcmp(kw, "exec")) {
         ONE("a command line in quotes");
         if (!tok[1].text[0])
-            return ddp__ln_err(&p->l, tok[1].col, "expected a command line, got an empty string");
+            return perr(p, tok[1].col, "expected a command line, got an empty string");
         return set_str(p, &tok[1], s->exec, sizeof s->exec, "a command line");
     }
     if (!strcmp(kw, "cluster")) {
@@ -651,7 +655,7 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
             return 0;
         }
         if (!ddp_cluster_find(tok[1].text))
-            return ddp__ln_err(&p->l, tok[1].col, "expected a cluster environment (auto, lightning, slurm, "
+            return perr(p, tok[1].col, "expected a cluster environment (auto, lightning, slurm, "
                                        "torchelastic, lsf, mpi, kubeflow), got \"%.60s\"",
                         tok[1].text);
         return set_str(p, &tok[1], s->cluster, sizeof s->cluster, "a cluster name");
@@ -667,7 +671,7 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
     if (!strcmp(kw, "store_memory")) {
         ONE("a size");
         if (ddp__store_parse_memory(tok[1].text, &s->store_memory) != 0)
-            return ddp__ln_err(&p->l, tok[1].col, "expected a memory budget of 1 MiB or more, in bytes "
+            return perr(p, tok[1].col, "expected a memory budget of 1 MiB or more, in bytes "
                                        "with an optional K, M or G (binary: 64M), got \"%.60s\"",
                         tok[1].text);
         return 0;
@@ -690,7 +694,7 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
         errno = 0;
         unsigned long long x = strtoull(tok[1].text, &e, 10);
         if (!isdigit((unsigned char)tok[1].text[0]) || *e || errno)
-            return ddp__ln_err(&p->l, tok[1].col, "expected a seed (a non-negative integer), got \"%.60s\"",
+            return perr(p, tok[1].col, "expected a seed (a non-negative integer), got \"%.60s\"",
                         tok[1].text);
         s->seed = x;
         return 0;
@@ -743,7 +747,7 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
     if (!strcmp(kw, "expect"))
         return st_expect(p, tok, ntok);
 #undef ONE
-    return ddp__ln_err(&p->l, tok[0].col, "expected a keyword (scenario, tags, include, nodes, devices, "
+    return perr(p, tok[0].col, "expected a keyword (scenario, tags, include, nodes, devices, "
                                "num_nodes, tasks_per_node, hosts, launcher, gpus, accelerators, "
                                "backend, plugin, plugin-library, exec, cluster, timeout, "
                                "store_timeout, store_memory, train, seed, port, master_addr, "
@@ -759,10 +763,10 @@ static int check_line_chars(pctx_t *p, const char *line, size_t n)
     for (size_t i = 0; i < n; i++) {
         unsigned char ch = (unsigned char)line[i];
         if (ch == 0)
-            return ddp__ln_err(&p->l, (int)i + 1, "expected text, got a NUL byte (a binary or "
+            return perr(p, (int)i + 1, "expected text, got a NUL byte (a binary or "
                                        "corrupted file? every line must be text)");
         if (ch < 0x20 && ch != '\t' && ch != '\r')
-            return ddp__ln_err(&p->l, (int)i + 1, "expected text, got a control character (0x%02x)", ch);
+            return perr(p, (int)i + 1, "expected text, got a control character (0x%02x)", ch);
     }
     return 0;
 }
@@ -780,7 +784,7 @@ static int parse_text(pctx_t *p, const char *text, size_t len, const char *file,
         size_t n = nl ? (size_t)(nl - c) : (size_t)(end - c);
         p->l.line++;
         if (n >= sizeof line)
-            return ddp__ln_err(&p->l, 1, "expected a line of at most %zu characters, got %zu",
+            return perr(p, 1, "expected a line of at most %zu characters, got %zu",
                         sizeof line - 1, n);
         memcpy(line, c, n);
         line[n] = '\0';
@@ -871,15 +875,15 @@ static int finish(pctx_t *p, const char *file, int last_line)
     p->l.file = file;
     if (!p->scenario_line) {
         p->l.line = 1;
-        return ddp__ln_err(&p->l, 1, "expected a `scenario \"NAME\"` line, got none in the file");
+        return perr(p, 1, "expected a `scenario \"NAME\"` line, got none in the file");
     }
     if (s->nexpect == 0) {
         p->l.line = last_line + 1;
-        return ddp__ln_err(&p->l, 1, "expected at least one `expect` line (ok, fail, crashed or "
+        return perr(p, 1, "expected at least one `expect` line (ok, fail, crashed or "
                           "invariants), got end of file");
     }
     if (p->nodes_line && s->nhosts && s->nhosts != s->nodes)
-        return ddp__ln_err_at(&p->l, p->hosts_at, "expected %d hosts (`nodes %d` on line %d), got %d",
+        return PERR_AT(p, p->hosts_at, "expected %d hosts (`nodes %d` on line %d), got %d",
                        s->nodes, s->nodes, p->nodes_line, s->nhosts);
     for (int i = 0; i < s->nfaults; i++)
         if (check_fault(p, i))

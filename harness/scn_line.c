@@ -244,8 +244,9 @@ int ddp__ln_node_set(ddp__ln_t *l, const char *v, int col, uint64_t *set)
         int a, b;
         if (dash) {
             *dash = '\0';
-            if (ddp__ln_int(l, t, col, 0, 63, "a node index (partition sides hold nodes 0..63)", &a) ||
-                ddp__ln_int(l, dash + 1, col, 0, 63, "a node index (partition sides hold nodes 0..63)", &b))
+            const char *what = "a node index (partition sides hold nodes 0..63)";
+            if (ddp__ln_int(l, t, col, 0, 63, what, &a) ||
+                ddp__ln_int(l, dash + 1, col, 0, 63, what, &b))
                 return DDP_ECONFIG;
         } else {
             if (ddp__ln_node(l, t, col, &a))
