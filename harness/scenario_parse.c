@@ -479,19 +479,65 @@ void ddp_scenario_use_plugin(ddp_scenario_t *s, const ddp_plugin_t *pl)
     snprintf(s->plugin_lib, sizeof s->plugin_lib, "%s", lib ? lib : "");
 }
 
-static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int depth)
+/* A one-argument keyword's argument, or return the error. */
+#define ONE(what) if (need_args(p, tok, ntok, 1, what)) return DDP_ECONFIG
+/* What a keyword group's function returns for a keyword not of its group. */
+#define NOT_MINE 1
+
+/* hosts EXPR: each line adds hosts after those of earlier lines (the
+ * writer splits a long list over several lines). */
+static int st_hosts(pctx_t *p, token_t *tok, int ntok)
+{
+    ddp_scenario_t *s = p->s;
+    ONE("a hostlist expression such as \"gpu[01-04]\"");
+    char **h = NULL;
+    size_t n = 0, have = (size_t)s->nhosts;
+    if (have >= 4096 || ddp_hostlist_expand(tok[1].text, 4096 - have, &h, &n) != 0)
+        return perr(p, tok[1].col, "expected a hostlist expression such as \"gpu[01-04]\", "
+                                   "got \"%.60s\": %s",
+                    tok[1].text, have >= 4096 ? "the scenario has 4096 hosts already"
+                                              : ddp_err_message());
+    if (n == 0) {
+        ddp_hostlist_free(h, n);
+        return perr(p, tok[1].col, "expected at least one host, got an empty list");
+    }
+    char **all = realloc(s->hosts, sizeof *all * (have + n));
+    if (!all) {
+        ddp_hostlist_free(h, n);
+        return perr(p, tok[1].col, "out of memory");
+    }
+    memcpy(all + have, h, sizeof *h * n);
+    free(h); /* the names now belong to s->hosts */
+    s->hosts = all;
+    s->nhosts = (int)(have + n);
+    if (!p->hostmap.buckets && ddp__kv_init(&p->hostmap, 64) != 0)
+        return perr(p, tok[1].col, "out of memory");
+    for (size_t i = have; i < have + n; i++) {
+        size_t len = strlen(all[i]);
+        if (ddp__kv_find(&p->hostmap, all[i], len))
+            return perr(p, tok[1].col, "expected distinct host names, got \"%s\" twice",
+                        all[i]);
+        ddp__kv_node_t *e = ddp__kv_get(&p->hostmap, all[i], len, sizeof(ddp__ln_host_t));
+        if (!e)
+            return perr(p, tok[1].col, "out of memory");
+        ((ddp__ln_host_t *)e)->node = (int)i;
+    }
+    if (p->nodes_line && s->nodes < s->nhosts)
+        return perr(p, tok[1].col, "expected %d hosts (`nodes %d` on line %d), got %d",
+                    s->nodes, s->nodes, p->nodes_line, s->nhosts);
+    if (!p->nodes_line)
+        s->nodes = s->nhosts;
+    p->hosts_at = here(p, tok[1].col);
+    return 0;
+}
+
+/* The cluster's shape: scenario, tags, nodes, devices, num_nodes,
+ * tasks_per_node, gpus, launcher, accelerators (NOT_MINE: another word). */
+static int st_shape(pctx_t *p, token_t *tok, int ntok)
 {
     ddp_scenario_t *s = p->s;
     const char *kw = tok[0].text;
-    char g[80], g2[256];
-    long v;
-    if (tok[0].eq || tok[0].quoted)
-        return perr(p, tok[0].col, "expected a keyword (scenario, nodes, devices, fault, "
-                                   "expect, ... see docs/scenario-format.md), got %s",
-                    ddp__tok_got(&tok[0], g, sizeof g));
-#define ONE(what) if (need_args(p, tok, ntok, 1, what)) return DDP_ECONFIG
-    if (!strcmp(kw, "include"))
-        return st_include(p, tok, ntok, dir, depth);
+    char g[80];
     if (!strcmp(kw, "scenario")) {
         ONE("a name in quotes");
         if (p->scenario_line)
@@ -536,50 +582,6 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
         ONE("a GPU count");
         return ddp__ln_int(&p->l, tok[1].text, tok[1].col, 0, 64, "a GPU count", &s->gpus);
     }
-    if (!strcmp(kw, "hosts")) {
-        /* Each line adds hosts after those of earlier lines (the writer
-         * splits a long list over several lines). */
-        ONE("a hostlist expression such as \"gpu[01-04]\"");
-        char **h = NULL;
-        size_t n = 0, have = (size_t)s->nhosts;
-        if (have >= 4096 || ddp_hostlist_expand(tok[1].text, 4096 - have, &h, &n) != 0)
-            return perr(p, tok[1].col, "expected a hostlist expression such as \"gpu[01-04]\", "
-                                       "got \"%.60s\": %s",
-                        tok[1].text, have >= 4096 ? "the scenario has 4096 hosts already"
-                                                  : ddp_err_message());
-        if (n == 0) {
-            ddp_hostlist_free(h, n);
-            return perr(p, tok[1].col, "expected at least one host, got an empty list");
-        }
-        char **all = realloc(s->hosts, sizeof *all * (have + n));
-        if (!all) {
-            ddp_hostlist_free(h, n);
-            return perr(p, tok[1].col, "out of memory");
-        }
-        memcpy(all + have, h, sizeof *h * n);
-        free(h); /* the names now belong to s->hosts */
-        s->hosts = all;
-        s->nhosts = (int)(have + n);
-        if (!p->hostmap.buckets && ddp__kv_init(&p->hostmap, 64) != 0)
-            return perr(p, tok[1].col, "out of memory");
-        for (size_t i = have; i < have + n; i++) {
-            size_t len = strlen(all[i]);
-            if (ddp__kv_find(&p->hostmap, all[i], len))
-                return perr(p, tok[1].col, "expected distinct host names, got \"%s\" twice",
-                            all[i]);
-            ddp__kv_node_t *e = ddp__kv_get(&p->hostmap, all[i], len, sizeof(ddp__ln_host_t));
-            if (!e)
-                return perr(p, tok[1].col, "out of memory");
-            ((ddp__ln_host_t *)e)->node = (int)i;
-        }
-        if (p->nodes_line && s->nodes < s->nhosts)
-            return perr(p, tok[1].col, "expected %d hosts (`nodes %d` on line %d), got %d",
-                        s->nodes, s->nodes, p->nodes_line, s->nhosts);
-        if (!p->nodes_line)
-            s->nodes = s->nhosts;
-        p->hosts_at = here(p, tok[1].col);
-        return 0;
-    }
     if (!strcmp(kw, "launcher")) {
         ONE("a launcher (auto, per-node, slurm, torchrun, mpi, lsf, kubeflow)");
         if (ddp_sim_launcher_parse(tok[1].text, &s->launcher) != 0)
@@ -604,6 +606,16 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
         }
         return 0;
     }
+    return NOT_MINE;
+}
+
+/* What runs on it: backend, plugin, plugin-library, exec, cluster
+ * (NOT_MINE: another word). */
+static int st_stack(pctx_t *p, token_t *tok, int ntok, const char *dir)
+{
+    ddp_scenario_t *s = p->s;
+    const char *kw = tok[0].text;
+    char g2[256];
     if (!strcmp(kw, "backend")) {
         ONE("a backend (tcp, nccl)");
         if (!ddp_pg_backend_find(tok[1].text))
@@ -660,6 +672,16 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
                         tok[1].text);
         return set_str(p, &tok[1], s->cluster, sizeof s->cluster, "a cluster name");
     }
+    return NOT_MINE;
+}
+
+/* How the run goes: timeouts, store memory, train, master_late, latency,
+ * seed, ports, master_addr (NOT_MINE: another word). */
+static int st_run(pctx_t *p, token_t *tok, int ntok)
+{
+    ddp_scenario_t *s = p->s;
+    const char *kw = tok[0].text;
+    long v;
     if (!strcmp(kw, "timeout")) {
         ONE("a duration");
         return ddp__ln_duration(&p->l, tok[1].text, tok[1].col, &s->timeout_ns);
@@ -728,6 +750,28 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
         s->port_taken = (uint16_t)v;
         return 0;
     }
+    return NOT_MINE;
+}
+
+static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int depth)
+{
+    char g[80];
+    const char *kw = tok[0].text;
+    if (tok[0].eq || tok[0].quoted)
+        return perr(p, tok[0].col, "expected a keyword (scenario, nodes, devices, fault, "
+                                   "expect, ... see docs/scenario-format.md), got %s",
+                    ddp__tok_got(&tok[0], g, sizeof g));
+    if (!strcmp(kw, "include"))
+        return st_include(p, tok, ntok, dir, depth);
+    if (!strcmp(kw, "hosts"))
+        return st_hosts(p, tok, ntok);
+    int rc = st_shape(p, tok, ntok);
+    if (rc == NOT_MINE)
+        rc = st_stack(p, tok, ntok, dir);
+    if (rc == NOT_MINE)
+        rc = st_run(p, tok, ntok);
+    if (rc != NOT_MINE)
+        return rc;
     if (!strcmp(kw, "second_job"))
         return st_second_job(p, tok, ntok);
     if (!strcmp(kw, "env"))
@@ -746,7 +790,6 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
         return st_fault(p, tok, ntok);
     if (!strcmp(kw, "expect"))
         return st_expect(p, tok, ntok);
-#undef ONE
     return perr(p, tok[0].col, "expected a keyword (scenario, tags, include, nodes, devices, "
                                "num_nodes, tasks_per_node, hosts, launcher, gpus, accelerators, "
                                "backend, plugin, plugin-library, exec, cluster, timeout, "
@@ -755,6 +798,7 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
                                "port_taken, second_job, latency, env, unset, iface, resolve, "
                                "somaxconn, fault, expect), got \"%.60s\"", kw);
 }
+#undef ONE
 
 /* A line's characters are text: a tab or a carriage return, nothing else
  * below 0x20. A NUL byte is named: it would otherwise end the file early. */
