@@ -1197,7 +1197,9 @@ static int put_hosts(const ddp_scenario_t *s, FILE *o)
     return 0;
 }
 
-int ddp_scenario_write(const ddp_scenario_t *s, FILE *o)
+/* The cluster's shape: scenario, tags, hosts or nodes, devices, ...,
+ * accelerators. 0, or -EINVAL when the host names make no hostlist. */
+static int put_shape(const ddp_scenario_t *s, FILE *o)
 {
     fprintf(o, "scenario ");
     ddp__put_quoted(o, s->name);
@@ -1232,6 +1234,12 @@ int ddp_scenario_write(const ddp_scenario_t *s, FILE *o)
     for (int i = 0; i < s->naccels; i++)
         fprintf(o, " %s", s->accels[i]);
     fputc('\n', o);
+    return 0;
+}
+
+/* What runs on it: plugin-library, backend, plugin, cluster, exec. */
+static void put_stack(const ddp_scenario_t *s, FILE *o)
+{
     static const struct { const char *kw; size_t off; } names[] = {
         {"backend", offsetof(ddp_scenario_t, backend)},
         {"plugin", offsetof(ddp_scenario_t, plugin)},
@@ -1254,6 +1262,12 @@ int ddp_scenario_write(const ddp_scenario_t *s, FILE *o)
         ddp__put_quoted(o, s->exec);
         fputc('\n', o);
     }
+}
+
+/* How the run goes: timeouts, store memory, train, seed, ports,
+ * master_addr, master_late, second_job, latency. */
+static void put_run(const ddp_scenario_t *s, FILE *o)
+{
     ddp__put_duration(o, "timeout ", s->timeout_ns);
     fputc('\n', o);
     if (s->store_timeout_ns) {
@@ -1299,6 +1313,12 @@ int ddp_scenario_write(const ddp_scenario_t *s, FILE *o)
         ddp__put_duration(o, "latency ", s->latency_ns);
         fputc('\n', o);
     }
+}
+
+/* The network's and the environment's lines: iface, resolve,
+ * somaxconn, env, unset. */
+static void put_net_env(const ddp_scenario_t *s, FILE *o)
+{
     for (int i = 0; i < s->nnet; i++) {
         const ddp_scn_net_t *e = &s->net[i];
         fprintf(o, "%s ", ddp_net_kind_name(e->kind));
@@ -1325,38 +1345,51 @@ int ddp_scenario_write(const ddp_scenario_t *s, FILE *o)
         }
         fputc('\n', o);
     }
-    for (int i = 0; i < s->nfaults; i++) {
-        ddp__scenario_put_fault(o, &s->faults[i]);
-        fputc('\n', o);
-    }
+}
+
+static void put_expect(const ddp_scn_expect_t *e, FILE *o)
+{
     static const char *const kinds[] = {"ok", "fail", "crashed", "invariants"};
-    for (int i = 0; i < s->nexpect; i++) {
-        const ddp_scn_expect_t *e = &s->expect[i];
-        fprintf(o, "expect %s", kinds[e->kind]);
-        if (e->ranks[0])
-            fprintf(o, " ranks=%s", e->ranks);
-        if (e->error[0])
-            fprintf(o, " error=%s", e->error);
-        for (int m = 0; m < e->nmentions; m++) {
-            fprintf(o, " mentions=");
-            ddp__put_quoted(o, e->mentions[m]);
-        }
-        for (int m = 0; m < e->nexcludes; m++) {
-            fprintf(o, " excludes=");
-            ddp__put_quoted(o, e->excludes[m]);
-        }
-        if (e->within_ns)
-            ddp__put_duration(o, " within=", e->within_ns);
-        if (e->from_join)
-            fprintf(o, " from=join");
-        if (e->some)
-            fprintf(o, " match=some");
-        if (e->job)
-            fprintf(o, " job=2");
-        if (e->restarts)
-            fprintf(o, " restarts=%d", e->restarts - 1);
+    fprintf(o, "expect %s", kinds[e->kind]);
+    if (e->ranks[0])
+        fprintf(o, " ranks=%s", e->ranks);
+    if (e->error[0])
+        fprintf(o, " error=%s", e->error);
+    for (int m = 0; m < e->nmentions; m++) {
+        fprintf(o, " mentions=");
+        ddp__put_quoted(o, e->mentions[m]);
+    }
+    for (int m = 0; m < e->nexcludes; m++) {
+        fprintf(o, " excludes=");
+        ddp__put_quoted(o, e->excludes[m]);
+    }
+    if (e->within_ns)
+        ddp__put_duration(o, " within=", e->within_ns);
+    if (e->from_join)
+        fprintf(o, " from=join");
+    if (e->some)
+        fprintf(o, " match=some");
+    if (e->job)
+        fprintf(o, " job=2");
+    if (e->restarts)
+        fprintf(o, " restarts=%d", e->restarts - 1);
+    fputc('\n', o);
+}
+
+int ddp_scenario_write(const ddp_scenario_t *s, FILE *o)
+{
+    int rc = put_shape(s, o);
+    if (rc)
+        return rc;
+    put_stack(s, o);
+    put_run(s, o);
+    put_net_env(s, o);
+    for (int i = 0; i < s->nfaults; i++) {
+        ddp__fault_line_put(o, &s->faults[i]);
         fputc('\n', o);
     }
+    for (int i = 0; i < s->nexpect; i++)
+        put_expect(&s->expect[i], o);
     return ferror(o) ? -EIO : 0;
 }
 
