@@ -281,6 +281,52 @@ static int st_fault(pctx_t *p, token_t *tok, int ntok)
 }
 
 
+/* error=CLASS or CLASS|CLASS|...: any one of them. */
+static int parse_error_classes(pctx_t *p, const token_t *t, ddp_scn_expect_t *e)
+{
+    const char *v = t->eq;
+    if (strlen(v) >= sizeof e->error)
+        return perr(p, t->vcol, "expected error classes of at most %zu characters in "
+                                "all, got \"%.60s\"", sizeof e->error - 1, v);
+    for (const char *c = v;;) {
+        size_t cl = strcspn(c, "|");
+        char one[sizeof e->error];
+        snprintf(one, sizeof one, "%.*s", (int)cl, c);
+        int known = 0;
+#define CLASS_OF(name, value, desc) known |= !strcasecmp(one, ddp_scn_error_class(value));
+        DDP_ERR_LIST(CLASS_OF)
+#undef CLASS_OF
+        for (int en = 1; en < 134 && !known; en++)
+            known = !strcasecmp(one, ddp_scn_error_class(-en));
+        if (!known)
+            return perr(p, t->vcol + (int)(c - v),
+                        "expected an error class (timeout, peer_lost, protocol, "
+                        "config, addrinuse, connrefused, ...; several as "
+                        "timeout|peer_lost), got \"%.60s\"", one);
+        if (!c[cl])
+            break;
+        c += cl + 1;
+    }
+    return 0;
+}
+
+/* A mentions= or excludes= text's room (its NUL included). */
+#define TEXT_MAX sizeof(((ddp_scn_expect_t *)0)->mentions[0])
+
+/* mentions=TEXT / excludes=TEXT: one more text of a list of
+ * DDP_SCN_MAX_MENTIONS. */
+static int add_text(pctx_t *p, const token_t *t, char list[][TEXT_MAX], int *n)
+{
+    if (*n == DDP_SCN_MAX_MENTIONS)
+        return perr(p, t->col, "expected at most %d %s= per line", DDP_SCN_MAX_MENTIONS,
+                    t->text);
+    if (!*t->eq || strlen(t->eq) >= TEXT_MAX)
+        return perr(p, t->vcol, "expected a text of 1..%zu characters, got \"%.40s\"",
+                    TEXT_MAX - 1, t->eq);
+    snprintf(list[(*n)++], TEXT_MAX, "%s", t->eq);
+    return 0;
+}
+
 static int st_expect(pctx_t *p, token_t *tok, int ntok)
 {
     ddp_scenario_t *s = p->s;
@@ -323,46 +369,13 @@ static int st_expect(pctx_t *p, token_t *tok, int ntok)
             if (e->kind != DDP_EXPECT_FAIL)
                 return perr(p, t->col, "expected error= only after \"expect fail\", got it after "
                                        "\"expect %s\"", kinds[k]);
-            /* CLASS or CLASS|CLASS|...: any one of them */
-            if (strlen(v) >= sizeof e->error)
-                return perr(p, t->vcol, "expected error classes of at most %zu characters in "
-                                        "all, got \"%.60s\"", sizeof e->error - 1, v);
-            for (const char *c = v;;) {
-                size_t cl = strcspn(c, "|");
-                char one[sizeof e->error];
-                snprintf(one, sizeof one, "%.*s", (int)cl, c);
-                int known = 0;
-#define CLASS_OF(name, value, desc) known |= !strcasecmp(one, ddp_scn_error_class(value));
-                DDP_ERR_LIST(CLASS_OF)
-#undef CLASS_OF
-                for (int en = 1; en < 134 && !known; en++)
-                    known = !strcasecmp(one, ddp_scn_error_class(-en));
-                if (!known)
-                    return perr(p, t->vcol + (int)(c - v),
-                                "expected an error class (timeout, peer_lost, protocol, "
-                                "config, addrinuse, connrefused, ...; several as "
-                                "timeout|peer_lost), got \"%.60s\"", one);
-                if (!c[cl])
-                    break;
-                c += cl + 1;
-            }
+            if (parse_error_classes(p, t, e))
+                return DDP_ECONFIG;
             snprintf(e->error, sizeof e->error, "%s", v);
         } else if (!strcmp(t->text, "mentions")) {
-            if (e->nmentions == DDP_SCN_MAX_MENTIONS)
-                return perr(p, t->col, "expected at most %d mentions= per line",
-                            DDP_SCN_MAX_MENTIONS);
-            if (!*v || strlen(v) >= sizeof e->mentions[0])
-                return perr(p, t->vcol, "expected a text of 1..%zu characters, got \"%.40s\"",
-                            sizeof e->mentions[0] - 1, v);
-            snprintf(e->mentions[e->nmentions++], sizeof e->mentions[0], "%s", v);
+            rc = add_text(p, t, e->mentions, &e->nmentions);
         } else if (!strcmp(t->text, "excludes")) {
-            if (e->nexcludes == DDP_SCN_MAX_MENTIONS)
-                return perr(p, t->col, "expected at most %d excludes= per line",
-                            DDP_SCN_MAX_MENTIONS);
-            if (!*v || strlen(v) >= sizeof e->excludes[0])
-                return perr(p, t->vcol, "expected a text of 1..%zu characters, got \"%.40s\"",
-                            sizeof e->excludes[0] - 1, v);
-            snprintf(e->excludes[e->nexcludes++], sizeof e->excludes[0], "%s", v);
+            rc = add_text(p, t, e->excludes, &e->nexcludes);
         } else if (!strcmp(t->text, "within")) {
             rc = ddp__ln_duration(&p->l, v, t->vcol, &e->within_ns);
         } else if (!strcmp(t->text, "from")) {
