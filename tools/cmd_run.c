@@ -1034,6 +1034,149 @@ static int read_last_failed(const char *cmd, const char *path, ddp_shard_file_t 
     return 0;
 }
 
+/* --exec, --plugin and, for real runs, the programs scenarios exec: 0, or
+ * the exit status (2, 127) after saying what was wrong. */
+static int apply_overrides(ddp_sys_t *sys, const cli_t *c, ddp_scenario_t **sc, const char *cmd)
+{
+    /* --exec: every scenario's ranks run this program (as `exec` in the
+     * file would say); a program that is not there runs nothing. */
+    if (c->exec && strlen(c->exec) >= sizeof sc[0]->exec) {
+        fprintf(stderr, "ddpsim %s: --exec: at most %zu characters\n", cmd,
+                sizeof sc[0]->exec - 1);
+        return 2;
+    }
+    for (int i = 0; c->exec && i < c->nfiles; i++)
+        snprintf(sc[i]->exec, sizeof sc[i]->exec, "%s", c->exec);
+    /* --plugin: what a scenario without a plugin line runs (those naming
+     * one are about that plugin, its phases, and keep it). */
+    for (int i = 0; c->plugin && i < c->nfiles; i++)
+        if (!sc[i]->plugin[0])
+            ddp_scenario_use_plugin(sc[i], ddp_plugin_find(c->plugin));
+    for (int i = 0; c->ro.real && i < c->nfiles; i++)
+        if (sc[i]->exec[0] && ddp_real_check_exec(sys, sc[i]->exec) != 0) {
+            fprintf(stderr, "ddpsim %s: %s: %s\n", cmd, c->files[i], ddp_err_message());
+            return 127;
+        }
+    return 0;
+}
+
+/* The run list: files as given, each times the accelerators in the
+ * registry's order; --shard keeps the runs it owns (docs/sweeps.md).
+ * *total counts the runs of the whole list (all shards), *list_hash
+ * hashes them; jobs gets this shard's. last: --last-failed's runs (NULL:
+ * every run). */
+static int list_runs(const cli_t *c, ddp_scenario_t **sc, const ddp_shard_file_t *last,
+                     job_t *jobs, long long *total, uint64_t *list_hash)
+{
+    int njobs = 0;
+    for (int i = 0; i < c->nfiles; i++) {
+        if (c->tag && !ddp_scenario_has_tag(sc[i], c->tag))
+            continue;
+        int first = !strcmp(c->accel, "first");
+        for (size_t a = 0; a < ddp_accel_count(); a++) {
+            const char *name = ddp_accel_at(a)->name;
+            if (first && sc[i]->naccels && strcmp(sc[i]->accels[0], name))
+                continue; /* its first listed (or, listing none, the first of all) */
+            if ((!first && strcmp(c->accel, "all") && strcmp(c->accel, name)) ||
+                !ddp_scenario_has_accel(sc[i], name))
+                continue;
+            if (!keyword_matches(c->keyword, c->files[i], sc[i], name) ||
+                (last && !failed_before(last, c->files[i], name)))
+                continue;
+            if (ddp_shard_owns(&c->shard, *total))
+                new_job(&jobs[njobs++], sc[i], i, c->files[i], name, *total);
+            *list_hash = list_hash_add(*list_hash, c->files[i], name);
+            (*total)++;
+            if (first)
+                break;
+        }
+    }
+    return njobs;
+}
+
+/* A selection that leaves no run is an error (2); a shard without one
+ * is only said. */
+static int check_selection(const cli_t *c, const char *cmd, long long total, int njobs,
+                           int only_failed)
+{
+    if (total == 0 && (c->keyword || only_failed)) {
+        fprintf(stderr, "ddpsim %s: nothing to run: no run of these files matches%s%s%s%s; "
+                        "expected a selection that leaves a run\n",
+                cmd, c->keyword ? " -k " : "", c->keyword ? c->keyword : "",
+                only_failed ? " --last-failed " : "", only_failed ? c->last_failed : "");
+        return 2;
+    }
+    if (total == 0) {
+        fprintf(stderr, "ddpsim %s: nothing to run: no scenario%s lists accelerator "
+                        "%s\n", cmd, c->tag ? " with that tag" : "", c->accel);
+        return 2;
+    }
+    if (njobs == 0)
+        fprintf(stderr, "ddpsim %s: shard %d/%d has no run: the list has %lld (shard K "
+                        "of N runs K-1, K-1+N, ...); nothing to do\n", cmd, c->shard.k,
+                c->shard.n, total);
+    return 0;
+}
+
+/* The trace, Chrome trace and artifact outputs, opened or checked: 0 or
+ * 2 (said). *trace_out: the opened trace (the caller commits it). */
+static int open_outputs(cli_t *c, const char *cmd, job_t *jobs, int njobs,
+                        ddp_out_t **trace_out)
+{
+    if (c->ro.real && (c->chrome || c->trace_path || c->ro.timeline)) {
+        fprintf(stderr, "ddpsim %s: --trace, --trace-chrome and --timeline are the "
+                        "simulator's; real runs have none\n", cmd);
+        return 2;
+    }
+    if (c->trace_path) {
+        if (ddp_out_open(c->trace_path, "the trace", trace_out) != 0) {
+            fprintf(stderr, "ddpsim %s: %s\n", cmd, ddp_err_message());
+            return 2;
+        }
+        c->ro.trace = ddp_out_file(*trace_out);
+    }
+    c->ro.chrome = c->chrome;
+    c->ro.chrome_per_run = njobs > 1;
+    if (check_chrome_paths(cmd, &c->ro, jobs, njobs))
+        return 2;
+    c->ro.art.real = c->ro.real;
+    c->ro.art.netns = c->ro.netns;
+    c->ro.art.seed = c->ro.seed;
+    if (ddp_art_check(&c->ro.art, jobs, njobs, cmd))
+        return 2;
+    return 0;
+}
+
+/* The runs one at a time, in order (real runs share ports and
+ * namespaces; -x stops at the first failure). The runs done. */
+static int run_serial(ddp_sys_t *sys, const cli_t *c, const char *cmd, job_t *jobs, int njobs)
+{
+    if (c->ro.real)
+        ddp_tool_catch_signals(on_interrupt, 1);
+    ddp_progress_t pg = {0};
+    ddp_progress_start(&pg, cmd, "runs", njobs, c->progress, stderr);
+    for (int i = 0; i < njobs; i++) {
+        if (g_interrupted) {
+            snprintf(jobs[i].r.accelerator, sizeof jobs[i].r.accelerator, "%s",
+                     jobs[i].accel);
+            snprintf(jobs[i].r.why, sizeof jobs[i].r.why, "not run: interrupted");
+            continue;
+        }
+        char note[96];
+        snprintf(note, sizeof note, "now %.50s %s", jobs[i].path, jobs[i].accel);
+        ddp_progress_update(&pg, i, note);
+        run_job(sys, &jobs[i], &c->ro);
+        if (c->exitfirst && !jobs[i].r.pass && !jobs[i].r.skipped && i + 1 < njobs) {
+            ddp_progress_clear(&pg);
+            fprintf(stderr, "ddpsim %s: -x: stopped after the first failure, %d "
+                            "run(s) of %d not run\n", cmd, njobs - i - 1, njobs);
+            njobs = i + 1;
+        }
+    }
+    ddp_progress_end(&pg, 0);
+    return njobs;
+}
+
 static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
 {
     const char *cmd = replay ? "replay" : "run";
@@ -1054,102 +1197,18 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
         rc = 2;
         goto out;
     }
-    /* --exec: every scenario's ranks run this program (as `exec` in the
-     * file would say); a program that is not there runs nothing. */
-    if (c.exec && strlen(c.exec) >= sizeof sc[0]->exec) {
-        fprintf(stderr, "ddpsim %s: --exec: at most %zu characters\n", cmd,
-                sizeof sc[0]->exec - 1);
-        rc = 2;
+    if ((rc = apply_overrides(sys, &c, sc, cmd)) != 0)
         goto out;
-    }
-    for (int i = 0; c.exec && i < c.nfiles; i++)
-        snprintf(sc[i]->exec, sizeof sc[i]->exec, "%s", c.exec);
-    /* --plugin: what a scenario without a plugin line runs (those naming
-     * one are about that plugin, its phases, and keep it). */
-    for (int i = 0; c.plugin && i < c.nfiles; i++)
-        if (!sc[i]->plugin[0])
-            ddp_scenario_use_plugin(sc[i], ddp_plugin_find(c.plugin));
-    for (int i = 0; c.ro.real && i < c.nfiles; i++)
-        if (sc[i]->exec[0] && ddp_real_check_exec(sys, sc[i]->exec) != 0) {
-            fprintf(stderr, "ddpsim %s: %s: %s\n", cmd, c.files[i], ddp_err_message());
-            rc = 127;
-            goto out;
-        }
-    /* The run list: files as given, each times the accelerators in the
-     * registry's order; --shard keeps the runs it owns (docs/sweeps.md). */
     jobs = calloc((size_t)c.nfiles * ddp_accel_count(), sizeof *jobs);
     if (!jobs) {
         fprintf(stderr, "ddpsim %s: out of memory for %d scenario file(s)\n", cmd, c.nfiles);
         rc = 1;
         goto out;
     }
-    for (int i = 0; i < c.nfiles; i++) {
-        if (c.tag && !ddp_scenario_has_tag(sc[i], c.tag))
-            continue;
-        int first = !strcmp(c.accel, "first");
-        for (size_t a = 0; a < ddp_accel_count(); a++) {
-            const char *name = ddp_accel_at(a)->name;
-            if (first && sc[i]->naccels && strcmp(sc[i]->accels[0], name))
-                continue; /* its first listed (or, listing none, the first of all) */
-            if ((!first && strcmp(c.accel, "all") && strcmp(c.accel, name)) ||
-                !ddp_scenario_has_accel(sc[i], name))
-                continue;
-            if (!keyword_matches(c.keyword, c.files[i], sc[i], name) ||
-                (only_failed && !failed_before(&lf, c.files[i], name)))
-                continue;
-            if (ddp_shard_owns(&c.shard, total))
-                new_job(&jobs[njobs++], sc[i], i, c.files[i], name, total);
-            list_hash = list_hash_add(list_hash, c.files[i], name);
-            total++;
-            if (first)
-                break;
-        }
-    }
-    if (total == 0 && (c.keyword || only_failed)) {
-        fprintf(stderr, "ddpsim %s: nothing to run: no run of these files matches%s%s%s%s; "
-                        "expected a selection that leaves a run\n",
-                cmd, c.keyword ? " -k " : "", c.keyword ? c.keyword : "",
-                only_failed ? " --last-failed " : "", only_failed ? c.last_failed : "");
-        rc = 2;
+    njobs = list_runs(&c, sc, only_failed ? &lf : NULL, jobs, &total, &list_hash);
+    if ((rc = check_selection(&c, cmd, total, njobs, only_failed)) != 0 ||
+        (rc = open_outputs(&c, cmd, jobs, njobs, &trace_out)) != 0)
         goto out;
-    }
-    if (total == 0) {
-        fprintf(stderr, "ddpsim %s: nothing to run: no scenario%s lists accelerator "
-                        "%s\n", cmd, c.tag ? " with that tag" : "", c.accel);
-        rc = 2;
-        goto out;
-    }
-    if (njobs == 0)
-        fprintf(stderr, "ddpsim %s: shard %d/%d has no run: the list has %lld (shard K "
-                        "of N runs K-1, K-1+N, ...); nothing to do\n", cmd, c.shard.k,
-                c.shard.n, total);
-    if (c.ro.real && (c.chrome || c.trace_path || c.ro.timeline)) {
-        fprintf(stderr, "ddpsim %s: --trace, --trace-chrome and --timeline are the "
-                        "simulator's; real runs have none\n", cmd);
-        rc = 2;
-        goto out;
-    }
-    if (c.trace_path) {
-        if (ddp_out_open(c.trace_path, "the trace", &trace_out) != 0) {
-            fprintf(stderr, "ddpsim %s: %s\n", cmd, ddp_err_message());
-            rc = 2;
-            goto out;
-        }
-        c.ro.trace = ddp_out_file(trace_out);
-    }
-    c.ro.chrome = c.chrome;
-    c.ro.chrome_per_run = njobs > 1;
-    if (check_chrome_paths(cmd, &c.ro, jobs, njobs)) {
-        rc = 2;
-        goto out;
-    }
-    c.ro.art.real = c.ro.real;
-    c.ro.art.netns = c.ro.netns;
-    c.ro.art.seed = c.ro.seed;
-    if (ddp_art_check(&c.ro.art, jobs, njobs, cmd)) {
-        rc = 2;
-        goto out;
-    }
     if (replay)
         c.ro.verbose = 1;
     int64_t t0 = ddp_sys_now(sys);
@@ -1160,29 +1219,7 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
         if (run_parallel(sys, jobs, njobs, c.jobs < njobs ? c.jobs : njobs, &c.ro) != 0)
             fprintf(stderr, "ddpsim %s: %s\n", cmd, ddp_err_message());
     } else {
-        if (c.ro.real)
-            ddp_tool_catch_signals(on_interrupt, 1);
-        ddp_progress_t pg = {0};
-        ddp_progress_start(&pg, cmd, "runs", njobs, c.progress, stderr);
-        for (int i = 0; i < njobs; i++) {
-            if (g_interrupted) {
-                snprintf(jobs[i].r.accelerator, sizeof jobs[i].r.accelerator, "%s",
-                         jobs[i].accel);
-                snprintf(jobs[i].r.why, sizeof jobs[i].r.why, "not run: interrupted");
-                continue;
-            }
-            char note[96];
-            snprintf(note, sizeof note, "now %.50s %s", jobs[i].path, jobs[i].accel);
-            ddp_progress_update(&pg, i, note);
-            run_job(sys, &jobs[i], &c.ro);
-            if (c.exitfirst && !jobs[i].r.pass && !jobs[i].r.skipped && i + 1 < njobs) {
-                ddp_progress_clear(&pg);
-                fprintf(stderr, "ddpsim %s: -x: stopped after the first failure, %d "
-                                "run(s) of %d not run\n", cmd, njobs - i - 1, njobs);
-                njobs = i + 1;
-            }
-        }
-        ddp_progress_end(&pg, 0);
+        njobs = run_serial(sys, &c, cmd, jobs, njobs);
     }
     double wall = (double)(ddp_sys_now(sys) - t0) / 1e9;
     for (int i = 0; i < njobs; i++) {
