@@ -2525,6 +2525,114 @@ static int listen_on(ddp_store_server_t *srv, const ddp_addr_t *a, int backlog,
     return ddp_sys_listen(srv->sys, a, backlog);
 }
 
+/* o's limits a caller left 0 (a job's store scales with the job), and
+ * its token checked: 0 or DDP_ECONFIG. */
+static int opts_defaults(ddp_store_server_opts_t *o)
+{
+    /* A rank of ddpsim's plugin holds two connections and stores four
+     * keys (torch's TCPStore has no limits). */
+    size_t world = o->world > 0 ? (size_t)o->world : 0;
+    if (!o->max_clients)
+        o->max_clients = 4 * world > 65536 ? 4 * world : 65536;
+    if (!o->max_keys)
+        o->max_keys = 8 * world > DDP_STORE_MAX_KEYS ? 8 * world : DDP_STORE_MAX_KEYS;
+    if (!o->max_key_len)
+        o->max_key_len = DDP_STORE_MAX_KEY;
+    /* torch 1.13's waitHandler takes any number of keys (a 64-bit count):
+     * a WAIT may name max_keys keys, and the memory budget bounds them. */
+    if (!o->max_wait_keys)
+        o->max_wait_keys = o->max_keys;
+    if (!o->max_value_len)
+        o->max_value_len = DDP_STORE_MAX_VALUE;
+    if (o->validate_timeout_ns <= 0)
+        o->validate_timeout_ns = 30 * DDP_NS_PER_S;
+    if (!o->max_memory)
+        o->max_memory = DDP_STORE_DEFAULT_MAX_MEMORY;
+    if (o->idle_timeout_ns <= 0)
+        o->idle_timeout_ns = DDP_STORE_DEFAULT_IDLE_TIMEOUT_S * DDP_NS_PER_S;
+    if (o->token && strlen(o->token) > DDP_STORE_MAX_TOKEN)
+        return ddp_err_set(DDP_ECONFIG, "store server: the token has %zu "
+                                        "bytes; at most %d",
+                           strlen(o->token), DDP_STORE_MAX_TOKEN);
+    if (o->token && !*o->token)
+        return ddp_err_set(DDP_ECONFIG, "store server: the token is empty; "
+                                        "give one, or none for a "
+                                        "TCPStore-compatible server");
+    return 0;
+}
+
+/* The listener: on host (every address it resolves to, in turn), or
+ * NULL/"" on "::" then 0.0.0.0. A socket, or a negative code (*unresolved
+ * set when host did not resolve); what: the address tried last. */
+static int listen_where(ddp_store_server_t *srv, const char *host, uint16_t port, int backlog,
+                        char *what, size_t whatn, int *unresolved)
+{
+    int fd;
+    ddp_addr_t a;
+    if (!host || !*host) {
+        /* Like the libuv server: "::" (dual stack), then 0.0.0.0 when IPv6
+         * is unavailable. A taken port is not retried on IPv4: the answer
+         * would be the same, or worse an IPv4-only listener. */
+        ddp_addr_parse("::", port, &a);
+        fd = listen_on(srv, &a, backlog, what, whatn);
+        if (fd < 0 && fd != -EADDRINUSE) {
+            ddp_info("store server: cannot listen on %s (%s); trying 0.0.0.0",
+                     what, ddp_strerror(fd));
+            ddp_addr_parse("0.0.0.0", port, &a);
+            fd = listen_on(srv, &a, backlog, what, whatn);
+        }
+    } else {
+        ddp_addr_t as[8];
+        int na = ddp_sys_resolve(srv->sys, host, port, as, 8);
+        if (na < 0) {
+            *unresolved = 1;
+            return na;
+        }
+        fd = -EADDRNOTAVAIL;
+        for (int i = 0; i < na; i++) {
+            fd = listen_on(srv, &as[i], backlog, what, whatn);
+            if (fd >= 0 || fd == -EADDRINUSE)
+                break;
+        }
+    }
+    return fd;
+}
+
+/* The error of a listener that could not be made (fd, from listen_where). */
+static int listen_failed(int fd, int unresolved, const char *host, const char *what,
+                         uint16_t port)
+{
+    if (unresolved)
+        return ddp_err_wrap("store server cannot listen on host \"%s\"", host);
+    if (fd == -EADDRINUSE) {
+        ddp_err_set(fd, "the store server cannot listen on %s: the port "
+                        "is already in use",
+                    what);
+        ddp_err_addr("%s", what);
+        return ddp_err_hint("another job or an old master is using port "
+                            "%u; pick another MASTER_PORT (or stop the "
+                            "old job)",
+                            (unsigned)port);
+    }
+    ddp_err_wrap("store server cannot listen on %s", what);
+    return ddp_err_addr("%s", what);
+}
+
+/* The store server's one line at start: where, and its limits. */
+static void log_listening(const ddp_store_server_t *srv, int backlog)
+{
+    char bound[DDP_ADDR_STRLEN];
+    char relays[40] = "";
+    if (srv->o.relays > 0)
+        snprintf(relays, sizeof relays, ", %d relay processes", srv->o.relays);
+    ddp_info("store server listening on %s (backlog %d, memory budget %zu "
+             "MiB, up to %zu clients and %zu keys%s%s%s%s)",
+             ddp_addr_format(&srv->addr, bound, sizeof bound), backlog,
+             srv->o.max_memory >> 20, srv->o.max_clients, srv->o.max_keys,
+             srv->allow ? ", allow " : "",
+             srv->allow ? srv->allow : "", srv->token ? ", token" : "", relays);
+}
+
 int ddp_store_server_new(ddp_sys_t *sys, const ddp_store_server_opts_t *opts,
                          ddp_store_server_t **out)
 {
@@ -2532,40 +2640,13 @@ int ddp_store_server_new(ddp_sys_t *sys, const ddp_store_server_opts_t *opts,
     ddp_store_server_opts_t o = {0};
     if (opts)
         o = *opts;
-    /* A job's store scales with the job: a rank of ddpsim's plugin holds two
-     * connections and stores four keys (torch's TCPStore has no limits). */
-    size_t world = o.world > 0 ? (size_t)o.world : 0;
-    if (!o.max_clients)
-        o.max_clients = 4 * world > 65536 ? 4 * world : 65536;
-    if (!o.max_keys)
-        o.max_keys = 8 * world > DDP_STORE_MAX_KEYS ? 8 * world : DDP_STORE_MAX_KEYS;
-    if (!o.max_key_len)
-        o.max_key_len = DDP_STORE_MAX_KEY;
-    /* torch 1.13's waitHandler takes any number of keys (a 64-bit count):
-     * a WAIT may name max_keys keys, and the memory budget bounds them. */
-    if (!o.max_wait_keys)
-        o.max_wait_keys = o.max_keys;
-    if (!o.max_value_len)
-        o.max_value_len = DDP_STORE_MAX_VALUE;
-    if (o.validate_timeout_ns <= 0)
-        o.validate_timeout_ns = 30 * DDP_NS_PER_S;
-    if (!o.max_memory)
-        o.max_memory = DDP_STORE_DEFAULT_MAX_MEMORY;
-    if (o.idle_timeout_ns <= 0)
-        o.idle_timeout_ns = DDP_STORE_DEFAULT_IDLE_TIMEOUT_S * DDP_NS_PER_S;
-    if (o.token && strlen(o.token) > DDP_STORE_MAX_TOKEN)
-        return ddp_err_set(DDP_ECONFIG, "store server: the token has %zu "
-                                        "bytes; at most %d",
-                           strlen(o.token), DDP_STORE_MAX_TOKEN);
-    if (o.token && !*o.token)
-        return ddp_err_set(DDP_ECONFIG, "store server: the token is empty; "
-                                        "give one, or none for a "
-                                        "TCPStore-compatible server");
+    int rc0 = opts_defaults(&o);
+    if (rc0)
+        return rc0;
     int backlog = o.backlog > 0 ? o.backlog : ddp_sys_somaxconn(sys);
     if (backlog <= 0)
         backlog = 4096;
 
-    int rc0;
     ddp_store_server_t *srv = calloc(1, sizeof *srv);
     if (!srv)
         return ddp_err_set(-ENOMEM, "out of memory creating the store server");
@@ -2615,50 +2696,12 @@ int ddp_store_server_new(ddp_sys_t *sys, const ddp_store_server_opts_t *opts,
     }
 
     char what[DDP_ADDR_STRLEN] = "";
-    int fd;
-    ddp_addr_t a;
-    const char *host = opts ? opts->host : NULL;
-    if (!host || !*host) {
-        /* Like the libuv server: "::" (dual stack), then 0.0.0.0 when IPv6
-         * is unavailable. A taken port is not retried on IPv4: the answer
-         * would be the same, or worse an IPv4-only listener. */
-        ddp_addr_parse("::", o.port, &a);
-        fd = listen_on(srv, &a, backlog, what, sizeof what);
-        if (fd < 0 && fd != -EADDRINUSE) {
-            ddp_info("store server: cannot listen on %s (%s); trying 0.0.0.0",
-                     what, ddp_strerror(fd));
-            ddp_addr_parse("0.0.0.0", o.port, &a);
-            fd = listen_on(srv, &a, backlog, what, sizeof what);
-        }
-    } else {
-        ddp_addr_t as[8];
-        int na = ddp_sys_resolve(sys, host, o.port, as, 8);
-        if (na < 0) {
-            ddp_store_server_free(srv);
-            return ddp_err_wrap("store server cannot listen on host \"%s\"",
-                                host);
-        }
-        fd = -EADDRNOTAVAIL;
-        for (int i = 0; i < na; i++) {
-            fd = listen_on(srv, &as[i], backlog, what, sizeof what);
-            if (fd >= 0 || fd == -EADDRINUSE)
-                break;
-        }
-    }
+    int unresolved = 0;
+    int fd = listen_where(srv, opts ? opts->host : NULL, o.port, backlog, what, sizeof what,
+                          &unresolved);
     if (fd < 0) {
         ddp_store_server_free(srv);
-        if (fd == -EADDRINUSE) {
-            ddp_err_set(fd, "the store server cannot listen on %s: the port "
-                            "is already in use",
-                        what);
-            ddp_err_addr("%s", what);
-            return ddp_err_hint("another job or an old master is using port "
-                                "%u; pick another MASTER_PORT (or stop the "
-                                "old job)",
-                                (unsigned)o.port);
-        }
-        ddp_err_wrap("store server cannot listen on %s", what);
-        return ddp_err_addr("%s", what);
+        return listen_failed(fd, unresolved, opts ? opts->host : NULL, what, o.port);
     }
     srv->lfd = fd;
     rc = ddp_sys_local_addr(sys, fd, &srv->addr);
@@ -2670,16 +2713,7 @@ int ddp_store_server_new(ddp_sys_t *sys, const ddp_store_server_opts_t *opts,
         ddp_store_server_free(srv);
         return rc;
     }
-    char bound[DDP_ADDR_STRLEN];
-    char relays[40] = "";
-    if (o.relays > 0)
-        snprintf(relays, sizeof relays, ", %d relay processes", o.relays);
-    ddp_info("store server listening on %s (backlog %d, memory budget %zu "
-             "MiB, up to %zu clients and %zu keys%s%s%s%s)",
-             ddp_addr_format(&srv->addr, bound, sizeof bound), backlog,
-             srv->o.max_memory >> 20, srv->o.max_clients, srv->o.max_keys,
-             srv->allow ? ", allow " : "",
-             srv->allow ? srv->allow : "", srv->token ? ", token" : "", relays);
+    log_listening(srv, backlog);
     *out = srv;
     return 0;
 }
