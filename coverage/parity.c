@@ -412,6 +412,143 @@ static char *trim(char *s)
     return s;
 }
 
+/* An allow line's LOCATION: FILE:WHAT, WHAT = N | N-M | * | FUNCTION |
+ * /TEXT/[+N], into a; *restp: what follows it. 0, or 1 after saying what
+ * was wrong (path:lineno). */
+static int allow_loc(const char *path, int lineno, char *s, allow_t *a, char **restp)
+{
+    /* LOCATION: FILE:WHAT, WHAT = N | N-M | * | FUNCTION | /TEXT/[+N] */
+    char *loc = s, *rest;
+    char *colon = strchr(loc, ':');
+    if (!colon) {
+        fprintf(stderr, "%s:%d: expected FILE:LOCATION, got \"%s\"\n", path,
+                lineno, s);
+        return 1;
+    }
+    if (colon[1] == '/') {
+        char *end = strchr(colon + 2, '/');
+        if (!end) {
+            fprintf(stderr, "%s:%d: unterminated /TEXT/\n", path, lineno);
+            return 1;
+        }
+        rest = end + 1;
+        if (*rest == '+') {
+            char *e;
+            a->after = (int)strtol(rest + 1, &e, 10);
+            if (e == rest + 1 || a->after < 0 || a->after > 50) {
+                fprintf(stderr, "%s:%d: expected /TEXT/+N, N 0..50\n", path,
+                        lineno);
+                return 1;
+            }
+            rest = e;
+        }
+        if (*rest && !isspace((unsigned char)*rest)) {
+            fprintf(stderr, "%s:%d: expected a space after /TEXT/\n", path,
+                    lineno);
+            return 1;
+        }
+    } else {
+        rest = loc + strcspn(loc, " \t");
+    }
+    if (*rest)
+        *rest++ = '\0';
+    a->loc = xstrdup(loc);
+    *colon = '\0';
+    a->file = xstrdup(loc);
+    char *what = colon + 1;
+    int lo, hi;
+    char tail;
+    if (!strcmp(what, "*")) {
+        a->kind = A_ALL;
+    } else if (what[0] == '/') {
+        a->kind = A_TEXT;
+        char *close = strrchr(what, '/');
+        *close = '\0';
+        a->text = xstrdup(what + 1);
+        if (!*a->text) {
+            fprintf(stderr, "%s:%d: empty /TEXT/\n", path, lineno);
+            return 1;
+        }
+    } else if (sscanf(what, "%d-%d%c", &lo, &hi, &tail) == 2 && lo > 0 &&
+               hi >= lo) {
+        a->kind = A_RANGE;
+        a->lo = lo;
+        a->hi = hi;
+    } else if (sscanf(what, "%d%c", &lo, &tail) == 1 && lo > 0) {
+        a->kind = A_RANGE;
+        a->lo = a->hi = lo;
+    } else if (isalpha((unsigned char)what[0]) || what[0] == '_') {
+        a->kind = A_FUNC;
+        a->func = xstrdup(what);
+    } else {
+        fprintf(stderr, "%s:%d: bad location \"%s\" (N, N-M, *, a function "
+                "name or /TEXT/)\n", path, lineno, what);
+        return 1;
+    }
+    *restp = rest;
+    return 0;
+}
+
+/* An optional qualifier after the location: only=A,B (reached only by
+ * those) or missed=A,B (never reached by those, reached by the rest).
+ * What follows it. */
+static char *allow_qual(const char *path, int lineno, char *rest, allow_t *a)
+{
+    if (!strncmp(rest, "only=", 5) || !strncmp(rest, "missed=", 7)) {
+        a->qual = rest[0] == 'o' ? Q_ONLY : Q_MISSED;
+        char *list = rest + (a->qual == Q_ONLY ? 5 : 7);
+        char *end = list + strcspn(list, " \t");
+        rest = *end ? end + 1 : end;
+        *end = '\0';
+        for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+            int i = set_index(tok);
+            if (i < 0)
+                fprintf(stderr, "%s:%d: warning: accelerator \"%s\" is not "
+                        "in this run\n", path, lineno, tok);
+            else
+                a->mask |= 1u << i;
+        }
+        rest = trim(rest);
+    }
+    return rest;
+}
+
+/* One entry (s: its trimmed text) into a: 0, or 1 after saying what was
+ * wrong. */
+static int allow_line(const char *path, int lineno, char *s, allow_t *a)
+{
+    char *rest;
+    memset(a, 0, sizeof *a);
+    a->lineno = lineno;
+    if (allow_loc(path, lineno, s, a, &rest))
+        return 1;
+    rest = allow_qual(path, lineno, trim(rest), a);
+    if (strlen(rest) < 3) {
+        fprintf(stderr, "%s:%d: \"%s\" has no reason: every entry says why "
+                "the difference is genuinely accelerator-dependent\n",
+                path, lineno, a->loc);
+        return 1;
+    }
+    a->reason = xstrdup(rest);
+    file_t *f = file_find(a->file);
+    if (!f) {
+        fprintf(stderr, "%s:%d: no coverage data for \"%s\" (renamed? "
+                "path relative to the repository)\n", path, lineno, a->file);
+        return 1;
+    }
+    if (a->kind == A_FUNC) {
+        int found = 0;
+        for (int i = 0; i < f->nfns; i++)
+            found |= !strcmp(f->fns[i].name, a->func);
+        if (!found) {
+            fprintf(stderr, "%s:%d: %s has no function \"%s\"\n", path,
+                    lineno, a->file, a->func);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static void load_allow(const char *path)
 {
     FILE *in = fopen(path, "r");
@@ -426,126 +563,9 @@ static void load_allow(const char *path)
         if (!*s || *s == '#')
             continue;
         allow_t a;
-        memset(&a, 0, sizeof a);
-        a.lineno = lineno;
-        /* LOCATION: FILE:WHAT, WHAT = N | N-M | * | FUNCTION | /TEXT/[+N] */
-        char *loc = s, *rest;
-        char *colon = strchr(loc, ':');
-        if (!colon) {
-            fprintf(stderr, "%s:%d: expected FILE:LOCATION, got \"%s\"\n", path,
-                    lineno, s);
+        if (allow_line(path, lineno, s, &a)) {
             bad = 1;
             continue;
-        }
-        if (colon[1] == '/') {
-            char *end = strchr(colon + 2, '/');
-            if (!end) {
-                fprintf(stderr, "%s:%d: unterminated /TEXT/\n", path, lineno);
-                bad = 1;
-                continue;
-            }
-            rest = end + 1;
-            if (*rest == '+') {
-                char *e;
-                a.after = (int)strtol(rest + 1, &e, 10);
-                if (e == rest + 1 || a.after < 0 || a.after > 50) {
-                    fprintf(stderr, "%s:%d: expected /TEXT/+N, N 0..50\n", path,
-                            lineno);
-                    bad = 1;
-                    continue;
-                }
-                rest = e;
-            }
-            if (*rest && !isspace((unsigned char)*rest)) {
-                fprintf(stderr, "%s:%d: expected a space after /TEXT/\n", path,
-                        lineno);
-                bad = 1;
-                continue;
-            }
-        } else {
-            rest = loc + strcspn(loc, " \t");
-        }
-        if (*rest)
-            *rest++ = '\0';
-        a.loc = xstrdup(loc);
-        *colon = '\0';
-        a.file = xstrdup(loc);
-        char *what = colon + 1;
-        int lo, hi;
-        char tail;
-        if (!strcmp(what, "*")) {
-            a.kind = A_ALL;
-        } else if (what[0] == '/') {
-            a.kind = A_TEXT;
-            char *close = strrchr(what, '/');
-            *close = '\0';
-            a.text = xstrdup(what + 1);
-            if (!*a.text) {
-                fprintf(stderr, "%s:%d: empty /TEXT/\n", path, lineno);
-                bad = 1;
-                continue;
-            }
-        } else if (sscanf(what, "%d-%d%c", &lo, &hi, &tail) == 2 && lo > 0 &&
-                   hi >= lo) {
-            a.kind = A_RANGE;
-            a.lo = lo;
-            a.hi = hi;
-        } else if (sscanf(what, "%d%c", &lo, &tail) == 1 && lo > 0) {
-            a.kind = A_RANGE;
-            a.lo = a.hi = lo;
-        } else if (isalpha((unsigned char)what[0]) || what[0] == '_') {
-            a.kind = A_FUNC;
-            a.func = xstrdup(what);
-        } else {
-            fprintf(stderr, "%s:%d: bad location \"%s\" (N, N-M, *, a function "
-                    "name or /TEXT/)\n", path, lineno, what);
-            bad = 1;
-            continue;
-        }
-        rest = trim(rest);
-        /* Optional qualifier: only=A,B (reached only by those) or
-         * missed=A,B (never reached by those, reached by the rest). */
-        if (!strncmp(rest, "only=", 5) || !strncmp(rest, "missed=", 7)) {
-            a.qual = rest[0] == 'o' ? Q_ONLY : Q_MISSED;
-            char *list = rest + (a.qual == Q_ONLY ? 5 : 7);
-            char *end = list + strcspn(list, " \t");
-            rest = *end ? end + 1 : end;
-            *end = '\0';
-            for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
-                int i = set_index(tok);
-                if (i < 0)
-                    fprintf(stderr, "%s:%d: warning: accelerator \"%s\" is not "
-                            "in this run\n", path, lineno, tok);
-                else
-                    a.mask |= 1u << i;
-            }
-            rest = trim(rest);
-        }
-        if (strlen(rest) < 3) {
-            fprintf(stderr, "%s:%d: \"%s\" has no reason: every entry says why "
-                    "the difference is genuinely accelerator-dependent\n",
-                    path, lineno, a.loc);
-            bad = 1;
-            continue;
-        }
-        a.reason = xstrdup(rest);
-        file_t *f = file_find(a.file);
-        if (!f) {
-            fprintf(stderr, "%s:%d: no coverage data for \"%s\" (renamed? "
-                    "path relative to the repository)\n", path, lineno, a.file);
-            bad = 1;
-            continue;
-        }
-        if (a.kind == A_FUNC) {
-            int found = 0;
-            for (int i = 0; i < f->nfns; i++)
-                found |= !strcmp(f->fns[i].name, a.func);
-            if (!found) {
-                fprintf(stderr, "%s:%d: %s has no function \"%s\"\n", path,
-                        lineno, a.file, a.func);
-                bad = 1;
-                continue;
-            }
         }
         allows = xrealloc(allows, (size_t)(nallows + 1) * sizeof *allows);
         allows[nallows++] = a;
