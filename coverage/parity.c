@@ -1233,6 +1233,15 @@ static void print_summary(FILE *html)
     }
 }
 
+/* Whether one of the n specs names function fn of f. */
+static int any_spec_fn(const spec_t *specs, int n, const file_t *f, const fn_t *fn)
+{
+    int want = 0;
+    for (int m = 0; m < n; m++)
+        want |= spec_fn(&specs[m], f, fn);
+    return want;
+}
+
 /* One file's rows of the functions x accelerators matrix (w: the name
  * column's width). */
 static void matrix_file(FILE *html, file_t *f, int w)
@@ -1240,10 +1249,7 @@ static void matrix_file(FILE *html, file_t *f, int w)
     int header = 0;
     for (int k = 0; k < f->nfns; k++) {
         fn_t *fn = &f->fns[k];
-        int want = 0;
-        for (int m = 0; m < nmatrix; m++)
-            want |= spec_fn(&matrix[m], f, fn);
-        if (!want)
+        if (!any_spec_fn(matrix, nmatrix, f, fn))
             continue;
         if (!header) {
             printf("%s\n", f->path);
@@ -1411,10 +1417,7 @@ static void print_pairs(FILE *html, int w)
         int header = 0;
         for (int k = 0; k < f->nfns; k++) {
             fn_t *fn = &f->fns[k];
-            int want = 0;
-            for (int m = 0; m < npairm; m++)
-                want |= spec_fn(&pairm[m], f, fn);
-            if (!want)
+            if (!any_spec_fn(pairm, npairm, f, fn))
                 continue;
             if (!header) {
                 printf("  %s\n", f->path);
