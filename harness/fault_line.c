@@ -478,7 +478,8 @@ int ddp__fault_line_read(ddp__ln_t *l, const char *text, int col, const ddp__fau
     int ntok = 0;
     if (ddp__ln_lex(l, text - (col - 1), (size_t)(col - 1), tok, &ntok))
         return DDP_ECONFIG;
-    if (!ntok || tok[0].eq || (strcmp(tok[0].text, "fault") && strcmp(tok[0].text, "late")))
+    if (!ntok || tok[0].eq || tok[0].quoted ||
+        (strcmp(tok[0].text, "fault") && strcmp(tok[0].text, "late")))
         return ddp__ln_err(l, ntok ? tok[0].col : col, "expected a fault line (fault KIND ... "
                                                        "or late ...), got %s",
                            ddp__tok_got(ntok ? &tok[0] : NULL, g, sizeof g));
