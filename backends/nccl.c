@@ -723,6 +723,73 @@ static int nccl_barrier(ddp_pg_t *pg, int64_t deadline)
 
 /* ------------------------------------------------------------ split */
 
+/* The subgroup of color (*sub NULL for DDP_PG_NO_COLOR), its store
+ * prefix checked: 0 or an error. */
+static int split_sub(ddp_pg_t *pg, const npg_t *p, int color, const char *name,
+                     int64_t deadline, npg_t **sub)
+{
+    *sub = NULL;
+    if (color == DDP_PG_NO_COLOR)
+        return 0;
+    ddp_pg_init_t in = {.sys = pg->sys, .store = pg->store,
+                        .deadline = deadline, .device = p->device};
+    char prefix[sizeof pg->prefix + 32];
+    if (name && name[0])
+        snprintf(prefix, sizeof prefix, "%s/%s", pg->prefix, name);
+    else
+        snprintf(prefix, sizeof prefix, "%s/split%d", pg->prefix, color);
+    in.prefix = prefix;
+    /* World and rank are known only once NCCL has split; check the
+     * prefix with placeholders now. */
+    in.rank = 0, in.world = 1;
+    int rc = ddp__pg_init_check("nccl", &in);
+    if (rc)
+        return rc;
+    if (!(*sub = new_npg(p->api, &in)))
+        return -ENOMEM;
+    return 0;
+}
+
+/* The child of a split that completed: its communicator ready, its rank,
+ * world and stream. 0, or an error (its communicator aborted). */
+static int split_child(ddp_pg_t *pg, npg_t *sub, ncclComm_t nc, int64_t start,
+                       int64_t deadline)
+{
+    if (!nc)
+        return ddp_err_set(DDP_EINTERNAL, "nccl backend: rank %d (group \"%s\"): "
+                                          "ncclCommSplit completed without a "
+                                          "communicator",
+                           pg->rank, pg->prefix);
+    sub->comm = nc;
+    int w = wait_ready(sub, NULL, "split (child init)", 0, deadline);
+    if (w != WAIT_DONE) {
+        int rc = w < 0 ? w : fail_wait(sub, w, "split (child init)", start,
+                                       "a rank of the subgroup did not finish "
+                                       "the split");
+        if (w < 0)
+            abort_comm(sub);
+        return rc;
+    }
+    int n = 0, me = 0, rc = 0;
+    cudaError_t e = cudaSuccess;
+    ncclResult_t r;
+    if ((r = sub->api->comm_count(nc, &n)) != ncclSuccess ||
+        (r = sub->api->comm_user_rank(nc, &me)) != ncclSuccess) {
+        rc = nccl_fail(sub, "ncclCommCount/UserRank", r);
+    } else if ((e = sub->api->stream_create(&sub->stream)) != cudaSuccess) {
+        rc = cuda_fail(sub, "cudaStreamCreate", e);
+    }
+    if (rc) {
+        abort_comm(sub);
+        return rc;
+    }
+    sub->pg.rank = me;
+    sub->pg.world = n;
+    ddp_debug("nccl group \"%s\": split into \"%s\" as rank %d of %d",
+              pg->prefix, sub->pg.prefix, me, n);
+    return 0;
+}
+
 static int nccl_split(ddp_pg_t *pg, int color, int key, const char *name,
                       ddp_pg_t **out, int64_t deadline)
 {
@@ -740,26 +807,10 @@ static int nccl_split(ddp_pg_t *pg, int color, int key, const char *name,
                     maj, min, patch);
         return ddp_err_hint("install a newer NCCL");
     }
-    ddp_pg_init_t in = {.sys = pg->sys, .store = pg->store,
-                        .deadline = deadline, .device = p->device};
-    char prefix[sizeof pg->prefix + 32];
-    if (name && name[0])
-        snprintf(prefix, sizeof prefix, "%s/%s", pg->prefix, name);
-    else
-        snprintf(prefix, sizeof prefix, "%s/split%d", pg->prefix, color);
-    in.prefix = prefix;
-
     npg_t *sub = NULL;
-    if (color != DDP_PG_NO_COLOR) {
-        /* World and rank are known only once NCCL has split; check the
-         * prefix with placeholders now. */
-        in.rank = 0, in.world = 1;
-        int rc = ddp__pg_init_check("nccl", &in);
-        if (rc)
-            return rc;
-        if (!(sub = new_npg(p->api, &in)))
-            return -ENOMEM;
-    }
+    int rc = split_sub(pg, p, color, name, deadline, &sub);
+    if (rc)
+        return rc;
     int64_t start = ddp_sys_now(pg->sys);
     pthread_mutex_lock(&p->mu);
     if (p->aborted) {
@@ -778,7 +829,6 @@ static int nccl_split(ddp_pg_t *pg, int color, int key, const char *name,
         p->comm, color == DDP_PG_NO_COLOR ? NCCL_SPLIT_NOCOLOR : color, key,
         &nc, &cfg);
     pthread_mutex_unlock(&p->mu);
-    int rc = 0;
     if (r != ncclSuccess && r != ncclInProgress) {
         rc = nccl_fail(p, "ncclCommSplit", r);
         abort_comm(p);
@@ -802,39 +852,8 @@ static int nccl_split(ddp_pg_t *pg, int color, int key, const char *name,
     }
     if (!sub)
         return 0; /* DDP_PG_NO_COLOR: joined no subgroup */
-    if (!nc) {
-        rc = ddp_err_set(DDP_EINTERNAL, "nccl backend: rank %d (group \"%s\"): "
-                                        "ncclCommSplit completed without a "
-                                        "communicator",
-                         pg->rank, pg->prefix);
+    if ((rc = split_child(pg, sub, nc, start, deadline)) != 0)
         goto fail;
-    }
-    sub->comm = nc;
-    w = wait_ready(sub, NULL, "split (child init)", 0, deadline);
-    if (w != WAIT_DONE) {
-        rc = w < 0 ? w : fail_wait(sub, w, "split (child init)", start,
-                                   "a rank of the subgroup did not finish "
-                                   "the split");
-        if (w < 0)
-            abort_comm(sub);
-        goto fail;
-    }
-    int n = 0, me = 0;
-    cudaError_t e = cudaSuccess;
-    if ((r = p->api->comm_count(nc, &n)) != ncclSuccess ||
-        (r = p->api->comm_user_rank(nc, &me)) != ncclSuccess) {
-        rc = nccl_fail(sub, "ncclCommCount/UserRank", r);
-    } else if ((e = p->api->stream_create(&sub->stream)) != cudaSuccess) {
-        rc = cuda_fail(sub, "cudaStreamCreate", e);
-    }
-    if (rc) {
-        abort_comm(sub);
-        goto fail;
-    }
-    sub->pg.rank = me;
-    sub->pg.world = n;
-    ddp_debug("nccl group \"%s\": split into \"%s\" as rank %d of %d",
-              pg->prefix, sub->pg.prefix, me, n);
     *out = &sub->pg;
     return 0;
 fail:

@@ -607,11 +607,68 @@ static void end_kids(const run_t *r, kid_t *kids)
     }
 }
 
+/* Forks the r->procs generator processes (each waits for its go byte on
+ * go[0] and writes its messages to res[1]): how many started. */
+static int fork_kids(run_t *r, kid_t *kids, const int go[2], const int res[2])
+{
+    int forked = 0;
+    pid_t self = getpid();
+    for (; forked < r->procs; forked++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            close(go[1]);
+            close(res[0]);
+            child(r, forked, self, go[0], res[1]);
+        }
+        if (pid < 0) {
+            fprintf(stderr, "store_rdzv: fork: %s\n", strerror(errno));
+            break;
+        }
+        kids[forked].pid = pid;
+    }
+    return forked;
+}
+
+/* The generator processes' figures added into t (t0: when they were
+ * released); a process without its figures is named on stderr. */
+static void tally_kids(run_t *r, const kid_t *kids, double t0, tally_t *t)
+{
+    int all_conn = 1, all_done = 1;
+    for (int k = 0; k < r->procs; k++) {
+        const msg_t *m = &kids[k].m;
+        if (kids[k].got != MSG_RESULT) {
+            fprintf(stderr, "store_rdzv: generator process %d (clients %d .. %d) %s\n", k,
+                    share_lo(r, k), share_lo(r, k + 1) - 1,
+                    WIFSIGNALED(kids[k].status) && WTERMSIG(kids[k].status) == SIGKILL
+                        ? "was killed (past the timeout)"
+                        : "ended without its figures");
+            all_conn = all_done = 0;
+            continue;
+        }
+        t->connected += m->connected;
+        t->done += m->done;
+        t->failed += m->failed;
+        t->cpu += m->cpu;
+        if (!t->first_err)
+            t->first_err = m->first_err;
+        all_conn &= m->t_conn >= 0;
+        all_done &= m->t_done >= 0;
+        if (m->t_conn - t0 > t->t_conn)
+            t->t_conn = m->t_conn - t0;
+        if (m->t_done - t0 > t->t_done)
+            t->t_done = m->t_done - t0;
+    }
+    if (!all_conn)
+        t->t_conn = -1;
+    if (!all_done)
+        t->t_done = -1;
+}
+
 /* --procs P > 1: P forked processes of share N / P each, started
  * together; one line for all of them. */
 static int split(run_t *r)
 {
-    int go[2], res[2], forked = 0;
+    int go[2], res[2];
     kid_t *kids = calloc((size_t)r->procs, sizeof *kids);
     if (server_addr(r) != 0) {
         free(kids);
@@ -631,20 +688,7 @@ static int split(run_t *r)
     }
     fflush(stdout); /* nothing buffered is written twice */
     fflush(stderr);
-    pid_t self = getpid();
-    for (; forked < r->procs; forked++) {
-        pid_t pid = fork();
-        if (pid == 0) {
-            close(go[1]);
-            close(res[0]);
-            child(r, forked, self, go[0], res[1]);
-        }
-        if (pid < 0) {
-            fprintf(stderr, "store_rdzv: fork: %s\n", strerror(errno));
-            break;
-        }
-        kids[forked].pid = pid;
-    }
+    int forked = fork_kids(r, kids, go, res);
     /* go[0] stays open here: a go byte to processes that have died is
      * no SIGPIPE. */
     close(res[1]);
@@ -676,35 +720,7 @@ static int split(run_t *r)
     if (r->server_pid > 0)
         server_end(&u);
     end_kids(r, kids);
-    int all_conn = 1, all_done = 1;
-    for (int k = 0; k < r->procs; k++) {
-        const msg_t *m = &kids[k].m;
-        if (kids[k].got != MSG_RESULT) {
-            fprintf(stderr, "store_rdzv: generator process %d (clients %d .. %d) %s\n", k,
-                    share_lo(r, k), share_lo(r, k + 1) - 1,
-                    WIFSIGNALED(kids[k].status) && WTERMSIG(kids[k].status) == SIGKILL
-                        ? "was killed (past the timeout)"
-                        : "ended without its figures");
-            all_conn = all_done = 0;
-            continue;
-        }
-        t.connected += m->connected;
-        t.done += m->done;
-        t.failed += m->failed;
-        t.cpu += m->cpu;
-        if (!t.first_err)
-            t.first_err = m->first_err;
-        all_conn &= m->t_conn >= 0;
-        all_done &= m->t_done >= 0;
-        if (m->t_conn - t0 > t.t_conn)
-            t.t_conn = m->t_conn - t0;
-        if (m->t_done - t0 > t.t_done)
-            t.t_done = m->t_done - t0;
-    }
-    if (!all_conn)
-        t.t_conn = -1;
-    if (!all_done)
-        t.t_done = -1;
+    tally_kids(r, kids, t0, &t);
     report(r, &t, &u);
     close(go[0]);
     close(res[0]);

@@ -1136,19 +1136,10 @@ static int64_t next_backoff(ddp_rng_t *rng, double *cur, double factor,
     return d < 0 ? 0 : (int64_t)d;
 }
 
-ddp_store_t *ddp_store_client_connect(ddp_sys_t *sys,
-                                      const ddp_store_client_opts_t *opts,
-                                      int *err)
+/* The client of opts, not connected yet: NULL with *err set when out of
+ * memory or the token is wrong. */
+static client_t *client_new(ddp_sys_t *sys, const ddp_store_client_opts_t *opts, int *err)
 {
-    int dummy;
-    if (!err)
-        err = &dummy;
-    if (!sys || !opts || !opts->host || !opts->host[0] ||
-        strlen(opts->host) > HOST_MAX) {
-        *err = ddp_err_set(DDP_ECONFIG, "store client: no master address "
-                                        "given (MASTER_ADDR)");
-        return NULL;
-    }
     size_t hl = strlen(opts->host), al = hl + sizeof "[]:65535";
     client_t *c = calloc(1, sizeof *c + hl + 1 + al);
     if (!c) {
@@ -1186,6 +1177,16 @@ ddp_store_t *ddp_store_client_connect(ddp_sys_t *sys,
     c->want = opts->protocol;
     c->proto = c->want == LEGACY ? LEGACY : CURRENT;
 
+    return c;
+}
+
+/* Connects c, retrying with backoff until opts' deadline. 0, or the
+ * last attempt's code with last its message; *hs_lost: a handshake was
+ * dropped. start: when the first attempt began. */
+static int connect_retrying(client_t *c, const ddp_store_client_opts_t *opts, int64_t start,
+                            int *hs_lost, char *last, size_t lastn)
+{
+    ddp_sys_t *sys = c->st.sys;
     double cur = opts->backoff_initial_ns > 0
                      ? (double)opts->backoff_initial_ns
                      : (double)DDP_STORE_BACKOFF_INITIAL_NS;
@@ -1197,12 +1198,10 @@ ddp_store_t *ddp_store_client_connect(ddp_sys_t *sys,
     if (jitter > 1.0)
         jitter = 1.0;
     int64_t deadline = opts->connect_deadline;
-    int64_t start = ddp_sys_now(sys);
-    int rc, hs_lost = 0;
-    char last[320] = "";
+    int rc;
     for (;;) {
         c->attempts++;
-        rc = attempt(c, deadline, &hs_lost);
+        rc = attempt(c, deadline, hs_lost);
         if (rc == 0) {
             if (c->attempts > 1)
                 ddp_debug("store: connected to %s after %d attempts in %.1f "
@@ -1214,11 +1213,11 @@ ddp_store_t *ddp_store_client_connect(ddp_sys_t *sys,
                                         .name = c->addr, .value = -1};
                 ddp_fault_notify(&ev);
             }
-            return &c->st;
+            return 0;
         }
-        snprintf(last, sizeof last, "%s", ddp_err_ctx()->what);
+        snprintf(last, lastn, "%s", ddp_err_ctx()->what);
         poison(c, last);
-        if (hs_lost && c->want == DDP_STORE_PROTO_AUTO &&
+        if (*hs_lost && c->want == DDP_STORE_PROTO_AUTO &&
             probe_legacy(c, deadline) == PROBE_LEGACY_ONLY) {
             switch_to_legacy(c);
             continue; /* at once: the server is up */
@@ -1235,12 +1234,21 @@ ddp_store_t *ddp_store_client_connect(ddp_sys_t *sys,
         int src = ddp_sys_sleep_until(sys, wake);
         if (src != 0) { /* interrupted, or the simulator killed us */
             rc = src;
-            snprintf(last, sizeof last, "%s", ddp_err_ctx()->what);
+            snprintf(last, lastn, "%s", ddp_err_ctx()->what);
             break;
         }
         if (ddp_sys_now(sys) >= deadline)
             break;
     }
+    return rc;
+}
+
+/* The error of a client that did not connect: the address, the time
+ * waited and a hint at the likely cause. */
+static void connect_failed(const client_t *c, int rc, int hs_lost, const char *last,
+                           int64_t start)
+{
+    ddp_sys_t *sys = c->st.sys;
     int64_t waited = ddp_sys_now(sys) - start;
     ddp_err_set(rc, "could not connect to the store at %s (%d attempt%s; "
                     "last error: %s)",
@@ -1266,6 +1274,31 @@ ddp_store_t *ddp_store_client_connect(ddp_sys_t *sys,
     else
         ddp_err_hint("is the master (rank 0) running and reachable? check "
                      "MASTER_ADDR/MASTER_PORT");
+}
+
+ddp_store_t *ddp_store_client_connect(ddp_sys_t *sys,
+                                      const ddp_store_client_opts_t *opts,
+                                      int *err)
+{
+    int dummy;
+    if (!err)
+        err = &dummy;
+    if (!sys || !opts || !opts->host || !opts->host[0] ||
+        strlen(opts->host) > HOST_MAX) {
+        *err = ddp_err_set(DDP_ECONFIG, "store client: no master address "
+                                        "given (MASTER_ADDR)");
+        return NULL;
+    }
+    client_t *c = client_new(sys, opts, err);
+    if (!c)
+        return NULL;
+    int hs_lost = 0;
+    char last[320] = "";
+    int64_t start = ddp_sys_now(sys);
+    int rc = connect_retrying(c, opts, start, &hs_lost, last, sizeof last);
+    if (rc == 0)
+        return &c->st;
+    connect_failed(c, rc, hs_lost, last, start);
     *err = rc;
     c_free(&c->st);
     return NULL;

@@ -1580,6 +1580,259 @@ static void observe_request(ddp_store_server_t *srv, int op, slice_t k, slice_t 
     (void)srv;
 }
 
+/* One request's opcode and decoded arguments. */
+typedef struct req {
+    int op;
+    slice_t k, v, v2, *ks; /* key, value(s); ks: n keys (MULTI_SET: n pairs) */
+    size_t n;
+    int64_t i64;
+    uint32_t u32;
+    int64_t res; /* ADD's result */
+} req_t;
+
+/* A request's arguments after its opcode, into q (r->st: RD_MORE when
+ * they are not all here yet, RD_BAD when they are wrong). */
+static void read_args(ddp_store_server_t *srv, const conn_t *c, rd_t *r, req_t *q)
+{
+    switch (q->op) {
+    case DDP_STORE_OP_VALIDATE:
+        if (c->validated)
+            rd_bad(r, "VALIDATE sent twice"); /* libuv: "invalid command" */
+        q->u32 = rd_u32(r);
+        break;
+    case DDP_STORE_OP_SET:
+    case DDP_STORE_OP_APPEND:
+    case DDP_STORE_OP_QUEUE_PUSH:
+        q->k = rd_str(r, srv->o.max_key_len, "key");
+        q->v = rd_str(r, srv->o.max_value_len, "value");
+        break;
+    case DDP_STORE_OP_COMPARE_SET:
+        q->k = rd_str(r, srv->o.max_key_len, "key");
+        q->v = rd_str(r, srv->o.max_value_len, "expected value");
+        q->v2 = rd_str(r, srv->o.max_value_len, "desired value");
+        break;
+    case DDP_STORE_OP_GET:
+    case DDP_STORE_OP_DELETE_KEY:
+    case DDP_STORE_OP_QUEUE_POP:
+    case DDP_STORE_OP_QUEUE_LEN:
+    case OP_WATCH_KEY:
+        q->k = rd_str(r, srv->o.max_key_len, "key");
+        break;
+    case DDP_STORE_OP_ADD:
+        q->k = rd_str(r, srv->o.max_key_len, "key");
+        q->i64 = (int64_t)rd_u64(r);
+        break;
+    case DDP_STORE_OP_CHECK:
+    case DDP_STORE_OP_WAIT:
+    case DDP_STORE_OP_MULTI_GET:
+        q->n = rd_count(r, srv->o.max_keys, op_name(q->op));
+        q->ks = rd_keys(srv, r, q->n, 1);
+        break;
+    case DDP_STORE_OP_MULTI_SET:
+        q->n = rd_count(r, srv->o.max_keys, "MULTI_SET");
+        q->ks = rd_keys(srv, r, q->n, 2);
+        break;
+    case DDP_STORE_OP_PING:
+        q->u32 = rd_u32(r);
+        break;
+    case DDP_STORE_OP_GETNUMKEYS:
+    case DDP_STORE_OP_CANCEL_WAIT:
+    case DDP_STORE_OP_LIST_KEYS:
+        break;
+    default:
+        if (r->st == RD_OK)
+            rd_bad(r, "unknown opcode %d", q->op);
+    }
+}
+
+/* VALIDATE: the magic number, then the connection is a client. */
+static int exec_validate(ddp_store_server_t *srv, conn_t *c, const req_t *q)
+{
+    if (q->u32 != DDP_STORE_MAGIC)
+        return srv_fail(srv, "VALIDATE magic 0x%08" PRIx32 " is not "
+                             "0x%08X: not a TCPStore client",
+                        q->u32, DDP_STORE_MAGIC),
+               H_BAD;
+    if (ddp_fault_hit(DDP_FP_STORE_SERVER_VALIDATE))
+        return srv_fail(srv, "fault point store/server/validate fired"),
+               H_DROP;
+    c->validated = 1;
+    tl_del(srv, L_UV, c); /* no timeout for this one */
+    return H_OK;
+}
+
+/* COMPARE_SET: set when the value is the expected one (a missing key
+ * and an empty expected value create it); reply the value now held. */
+static int exec_compare_set(ddp_store_server_t *srv, conn_t *c, const req_t *q)
+{
+    entry_t *e = ent_find(srv, q->k);
+    if (!e || !e->has_val) {
+        if (q->v.n == 0) { /* missing + empty expected: create */
+            if (store_set(srv, q->k, q->v2) != 0)
+                return H_BAD;
+            e = ent_find(srv, q->k);
+        } else {
+            /* libuv replies `expected` and leaves the key missing. */
+            REPLY_FAULT();
+            if (out_reserve(srv, c, 8 + q->v.n) != 0)
+                return srv_fail(srv, "out of memory"), H_BAD;
+            out_put_bytes(c, q->v.p, q->v.n);
+            mark_dirty(srv, c);
+            return H_OK;
+        }
+    } else if (blob_eq(e->val, q->v)) {
+        if (store_set(srv, q->k, q->v2) != 0)
+            return H_BAD;
+        e = ent_find(srv, q->k);
+    }
+    REPLY_FAULT();
+    NOMEM_IF(put_value(srv, c, e->val));
+    return H_OK;
+}
+
+/* DELETE_KEY: watchers told, the value unstored; reply whether there
+ * was one. */
+static int exec_delete(ddp_store_server_t *srv, conn_t *c, const req_t *q)
+{
+    entry_t *e = ent_find(srv, q->k);
+    int64_t del = e && e->has_val;
+    if (del && srv->nwatches > 0)
+        notify_watchers(srv, q->k, DDP_STORE_KEY_DELETED, e->val, NULL);
+    if (del) {
+        int was = ent_stored(e);
+        blob_unstore(srv, e->val);
+        e->val = NULL;
+        e->has_val = 0;
+        ent_account(srv, e, 1, was);
+        ent_maybe_free(srv, e);
+    }
+    REPLY_FAULT();
+    NOMEM_IF(reply_i64(srv, c, del));
+    return H_OK;
+}
+
+/* Carries out a decoded request within its budget (out_cost: LIST_KEYS'
+ * reply). H_OK, or what handle_one returns. */
+static int exec_request(ddp_store_server_t *srv, conn_t *c, req_t *q, size_t out_cost)
+{
+    switch (q->op) {
+    case DDP_STORE_OP_VALIDATE:
+        return exec_validate(srv, c, q);
+    case OP_WATCH_KEY:
+        if (watch_add(srv, c, q->k) != 0)
+            return H_BAD;
+        REPLY_FAULT();
+        NOMEM_IF(reply_u8(srv, c, DDP_STORE_KEY_CALLBACK_REGISTERED));
+        break;
+    case DDP_STORE_OP_SET:
+        if (store_set(srv, q->k, q->v) != 0)
+            return H_BAD;
+        break;
+    case DDP_STORE_OP_APPEND:
+        if (store_append(srv, q->k, q->v) != 0)
+            return H_BAD;
+        break;
+    case DDP_STORE_OP_COMPARE_SET:
+        return exec_compare_set(srv, c, q);
+    case DDP_STORE_OP_GET: {
+        /* Missing key: empty bytes, as the libuv server (the client waits
+         * for the key first, so this is only reached by raw users). */
+        entry_t *e = ent_find(srv, q->k);
+        REPLY_FAULT();
+        NOMEM_IF(put_value(srv, c, e && e->has_val ? e->val : NULL));
+        break;
+    }
+    case DDP_STORE_OP_ADD: {
+        q->res = 0;
+        if (store_add(srv, q->k, q->i64, &q->res) != 0)
+            return H_BAD;
+        REPLY_FAULT();
+        NOMEM_IF(reply_i64(srv, c, q->res));
+        break;
+    }
+    case DDP_STORE_OP_CHECK: {
+        int ready = 1;
+        for (size_t i = 0; i < q->n && ready; i++)
+            ready = key_present(srv, q->ks[i]);
+        REPLY_FAULT();
+        NOMEM_IF(reply_u8(srv, c,
+                          ready ? DDP_STORE_READY : DDP_STORE_NOT_READY));
+        break;
+    }
+    case DDP_STORE_OP_WAIT:
+        return op_wait(srv, c, q->ks, q->n);
+        break;
+    case DDP_STORE_OP_GETNUMKEYS:
+        REPLY_FAULT();
+        NOMEM_IF(reply_i64(srv, c, (int64_t)srv->nvals));
+        break;
+    case DDP_STORE_OP_DELETE_KEY:
+        return exec_delete(srv, c, q);
+    case DDP_STORE_OP_MULTI_GET:
+        return op_multi_get(srv, c, q->ks, q->n);
+        break;
+    case DDP_STORE_OP_MULTI_SET:
+        for (size_t i = 0; i < q->n; i++)
+            if (store_set(srv, q->ks[2 * i], q->ks[2 * i + 1]) != 0)
+                return H_BAD;
+        break;
+    case DDP_STORE_OP_CANCEL_WAIT:
+        conn_clear_waits(srv, c);
+        REPLY_FAULT();
+        NOMEM_IF(reply_u8(srv, c, DDP_STORE_WAIT_CANCELED));
+        break;
+    case DDP_STORE_OP_PING:
+        REPLY_FAULT();
+        NOMEM_IF(reply(srv, c, &q->u32, 4));
+        break;
+    case DDP_STORE_OP_QUEUE_PUSH:
+        if (op_queue_push(srv, q->k, q->v) != 0)
+            return H_BAD;
+        break;
+    case DDP_STORE_OP_QUEUE_POP:
+        return op_queue_pop(srv, c, q->k);
+        break;
+    case DDP_STORE_OP_QUEUE_LEN: {
+        entry_t *e = ent_find(srv, q->k);
+        REPLY_FAULT();
+        NOMEM_IF(reply_i64(srv, c, e ? (int64_t)e->qlen : 0));
+        break;
+    }
+    case DDP_STORE_OP_LIST_KEYS:
+        return op_list_keys(srv, c, out_cost);
+        break;
+    }
+    return H_OK;
+}
+
+/* After a request took effect: its bytes consumed, the client joined
+ * (its first request), a passed store barrier noted, observers told. */
+static void after_request(ddp_store_server_t *srv, conn_t *c, const req_t *q, size_t used)
+{
+    ddp__bb_consume(&c->in, used);
+    int joined = !c->validated || q->op == DDP_STORE_OP_VALIDATE;
+    if (!c->validated) { /* a legacy client's first request */
+        c->validated = 1;
+        tl_del(srv, L_UV, c);
+    }
+    srv->joined += joined;
+    if (joined)
+        note_client(srv, c, DDP_STORE_CLIENT_JOINED);
+    if (q->op == DDP_STORE_OP_ADD && !c->passed && srv->o.world > 0 &&
+        q->res >= srv->o.world && q->k.n >= 23 &&
+        memmem(q->k.p, q->k.n, "store_based_barrier_key", 23)) {
+        c->passed = 1;
+        note_client(srv, c, DDP_STORE_CLIENT_BARRIER);
+    }
+    if (ddp_fault_observed()) {
+        if (joined) {
+            ddp_fault_event_t ev = {.kind = DDP_TRIG_JOINED, .rank = -1, .value = srv->joined};
+            ddp_fault_notify(&ev);
+        }
+        observe_request(srv, q->op, q->k, q->ks, q->n, (long long)q->res);
+    }
+}
+
 static int handle_one(ddp_store_server_t *srv, conn_t *c)
 {
     rd_t r = {.p = c->in.data + c->in.off,
@@ -1618,60 +1871,8 @@ static int handle_one(ddp_store_server_t *srv, conn_t *c)
                              "VALIDATE: not a TCPStore client",
                         op, op_name(op)),
                H_BAD;
-    slice_t k = {0}, v = {0}, v2 = {0}, *ks = NULL;
-    size_t n = 0;
-    int64_t i64 = 0;
-    uint32_t u32 = 0;
-    int64_t res = 0; /* ADD's result */
-    switch (op) {
-    case DDP_STORE_OP_VALIDATE:
-        if (c->validated)
-            rd_bad(&r, "VALIDATE sent twice"); /* libuv: "invalid command" */
-        u32 = rd_u32(&r);
-        break;
-    case DDP_STORE_OP_SET:
-    case DDP_STORE_OP_APPEND:
-    case DDP_STORE_OP_QUEUE_PUSH:
-        k = rd_str(&r, srv->o.max_key_len, "key");
-        v = rd_str(&r, srv->o.max_value_len, "value");
-        break;
-    case DDP_STORE_OP_COMPARE_SET:
-        k = rd_str(&r, srv->o.max_key_len, "key");
-        v = rd_str(&r, srv->o.max_value_len, "expected value");
-        v2 = rd_str(&r, srv->o.max_value_len, "desired value");
-        break;
-    case DDP_STORE_OP_GET:
-    case DDP_STORE_OP_DELETE_KEY:
-    case DDP_STORE_OP_QUEUE_POP:
-    case DDP_STORE_OP_QUEUE_LEN:
-    case OP_WATCH_KEY:
-        k = rd_str(&r, srv->o.max_key_len, "key");
-        break;
-    case DDP_STORE_OP_ADD:
-        k = rd_str(&r, srv->o.max_key_len, "key");
-        i64 = (int64_t)rd_u64(&r);
-        break;
-    case DDP_STORE_OP_CHECK:
-    case DDP_STORE_OP_WAIT:
-    case DDP_STORE_OP_MULTI_GET:
-        n = rd_count(&r, srv->o.max_keys, op_name(op));
-        ks = rd_keys(srv, &r, n, 1);
-        break;
-    case DDP_STORE_OP_MULTI_SET:
-        n = rd_count(&r, srv->o.max_keys, "MULTI_SET");
-        ks = rd_keys(srv, &r, n, 2);
-        break;
-    case DDP_STORE_OP_PING:
-        u32 = rd_u32(&r);
-        break;
-    case DDP_STORE_OP_GETNUMKEYS:
-    case DDP_STORE_OP_CANCEL_WAIT:
-    case DDP_STORE_OP_LIST_KEYS:
-        break;
-    default:
-        if (r.st == RD_OK)
-            rd_bad(&r, "unknown opcode %d", op);
-    }
+    req_t q = {.op = op};
+    read_args(srv, c, &r, &q);
     if (r.st == RD_MORE) {
         c->need = r.need;
         return H_MORE;
@@ -1681,171 +1882,15 @@ static int handle_one(ddp_store_server_t *srv, conn_t *c)
 
     /* The memory budget, before anything takes effect. */
     size_t store_cost, out_cost;
-    int rc = req_cost(srv, op, k, v, v2, ks, n, &store_cost, &out_cost);
+    int rc = req_cost(srv, op, q.k, q.v, q.v2, q.ks, q.n, &store_cost, &out_cost);
     if (rc == H_OK)
         rc = budget(srv, c, op, store_cost, out_cost, in_freed(c, r.n - r.off));
     if (rc != H_OK)
         return rc;
 
-    switch (op) {
-    case DDP_STORE_OP_VALIDATE:
-        if (u32 != DDP_STORE_MAGIC)
-            return srv_fail(srv, "VALIDATE magic 0x%08" PRIx32 " is not "
-                                 "0x%08X: not a TCPStore client",
-                            u32, DDP_STORE_MAGIC),
-                   H_BAD;
-        if (ddp_fault_hit(DDP_FP_STORE_SERVER_VALIDATE))
-            return srv_fail(srv, "fault point store/server/validate fired"),
-                   H_DROP;
-        c->validated = 1;
-        tl_del(srv, L_UV, c); /* no timeout for this one */
-        break;
-    case OP_WATCH_KEY:
-        if (watch_add(srv, c, k) != 0)
-            return H_BAD;
-        REPLY_FAULT();
-        NOMEM_IF(reply_u8(srv, c, DDP_STORE_KEY_CALLBACK_REGISTERED));
-        break;
-    case DDP_STORE_OP_SET:
-        if (store_set(srv, k, v) != 0)
-            return H_BAD;
-        break;
-    case DDP_STORE_OP_APPEND:
-        if (store_append(srv, k, v) != 0)
-            return H_BAD;
-        break;
-    case DDP_STORE_OP_COMPARE_SET: {
-        entry_t *e = ent_find(srv, k);
-        if (!e || !e->has_val) {
-            if (v.n == 0) { /* missing + empty expected: create */
-                if (store_set(srv, k, v2) != 0)
-                    return H_BAD;
-                e = ent_find(srv, k);
-            } else {
-                /* libuv replies `expected` and leaves the key missing. */
-                REPLY_FAULT();
-                if (out_reserve(srv, c, 8 + v.n) != 0)
-                    return srv_fail(srv, "out of memory"), H_BAD;
-                out_put_bytes(c, v.p, v.n);
-                mark_dirty(srv, c);
-                break;
-            }
-        } else if (blob_eq(e->val, v)) {
-            if (store_set(srv, k, v2) != 0)
-                return H_BAD;
-            e = ent_find(srv, k);
-        }
-        REPLY_FAULT();
-        NOMEM_IF(put_value(srv, c, e->val));
-        break;
-    }
-    case DDP_STORE_OP_GET: {
-        /* Missing key: empty bytes, as the libuv server (the client waits
-         * for the key first, so this is only reached by raw users). */
-        entry_t *e = ent_find(srv, k);
-        REPLY_FAULT();
-        NOMEM_IF(put_value(srv, c, e && e->has_val ? e->val : NULL));
-        break;
-    }
-    case DDP_STORE_OP_ADD: {
-        res = 0;
-        if (store_add(srv, k, i64, &res) != 0)
-            return H_BAD;
-        REPLY_FAULT();
-        NOMEM_IF(reply_i64(srv, c, res));
-        break;
-    }
-    case DDP_STORE_OP_CHECK: {
-        int ready = 1;
-        for (size_t i = 0; i < n && ready; i++)
-            ready = key_present(srv, ks[i]);
-        REPLY_FAULT();
-        NOMEM_IF(reply_u8(srv, c,
-                          ready ? DDP_STORE_READY : DDP_STORE_NOT_READY));
-        break;
-    }
-    case DDP_STORE_OP_WAIT:
-        rc = op_wait(srv, c, ks, n);
-        break;
-    case DDP_STORE_OP_GETNUMKEYS:
-        REPLY_FAULT();
-        NOMEM_IF(reply_i64(srv, c, (int64_t)srv->nvals));
-        break;
-    case DDP_STORE_OP_DELETE_KEY: {
-        entry_t *e = ent_find(srv, k);
-        int64_t del = e && e->has_val;
-        if (del && srv->nwatches > 0)
-            notify_watchers(srv, k, DDP_STORE_KEY_DELETED, e->val, NULL);
-        if (del) {
-            int was = ent_stored(e);
-            blob_unstore(srv, e->val);
-            e->val = NULL;
-            e->has_val = 0;
-            ent_account(srv, e, 1, was);
-            ent_maybe_free(srv, e);
-        }
-        REPLY_FAULT();
-        NOMEM_IF(reply_i64(srv, c, del));
-        break;
-    }
-    case DDP_STORE_OP_MULTI_GET:
-        rc = op_multi_get(srv, c, ks, n);
-        break;
-    case DDP_STORE_OP_MULTI_SET:
-        for (size_t i = 0; i < n; i++)
-            if (store_set(srv, ks[2 * i], ks[2 * i + 1]) != 0)
-                return H_BAD;
-        break;
-    case DDP_STORE_OP_CANCEL_WAIT:
-        conn_clear_waits(srv, c);
-        REPLY_FAULT();
-        NOMEM_IF(reply_u8(srv, c, DDP_STORE_WAIT_CANCELED));
-        break;
-    case DDP_STORE_OP_PING:
-        REPLY_FAULT();
-        NOMEM_IF(reply(srv, c, &u32, 4));
-        break;
-    case DDP_STORE_OP_QUEUE_PUSH:
-        if (op_queue_push(srv, k, v) != 0)
-            return H_BAD;
-        break;
-    case DDP_STORE_OP_QUEUE_POP:
-        rc = op_queue_pop(srv, c, k);
-        break;
-    case DDP_STORE_OP_QUEUE_LEN: {
-        entry_t *e = ent_find(srv, k);
-        REPLY_FAULT();
-        NOMEM_IF(reply_i64(srv, c, e ? (int64_t)e->qlen : 0));
-        break;
-    }
-    case DDP_STORE_OP_LIST_KEYS:
-        rc = op_list_keys(srv, c, out_cost);
-        break;
-    }
-    if (rc == H_OK) {
-        ddp__bb_consume(&c->in, r.off);
-        int joined = !c->validated || op == DDP_STORE_OP_VALIDATE;
-        if (!c->validated) { /* a legacy client's first request */
-            c->validated = 1;
-            tl_del(srv, L_UV, c);
-        }
-        srv->joined += joined;
-        if (joined)
-            note_client(srv, c, DDP_STORE_CLIENT_JOINED);
-        if (op == DDP_STORE_OP_ADD && !c->passed && srv->o.world > 0 &&
-            res >= srv->o.world && k.n >= 23 &&
-            memmem(k.p, k.n, "store_based_barrier_key", 23)) {
-            c->passed = 1;
-            note_client(srv, c, DDP_STORE_CLIENT_BARRIER);
-        }
-        if (ddp_fault_observed()) {
-            if (joined) {
-                ddp_fault_event_t ev = {.kind = DDP_TRIG_JOINED, .rank = -1, .value = srv->joined};
-                ddp_fault_notify(&ev);
-            }
-            observe_request(srv, op, k, ks, n, (long long)res);
-        }
-    }
+    rc = exec_request(srv, c, &q, out_cost);
+    if (rc == H_OK)
+        after_request(srv, c, &q, r.off);
     return rc;
 }
 
@@ -2480,6 +2525,114 @@ static int listen_on(ddp_store_server_t *srv, const ddp_addr_t *a, int backlog,
     return ddp_sys_listen(srv->sys, a, backlog);
 }
 
+/* o's limits a caller left 0 (a job's store scales with the job), and
+ * its token checked: 0 or DDP_ECONFIG. */
+static int opts_defaults(ddp_store_server_opts_t *o)
+{
+    /* A rank of ddpsim's plugin holds two connections and stores four
+     * keys (torch's TCPStore has no limits). */
+    size_t world = o->world > 0 ? (size_t)o->world : 0;
+    if (!o->max_clients)
+        o->max_clients = 4 * world > 65536 ? 4 * world : 65536;
+    if (!o->max_keys)
+        o->max_keys = 8 * world > DDP_STORE_MAX_KEYS ? 8 * world : DDP_STORE_MAX_KEYS;
+    if (!o->max_key_len)
+        o->max_key_len = DDP_STORE_MAX_KEY;
+    /* torch 1.13's waitHandler takes any number of keys (a 64-bit count):
+     * a WAIT may name max_keys keys, and the memory budget bounds them. */
+    if (!o->max_wait_keys)
+        o->max_wait_keys = o->max_keys;
+    if (!o->max_value_len)
+        o->max_value_len = DDP_STORE_MAX_VALUE;
+    if (o->validate_timeout_ns <= 0)
+        o->validate_timeout_ns = 30 * DDP_NS_PER_S;
+    if (!o->max_memory)
+        o->max_memory = DDP_STORE_DEFAULT_MAX_MEMORY;
+    if (o->idle_timeout_ns <= 0)
+        o->idle_timeout_ns = DDP_STORE_DEFAULT_IDLE_TIMEOUT_S * DDP_NS_PER_S;
+    if (o->token && strlen(o->token) > DDP_STORE_MAX_TOKEN)
+        return ddp_err_set(DDP_ECONFIG, "store server: the token has %zu "
+                                        "bytes; at most %d",
+                           strlen(o->token), DDP_STORE_MAX_TOKEN);
+    if (o->token && !*o->token)
+        return ddp_err_set(DDP_ECONFIG, "store server: the token is empty; "
+                                        "give one, or none for a "
+                                        "TCPStore-compatible server");
+    return 0;
+}
+
+/* The listener: on host (every address it resolves to, in turn), or
+ * NULL/"" on "::" then 0.0.0.0. A socket, or a negative code (*unresolved
+ * set when host did not resolve); what: the address tried last. */
+static int listen_where(ddp_store_server_t *srv, const char *host, uint16_t port, int backlog,
+                        char *what, size_t whatn, int *unresolved)
+{
+    int fd;
+    ddp_addr_t a;
+    if (!host || !*host) {
+        /* Like the libuv server: "::" (dual stack), then 0.0.0.0 when IPv6
+         * is unavailable. A taken port is not retried on IPv4: the answer
+         * would be the same, or worse an IPv4-only listener. */
+        ddp_addr_parse("::", port, &a);
+        fd = listen_on(srv, &a, backlog, what, whatn);
+        if (fd < 0 && fd != -EADDRINUSE) {
+            ddp_info("store server: cannot listen on %s (%s); trying 0.0.0.0",
+                     what, ddp_strerror(fd));
+            ddp_addr_parse("0.0.0.0", port, &a);
+            fd = listen_on(srv, &a, backlog, what, whatn);
+        }
+    } else {
+        ddp_addr_t as[8];
+        int na = ddp_sys_resolve(srv->sys, host, port, as, 8);
+        if (na < 0) {
+            *unresolved = 1;
+            return na;
+        }
+        fd = -EADDRNOTAVAIL;
+        for (int i = 0; i < na; i++) {
+            fd = listen_on(srv, &as[i], backlog, what, whatn);
+            if (fd >= 0 || fd == -EADDRINUSE)
+                break;
+        }
+    }
+    return fd;
+}
+
+/* The error of a listener that could not be made (fd, from listen_where). */
+static int listen_failed(int fd, int unresolved, const char *host, const char *what,
+                         uint16_t port)
+{
+    if (unresolved)
+        return ddp_err_wrap("store server cannot listen on host \"%s\"", host);
+    if (fd == -EADDRINUSE) {
+        ddp_err_set(fd, "the store server cannot listen on %s: the port "
+                        "is already in use",
+                    what);
+        ddp_err_addr("%s", what);
+        return ddp_err_hint("another job or an old master is using port "
+                            "%u; pick another MASTER_PORT (or stop the "
+                            "old job)",
+                            (unsigned)port);
+    }
+    ddp_err_wrap("store server cannot listen on %s", what);
+    return ddp_err_addr("%s", what);
+}
+
+/* The store server's one line at start: where, and its limits. */
+static void log_listening(const ddp_store_server_t *srv, int backlog)
+{
+    char bound[DDP_ADDR_STRLEN];
+    char relays[40] = "";
+    if (srv->o.relays > 0)
+        snprintf(relays, sizeof relays, ", %d relay processes", srv->o.relays);
+    ddp_info("store server listening on %s (backlog %d, memory budget %zu "
+             "MiB, up to %zu clients and %zu keys%s%s%s%s)",
+             ddp_addr_format(&srv->addr, bound, sizeof bound), backlog,
+             srv->o.max_memory >> 20, srv->o.max_clients, srv->o.max_keys,
+             srv->allow ? ", allow " : "",
+             srv->allow ? srv->allow : "", srv->token ? ", token" : "", relays);
+}
+
 int ddp_store_server_new(ddp_sys_t *sys, const ddp_store_server_opts_t *opts,
                          ddp_store_server_t **out)
 {
@@ -2487,40 +2640,13 @@ int ddp_store_server_new(ddp_sys_t *sys, const ddp_store_server_opts_t *opts,
     ddp_store_server_opts_t o = {0};
     if (opts)
         o = *opts;
-    /* A job's store scales with the job: a rank of ddpsim's plugin holds two
-     * connections and stores four keys (torch's TCPStore has no limits). */
-    size_t world = o.world > 0 ? (size_t)o.world : 0;
-    if (!o.max_clients)
-        o.max_clients = 4 * world > 65536 ? 4 * world : 65536;
-    if (!o.max_keys)
-        o.max_keys = 8 * world > DDP_STORE_MAX_KEYS ? 8 * world : DDP_STORE_MAX_KEYS;
-    if (!o.max_key_len)
-        o.max_key_len = DDP_STORE_MAX_KEY;
-    /* torch 1.13's waitHandler takes any number of keys (a 64-bit count):
-     * a WAIT may name max_keys keys, and the memory budget bounds them. */
-    if (!o.max_wait_keys)
-        o.max_wait_keys = o.max_keys;
-    if (!o.max_value_len)
-        o.max_value_len = DDP_STORE_MAX_VALUE;
-    if (o.validate_timeout_ns <= 0)
-        o.validate_timeout_ns = 30 * DDP_NS_PER_S;
-    if (!o.max_memory)
-        o.max_memory = DDP_STORE_DEFAULT_MAX_MEMORY;
-    if (o.idle_timeout_ns <= 0)
-        o.idle_timeout_ns = DDP_STORE_DEFAULT_IDLE_TIMEOUT_S * DDP_NS_PER_S;
-    if (o.token && strlen(o.token) > DDP_STORE_MAX_TOKEN)
-        return ddp_err_set(DDP_ECONFIG, "store server: the token has %zu "
-                                        "bytes; at most %d",
-                           strlen(o.token), DDP_STORE_MAX_TOKEN);
-    if (o.token && !*o.token)
-        return ddp_err_set(DDP_ECONFIG, "store server: the token is empty; "
-                                        "give one, or none for a "
-                                        "TCPStore-compatible server");
+    int rc0 = opts_defaults(&o);
+    if (rc0)
+        return rc0;
     int backlog = o.backlog > 0 ? o.backlog : ddp_sys_somaxconn(sys);
     if (backlog <= 0)
         backlog = 4096;
 
-    int rc0;
     ddp_store_server_t *srv = calloc(1, sizeof *srv);
     if (!srv)
         return ddp_err_set(-ENOMEM, "out of memory creating the store server");
@@ -2570,50 +2696,12 @@ int ddp_store_server_new(ddp_sys_t *sys, const ddp_store_server_opts_t *opts,
     }
 
     char what[DDP_ADDR_STRLEN] = "";
-    int fd;
-    ddp_addr_t a;
-    const char *host = opts ? opts->host : NULL;
-    if (!host || !*host) {
-        /* Like the libuv server: "::" (dual stack), then 0.0.0.0 when IPv6
-         * is unavailable. A taken port is not retried on IPv4: the answer
-         * would be the same, or worse an IPv4-only listener. */
-        ddp_addr_parse("::", o.port, &a);
-        fd = listen_on(srv, &a, backlog, what, sizeof what);
-        if (fd < 0 && fd != -EADDRINUSE) {
-            ddp_info("store server: cannot listen on %s (%s); trying 0.0.0.0",
-                     what, ddp_strerror(fd));
-            ddp_addr_parse("0.0.0.0", o.port, &a);
-            fd = listen_on(srv, &a, backlog, what, sizeof what);
-        }
-    } else {
-        ddp_addr_t as[8];
-        int na = ddp_sys_resolve(sys, host, o.port, as, 8);
-        if (na < 0) {
-            ddp_store_server_free(srv);
-            return ddp_err_wrap("store server cannot listen on host \"%s\"",
-                                host);
-        }
-        fd = -EADDRNOTAVAIL;
-        for (int i = 0; i < na; i++) {
-            fd = listen_on(srv, &as[i], backlog, what, sizeof what);
-            if (fd >= 0 || fd == -EADDRINUSE)
-                break;
-        }
-    }
+    int unresolved = 0;
+    int fd = listen_where(srv, opts ? opts->host : NULL, o.port, backlog, what, sizeof what,
+                          &unresolved);
     if (fd < 0) {
         ddp_store_server_free(srv);
-        if (fd == -EADDRINUSE) {
-            ddp_err_set(fd, "the store server cannot listen on %s: the port "
-                            "is already in use",
-                        what);
-            ddp_err_addr("%s", what);
-            return ddp_err_hint("another job or an old master is using port "
-                                "%u; pick another MASTER_PORT (or stop the "
-                                "old job)",
-                                (unsigned)o.port);
-        }
-        ddp_err_wrap("store server cannot listen on %s", what);
-        return ddp_err_addr("%s", what);
+        return listen_failed(fd, unresolved, opts ? opts->host : NULL, what, o.port);
     }
     srv->lfd = fd;
     rc = ddp_sys_local_addr(sys, fd, &srv->addr);
@@ -2625,16 +2713,7 @@ int ddp_store_server_new(ddp_sys_t *sys, const ddp_store_server_opts_t *opts,
         ddp_store_server_free(srv);
         return rc;
     }
-    char bound[DDP_ADDR_STRLEN];
-    char relays[40] = "";
-    if (o.relays > 0)
-        snprintf(relays, sizeof relays, ", %d relay processes", o.relays);
-    ddp_info("store server listening on %s (backlog %d, memory budget %zu "
-             "MiB, up to %zu clients and %zu keys%s%s%s%s)",
-             ddp_addr_format(&srv->addr, bound, sizeof bound), backlog,
-             srv->o.max_memory >> 20, srv->o.max_clients, srv->o.max_keys,
-             srv->allow ? ", allow " : "",
-             srv->allow ? srv->allow : "", srv->token ? ", token" : "", relays);
+    log_listening(srv, backlog);
     *out = srv;
     return 0;
 }

@@ -412,6 +412,143 @@ static char *trim(char *s)
     return s;
 }
 
+/* An allow line's LOCATION: FILE:WHAT, WHAT = N | N-M | * | FUNCTION |
+ * /TEXT/[+N], into a; *restp: what follows it. 0, or 1 after saying what
+ * was wrong (path:lineno). */
+static int allow_loc(const char *path, int lineno, char *s, allow_t *a, char **restp)
+{
+    /* LOCATION: FILE:WHAT, WHAT = N | N-M | * | FUNCTION | /TEXT/[+N] */
+    char *loc = s, *rest;
+    char *colon = strchr(loc, ':');
+    if (!colon) {
+        fprintf(stderr, "%s:%d: expected FILE:LOCATION, got \"%s\"\n", path,
+                lineno, s);
+        return 1;
+    }
+    if (colon[1] == '/') {
+        char *end = strchr(colon + 2, '/');
+        if (!end) {
+            fprintf(stderr, "%s:%d: unterminated /TEXT/\n", path, lineno);
+            return 1;
+        }
+        rest = end + 1;
+        if (*rest == '+') {
+            char *e;
+            a->after = (int)strtol(rest + 1, &e, 10);
+            if (e == rest + 1 || a->after < 0 || a->after > 50) {
+                fprintf(stderr, "%s:%d: expected /TEXT/+N, N 0..50\n", path,
+                        lineno);
+                return 1;
+            }
+            rest = e;
+        }
+        if (*rest && !isspace((unsigned char)*rest)) {
+            fprintf(stderr, "%s:%d: expected a space after /TEXT/\n", path,
+                    lineno);
+            return 1;
+        }
+    } else {
+        rest = loc + strcspn(loc, " \t");
+    }
+    if (*rest)
+        *rest++ = '\0';
+    a->loc = xstrdup(loc);
+    *colon = '\0';
+    a->file = xstrdup(loc);
+    char *what = colon + 1;
+    int lo, hi;
+    char tail;
+    if (!strcmp(what, "*")) {
+        a->kind = A_ALL;
+    } else if (what[0] == '/') {
+        a->kind = A_TEXT;
+        char *close = strrchr(what, '/');
+        *close = '\0';
+        a->text = xstrdup(what + 1);
+        if (!*a->text) {
+            fprintf(stderr, "%s:%d: empty /TEXT/\n", path, lineno);
+            return 1;
+        }
+    } else if (sscanf(what, "%d-%d%c", &lo, &hi, &tail) == 2 && lo > 0 &&
+               hi >= lo) {
+        a->kind = A_RANGE;
+        a->lo = lo;
+        a->hi = hi;
+    } else if (sscanf(what, "%d%c", &lo, &tail) == 1 && lo > 0) {
+        a->kind = A_RANGE;
+        a->lo = a->hi = lo;
+    } else if (isalpha((unsigned char)what[0]) || what[0] == '_') {
+        a->kind = A_FUNC;
+        a->func = xstrdup(what);
+    } else {
+        fprintf(stderr, "%s:%d: bad location \"%s\" (N, N-M, *, a function "
+                "name or /TEXT/)\n", path, lineno, what);
+        return 1;
+    }
+    *restp = rest;
+    return 0;
+}
+
+/* An optional qualifier after the location: only=A,B (reached only by
+ * those) or missed=A,B (never reached by those, reached by the rest).
+ * What follows it. */
+static char *allow_qual(const char *path, int lineno, char *rest, allow_t *a)
+{
+    if (!strncmp(rest, "only=", 5) || !strncmp(rest, "missed=", 7)) {
+        a->qual = rest[0] == 'o' ? Q_ONLY : Q_MISSED;
+        char *list = rest + (a->qual == Q_ONLY ? 5 : 7);
+        char *end = list + strcspn(list, " \t");
+        rest = *end ? end + 1 : end;
+        *end = '\0';
+        for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+            int i = set_index(tok);
+            if (i < 0)
+                fprintf(stderr, "%s:%d: warning: accelerator \"%s\" is not "
+                        "in this run\n", path, lineno, tok);
+            else
+                a->mask |= 1u << i;
+        }
+        rest = trim(rest);
+    }
+    return rest;
+}
+
+/* One entry (s: its trimmed text) into a: 0, or 1 after saying what was
+ * wrong. */
+static int allow_line(const char *path, int lineno, char *s, allow_t *a)
+{
+    char *rest;
+    memset(a, 0, sizeof *a);
+    a->lineno = lineno;
+    if (allow_loc(path, lineno, s, a, &rest))
+        return 1;
+    rest = allow_qual(path, lineno, trim(rest), a);
+    if (strlen(rest) < 3) {
+        fprintf(stderr, "%s:%d: \"%s\" has no reason: every entry says why "
+                "the difference is genuinely accelerator-dependent\n",
+                path, lineno, a->loc);
+        return 1;
+    }
+    a->reason = xstrdup(rest);
+    file_t *f = file_find(a->file);
+    if (!f) {
+        fprintf(stderr, "%s:%d: no coverage data for \"%s\" (renamed? "
+                "path relative to the repository)\n", path, lineno, a->file);
+        return 1;
+    }
+    if (a->kind == A_FUNC) {
+        int found = 0;
+        for (int i = 0; i < f->nfns; i++)
+            found |= !strcmp(f->fns[i].name, a->func);
+        if (!found) {
+            fprintf(stderr, "%s:%d: %s has no function \"%s\"\n", path,
+                    lineno, a->file, a->func);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static void load_allow(const char *path)
 {
     FILE *in = fopen(path, "r");
@@ -426,126 +563,9 @@ static void load_allow(const char *path)
         if (!*s || *s == '#')
             continue;
         allow_t a;
-        memset(&a, 0, sizeof a);
-        a.lineno = lineno;
-        /* LOCATION: FILE:WHAT, WHAT = N | N-M | * | FUNCTION | /TEXT/[+N] */
-        char *loc = s, *rest;
-        char *colon = strchr(loc, ':');
-        if (!colon) {
-            fprintf(stderr, "%s:%d: expected FILE:LOCATION, got \"%s\"\n", path,
-                    lineno, s);
+        if (allow_line(path, lineno, s, &a)) {
             bad = 1;
             continue;
-        }
-        if (colon[1] == '/') {
-            char *end = strchr(colon + 2, '/');
-            if (!end) {
-                fprintf(stderr, "%s:%d: unterminated /TEXT/\n", path, lineno);
-                bad = 1;
-                continue;
-            }
-            rest = end + 1;
-            if (*rest == '+') {
-                char *e;
-                a.after = (int)strtol(rest + 1, &e, 10);
-                if (e == rest + 1 || a.after < 0 || a.after > 50) {
-                    fprintf(stderr, "%s:%d: expected /TEXT/+N, N 0..50\n", path,
-                            lineno);
-                    bad = 1;
-                    continue;
-                }
-                rest = e;
-            }
-            if (*rest && !isspace((unsigned char)*rest)) {
-                fprintf(stderr, "%s:%d: expected a space after /TEXT/\n", path,
-                        lineno);
-                bad = 1;
-                continue;
-            }
-        } else {
-            rest = loc + strcspn(loc, " \t");
-        }
-        if (*rest)
-            *rest++ = '\0';
-        a.loc = xstrdup(loc);
-        *colon = '\0';
-        a.file = xstrdup(loc);
-        char *what = colon + 1;
-        int lo, hi;
-        char tail;
-        if (!strcmp(what, "*")) {
-            a.kind = A_ALL;
-        } else if (what[0] == '/') {
-            a.kind = A_TEXT;
-            char *close = strrchr(what, '/');
-            *close = '\0';
-            a.text = xstrdup(what + 1);
-            if (!*a.text) {
-                fprintf(stderr, "%s:%d: empty /TEXT/\n", path, lineno);
-                bad = 1;
-                continue;
-            }
-        } else if (sscanf(what, "%d-%d%c", &lo, &hi, &tail) == 2 && lo > 0 &&
-                   hi >= lo) {
-            a.kind = A_RANGE;
-            a.lo = lo;
-            a.hi = hi;
-        } else if (sscanf(what, "%d%c", &lo, &tail) == 1 && lo > 0) {
-            a.kind = A_RANGE;
-            a.lo = a.hi = lo;
-        } else if (isalpha((unsigned char)what[0]) || what[0] == '_') {
-            a.kind = A_FUNC;
-            a.func = xstrdup(what);
-        } else {
-            fprintf(stderr, "%s:%d: bad location \"%s\" (N, N-M, *, a function "
-                    "name or /TEXT/)\n", path, lineno, what);
-            bad = 1;
-            continue;
-        }
-        rest = trim(rest);
-        /* Optional qualifier: only=A,B (reached only by those) or
-         * missed=A,B (never reached by those, reached by the rest). */
-        if (!strncmp(rest, "only=", 5) || !strncmp(rest, "missed=", 7)) {
-            a.qual = rest[0] == 'o' ? Q_ONLY : Q_MISSED;
-            char *list = rest + (a.qual == Q_ONLY ? 5 : 7);
-            char *end = list + strcspn(list, " \t");
-            rest = *end ? end + 1 : end;
-            *end = '\0';
-            for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
-                int i = set_index(tok);
-                if (i < 0)
-                    fprintf(stderr, "%s:%d: warning: accelerator \"%s\" is not "
-                            "in this run\n", path, lineno, tok);
-                else
-                    a.mask |= 1u << i;
-            }
-            rest = trim(rest);
-        }
-        if (strlen(rest) < 3) {
-            fprintf(stderr, "%s:%d: \"%s\" has no reason: every entry says why "
-                    "the difference is genuinely accelerator-dependent\n",
-                    path, lineno, a.loc);
-            bad = 1;
-            continue;
-        }
-        a.reason = xstrdup(rest);
-        file_t *f = file_find(a.file);
-        if (!f) {
-            fprintf(stderr, "%s:%d: no coverage data for \"%s\" (renamed? "
-                    "path relative to the repository)\n", path, lineno, a.file);
-            bad = 1;
-            continue;
-        }
-        if (a.kind == A_FUNC) {
-            int found = 0;
-            for (int i = 0; i < f->nfns; i++)
-                found |= !strcmp(f->fns[i].name, a.func);
-            if (!found) {
-                fprintf(stderr, "%s:%d: %s has no function \"%s\"\n", path,
-                        lineno, a.file, a.func);
-                bad = 1;
-                continue;
-            }
         }
         allows = xrealloc(allows, (size_t)(nallows + 1) * sizeof *allows);
         allows[nallows++] = a;
@@ -982,17 +1002,18 @@ static void usage(FILE *o)
         "Exit: 0 parity holds, 1 undeclared difference, 2 bad input.\n");
 }
 
-int main(int argc, char **argv)
-{
-    const char *baseline = NULL, *allow_path = NULL, *html_path = NULL,
-               *diffs_path = NULL;
-    const char *gate[MAXSPEC], *summary[MAXSPEC], *require[MAXSPEC];
-    spec_t matrix[MAXSPEC], inform[MAXSPEC], pairm[MAXSPEC];
-    int ngate = 0, nsummary = 0, nrequire = 0, nmatrix = 0, ninform = 0,
-        npairm = 0;
-    const char *accfile[MAXSET], *pairfile[2];
-    char *pairname[2];
+/* ---- the command line (main's options, read by the steps below) ---- */
+static const char *baseline, *allow_path, *html_path, *diffs_path;
+static const char *gate[MAXSPEC], *summary[MAXSPEC], *require[MAXSPEC];
+static spec_t matrix[MAXSPEC], inform[MAXSPEC], pairm[MAXSPEC];
+static int ngate, nsummary, nrequire, nmatrix, ninform, npairm;
+static const char *accfile[MAXSET], *pairfile[2];
+static char *pairname[2];
 
+/* The options into the globals above: -1 to go on, or main's exit
+ * status (--help: 0). Wrong options die with status 2. */
+static int parse_args(int argc, char **argv)
+{
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -1068,6 +1089,13 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    return -1;
+}
+
+/* Reads the tracefiles and the allow list; finds and groups the
+ * differences of the gated (and --inform) files. */
+static void load_all(void)
+{
     if (npair == 1)
         die(2, "--pair is given exactly twice (sim, then real)");
     rootlen = strlen(root);
@@ -1111,20 +1139,13 @@ int main(int argc, char **argv)
         die(2, "no file under the gated prefixes (%s...) in the baseline",
             gate[0]);
     make_groups();
+}
 
-    int undeclared = 0, declared = 0, informational = 0;
-    for (int i = 0; i < ndiffs; i++) {
-        if (!diffs[i].gated)
-            informational++;
-        else if (diffs[i].allow < 0)
-            undeclared++;
-        else
-            declared++;
-    }
-
-    /* --require: a function every accelerator must have executed. */
+/* --require: a function every accelerator must have executed. reqmsg[r]:
+ * why require[r] failed ("" when it held). The number that failed. */
+static int check_required(char reqmsg[][1200])
+{
     int missing_required = 0;
-    char reqmsg[MAXSPEC][1200];
     for (int r = 0; r < nrequire; r++) {
         const char *want = require[r], *colon = strchr(want, ':');
         int found = 0;
@@ -1154,32 +1175,34 @@ int main(int argc, char **argv)
             missing_required++;
         }
     }
+    return missing_required;
+}
 
-    FILE *html = NULL;
-    if (html_path && !(html = fopen(html_path, "w")))
-        die(2, "cannot write %s: %s", html_path, strerror(errno));
-    int fail = undeclared || missing_required;
+/* The page's head: the verdict, the counts, the gate, the diff matrix. */
+static void html_head(FILE *html, int fail, int undeclared, int declared)
+{
+    fprintf(html, "<!-- ddpsim coverage parity (coverage/parity.c) -->\n"
+            "<div id=\"parity\" style=\"font-family:sans-serif;font-size:90%%;"
+            "margin:8px 0 16px 0;padding:6px 10px;border:2px solid %s\">\n",
+            fail ? "#c00" : "#393");
+    fprintf(html, "<h2 style=\"margin:2px 0\">Coverage parity: %s</h2>\n",
+            fail ? "FAIL" : "pass");
+    fprintf(html, "<p>%d undeclared and %d declared (coverage/parity.allow) "
+            "line/branch difference(s) in ", undeclared, declared);
+    for (int k = 0; k < ngate; k++)
+        fprintf(html, "%s%s", k ? ", " : "", gate[k]);
+    fprintf(html, "; accelerators: ");
+    for (int i = 0; i < nacc; i++)
+        fprintf(html, "%s%s", i ? ", " : "", setname[i]);
+    fprintf(html, ". Full text report: <a href=\"parity.txt\">parity.txt</a>; "
+            "how to read it: docs/coverage.md.</p>\n");
+    html_diff_matrix(html, undeclared + declared);
+}
 
-    if (html) {
-        fprintf(html, "<!-- ddpsim coverage parity (coverage/parity.c) -->\n"
-                "<div id=\"parity\" style=\"font-family:sans-serif;font-size:90%%;"
-                "margin:8px 0 16px 0;padding:6px 10px;border:2px solid %s\">\n",
-                fail ? "#c00" : "#393");
-        fprintf(html, "<h2 style=\"margin:2px 0\">Coverage parity: %s</h2>\n",
-                fail ? "FAIL" : "pass");
-        fprintf(html, "<p>%d undeclared and %d declared (coverage/parity.allow) "
-                "line/branch difference(s) in ", undeclared, declared);
-        for (int k = 0; k < ngate; k++)
-            fprintf(html, "%s%s", k ? ", " : "", gate[k]);
-        fprintf(html, "; accelerators: ");
-        for (int i = 0; i < nacc; i++)
-            fprintf(html, "%s%s", i ? ", " : "", setname[i]);
-        fprintf(html, ". Full text report: <a href=\"parity.txt\">parity.txt</a>; "
-                "how to read it: docs/coverage.md.</p>\n");
-        html_diff_matrix(html, undeclared + declared);
-    }
-
-    /* Summary (the CI log reads these). */
+/* Summary (the CI log reads these): coverage per prefix, the gate per
+ * accelerator. */
+static void print_summary(FILE *html)
+{
     printf("== coverage (all accelerators together; baseline: every compiled "
            "line)\n");
     if (html)
@@ -1208,8 +1231,71 @@ int main(int argc, char **argv)
         }
         printf(" (lines)\n");
     }
+}
 
-    /* The matrix. */
+/* Whether one of the n specs names function fn of f. */
+static int any_spec_fn(const spec_t *specs, int n, const file_t *f, const fn_t *fn)
+{
+    int want = 0;
+    for (int m = 0; m < n; m++)
+        want |= spec_fn(&specs[m], f, fn);
+    return want;
+}
+
+/* One file's rows of the functions x accelerators matrix (w: the name
+ * column's width). */
+static void matrix_file(FILE *html, file_t *f, int w)
+{
+    int header = 0;
+    for (int k = 0; k < f->nfns; k++) {
+        fn_t *fn = &f->fns[k];
+        if (!any_spec_fn(matrix, nmatrix, f, fn))
+            continue;
+        if (!header) {
+            printf("%s\n", f->path);
+            if (html)
+            {
+                fprintf(html, "<tr><td colspan=\"%d\" style=\"padding:4px 0 "
+                        "0 0\"><b><a href=\"", nacc + 2);
+                src_href(html, f, 1);
+                fprintf(html, "\">%s</a></b> (<a href=\"%s.gcov.html\">merged "
+                        "counts</a>)</td></tr>\n", f->path, f->path);
+            }
+            header = 1;
+        }
+        char flag = ' ';
+        for (int d = 0; d < ndiffs; d++)
+            if (diffs[d].f == f && diffs[d].fn == fn) {
+                char fl = !diffs[d].gated ? '*' : diffs[d].allow < 0 ? '!' : '~';
+                if (fl == '!' || flag == ' ' || (fl == '~' && flag == '*'))
+                    flag = fl;
+            }
+        unsigned h = hit_mask(fn->c);
+        printf("  %c %-*s", flag, w, fn->name);
+        for (int s = 0; s < nacc; s++)
+            printf(" %*" PRId64,
+                   (int)(strlen(setname[s]) > 7 ? strlen(setname[s]) : 7),
+                   fn->c[s]);
+        printf("\n");
+        if (html) {
+            fprintf(html, "<tr>" TD "\"><a href=\"");
+            src_href(html, f, fn->line);
+            fprintf(html, "\">");
+            html_esc(html, fn->name);
+            fprintf(html, "</a></td>" TD "\">%c</td>", flag);
+            for (int s = 0; s < nacc; s++)
+                html_cell(html, fn->c[s],
+                          h && h != all_acc_mask() && fn->c[s] == 0,
+                          flag != ' ');
+            fprintf(html, "</tr>\n");
+        }
+    }
+}
+
+/* The matrix functions x accelerators of the --matrix specs; the name
+ * column's width, which the pair matrix uses too. */
+static int print_matrix(FILE *html)
+{
     int w = 28;
     for (int i = 0; i < nfiles; i++)
         for (int k = 0; k < files[i].nfns; k++)
@@ -1246,61 +1332,18 @@ int main(int argc, char **argv)
             if (!seen && path_matches(matrix[m].path, files[i].path))
                 order[norder++] = i;
         }
-    for (int oi = 0; oi < norder; oi++) {
-        file_t *f = &files[order[oi]];
-        int header = 0;
-        for (int k = 0; k < f->nfns; k++) {
-            fn_t *fn = &f->fns[k];
-            int want = 0;
-            for (int m = 0; m < nmatrix; m++)
-                want |= spec_fn(&matrix[m], f, fn);
-            if (!want)
-                continue;
-            if (!header) {
-                printf("%s\n", f->path);
-                if (html)
-                {
-                    fprintf(html, "<tr><td colspan=\"%d\" style=\"padding:4px 0 "
-                            "0 0\"><b><a href=\"", nacc + 2);
-                    src_href(html, f, 1);
-                    fprintf(html, "\">%s</a></b> (<a href=\"%s.gcov.html\">merged "
-                            "counts</a>)</td></tr>\n", f->path, f->path);
-                }
-                header = 1;
-            }
-            char flag = ' ';
-            for (int d = 0; d < ndiffs; d++)
-                if (diffs[d].f == f && diffs[d].fn == fn) {
-                    char fl = !diffs[d].gated ? '*' : diffs[d].allow < 0 ? '!' : '~';
-                    if (fl == '!' || flag == ' ' || (fl == '~' && flag == '*'))
-                        flag = fl;
-                }
-            unsigned h = hit_mask(fn->c);
-            printf("  %c %-*s", flag, w, fn->name);
-            for (int s = 0; s < nacc; s++)
-                printf(" %*" PRId64,
-                       (int)(strlen(setname[s]) > 7 ? strlen(setname[s]) : 7),
-                       fn->c[s]);
-            printf("\n");
-            if (html) {
-                fprintf(html, "<tr>" TD "\"><a href=\"");
-                src_href(html, f, fn->line);
-                fprintf(html, "\">");
-                html_esc(html, fn->name);
-                fprintf(html, "</a></td>" TD "\">%c</td>", flag);
-                for (int s = 0; s < nacc; s++)
-                    html_cell(html, fn->c[s],
-                              h && h != all_acc_mask() && fn->c[s] == 0,
-                              flag != ' ');
-                fprintf(html, "</tr>\n");
-            }
-        }
-    }
+    for (int oi = 0; oi < norder; oi++)
+        matrix_file(html, &files[order[oi]], w);
     free(order);
     if (html)
         fprintf(html, "</table>\n");
+    return w;
+}
 
-    /* The differences. */
+/* The differences, undeclared, declared and informational, and the
+ * allow lines that match none. */
+static void print_diffs(FILE *html, int undeclared, int declared, int informational)
+{
     const char *title[3] = {"undeclared differences (the gate fails on these)",
                             "declared differences (coverage/parity.allow)",
                             "differences outside the gate (informational)"};
@@ -1352,83 +1395,147 @@ int main(int argc, char **argv)
         if (!allows[i].used)
             printf("warning: %s:%d (%s) matches no difference: stale? remove it\n",
                    allow_path, allows[i].lineno, allows[i].loc);
+}
 
-    /* The second matrix: one scenario, simulated vs real processes. */
-    if (npair == 2) {
-        int a = nacc, b = nacc + 1;
-        printf("\n== %s vs %s (same scenario; informational): function hit "
-               "counts\n", setname[a], setname[b]);
-        printf("  %-*s %9s %9s\n", w, "", setname[a], setname[b]);
-        if (html)
-            fprintf(html, "<h3 style=\"margin:8px 0 2px 0\">%s vs %s "
-                    "(same scenario, informational)</h3>\n<table style=\""
-                    "border-collapse:collapse\"><tr>" TD "\">function</td>" TD
-                    "\"><b>%s</b></td>" TD "\"><b>%s</b></td></tr>\n",
-                    setname[a], setname[b], setname[a], setname[b]);
-        int only[2] = {0, 0};
-        for (int i = 0; i < nfiles; i++) {
-            file_t *f = &files[i];
-            int header = 0;
-            for (int k = 0; k < f->nfns; k++) {
-                fn_t *fn = &f->fns[k];
-                int want = 0;
-                for (int m = 0; m < npairm; m++)
-                    want |= spec_fn(&pairm[m], f, fn);
-                if (!want)
-                    continue;
-                if (!header) {
-                    printf("  %s\n", f->path);
-                    if (html)
-                        fprintf(html, "<tr><td colspan=\"3\"><b>%s</b></td></tr>\n",
-                                f->path);
-                    header = 1;
-                }
-                int differ = (fn->c[a] > 0) != (fn->c[b] > 0);
-                if (differ)
-                    only[fn->c[a] > 0 ? 0 : 1]++;
-                printf("  %c %-*s %9" PRId64 " %9" PRId64 "\n", differ ? '*' : ' ',
-                       w - 2, fn->name, fn->c[a], fn->c[b]);
-                if (html) {
-                    fprintf(html, "<tr>" TD "\">%s", differ ? "* " : "");
-                    html_esc(html, fn->name);
-                    fprintf(html, "</td>");
-                    html_cell(html, fn->c[a], differ && !fn->c[a], 0);
-                    html_cell(html, fn->c[b], differ && !fn->c[b], 0);
-                    fprintf(html, "</tr>\n");
-                }
+/* The second matrix: one scenario, simulated vs real processes (--pair
+ * twice; w: the name column's width). */
+static void print_pairs(FILE *html, int w)
+{
+    int a = nacc, b = nacc + 1;
+    printf("\n== %s vs %s (same scenario; informational): function hit "
+           "counts\n", setname[a], setname[b]);
+    printf("  %-*s %9s %9s\n", w, "", setname[a], setname[b]);
+    if (html)
+        fprintf(html, "<h3 style=\"margin:8px 0 2px 0\">%s vs %s "
+                "(same scenario, informational)</h3>\n<table style=\""
+                "border-collapse:collapse\"><tr>" TD "\">function</td>" TD
+                "\"><b>%s</b></td>" TD "\"><b>%s</b></td></tr>\n",
+                setname[a], setname[b], setname[a], setname[b]);
+    int only[2] = {0, 0};
+    for (int i = 0; i < nfiles; i++) {
+        file_t *f = &files[i];
+        int header = 0;
+        for (int k = 0; k < f->nfns; k++) {
+            fn_t *fn = &f->fns[k];
+            if (!any_spec_fn(pairm, npairm, f, fn))
+                continue;
+            if (!header) {
+                printf("  %s\n", f->path);
+                if (html)
+                    fprintf(html, "<tr><td colspan=\"3\"><b>%s</b></td></tr>\n",
+                            f->path);
+                header = 1;
+            }
+            int differ = (fn->c[a] > 0) != (fn->c[b] > 0);
+            if (differ)
+                only[fn->c[a] > 0 ? 0 : 1]++;
+            printf("  %c %-*s %9" PRId64 " %9" PRId64 "\n", differ ? '*' : ' ',
+                   w - 2, fn->name, fn->c[a], fn->c[b]);
+            if (html) {
+                fprintf(html, "<tr>" TD "\">%s", differ ? "* " : "");
+                html_esc(html, fn->name);
+                fprintf(html, "</td>");
+                html_cell(html, fn->c[a], differ && !fn->c[a], 0);
+                html_cell(html, fn->c[b], differ && !fn->c[b], 0);
+                fprintf(html, "</tr>\n");
             }
         }
-        printf("  (* reached in one run only: %d in %s only, %d in %s only)\n",
-               only[0], setname[a], only[1], setname[b]);
-        if (html)
-            fprintf(html, "</table>\n<p>* reached in one run only: %d in %s "
-                    "only, %d in %s only.</p>\n",
-                    only[0], setname[a], only[1], setname[b]);
+    }
+    printf("  (* reached in one run only: %d in %s only, %d in %s only)\n",
+           only[0], setname[a], only[1], setname[b]);
+    if (html)
+        fprintf(html, "</table>\n<p>* reached in one run only: %d in %s "
+                "only, %d in %s only.</p>\n",
+                only[0], setname[a], only[1], setname[b]);
+}
+
+/* --diffs FILE: every difference as a tab-separated line. */
+static void write_diffs_file(void)
+{
+    FILE *o = fopen(diffs_path, "w");
+    if (!o)
+        die(2, "cannot write %s: %s", diffs_path, strerror(errno));
+    fprintf(o, "# file\tline\tkind\tfunction\treached_by\tnever_by\tverdict"
+               "\tbranch\n");
+    for (int i = 0; i < ndiffs; i++) {
+        diff_t *d = &diffs[i];
+        char hit[512], miss[512];
+        mask_names(d->hit, hit, sizeof hit);
+        mask_names(all_acc_mask() & ~d->hit, miss, sizeof miss);
+        char br[32] = "-";
+        if (d->kind == D_BRANCH)
+            snprintf(br, sizeof br, "%d,%d", d->block, d->branch);
+        fprintf(o, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", d->f->path, d->line,
+                d->kind == D_LINE ? "line" : "branch",
+                d->fn ? d->fn->name : "?", hit, miss,
+                !d->gated ? "info" : d->allow < 0 ? "undeclared" : "declared",
+                br);
+    }
+    fclose(o);
+}
+
+/* What to do about undeclared differences, with the first five as
+ * allow lines to fill in. */
+static void print_advice(int undeclared)
+{
+    printf("parity: FAIL: %d line(s)/branch(es) of the shared plugin are "
+           "reached by some accelerators and never by others.\n"
+           "What to do, for each one listed under \"undeclared differences\" (which\n"
+           "scenario reaches it: sh coverage/attribute.sh):\n"
+           "  - if an accelerator skips or replaces a step of the shared plugin "
+           "(connection\n    code of its own), fix the accelerator: every "
+           "accelerator connects through\n    the same path (docs/plugin.md);\n"
+           "  - if the scenario suite runs that path for some accelerators "
+           "only, make\n    the suite the same for all of them;\n"
+           "  - if the difference is genuinely accelerator-dependent, declare "
+           "it in\n    %s with the reason, e.g.\n",
+           undeclared, allow_path ? allow_path : "coverage/parity.allow");
+    int shown = 0;
+    for (int gi = 0; gi < ngroups && shown < 5; gi++) {
+        diff_t *d = &diffs[groups[gi].first];
+        if (!d->gated || d->allow >= 0)
+            continue;
+        char loc[1200], miss[512];
+        group_loc(&groups[gi], loc, sizeof loc);
+        mask_names(all_acc_mask() & ~d->hit, miss, sizeof miss);
+        printf("      %s missed=%s  <why this is not a parity bug>\n", loc,
+               miss);
+        shown++;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    int rc = parse_args(argc, argv);
+    if (rc >= 0)
+        return rc;
+    load_all();
+    int undeclared = 0, declared = 0, informational = 0;
+    for (int i = 0; i < ndiffs; i++) {
+        if (!diffs[i].gated)
+            informational++;
+        else if (diffs[i].allow < 0)
+            undeclared++;
+        else
+            declared++;
     }
 
-    if (diffs_path) {
-        FILE *o = fopen(diffs_path, "w");
-        if (!o)
-            die(2, "cannot write %s: %s", diffs_path, strerror(errno));
-        fprintf(o, "# file\tline\tkind\tfunction\treached_by\tnever_by\tverdict"
-                   "\tbranch\n");
-        for (int i = 0; i < ndiffs; i++) {
-            diff_t *d = &diffs[i];
-            char hit[512], miss[512];
-            mask_names(d->hit, hit, sizeof hit);
-            mask_names(all_acc_mask() & ~d->hit, miss, sizeof miss);
-            char br[32] = "-";
-            if (d->kind == D_BRANCH)
-                snprintf(br, sizeof br, "%d,%d", d->block, d->branch);
-            fprintf(o, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", d->f->path, d->line,
-                    d->kind == D_LINE ? "line" : "branch",
-                    d->fn ? d->fn->name : "?", hit, miss,
-                    !d->gated ? "info" : d->allow < 0 ? "undeclared" : "declared",
-                    br);
-        }
-        fclose(o);
-    }
+    char reqmsg[MAXSPEC][1200];
+    int missing_required = check_required(reqmsg);
 
+    FILE *html = NULL;
+    if (html_path && !(html = fopen(html_path, "w")))
+        die(2, "cannot write %s: %s", html_path, strerror(errno));
+    int fail = undeclared || missing_required;
+    if (html)
+        html_head(html, fail, undeclared, declared);
+    print_summary(html);
+    int w = print_matrix(html);
+    print_diffs(html, undeclared, declared, informational);
+    if (npair == 2)
+        print_pairs(html, w);
+    if (diffs_path)
+        write_diffs_file();
     if (src_dir)
         for (int i = 0; i < nfiles; i++)
             write_src_page(&files[i]);
@@ -1447,32 +1554,8 @@ int main(int argc, char **argv)
         fprintf(html, "</div>\n<!-- /ddpsim coverage parity -->\n");
         fclose(html);
     }
-    if (undeclared) {
-        printf("parity: FAIL: %d line(s)/branch(es) of the shared plugin are "
-               "reached by some accelerators and never by others.\n"
-               "What to do, for each one listed under \"undeclared differences\" (which\n"
-               "scenario reaches it: sh coverage/attribute.sh):\n"
-               "  - if an accelerator skips or replaces a step of the shared plugin "
-               "(connection\n    code of its own), fix the accelerator: every "
-               "accelerator connects through\n    the same path (docs/plugin.md);\n"
-               "  - if the scenario suite runs that path for some accelerators "
-               "only, make\n    the suite the same for all of them;\n"
-               "  - if the difference is genuinely accelerator-dependent, declare "
-               "it in\n    %s with the reason, e.g.\n",
-               undeclared, allow_path ? allow_path : "coverage/parity.allow");
-        int shown = 0;
-        for (int gi = 0; gi < ngroups && shown < 5; gi++) {
-            diff_t *d = &diffs[groups[gi].first];
-            if (!d->gated || d->allow >= 0)
-                continue;
-            char loc[1200], miss[512];
-            group_loc(&groups[gi], loc, sizeof loc);
-            mask_names(all_acc_mask() & ~d->hit, miss, sizeof miss);
-            printf("      %s missed=%s  <why this is not a parity bug>\n", loc,
-                   miss);
-            shown++;
-        }
-    }
+    if (undeclared)
+        print_advice(undeclared);
     if (fail)
         return 1;
     printf("parity: ok: every accelerator reaches the same lines and branches "

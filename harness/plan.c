@@ -15,6 +15,7 @@
 #include "ddp/err.h"
 #include "ddp/faults.h"
 #include "elastic_priv.h"
+#include "fault_line.h"
 #include "scenario_priv.h"
 
 #define LSF_RANKFILE "/sim/lsf/rankfile"
@@ -727,7 +728,8 @@ int ddp_plan_write(const ddp_plan_t *p, FILE *o)
 typedef struct rd {
     const char *file;
     int line;
-    char *c; /* the rest of the line */
+    const char *start; /* the line */
+    char *c;           /* the rest of the line */
 } rd_t;
 
 static int rd_err(rd_t *r, const char *want)
@@ -862,26 +864,30 @@ static int rd_word(rd_t *r, char *buf, size_t n)
     return 0;
 }
 
+/* A fault line of the scenario's syntax after what only a plan has: its
+ * scenario line and a task it may aim at. Read by the fault line's own
+ * parser, checked against the cluster the plan's processes make; an
+ * error names the plan file, line and column. */
 static int rd_fault(rd_t *r, ddp_plan_t *p)
 {
     int line = 0, task = -1, rc;
     if ((rc = rd_i(r, "line", &line)) || (rc = rd_i(r, "task", &task)))
         return rc;
     skip_ws(r);
-    size_t len = strcspn(r->c, "\n");
-    char *text = strndup(r->c, len), err[400];
-    if (!text)
-        return ddp_err_set(-ENOMEM, "out of memory");
-    r->c += len;
-    ddp_fault_t f;
-    /* the cluster the plan's processes make: every rank a fault may name */
+    char err[400] = "", why[48];
+    int nodes = p->nnodes > 0 ? p->nnodes : 1;
     int world = p->expected_world > p->nprocs ? p->expected_world : p->nprocs;
-    rc = ddp__scenario_parse_fault(text, p->nnodes, world, p->entry.plugin, &f, err, sizeof err);
-    free(text);
-    if (rc) {
-        const char *why = strstr(err, "expected ");
-        return rd_err(r, why ? why + 9 : "a fault");
-    }
+    int per = world > nodes ? (world - 1) / nodes + 1 : 1; /* every rank a fault may name */
+    snprintf(why, sizeof why, "the plan's %d node%s x %d rank%s per node", nodes,
+             nodes == 1 ? "" : "s", per, per == 1 ? "" : "s");
+    ddp__fault_cluster_t c = {.nodes = nodes, .world = (long)nodes * per, .world_why = why,
+                              .plugin = p->entry.plugin};
+    ddp__ln_t l = {.file = r->file, .line = r->line, .err = err, .errlen = sizeof err};
+    ddp_fault_t f;
+    if (ddp__fault_line_read(&l, r->c, (int)(r->c - r->start) + 1, &c, &f))
+        return ddp_err_set(DDP_ECONFIG, "%s (the plan file is written by ddpsim run --real: "
+                                        "was it edited or cut short?)", err);
+    r->c += strlen(r->c);
     f.task = task;
     rc = ddp_plan_add_fault(p, &f, line) < 0 ? ddp_err_ctx()->code : 0;
     free((char *)f.ranks);
@@ -932,6 +938,65 @@ static int rd_entry(rd_t *r, ddp_plan_entry_t *e)
     return rd_i(r, "protocol", &e->store_protocol);
 }
 
+/* run seed=N latency=NS world=N limit=NS t0=NS */
+static int rd_run(rd_t *r, ddp_plan_t *p)
+{
+    int rc;
+    if ((rc = rd_u64(r, "seed", &p->seed)) || (rc = rd_int(r, "latency", &p->latency_ns)) ||
+        (rc = rd_i(r, "world", &p->expected_world)) ||
+        (p->expected_world < 0 && (rc = rd_err(r, "a world size of 0 or more"))) ||
+        (rc = rd_int(r, "limit", &p->limit_ns)))
+        return rc;
+    return rd_int(r, "t0", &p->t0);
+}
+
+/* plugin "NAME" (checked here: later lines, faults, read it) or
+ * plugin-library "PATH" (loaded now: fault lines may name its phases). */
+static int rd_plugin(rd_t *r, ddp_plan_entry_t *e, int library)
+{
+    int rc;
+    if (library) {
+        const ddp_plugin_t *pl;
+        return (rc = rd_strbuf(r, e->plugin_lib, sizeof e->plugin_lib)) ? rc
+               : ddp_plugin_load(NULL, e->plugin_lib, &pl);
+    }
+    if ((rc = rd_strbuf(r, e->plugin, sizeof e->plugin)) != 0)
+        return rc;
+    return e->plugin[0] && !ddp_plugin_find(e->plugin)
+               ? ddp_err_set(DDP_ECONFIG, "%s:%d: expected a registered plugin's name "
+                                          "(ddpsim list plugins), or a plugin-library "
+                                          "line, got \"%.60s\"",
+                             r->file, r->line, e->plugin)
+               : 0;
+}
+
+/* iface / resolve / somaxconn node=N "NAME" "VALUE" (w: the word's
+ * first letter) */
+static int rd_net(rd_t *r, ddp_plan_t *p, char w)
+{
+    int node, rc;
+    char name[64], value[64];
+    if ((rc = rd_i(r, "node", &node)) || (rc = rd_strbuf(r, name, sizeof name)) ||
+        (rc = rd_strbuf(r, value, sizeof value)))
+        return rc;
+    int kind = w == 'i' ? DDP_NET_IFACE : w == 'r' ? DDP_NET_RESOLVE : DDP_NET_SOMAXCONN;
+    return ddp_plan_add_net(p, kind, node, name, value) < 0 ? ddp_err_ctx()->code : 0;
+}
+
+/* env "KEY" "VALUE": a variable of the last proc line's process */
+static int rd_env(rd_t *r, ddp_plan_t *p)
+{
+    if (!p->nprocs)
+        return rd_err(r, "a proc line before env");
+    char *k = NULL, *v = NULL;
+    int rc;
+    if ((rc = rd_str(r, &k)) == 0 && (rc = rd_str(r, &v)) == 0)
+        rc = ddp_env_set(p->procs[p->nprocs - 1].env, k, v);
+    free(k);
+    free(v);
+    return rc;
+}
+
 static int rd_statement(rd_t *r, ddp_plan_t *p, int *ended)
 {
     char word[24];
@@ -941,14 +1006,8 @@ static int rd_statement(rd_t *r, ddp_plan_t *p, int *ended)
     ddp_plan_entry_t *e = &p->entry;
     if (!strcmp(word, "name"))
         return rd_strbuf(r, p->name, sizeof p->name);
-    if (!strcmp(word, "run")) {
-        if ((rc = rd_u64(r, "seed", &p->seed)) || (rc = rd_int(r, "latency", &p->latency_ns)) ||
-            (rc = rd_i(r, "world", &p->expected_world)) ||
-            (p->expected_world < 0 && (rc = rd_err(r, "a world size of 0 or more"))) ||
-            (rc = rd_int(r, "limit", &p->limit_ns)))
-            return rc;
-        return rd_int(r, "t0", &p->t0);
-    }
+    if (!strcmp(word, "run"))
+        return rd_run(r, p);
     if (!strcmp(word, "store_memory")) {
         uint64_t v = 0;
         if ((rc = rd_u64(r, "bytes", &v)) != 0)
@@ -972,21 +1031,8 @@ static int rd_statement(rd_t *r, ddp_plan_t *p, int *ended)
         return rd_strbuf(r, e->backend, sizeof e->backend);
     if (!strcmp(word, "cluster"))
         return rd_strbuf(r, e->cluster, sizeof e->cluster);
-    if (!strcmp(word, "plugin")) { /* checked here: later lines (faults) read it */
-        if ((rc = rd_strbuf(r, e->plugin, sizeof e->plugin)) != 0)
-            return rc;
-        return e->plugin[0] && !ddp_plugin_find(e->plugin)
-                   ? ddp_err_set(DDP_ECONFIG, "%s:%d: expected a registered plugin's name "
-                                              "(ddpsim list plugins), or a plugin-library "
-                                              "line, got \"%.60s\"",
-                                 r->file, r->line, e->plugin)
-                   : 0;
-    }
-    if (!strcmp(word, "plugin-library")) { /* loaded now: fault lines may name its phases */
-        const ddp_plugin_t *pl;
-        return (rc = rd_strbuf(r, e->plugin_lib, sizeof e->plugin_lib)) ? rc
-               : ddp_plugin_load(NULL, e->plugin_lib, &pl);
-    }
+    if (!strcmp(word, "plugin") || !strcmp(word, "plugin-library"))
+        return rd_plugin(r, e, word[6] == '-');
     if (!strcmp(word, "exec"))
         return rd_strbuf(r, e->exec, sizeof e->exec);
     if (!strcmp(word, "node")) {
@@ -995,16 +1041,8 @@ static int rd_statement(rd_t *r, ddp_plan_t *p, int *ended)
             return rc;
         return ddp_plan_add_node(p, host, addr) < 0 ? ddp_err_ctx()->code : 0;
     }
-    if (!strcmp(word, "iface") || !strcmp(word, "resolve") || !strcmp(word, "somaxconn")) {
-        int node;
-        char name[64], value[64];
-        if ((rc = rd_i(r, "node", &node)) || (rc = rd_strbuf(r, name, sizeof name)) ||
-            (rc = rd_strbuf(r, value, sizeof value)))
-            return rc;
-        int kind = word[0] == 'i' ? DDP_NET_IFACE : word[0] == 'r' ? DDP_NET_RESOLVE
-                                                                   : DDP_NET_SOMAXCONN;
-        return ddp_plan_add_net(p, kind, node, name, value) < 0 ? ddp_err_ctx()->code : 0;
-    }
+    if (!strcmp(word, "iface") || !strcmp(word, "resolve") || !strcmp(word, "somaxconn"))
+        return rd_net(r, p, word[0]);
     if (!strcmp(word, "file")) {
         char *path = NULL, *content = NULL;
         if ((rc = rd_str(r, &path)) == 0 && (rc = rd_str(r, &content)) == 0)
@@ -1017,16 +1055,8 @@ static int rd_statement(rd_t *r, ddp_plan_t *p, int *ended)
         return rd_fault(r, p);
     if (!strcmp(word, "proc"))
         return rd_proc(r, p);
-    if (!strcmp(word, "env")) {
-        if (!p->nprocs)
-            return rd_err(r, "a proc line before env");
-        char *k = NULL, *v = NULL;
-        if ((rc = rd_str(r, &k)) == 0 && (rc = rd_str(r, &v)) == 0)
-            rc = ddp_env_set(p->procs[p->nprocs - 1].env, k, v);
-        free(k);
-        free(v);
-        return rc;
-    }
+    if (!strcmp(word, "env"))
+        return rd_env(r, p);
     if (!strcmp(word, "end")) {
         *ended = 1;
         return 0;
@@ -1055,6 +1085,7 @@ int ddp_plan_read(ddp_sys_t *sys, const char *path, ddp_plan_t **out)
          line = strtok_r(NULL, "\n", &save)) {
         r.line++;
         r.c = line;
+        r.start = line;
         if (r.line == 1) {
             if (strcmp(line, "ddpsim-plan 1"))
                 rc = rd_err(&r, "\"ddpsim-plan 1\" (a plan file of this version)");

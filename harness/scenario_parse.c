@@ -25,304 +25,45 @@
 #include "../core/kvmap.h"
 #include "../core/store_priv.h"
 #include "scenario_priv.h"
+#include "fault_line.h"
+#include "scn_line.h"
 
 #define MAX_INCLUDE_DEPTH 8
-#define MAX_TOKENS 48
-#define TOKEN_MAX 512
+#define MAX_TOKENS DDP__LN_MAX_TOKENS
 
-/* Phases the plugin enters (crash faults may name one). */
-static const char *const phases[] = {
-    "init_ddp_connection", "store server", "store connect", "wait for workers",
-    "process group init", "barrier", "connected", "configure_ddp", "teardown"};
-#define NPHASES (sizeof phases / sizeof phases[0])
-
-typedef struct token {
-    char text[TOKEN_MAX];
-    int col;
-    int quoted;
-    char *eq;   /* after '=' in text for key=value words (NULL otherwise) */
-    int vcol;   /* column of the value */
-    int len;    /* characters in the source line (quotes included) */
-} token_t;
-
-/* Where a word was, for errors found only at the end of the file (a fault
- * aimed past the cluster that later lines declared). */
-typedef struct where {
-    const char *file; /* kept alive until the parse ends (pctx_t.names) */
-    int line, col;
-} where_t;
-
-/* The words of a fault that name a target, checked against the cluster. */
-enum { AT_NODE, AT_PEER, AT_NODES, AT_RANKS, AT_PHASE, AT_START, AT_END, AT_COUNT };
+typedef ddp__tok_t token_t;
+typedef ddp__where_t where_t;
 
 typedef struct pctx {
+    ddp__ln_t l;       /* the current file and line (for errors), the error */
     ddp_scenario_t *s;
-    char *err;
-    size_t errlen;
-    const char *file; /* current file (for errors) */
-    int line;
-    int failed;
     int scenario_line; /* where `scenario` was seen (0: not yet) */
     int nodes_line;    /* where `nodes` was seen (0: not) */
     where_t hosts_at;  /* the last `hosts` value (line 0: none) */
-    where_t fault_at[DDP_SCN_MAX_FAULTS][AT_COUNT]; /* line 0: key not given */
+    where_t fault_at[DDP_SCN_MAX_FAULTS][DDP__AT_COUNT]; /* line 0: key not given */
     where_t *env_at;   /* per s->env entry: its node= value (line 0: none) */
     where_t net_at[DDP_SCN_MAX_NET]; /* per s->net entry: its node= value */
     int env_cap;       /* entries allocated in s->env and env_at */
     char **names;      /* included files' names, freed at the end */
     int nnames;
-    ddp__kvmap_t hostmap; /* host name -> node (buckets NULL: no `hosts` yet) */
+    /* host name -> node (ddp__ln_host_t; buckets NULL: no `hosts` yet). A
+     * table keeps `hosts` and node=NAME linear in the hosts (4096 names
+     * of 500 characters compared pairwise took seconds). */
+    ddp__kvmap_t hostmap;
 } pctx_t;
-
-/* An entry of pctx_t.hostmap: a host name's node index. Looking names up
- * in a table keeps `hosts` and node=NAME linear in the hosts (4096 names
- * of 500 characters compared pairwise took seconds). */
-typedef struct host_entry {
-    ddp__kv_node_t kv;
-    int node;
-} host_entry_t;
 
 static where_t here(const pctx_t *p, int col)
 {
-    return (where_t){.file = p->file, .line = p->line, .col = col};
+    return ddp__ln_here(&p->l, col);
 }
-
-/* An error at a remembered place. */
-#define PERR_AT(p, w, ...)                                                     \
-    ((p)->file = (w).file, (p)->line = (w).line, perr((p), (w).col, __VA_ARGS__))
 
 /* The column just past a token: where "end of line" is reported. */
-#define END_OF(t) ((t).col + (t).len)
+#define END_OF(t) DDP__TOK_END(t)
 
-static int perr(pctx_t *p, int col, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int perr(pctx_t *p, int col, const char *fmt, ...)
-{
-    if (!p->failed && p->err && p->errlen) {
-        int n = snprintf(p->err, p->errlen, "%s:%d:%d: ", p->file, p->line, col);
-        va_list ap;
-        va_start(ap, fmt);
-        if (n >= 0 && (size_t)n < p->errlen)
-            vsnprintf(p->err + n, p->errlen - (size_t)n, fmt, ap);
-        va_end(ap);
-    }
-    p->failed = 1;
-    return DDP_ECONFIG;
-}
+/* An error at column col of the current line; at a remembered place. */
+#define perr(p, ...) ddp__ln_err(&(p)->l, __VA_ARGS__)
+#define PERR_AT(p, ...) ddp__ln_err_at(&(p)->l, __VA_ARGS__)
 
-/* "got ..." for a token. */
-static const char *got(const token_t *t, char *buf, size_t n)
-{
-    if (!t)
-        snprintf(buf, n, "end of line");
-    else
-        snprintf(buf, n, "\"%.60s\"", t->text);
-    return buf;
-}
-
-/* ---- lexer: one line into tokens ---- */
-static int lex_line(pctx_t *p, const char *line, token_t *tok, int *ntok)
-{
-    *ntok = 0;
-    const char *c = line;
-    while (*c) {
-        while (*c == ' ' || *c == '\t' || *c == '\r')
-            c++;
-        if (!*c || *c == '#')
-            break;
-        if (*ntok == MAX_TOKENS)
-            return perr(p, (int)(c - line) + 1,
-                        "expected at most %d words on a line, got more", MAX_TOKENS);
-        token_t *t = &tok[(*ntok)++];
-        memset(t, 0, sizeof *t);
-        t->col = (int)(c - line) + 1;
-        size_t n = 0;
-        int in_quote = 0, quote_col = 0;
-        while (*c) {
-            if (!in_quote && (*c == ' ' || *c == '\t' || *c == '\r' || *c == '#'))
-                break;
-            if (*c == '"') {
-                if (!in_quote)
-                    quote_col = (int)(c - line) + 1;
-                in_quote = !in_quote;
-                t->quoted = 1;
-                c++;
-                continue;
-            }
-            if (in_quote && *c == '\\' && (c[1] == '"' || c[1] == '\\')) {
-                c++;
-            } else if (!in_quote && *c == '=' && !t->eq) {
-                if (n + 1 >= TOKEN_MAX)
-                    return perr(p, t->col, "expected a word shorter than %d "
-                                           "characters, got a longer one", TOKEN_MAX);
-                t->text[n++] = '\0';
-                t->eq = t->text + n;
-                t->vcol = (int)(c - line) + 2;
-                c++;
-                continue;
-            }
-            if (n + 1 >= TOKEN_MAX)
-                return perr(p, t->col, "expected a word shorter than %d "
-                                       "characters, got a longer one", TOKEN_MAX);
-            t->text[n++] = *c++;
-        }
-        if (in_quote)
-            return perr(p, quote_col, "expected a closing '\"', got end of line");
-        t->text[n] = '\0';
-        t->len = (int)(c - line) + 1 - t->col;
-        if (t->eq && !t->text[0])
-            return perr(p, t->col, "expected key=value, got \"=%s\"", t->eq);
-    }
-    return 0;
-}
-
-/* ---- values ---- */
-static int parse_long(pctx_t *p, const char *v, int col, long min, long max,
-                      const char *what, long *out)
-{
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (!*v || *end || errno || x < min || x > max)
-        return perr(p, col, "expected %s (an integer %ld..%ld), got \"%.60s\"",
-                    what, min, max, v);
-    *out = x;
-    return 0;
-}
-
-static int parse_int(pctx_t *p, const char *v, int col, long min, long max,
-                     const char *what, int *out)
-{
-    long x;
-    int rc = parse_long(p, v, col, min, max, what, &x);
-    if (rc == 0)
-        *out = (int)x;
-    return rc;
-}
-
-/* 30s, 500ms, 1.5m, 100us, 2h, 0s. A whole number is read exactly (the
- * writer prints whole numbers of its unit, so any duration reads back to
- * the same nanosecond); a fraction goes through strtod. */
-static int parse_duration(pctx_t *p, const char *v, int col, int64_t *out)
-{
-    static const struct { const char *u; int64_t ns; } units[] = {
-        {"ns", 1}, {"us", 1000}, {"ms", DDP_NS_PER_MS}, {"s", DDP_NS_PER_S},
-        {"m", 60 * DDP_NS_PER_S}, {"h", 3600 * DDP_NS_PER_S}};
-    const int64_t limit = INT64_C(9000000000000000000);
-    const char *u = v;
-    while (isdigit((unsigned char)*u))
-        u++;
-    for (size_t i = 0; u != v && i < sizeof units / sizeof units[0]; i++) {
-        if (strcmp(u, units[i].u))
-            continue;
-        int64_t x = 0;
-        int big = 0;
-        for (const char *c = v; c < u && !big; c++) {
-            big = x > (limit - 9) / 10;
-            x = big ? x : x * 10 + (*c - '0');
-        }
-        if (!big && x <= limit / units[i].ns) {
-            *out = x * units[i].ns;
-            return 0;
-        }
-    }
-    /* A decimal fraction: digits with one '.' (no sign, exponent or hex). */
-    int digits = 0, dots = 0;
-    for (u = v; isdigit((unsigned char)*u) || *u == '.'; u++)
-        digits += *u != '.', dots += *u == '.';
-    char *end = NULL;
-    double x = digits && dots == 1 ? strtod(v, &end) : -1;
-    for (size_t i = 0; x >= 0 && end == u && i < sizeof units / sizeof units[0]; i++)
-        if (!strcmp(end, units[i].u) && x * (double)units[i].ns < 9e18) {
-            *out = (int64_t)(x * (double)units[i].ns + 0.5);
-            return 0;
-        }
-    return perr(p, col, "expected a duration such as 30s, 500ms, 2m or 100us, "
-                        "got \"%.60s\"", v);
-}
-
-/* A bandwidth fault's rate, in tc's units: bit, kbit, mbit, gbit are bits
- * per second and bps, kbps, mbps, gbps bytes per second (k = 1000, as tc
- * reads them); a whole number, 1 bit/s .. DDP_SIM_RATE_MAX. */
-static const struct { const char *u; uint64_t bps; } rate_units[] = {
-    {"gbit", 1000000000}, {"mbit", 1000000}, {"kbit", 1000}, {"bit", 1},
-    {"gbps", 8000000000}, {"mbps", 8000000}, {"kbps", 8000}, {"bps", 8}};
-#define NRATE_UNITS (sizeof rate_units / sizeof rate_units[0])
-
-static int parse_rate(pctx_t *p, const char *v, int col, uint64_t *out)
-{
-    const char *u = v;
-    uint64_t x = 0;
-    while (isdigit((unsigned char)*u) && x <= DDP_SIM_RATE_MAX)
-        x = x * 10 + (uint64_t)(*u++ - '0');
-    for (size_t i = 0; u != v && !isdigit((unsigned char)*u) && i < NRATE_UNITS; i++)
-        if (!strcmp(u, rate_units[i].u) && x > 0 && x <= DDP_SIM_RATE_MAX / rate_units[i].bps) {
-            *out = x * rate_units[i].bps;
-            return 0;
-        }
-    return perr(p, col, "expected a rate such as 1mbit, 500kbit or 100kbps (a whole number "
-                        "and a unit: bit, kbit, mbit, gbit bits per second, or bps, kbps, "
-                        "mbps, gbps bytes per second; 1bit .. 10gbit), got \"%.60s\"", v);
-}
-
-/* "0,3-5": each rank a number; checked, kept as text (the sim's form). */
-static int parse_rank_list(pctx_t *p, const char *v, int col, char *out, size_t n)
-{
-    ddp_rankset_t rs;
-    if (!*v)
-        return perr(p, col, "expected a rank list such as 3 or 0,2-5, got \"\"");
-    if (ddp_rankset_parse(v, &rs))
-        return perr(p, col, "expected a rank list such as 3 or 0,2-5 (at most %d ranks or "
-                            "ranges), got \"%.60s\"",
-                    DDP_RANKSET_MAX, v);
-    if (strlen(v) >= n)
-        return perr(p, col, "expected a rank list shorter than %zu characters", n);
-    snprintf(out, n, "%s", v);
-    return 0;
-}
-
-/* A node: its index or one of the scenario's host names. */
-static int parse_node(pctx_t *p, const char *v, int col, int *out)
-{
-    if (isdigit((unsigned char)v[0]))
-        return parse_int(p, v, col, 0, 4095, "a node index", out);
-    const ddp__kv_node_t *e = p->hostmap.buckets ? ddp__kv_find(&p->hostmap, v, strlen(v)) : NULL;
-    if (e) {
-        *out = ((const host_entry_t *)e)->node;
-        return 0;
-    }
-    return perr(p, col, "expected a node index or a host name of `hosts`, got \"%.60s\"", v);
-}
-
-static int parse_node_set(pctx_t *p, const char *v, int col, uint64_t *set)
-{
-    char buf[TOKEN_MAX];
-    snprintf(buf, sizeof buf, "%s", v);
-    *set = 0;
-    char *save = NULL;
-    for (char *t = strtok_r(buf, ",+", &save); t; t = strtok_r(NULL, ",+", &save)) {
-        char *dash = strchr(t, '-');
-        int a, b;
-        if (dash) {
-            *dash = '\0';
-            if (parse_int(p, t, col, 0, 63, "a node index (partition sides hold nodes 0..63)", &a) ||
-                parse_int(p, dash + 1, col, 0, 63, "a node index (partition sides hold nodes 0..63)", &b))
-                return DDP_ECONFIG;
-        } else {
-            if (parse_node(p, t, col, &a))
-                return DDP_ECONFIG;
-            if (a > 63)
-                return perr(p, col, "expected a node 0..63 in a partition side, got %d", a);
-            b = a;
-        }
-        for (int i = a; i <= b; i++)
-            *set |= 1ull << i;
-    }
-    if (!*set)
-        return perr(p, col, "expected nodes on one side of the partition (e.g. nodes=1 "
-                            "or nodes=0-1), got \"%.60s\"", v);
-    return 0;
-}
 
 static int need_args(pctx_t *p, const token_t *tok, int ntok, int want, const char *what)
 {
@@ -332,7 +73,7 @@ static int need_args(pctx_t *p, const token_t *tok, int ntok, int want, const ch
                     "expected %s after \"%s\", got end of line", what, tok[0].text);
     if (ntok - 1 > want)
         return perr(p, tok[want + 1].col, "expected end of line after %s, got %s", what,
-                    got(&tok[want + 1], g, sizeof g));
+                    ddp__tok_got(&tok[want + 1], g, sizeof g));
     if (tok[1].eq)
         return perr(p, tok[1].col, "expected %s, got \"%s=%s\"", what, tok[1].text,
                     tok[1].eq);
@@ -356,7 +97,7 @@ static int set_str(pctx_t *p, const token_t *t, char *dst, size_t n, const char 
 static int node_key(pctx_t *p, token_t *tok, int ntok, int *i, int *node, where_t *at)
 {
     if (*i < ntok && tok[*i].eq && !strcmp(tok[*i].text, "node")) {
-        if (strcmp(tok[*i].eq, "all") && parse_node(p, tok[*i].eq, tok[*i].vcol, node))
+        if (strcmp(tok[*i].eq, "all") && ddp__ln_node(&p->l, tok[*i].eq, tok[*i].vcol, node))
             return DDP_ECONFIG;
         if (*node >= 0)
             *at = here(p, tok[*i].vcol);
@@ -480,7 +221,7 @@ static int st_somaxconn(pctx_t *p, token_t *tok, int ntok)
     if (i + 1 < ntok)
         return perr(p, tok[i + 1].col, "expected end of line after the backlog cap, got "
                                        "\"%.60s\"", tok[i + 1].text);
-    if (tok[i].eq || parse_int(p, tok[i].text, tok[i].col, 1, 65535, "a backlog cap", &k))
+    if (tok[i].eq || ddp__ln_int(&p->l, tok[i].text, tok[i].col, 1, 65535, "a backlog cap", &k))
         return tok[i].eq ? perr(p, tok[i].col, "expected a backlog cap (1..65535), got "
                                                "\"%.60s=\"", tok[i].text)
                          : DDP_ECONFIG;
@@ -514,10 +255,10 @@ static int st_second_job(pctx_t *p, token_t *tok, int ntok)
                                            "a second %s= (the first is at column %d)",
                             tok[i].text, tok[j].col);
         if (!strcmp(tok[i].text, "start")) {
-            if (parse_duration(p, tok[i].eq, tok[i].vcol, &s->job2_start_ns))
+            if (ddp__ln_duration(&p->l, tok[i].eq, tok[i].vcol, &s->job2_start_ns))
                 return DDP_ECONFIG;
         } else if (!strcmp(tok[i].text, "port")) {
-            if (parse_long(p, tok[i].eq, tok[i].vcol, 1, 65535, "a port", &v))
+            if (ddp__ln_long(&p->l, tok[i].eq, tok[i].vcol, 1, 65535, "a port", &v))
                 return DDP_ECONFIG;
             s->job2_port = (uint16_t)v;
         } else {
@@ -527,307 +268,62 @@ static int st_second_job(pctx_t *p, token_t *tok, int ntok)
     }
     return 0;
 }
-
-/* A key repeated on a fault or expect line (mentions= may repeat) is an
- * error at the repeat: the second value would silently win (or leak). */
-static int once(pctx_t *p, const token_t *tok, int i, const char *what)
-{
-    for (int j = 2; j < i; j++)
-        if (tok[j].eq && !strcmp(tok[j].text, tok[i].text))
-            return perr(p, tok[i].col, "expected each key once on %s line, got a second "
-                                       "%s= (the first is at column %d)",
-                        what, tok[i].text, tok[j].col);
-    return 0;
-}
-
-/* ---- phases a crash fault may name ---- */
-
-/* Longest phase name that can match: ddp_ident_set_phase keeps this many
- * characters (the error context's phase field). */
-#define PHASE_MAX (sizeof((ddp_errctx_t *)0)->phase - 1)
-
-static const char *plugin_phase(const ddp_plugin_t *pl, const char *v)
-{
-    for (const char *const *ph = pl && pl->phases ? pl->phases : NULL; ph && *ph; ph++)
-        if (!strcmp(*ph, v))
-            return *ph;
-    return NULL;
-}
-
-size_t ddp_scenario_phase_count(void)
-{
-    return NPHASES;
-}
-
-const char *ddp_scenario_phase_at(size_t i)
-{
-    return i < NPHASES ? phases[i] : NULL;
-}
-
-static const char *default_phase(const char *v)
-{
-    for (size_t j = 0; j < NPHASES; j++)
-        if (!strcmp(phases[j], v))
-            return phases[j];
-    return NULL;
-}
-
-/* The plugin the scenario runs ("default" without a plugin line). */
-static const ddp_plugin_t *scenario_plugin(const ddp_scenario_t *s)
-{
-    return ddp_plugin_find(s->plugin[0] ? s->plugin : "default");
-}
-
-/* The first registered plugin that declares phase v (or NULL). */
-static const ddp_plugin_t *phase_owner(const char *v, const char **name)
-{
-    for (size_t i = 0; i < ddp_plugin_count(); i++)
-        if ((*name = plugin_phase(ddp_plugin_at(i), v)))
-            return ddp_plugin_at(i);
-    return NULL;
-}
-
-/* `; or one plugin "x" declares: "a", "b"` for error messages. */
-static const char *declared_phases(const ddp_plugin_t *pl, char *buf, size_t n)
-{
-    buf[0] = '\0';
-    if (!pl || !pl->phases || !pl->phases[0])
-        return buf;
-    size_t off = (size_t)snprintf(buf, n, "; or one plugin \"%s\" declares:", pl->name);
-    for (const char *const *ph = pl->phases; *ph && off < n; ph++)
-        off += (size_t)snprintf(buf + off, n - off, "%s \"%s\"", ph == pl->phases ? "" : ",",
-                                *ph);
-    return buf;
-}
-
-/* phase=NAME: the default plugin's phases, those of the scenario's plugin
- * when its line came already, else those any registered plugin declares
- * (finish() then checks the scenario really runs that plugin). */
-static int parse_phase(pctx_t *p, const char *v, int col, const char **out)
-{
-    const ddp_plugin_t *pl = p->s->plugin[0] ? scenario_plugin(p->s) : NULL;
-    const char *name = default_phase(v);
-    if (!name)
-        name = pl ? plugin_phase(pl, v) : (phase_owner(v, &name) ? name : NULL);
-    if (!name) {
-        char more[600];
-        return perr(p, col, "expected a phase (\"init_ddp_connection\", \"store server\", "
-                            "\"store connect\", \"wait for workers\", \"process group init\", "
-                            "\"barrier\", \"connected\", \"configure_ddp\", \"teardown\"%s), "
-                            "got \"%.60s\"",
-                    pl ? declared_phases(pl, more, sizeof more)
-                       : "; or one a registered plugin declares",
-                    v);
-    }
-    if (strlen(name) > PHASE_MAX)
-        return perr(p, col, "expected a phase name of at most %zu characters (what "
-                            "ddp_ident_set_phase keeps), got one of %zu",
-                    PHASE_MAX, strlen(name));
-    *out = name;
-    return 0;
-}
-
-/* start= / end=: a duration from the run's start, or an event with an
- * optional +offset (docs/scenario-format.md, "Triggers"). */
-static int parse_when(pctx_t *p, const char *v, int col, ddp_fault_trigger_t *trig,
-                      int64_t *ns)
-{
-    memset(trig, 0, sizeof *trig);
-    *ns = 0;
-    if (isdigit((unsigned char)v[0]))
-        return parse_duration(p, v, col, ns);
-    char head[160];
-    snprintf(head, sizeof head, "%s", v);
-    char *plus = strrchr(head, '+');
-    if (plus)
-        *plus = '\0';
-    if (ddp_trigger_parse(head, trig))
-        return perr(p, col, "%s", ddp_err_ctx()->what);
-    if (plus && parse_duration(p, plus + 1, col + (int)(plus - head) + 1, ns))
-        return DDP_ECONFIG;
-    if (trig->kind == DDP_TRIG_ENTER || trig->kind == DDP_TRIG_LEAVE) {
-        const char *name;
-        if (parse_phase(p, trig->arg, col + (int)strlen(ddp_trigger_kind_name(trig->kind)) + 1,
-                        &name))
-            return DDP_ECONFIG;
-    }
-    return 0;
-}
-
 static int st_fault(pctx_t *p, token_t *tok, int ntok)
 {
     ddp_scenario_t *s = p->s;
-    char g[80], kinds[256];
-    ddp_fault_kind_list(kinds, sizeof kinds);
-    if (ntok < 2)
-        return perr(p, tok[0].col + 5, "expected a fault kind (%s), got end of line", kinds);
     if (s->nfaults == DDP_SCN_MAX_FAULTS)
         return perr(p, tok[0].col, "expected at most %d faults, got more", DDP_SCN_MAX_FAULTS);
-    ddp_fault_t *f = &s->faults[s->nfaults];
-    where_t *at = p->fault_at[s->nfaults];
-    memset(f, 0, sizeof *f);
-    memset(at, 0, sizeof p->fault_at[0]);
-    f->node = f->task = f->peer_node = -1;
-    if (tok[1].eq || ddp_fault_kind_parse(tok[1].text, &f->kind) != 0)
-        return perr(p, tok[1].col, "expected a fault kind (%s), got %s", kinds,
-                    got(&tok[1], g, sizeof g));
-    s->fault_line[s->nfaults] = p->line;
-    s->nfaults++; /* owned strings are freed with the scenario from here on */
-    int have_end = 0, have_delay = 0, end_col = 0, nodes_col = 0, rate_col = 0, by_col = 0;
-    int mode_col = 0;
-    const token_t *not_bw = NULL; /* the first key a bandwidth fault cannot take */
-    for (int i = 2; i < ntok; i++) {
-        token_t *t = &tok[i];
-        const char *k = t->text, *v = t->eq;
-        int c = t->vcol;
-        if (!v && !strcmp(k, "may-miss")) { /* a fault allowed to act on nothing */
-            if (f->may_miss)
-                return perr(p, t->col, "expected may-miss at most once, got it twice");
-            f->may_miss = 1;
-            continue;
-        }
-        if (!v)
-            return perr(p, t->col, "expected key=value (node=, peer=, port=, nodes=, ranks=, "
-                                   "start=, end=, count=, p=, delay=, after=, phase=, point=, "
-                                   "rate=, mode=, by=) or may-miss, got \"%.60s\"", k);
-        if (once(p, tok, i, "a fault"))
-            return DDP_ECONFIG;
-        int rc = 0;
-        if (!not_bw && strcmp(k, "node") && strcmp(k, "start") && strcmp(k, "end") &&
-            strcmp(k, "rate"))
-            not_bw = t;
-        if (!strcmp(k, "node")) {
-            rc = parse_node(p, v, c, &f->node);
-            at[AT_NODE] = here(p, c);
-        } else if (!strcmp(k, "peer")) {
-            rc = parse_node(p, v, c, &f->peer_node);
-            at[AT_PEER] = here(p, c);
-        } else if (!strcmp(k, "port")) {
-            int port = 0;
-            rc = parse_int(p, v, c, 1, 65535, "a port", &port);
-            f->port = (uint16_t)port;
-        } else if (!strcmp(k, "nodes")) {
-            rc = parse_node_set(p, v, c, &f->node_set);
-            at[AT_NODES] = here(p, c);
-            nodes_col = t->col;
-        } else if (!strcmp(k, "ranks")) {
-            char buf[128];
-            rc = parse_rank_list(p, v, c, buf, sizeof buf);
-            if (rc == 0 && !(f->ranks = strdup(buf)))
-                rc = perr(p, c, "out of memory");
-            at[AT_RANKS] = here(p, c);
-        } else if (!strcmp(k, "start")) {
-            rc = parse_when(p, v, c, &f->start_on, &f->start_ns);
-            at[AT_START] = here(p, c);
-        } else if (!strcmp(k, "end")) {
-            rc = parse_when(p, v, c, &f->end_on, &f->end_ns);
-            at[AT_END] = here(p, c);
-            have_end = 1;
-            end_col = t->col;
-        } else if (!strcmp(k, "by") && f->kind == DDP_FAULT_LATE) {
-            rc = parse_duration(p, v, c, &f->delay_ns);
-            by_col = c;
-        } else if (!strcmp(k, "count")) {
-            rc = parse_int(p, v, c, 1, INT_MAX, "a count", &f->count);
-        } else if (!strcmp(k, "p")) {
-            char *e;
-            double x = strtod(v, &e);
-            if (!*v || *e || !(x > 0 && x <= 1))
-                rc = perr(p, c, "expected a probability in (0, 1], got \"%.60s\"", v);
-            f->probability = x;
-        } else if (!strcmp(k, "delay")) {
-            rc = parse_duration(p, v, c, &f->delay_ns);
-            have_delay = 1;
-        } else if (!strcmp(k, "after")) {
-            long b;
-            rc = parse_long(p, v, c, 0, LONG_MAX, "a byte count", &b);
-            f->after_bytes = b;
-        } else if (!strcmp(k, "phase")) {
-            rc = parse_phase(p, v, c, &f->phase);
-            at[AT_PHASE] = here(p, c);
-        } else if (!strcmp(k, "point")) {
-            if (ddp_sim_fault_point_check(v) != 0)
-                rc = perr(p, c, "%s", ddp_err_ctx()->what);
-            else
-                f->point = ddp_fault_point_find(v)->name; /* static text */
-        } else if (!strcmp(k, "rate")) {
-            rc = parse_rate(p, v, c, &f->rate_bps);
-            rate_col = t->col;
-        } else if (!strcmp(k, "mode")) {
-            if (strcmp(v, "silent") && strcmp(v, "kill"))
-                rc = perr(p, c, "expected mode=silent (a power loss: nothing more leaves "
-                                "or reaches the node) or mode=kill (its processes die and "
-                                "their sockets close), got \"%.60s\"", v);
-            f->kill_mode = !strcmp(v, "kill");
-            mode_col = t->col;
-        } else {
-            rc = perr(p, t->col, "expected a fault key (node, peer, port, nodes, ranks, start, "
-                                 "end, count, p, delay, after, phase, point, rate, mode; by "
-                                 "on late), got \"%.60s\"", k);
-        }
-        if (rc)
-            return rc;
+    if (ddp__fault_line_parse(&p->l, s->plugin, tok, ntok, &s->faults[s->nfaults],
+                              p->fault_at[s->nfaults]))
+        return DDP_ECONFIG;
+    s->fault_line[s->nfaults++] = p->l.line;
+    return 0;
+}
+
+
+/* error=CLASS or CLASS|CLASS|...: any one of them. */
+static int parse_error_classes(pctx_t *p, const token_t *t, ddp_scn_expect_t *e)
+{
+    const char *v = t->eq;
+    if (strlen(v) >= sizeof e->error)
+        return perr(p, t->vcol, "expected error classes of at most %zu characters in "
+                                "all, got \"%.60s\"", sizeof e->error - 1, v);
+    for (const char *c = v;;) {
+        size_t cl = strcspn(c, "|");
+        char one[sizeof e->error];
+        snprintf(one, sizeof one, "%.*s", (int)cl, c);
+        int known = 0;
+#define CLASS_OF(name, value, desc) known |= !strcasecmp(one, ddp_scn_error_class(value));
+        DDP_ERR_LIST(CLASS_OF)
+#undef CLASS_OF
+        for (int en = 1; en < 134 && !known; en++)
+            known = !strcasecmp(one, ddp_scn_error_class(-en));
+        if (!known)
+            return perr(p, t->vcol + (int)(c - v),
+                        "expected an error class (timeout, peer_lost, protocol, "
+                        "config, addrinuse, connrefused, ...; several as "
+                        "timeout|peer_lost), got \"%.60s\"", one);
+        if (!c[cl])
+            break;
+        c += cl + 1;
     }
-    int last = END_OF(tok[ntok - 1]);
-    /* end=0s included: the window must hold some time (a pause that ends
-     * at 0 never pauses; "no end" is no end= at all). */
-    if (have_end && f->end_on.kind == DDP_TRIG_TIME && f->start_on.kind == DDP_TRIG_TIME &&
-        f->end_ns <= f->start_ns)
-        return perr(p, end_col, "expected end= after start=, got end <= start");
-    if (f->kind == DDP_FAULT_LATE && (!by_col || f->delay_ns <= 0))
-        return perr(p, by_col ? by_col : last, "expected by= (how late the processes start, "
-                                               "more than 0s), got %s",
-                    by_col ? "0" : "end of line");
-    if (f->kind == DDP_FAULT_LATE && (have_end || f->start_on.kind != DDP_TRIG_TIME ||
-                                      f->start_ns))
-        return perr(p, tok[1].col, "expected ranks=, node= and by= on a late line (it holds "
-                                   "processes before they start), got start= or end=");
-    if (f->kind == DDP_FAULT_LATE && f->node < 0 && !f->ranks)
-        return perr(p, last, "expected ranks= or node= (whose processes start late), got end "
-                             "of line");
-    if (f->kind == DDP_FAULT_PARTITION && !f->node_set)
-        return perr(p, last, "expected nodes= (one side of the partition), got end of line");
-    if (f->node_set && f->kind != DDP_FAULT_PARTITION)
-        return perr(p, nodes_col, "expected nodes= only on partition faults (a %s takes "
-                                  "node= or ranks=), got it on %s",
-                    tok[1].text, tok[1].text);
-    if (f->kind == DDP_FAULT_DELAY && !have_delay)
-        return perr(p, last, "expected delay= (extra latency), got end of line");
-    if ((f->kind == DDP_FAULT_CRASH || f->kind == DDP_FAULT_PAUSE ||
-         f->kind == DDP_FAULT_STALL) &&
-        f->node < 0 && !f->ranks && f->task < 0)
-        return perr(p, last, "expected ranks= or node= (whom the %s hits), got end of line",
-                    tok[1].text);
-    if ((f->kind == DDP_FAULT_PAUSE || f->kind == DDP_FAULT_STALL) && !have_end)
-        return perr(p, last, "expected end= (when the %s ends), got end of line", tok[1].text);
-    if (f->phase && f->kind != DDP_FAULT_CRASH && f->kind != DDP_FAULT_STALL)
-        return perr(p, tok[1].col, "expected phase= only on crash and stall faults, got it "
-                                   "on %s",
-                    tok[1].text);
-    if (f->kind == DDP_FAULT_POINT && !f->point)
-        return perr(p, last, "expected point= (a fault point such as pg/tcp/handshake; "
-                             "docs/fault-points.md), got end of line");
-    if (f->point && f->kind != DDP_FAULT_POINT)
-        return perr(p, tok[1].col, "expected point= only on point faults, got it on %s",
-                    tok[1].text);
-    if (f->kind == DDP_FAULT_BANDWIDTH && !f->rate_bps)
-        return perr(p, last, "expected rate= (the uplink's rate, such as rate=1mbit), got "
-                             "end of line");
-    if (f->kind == DDP_FAULT_BANDWIDTH && not_bw)
-        return perr(p, not_bw->col, "expected node=, start=, end= or rate= on a bandwidth "
-                                    "fault (it limits a node's whole uplink, as tc tbf on "
-                                    "its interface does), got %s=",
-                    not_bw->text);
-    /* A process that dies has its sockets closed by its kernel; only a
-     * whole node can go quiet. */
-    if (mode_col && (f->kind != DDP_FAULT_CRASH || f->node < 0 || f->ranks || f->phase))
-        return perr(p, mode_col, "expected mode= only on a node's crash (crash node=N, "
-                                 "without ranks= or phase=: a process that dies always "
-                                 "closes its sockets), got it on %s",
-                    f->kind != DDP_FAULT_CRASH ? tok[1].text : "a process's crash");
-    if (rate_col && f->kind != DDP_FAULT_BANDWIDTH)
-        return perr(p, rate_col, "expected rate= only on bandwidth faults, got it on %s",
-                    tok[1].text);
+    return 0;
+}
+
+/* A mentions= or excludes= text's room (its NUL included). */
+#define TEXT_MAX sizeof(((ddp_scn_expect_t *)0)->mentions[0])
+
+/* mentions=TEXT / excludes=TEXT: one more text of a list of
+ * DDP_SCN_MAX_MENTIONS. */
+static int add_text(pctx_t *p, const token_t *t, char list[][TEXT_MAX], int *n)
+{
+    if (*n == DDP_SCN_MAX_MENTIONS)
+        return perr(p, t->col, "expected at most %d %s= per line", DDP_SCN_MAX_MENTIONS,
+                    t->text);
+    if (!*t->eq || strlen(t->eq) >= TEXT_MAX)
+        return perr(p, t->vcol, "expected a text of 1..%zu characters, got \"%.40s\"",
+                    TEXT_MAX - 1, t->eq);
+    snprintf(list[(*n)++], TEXT_MAX, "%s", t->eq);
     return 0;
 }
 
@@ -848,9 +344,9 @@ static int st_expect(pctx_t *p, token_t *tok, int ntok)
         k++;
     if (k == 4)
         return perr(p, tok[1].col, "expected ok, fail, crashed or invariants, got %s",
-                    got(&tok[1], g, sizeof g));
+                    ddp__tok_got(&tok[1], g, sizeof g));
     e->kind = (ddp_scn_expect_kind_t)k;
-    e->line = p->line;
+    e->line = p->l.line;
     for (int i = 2; i < ntok; i++) {
         token_t *t = &tok[i];
         const char *v = t->eq;
@@ -862,59 +358,26 @@ static int st_expect(pctx_t *p, token_t *tok, int ntok)
             return perr(p, t->col, "expected end of line after \"expect invariants\", got \"%s=\"",
                         t->text);
         if (strcmp(t->text, "mentions") && strcmp(t->text, "excludes") &&
-            once(p, tok, i, "an expect"))
+            ddp__ln_once(&p->l, tok, i, "an expect"))
             return DDP_ECONFIG;
         if (!strcmp(t->text, "ranks")) {
             if (!strcmp(v, "others") || !strcmp(v, "all") || !strcmp(v, "agents"))
                 snprintf(e->ranks, sizeof e->ranks, "%s", !strcmp(v, "all") ? "" : v);
             else
-                rc = parse_rank_list(p, v, t->vcol, e->ranks, sizeof e->ranks);
+                rc = ddp__ln_rank_list(&p->l, v, t->vcol, e->ranks, sizeof e->ranks);
         } else if (!strcmp(t->text, "error")) {
             if (e->kind != DDP_EXPECT_FAIL)
                 return perr(p, t->col, "expected error= only after \"expect fail\", got it after "
                                        "\"expect %s\"", kinds[k]);
-            /* CLASS or CLASS|CLASS|...: any one of them */
-            if (strlen(v) >= sizeof e->error)
-                return perr(p, t->vcol, "expected error classes of at most %zu characters in "
-                                        "all, got \"%.60s\"", sizeof e->error - 1, v);
-            for (const char *c = v;;) {
-                size_t cl = strcspn(c, "|");
-                char one[sizeof e->error];
-                snprintf(one, sizeof one, "%.*s", (int)cl, c);
-                int known = 0;
-#define CLASS_OF(name, value, desc) known |= !strcasecmp(one, ddp_scn_error_class(value));
-                DDP_ERR_LIST(CLASS_OF)
-#undef CLASS_OF
-                for (int en = 1; en < 134 && !known; en++)
-                    known = !strcasecmp(one, ddp_scn_error_class(-en));
-                if (!known)
-                    return perr(p, t->vcol + (int)(c - v),
-                                "expected an error class (timeout, peer_lost, protocol, "
-                                "config, addrinuse, connrefused, ...; several as "
-                                "timeout|peer_lost), got \"%.60s\"", one);
-                if (!c[cl])
-                    break;
-                c += cl + 1;
-            }
+            if (parse_error_classes(p, t, e))
+                return DDP_ECONFIG;
             snprintf(e->error, sizeof e->error, "%s", v);
         } else if (!strcmp(t->text, "mentions")) {
-            if (e->nmentions == DDP_SCN_MAX_MENTIONS)
-                return perr(p, t->col, "expected at most %d mentions= per line",
-                            DDP_SCN_MAX_MENTIONS);
-            if (!*v || strlen(v) >= sizeof e->mentions[0])
-                return perr(p, t->vcol, "expected a text of 1..%zu characters, got \"%.40s\"",
-                            sizeof e->mentions[0] - 1, v);
-            snprintf(e->mentions[e->nmentions++], sizeof e->mentions[0], "%s", v);
+            rc = add_text(p, t, e->mentions, &e->nmentions);
         } else if (!strcmp(t->text, "excludes")) {
-            if (e->nexcludes == DDP_SCN_MAX_MENTIONS)
-                return perr(p, t->col, "expected at most %d excludes= per line",
-                            DDP_SCN_MAX_MENTIONS);
-            if (!*v || strlen(v) >= sizeof e->excludes[0])
-                return perr(p, t->vcol, "expected a text of 1..%zu characters, got \"%.40s\"",
-                            sizeof e->excludes[0] - 1, v);
-            snprintf(e->excludes[e->nexcludes++], sizeof e->excludes[0], "%s", v);
+            rc = add_text(p, t, e->excludes, &e->nexcludes);
         } else if (!strcmp(t->text, "within")) {
-            rc = parse_duration(p, v, t->vcol, &e->within_ns);
+            rc = ddp__ln_duration(&p->l, v, t->vcol, &e->within_ns);
         } else if (!strcmp(t->text, "from")) {
             if (strcmp(v, "join"))
                 return perr(p, t->vcol, "expected from=join (within= counted from each "
@@ -925,7 +388,7 @@ static int st_expect(pctx_t *p, token_t *tok, int ntok)
                 return perr(p, t->vcol, "expected match=every or match=some, got \"%.60s\"", v);
             e->some = !strcmp(v, "some");
         } else if (!strcmp(t->text, "restarts")) {
-            rc = parse_int(p, v, t->vcol, 0, 1000, "a restart count (0..1000)", &e->restarts);
+            rc = ddp__ln_int(&p->l, v, t->vcol, 0, 1000, "a restart count (0..1000)", &e->restarts);
             e->restarts++;
         } else if (!strcmp(t->text, "job")) {
             if (strcmp(v, "1") && strcmp(v, "2"))
@@ -992,8 +455,8 @@ static int st_include(pctx_t *p, token_t *tok, int ntok, const char *dir, int de
         *slash = '\0';
     else
         snprintf(sub, sizeof sub, ".");
-    const char *saved_file = p->file;
-    int saved_line = p->line;
+    const char *saved_file = p->l.file;
+    int saved_line = p->l.line;
     /* Kept to the end of the parse: finish() may report at a line of it. */
     char *fname = strdup(path);
     char **names = fname ? realloc(p->names, sizeof *names * (size_t)(p->nnames + 1)) : NULL;
@@ -1006,8 +469,8 @@ static int st_include(pctx_t *p, token_t *tok, int ntok, const char *dir, int de
     p->names[p->nnames++] = fname;
     int rc = parse_text(p, buf, len, fname, sub, depth + 1);
     free(buf);
-    p->file = saved_file;
-    p->line = saved_line;
+    p->l.file = saved_file;
+    p->l.line = saved_line;
     return rc;
 }
 
@@ -1029,32 +492,78 @@ void ddp_scenario_use_plugin(ddp_scenario_t *s, const ddp_plugin_t *pl)
     snprintf(s->plugin_lib, sizeof s->plugin_lib, "%s", lib ? lib : "");
 }
 
-static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int depth)
+/* A one-argument keyword's argument, or return the error. */
+#define ONE(what) if (need_args(p, tok, ntok, 1, what)) return DDP_ECONFIG
+/* What a keyword group's function returns for a keyword not of its group. */
+#define NOT_MINE 1
+
+/* hosts EXPR: each line adds hosts after those of earlier lines (the
+ * writer splits a long list over several lines). */
+static int st_hosts(pctx_t *p, token_t *tok, int ntok)
+{
+    ddp_scenario_t *s = p->s;
+    ONE("a hostlist expression such as \"gpu[01-04]\"");
+    char **h = NULL;
+    size_t n = 0, have = (size_t)s->nhosts;
+    if (have >= 4096 || ddp_hostlist_expand(tok[1].text, 4096 - have, &h, &n) != 0)
+        return perr(p, tok[1].col, "expected a hostlist expression such as \"gpu[01-04]\", "
+                                   "got \"%.60s\": %s",
+                    tok[1].text, have >= 4096 ? "the scenario has 4096 hosts already"
+                                              : ddp_err_message());
+    if (n == 0) {
+        ddp_hostlist_free(h, n);
+        return perr(p, tok[1].col, "expected at least one host, got an empty list");
+    }
+    char **all = realloc(s->hosts, sizeof *all * (have + n));
+    if (!all) {
+        ddp_hostlist_free(h, n);
+        return perr(p, tok[1].col, "out of memory");
+    }
+    memcpy(all + have, h, sizeof *h * n);
+    free(h); /* the names now belong to s->hosts */
+    s->hosts = all;
+    s->nhosts = (int)(have + n);
+    if (!p->hostmap.buckets && ddp__kv_init(&p->hostmap, 64) != 0)
+        return perr(p, tok[1].col, "out of memory");
+    for (size_t i = have; i < have + n; i++) {
+        size_t len = strlen(all[i]);
+        if (ddp__kv_find(&p->hostmap, all[i], len))
+            return perr(p, tok[1].col, "expected distinct host names, got \"%s\" twice",
+                        all[i]);
+        ddp__kv_node_t *e = ddp__kv_get(&p->hostmap, all[i], len, sizeof(ddp__ln_host_t));
+        if (!e)
+            return perr(p, tok[1].col, "out of memory");
+        ((ddp__ln_host_t *)e)->node = (int)i;
+    }
+    if (p->nodes_line && s->nodes < s->nhosts)
+        return perr(p, tok[1].col, "expected %d hosts (`nodes %d` on line %d), got %d",
+                    s->nodes, s->nodes, p->nodes_line, s->nhosts);
+    if (!p->nodes_line)
+        s->nodes = s->nhosts;
+    p->hosts_at = here(p, tok[1].col);
+    return 0;
+}
+
+/* The cluster's shape: scenario, tags, nodes, devices, num_nodes,
+ * tasks_per_node, gpus, launcher, accelerators (NOT_MINE: another word). */
+static int st_shape(pctx_t *p, token_t *tok, int ntok)
 {
     ddp_scenario_t *s = p->s;
     const char *kw = tok[0].text;
-    char g[80], g2[256];
-    long v;
-    if (tok[0].eq || tok[0].quoted)
-        return perr(p, tok[0].col, "expected a keyword (scenario, nodes, devices, fault, "
-                                   "expect, ... see docs/scenario-format.md), got %s",
-                    got(&tok[0], g, sizeof g));
-#define ONE(what) if (need_args(p, tok, ntok, 1, what)) return DDP_ECONFIG
-    if (!strcmp(kw, "include"))
-        return st_include(p, tok, ntok, dir, depth);
+    char g[80];
     if (!strcmp(kw, "scenario")) {
         ONE("a name in quotes");
         if (p->scenario_line)
             return perr(p, tok[0].col, "expected one `scenario` line per file, got a second "
                                        "(the first is on line %d)", p->scenario_line);
-        p->scenario_line = p->line;
+        p->scenario_line = p->l.line;
         return set_str(p, &tok[1], s->name, sizeof s->name, "a name");
     }
     if (!strcmp(kw, "tags")) {
         for (int i = 1; i < ntok; i++) {
             if (s->ntags == DDP_SCN_MAX_TAGS || tok[i].eq)
                 return perr(p, tok[i].col, "expected at most %d tag words, got %s",
-                            DDP_SCN_MAX_TAGS, got(&tok[i], g, sizeof g));
+                            DDP_SCN_MAX_TAGS, ddp__tok_got(&tok[i], g, sizeof g));
             if (set_str(p, &tok[i], s->tags[s->ntags], sizeof s->tags[0], "a tag"))
                 return DDP_ECONFIG;
             s->ntags++;
@@ -1066,69 +575,25 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
         if (s->nhosts)
             return perr(p, tok[0].col, "expected `nodes` before `hosts` (hosts already "
                                        "set the node count to %d)", s->nhosts);
-        p->nodes_line = p->line;
-        return parse_int(p, tok[1].text, tok[1].col, 1, 4096, "a node count", &s->nodes);
+        p->nodes_line = p->l.line;
+        return ddp__ln_int(&p->l, tok[1].text, tok[1].col, 1, 4096, "a node count", &s->nodes);
     }
     if (!strcmp(kw, "devices")) {
         ONE("devices per node");
-        return parse_int(p, tok[1].text, tok[1].col, 1, 64, "devices per node", &s->devices);
+        return ddp__ln_int(&p->l, tok[1].text, tok[1].col, 1, 64, "devices per node", &s->devices);
     }
     if (!strcmp(kw, "num_nodes")) {
         ONE("the Trainer's num_nodes");
-        return parse_int(p, tok[1].text, tok[1].col, 1, 4096, "num_nodes", &s->num_nodes);
+        return ddp__ln_int(&p->l, tok[1].text, tok[1].col, 1, 4096, "num_nodes", &s->num_nodes);
     }
     if (!strcmp(kw, "tasks_per_node")) {
         ONE("tasks per node");
-        return parse_int(p, tok[1].text, tok[1].col, 1, 64, "tasks per node",
+        return ddp__ln_int(&p->l, tok[1].text, tok[1].col, 1, 64, "tasks per node",
                          &s->tasks_per_node);
     }
     if (!strcmp(kw, "gpus")) {
         ONE("a GPU count");
-        return parse_int(p, tok[1].text, tok[1].col, 0, 64, "a GPU count", &s->gpus);
-    }
-    if (!strcmp(kw, "hosts")) {
-        /* Each line adds hosts after those of earlier lines (the writer
-         * splits a long list over several lines). */
-        ONE("a hostlist expression such as \"gpu[01-04]\"");
-        char **h = NULL;
-        size_t n = 0, have = (size_t)s->nhosts;
-        if (have >= 4096 || ddp_hostlist_expand(tok[1].text, 4096 - have, &h, &n) != 0)
-            return perr(p, tok[1].col, "expected a hostlist expression such as \"gpu[01-04]\", "
-                                       "got \"%.60s\": %s",
-                        tok[1].text, have >= 4096 ? "the scenario has 4096 hosts already"
-                                                  : ddp_err_message());
-        if (n == 0) {
-            ddp_hostlist_free(h, n);
-            return perr(p, tok[1].col, "expected at least one host, got an empty list");
-        }
-        char **all = realloc(s->hosts, sizeof *all * (have + n));
-        if (!all) {
-            ddp_hostlist_free(h, n);
-            return perr(p, tok[1].col, "out of memory");
-        }
-        memcpy(all + have, h, sizeof *h * n);
-        free(h); /* the names now belong to s->hosts */
-        s->hosts = all;
-        s->nhosts = (int)(have + n);
-        if (!p->hostmap.buckets && ddp__kv_init(&p->hostmap, 64) != 0)
-            return perr(p, tok[1].col, "out of memory");
-        for (size_t i = have; i < have + n; i++) {
-            size_t len = strlen(all[i]);
-            if (ddp__kv_find(&p->hostmap, all[i], len))
-                return perr(p, tok[1].col, "expected distinct host names, got \"%s\" twice",
-                            all[i]);
-            ddp__kv_node_t *e = ddp__kv_get(&p->hostmap, all[i], len, sizeof(host_entry_t));
-            if (!e)
-                return perr(p, tok[1].col, "out of memory");
-            ((host_entry_t *)e)->node = (int)i;
-        }
-        if (p->nodes_line && s->nodes < s->nhosts)
-            return perr(p, tok[1].col, "expected %d hosts (`nodes %d` on line %d), got %d",
-                        s->nodes, s->nodes, p->nodes_line, s->nhosts);
-        if (!p->nodes_line)
-            s->nodes = s->nhosts;
-        p->hosts_at = here(p, tok[1].col);
-        return 0;
+        return ddp__ln_int(&p->l, tok[1].text, tok[1].col, 0, 64, "a GPU count", &s->gpus);
     }
     if (!strcmp(kw, "launcher")) {
         ONE("a launcher (auto, per-node, slurm, torchrun, mpi, lsf, kubeflow)");
@@ -1147,13 +612,23 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
             if (tok[i].eq || !ddp_accel_find(tok[i].text))
                 return perr(p, tok[i].col, "expected an accelerator (ddp, ddp_spawn, ddp_cpu, "
                                            "ddp2, ddp_hpc, ddp_cpu_hpc) or `all` alone, got %s",
-                            got(&tok[i], g, sizeof g));
+                            ddp__tok_got(&tok[i], g, sizeof g));
             if (s->naccels == DDP_SCN_MAX_ACCELS)
                 return perr(p, tok[i].col, "expected at most %d accelerators", DDP_SCN_MAX_ACCELS);
             snprintf(s->accels[s->naccels++], sizeof s->accels[0], "%s", tok[i].text);
         }
         return 0;
     }
+    return NOT_MINE;
+}
+
+/* What runs on it: backend, plugin, plugin-library, exec, cluster
+ * (NOT_MINE: another word). */
+static int st_stack(pctx_t *p, token_t *tok, int ntok, const char *dir)
+{
+    ddp_scenario_t *s = p->s;
+    const char *kw = tok[0].text;
+    char g2[256];
     if (!strcmp(kw, "backend")) {
         ONE("a backend (tcp, nccl)");
         if (!ddp_pg_backend_find(tok[1].text))
@@ -1210,13 +685,23 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
                         tok[1].text);
         return set_str(p, &tok[1], s->cluster, sizeof s->cluster, "a cluster name");
     }
+    return NOT_MINE;
+}
+
+/* How the run goes: timeouts, store memory, train, master_late, latency,
+ * seed, ports, master_addr (NOT_MINE: another word). */
+static int st_run(pctx_t *p, token_t *tok, int ntok)
+{
+    ddp_scenario_t *s = p->s;
+    const char *kw = tok[0].text;
+    long v;
     if (!strcmp(kw, "timeout")) {
         ONE("a duration");
-        return parse_duration(p, tok[1].text, tok[1].col, &s->timeout_ns);
+        return ddp__ln_duration(&p->l, tok[1].text, tok[1].col, &s->timeout_ns);
     }
     if (!strcmp(kw, "store_timeout")) {
         ONE("a duration");
-        return parse_duration(p, tok[1].text, tok[1].col, &s->store_timeout_ns);
+        return ddp__ln_duration(&p->l, tok[1].text, tok[1].col, &s->store_timeout_ns);
     }
     if (!strcmp(kw, "store_memory")) {
         ONE("a size");
@@ -1228,15 +713,15 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
     }
     if (!strcmp(kw, "train")) {
         ONE("a duration");
-        return parse_duration(p, tok[1].text, tok[1].col, &s->train_ns);
+        return ddp__ln_duration(&p->l, tok[1].text, tok[1].col, &s->train_ns);
     }
     if (!strcmp(kw, "master_late")) {
         ONE("a duration");
-        return parse_duration(p, tok[1].text, tok[1].col, &s->master_late_ns);
+        return ddp__ln_duration(&p->l, tok[1].text, tok[1].col, &s->master_late_ns);
     }
     if (!strcmp(kw, "latency")) {
         ONE("a duration");
-        return parse_duration(p, tok[1].text, tok[1].col, &s->latency_ns);
+        return ddp__ln_duration(&p->l, tok[1].text, tok[1].col, &s->latency_ns);
     }
     if (!strcmp(kw, "seed")) {
         ONE("a seed");
@@ -1254,7 +739,7 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
         s->no_port = !strcmp(tok[1].text, "none");
         if (s->no_port)
             return 0;
-        if (parse_long(p, tok[1].text, tok[1].col, 1, 65535, "a port or none", &v))
+        if (ddp__ln_long(&p->l, tok[1].text, tok[1].col, 1, 65535, "a port or none", &v))
             return DDP_ECONFIG;
         s->port = (uint16_t)v;
         return 0;
@@ -1273,11 +758,33 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
             return 0;
         }
         ONE("a port (or nothing: the scenario's port)");
-        if (parse_long(p, tok[1].text, tok[1].col, 1, 65535, "a port", &v))
+        if (ddp__ln_long(&p->l, tok[1].text, tok[1].col, 1, 65535, "a port", &v))
             return DDP_ECONFIG;
         s->port_taken = (uint16_t)v;
         return 0;
     }
+    return NOT_MINE;
+}
+
+static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int depth)
+{
+    char g[80];
+    const char *kw = tok[0].text;
+    if (tok[0].eq || tok[0].quoted)
+        return perr(p, tok[0].col, "expected a keyword (scenario, nodes, devices, fault, "
+                                   "expect, ... see docs/scenario-format.md), got %s",
+                    ddp__tok_got(&tok[0], g, sizeof g));
+    if (!strcmp(kw, "include"))
+        return st_include(p, tok, ntok, dir, depth);
+    if (!strcmp(kw, "hosts"))
+        return st_hosts(p, tok, ntok);
+    int rc = st_shape(p, tok, ntok);
+    if (rc == NOT_MINE)
+        rc = st_stack(p, tok, ntok, dir);
+    if (rc == NOT_MINE)
+        rc = st_run(p, tok, ntok);
+    if (rc != NOT_MINE)
+        return rc;
     if (!strcmp(kw, "second_job"))
         return st_second_job(p, tok, ntok);
     if (!strcmp(kw, "env"))
@@ -1292,22 +799,10 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
         return st_somaxconn(p, tok, ntok);
     if (!strcmp(kw, "fault"))
         return st_fault(p, tok, ntok);
-    if (!strcmp(kw, "late")) { /* `late ranks=3 by=20s`: a fault of kind late */
-        token_t *lt = malloc(sizeof *lt * (size_t)(ntok + 1));
-        if (!lt)
-            return perr(p, tok[0].col, "out of memory");
-        lt[0] = tok[0];
-        memset(&lt[1], 0, sizeof lt[1]);
-        snprintf(lt[1].text, sizeof lt[1].text, "late");
-        lt[1].col = tok[0].col;
-        memcpy(&lt[2], &tok[1], sizeof *lt * (size_t)(ntok - 1));
-        int rc = st_fault(p, lt, ntok + 1);
-        free(lt);
-        return rc;
-    }
+    if (!strcmp(kw, "late")) /* `late ranks=3 by=20s`: a fault of kind late */
+        return st_fault(p, tok, ntok);
     if (!strcmp(kw, "expect"))
         return st_expect(p, tok, ntok);
-#undef ONE
     return perr(p, tok[0].col, "expected a keyword (scenario, tags, include, nodes, devices, "
                                "num_nodes, tasks_per_node, hosts, launcher, gpus, accelerators, "
                                "backend, plugin, plugin-library, exec, cluster, timeout, "
@@ -1316,6 +811,7 @@ static int statement(pctx_t *p, token_t *tok, int ntok, const char *dir, int dep
                                "port_taken, second_job, latency, env, unset, iface, resolve, "
                                "somaxconn, fault, expect), got \"%.60s\"", kw);
 }
+#undef ONE
 
 /* A line's characters are text: a tab or a carriage return, nothing else
  * below 0x20. A NUL byte is named: it would otherwise end the file early. */
@@ -1336,14 +832,14 @@ static int check_line_chars(pctx_t *p, const char *line, size_t n)
 static int parse_text(pctx_t *p, const char *text, size_t len, const char *file,
                       const char *dir, int depth)
 {
-    p->file = file;
-    p->line = 0;
+    p->l.file = file;
+    p->l.line = 0;
     const char *c = text, *end = text + len;
     char line[4096];
     while (c < end) {
         const char *nl = memchr(c, '\n', (size_t)(end - c));
         size_t n = nl ? (size_t)(nl - c) : (size_t)(end - c);
-        p->line++;
+        p->l.line++;
         if (n >= sizeof line)
             return perr(p, 1, "expected a line of at most %zu characters, got %zu",
                         sizeof line - 1, n);
@@ -1354,11 +850,11 @@ static int parse_text(pctx_t *p, const char *text, size_t len, const char *file,
             return DDP_ECONFIG;
         token_t tok[MAX_TOKENS];
         int ntok = 0;
-        if (lex_line(p, line, tok, &ntok))
+        if (ddp__ln_lex(&p->l, line, 0, tok, &ntok))
             return DDP_ECONFIG;
         if (ntok && statement(p, tok, ntok, dir, depth))
             return DDP_ECONFIG;
-        p->file = file; /* restored after includes */
+        p->l.file = file; /* restored after includes */
     }
     return 0;
 }
@@ -1409,90 +905,37 @@ static int ranks_per_node(const ddp_scenario_t *s, int *only_ddp2)
     return per;
 }
 
-/* The highest rank in a list the parser validated ("0,3-5" -> 5). */
-static long highest_rank(const char *list)
-{
-    ddp_rankset_t rs;
-    return ddp_rankset_parse(list, &rs) ? -1 : ddp_rankset_max(&rs);
-}
-
 static int check_node(pctx_t *p, where_t at, int node, const char *key)
 {
-    if (node < p->s->nodes)
-        return 0;
-    return PERR_AT(p, at, "expected %s a node 0..%d (the cluster has %d node%s), got %d", key,
-                   p->s->nodes - 1, p->s->nodes, p->s->nodes == 1 ? "" : "s", node);
+    return ddp__ln_check_node(&p->l, at, node, p->s->nodes, key);
 }
 
-/* A fault's targets against the cluster the whole file declared: a rank,
- * node or phase that does not exist would never fire, and a fault test
- * would silently pass as a clean run. */
+/* A fault's targets against the cluster the whole file declared. */
 static int check_fault(pctx_t *p, int i)
 {
     const ddp_scenario_t *s = p->s;
-    const ddp_fault_t *f = &s->faults[i];
-    const where_t *at = p->fault_at[i];
-    if (at[AT_NODE].line && check_node(p, at[AT_NODE], f->node, "node= to be"))
-        return DDP_ECONFIG;
-    if (at[AT_PEER].line && check_node(p, at[AT_PEER], f->peer_node, "peer= to be"))
-        return DDP_ECONFIG;
-    for (int b = s->nodes; b < 64; b++)
-        if (f->node_set >> b & 1)
-            return check_node(p, at[AT_NODES], b, "every node of nodes= to be");
-    if (f->kind == DDP_FAULT_PARTITION && s->nodes <= 64 &&
-        f->node_set == (s->nodes == 64 ? ~0ull : (1ull << s->nodes) - 1))
-        return PERR_AT(p, at[AT_NODES], "expected a partition leaving some nodes on the "
-                                        "other side, got every node on one side");
     int only_ddp2, per = ranks_per_node(s, &only_ddp2);
-    long top = highest_rank(f->ranks), world = (long)s->nodes * per;
-    if (f->ranks && top >= world)
-        return PERR_AT(p, at[AT_RANKS], "expected ranks 0..%ld (the largest world of the "
-                                        "scenario's accelerators: %d node%s x %d rank%s per "
-                                        "node%s), got rank %ld",
-                       world - 1, s->nodes, s->nodes == 1 ? "" : "s", per, per == 1 ? "" : "s",
-                       only_ddp2 ? ", ddp2 runs one per node" : "", top);
-    const ddp_fault_trigger_t *tr[2] = {&f->start_on, &f->end_on};
-    for (int k = 0; k < 2; k++) {
-        ddp_rankset_t rs;
-        if (tr[k]->ranks[0] && ddp_rankset_parse(tr[k]->ranks, &rs) == 0 &&
-            ddp_rankset_max(&rs) >= world)
-            return PERR_AT(p, at[k ? AT_END : AT_START],
-                           "expected an event of ranks 0..%ld (the scenario's largest world), "
-                           "got rank %d",
-                           world - 1, ddp_rankset_max(&rs));
-        if ((tr[k]->kind == DDP_TRIG_ENTER || tr[k]->kind == DDP_TRIG_LEAVE) &&
-            !default_phase(tr[k]->arg) && !plugin_phase(scenario_plugin(s), tr[k]->arg))
-            return PERR_AT(p, at[k ? AT_END : AT_START],
-                           "expected a phase the scenario's plugin \"%s\" enters, got "
-                           "\"%s\" (add the `plugin` line of the plugin that declares it)",
-                           s->plugin[0] ? s->plugin : "default", tr[k]->arg);
-    }
-    if (f->phase && !default_phase(f->phase)) {
-        const ddp_plugin_t *pl = scenario_plugin(s);
-        if (!plugin_phase(pl, f->phase)) {
-            const char *name = NULL;
-            const ddp_plugin_t *owner = phase_owner(f->phase, &name);
-            return PERR_AT(p, at[AT_PHASE], "expected a phase the scenario's plugin \"%s\" "
-                                            "enters, got \"%s\", a phase of plugin \"%s\" "
-                                            "(add `plugin %s`, or aim at another phase)",
-                           pl ? pl->name : "default", f->phase, owner ? owner->name : "?",
-                           owner ? owner->name : "?");
-        }
-    }
-    return 0;
+    char why[160];
+    snprintf(why, sizeof why, "the largest world of the scenario's accelerators: %d node%s x "
+             "%d rank%s per node%s", s->nodes, s->nodes == 1 ? "" : "s", per,
+             per == 1 ? "" : "s", only_ddp2 ? ", ddp2 runs one per node" : "");
+    ddp__fault_cluster_t c = {.nodes = s->nodes, .world = (long)s->nodes * per,
+                              .world_why = why, .plugin = s->plugin};
+    return ddp__fault_line_check(&p->l, &s->faults[i], p->fault_at[i], &c);
 }
+
 
 /* Whole-file checks, reported at the statement that is wrong. */
 static int finish(pctx_t *p, const char *file, int last_line)
 {
     ddp_scenario_t *s = p->s;
-    p->file = file;
+    p->l.file = file;
     if (!p->scenario_line) {
-        p->line = 1;
+        p->l.line = 1;
         return perr(p, 1, "expected a `scenario \"NAME\"` line, got none in the file");
     }
     if (s->nexpect == 0) {
-        p->line = last_line + 1;
+        p->l.line = last_line + 1;
         return perr(p, 1, "expected at least one `expect` line (ok, fail, crashed or "
                           "invariants), got end of file");
     }
@@ -1522,10 +965,11 @@ static int parse_bytes(const char *text, size_t len, const char *name, const cha
     if (!s)
         return ddp_err_set(-ENOMEM, "out of memory");
     snprintf(s->file, sizeof s->file, "%s", name ? name : "");
-    pctx_t p = {.s = s, .err = err, .errlen = errlen};
+    pctx_t p = {.l = {.err = err, .errlen = errlen}, .s = s};
+    p.l.hosts = &p.hostmap;
     int rc = parse_text(&p, text, len, name ? name : "<text>", dir, 0);
     if (rc == 0)
-        rc = finish(&p, name ? name : "<text>", p.line);
+        rc = finish(&p, name ? name : "<text>", p.l.line);
     for (int i = 0; i < p.nnames; i++)
         free(p.names[i]);
     free(p.names);
@@ -1718,154 +1162,11 @@ int ddp_scenario_equal(const ddp_scenario_t *a, const ddp_scenario_t *b, char *w
 #undef DIFF
 
 /* ---- writing (explore's shrunk schedules, round trips) ---- */
-/* " rate=N" in the largest bit unit that writes it exactly. */
-static void put_rate(FILE *o, uint64_t bps)
-{
-    size_t i = 0;
-    while (bps % rate_units[i].bps) /* "bit" (1) divides every rate */
-        i++;
-    fprintf(o, " rate=%llu%s", (unsigned long long)(bps / rate_units[i].bps), rate_units[i].u);
-}
-
-static void put_duration(FILE *o, const char *key, int64_t ns)
-{
-    if (ns % DDP_NS_PER_S == 0)
-        fprintf(o, "%s%lds", key, (long)(ns / DDP_NS_PER_S));
-    else if (ns % DDP_NS_PER_MS == 0)
-        fprintf(o, "%s%ldms", key, (long)(ns / DDP_NS_PER_MS));
-    else if (ns % 1000 == 0)
-        fprintf(o, "%s%ldus", key, (long)(ns / 1000));
-    else
-        fprintf(o, "%s%ldns", key, (long)ns);
-}
-
-static void put_quoted(FILE *o, const char *s)
-{
-    fputc('"', o);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            fputc('\\', o);
-        fputc(*s, o);
-    }
-    fputc('"', o);
-}
-
-/* A word as the lexer reads it back: bare when it is a plain word, else
- * quoted (blanks, '#', '"', '\\', '=' or nothing at all). A carriage return
- * is a blank to the lexer outside quotes (CRLF files), so a word holding
- * one, which only quotes can give, is quoted. */
-static void put_word(FILE *o, const char *s)
-{
-    if (!*s || strpbrk(s, " \t\r#\"\\="))
-        put_quoted(o, s);
-    else
-        fputs(s, o);
-}
-
-static void put_when(FILE *o, const char *key, const ddp_fault_trigger_t *t, int64_t ns)
-{
-    char ev[120];
-    ddp_trigger_format(t, ev, sizeof ev);
-    fprintf(o, " %s=", key);
-    if (!ns) {
-        put_word(o, ev);
-        return;
-    }
-    char off[48];
-    FILE *m = fmemopen(off, sizeof off, "w");
-    if (!m)
-        abort();
-    put_duration(m, "+", ns);
-    fclose(m);
-    char all[200];
-    snprintf(all, sizeof all, "%s%s", ev, off);
-    put_word(o, all);
-}
-
-void ddp__scenario_put_fault(FILE *o, const ddp_fault_t *f)
-{
-    if (f->kind == DDP_FAULT_LATE)
-        fputs("late", o);
-    else
-        fprintf(o, "fault %s", ddp_fault_kind_name(f->kind));
-    if (f->node >= 0)
-        fprintf(o, " node=%d", f->node);
-    if (f->peer_node >= 0)
-        fprintf(o, " peer=%d", f->peer_node);
-    if (f->port)
-        fprintf(o, " port=%u", (unsigned)f->port);
-    if (f->node_set) {
-        fprintf(o, " nodes=");
-        int first = 1;
-        for (int b = 0; b < 64; b++)
-            if (f->node_set >> b & 1) {
-                fprintf(o, "%s%d", first ? "" : ",", b);
-                first = 0;
-            }
-    }
-    if (f->ranks)
-        fprintf(o, " ranks=%s", f->ranks);
-    if (f->start_on.kind != DDP_TRIG_TIME)
-        put_when(o, "start", &f->start_on, f->start_ns);
-    else if (f->start_ns)
-        put_duration(o, " start=", f->start_ns);
-    /* A pause needs its end= and a delay its delay=, even at 0. */
-    if (f->end_on.kind != DDP_TRIG_TIME)
-        put_when(o, "end", &f->end_on, f->end_ns);
-    else if (f->end_ns || f->kind == DDP_FAULT_PAUSE || f->kind == DDP_FAULT_STALL)
-        put_duration(o, " end=", f->end_ns);
-    if (f->count)
-        fprintf(o, " count=%d", f->count);
-    if (f->probability > 0)
-        fprintf(o, " p=%.17g", f->probability);
-    if (f->kind == DDP_FAULT_LATE)
-        put_duration(o, " by=", f->delay_ns);
-    else if (f->delay_ns || f->kind == DDP_FAULT_DELAY)
-        put_duration(o, " delay=", f->delay_ns);
-    if (f->after_bytes)
-        fprintf(o, " after=%lld", (long long)f->after_bytes);
-    if (f->phase) {
-        fprintf(o, " phase=");
-        put_quoted(o, f->phase);
-    }
-    if (f->point)
-        fprintf(o, " point=%s", f->point);
-    if (f->rate_bps)
-        put_rate(o, f->rate_bps);
-    if (f->kill_mode)
-        fputs(" mode=kill", o);
-    if (f->may_miss)
-        fputs(" may-miss", o);
-}
-
-int ddp__scenario_parse_fault(const char *line, int nodes, int world, const char *plugin,
-                              ddp_fault_t *out, char *err, size_t errlen)
-{
-    char *text = NULL;
-    nodes = nodes > 0 ? nodes : 1;
-    world = world > nodes ? world : nodes;
-    if (asprintf(&text, "scenario \"plan\"\nnodes %d\ndevices %d\n%s%s\n%s\nexpect invariants\n",
-                 nodes, (world - 1) / nodes + 1, plugin && *plugin ? "plugin " : "",
-                 plugin && *plugin ? plugin : "", line) < 0)
-        return ddp_err_set(-ENOMEM, "out of memory");
-    ddp_scenario_t *s = NULL;
-    int rc = ddp_scenario_parse(text, "plan", NULL, &s, err, errlen);
-    free(text);
-    if (rc == 0 && s->nfaults != 1)
-        rc = ddp_err_set(DDP_ECONFIG, "expected one fault line, got %d", s->nfaults);
-    if (rc == 0) {
-        *out = s->faults[0];
-        s->faults[0].ranks = NULL; /* now the caller's */
-    }
-    ddp_scenario_free(s);
-    return rc;
-}
-
 /* Whether the first n hosts of h compress into one word. */
 static int hosts_fit(const char *const *h, int n)
 {
     char *e = NULL;
-    int fits = ddp_hostlist_compress(h, (size_t)n, &e) == 0 && strlen(e) < TOKEN_MAX;
+    int fits = ddp_hostlist_compress(h, (size_t)n, &e) == 0 && strlen(e) < DDP__LN_TOKEN_MAX;
     free(e);
     return fits;
 }
@@ -1901,7 +1202,7 @@ static int put_hosts(const ddp_scenario_t *s, FILE *o)
         if (ddp_hostlist_compress(h + i, (size_t)lo, &expr) != 0)
             return -EINVAL;
         fprintf(o, "hosts ");
-        put_quoted(o, expr);
+        ddp__put_quoted(o, expr);
         fputc('\n', o);
         free(expr);
         i += lo;
@@ -1909,16 +1210,18 @@ static int put_hosts(const ddp_scenario_t *s, FILE *o)
     return 0;
 }
 
-int ddp_scenario_write(const ddp_scenario_t *s, FILE *o)
+/* The cluster's shape: scenario, tags, hosts or nodes, devices, ...,
+ * accelerators. 0, or -EINVAL when the host names make no hostlist. */
+static int put_shape(const ddp_scenario_t *s, FILE *o)
 {
     fprintf(o, "scenario ");
-    put_quoted(o, s->name);
+    ddp__put_quoted(o, s->name);
     fputc('\n', o);
     if (s->ntags) {
         fprintf(o, "tags");
         for (int i = 0; i < s->ntags; i++) {
             fputc(' ', o);
-            put_word(o, s->tags[i]);
+            ddp__put_word(o, s->tags[i]);
         }
         fputc('\n', o);
     }
@@ -1944,32 +1247,44 @@ int ddp_scenario_write(const ddp_scenario_t *s, FILE *o)
     for (int i = 0; i < s->naccels; i++)
         fprintf(o, " %s", s->accels[i]);
     fputc('\n', o);
+    return 0;
+}
+
+/* What runs on it: plugin-library, backend, plugin, cluster, exec. */
+static void put_stack(const ddp_scenario_t *s, FILE *o)
+{
     static const struct { const char *kw; size_t off; } names[] = {
         {"backend", offsetof(ddp_scenario_t, backend)},
         {"plugin", offsetof(ddp_scenario_t, plugin)},
         {"cluster", offsetof(ddp_scenario_t, cluster)}};
     if (s->plugin_lib[0]) { /* its library: the plugin it names */
         fputs("plugin-library ", o);
-        put_quoted(o, s->plugin_lib);
+        ddp__put_quoted(o, s->plugin_lib);
         fputc('\n', o);
     }
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         const char *v = (const char *)s + names[i].off;
         if (v[0] && !(names[i].off == offsetof(ddp_scenario_t, plugin) && s->plugin_lib[0])) {
             fprintf(o, "%s ", names[i].kw);
-            put_word(o, v);
+            ddp__put_word(o, v);
             fputc('\n', o);
         }
     }
     if (s->exec[0]) {
         fputs("exec ", o);
-        put_quoted(o, s->exec);
+        ddp__put_quoted(o, s->exec);
         fputc('\n', o);
     }
-    put_duration(o, "timeout ", s->timeout_ns);
+}
+
+/* How the run goes: timeouts, store memory, train, seed, ports,
+ * master_addr, master_late, second_job, latency. */
+static void put_run(const ddp_scenario_t *s, FILE *o)
+{
+    ddp__put_duration(o, "timeout ", s->timeout_ns);
     fputc('\n', o);
     if (s->store_timeout_ns) {
-        put_duration(o, "store_timeout ", s->store_timeout_ns);
+        ddp__put_duration(o, "store_timeout ", s->store_timeout_ns);
         fputc('\n', o);
     }
     if (s->store_memory) { /* the largest unit that divides it */
@@ -1980,7 +1295,7 @@ int ddp_scenario_write(const ddp_scenario_t *s, FILE *o)
                                                    : u == 10 ? "K" : "");
     }
     if (s->train_ns) {
-        put_duration(o, "train ", s->train_ns);
+        ddp__put_duration(o, "train ", s->train_ns);
         fputc('\n', o);
     }
     fprintf(o, "seed %llu\n", (unsigned long long)s->seed);
@@ -1990,11 +1305,11 @@ int ddp_scenario_write(const ddp_scenario_t *s, FILE *o)
         fprintf(o, "port %u\n", (unsigned)s->port);
     if (s->master_addr[0]) {
         fprintf(o, "master_addr ");
-        put_word(o, strcmp(s->master_addr, "-") ? s->master_addr : "none");
+        ddp__put_word(o, strcmp(s->master_addr, "-") ? s->master_addr : "none");
         fputc('\n', o);
     }
     if (s->master_late_ns) {
-        put_duration(o, "master_late ", s->master_late_ns);
+        ddp__put_duration(o, "master_late ", s->master_late_ns);
         fputc('\n', o);
     }
     if (s->port_taken)
@@ -2002,25 +1317,31 @@ int ddp_scenario_write(const ddp_scenario_t *s, FILE *o)
     if (s->second_job) {
         fputs("second_job", o);
         if (s->job2_start_ns)
-            put_duration(o, " start=", s->job2_start_ns);
+            ddp__put_duration(o, " start=", s->job2_start_ns);
         if (s->job2_port)
             fprintf(o, " port=%u", (unsigned)s->job2_port);
         fputc('\n', o);
     }
     if (s->latency_ns) {
-        put_duration(o, "latency ", s->latency_ns);
+        ddp__put_duration(o, "latency ", s->latency_ns);
         fputc('\n', o);
     }
+}
+
+/* The network's and the environment's lines: iface, resolve,
+ * somaxconn, env, unset. */
+static void put_net_env(const ddp_scenario_t *s, FILE *o)
+{
     for (int i = 0; i < s->nnet; i++) {
         const ddp_scn_net_t *e = &s->net[i];
         fprintf(o, "%s ", ddp_net_kind_name(e->kind));
         if (e->node >= 0)
             fprintf(o, "node=%d ", e->node);
         if (e->name[0]) {
-            put_word(o, e->name);
+            ddp__put_word(o, e->name);
             fputc(' ', o);
         }
-        put_word(o, e->value);
+        ddp__put_word(o, e->value);
         fputc('\n', o);
     }
     for (int i = 0; i < s->nenv; i++) {
@@ -2033,42 +1354,55 @@ int ddp_scenario_write(const ddp_scenario_t *s, FILE *o)
         fprintf(o, "%s", e->key);
         if (e->value) {
             fputc('=', o);
-            put_quoted(o, e->value);
+            ddp__put_quoted(o, e->value);
         }
         fputc('\n', o);
     }
-    for (int i = 0; i < s->nfaults; i++) {
-        ddp__scenario_put_fault(o, &s->faults[i]);
-        fputc('\n', o);
-    }
+}
+
+static void put_expect(const ddp_scn_expect_t *e, FILE *o)
+{
     static const char *const kinds[] = {"ok", "fail", "crashed", "invariants"};
-    for (int i = 0; i < s->nexpect; i++) {
-        const ddp_scn_expect_t *e = &s->expect[i];
-        fprintf(o, "expect %s", kinds[e->kind]);
-        if (e->ranks[0])
-            fprintf(o, " ranks=%s", e->ranks);
-        if (e->error[0])
-            fprintf(o, " error=%s", e->error);
-        for (int m = 0; m < e->nmentions; m++) {
-            fprintf(o, " mentions=");
-            put_quoted(o, e->mentions[m]);
-        }
-        for (int m = 0; m < e->nexcludes; m++) {
-            fprintf(o, " excludes=");
-            put_quoted(o, e->excludes[m]);
-        }
-        if (e->within_ns)
-            put_duration(o, " within=", e->within_ns);
-        if (e->from_join)
-            fprintf(o, " from=join");
-        if (e->some)
-            fprintf(o, " match=some");
-        if (e->job)
-            fprintf(o, " job=2");
-        if (e->restarts)
-            fprintf(o, " restarts=%d", e->restarts - 1);
+    fprintf(o, "expect %s", kinds[e->kind]);
+    if (e->ranks[0])
+        fprintf(o, " ranks=%s", e->ranks);
+    if (e->error[0])
+        fprintf(o, " error=%s", e->error);
+    for (int m = 0; m < e->nmentions; m++) {
+        fprintf(o, " mentions=");
+        ddp__put_quoted(o, e->mentions[m]);
+    }
+    for (int m = 0; m < e->nexcludes; m++) {
+        fprintf(o, " excludes=");
+        ddp__put_quoted(o, e->excludes[m]);
+    }
+    if (e->within_ns)
+        ddp__put_duration(o, " within=", e->within_ns);
+    if (e->from_join)
+        fprintf(o, " from=join");
+    if (e->some)
+        fprintf(o, " match=some");
+    if (e->job)
+        fprintf(o, " job=2");
+    if (e->restarts)
+        fprintf(o, " restarts=%d", e->restarts - 1);
+    fputc('\n', o);
+}
+
+int ddp_scenario_write(const ddp_scenario_t *s, FILE *o)
+{
+    int rc = put_shape(s, o);
+    if (rc)
+        return rc;
+    put_stack(s, o);
+    put_run(s, o);
+    put_net_env(s, o);
+    for (int i = 0; i < s->nfaults; i++) {
+        ddp__fault_line_put(o, &s->faults[i]);
         fputc('\n', o);
     }
+    for (int i = 0; i < s->nexpect; i++)
+        put_expect(&s->expect[i], o);
     return ferror(o) ? -EIO : 0;
 }
 

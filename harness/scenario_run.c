@@ -585,6 +585,86 @@ static void failure_classes(const ddp_scenario_t *s, const ddp_sim_outcome_t *ou
         }
 }
 
+/* One process's line of the per-process report at roff; the offset
+ * after it (inside the report's len bytes). */
+static size_t report_row(const ddp_sim_outcome_t *x, int stopped, char *report, size_t len,
+                         size_t roff)
+{
+    char cn[32] = "-";
+    if (x->connect_ns >= 0)
+        snprintf(cn, sizeof cn, "%.6f s", (double)x->connect_ns / 1e9);
+    /* A launcher (ddp_spawn's, ddp_cpu's) is no rank and never connects:
+     * its status is its exit, its workers' verdicts are their own rows. */
+    int launcher = is_launcher(x) || (!is_rank(x) && x->agent);
+    char who[24], st[16];
+    snprintf(who, sizeof who, launcher ? "%slauncher" : "%srank %d",
+             x->job ? "job 2 " : "", x->rank);
+    snprintf(st, sizeof st, "%s",
+             x->state == DDP_SIM_TASK_CRASHED ? "CRASHED"
+             : stopped ? "stopped"
+             : launcher ? (x->rc == 0 ? "ok" : "exited")
+             : is_ok(x)  ? "ok" : "FAIL");
+    char prog[48] = "";
+    if (x->progress[0]) /* how far a foreign program got at its store */
+        snprintf(prog, sizeof prog, "[store: %s]  ", x->progress);
+    int k = snprintf(report + roff, len - roff,
+                     "  %-12s %-9s node %-4d %-8s connected %-12s ended "
+                     "%.6f s  %s%s\n",
+                     x->name, who, x->node, st, cn, (double)x->end_ns / 1e9, prog,
+                     is_ok(x) || stopped || (launcher && x->rc == 0) ? "" : x->message);
+    roff += k > 0 ? (size_t)k : 0;
+    return roff >= len ? len - 1 : roff;
+}
+
+/* Each job is judged on its own processes: the invariants (ranks 0..N-1
+ * once each, one world size) hold per job, and an expect line speaks of its
+ * job= (the run's job by default). Sets r's invariants_ok and expect_ok;
+ * inv_why: why the invariants failed. */
+static void judge_jobs(const judge_t *j, ddp_sim_result_t res, ddp_scn_result_t *r,
+                       char *inv_why, size_t inv_len)
+{
+    const ddp_scenario_t *s = j->s;
+    const ddp_sim_outcome_t *outs = j->outs;
+    int n = j->n;
+    ddp_sim_outcome_t *mine = s->second_job ? malloc(sizeof *mine * (size_t)(n ? n : 1)) : NULL;
+    r->invariants_ok = 1;
+    r->expect_ok = 1;
+    inv_why[0] = '\0';
+    int *last_try = NULL;
+    for (int t = 0; t < n && !last_try; t++)
+        if (outs[t].attempt > 0)
+            last_try = calloc((size_t)n + 1, sizeof *last_try);
+    for (int t = 0; last_try && t < n; t++)
+        if (outs[t].rank >= 0 && outs[t].rank <= n && outs[t].attempt > last_try[outs[t].rank])
+            last_try[outs[t].rank] = outs[t].attempt;
+    for (int job = 0; job <= (mine ? 1 : 0); job++) {
+        judge_t jj = *j;
+        jj.job = job;
+        jj.last_try = job ? NULL : last_try;
+        if (mine) {
+            jj.n = 0;
+            for (int t = 0; t < n; t++)
+                if (outs[t].job == job)
+                    mine[jj.n++] = outs[t];
+            jj.outs = mine;
+        }
+        int jr = 0;
+        for (int t = 0; t < jj.n; t++)
+            jr |= is_rank(&jj.outs[t]);
+        r->why[0] = '\0';
+        if (r->invariants_ok && !(r->invariants_ok = check_invariants(&jj, res)))
+            snprintf(inv_why, inv_len, "%s%s", job ? "job 2: " : "", r->why);
+        r->why[0] = '\0';
+        for (int i = 0; i < s->nexpect && r->expect_ok; i++)
+            if (s->expect[i].job == job)
+                r->expect_ok = check_expect(&jj, i, jr);
+        if (!r->expect_ok)
+            break;
+    }
+    free(mine);
+    free(last_try);
+}
+
 void ddp__scenario_judge(const ddp_scenario_t *s, const ddp_sim_outcome_t *outs,
                          int n, int expected_world, ddp_sim_result_t res,
                          const char *deadlock_report, char *report,
@@ -634,76 +714,11 @@ void ddp__scenario_judge(const ddp_scenario_t *s, const ddp_sim_outcome_t *outs,
         if (explain >= 0 && x->rank == explain && is_process(x) && !is_ok(x) &&
             x->message[0] && !r->rank_error[0])
             snprintf(r->rank_error, sizeof r->rank_error, "%s", x->message);
-        if (report && roff + 1 < report_len) {
-            char cn[32] = "-";
-            if (x->connect_ns >= 0)
-                snprintf(cn, sizeof cn, "%.6f s", (double)x->connect_ns / 1e9);
-            /* A launcher (ddp_spawn's, ddp_cpu's) is no rank and never
-             * connects: its status is its exit, its workers' verdicts are
-             * their own rows. */
-            int launcher = is_launcher(x) || (!is_rank(x) && x->agent);
-            char who[24], st[16];
-            snprintf(who, sizeof who, launcher ? "%slauncher" : "%srank %d",
-                     x->job ? "job 2 " : "", x->rank);
-            snprintf(st, sizeof st, "%s",
-                     x->state == DDP_SIM_TASK_CRASHED ? "CRASHED"
-                     : stopped ? "stopped"
-                     : launcher ? (x->rc == 0 ? "ok" : "exited")
-                     : is_ok(x)  ? "ok" : "FAIL");
-            char prog[48] = "";
-            if (x->progress[0]) /* how far a foreign program got at its store */
-                snprintf(prog, sizeof prog, "[store: %s]  ", x->progress);
-            int k = snprintf(report + roff, report_len - roff,
-                             "  %-12s %-9s node %-4d %-8s connected %-12s ended "
-                             "%.6f s  %s%s\n",
-                             x->name, who, x->node, st, cn, (double)x->end_ns / 1e9, prog,
-                             is_ok(x) || stopped || (launcher && x->rc == 0) ? "" : x->message);
-            roff += k > 0 ? (size_t)k : 0;
-            if (roff >= report_len)
-                roff = report_len - 1;
-        }
+        if (report && roff + 1 < report_len)
+            roff = report_row(x, stopped, report, report_len, roff);
     }
-    /* Each job is judged on its own processes: the invariants (ranks
-     * 0..N-1 once each, one world size) hold per job, and an expect line
-     * speaks of its job= (the run's job by default). */
-    ddp_sim_outcome_t *mine = s->second_job ? malloc(sizeof *mine * (size_t)(n ? n : 1)) : NULL;
     char inv_why[sizeof r->why];
-    r->invariants_ok = 1;
-    r->expect_ok = 1;
-    inv_why[0] = '\0';
-    int *last_try = NULL;
-    for (int t = 0; t < n && !last_try; t++)
-        if (outs[t].attempt > 0)
-            last_try = calloc((size_t)n + 1, sizeof *last_try);
-    for (int t = 0; last_try && t < n; t++)
-        if (outs[t].rank >= 0 && outs[t].rank <= n && outs[t].attempt > last_try[outs[t].rank])
-            last_try[outs[t].rank] = outs[t].attempt;
-    for (int job = 0; job <= (mine ? 1 : 0); job++) {
-        judge_t jj = j;
-        jj.job = job;
-        jj.last_try = job ? NULL : last_try;
-        if (mine) {
-            jj.n = 0;
-            for (int t = 0; t < n; t++)
-                if (outs[t].job == job)
-                    mine[jj.n++] = outs[t];
-            jj.outs = mine;
-        }
-        int jr = 0;
-        for (int t = 0; t < jj.n; t++)
-            jr |= is_rank(&jj.outs[t]);
-        r->why[0] = '\0';
-        if (r->invariants_ok && !(r->invariants_ok = check_invariants(&jj, res)))
-            snprintf(inv_why, sizeof inv_why, "%s%s", job ? "job 2: " : "", r->why);
-        r->why[0] = '\0';
-        for (int i = 0; i < s->nexpect && r->expect_ok; i++)
-            if (s->expect[i].job == job)
-                r->expect_ok = check_expect(&jj, i, jr);
-        if (!r->expect_ok)
-            break;
-    }
-    free(mine);
-    free(last_try);
+    judge_jobs(&j, res, r, inv_why, sizeof inv_why);
     if (!r->invariants_ok && !r->why[0])
         snprintf(r->why, sizeof r->why, "%s", inv_why);
     else if (!r->invariants_ok)

@@ -537,12 +537,11 @@ static int by_index(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int ddp_shard_merge(ddp_shard_file_t *parts, int n, const char *const *names,
-                    ddp_shard_file_t *out)
+/* The parts are the shards 1..N of one sweep, each once: 0 or
+ * DDP_ECONFIG naming the files. *runs: the runs they cover. */
+static int check_shards(const ddp_shard_file_t *parts, int n, const char *const *names,
+                        long long *runs_out)
 {
-    memset(out, 0, sizeof *out);
-    if (n < 1)
-        return ddp_err_set(DDP_ECONFIG, "no result file to merge");
     const ddp_shard_file_t *p0 = &parts[0];
     int nsh = p0->shard.n ? p0->shard.n : 1;
     int *seen = calloc((size_t)nsh + 1, sizeof *seen);
@@ -578,7 +577,15 @@ int ddp_shard_merge(ddp_shard_file_t *parts, int n, const char *const *names,
             rc = ddp_err_set(DDP_ECONFIG, "shard %d/%d is missing: pass the result "
                              "file of every shard 1..%d (its job may have failed before "
                              "writing it; run that shard again)", k, nsh, nsh);
-    /* Every row where it belongs; the runs of `ddpsim run` all there. */
+    free(seen);
+    *runs_out = runs;
+    return rc;
+}
+
+/* Every row where it belongs; the runs of `ddpsim run` all there. */
+static int check_rows(const ddp_shard_file_t *parts, int n, const char *const *names)
+{
+    int nsh = parts[0].shard.n ? parts[0].shard.n : 1, rc = 0;
     for (int i = 0; i < n && !rc; i++) {
         const ddp_shard_file_t *p = &parts[i];
         for (int j = 0; j < p->nrows && !rc; j++) {
@@ -597,7 +604,50 @@ int ddp_shard_merge(ddp_shard_file_t *parts, int n, const char *const *names,
             rc = ddp_err_set(DDP_ECONFIG, "%s has %d run(s) where shard %d/%d has %lld",
                              names[i], p->nrows, p->shard.k, nsh, want);
     }
-    free(seen);
+    return rc;
+}
+
+/* Part p's totals and rows into out (its rows and costliest scenario
+ * move over). 0 or -ENOMEM. */
+static int take_part(ddp_shard_file_t *out, ddp_shard_file_t *p)
+{
+    if (!out->interrupted)
+        out->interrupted = p->interrupted;
+    out->wall_s += p->wall_s;
+    /* The costliest run of the sweep: as the unsharded run picks it,
+     * the first of the most hand-offs. */
+    out->handoffs += p->handoffs;
+    if (p->costliest_handoffs > out->costliest_handoffs ||
+        (p->costliest_handoffs && p->costliest_handoffs == out->costliest_handoffs &&
+         p->costliest < out->costliest)) {
+        out->costliest_handoffs = p->costliest_handoffs;
+        out->costliest = p->costliest;
+        memcpy(out->costliest_accel, p->costliest_accel, sizeof out->costliest_accel);
+        free(out->costliest_scn);
+        out->costliest_scn = p->costliest_scn;
+        p->costliest_scn = NULL;
+    }
+    for (int j = 0; j < p->nrows; j++) {
+        ddp_shard_row_t *row = ddp_shard_add_row(out);
+        if (!row)
+            return -ENOMEM;
+        *row = p->rows[j];
+        memset(&p->rows[j], 0, sizeof p->rows[j]);
+    }
+    return 0;
+}
+
+int ddp_shard_merge(ddp_shard_file_t *parts, int n, const char *const *names,
+                    ddp_shard_file_t *out)
+{
+    memset(out, 0, sizeof *out);
+    if (n < 1)
+        return ddp_err_set(DDP_ECONFIG, "no result file to merge");
+    const ddp_shard_file_t *p0 = &parts[0];
+    long long runs = 0;
+    int rc = check_shards(parts, n, names, &runs);
+    if (rc == 0)
+        rc = check_rows(parts, n, names);
     if (rc)
         return rc;
     snprintf(out->kind, sizeof out->kind, "%s", p0->kind);
@@ -607,34 +657,11 @@ int ddp_shard_merge(ddp_shard_file_t *parts, int n, const char *const *names,
     out->files = p0->files;
     out->ranks = p0->ranks;
     out->seed = p0->seed;
-    for (int i = 0; i < n; i++) {
-        ddp_shard_file_t *p = &parts[i];
-        if (!out->interrupted)
-            out->interrupted = p->interrupted;
-        out->wall_s += p->wall_s;
-        /* The costliest run of the sweep: as the unsharded run picks it,
-         * the first of the most hand-offs. */
-        out->handoffs += p->handoffs;
-        if (p->costliest_handoffs > out->costliest_handoffs ||
-            (p->costliest_handoffs && p->costliest_handoffs == out->costliest_handoffs &&
-             p->costliest < out->costliest)) {
-            out->costliest_handoffs = p->costliest_handoffs;
-            out->costliest = p->costliest;
-            memcpy(out->costliest_accel, p->costliest_accel, sizeof out->costliest_accel);
-            free(out->costliest_scn);
-            out->costliest_scn = p->costliest_scn;
-            p->costliest_scn = NULL;
+    for (int i = 0; i < n; i++)
+        if (take_part(out, &parts[i]) != 0) {
+            ddp_shard_file_free(out);
+            return ddp_err_set(-ENOMEM, "out of memory merging");
         }
-        for (int j = 0; j < parts[i].nrows; j++) {
-            ddp_shard_row_t *row = ddp_shard_add_row(out);
-            if (!row) {
-                ddp_shard_file_free(out);
-                return ddp_err_set(-ENOMEM, "out of memory merging");
-            }
-            *row = parts[i].rows[j];
-            memset(&parts[i].rows[j], 0, sizeof parts[i].rows[j]);
-        }
-    }
     if (out->nrows > 1)
         qsort(out->rows, (size_t)out->nrows, sizeof *out->rows, by_index);
     return 0;

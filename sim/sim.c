@@ -1178,6 +1178,51 @@ int ddp__sim_thread(ddp_sim_task_t *parent, ddp_thread_fn fn, void *arg,
     return 0;
 }
 
+/* The deadlock (or time limit) report: who waits on what. */
+static void report_stuck(ddp_sim_t *sim, ddp_sim_result_t res, int stuck)
+{
+    size_t cap = 256 + (size_t)stuck * 256, len = 0;
+    sim->deadlock = xrealloc(NULL, cap);
+    len += (size_t)snprintf(sim->deadlock, cap, "%s at virtual %.6f s: %d task(s) waiting\n",
+                            res == DDP_SIM_DEADLOCK ? "deadlock" : "time limit",
+                            (double)(sim->vt - VT0) / 1e9, stuck);
+    for (int i = 0; i < sim->ntasks && len < cap; i++) {
+        ddp_sim_task_t *t = sim->tasks[i];
+        if (!t->started || t->out.state != DDP_SIM_TASK_RUNNING)
+            continue;
+        len += (size_t)snprintf(sim->deadlock + len, cap - len,
+                                "  task %s (node %s): %s, since %.6f s\n", t->name,
+                                sim->nodes[t->out.node].host, t->wait_desc,
+                                (double)(t->parked_since - VT0) / 1e9);
+    }
+    ddp__sim_trace(sim, -1, res == DDP_SIM_DEADLOCK ? "deadlock" : "time_limit",
+                   "\"waiting\":%d", stuck);
+}
+
+/* Unwinds every parked task (after a halt or a deadlock): killed, made
+ * runnable and run to its end; tasks never started are canceled. */
+static void unwind_stuck(ddp_sim_t *sim, ddp_sim_result_t res)
+{
+    sim->cancelling = 1;
+    for (int i = 0; i < sim->ntasks; i++) {
+        ddp_sim_task_t *t = sim->tasks[i];
+        if (t->out.state == DDP_SIM_TASK_NEW) {
+            t->out.state = DDP_SIM_TASK_CANCELED;
+            sim->unfinished--;
+            continue;
+        }
+        if (t->started && t->out.state == DDP_SIM_TASK_RUNNING) {
+            if (!sim->halted)
+                snprintf(t->out.message, sizeof t->out.message, "%s: still waiting (%s)",
+                         res == DDP_SIM_DEADLOCK ? "deadlock" : "time limit", t->wait_desc);
+            t->killed = 1;
+            if (t->parked)
+                make_runnable(sim, t);
+        }
+    }
+    run_tasks(sim);
+}
+
 ddp_sim_result_t ddp_sim_run(ddp_sim_t *sim)
 {
     /* Only one task runs at a time, so all of them share one CPU: a baton
@@ -1221,48 +1266,11 @@ ddp_sim_result_t ddp_sim_run(ddp_sim_t *sim)
             stuck++;
     }
     if (stuck) { /* after a halt: tasks that did not unwind yet */
-        if (!sim->halted)
+        if (!sim->halted) {
             res = sim->time_limited ? DDP_SIM_TIME_LIMIT : DDP_SIM_DEADLOCK;
-        /* Report who waits on what, then unwind every parked task. */
-        size_t cap = 256 + (size_t)stuck * 256, len = 0;
-        if (!sim->halted)
-            sim->deadlock = xrealloc(NULL, cap);
-        for (int pass = 0; pass < 1 && !sim->halted; pass++) {
-        len += (size_t)snprintf(sim->deadlock, cap, "%s at virtual %.6f s: %d task(s) waiting\n",
-                        res == DDP_SIM_DEADLOCK ? "deadlock" : "time limit",
-                        (double)(sim->vt - VT0) / 1e9, stuck);
-        for (int i = 0; i < sim->ntasks && len < cap; i++) {
-            ddp_sim_task_t *t = sim->tasks[i];
-            if (!t->started || t->out.state != DDP_SIM_TASK_RUNNING)
-                continue;
-            len += (size_t)snprintf(sim->deadlock + len, cap - len,
-                            "  task %s (node %s): %s, since %.6f s\n", t->name,
-                            sim->nodes[t->out.node].host, t->wait_desc,
-                            (double)(t->parked_since - VT0) / 1e9);
+            report_stuck(sim, res, stuck);
         }
-        ddp__sim_trace(sim, -1, res == DDP_SIM_DEADLOCK ? "deadlock" : "time_limit",
-                       "\"waiting\":%d", stuck);
-        }
-        sim->cancelling = 1;
-        for (int i = 0; i < sim->ntasks; i++) {
-            ddp_sim_task_t *t = sim->tasks[i];
-            if (t->out.state == DDP_SIM_TASK_NEW) {
-                t->out.state = DDP_SIM_TASK_CANCELED;
-                sim->unfinished--;
-                continue;
-            }
-            if (t->started && t->out.state == DDP_SIM_TASK_RUNNING) {
-                if (!sim->halted)
-                    snprintf(t->out.message, sizeof t->out.message,
-                         "%s: still waiting (%s)",
-                         res == DDP_SIM_DEADLOCK ? "deadlock" : "time limit",
-                         t->wait_desc);
-                t->killed = 1;
-                if (t->parked)
-                    make_runnable(sim, t);
-            }
-        }
-        run_tasks(sim);
+        unwind_stuck(sim, res);
     }
     for (int i = 0; i < sim->ntasks; i++) {
         ddp_sim_task_t *t = sim->tasks[i];

@@ -228,8 +228,16 @@ static void test_read_errors(void)
         {"ddpsim-plan 1\nnode \"a\" \"10.0.0.1\"\nproc trainer node=7 rank=0 start=0 port=0 "
          "job=0 name=\"p\"\nend\n",
          "process p on node 7"},
+        /* a fault line's errors are the fault parser's own, at plan:LINE:COL */
         {"ddpsim-plan 1\nfault line=1 task=-1 fault point point=no/such\nend\n",
-         ":2: expected the name of a fault point"},
+         ":2:40: expected the name of a fault point"},
+        {"ddpsim-plan 1\nfault line=1 task=-1 fault bogus\nend\n",
+         ":2:28: expected a fault kind"},
+        {"ddpsim-plan 1\nfault line=1 task=-1 late ranks=0\nend\n", ":2:34: expected by="},
+        {"ddpsim-plan 1\nfault line=1 task=-1 fault crash ranks=9\nend\n",
+         ":2:40: expected ranks 0..0 (the plan's 1 node x 1 rank per node), got rank 9"},
+        {"ddpsim-plan 1\nfault line=1 task=-1 fault  crash \"ranks=1\nend\n",
+         ":2:35: expected a closing '\"'"},
         {"ddpsim-plan 1\nname \"unterminated\nend\n", ":2: expected a closing quote"},
         {"ddpsim-plan 1\nnode \"a\" \"10.0.0.1\"\nproc trainer node=0 rank=0 start=0 port=0 "
          "job=2 name=\"p\"\nend\n",
@@ -252,4 +260,4 @@ DDP_SUITE("plan", NULL, NULL, {"plan file round trip over the corpus", test_roun
           {"env and unset lines: job-wide and per node, after the launcher", test_plan_env_lines},
           {"a plan holds what the launcher gives", test_plan_contents},
           {"second_job: the same launch again, judged as job 2", test_plan_second_job},
-          {"plan file errors name the file and line", test_read_errors})
+          {"plan file errors name the file and line (a fault line's, the column)", test_read_errors})

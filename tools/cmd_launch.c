@@ -183,80 +183,59 @@ static int apply_defaults(const ddp_opt_spec_t *sp, ddp_env_t *env, const int *u
     return 0;
 }
 
-int ddp_cmd_launch(ddp_sys_t *sys, int argc, char **argv)
+/* The options of one launch (torchrun's names). */
+typedef struct launch {
+    long nproc, nnodes, node_rank, port;
+    const char *addr, *run_id;
+    double timeout_s, grace_s;
+} launch_t;
+
+/* Local worker l's variables, as torchrun sets them, into env: 0, or
+ * nonzero when out of memory. */
+static int worker_env(ddp_env_t *env, const launch_t *L, long l)
+{
+    long world = L->nnodes * L->nproc, rank = L->node_rank * L->nproc + l;
+    int e = 0;
+    e |= ddp_env_setf(env, "RANK", "%ld", rank);
+    e |= ddp_env_setf(env, "LOCAL_RANK", "%ld", l);
+    e |= ddp_env_setf(env, "GROUP_RANK", "%ld", L->node_rank);
+    e |= ddp_env_setf(env, "ROLE_RANK", "%ld", rank);
+    e |= ddp_env_set(env, "ROLE_NAME", "default");
+    e |= ddp_env_setf(env, "LOCAL_WORLD_SIZE", "%ld", L->nproc);
+    e |= ddp_env_setf(env, "WORLD_SIZE", "%ld", world);
+    e |= ddp_env_setf(env, "GROUP_WORLD_SIZE", "%ld", L->nnodes);
+    e |= ddp_env_setf(env, "ROLE_WORLD_SIZE", "%ld", world);
+    e |= ddp_env_set(env, "MASTER_ADDR", L->addr);
+    e |= ddp_env_setf(env, "MASTER_PORT", "%ld", L->port);
+    e |= ddp_env_set(env, "TORCHELASTIC_RESTART_COUNT", "0");
+    e |= ddp_env_set(env, "TORCHELASTIC_MAX_RESTARTS", "0");
+    e |= ddp_env_set(env, "TORCHELASTIC_RUN_ID", L->run_id);
+    e |= ddp_env_set(env, "TORCHELASTIC_USE_AGENT_STORE", "False");
+    if (!ddp_env_has(env, "TORCH_NCCL_ASYNC_ERROR_HANDLING"))
+        e |= ddp_env_set(env, "TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
+    if (L->nproc > 1 && !ddp_env_has(env, "OMP_NUM_THREADS"))
+        e |= ddp_env_set(env, "OMP_NUM_THREADS", "1");
+    return e;
+}
+
+/* Starts the node's nproc workers into w (*n: those started). 0, or the
+ * exit status when one did not start (1: out of memory, 127). */
+static int start_workers(ddp_sys_t *sys, const launch_t *L, char **prog, worker_t *w, int *n)
 {
     ddp_env_t *penv = ddp_sys_env(sys);
-    long nproc = -1, nnodes = -1, node_rank = -1, port = -1;
-    const char *addr = NULL, *run_id = NULL;
-    double timeout_s = 3600, grace_s = LAUNCH_GRACE_S;
-    int nprog;
-    const ddp_opt_t opts[] = {
-        OPT_LONG("nproc-per-node", &nproc, 1, LAUNCH_MAX_PROCS),
-        OPT_LONG("nnodes", &nnodes, 1, 100000),
-        OPT_LONG("node-rank", &node_rank, 0, 99999),
-        OPT_STR("master-addr", &addr, "the host name or IP address of node rank 0"),
-        OPT_LONG("master-port", &port, 1, 65535),
-        OPT_STR("rdzv-id", &run_id, "a non-empty id"),
-        OPT_SEC_POS("timeout", &timeout_s, 1e7),
-        OPT_SEC("grace-period", &grace_s, 0, 1e6),
-        OPT_HELP,
-    };
-    ddp_opt_spec_t sp = {DDP_OPT_SPEC("launch", opts, launch_usage), .in_order = 1,
-                         .underscores = 1, .min_operands = 1, .max_operands = -1,
-                         .operands = "a program to launch: ddpsim launch [OPTIONS] -- PROG "
-                                     "[ARGS...]"};
-    DDP_OPT_PARSE_OR_RETURN(&sp, argc, argv, &nprog);
-    const int unset[] = {nproc < 0, nnodes < 0, node_rank < 0, !addr, port < 0, !run_id};
-    if (apply_defaults(&sp, penv, unset) != 0)
-        return 2;
-    if (node_rank >= nnodes) {
-        char v[24], form[64];
-        snprintf(v, sizeof v, "%ld", node_rank);
-        snprintf(form, sizeof form, "an integer 0..%ld (--nnodes %ld)", nnodes - 1, nnodes);
-        return ddp_opt_bad("launch", "--node-rank", v, form);
-    }
-    char **prog = argv + 1;
-    prog[nprog] = NULL; /* the operands were moved up: argv[argc] is NULL */
-
-    long world = nnodes * nproc, rank0 = node_rank * nproc;
-    worker_t w[LAUNCH_MAX_PROCS];
-    int n = 0, rc = 0, first_fail = -1;
-    /* Before the first worker: a signal from here on is forwarded. */
-    g_signal = g_signals = 0;
-    ddp_tool_catch_signals(on_signal, 1);
-    int64_t deadline = ddp_sys_deadline_in(sys, (int64_t)(timeout_s * 1e9));
-    for (long l = 0; l < nproc; l++) {
+    int rc = 0;
+    for (long l = 0; l < L->nproc; l++) {
         ddp_env_t *env = ddp_env_clone(penv);
         if (!env) {
             fprintf(stderr, "ddpsim launch: out of memory\n");
             rc = 1;
             break;
         }
-        long rank = rank0 + l;
-        int e = 0;
-        e |= ddp_env_setf(env, "RANK", "%ld", rank);
-        e |= ddp_env_setf(env, "LOCAL_RANK", "%ld", l);
-        e |= ddp_env_setf(env, "GROUP_RANK", "%ld", node_rank);
-        e |= ddp_env_setf(env, "ROLE_RANK", "%ld", rank);
-        e |= ddp_env_set(env, "ROLE_NAME", "default");
-        e |= ddp_env_setf(env, "LOCAL_WORLD_SIZE", "%ld", nproc);
-        e |= ddp_env_setf(env, "WORLD_SIZE", "%ld", world);
-        e |= ddp_env_setf(env, "GROUP_WORLD_SIZE", "%ld", nnodes);
-        e |= ddp_env_setf(env, "ROLE_WORLD_SIZE", "%ld", world);
-        e |= ddp_env_set(env, "MASTER_ADDR", addr);
-        e |= ddp_env_setf(env, "MASTER_PORT", "%ld", port);
-        e |= ddp_env_set(env, "TORCHELASTIC_RESTART_COUNT", "0");
-        e |= ddp_env_set(env, "TORCHELASTIC_MAX_RESTARTS", "0");
-        e |= ddp_env_set(env, "TORCHELASTIC_RUN_ID", run_id);
-        e |= ddp_env_set(env, "TORCHELASTIC_USE_AGENT_STORE", "False");
-        if (!ddp_env_has(env, "TORCH_NCCL_ASYNC_ERROR_HANDLING"))
-            e |= ddp_env_set(env, "TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
-        if (nproc > 1 && !ddp_env_has(env, "OMP_NUM_THREADS"))
-            e |= ddp_env_set(env, "OMP_NUM_THREADS", "1");
+        int e = worker_env(env, L, l);
         char name[32];
         snprintf(name, sizeof name, "launch-worker%ld", l);
         ddp_spawn_t spawn = {.argv = prog, .env = env, .name = name};
-        int src = e ? -ENOMEM : ddp_sys_spawn(sys, &spawn, &w[n].pid);
+        int src = e ? -ENOMEM : ddp_sys_spawn(sys, &spawn, &w[*n].pid);
         ddp_env_free(env);
         if (src != 0) {
             fprintf(stderr, "ddpsim launch: local rank %ld: %s\n", l,
@@ -264,16 +243,19 @@ int ddp_cmd_launch(ddp_sys_t *sys, int argc, char **argv)
             rc = 127;
             break;
         }
-        w[n].running = 1;
-        w[n].status = 0;
-        n++;
+        w[*n].running = 1;
+        w[*n].status = 0;
+        (*n)++;
     }
-    if (rc) { /* not every worker started: the others cannot rendezvous */
-        stop_workers(sys, w, n, rank0, SIGTERM, grace_s);
-        ddp_tool_catch_signals(NULL, 1);
-        return rc;
-    }
+    return rc;
+}
 
+/* Waits for the n workers until the deadline; a signal is forwarded to
+ * them (*forwarded: it). The first failure's status (0: none). */
+static int watch_workers(ddp_sys_t *sys, const launch_t *L, worker_t *w, int n, long rank0,
+                         int64_t deadline, int *forwarded)
+{
+    int first_fail = -1;
     /* Poll every worker (the seam has no "wait for any"), so that "first to
      * fail" is first in time. */
     int left = n;
@@ -291,17 +273,17 @@ int ddp_cmd_launch(ddp_sys_t *sys, int argc, char **argv)
             int sig = g_signal;
             fprintf(stderr, "ddpsim launch: got %s: forwarding it to %d worker(s); "
                             "SIGKILL to those still running %g s later (--grace-period)\n",
-                    sig_name(sig), left, grace_s);
-            stop_workers(sys, w, n, rank0, sig, grace_s);
-            ddp_tool_catch_signals(NULL, 1);
-            return 128 + sig;
+                    sig_name(sig), left, L->grace_s);
+            stop_workers(sys, w, n, rank0, sig, L->grace_s);
+            *forwarded = sig;
+            return 0;
         }
         if (ddp_sys_now(sys) >= deadline) {
             fprintf(stderr, "ddpsim launch: %d of %d worker(s) still running after "
                             "--timeout %g s: stopping them (SIGTERM, then SIGKILL after "
                             "%g s)\n",
-                    left, n, timeout_s, grace_s);
-            stop_workers(sys, w, n, rank0, SIGTERM, grace_s);
+                    left, n, L->timeout_s, L->grace_s);
+            stop_workers(sys, w, n, rank0, SIGTERM, L->grace_s);
             if (first_fail < 0)
                 first_fail = 1;
             break;
@@ -309,9 +291,64 @@ int ddp_cmd_launch(ddp_sys_t *sys, int argc, char **argv)
         int64_t next = ddp_sys_deadline_in(sys, 5 * DDP_NS_PER_MS);
         ddp_sys_sleep_until(sys, next < deadline ? next : deadline);
     }
+    return first_fail < 0 ? 0 : first_fail;
+}
+
+int ddp_cmd_launch(ddp_sys_t *sys, int argc, char **argv)
+{
+    ddp_env_t *penv = ddp_sys_env(sys);
+    launch_t L = {.nproc = -1, .nnodes = -1, .node_rank = -1, .port = -1,
+                  .timeout_s = 3600, .grace_s = LAUNCH_GRACE_S};
+    int nprog;
+    const ddp_opt_t opts[] = {
+        OPT_LONG("nproc-per-node", &L.nproc, 1, LAUNCH_MAX_PROCS),
+        OPT_LONG("nnodes", &L.nnodes, 1, 100000),
+        OPT_LONG("node-rank", &L.node_rank, 0, 99999),
+        OPT_STR("master-addr", &L.addr, "the host name or IP address of node rank 0"),
+        OPT_LONG("master-port", &L.port, 1, 65535),
+        OPT_STR("rdzv-id", &L.run_id, "a non-empty id"),
+        OPT_SEC_POS("timeout", &L.timeout_s, 1e7),
+        OPT_SEC("grace-period", &L.grace_s, 0, 1e6),
+        OPT_HELP,
+    };
+    ddp_opt_spec_t sp = {DDP_OPT_SPEC("launch", opts, launch_usage), .in_order = 1,
+                         .underscores = 1, .min_operands = 1, .max_operands = -1,
+                         .operands = "a program to launch: ddpsim launch [OPTIONS] -- PROG "
+                                     "[ARGS...]"};
+    DDP_OPT_PARSE_OR_RETURN(&sp, argc, argv, &nprog);
+    const int unset[] = {L.nproc < 0, L.nnodes < 0, L.node_rank < 0,
+                         !L.addr,    L.port < 0,   !L.run_id};
+    if (apply_defaults(&sp, penv, unset) != 0)
+        return 2;
+    if (L.node_rank >= L.nnodes) {
+        char v[24], form[64];
+        snprintf(v, sizeof v, "%ld", L.node_rank);
+        snprintf(form, sizeof form, "an integer 0..%ld (--nnodes %ld)", L.nnodes - 1, L.nnodes);
+        return ddp_opt_bad("launch", "--node-rank", v, form);
+    }
+    char **prog = argv + 1;
+    prog[nprog] = NULL; /* the operands were moved up: argv[argc] is NULL */
+
+    long rank0 = L.node_rank * L.nproc;
+    worker_t w[LAUNCH_MAX_PROCS];
+    int n = 0;
+    /* Before the first worker: a signal from here on is forwarded. */
+    g_signal = g_signals = 0;
+    ddp_tool_catch_signals(on_signal, 1);
+    int64_t deadline = ddp_sys_deadline_in(sys, (int64_t)(L.timeout_s * 1e9));
+    int rc = start_workers(sys, &L, prog, w, &n);
+    if (rc) { /* not every worker started: the others cannot rendezvous */
+        stop_workers(sys, w, n, rank0, SIGTERM, L.grace_s);
+        ddp_tool_catch_signals(NULL, 1);
+        return rc;
+    }
+    int forwarded = 0;
+    rc = watch_workers(sys, &L, w, n, rank0, deadline, &forwarded);
     ddp_tool_catch_signals(NULL, 1);
+    if (forwarded)
+        return 128 + forwarded;
     /* A signal after the last worker ended stops nothing, but it came. */
     if (g_signal)
         return 128 + g_signal;
-    return first_fail < 0 ? 0 : first_fail;
+    return rc;
 }

@@ -300,27 +300,30 @@ static void fault_text(const run_t *u, int i, char *buf, size_t n)
     }
 }
 
-static void write_header(FILE *f, const run_t *u)
+/* The ranks fault i hit, from the trace (the first 8). */
+static void write_fault_ranks(FILE *f, const run_t *u, int i)
 {
-    const ddp_shard_row_t *j = u->row;
-    const ddp_scn_result_t *r = &j->r;
-    fputs("<h1>", f);
-    ddp_tool_xml_text(f, u->name);
-    fprintf(f, ": <span id=\"verdict\" class=\"verdict-%s\">%s</span></h1>\n<p>", verdict(r),
-            verdict(r));
-    ddp_tool_xml_text(f, j->path);
-    fprintf(f, " on <b>%s</b>: &#8220;", j->accel);
-    ddp_tool_xml_text(f, j->title);
-    fprintf(f, "&#8221;; expected %s, actual %s; %d rank(s), %d ok, %d failed, %d crashed;"
-               " %s %.6f s</p>\n", j->expected[0] ? j->expected : "-",
-            j->actual[0] ? j->actual : "-", r->ranks, r->ok, r->failed, r->crashed,
-            u->have_trace ? "virtual end" : "ended after", (double)r->virtual_ns / 1e9);
-    if (!r->pass && r->why[0]) {
-        fputs("<p id=\"why\"><b>why:</b> ", f);
-        ddp_tool_xml_text(f, r->why);
-        fputs("</p>\n", f);
+    int shown = 0;
+    for (int k = 0; u->have_trace && k < u->tr.nlines && shown < 8; k++) {
+        const rt_line_t *l = &u->tr.lines[k];
+        char fk[32], ph[64];
+        if (strcmp(l->kind, "fault") || l->task < 0 ||
+            strcmp(rt_str(l, "fault", fk, sizeof fk),
+                   ddp_fault_kind_name(u->s->faults[i].kind)))
+            continue;
+        const rt_task_t *t = &u->tr.tasks[l->task];
+        fprintf(f, "%s%s %d at %.6f s (phase ", shown++ ? "; " : ": ",
+                t->rank >= 0 ? "rank" : "task", t->rank >= 0 ? t->rank : l->task,
+                (double)l->t / 1e9);
+        ddp_tool_xml_text(f, phase_at(&u->tr, l->task, l->t, ph, sizeof ph)[0] ? ph : "none");
+        fputs(")", f);
     }
-    /* The first error: its rank, node, when, phase, class, message. */
+}
+
+/* The first error: its rank, node, when, phase, class, message. */
+static void write_first_error(FILE *f, const run_t *u)
+{
+    const ddp_scn_result_t *r = &u->row->r;
     fputs("<div id=\"first-error\">", f);
     const rank_row_t *fr = first_row(u);
     if (!r->first_error[0]) {
@@ -362,7 +365,11 @@ static void write_header(FILE *f, const run_t *u)
         }
     }
     fputs("</div>\n", f);
-    /* The faults, with their hits: what acted, and on whom. */
+}
+
+/* The faults, with their hits: what acted, and on whom. */
+static void write_faults(FILE *f, const run_t *u)
+{
     int nf = u->s ? u->s->nfaults : 0;
     fprintf(f, "<h2>Faults</h2>\n<ul id=\"faults\">\n");
     if (!u->s)
@@ -379,26 +386,15 @@ static void write_header(FILE *f, const run_t *u)
         fputs("</code>: <b>", f);
         ddp_tool_xml_text(f, fault_hits(u, i, hits, sizeof hits)[0] ? hits : "(hits not reported)");
         fputs("</b>", f);
-        /* the ranks it hit, from the trace */
-        int shown = 0;
-        for (int k = 0; u->have_trace && k < u->tr.nlines && shown < 8; k++) {
-            const rt_line_t *l = &u->tr.lines[k];
-            char fk[32], ph[64];
-            if (strcmp(l->kind, "fault") || l->task < 0 ||
-                strcmp(rt_str(l, "fault", fk, sizeof fk),
-                       ddp_fault_kind_name(u->s->faults[i].kind)))
-                continue;
-            const rt_task_t *t = &u->tr.tasks[l->task];
-            fprintf(f, "%s%s %d at %.6f s (phase ", shown++ ? "; " : ": ",
-                    t->rank >= 0 ? "rank" : "task", t->rank >= 0 ? t->rank : l->task,
-                    (double)l->t / 1e9);
-            ddp_tool_xml_text(f, phase_at(&u->tr, l->task, l->t, ph, sizeof ph)[0] ? ph : "none");
-            fputs(")", f);
-        }
+        write_fault_ranks(f, u, i);
         fputs("</li>\n", f);
     }
     fputs("</ul>\n", f);
-    /* The replay command, copyable. */
+}
+
+/* The replay command, copyable. */
+static void write_replay(FILE *f, const run_t *u)
+{
     fputs("<h2>Replay</h2>\n<div class=\"replay\"><pre id=\"replay\">", f);
     ddp_tool_xml_text(f, u->replay ? u->replay : "(no replay file in the folder)");
     fputs("</pre><button type=\"button\" onclick=\"copyReplay(this)\">Copy</button></div>\n"
@@ -407,6 +403,31 @@ static void write_header(FILE *f, const run_t *u)
           "var r=document.createRange();r.selectNodeContents(document.getElementById("
           "'replay'));var s=window.getSelection();s.removeAllRanges();s.addRange(r);"
           "b.textContent='Copied'}</script>\n", f);
+}
+
+static void write_header(FILE *f, const run_t *u)
+{
+    const ddp_shard_row_t *j = u->row;
+    const ddp_scn_result_t *r = &j->r;
+    fputs("<h1>", f);
+    ddp_tool_xml_text(f, u->name);
+    fprintf(f, ": <span id=\"verdict\" class=\"verdict-%s\">%s</span></h1>\n<p>", verdict(r),
+            verdict(r));
+    ddp_tool_xml_text(f, j->path);
+    fprintf(f, " on <b>%s</b>: &#8220;", j->accel);
+    ddp_tool_xml_text(f, j->title);
+    fprintf(f, "&#8221;; expected %s, actual %s; %d rank(s), %d ok, %d failed, %d crashed;"
+               " %s %.6f s</p>\n", j->expected[0] ? j->expected : "-",
+            j->actual[0] ? j->actual : "-", r->ranks, r->ok, r->failed, r->crashed,
+            u->have_trace ? "virtual end" : "ended after", (double)r->virtual_ns / 1e9);
+    if (!r->pass && r->why[0]) {
+        fputs("<p id=\"why\"><b>why:</b> ", f);
+        ddp_tool_xml_text(f, r->why);
+        fputs("</p>\n", f);
+    }
+    write_first_error(f, u);
+    write_faults(f, u);
+    write_replay(f, u);
 }
 
 /* ---- the timeline ---- */

@@ -24,6 +24,62 @@
 #include "../harness/progress.h"
 #include "opt.h"
 
+/* run --help, continued: real runs, foreign programs, artifacts, exit
+ * status. */
+static void run_usage_real(FILE *f)
+{
+    fprintf(f,
+            "  --real              run the processes for real (ddpsim train, POSIX sockets)\n"
+            "                      on loopback: node i is 127.0.0.(i+1); faults through the\n"
+            "                      same libfiu points and signals; what cannot be realised\n"
+            "                      is reported as skip with the reason (docs/real-runs.md)\n"
+            "  --netns             --real on one network namespace per node (root)\n"
+            "  --compare           each run for real and in the simulator: the outcome\n"
+            "                      classes side by side, and under a failed real run its\n"
+            "                      most causal rank's error beside the simulator's\n"
+            "                      prediction for that rank; exit 1 if any pair differs\n"
+            "  --markdown FILE     with --compare: the table as Markdown\n"
+            "  --exec 'CMD ARGS'   every rank's process runs this program instead (a real\n"
+            "                      PyTorch job, say) with the environment the scenario's\n"
+            "                      cluster and launcher give it; the simulator models it\n"
+            "                      with ddpsim's own Trainer (docs/real-runs.md)\n"
+            "  --wall-limit SEC    a simulated run still going after SEC of real time is\n"
+            "                      stopped, a harness failure naming its running tasks\n"
+            "                      (default: none while virtual time moves, 600 s at one\n"
+            "                      virtual instant; a run whose virtual time stands still\n"
+            "                      is stopped after 10,000,000 sim calls whatever this says)\n"
+            "  --grace SEC         a foreign program still running SEC past the scenario's\n"
+            "                      deadline is killed: hung (default 30)\n"
+            "  --plugin NAME|PATH.so  the plugin of every scenario that names none: a\n"
+            "                      built-in one, or yours, loaded from its library\n"
+            "                      (docs/plugin.md); its processes load it too\n"
+            "  --no-host-store     a foreign program hosts its own store (rank 0); by\n"
+            "                      default the run hosts it on node 0 at MASTER_PORT and\n"
+            "                      sets TORCHELASTIC_USE_AGENT_STORE=True, so store events\n"
+            "                      (joined:N, set:, wait:, barrier, mark:) aim its faults\n"
+            "  --env-clear         a foreign program's environment starts empty, not from\n"
+            "                      this one's; the scenario's and the harness's variables\n"
+            "                      are set either way\n"
+            "  --keep-output DIR   keep every run's foreign ranks' stdout and stderr in a\n"
+            "                      folder per run under DIR (default: under $TMPDIR, for\n"
+            "                      failing and vacuous runs only)\n"
+            "  --artifacts DIR     a folder per failing or vacuous run, DIR/SCENARIO.ACCEL\n"
+            "                      (.netns with --netns): the scenario as run, its seed,\n"
+            "                      the replay command, its --results record, the trace\n"
+            "                      (JSON lines and Chrome), per-rank logs, a foreign\n"
+            "                      program's rank output; README says what a real run\n"
+            "                      lacks. An existing run folder is refused before the\n"
+            "                      first run. `ddpsim report DIR` makes HTML pages of them\n"
+            "  --artifacts-all     with --artifacts: a folder for every run\n"
+            "Every output FILE is checked before the first run.\n\n"
+            "Exit status: 0 every expectation and invariant held (skips aside), 1 some\n"
+            "did not, 2 bad input (one line naming the option; a scenario error is\n"
+            "printed as file:line:col: expected ...; nothing runs), 127 the --exec (or\n"
+            "`exec`) program does not exist (a real run; nothing runs), 3 every run was\n"
+            "skipped (nothing was tested), 128+N when signal N (INT, TERM, HUP) stopped\n"
+            "a real run; its processes are killed and its namespaces deleted first.\n");
+}
+
 static void run_usage(FILE *f)
 {
     fprintf(f,
@@ -74,56 +130,8 @@ static void run_usage(FILE *f)
             "  --progress          one progress line on stderr, redrawn: runs done/total,\n"
             "                      rate, ETA (default on a terminal; elsewhere a plain\n"
             "                      line every 10 s)\n"
-            "  --no-progress       no progress line\n"
-            "  --real              run the processes for real (ddpsim train, POSIX sockets)\n"
-            "                      on loopback: node i is 127.0.0.(i+1); faults through the\n"
-            "                      same libfiu points and signals; what cannot be realised\n"
-            "                      is reported as skip with the reason (docs/real-runs.md)\n"
-            "  --netns             --real on one network namespace per node (root)\n"
-            "  --compare           each run for real and in the simulator: the outcome\n"
-            "                      classes side by side, and under a failed real run its\n"
-            "                      most causal rank's error beside the simulator's\n"
-            "                      prediction for that rank; exit 1 if any pair differs\n"
-            "  --markdown FILE     with --compare: the table as Markdown\n"
-            "  --exec 'CMD ARGS'   every rank's process runs this program instead (a real\n"
-            "                      PyTorch job, say) with the environment the scenario's\n"
-            "                      cluster and launcher give it; the simulator models it\n"
-            "                      with ddpsim's own Trainer (docs/real-runs.md)\n"
-            "  --wall-limit SEC    a simulated run still going after SEC of real time is\n"
-            "                      stopped, a harness failure naming its running tasks\n"
-            "                      (default: none while virtual time moves, 600 s at one\n"
-            "                      virtual instant; a run whose virtual time stands still\n"
-            "                      is stopped after 10,000,000 sim calls whatever this says)\n"
-            "  --grace SEC         a foreign program still running SEC past the scenario's\n"
-            "                      deadline is killed: hung (default 30)\n"
-            "  --plugin NAME|PATH.so  the plugin of every scenario that names none: a\n"
-            "                      built-in one, or yours, loaded from its library\n"
-            "                      (docs/plugin.md); its processes load it too\n"
-            "  --no-host-store     a foreign program hosts its own store (rank 0); by\n"
-            "                      default the run hosts it on node 0 at MASTER_PORT and\n"
-            "                      sets TORCHELASTIC_USE_AGENT_STORE=True, so store events\n"
-            "                      (joined:N, set:, wait:, barrier, mark:) aim its faults\n"
-            "  --env-clear         a foreign program's environment starts empty, not from\n"
-            "                      this one's; the scenario's and the harness's variables\n"
-            "                      are set either way\n"
-            "  --keep-output DIR   keep every run's foreign ranks' stdout and stderr in a\n"
-            "                      folder per run under DIR (default: under $TMPDIR, for\n"
-            "                      failing and vacuous runs only)\n"
-            "  --artifacts DIR     a folder per failing or vacuous run, DIR/SCENARIO.ACCEL\n"
-            "                      (.netns with --netns): the scenario as run, its seed,\n"
-            "                      the replay command, its --results record, the trace\n"
-            "                      (JSON lines and Chrome), per-rank logs, a foreign\n"
-            "                      program's rank output; README says what a real run\n"
-            "                      lacks. An existing run folder is refused before the\n"
-            "                      first run. `ddpsim report DIR` makes HTML pages of them\n"
-            "  --artifacts-all     with --artifacts: a folder for every run\n"
-            "Every output FILE is checked before the first run.\n\n"
-            "Exit status: 0 every expectation and invariant held (skips aside), 1 some\n"
-            "did not, 2 bad input (one line naming the option; a scenario error is\n"
-            "printed as file:line:col: expected ...; nothing runs), 127 the --exec (or\n"
-            "`exec`) program does not exist (a real run; nothing runs), 3 every run was\n"
-            "skipped (nothing was tested), 128+N when signal N (INT, TERM, HUP) stopped\n"
-            "a real run; its processes are killed and its namespaces deleted first.\n");
+            "  --no-progress       no progress line\n");
+    run_usage_real(f);
 }
 
 static void replay_usage(FILE *f)
@@ -1034,6 +1042,149 @@ static int read_last_failed(const char *cmd, const char *path, ddp_shard_file_t 
     return 0;
 }
 
+/* --exec, --plugin and, for real runs, the programs scenarios exec: 0, or
+ * the exit status (2, 127) after saying what was wrong. */
+static int apply_overrides(ddp_sys_t *sys, const cli_t *c, ddp_scenario_t **sc, const char *cmd)
+{
+    /* --exec: every scenario's ranks run this program (as `exec` in the
+     * file would say); a program that is not there runs nothing. */
+    if (c->exec && strlen(c->exec) >= sizeof sc[0]->exec) {
+        fprintf(stderr, "ddpsim %s: --exec: at most %zu characters\n", cmd,
+                sizeof sc[0]->exec - 1);
+        return 2;
+    }
+    for (int i = 0; c->exec && i < c->nfiles; i++)
+        snprintf(sc[i]->exec, sizeof sc[i]->exec, "%s", c->exec);
+    /* --plugin: what a scenario without a plugin line runs (those naming
+     * one are about that plugin, its phases, and keep it). */
+    for (int i = 0; c->plugin && i < c->nfiles; i++)
+        if (!sc[i]->plugin[0])
+            ddp_scenario_use_plugin(sc[i], ddp_plugin_find(c->plugin));
+    for (int i = 0; c->ro.real && i < c->nfiles; i++)
+        if (sc[i]->exec[0] && ddp_real_check_exec(sys, sc[i]->exec) != 0) {
+            fprintf(stderr, "ddpsim %s: %s: %s\n", cmd, c->files[i], ddp_err_message());
+            return 127;
+        }
+    return 0;
+}
+
+/* The run list: files as given, each times the accelerators in the
+ * registry's order; --shard keeps the runs it owns (docs/sweeps.md).
+ * *total counts the runs of the whole list (all shards), *list_hash
+ * hashes them; jobs gets this shard's. last: --last-failed's runs (NULL:
+ * every run). */
+static int list_runs(const cli_t *c, ddp_scenario_t **sc, const ddp_shard_file_t *last,
+                     job_t *jobs, long long *total, uint64_t *list_hash)
+{
+    int njobs = 0;
+    for (int i = 0; i < c->nfiles; i++) {
+        if (c->tag && !ddp_scenario_has_tag(sc[i], c->tag))
+            continue;
+        int first = !strcmp(c->accel, "first");
+        for (size_t a = 0; a < ddp_accel_count(); a++) {
+            const char *name = ddp_accel_at(a)->name;
+            if (first && sc[i]->naccels && strcmp(sc[i]->accels[0], name))
+                continue; /* its first listed (or, listing none, the first of all) */
+            if ((!first && strcmp(c->accel, "all") && strcmp(c->accel, name)) ||
+                !ddp_scenario_has_accel(sc[i], name))
+                continue;
+            if (!keyword_matches(c->keyword, c->files[i], sc[i], name) ||
+                (last && !failed_before(last, c->files[i], name)))
+                continue;
+            if (ddp_shard_owns(&c->shard, *total))
+                new_job(&jobs[njobs++], sc[i], i, c->files[i], name, *total);
+            *list_hash = list_hash_add(*list_hash, c->files[i], name);
+            (*total)++;
+            if (first)
+                break;
+        }
+    }
+    return njobs;
+}
+
+/* A selection that leaves no run is an error (2); a shard without one
+ * is only said. */
+static int check_selection(const cli_t *c, const char *cmd, long long total, int njobs,
+                           int only_failed)
+{
+    if (total == 0 && (c->keyword || only_failed)) {
+        fprintf(stderr, "ddpsim %s: nothing to run: no run of these files matches%s%s%s%s; "
+                        "expected a selection that leaves a run\n",
+                cmd, c->keyword ? " -k " : "", c->keyword ? c->keyword : "",
+                only_failed ? " --last-failed " : "", only_failed ? c->last_failed : "");
+        return 2;
+    }
+    if (total == 0) {
+        fprintf(stderr, "ddpsim %s: nothing to run: no scenario%s lists accelerator "
+                        "%s\n", cmd, c->tag ? " with that tag" : "", c->accel);
+        return 2;
+    }
+    if (njobs == 0)
+        fprintf(stderr, "ddpsim %s: shard %d/%d has no run: the list has %lld (shard K "
+                        "of N runs K-1, K-1+N, ...); nothing to do\n", cmd, c->shard.k,
+                c->shard.n, total);
+    return 0;
+}
+
+/* The trace, Chrome trace and artifact outputs, opened or checked: 0 or
+ * 2 (said). *trace_out: the opened trace (the caller commits it). */
+static int open_outputs(cli_t *c, const char *cmd, job_t *jobs, int njobs,
+                        ddp_out_t **trace_out)
+{
+    if (c->ro.real && (c->chrome || c->trace_path || c->ro.timeline)) {
+        fprintf(stderr, "ddpsim %s: --trace, --trace-chrome and --timeline are the "
+                        "simulator's; real runs have none\n", cmd);
+        return 2;
+    }
+    if (c->trace_path) {
+        if (ddp_out_open(c->trace_path, "the trace", trace_out) != 0) {
+            fprintf(stderr, "ddpsim %s: %s\n", cmd, ddp_err_message());
+            return 2;
+        }
+        c->ro.trace = ddp_out_file(*trace_out);
+    }
+    c->ro.chrome = c->chrome;
+    c->ro.chrome_per_run = njobs > 1;
+    if (check_chrome_paths(cmd, &c->ro, jobs, njobs))
+        return 2;
+    c->ro.art.real = c->ro.real;
+    c->ro.art.netns = c->ro.netns;
+    c->ro.art.seed = c->ro.seed;
+    if (ddp_art_check(&c->ro.art, jobs, njobs, cmd))
+        return 2;
+    return 0;
+}
+
+/* The runs one at a time, in order (real runs share ports and
+ * namespaces; -x stops at the first failure). The runs done. */
+static int run_serial(ddp_sys_t *sys, const cli_t *c, const char *cmd, job_t *jobs, int njobs)
+{
+    if (c->ro.real)
+        ddp_tool_catch_signals(on_interrupt, 1);
+    ddp_progress_t pg = {0};
+    ddp_progress_start(&pg, cmd, "runs", njobs, c->progress, stderr);
+    for (int i = 0; i < njobs; i++) {
+        if (g_interrupted) {
+            snprintf(jobs[i].r.accelerator, sizeof jobs[i].r.accelerator, "%s",
+                     jobs[i].accel);
+            snprintf(jobs[i].r.why, sizeof jobs[i].r.why, "not run: interrupted");
+            continue;
+        }
+        char note[96];
+        snprintf(note, sizeof note, "now %.50s %s", jobs[i].path, jobs[i].accel);
+        ddp_progress_update(&pg, i, note);
+        run_job(sys, &jobs[i], &c->ro);
+        if (c->exitfirst && !jobs[i].r.pass && !jobs[i].r.skipped && i + 1 < njobs) {
+            ddp_progress_clear(&pg);
+            fprintf(stderr, "ddpsim %s: -x: stopped after the first failure, %d "
+                            "run(s) of %d not run\n", cmd, njobs - i - 1, njobs);
+            njobs = i + 1;
+        }
+    }
+    ddp_progress_end(&pg, 0);
+    return njobs;
+}
+
 static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
 {
     const char *cmd = replay ? "replay" : "run";
@@ -1054,102 +1205,18 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
         rc = 2;
         goto out;
     }
-    /* --exec: every scenario's ranks run this program (as `exec` in the
-     * file would say); a program that is not there runs nothing. */
-    if (c.exec && strlen(c.exec) >= sizeof sc[0]->exec) {
-        fprintf(stderr, "ddpsim %s: --exec: at most %zu characters\n", cmd,
-                sizeof sc[0]->exec - 1);
-        rc = 2;
+    if ((rc = apply_overrides(sys, &c, sc, cmd)) != 0)
         goto out;
-    }
-    for (int i = 0; c.exec && i < c.nfiles; i++)
-        snprintf(sc[i]->exec, sizeof sc[i]->exec, "%s", c.exec);
-    /* --plugin: what a scenario without a plugin line runs (those naming
-     * one are about that plugin, its phases, and keep it). */
-    for (int i = 0; c.plugin && i < c.nfiles; i++)
-        if (!sc[i]->plugin[0])
-            ddp_scenario_use_plugin(sc[i], ddp_plugin_find(c.plugin));
-    for (int i = 0; c.ro.real && i < c.nfiles; i++)
-        if (sc[i]->exec[0] && ddp_real_check_exec(sys, sc[i]->exec) != 0) {
-            fprintf(stderr, "ddpsim %s: %s: %s\n", cmd, c.files[i], ddp_err_message());
-            rc = 127;
-            goto out;
-        }
-    /* The run list: files as given, each times the accelerators in the
-     * registry's order; --shard keeps the runs it owns (docs/sweeps.md). */
     jobs = calloc((size_t)c.nfiles * ddp_accel_count(), sizeof *jobs);
     if (!jobs) {
         fprintf(stderr, "ddpsim %s: out of memory for %d scenario file(s)\n", cmd, c.nfiles);
         rc = 1;
         goto out;
     }
-    for (int i = 0; i < c.nfiles; i++) {
-        if (c.tag && !ddp_scenario_has_tag(sc[i], c.tag))
-            continue;
-        int first = !strcmp(c.accel, "first");
-        for (size_t a = 0; a < ddp_accel_count(); a++) {
-            const char *name = ddp_accel_at(a)->name;
-            if (first && sc[i]->naccels && strcmp(sc[i]->accels[0], name))
-                continue; /* its first listed (or, listing none, the first of all) */
-            if ((!first && strcmp(c.accel, "all") && strcmp(c.accel, name)) ||
-                !ddp_scenario_has_accel(sc[i], name))
-                continue;
-            if (!keyword_matches(c.keyword, c.files[i], sc[i], name) ||
-                (only_failed && !failed_before(&lf, c.files[i], name)))
-                continue;
-            if (ddp_shard_owns(&c.shard, total))
-                new_job(&jobs[njobs++], sc[i], i, c.files[i], name, total);
-            list_hash = list_hash_add(list_hash, c.files[i], name);
-            total++;
-            if (first)
-                break;
-        }
-    }
-    if (total == 0 && (c.keyword || only_failed)) {
-        fprintf(stderr, "ddpsim %s: nothing to run: no run of these files matches%s%s%s%s; "
-                        "expected a selection that leaves a run\n",
-                cmd, c.keyword ? " -k " : "", c.keyword ? c.keyword : "",
-                only_failed ? " --last-failed " : "", only_failed ? c.last_failed : "");
-        rc = 2;
+    njobs = list_runs(&c, sc, only_failed ? &lf : NULL, jobs, &total, &list_hash);
+    if ((rc = check_selection(&c, cmd, total, njobs, only_failed)) != 0 ||
+        (rc = open_outputs(&c, cmd, jobs, njobs, &trace_out)) != 0)
         goto out;
-    }
-    if (total == 0) {
-        fprintf(stderr, "ddpsim %s: nothing to run: no scenario%s lists accelerator "
-                        "%s\n", cmd, c.tag ? " with that tag" : "", c.accel);
-        rc = 2;
-        goto out;
-    }
-    if (njobs == 0)
-        fprintf(stderr, "ddpsim %s: shard %d/%d has no run: the list has %lld (shard K "
-                        "of N runs K-1, K-1+N, ...); nothing to do\n", cmd, c.shard.k,
-                c.shard.n, total);
-    if (c.ro.real && (c.chrome || c.trace_path || c.ro.timeline)) {
-        fprintf(stderr, "ddpsim %s: --trace, --trace-chrome and --timeline are the "
-                        "simulator's; real runs have none\n", cmd);
-        rc = 2;
-        goto out;
-    }
-    if (c.trace_path) {
-        if (ddp_out_open(c.trace_path, "the trace", &trace_out) != 0) {
-            fprintf(stderr, "ddpsim %s: %s\n", cmd, ddp_err_message());
-            rc = 2;
-            goto out;
-        }
-        c.ro.trace = ddp_out_file(trace_out);
-    }
-    c.ro.chrome = c.chrome;
-    c.ro.chrome_per_run = njobs > 1;
-    if (check_chrome_paths(cmd, &c.ro, jobs, njobs)) {
-        rc = 2;
-        goto out;
-    }
-    c.ro.art.real = c.ro.real;
-    c.ro.art.netns = c.ro.netns;
-    c.ro.art.seed = c.ro.seed;
-    if (ddp_art_check(&c.ro.art, jobs, njobs, cmd)) {
-        rc = 2;
-        goto out;
-    }
     if (replay)
         c.ro.verbose = 1;
     int64_t t0 = ddp_sys_now(sys);
@@ -1160,29 +1227,7 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
         if (run_parallel(sys, jobs, njobs, c.jobs < njobs ? c.jobs : njobs, &c.ro) != 0)
             fprintf(stderr, "ddpsim %s: %s\n", cmd, ddp_err_message());
     } else {
-        if (c.ro.real)
-            ddp_tool_catch_signals(on_interrupt, 1);
-        ddp_progress_t pg = {0};
-        ddp_progress_start(&pg, cmd, "runs", njobs, c.progress, stderr);
-        for (int i = 0; i < njobs; i++) {
-            if (g_interrupted) {
-                snprintf(jobs[i].r.accelerator, sizeof jobs[i].r.accelerator, "%s",
-                         jobs[i].accel);
-                snprintf(jobs[i].r.why, sizeof jobs[i].r.why, "not run: interrupted");
-                continue;
-            }
-            char note[96];
-            snprintf(note, sizeof note, "now %.50s %s", jobs[i].path, jobs[i].accel);
-            ddp_progress_update(&pg, i, note);
-            run_job(sys, &jobs[i], &c.ro);
-            if (c.exitfirst && !jobs[i].r.pass && !jobs[i].r.skipped && i + 1 < njobs) {
-                ddp_progress_clear(&pg);
-                fprintf(stderr, "ddpsim %s: -x: stopped after the first failure, %d "
-                                "run(s) of %d not run\n", cmd, njobs - i - 1, njobs);
-                njobs = i + 1;
-            }
-        }
-        ddp_progress_end(&pg, 0);
+        njobs = run_serial(sys, &c, cmd, jobs, njobs);
     }
     double wall = (double)(ddp_sys_now(sys) - t0) / 1e9;
     for (int i = 0; i < njobs; i++) {
