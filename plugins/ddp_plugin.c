@@ -656,14 +656,15 @@ int ddp_plugin_teardown_barrier(ddp_ctx_t *ctx)
 
 /* Joins a server thread that was told to stop: 10 s, twice (a process
  * stopped meanwhile, by SIGSTOP or a pause, finds its first deadline
- * passed when it resumes, its server thread not yet out). 0, or the
- * join's error: the thread still runs. */
+ * passed when it resumes, its server thread not yet out). DDP_ETIMEOUT
+ * when the thread still runs after both; else 0 (joined, or the join was
+ * cancelled because this process is dying, its threads with it). */
 int ddp__join_stopped(ddp_sys_t *sys, ddp_thread_t th)
 {
-    int rc = -1;
-    for (int k = 0; k < 2 && rc != 0; k++)
+    int rc = DDP_ETIMEOUT;
+    for (int k = 0; k < 2 && rc == DDP_ETIMEOUT; k++)
         rc = ddp_sys_thread_join(sys, th, NULL, ddp_sys_deadline_in(sys, 10 * DDP_NS_PER_S));
-    return rc;
+    return rc == DDP_ETIMEOUT ? rc : 0;
 }
 
 /* Everything after the teardown barrier: the group, the stores, the
@@ -680,7 +681,7 @@ static void release_all(ddp_ctx_t *ctx)
     if (ctx->server_running) {
         ddp_store_server_stop(ctx->server);
         ctx->server_running = 0;
-        if (ddp__join_stopped(ctx->sys, ctx->server_thread) != 0) {
+        if (ddp__join_stopped(ctx->sys, ctx->server_thread) == DDP_ETIMEOUT) {
             /* Its thread still runs in it (a paused or stalled process):
              * freeing it would pull the server from under that thread (a
              * use-after-free `ddpsim check` found). Left to the process's
