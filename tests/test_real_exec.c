@@ -1002,6 +1002,70 @@ static void test_slow_start_own_clock(void)
     remove_tree(dir);
 }
 
+/* Lines of file path (0 when it is not there). */
+static int lines_of(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    int n = 0;
+    for (int c; f && (c = fgetc(f)) != EOF;)
+        n += c == '\n';
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* Issue 42: every Python rank paid torch's import (2-4 s of CPU) in a
+ * fresh interpreter. A fake "torch" on PYTHONPATH whose import leaves a
+ * line in a marker file: a python3 job of 2 nodes x 2 ranks imports it once
+ * per node (2 lines: the fork servers), and with --cold once per rank (4).
+ * Each rank still runs its script as __main__ with its own argv,
+ * environment (RANK) and stdout, in a session of its own. */
+static void test_warm_start_imports_once_per_node(void)
+{
+    char bin[400];
+    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+        return;
+    if (access("/usr/bin/python3", X_OK) != 0) {
+        printf("\n  skipped: no /usr/bin/python3 to run a Python job\n");
+        return;
+    }
+    uint16_t port = free_port();
+    CU_ASSERT_FATAL(port > 0);
+    char dir[64], path[160], scn[96], env[200], args[400], marker[120];
+    static char out[1 << 14];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "warm"));
+    ddp_test_in(marker, sizeof marker, dir, "imports");
+    snprintf(path, sizeof path, "%s/torch", dir);
+    CU_ASSERT_EQUAL_FATAL(mkdir(path, 0755), 0);
+    write_file(path, sizeof path, dir, "torch/__init__.py",
+               "import os, time\nwith open('%s', 'a') as f:\n"
+               "    f.write('%%d\\n' %% os.getpid())\ntime.sleep(0.2)\n", marker);
+    write_file(path, sizeof path, dir, "job.py",
+               "import os, sys\nimport torch\n"
+               "ok = __name__ == '__main__' and sys.argv[1:] == ['--x', '1'] and "
+               "os.getsid(0) == os.getpid()\n"
+               "print('rank', os.environ['RANK'], 'main' if ok else 'WRONG')\n"
+               "sys.exit(0 if ok else 5)\n");
+    write_file(scn, sizeof scn, dir, "job.scn",
+               "scenario \"a python job\"\nnodes 2\ndevices 2\naccelerators ddp\n"
+               "launcher torchrun\nport %u\ntimeout 20s\nexec \"python3 %s --x 1\"\n"
+               "expect ok\n", (unsigned)port, path);
+    for (int cold = 0; cold < 2; cold++) {
+        remove(marker);
+        snprintf(env, sizeof env, "PYTHONPATH=%s", dir);
+        snprintf(args, sizeof args, "run --real --no-progress --no-host-store "
+                 "--keep-output %s/out%d %s %s", dir, cold, cold ? "--cold" : "", scn);
+        int st = ddp_test_ddpsim_io(env, args, 0, out, sizeof out);
+        CU_ASSERT_EQUAL(st, 0);
+        int n = lines_of(marker);
+        CU_ASSERT_EQUAL(n, cold ? 4 : 2);
+        if (st != 0 || n != (cold ? 4 : 2))
+            printf("\n  %s: exit %d, torch imported %d times (expected %d):\n%s", args, st,
+                   n, cold ? 4 : 2, out);
+    }
+    remove_tree(dir);
+}
+
 DDP_SUITE("real_exec", NULL, NULL,
           {"a master port taken before the run starts", test_taken_master_port},
           {"the master port checked is the one the processes get", test_job_port_as_given},
@@ -1030,4 +1094,6 @@ DDP_SUITE("real_exec", NULL, NULL,
           {"a foreign rank slow to start is judged on its own clock, not hung",
            test_slow_start_own_clock},
           {"SIGKILL of a real run with exec: no process of the user's program is left",
-           test_sigkill_leaves_no_orphan})
+           test_sigkill_leaves_no_orphan},
+          {"a Python job starts warm: torch imported once per node, --cold once per rank",
+           test_warm_start_imports_once_per_node})
