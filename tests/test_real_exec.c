@@ -1014,32 +1014,20 @@ static int lines_of(const char *path)
     return n;
 }
 
-/* Issue 42: every Python rank paid torch's import (2-4 s of CPU) in a
- * fresh interpreter. A fake "torch" on PYTHONPATH whose import leaves a
- * line in a marker file: a python3 job of 2 nodes x 2 ranks imports it once
- * per node (2 lines: the fork servers), and with --cold once per rank (4).
- * Each rank still runs its script as __main__ with its own argv,
- * environment (RANK) and stdout, in a session of its own. */
-static void test_warm_start_imports_once_per_node(void)
+/* A folder with a fake "torch" package whose import appends a line to
+ * DIR/imports (extra: more of its __init__.py), a python3 job DIR/job.py
+ * that imports it and checks that it runs as __main__ with its argv
+ * (--x 1), its environment (RANK) and a session of its own, and
+ * DIR/job.scn (2 nodes x 2 ranks) running it on port. */
+static void python_job(char *dir, size_t n, uint16_t port, const char *extra)
 {
-    char bin[400];
-    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
-        return;
-    if (access("/usr/bin/python3", X_OK) != 0) {
-        printf("\n  skipped: no /usr/bin/python3 to run a Python job\n");
-        return;
-    }
-    uint16_t port = free_port();
-    CU_ASSERT_FATAL(port > 0);
-    char dir[64], path[160], scn[96], env[200], args[400], marker[120];
-    static char out[1 << 14];
-    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "warm"));
-    ddp_test_in(marker, sizeof marker, dir, "imports");
+    char path[160], scn[96];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, n, "warm"));
     snprintf(path, sizeof path, "%s/torch", dir);
     CU_ASSERT_EQUAL_FATAL(mkdir(path, 0755), 0);
     write_file(path, sizeof path, dir, "torch/__init__.py",
-               "import os, time\nwith open('%s', 'a') as f:\n"
-               "    f.write('%%d\\n' %% os.getpid())\ntime.sleep(0.2)\n", marker);
+               "import os, time\nwith open('%s/imports', 'a') as f:\n"
+               "    f.write('%%d\\n' %% os.getpid())\ntime.sleep(0.2)\n%s", dir, extra);
     write_file(path, sizeof path, dir, "job.py",
                "import os, sys\nimport torch\n"
                "ok = __name__ == '__main__' and sys.argv[1:] == ['--x', '1'] and "
@@ -1050,20 +1038,101 @@ static void test_warm_start_imports_once_per_node(void)
                "scenario \"a python job\"\nnodes 2\ndevices 2\naccelerators ddp\n"
                "launcher torchrun\nport %u\ntimeout 20s\nexec \"python3 %s --x 1\"\n"
                "expect ok\n", (unsigned)port, path);
+}
+
+/* Runs dir/job.scn (python_job) with opts; its exit status, and how many
+ * times torch was imported in *imports. out: its stdout, or its stderr
+ * with want_stderr. */
+static int run_python_job(const char *dir, const char *opts, int *imports, int want_stderr,
+                          char *out, size_t n)
+{
+    char path[160], env[200], args[400];
+    remove(ddp_test_in(path, sizeof path, dir, "imports"));
+    snprintf(env, sizeof env, "PYTHONPATH=%s", dir);
+    snprintf(args, sizeof args, "run --real --no-progress --no-host-store %s %s/job.scn", opts,
+             dir);
+    int st = ddp_test_ddpsim_io(env, args, want_stderr, out, n);
+    *imports = lines_of(path);
+    return st;
+}
+
+/* Issue 42: every Python rank paid torch's import (2-4 s of CPU) in a
+ * fresh interpreter. A fake "torch" on PYTHONPATH whose import leaves a
+ * line in a marker file: a python3 job of 2 nodes x 2 ranks imports it once
+ * per node (2 lines: the fork servers), and with --cold once per rank (4).
+ * Each rank still runs its script as __main__ with its own argv,
+ * environment (RANK) and stdout, in a session of its own. */
+static void test_warm_start_imports_once_per_node(void)
+{
+    char bin[400], dir[64];
+    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+        return;
+    if (access("/usr/bin/python3", X_OK) != 0) {
+        printf("\n  skipped: no /usr/bin/python3 to run a Python job\n");
+        return;
+    }
+    uint16_t port = free_port();
+    CU_ASSERT_FATAL(port > 0);
+    static char out[1 << 14];
+    python_job(dir, sizeof dir, port, "");
     for (int cold = 0; cold < 2; cold++) {
-        remove(marker);
-        snprintf(env, sizeof env, "PYTHONPATH=%s", dir);
-        snprintf(args, sizeof args, "run --real --no-progress --no-host-store "
-                 "--keep-output %s/out%d %s %s", dir, cold, cold ? "--cold" : "", scn);
-        int st = ddp_test_ddpsim_io(env, args, 0, out, sizeof out);
+        int n = 0, st = run_python_job(dir, cold ? "--cold" : "", &n, 0, out, sizeof out);
         CU_ASSERT_EQUAL(st, 0);
-        int n = lines_of(marker);
         CU_ASSERT_EQUAL(n, cold ? 4 : 2);
         if (st != 0 || n != (cold ? 4 : 2))
-            printf("\n  %s: exit %d, torch imported %d times (expected %d):\n%s", args, st,
-                   n, cold ? 4 : 2, out);
+            printf("\n  %s: exit %d, torch imported %d times (expected %d):\n%s",
+                   cold ? "--cold" : "warm", st, n, cold ? 4 : 2, out);
     }
     remove_tree(dir);
+}
+
+/* Issue 42: a fork must not share an initialised CUDA. A fake torch whose
+ * torch.cuda.is_initialized() is True: every rank starts cold (the servers'
+ * imports and each rank's: 6), the runner saying why, and the job passes. */
+static void test_warm_start_refused_after_cuda(void)
+{
+    char bin[400], dir[64];
+    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+        return;
+    if (access("/usr/bin/python3", X_OK) != 0) {
+        printf("\n  skipped: no /usr/bin/python3 to run a Python job\n");
+        return;
+    }
+    uint16_t port = free_port();
+    CU_ASSERT_FATAL(port > 0);
+    static char out[1 << 15];
+    python_job(dir, sizeof dir, port,
+               "class cuda:\n    is_initialized = staticmethod(lambda: True)\n");
+    int n = 0, st = run_python_job(dir, "", &n, 1, out, sizeof out);
+    CU_ASSERT_EQUAL(st, 0);
+    CU_ASSERT_EQUAL(n, 6);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "CUDA is initialised in the fork server"));
+    if (st != 0 || n != 6)
+        printf("\n  exit %d, torch imported %d times (expected 6):\n%s", st, n, out);
+    remove_tree(dir);
+}
+
+/* Which --exec lines start warm: a Python (any python3*, by path or not)
+ * or scripts/torch-python running a *.py script. */
+static void test_warm_start_commands(void)
+{
+    static const struct {
+        const char *cmd;
+        int warm;
+    } cases[] = {
+        {"python3 train.py --lr 1", 1},   {"/usr/bin/python3.11 t.py", 1},
+        {"scripts/torch-python t.py", 1}, {"python3 -m torch.distributed.run t.py", 0},
+        {"python3 -c pass", 0},           {"python3", 0},
+        {"sh t.py", 0},                   {"python3 train", 0},
+        {"pythonista t.py", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char buf[128], *w[8];
+        int n = ddp__real_exec_words(cases[i].cmd, buf, sizeof buf, w, 8);
+        CU_ASSERT_EQUAL(ddp__real_warm_command(w, n), cases[i].warm);
+        if (ddp__real_warm_command(w, n) != cases[i].warm)
+            printf("\n  \"%s\": expected %s\n", cases[i].cmd, cases[i].warm ? "warm" : "cold");
+    }
 }
 
 DDP_SUITE("real_exec", NULL, NULL,
@@ -1096,4 +1165,7 @@ DDP_SUITE("real_exec", NULL, NULL,
           {"SIGKILL of a real run with exec: no process of the user's program is left",
            test_sigkill_leaves_no_orphan},
           {"a Python job starts warm: torch imported once per node, --cold once per rank",
-           test_warm_start_imports_once_per_node})
+           test_warm_start_imports_once_per_node},
+          {"no warm start once CUDA is initialised: each rank starts cold, saying why",
+           test_warm_start_refused_after_cuda},
+          {"which exec lines start warm", test_warm_start_commands})
