@@ -1112,6 +1112,42 @@ static void test_warm_start_refused_after_cuda(void)
     remove_tree(dir);
 }
 
+/* Issue 42: SIGKILL of a warm run: its fork server and the ranks it
+ * forked (the runner's children by then, in sessions of their own) go with
+ * it. A warm rank's command line is its server's, which names the
+ * runner's pid and the modules (torch). */
+static void test_sigkill_warm_leaves_no_rank(void)
+{
+    char bin[400], dir[64], path[120], scn[96], out[96], needle[48];
+    if (!ddp_test_ddpsim_bin(bin, sizeof bin))
+        return;
+    if (access("/usr/bin/python3", X_OK) != 0) {
+        printf("\n  skipped: no /usr/bin/python3 to run a Python job\n");
+        return;
+    }
+    uint16_t port = free_port();
+    CU_ASSERT_FATAL(port > 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "warmkill"));
+    write_file(path, sizeof path, dir, "sleeper.py", "import time\ntime.sleep(300)\n");
+    write_file(scn, sizeof scn, dir, "sleepers.scn",
+               "scenario \"warm sleepers\"\nnodes 1\ndevices 2\naccelerators ddp\n"
+               "launcher torchrun\nport %u\ntimeout 60s\nexec \"python3 %s\"\nexpect ok\n",
+               (unsigned)port, path);
+    pid_t runner = start_run_in(bin, scn, dir, ddp_test_in(out, sizeof out, dir, "run.out"));
+    CU_ASSERT_FATAL(runner > 0);
+    snprintf(needle, sizeof needle, " %ld torch", (long)runner);
+    int n = wait_procs(needle, 3, 1, 30); /* the server and its two ranks */
+    CU_ASSERT(n >= 3);
+    kill(runner, SIGKILL);
+    waitpid(runner, NULL, 0);
+    int left = wait_procs(needle, 0, 0, 10);
+    CU_ASSERT_EQUAL(left, 0);
+    if (n < 3 || left) /* not ours to leave running */
+        printf("\n  %d warm process(es) seen, %d outlived their runner\n", n,
+               kill_procs_with(needle));
+    remove_tree(dir);
+}
+
 /* Which --exec lines start warm: a Python (any python3*, by path or not)
  * or scripts/torch-python running a *.py script. */
 static void test_warm_start_commands(void)
@@ -1168,4 +1204,6 @@ DDP_SUITE("real_exec", NULL, NULL,
            test_warm_start_imports_once_per_node},
           {"no warm start once CUDA is initialised: each rank starts cold, saying why",
            test_warm_start_refused_after_cuda},
-          {"which exec lines start warm", test_warm_start_commands})
+          {"which exec lines start warm", test_warm_start_commands},
+          {"SIGKILL of a warm run: no fork server or rank outlives it",
+           test_sigkill_warm_leaves_no_rank})
