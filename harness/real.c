@@ -1174,9 +1174,12 @@ static ddp_real_warm_t **warm_up(ddp_sys_t *sys, const ddp_plan_t *plan,
         return NULL;
     const char *mods = ddp_env_get(ddp_sys_env(sys), "DDPSIM_WARM_IMPORT");
     ddp_real_warm_t **w = calloc((size_t)plan->nnodes, sizeof *w);
-    for (int i = 0; w && i < plan->nprocs; i++) {
-        const ddp_plan_proc_t *x = &plan->procs[i];
-        if (!foreign(plan, x) || w[x->node])
+    for (int node = 0; w && node < plan->nnodes; node++) {
+        const ddp_plan_proc_t *x = NULL; /* the node's first foreign process */
+        for (int i = 0; !x && i < plan->nprocs; i++)
+            if (plan->procs[i].node == node && foreign(plan, &plan->procs[i]))
+                x = &plan->procs[i];
+        if (!x)
             continue;
         char errp[320];
         snprintf(errp, sizeof errp, "%s.warm%d.err", base, x->node);

@@ -91,27 +91,51 @@ static int send_all(ddp_sys_t *sys, int fd, const char *p, size_t n, int64_t dea
     return 0;
 }
 
+/* The server's connection (accepted on lfd by the deadline), unless it
+ * exits first: the socket, or a negative code with the error set. */
+static int server_accept(ddp_real_warm_t *w, int lfd, int64_t until, const char *what)
+{
+    for (;;) {
+        int64_t step = ddp_sys_deadline_in(w->sys, 100 * DDP_NS_PER_MS);
+        int fd = ddp_sys_accept(w->sys, lfd, NULL, step < until ? step : until);
+        int st = 0;
+        if (fd >= 0 || (fd != DDP_ETIMEOUT && fd != -EAGAIN))
+            return fd;
+        if (ddp_sys_now(w->sys) >= until)
+            return ddp_err_set(DDP_ETIMEOUT, "the fork server (%s) did not connect within "
+                               "%d s", what, (int)(WARM_READY_NS / DDP_NS_PER_S));
+        if (ddp_sys_wait(w->sys, w->pid, &st, 0) == 0) {
+            w->pid = -1; /* reaped */
+            return ddp_err_set(DDP_EPEER_LOST, "the fork server (%s) exited with status %d "
+                               "before it said ready", what, st);
+        }
+    }
+}
+
 /* Spawns the server (argv: [ip netns exec NS] setsid PROGRAM SCRIPT HOST
- * PORT RUNNER MODULES) and takes its connection: 0, or a negative code
- * with the error set. */
-static int server_up(ddp_real_warm_t *w, int lfd, char **argv, const ddp_env_t *env,
-                     const char *errpath)
+ * PORT RUNNER MODULES; argv[k] is setsid) and takes its connection: 0, or
+ * a negative code with the error set. */
+static int server_up(ddp_real_warm_t *w, int lfd, char **argv, int k, const ddp_env_t *env)
 {
     ddp_spawn_t sp = {.argv = argv, .env = env, .name = "forkserver",
-                      .stdout_path = errpath, .stderr_path = errpath, .die_with_parent = 1};
+                      .stdout_path = w->errpath, .stderr_path = w->errpath,
+                      .die_with_parent = 1};
     int rc = ddp_sys_spawn(w->sys, &sp, &w->pid);
     if (rc)
         return rc;
+    char what[1200], line[200] = "";
+    snprintf(what, sizeof what, "%s %s", argv[k + 1], argv[k + 2]);
     int64_t until = ddp_sys_deadline_in(w->sys, WARM_READY_NS);
-    w->fd = ddp_sys_accept(w->sys, lfd, NULL, until);
-    char line[200] = "";
-    if (w->fd < 0 || (rc = read_line(w->sys, w->fd, line, sizeof line, until)) != 0 ||
-        strcmp(line, "ready"))
-        return ddp_err_set(w->fd < 0 ? w->fd : rc ? rc : -EPROTO,
-                           "the fork server (%s %s) did not say ready within %d s "
-                           "(its stderr: %s)",
-                           argv[0], argv[1], (int)(WARM_READY_NS / DDP_NS_PER_S), errpath);
-    return 0;
+    w->fd = server_accept(w, lfd, until, what);
+    if (w->fd >= 0 && (rc = read_line(w->sys, w->fd, line, sizeof line, until)) == 0 &&
+        !strcmp(line, "ready"))
+        return 0;
+    if (w->fd >= 0)
+        rc = ddp_err_set(rc ? rc : -EPROTO, "the fork server (%s) did not say ready "
+                         "within %d s (it said \"%s\")", what,
+                         (int)(WARM_READY_NS / DDP_NS_PER_S), line);
+    ddp_err_hint("its output is in %s; --cold starts the ranks without it", w->errpath);
+    return w->fd >= 0 ? rc : w->fd;
 }
 
 int ddp__real_warm_start(ddp_sys_t *sys, const ddp_real_warm_where_t *at, const char *program,
@@ -141,7 +165,7 @@ int ddp__real_warm_start(ddp_sys_t *sys, const ddp_real_warm_where_t *at, const 
         char *tail[] = {"setsid", (char *)program, script, (char *)at->host, port, runner,
                         (char *)modules};
         memcpy(argv + k, tail, sizeof tail);
-        rc = server_up(w, lfd, argv, env, at->errpath);
+        rc = server_up(w, lfd, argv, k, env);
     }
     if (lfd >= 0)
         ddp_sys_close(sys, lfd);
