@@ -1161,6 +1161,14 @@ static int exec_argv(char **argv, int k, const char *cmd, char *words, size_t n)
     return k;
 }
 
+/* Node node's ranks start cold: why. */
+static void warm_cold(ddp_real_warm_t **w, int node, const char *why)
+{
+    fprintf(stderr, "ddpsim: warm start of node %d: %s: its ranks start cold\n", node, why);
+    ddp__real_warm_stop(w[node]);
+    w[node] = NULL;
+}
+
 /* The warm start's fork servers, one per node running foreign Python
  * ranks (harness/real_warm.c), or NULL: every rank starts cold. A node
  * whose server cannot start says why and starts its ranks cold. */
@@ -1192,10 +1200,12 @@ static ddp_real_warm_t **warm_up(ddp_sys_t *sys, const ddp_plan_t *plan,
                                     .ddpsim = o->ddpsim, .errpath = errp};
         if (!env || ddp__real_warm_start(sys, &at, words[0], mods ? mods : "torch", env,
                                          &w[x->node]))
-            fprintf(stderr, "ddpsim: warm start of node %d: %s: its ranks start cold\n",
-                    x->node, env ? ddp_err_message() : "out of memory");
+            warm_cold(w, node, env ? ddp_err_message() : "out of memory");
         ddp_env_free(env);
     }
+    for (int node = 0; w && node < plan->nnodes; node++) /* importing all at once */
+        if (w[node] && ddp__real_warm_ready(w[node]))
+            warm_cold(w, node, ddp_err_message());
     return w;
 }
 

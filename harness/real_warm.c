@@ -24,9 +24,12 @@
 
 struct ddp_real_warm {
     ddp_sys_t *sys;
-    int fd; /* the connection to the server */
+    int lfd;  /* where it connects, until it has */
+    int fd;   /* the connection to the server */
     ddp_pid_t pid;
     int subreaper; /* holds one user of ddp_sys_child_subreaper */
+    int64_t until; /* when it must have said ready */
+    char what[1200]; /* "PROGRAM SCRIPT", for errors */
     char errpath[320]; /* its output: removed at its end, kept if it never started */
 };
 
@@ -91,51 +94,56 @@ static int send_all(ddp_sys_t *sys, int fd, const char *p, size_t n, int64_t dea
     return 0;
 }
 
-/* The server's connection (accepted on lfd by the deadline), unless it
- * exits first: the socket, or a negative code with the error set. */
-static int server_accept(ddp_real_warm_t *w, int lfd, int64_t until, const char *what)
+/* The server's connection (accepted by w->until), unless it exits first:
+ * the socket, or a negative code with the error set. */
+static int server_accept(ddp_real_warm_t *w)
 {
     for (;;) {
         int64_t step = ddp_sys_deadline_in(w->sys, 100 * DDP_NS_PER_MS);
-        int fd = ddp_sys_accept(w->sys, lfd, NULL, step < until ? step : until);
+        int fd = ddp_sys_accept(w->sys, w->lfd, NULL, step < w->until ? step : w->until);
         int st = 0;
         if (fd >= 0 || (fd != DDP_ETIMEOUT && fd != -EAGAIN))
             return fd;
-        if (ddp_sys_now(w->sys) >= until)
+        if (ddp_sys_now(w->sys) >= w->until)
             return ddp_err_set(DDP_ETIMEOUT, "the fork server (%s) did not connect within "
-                               "%d s", what, (int)(WARM_READY_NS / DDP_NS_PER_S));
+                               "%d s", w->what, (int)(WARM_READY_NS / DDP_NS_PER_S));
         if (ddp_sys_wait(w->sys, w->pid, &st, 0) == 0) {
             w->pid = -1; /* reaped */
             return ddp_err_set(DDP_EPEER_LOST, "the fork server (%s) exited with status %d "
-                               "before it said ready", what, st);
+                               "before it said ready", w->what, st);
         }
     }
 }
 
-/* Spawns the server (argv: [ip netns exec NS] setsid PROGRAM SCRIPT HOST
- * PORT RUNNER MODULES; argv[k] is setsid) and takes its connection: 0, or
- * a negative code with the error set. */
-static int server_up(ddp_real_warm_t *w, int lfd, char **argv, int k, const ddp_env_t *env)
+int ddp__real_warm_ready(ddp_real_warm_t *w)
 {
-    ddp_spawn_t sp = {.argv = argv, .env = env, .name = "forkserver",
-                      .stdout_path = w->errpath, .stderr_path = w->errpath,
-                      .die_with_parent = 1};
-    int rc = ddp_sys_spawn(w->sys, &sp, &w->pid);
-    if (rc)
-        return rc;
-    char what[1200], line[200] = "";
-    snprintf(what, sizeof what, "%s %s", argv[k + 1], argv[k + 2]);
-    int64_t until = ddp_sys_deadline_in(w->sys, WARM_READY_NS);
-    w->fd = server_accept(w, lfd, until, what);
-    if (w->fd >= 0 && (rc = read_line(w->sys, w->fd, line, sizeof line, until)) == 0 &&
+    char line[200] = "";
+    int rc = 0;
+    w->fd = server_accept(w);
+    ddp_sys_close(w->sys, w->lfd);
+    w->lfd = -1;
+    if (w->fd >= 0 && (rc = read_line(w->sys, w->fd, line, sizeof line, w->until)) == 0 &&
         !strcmp(line, "ready"))
         return 0;
     if (w->fd >= 0)
         rc = ddp_err_set(rc ? rc : -EPROTO, "the fork server (%s) did not say ready "
-                         "within %d s (it said \"%s\")", what,
+                         "within %d s (it said \"%s\")", w->what,
                          (int)(WARM_READY_NS / DDP_NS_PER_S), line);
     ddp_err_hint("its output is in %s; --cold starts the ranks without it", w->errpath);
+    w->errpath[0] = '\0'; /* kept: the error names it */
     return w->fd >= 0 ? rc : w->fd;
+}
+
+/* Spawns the server: argv[k..] is setsid PROGRAM SCRIPT HOST PORT RUNNER
+ * MODULES (after `ip netns exec NS` in a namespace). */
+static int server_spawn(ddp_real_warm_t *w, char **argv, int k, const ddp_env_t *env)
+{
+    ddp_spawn_t sp = {.argv = argv, .env = env, .name = "forkserver",
+                      .stdout_path = w->errpath, .stderr_path = w->errpath,
+                      .die_with_parent = 1};
+    snprintf(w->what, sizeof w->what, "%s %s", argv[k + 1], argv[k + 2]);
+    w->until = ddp_sys_deadline_in(w->sys, WARM_READY_NS);
+    return ddp_sys_spawn(w->sys, &sp, &w->pid);
 }
 
 int ddp__real_warm_start(ddp_sys_t *sys, const ddp_real_warm_where_t *at, const char *program,
@@ -152,8 +160,8 @@ int ddp__real_warm_start(ddp_sys_t *sys, const ddp_real_warm_where_t *at, const 
     snprintf(w->errpath, sizeof w->errpath, "%s", at->errpath);
     ddp_addr_t a, got;
     ddp_addr_parse(at->host, 0, &a);
-    int lfd = ddp_sys_listen(sys, &a, 1), rc = lfd < 0 ? lfd : 0;
-    if (!rc && (rc = ddp_sys_local_addr(sys, lfd, &got)) == 0 &&
+    int rc = w->lfd = ddp_sys_listen(sys, &a, 1);
+    if (rc >= 0 && (rc = ddp_sys_local_addr(sys, w->lfd, &got)) == 0 &&
         (rc = ddp_sys_child_subreaper(1)) == 0) {
         w->subreaper = 1;
         snprintf(port, sizeof port, "%u", (unsigned)got.port);
@@ -165,12 +173,9 @@ int ddp__real_warm_start(ddp_sys_t *sys, const ddp_real_warm_where_t *at, const 
         char *tail[] = {"setsid", (char *)program, script, (char *)at->host, port, runner,
                         (char *)modules};
         memcpy(argv + k, tail, sizeof tail);
-        rc = server_up(w, lfd, argv, k, env);
+        rc = server_spawn(w, argv, k, env);
     }
-    if (lfd >= 0)
-        ddp_sys_close(sys, lfd);
-    if (rc) {
-        w->errpath[0] = '\0'; /* the error names it */
+    if (rc < 0) {
         ddp__real_warm_stop(w);
         return rc;
     }
@@ -262,6 +267,8 @@ void ddp__real_warm_stop(ddp_real_warm_t *w)
 {
     if (!w)
         return;
+    if (w->lfd >= 0)
+        ddp_sys_close(w->sys, w->lfd);
     if (w->fd >= 0)
         ddp_sys_close(w->sys, w->fd); /* its EOF: the server exits */
     if (w->pid > 0) {
