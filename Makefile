@@ -241,6 +241,7 @@ bench: $(BENCH_BIN) $(DDPSIM)
 	@B=$(B) sh bench/floor.sh
 	@B=$(B) DDPSIM=$(DDPSIM) sh bench/store_rdzv.sh
 	@B=$(B) DDPSIM=$(DDPSIM) sh bench/hosted_store.sh
+	@DDPSIM=$(DDPSIM) sh bench/warm_start.sh
 
 # Real runs (docs/real-runs.md): the scenarios tagged `real` as real
 # processes on loopback, those tagged `netns` on one network namespace per

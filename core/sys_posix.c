@@ -1372,6 +1372,21 @@ static int px_spawn(ddp_sys_t *s, const ddp_spawn_t *w, ddp_pid_t *pid)
     return 0;
 }
 
+int ddp_sys_child_subreaper(int on)
+{
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static int users;
+    pthread_mutex_lock(&mu);
+    int was = users > 0;
+    users += on > 0 ? 1 : users > 0 ? -1 : 0;
+    int rc = 0;
+    if ((users > 0) != was && prctl(PR_SET_CHILD_SUBREAPER, users > 0 ? 1L : 0L) != 0)
+        rc = ddp_err_set(-errno, "prctl(PR_SET_CHILD_SUBREAPER, %d): %s", users > 0,
+                         strerror(errno));
+    pthread_mutex_unlock(&mu);
+    return rc;
+}
+
 static int px_wait(ddp_sys_t *s, ddp_pid_t pid, int *status, int64_t deadline)
 {
     SYS_FAULT(SYS_PROC_WAIT);

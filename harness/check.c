@@ -418,7 +418,7 @@ int ddp_check(const ddp_check_opts_t *o, ddp_check_report_t *rep)
     /* torch 1.13 may wait twice its timeout after a peer died (the store
      * then gloo's mesh): a rank is hung when still running one timeout
      * and 30 s more past its deadline */
-    c.ro = (ddp_real_opts_t){.ddpsim = o->self, .netns = o->netns,
+    c.ro = (ddp_real_opts_t){.ddpsim = o->self, .netns = o->netns, .cold = o->cold,
                              .exec_grace_ns = (int64_t)(CHK_TIMEOUT_S + 30) * DDP_NS_PER_S};
     c.wall = ddp_sys_posix_new(NULL); /* the clock; real runs: the user's environment */
     if (!c.wall)

@@ -1155,9 +1155,82 @@ static int exec_argv(char **argv, int k, const char *cmd, char *words, size_t n)
     return k;
 }
 
-static void abandon(ddp_sys_t *sys, ddp_real_proxy_t *proxy, ddp_netns_t *ns,
-                    ddp_plan_t *plan, const char *plan_path)
+/* Node node's ranks start cold: why. */
+static void warm_cold(ddp_real_warm_t **w, int node, const char *why)
 {
+    fprintf(stderr, "ddpsim: warm start of node %d: %s: its ranks start cold\n", node, why);
+    ddp__real_warm_stop(w[node]);
+    w[node] = NULL;
+}
+
+/* The warm start's fork servers, one per node running foreign Python
+ * ranks (harness/real_warm.c), or NULL: every rank starts cold. A node
+ * whose server cannot start says why and starts its ranks cold. */
+static ddp_real_warm_t **warm_up(ddp_sys_t *sys, const ddp_plan_t *plan,
+                                 const ddp_real_opts_t *o, const ddp_netns_t *ns,
+                                 const char *run_id, const char *logs, const char *base)
+{
+    char buf[sizeof plan->entry.exec], *words[EXEC_WORDS + 1];
+    int nw = ddp__real_exec_words(plan->entry.exec, buf, sizeof buf, words, EXEC_WORDS);
+    if (o->cold || torch_agents(plan) || !ddp__real_warm_command(words, nw))
+        return NULL;
+    const char *mods = ddp_env_get(ddp_sys_env(sys), "DDPSIM_WARM_IMPORT");
+    ddp_real_warm_t **w = calloc((size_t)plan->nnodes, sizeof *w);
+    for (int node = 0; w && node < plan->nnodes; node++) {
+        const ddp_plan_proc_t *x = NULL; /* the node's first foreign process */
+        for (int i = 0; !x && i < plan->nprocs; i++)
+            if (plan->procs[i].node == node && foreign(plan, &plan->procs[i]))
+                x = &plan->procs[i];
+        if (!x)
+            continue;
+        char errp[320];
+        snprintf(errp, sizeof errp, "%s.warm%d.err", base, x->node);
+        ddp_env_t *env = proc_env(sys, plan, x, o->netns, o->env_clear, run_id, logs);
+        char nsname[32];
+        ddp__real_ns_name(ns, x->node, nsname, sizeof nsname);
+        char *const in_ns[] = {"ip", "netns", "exec", nsname, NULL}, *none[] = {NULL};
+        ddp_real_warm_where_t at = {.prefix = o->netns ? in_ns : none,
+                                    .host = o->netns ? DDP_REAL_BRIDGE_ADDR : "127.0.0.1",
+                                    .ddpsim = o->ddpsim, .errpath = errp};
+        if (!env || ddp__real_warm_start(sys, &at, words[0], mods ? mods : "torch", env,
+                                         &w[x->node]))
+            warm_cold(w, node, env ? ddp_err_message() : "out of memory");
+        ddp_env_free(env);
+    }
+    for (int node = 0; w && node < plan->nnodes; node++) /* importing all at once */
+        if (w[node] && ddp__real_warm_ready(w[node]))
+            warm_cold(w, node, ddp_err_message());
+    return w;
+}
+
+static void warm_down(ddp_real_warm_t **w, int nnodes)
+{
+    for (int i = 0; w && i < nnodes; i++)
+        ddp__real_warm_stop(w[i]);
+    free(w);
+}
+
+/* Rank p started by its node's fork server, or, where it has none or
+ * cannot, as a process of its own (sp). */
+static int spawn_rank(ddp_sys_t *sys, ddp_real_warm_t *w, const ddp_spawn_t *sp,
+                      ddp_pid_t *pid)
+{
+    int k = 0;
+    while (w && sp->argv[k] && strcmp(sp->argv[k], "setsid"))
+        k++; /* after `ip netns exec NS`: the fork server is in NS already */
+    if (w && sp->argv[k]) {
+        if (ddp__real_warm_spawn(w, sp->argv + k + 1, sp->env, sp->stdout_path,
+                                 sp->stderr_path, pid) == 0)
+            return 0;
+        fprintf(stderr, "ddpsim: %s: this rank starts cold\n", ddp_err_message());
+    }
+    return ddp_sys_spawn(sys, sp, pid);
+}
+
+static void abandon(ddp_sys_t *sys, ddp_real_proxy_t *proxy, ddp_netns_t *ns,
+                    ddp_plan_t *plan, const char *plan_path, ddp_real_warm_t **warm)
+{
+    warm_down(warm, plan->nnodes);
     ddp__real_proxy_stop(proxy, NULL, 0);
     ddp__real_netns_down(sys, ns, NULL, 0);
     remove(plan->results);
@@ -1251,34 +1324,35 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
     snprintf(plan_path, sizeof plan_path, "%s.plan", base);
     char logs[300]; /* torch's agents' --log_dir: logs/agentN */
     snprintf(logs, sizeof logs, "%s.logs", base);
-    plan->t0 = t0;
     plan->discover = o->tap != NULL;
     int64_t grace = o->exec_grace_ns > 0 ? o->exec_grace_ns : EXEC_GRACE_NS;
     plan->limit_ns = exec ? exec_limit(s, plan, grace)
                           : s->master_late_ns + s->timeout_ns + s->train_ns + SLACK_NS;
     for (int i = 0; i < plan->nnodes; i++)
         ddp__real_node_ip(o->netns, i, plan->nodes[i].addr, sizeof plan->nodes[i].addr);
-    FILE *rf = fopen(plan->results, "w");
-    FILE *pf = rf ? fopen(plan_path, "w") : NULL;
-    if (pf)
-        rc = ddp_plan_write(plan, pf);
-    if (!rf || !pf || rc || fclose(pf)) {
-        rc = ddp_err_set(-EIO, "cannot write %s: %s", rf ? plan_path : plan->results,
-                         strerror(errno));
-        if (rf)
-            fclose(rf);
-        remove(plan->results);
-        remove(plan_path);
-        ddp_plan_free(plan);
+    ddp_real_warm_t **warm = NULL;
+    /* A foreign program's latency is the proxy's: netem is for ddpsim's own. */
+    if (o->netns && (rc = ddp__real_netns_up(sys, &ns, plan->nnodes,
+                                             exec ? 0 : plan->latency_ns)) != 0) {
+        snprintf(r->why, sizeof r->why, "%s", ddp_err_message());
+        abandon(sys, proxy, &ns, plan, plan_path, warm);
         return rc;
     }
-    fclose(rf);
-    /* A foreign program's latency is the proxy's: netem is for ddpsim's own. */
-    if (o->netns && ((rc = ddp__real_netns_up(sys, &ns, plan->nnodes,
-                                              exec ? 0 : plan->latency_ns)) != 0 ||
-                     (exec && (rc = start_proxy(sys, plan, &ns, t0, &proxy)) != 0))) {
+    /* the fork servers' imports (seconds) before the run's clock starts */
+    warm = exec ? warm_up(sys, plan, o, &ns, run_id, logs, base) : NULL;
+    t0 = plan->t0 = ddp_sys_now(sys);
+    FILE *rf = fopen(plan->results, "w");
+    FILE *pf = rf ? fopen(plan_path, "w") : NULL;
+    int wrote = pf && ddp_plan_write(plan, pf) == 0;
+    wrote &= !(pf && fclose(pf)) & !(rf && fclose(rf));
+    rc = 0;
+    if (!wrote ||
+        (o->netns && exec && (rc = start_proxy(sys, plan, &ns, t0, &proxy)) != 0)) {
+        if (!rc)
+            rc = ddp_err_set(-EIO, "cannot write %s: %s", rf ? plan_path : plan->results,
+                             strerror(errno));
         snprintf(r->why, sizeof r->why, "%s", ddp_err_message());
-        abandon(sys, proxy, &ns, plan, plan_path);
+        abandon(sys, proxy, &ns, plan, plan_path, warm);
         return rc;
     }
     /* The scenario's own interfaces and addresses, in each node's namespace;
@@ -1286,7 +1360,7 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
     if (o->netns && ((plan->nnet && (rc = ddp__real_netns_ifaces(sys, &ns, plan)) != 0) ||
                      (torch_agents(plan) && (rc = ddp__real_netns_hosts(&ns, plan)) != 0))) {
         snprintf(r->why, sizeof r->why, "%s", ddp_err_message());
-        abandon(sys, proxy, &ns, plan, plan_path);
+        abandon(sys, proxy, &ns, plan, plan_path, warm);
         return rc;
     }
     /* A delay of ddpsim's own processes is tc netem: where the kernel has
@@ -1298,7 +1372,7 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
                  "skipped: fault delay (line %d) is tc netem in the node namespaces, "
                  "and this kernel has no sch_netem (`tc qdisc add ... netem` fails "
                  "there): the run would not be delayed", dline);
-        abandon(sys, proxy, &ns, plan, plan_path);
+        abandon(sys, proxy, &ns, plan, plan_path, warm);
         return 0;
     }
     for (int t = 0; t < plan->nprocs && np < MAX_PROCS + 2; t++) {
@@ -1317,7 +1391,7 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
     if ((rc = ddp_faultset_init(&rfs, plan->faults, plan->nfaults, 0, &rrng,
                                 plan->expected_world)) != 0) {
         snprintf(r->why, sizeof r->why, "%s", ddp_err_message());
-        abandon(sys, proxy, &ns, plan, plan_path);
+        abandon(sys, proxy, &ns, plan, plan_path, warm);
         return rc;
     }
     long long hits[DDP_SCN_MAX_FAULTS];
@@ -1459,7 +1533,8 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             }
             argv[k] = NULL;
             sp.argv = argv;
-            int src = env ? ddp_sys_spawn(sys, &sp, &p->pid) : -ENOMEM;
+            ddp_real_warm_t *wm = warm && foreign(plan, x) && !p->agent ? warm[p->node] : NULL;
+            int src = env ? spawn_rank(sys, wm, &sp, &p->pid) : -ENOMEM;
             ddp_env_free(env);
             if (!src) /* its group: setsid makes it one, named by its pid */
                 ddp_sys_guard_watch(guard, (long)p->pid, 1);
@@ -1576,6 +1651,7 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             ps[i].from_ns = 0;
         }
     ddp_sys_guard_end(guard);
+    warm_down(warm, plan->nnodes);
     ddp__real_proxy_stop(proxy, hits, plan->nfaults);
     for (int i = 0; i < plan->nfaults && i < DDP_SCN_MAX_FAULTS; i++) {
         /* still in force: its counters go with the namespaces */

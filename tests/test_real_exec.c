@@ -896,7 +896,7 @@ static void test_hosted_store_port_taken(void)
     int st = wait_bounded(runner, 30);
     ddp_test_read_file(out, text, sizeof text);
     if (fd < 0) {
-        printf("\n  skipped: the store took port %u before this test could\n", (unsigned)port);
+        ddp_test_skip("the store took port %u before this test could", (unsigned)port);
     } else {
         CU_ASSERT_EQUAL(st, 1);
         snprintf(want, sizeof want, "cannot listen on [::]:%u: the port is already in use",
@@ -1075,6 +1075,175 @@ static void test_kinds_refinements(void)
     ddp_scenario_free(s);
 }
 
+/* Lines of file path (0 when it is not there). */
+static int lines_of(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    int n = 0;
+    for (int c; f && (c = fgetc(f)) != EOF;)
+        n += c == '\n';
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* A folder with a fake "torch" package whose import appends a line to
+ * DIR/imports (extra: more of its __init__.py), a python3 job DIR/job.py
+ * that imports it and checks that it runs as __main__ with its argv
+ * (--x 1), its environment (RANK) and a session of its own, and
+ * DIR/job.scn (2 nodes x 2 ranks) running it on port. */
+static void python_job(char *dir, size_t n, uint16_t port, const char *extra)
+{
+    char path[160], scn[96];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, n, "warm"));
+    snprintf(path, sizeof path, "%s/torch", dir);
+    CU_ASSERT_EQUAL_FATAL(mkdir(path, 0755), 0);
+    write_file(path, sizeof path, dir, "torch/__init__.py",
+               "import os, time\nwith open('%s/imports', 'a') as f:\n"
+               "    f.write('%%d\\n' %% os.getpid())\ntime.sleep(0.2)\n%s", dir, extra);
+    write_file(path, sizeof path, dir, "job.py",
+               "import os, sys\nimport torch\n"
+               "ok = __name__ == '__main__' and sys.argv[1:] == ['--x', '1'] and "
+               "os.getsid(0) == os.getpid()\n"
+               "print('rank', os.environ['RANK'], 'main' if ok else 'WRONG')\n"
+               "sys.exit(0 if ok else 5)\n");
+    write_file(scn, sizeof scn, dir, "job.scn",
+               "scenario \"a python job\"\nnodes 2\ndevices 2\naccelerators ddp\n"
+               "launcher torchrun\nport %u\ntimeout 20s\nexec \"python3 %s --x 1\"\n"
+               "expect ok\n", (unsigned)port, path);
+}
+
+/* Runs dir/job.scn (python_job) with opts; its exit status, and how many
+ * times torch was imported in *imports. out: its stdout, or its stderr
+ * with want_stderr. */
+static int run_python_job(const char *dir, const char *opts, int *imports, int want_stderr,
+                          char *out, size_t n)
+{
+    char path[160], env[200], args[400];
+    remove(ddp_test_in(path, sizeof path, dir, "imports"));
+    snprintf(env, sizeof env, "PYTHONPATH=%s", dir);
+    snprintf(args, sizeof args, "run --real --no-progress --no-host-store %s %s/job.scn", opts,
+             dir);
+    int st = ddp_test_ddpsim_io(env, args, want_stderr, out, n);
+    *imports = lines_of(path);
+    return st;
+}
+
+/* Issue 42: every Python rank paid torch's import (2-4 s of CPU) in a
+ * fresh interpreter. A fake "torch" on PYTHONPATH whose import leaves a
+ * line in a marker file: a python3 job of 2 nodes x 2 ranks imports it once
+ * per node (2 lines: the fork servers), and with --cold once per rank (4).
+ * Each rank still runs its script as __main__ with its own argv,
+ * environment (RANK) and stdout, in a session of its own. */
+static void test_warm_start_imports_once_per_node(void)
+{
+    char bin[400], dir[64];
+    if (!ddp_test_need_ddpsim(bin, sizeof bin))
+        return;
+    if (access("/usr/bin/python3", X_OK) != 0) {
+        ddp_test_skip("no /usr/bin/python3 to run a Python job");
+        return;
+    }
+    uint16_t port = free_port();
+    CU_ASSERT_FATAL(port > 0);
+    static char out[1 << 14];
+    python_job(dir, sizeof dir, port, "");
+    for (int cold = 0; cold < 2; cold++) {
+        int n = 0, st = run_python_job(dir, cold ? "--cold" : "", &n, 0, out, sizeof out);
+        CU_ASSERT_EQUAL(st, 0);
+        CU_ASSERT_EQUAL(n, cold ? 4 : 2);
+        if (st != 0 || n != (cold ? 4 : 2))
+            printf("\n  %s: exit %d, torch imported %d times (expected %d):\n%s",
+                   cold ? "--cold" : "warm", st, n, cold ? 4 : 2, out);
+    }
+    remove_tree(dir);
+}
+
+/* Issue 42: a fork must not share an initialised CUDA. A fake torch whose
+ * torch.cuda.is_initialized() is True: every rank starts cold (the servers'
+ * imports and each rank's: 6), the runner saying why, and the job passes. */
+static void test_warm_start_refused_after_cuda(void)
+{
+    char bin[400], dir[64];
+    if (!ddp_test_need_ddpsim(bin, sizeof bin))
+        return;
+    if (access("/usr/bin/python3", X_OK) != 0) {
+        ddp_test_skip("no /usr/bin/python3 to run a Python job");
+        return;
+    }
+    uint16_t port = free_port();
+    CU_ASSERT_FATAL(port > 0);
+    static char out[1 << 15];
+    python_job(dir, sizeof dir, port,
+               "class cuda:\n    is_initialized = staticmethod(lambda: True)\n");
+    int n = 0, st = run_python_job(dir, "", &n, 1, out, sizeof out);
+    CU_ASSERT_EQUAL(st, 0);
+    CU_ASSERT_EQUAL(n, 6);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "CUDA is initialised in the fork server"));
+    if (st != 0 || n != 6)
+        printf("\n  exit %d, torch imported %d times (expected 6):\n%s", st, n, out);
+    remove_tree(dir);
+}
+
+/* Issue 42: SIGKILL of a warm run: its fork server and the ranks it
+ * forked (the runner's children by then, in sessions of their own) go with
+ * it. A warm rank's command line is its server's, which names the
+ * runner's pid and the modules (torch). */
+static void test_sigkill_warm_leaves_no_rank(void)
+{
+    char bin[400], dir[64], path[120], scn[96], out[96], needle[48];
+    if (!ddp_test_need_ddpsim(bin, sizeof bin))
+        return;
+    if (access("/usr/bin/python3", X_OK) != 0) {
+        ddp_test_skip("no /usr/bin/python3 to run a Python job");
+        return;
+    }
+    uint16_t port = free_port();
+    CU_ASSERT_FATAL(port > 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "warmkill"));
+    write_file(path, sizeof path, dir, "sleeper.py", "import time\ntime.sleep(300)\n");
+    write_file(scn, sizeof scn, dir, "sleepers.scn",
+               "scenario \"warm sleepers\"\nnodes 1\ndevices 2\naccelerators ddp\n"
+               "launcher torchrun\nport %u\ntimeout 60s\nexec \"python3 %s\"\nexpect ok\n",
+               (unsigned)port, path);
+    pid_t runner = start_run_in(bin, scn, dir, ddp_test_in(out, sizeof out, dir, "run.out"));
+    CU_ASSERT_FATAL(runner > 0);
+    snprintf(needle, sizeof needle, " %ld torch", (long)runner);
+    int n = wait_procs(needle, 3, 1, 30); /* the server and its two ranks */
+    CU_ASSERT(n >= 3);
+    kill(runner, SIGKILL);
+    waitpid(runner, NULL, 0);
+    int left = wait_procs(needle, 0, 0, 10);
+    CU_ASSERT_EQUAL(left, 0);
+    if (n < 3 || left) /* not ours to leave running */
+        printf("\n  %d warm process(es) seen, %d outlived their runner\n", n,
+               kill_procs_with(needle));
+    remove_tree(dir);
+}
+
+/* Which --exec lines start warm: a Python (any python3*, by path or not)
+ * or scripts/torch-python running a *.py script. */
+static void test_warm_start_commands(void)
+{
+    static const struct {
+        const char *cmd;
+        int warm;
+    } cases[] = {
+        {"python3 train.py --lr 1", 1},   {"/usr/bin/python3.11 t.py", 1},
+        {"scripts/torch-python t.py", 1}, {"python3 -m torch.distributed.run t.py", 0},
+        {"python3 -c pass", 0},           {"python3", 0},
+        {"sh t.py", 0},                   {"python3 train", 0},
+        {"pythonista t.py", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char buf[128], *w[8];
+        int n = ddp__real_exec_words(cases[i].cmd, buf, sizeof buf, w, 8);
+        CU_ASSERT_EQUAL(ddp__real_warm_command(w, n), cases[i].warm);
+        if (ddp__real_warm_command(w, n) != cases[i].warm)
+            printf("\n  \"%s\": expected %s\n", cases[i].cmd, cases[i].warm ? "warm" : "cold");
+    }
+}
+
 DDP_SUITE("real_exec", NULL, NULL,
           {"the kinds table decides real runs' executors", test_kinds_table_executors},
           {"kinds: the refinements by a fault's fields", test_kinds_refinements},
@@ -1105,4 +1274,11 @@ DDP_SUITE("real_exec", NULL, NULL,
           {"a foreign rank slow to start is judged on its own clock, not hung",
            test_slow_start_own_clock},
           {"SIGKILL of a real run with exec: no process of the user's program is left",
-           test_sigkill_leaves_no_orphan})
+           test_sigkill_leaves_no_orphan},
+          {"a Python job starts warm: torch imported once per node, --cold once per rank",
+           test_warm_start_imports_once_per_node},
+          {"no warm start once CUDA is initialised: each rank starts cold, saying why",
+           test_warm_start_refused_after_cuda},
+          {"which exec lines start warm", test_warm_start_commands},
+          {"SIGKILL of a warm run: no fork server or rank outlives it",
+           test_sigkill_warm_leaves_no_rank})

@@ -19,7 +19,7 @@ static void check_usage(FILE *f)
 {
     fprintf(f,
             "usage: ddpsim check --plugin NAME|PATH.so [--budget D] [--runs N] [--seed S]\n"
-            "       ddpsim check --exec 'CMD ARGS' [--netns] [--port P] [--budget D] [--runs N]\n"
+            "       ddpsim check --exec 'CMD ARGS' [--netns] [--port P] [--cold] [--budget D]\n"
             "                    [--random-runs N] [--max-findings N] [--list] [--out DIR]\n"
             "                    [--junit FILE] [--report DIR] [--shard K/N] [--sanitize]\n"
             "                    [--coverage]\n"
@@ -57,6 +57,8 @@ static void check_usage(FILE *f)
             "  --netns            --exec: a network namespace per node (root); adds\n"
             "                     partitions and refused connects\n"
             "  --port P           --exec: its MASTER_PORT (default 31700)\n"
+            "  --cold             --exec: every rank a fresh interpreter (by default a\n"
+            "                     Python job starts warm: ddpsim run --cold, real-runs.md)\n"
             "  --budget D         stop after D of wall time: 90, 90s, 5m, 1h (default 5m)\n"
             "  --runs N           at most N runs after the baselines (default 3000)\n"
             "  --random-runs N    random schedules after the aimed runs (default 200)\n"
@@ -263,6 +265,7 @@ int ddp_cmd_check(ddp_sys_t *sys, int argc, char **argv)
         OPT_FN("plugin", &o.plugin, ddp_opt_plugin_name, ddp_opt_plugin_form()),
         OPT_STR("exec", &o.exec, "a command line every rank runs"),
         OPT_FLAG("netns", 0, &o.netns, 1),
+        OPT_FLAG("cold", 0, &o.cold, 1),
         OPT_INT("port", &port, 1024, 65535),
         OPT_FN("budget", &o.budget_s, parse_budget, "seconds, or a number and s, m or h"),
         OPT_INT("runs", &o.runs, 1, 100000000),

@@ -57,6 +57,11 @@ static void run_usage_real(FILE *f)
             "                      default the run hosts it on node 0 at MASTER_PORT and\n"
             "                      sets TORCHELASTIC_USE_AGENT_STORE=True, so store events\n"
             "                      (joined:N, set:, wait:, barrier, mark:) aim its faults\n"
+            "  --cold              every foreign rank starts a fresh interpreter; by default\n"
+            "                      a Python job (python3 or scripts/torch-python SCRIPT.py)\n"
+            "                      starts warm: a fork server per node imports\n"
+            "                      $DDPSIM_WARM_IMPORT (default torch) once and forks each\n"
+            "                      rank into the script (docs/real-runs.md)\n"
             "  --env-clear         a foreign program's environment starts empty, not from\n"
             "                      this one's; the scenario's and the harness's variables\n"
             "                      are set either way\n"
@@ -90,7 +95,7 @@ static void run_usage(FILE *f)
             "                  [--real [--netns]] [--compare [--markdown FILE]]\n"
             "                  [--shard K/N] [--results FILE] [--exec 'CMD ARGS']\n"
             "                  [--wall-limit SEC] [--grace SEC] [--plugin NAME|PATH.so]\n"
-            "                  [--env-clear] [--keep-output DIR]\n"
+            "                  [--env-clear] [--cold] [--keep-output DIR]\n"
             "                  [--artifacts DIR [--artifacts-all]]\n\n"
             "Runs each scenario file (docs/scenario-format.md) in the simulator for each\n"
             "selected accelerator it lists (default: all), checks its expectations and the\n"
@@ -162,6 +167,7 @@ typedef struct run_opts {
     int64_t exec_grace_ns; /* --grace */
     int no_host_store;     /* --no-host-store */
     int env_clear;         /* --env-clear */
+    int cold;              /* --cold */
     const char *keep_output; /* --keep-output DIR */
     int64_t wall_limit_ns; /* --wall-limit */
     int explain_rank;      /* --compare: rank + 1 whose simulated message to keep */
@@ -260,6 +266,7 @@ static void run_job(ddp_sys_t *sys, job_t *j, const run_opts_t *ro)
                                  .exec_grace_ns = ro->exec_grace_ns,
                                  .no_host_store = ro->no_host_store,
                                  .env_clear = ro->env_clear,
+                                 .cold = ro->cold,
                                  .keep_output = ro->art.dir ? ro->art.dir : ro->keep_output,
                                  .keep_failing = ro->art.dir && !ro->art.all,
                                  /* per-run files: $TMPDIR, else /tmp */
@@ -514,6 +521,7 @@ static int parse_cli(const char *cmd, int argc, char **argv, cli_t *c,
         OPT_NS_POS("grace", &c->ro.exec_grace_ns, 3600),
         OPT_FLAG("no-host-store", 0, &c->ro.no_host_store, 1),
         OPT_FLAG("env-clear", 0, &c->ro.env_clear, 1),
+        OPT_FLAG("cold", 0, &c->ro.cold, 1),
         OPT_FN("keep-output", &c->ro.keep_output, ddp_opt_dir, DDP_OPT_DIR_FORM),
         OPT_FN("artifacts", &c->ro.art.dir, ddp_opt_dir, DDP_OPT_DIR_FORM),
         OPT_FLAG("artifacts-all", 0, &c->ro.art.all, 1),

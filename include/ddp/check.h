@@ -74,6 +74,8 @@ typedef struct ddp_check_opts {
     const char *exec;
     int netns;
     unsigned port;
+    int cold;            /* exec: every rank a fresh interpreter, no warm
+                            start (ddp_real_opts_t.cold) */
     uint64_t seed;       /* 0: 1 */
     int runs;            /* at most this many runs after the baselines
                             (0: 3,000) */

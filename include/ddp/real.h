@@ -62,6 +62,12 @@ typedef struct ddp_real_opts {
      * t: ns since the run's start): `ddpsim check --exec`'s discovery. */
     void (*tap)(void *arg, const ddp_fault_event_t *ev, int node, int64_t t);
     void *tap_arg;
+    /* Every foreign rank starts as a fresh process (`--cold`). Else a
+     * Python job (python3 or scripts/torch-python running a *.py script,
+     * not under netns or torch's agents) starts warm: a fork server per
+     * node imports $DDPSIM_WARM_IMPORT (default "torch") once and forks
+     * each rank into the script (docs/real-runs.md, "Warm start"). */
+    int cold;
 } ddp_real_opts_t;
 
 /* NULL when s can run for real (with netns or not); else why not. */

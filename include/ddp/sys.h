@@ -261,6 +261,13 @@ DDP_API int ddp_sys_guard_start(ddp_sys_guard_t **out);
 DDP_API void ddp_sys_guard_watch(ddp_sys_guard_t *g, long pgid, int on);
 DDP_API void ddp_sys_guard_end(ddp_sys_guard_t *g);
 
+/* This process as a child subreaper (Linux PR_SET_CHILD_SUBREAPER):
+ * on > 0 adds a user, on <= 0 drops one; the flag is set while any user
+ * holds it. An orphan among its descendants becomes its child, so a rank
+ * that a warm-start fork server forked and left (harness/real_warm.c) is
+ * waited for and killed as the runner's own. 0, or a negative code. */
+DDP_API int ddp_sys_child_subreaper(int on);
+
 /* Makes the folder path and the folders above it (mkdir -p): 0, or a
  * negative code with the error context naming the folder. */
 DDP_API int ddp_sys_make_dirs(const char *path);
