@@ -1340,6 +1340,13 @@ static int sm_thread_join(ddp_sys_t *sy, ddp_thread_t th, int *rc,
         return DDP_ECANCELED;
     }
     int r = sm_wait(sy, (ddp_pid_t)th, &st, deadline);
+    if (r != 0 && r != DDP_ETIMEOUT && t->killed && c && c->proc == t->proc) {
+        /* Killed while it waited: as above, its thread goes first, so
+         * nothing the joiner frees next is still in use. */
+        while (!c->finished)
+            ddp__sim_park_unwinding(t, &c->exitq, "a killed thread unwinding");
+        return DDP_ECANCELED;
+    }
     if (r == 0 && rc)
         *rc = t->sim->tasks[th - 1]->out.rc;
     return r;
