@@ -1344,7 +1344,8 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
     FILE *rf = fopen(plan->results, "w");
     FILE *pf = rf ? fopen(plan_path, "w") : NULL;
     int wrote = pf && ddp_plan_write(plan, pf) == 0;
-    wrote &= !(pf && fclose(pf)) & !(rf && fclose(rf));
+    int pf_closed = !(pf && fclose(pf)), rf_closed = !(rf && fclose(rf)); /* both, always */
+    wrote = wrote && pf_closed && rf_closed;
     rc = 0;
     if (!wrote ||
         (o->netns && exec && (rc = start_proxy(sys, plan, &ns, t0, &proxy)) != 0)) {
