@@ -5,6 +5,7 @@
 # coverage-plant-check). Each case states the exit status and the message.
 set -u
 cd "$(dirname "$0")/../.." || exit 2
+ROOT=$(pwd -P)
 T=$(mktemp -d "${TMPDIR:-/tmp}/ddpsim-mutate-selftest.XXXXXX")
 trap 'rm -rf "$T"' EXIT INT TERM
 bad=0
@@ -64,6 +65,16 @@ t "a Require line naming no layer" 2 'Require names no layer "nonsense"' \
 t "an unknown mutant on the command line" 2 'no mutant "two"' : --check two
 t "a Needs line naming nothing the tool knows" 2 'Needs names "gpu", none of: nccl' \
     'sed -i "1a # Needs: gpu" "$CAT/one.patch"'
+
+# The real catalogue: every mutant applies to the tree as it is (a change
+# that moves a mutant's lines must refresh its patch; make mutate in CI
+# stops at the first that does not apply).
+n=$((n + 1))
+if ! (cd "$ROOT" && MUTATE_CATALOGUE=tests/mutants sh scripts/mutate.sh --check >/dev/null); then
+    echo "mutate selftest: FAIL: a mutant of tests/mutants no longer applies:"
+    (cd "$ROOT" && MUTATE_CATALOGUE=tests/mutants sh scripts/mutate.sh --check 2>&1 | sed 's/^/    /')
+    bad=$((bad + 1))
+fi
 
 if [ $bad -gt 0 ]; then
     echo "mutate selftest: $bad of $n case(s) failed"
