@@ -251,6 +251,13 @@ static const rank_row_t *first_row(const run_t *u)
     for (int i = 0; *fe && i < u->nranks; i++)
         if (strstr(u->ranks[i].msg, fe))
             return &u->ranks[i];
+    /* a rank a fault killed: the judge's words ("rank 5, barrier: killed
+     * ..."), not the rank's own; the rank they name */
+    int rk = -1;
+    if (sscanf(fe, "rank %d,", &rk) == 1)
+        for (int i = 0; i < u->nranks; i++)
+            if (u->ranks[i].rank == rk)
+                return &u->ranks[i];
     return NULL;
 }
 
