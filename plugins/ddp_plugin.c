@@ -73,12 +73,12 @@ static int duplicated_ranks_hint(void);
 /* A rank 0 whose MASTER_ADDR names another host: is a rank 0 already
  * there (a store at MASTER_ADDR:MASTER_PORT where rank 0 joined)? Then
  * this process is a second rank 0, and the address is not what is wrong.
- * Connects (refused ones retried for 0.8 s), then up to a second in all
- * for that rank 0 to join. The error context is kept. */
+ * Connects (refused ones retried for 0.8 s), then up to 1.5 s in all for
+ * that rank 0 to join. The error context is kept. */
 DDP_NOINLINE static int other_root_serves(ddp_ctx_t *ctx, const char *addr, uint16_t port)
 {
     ddp_errctx_t saved = *ddp_err_ctx();
-    int64_t dl = ddp_sys_deadline_in(ctx->sys, DDP_NS_PER_S);
+    int64_t dl = ddp_sys_deadline_in(ctx->sys, 3 * DDP_NS_PER_S / 2);
     /* the first rank 0 may still be starting its store (a spawning
      * launcher starts its workers first): refused connects are retried for
      * 0.8 s, so a genuinely wrong address still fails within a second */
