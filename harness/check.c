@@ -20,7 +20,7 @@
 #define CHK_EXEC_RUNS 30          /* a foreign program's aimed real runs */
 #define CHK_EXEC_BUDGET_S 1200.0
 #define CHK_BASE_SEEDS 3
-#define CHK_MAX_KEYS 64
+#define CHK_MAX_SEEN 64 /* distinct findings remembered for deduplication */
 
 typedef struct chk {
     const ddp_check_opts_t *o;
@@ -31,7 +31,7 @@ typedef struct chk {
     int64_t t0;
     int real;              /* a foreign program, in real runs */
     ddp_real_opts_t ro;
-    char seen[CHK_MAX_KEYS][96]; /* findings already reported (dedup keys) */
+    char seen[CHK_MAX_SEEN][96]; /* findings already reported (dedup keys) */
     int nseen;
 } chk_t;
 
@@ -97,7 +97,7 @@ static int judge(const chk_t *c, const ddp_scenario_t *s, const char *accel, int
                  ddp_check_discovery_t *tap, ddp_scn_result_t *r, chk_verdict_t *v)
 {
     if (!c->real)
-        return ddp__check_judge(s, accel, baseline, r, v);
+        return ddp__check_judge(s, accel, baseline, tap, r, v);
     ddp_real_opts_t ro = c->ro;
     ro.tap = tap ? ddp__check_tap : NULL;
     ro.tap_arg = tap;
@@ -115,7 +115,7 @@ static int still_shows(void *arg, const ddp_scenario_t *s, const char *accel,
 {
     const keep_t *k = arg;
     chk_verdict_t v;
-    int o = ddp__check_judge(s, accel, k->oracle == CHK_BASELINE, r, &v);
+    int o = ddp__check_judge(s, accel, k->oracle == CHK_BASELINE, NULL, r, &v);
     return o == k->oracle || (k->oracle == CHK_NOFAULT && o == CHK_BASELINE);
 }
 
@@ -215,7 +215,7 @@ static int already_seen(chk_t *c, const chk_verdict_t *v, const ddp_scn_result_t
     for (int i = 0; i < c->nseen; i++)
         if (!strcmp(c->seen[i], key))
             return 1;
-    if (c->nseen < CHK_MAX_KEYS)
+    if (c->nseen < CHK_MAX_SEEN)
         snprintf(c->seen[c->nseen++], sizeof c->seen[0], "%s", key);
     return 0;
 }
@@ -286,11 +286,7 @@ static void run_one(chk_t *c, const ddp_scenario_t *s, const char *accel, int ba
         const void *arg[2] = {accel, s};
         (void)ddp_out_write(c->o->current_path, "the current run", put_current, arg);
     }
-    if (tap && !c->real) { /* the discovery run: once more with the tap, same seed */
-        ddp_scn_run_opts_t ro = {.tap = ddp__check_tap, .tap_arg = tap};
-        (void)ddp_scenario_run(s, accel, &ro, &r);
-    }
-    if (judge(c, s, accel, baseline, c->real ? tap : NULL, &r, &v) > 0)
+    if (judge(c, s, accel, baseline, tap, &r, &v) > 0)
         record(c, s, accel, &v, &r);
 }
 

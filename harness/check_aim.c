@@ -210,20 +210,27 @@ static void start_at(const chk_event_t *e, int r, char *at, size_t n)
         snprintf(at, n, "start=\"%s\"", e->text);
 }
 
-/* The fault lines aimed at rank r of node `node` when event e happens. */
-static int lines_for(const chk_event_t *e, int r, int node, int multi, char out[][256])
+/* The fault lines aimed at rank r of node `node` when event e happens;
+ * bit k of *heals: line k's fault heals (a bounded window, one refusal). */
+static int lines_for(const chk_event_t *e, int r, int node, int multi, char out[][256],
+                     unsigned *heals)
 {
     char at[160];
     int n = 0;
     start_at(e, r, at, sizeof at);
+    *heals = 0;
     snprintf(out[n++], 256, "fault crash ranks=%d %s", r, at);
+    *heals |= 1u << n;
     snprintf(out[n++], 256, "fault stall ranks=%d %s end=%ds", r, at, CHK_HEAL_S);
+    *heals |= 1u << n;
     snprintf(out[n++], 256, "fault pause ranks=%d %s end=%ds", r, at, CHK_HEAL_S);
     snprintf(out[n++], 256, "fault pause ranks=%d %s end=%ds", r, at, CHK_OUTLAST_S);
     if (multi) {
+        *heals |= 1u << n;
         snprintf(out[n++], 256, "fault partition nodes=%d %s end=%ds", node, at, CHK_HEAL_S);
         snprintf(out[n++], 256, "fault partition nodes=%d %s", node, at);
     }
+    *heals |= 3u << n;
     snprintf(out[n++], 256, "fault delay node=%d delay=200ms %s end=%ds", node, at,
              2 * CHK_HEAL_S);
     snprintf(out[n++], 256, "fault refuse node=%d %s count=1", node, at);
@@ -250,10 +257,10 @@ static int aim_shape(const chk_event_t *ev, int nev, const char *accel, int node
             if (r < 0 || !(ev[i].classes & (1u << t)))
                 continue;
             char lines[20][256];
-            int n = lines_for(&ev[i], r, r / per_node, nodes > 1, lines);
+            unsigned heals;
+            int n = lines_for(&ev[i], r, r / per_node, nodes > 1, lines, &heals);
             for (int k = 0; k < n; k++) {
-                if (transient_only && !strstr(lines[k], "end=3s") &&
-                    !strstr(lines[k], "end=6s") && !strstr(lines[k], "refuse"))
+                if (transient_only && !(heals >> k & 1))
                     continue;
                 chk_cand_t c = {.nodes = nodes, .devices = devices, .nf = 1, .random = -1};
                 snprintf(c.accel, sizeof c.accel, "%s", accel);

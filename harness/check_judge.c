@@ -242,13 +242,14 @@ static int hit_phase(const char *trace, char *out, size_t n)
 }
 
 int ddp__check_judge(const ddp_scenario_t *s, const char *accel, int baseline,
-                     ddp_scn_result_t *r, chk_verdict_t *v)
+                     ddp_check_discovery_t *tap, ddp_scn_result_t *r, chk_verdict_t *v)
 {
     memset(v, 0, sizeof *v);
     v->rank = cause_of(s, v->phase, sizeof v->phase);
     char *trace = NULL;
     ddp_scn_run_opts_t ro = {.explain_rank = v->rank + 1, .keep_trace = v->rank >= 0,
-                             .trace_out = v->rank >= 0 ? &trace : NULL};
+                             .trace_out = v->rank >= 0 ? &trace : NULL,
+                             .tap = tap ? ddp__check_tap : NULL, .tap_arg = tap};
     int rc = ddp_scenario_run(s, accel, &ro, r);
     if (rc == 0 && trace && hit_phase(trace, v->phase, sizeof v->phase) != 0)
         v->rank = -1;

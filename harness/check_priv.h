@@ -65,11 +65,12 @@ typedef struct chk_verdict {
 } chk_verdict_t;
 
 /* Runs s for accel (and, where an oracle needs it, the same run under the
- * default plugin) and judges it. baseline: s is a fault-free baseline.
+ * default plugin) and judges it. baseline: s is a fault-free baseline;
+ * tap: the discovery the run's events go to (NULL: none).
  * Fills r (the user's run) and v. Returns v->oracle (CHK_NONE: no bug
  * shown), or < 0 when s could not run. */
 int ddp__check_judge(const ddp_scenario_t *s, const char *accel, int baseline,
-                     ddp_scn_result_t *r, chk_verdict_t *v);
+                     ddp_check_discovery_t *tap, ddp_scn_result_t *r, chk_verdict_t *v);
 /* The same for a foreign program's real run (ro: how; its tap, if any, is
  * fed): baseline, no-fault, invariant (a rank hung past its deadline),
  * transient. */
