@@ -100,7 +100,7 @@ if [ $chromium = 1 ]; then
         --dump-dom "file://$P" >"$tmp/dom.html" 2>"$tmp/chromium.err" ||
         fail "chromium --dump-dom: $(tail -3 "$tmp/chromium.err")"
     [ "$(grep -o 'class="lane"' "$tmp/dom.html" | wc -l)" = 8 ] || fail "chromium: not 8 lanes"
-    grep -q 'id="fe-rank">0<' "$tmp/dom.html" || fail "chromium: no failing rank 0"
+    grep -q 'id="fe-rank">5<' "$tmp/dom.html" || fail "chromium: the first error is not rank 5's (the killed rank)"
     grep -q 'id="fe-phase">barrier<' "$tmp/dom.html" || fail "chromium: no phase barrier"
     grep -q 'data-rank="5" data-node="1" data-outcome="CRASHED"' "$tmp/dom.html" ||
         fail "chromium: rank 5's lane on node 1 is not CRASHED"
