@@ -8,7 +8,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -186,57 +185,96 @@ static int row_retries(const char *table, const char *scenario, const char *acce
     return -1;
 }
 
+/* The quick real runs' scenarios, each copied into dir with the port
+ * this test owns: every "29500" of the file becomes it, an `include` names
+ * its file by absolute path (the copy is elsewhere), and a last `port P`
+ * line overrides what the file and its includes said (SLURM's `port none`
+ * too). Its path into path. */
+static void own_port_copy(char *path, size_t n, const char *dir, const char *name,
+                          unsigned port)
+{
+    char src[128], cwd[512], line[512], pstr[8];
+    snprintf(src, sizeof src, "scenarios/%s.scn", name);
+    snprintf(pstr, sizeof pstr, "%u", port);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof cwd));
+    FILE *in = fopen(src, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(in);
+    char file[128];
+    snprintf(file, sizeof file, "%s.scn", name);
+    FILE *out = fopen(ddp_test_in(path, n, dir, file), "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+    while (fgets(line, sizeof line, in)) {
+        if (!strncmp(line, "include \"", 9) && line[9] != '/') {
+            fprintf(out, "include \"%s/scenarios/%s", cwd, line + 9);
+            continue;
+        }
+        for (char *at = strstr(line, "29500"); at; at = strstr(at + strlen(pstr), "29500")) {
+            char rest[512];
+            snprintf(rest, sizeof rest, "%s", at + 5);
+            snprintf(at, sizeof line - (size_t)(at - line), "%s%s", pstr, rest);
+        }
+        fputs(line, out);
+    }
+    fprintf(out, "\nport %u\n", port);
+    fclose(in);
+    CU_ASSERT_EQUAL(fclose(out), 0);
+}
+
+static void remove_tree(const char *dir);
+static uint16_t free_port(void);
+__attribute__((format(printf, 5, 6))) static void write_file(char *path, size_t n,
+                                                              const char *dir,
+                                                              const char *name,
+                                                              const char *fmt, ...);
+
 /* Real runs on loopback, the quick ones (about 3 s): each launcher's
  * environment contract in real processes (torchrun, SLURM, mpirun), the
  * contract errors, and the faults a real run arms inside its processes
  * (reset and resolve through libfiu, pause by SIGSTOP). Every verdict must
  * hold, and every such fault must have fired (the run names one that did
- * not); the rest of the real set runs in CI (make real-scenarios). Real runs
- * on loopback share the host's port 29500: a lock keeps two copies of this
- * test (make mutate's parallel jobs) from taking it at once. Each command
- * has 20 s (they take under 4): a run that hangs (a fault that never stops
- * firing) fails here at once, and holds the lock no longer than that, so a
- * copy waiting for it still ends within make mutate's bound (60 s). */
+ * not); the rest of the real set runs in CI (make real-scenarios). They run
+ * on a port of their own (one the OS gave a moment ago: no fixed port,
+ * so neither another job on 29500 nor a second copy of this test, make
+ * mutate's parallel jobs, makes them skip or fail). Each command has 20 s
+ * (they take under 4): a run that hangs (a fault that never stops firing)
+ * fails here at once. */
 #define REAL_QUICK_LIMIT_S 20
+static const char *const quick_real[] = {
+    "clean-start",        "torchrun",        "torchrun-bad-world", "slurm-hostlist",
+    "slurm-interactive",  "slurm-bad-nodelist", "mpi-mpirun",       "mpi-no-master-addr",
+    "resolve-flaky",      "reset-validate",  "pause-briefly",      "refuse-on-peer-phase"};
+
+/* "run ... DIR/a.scn DIR/b.scn ..." for the named copies. */
+static void quick_cmd(char *cmd, size_t n, const char *opts, const char *dir,
+                      const char *const *names, size_t k)
+{
+    size_t off = (size_t)snprintf(cmd, n, "run %s", opts);
+    for (size_t i = 0; i < k && off < n; i++)
+        off += (size_t)snprintf(cmd + off, n - off, " %s/%s.scn", dir, names[i]);
+}
+
 static void test_quick_real_runs(void)
 {
     char bin[400];
     if (!ddp_test_need_ddpsim(bin, sizeof bin))
         return;
-    static char out[1 << 16];
-    int lock = open("/tmp/ddpsim-test-real-loopback.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    if (lock >= 0)
-        flock(lock, LOCK_EX);
-    /* Somebody else's real run or torch job on the default port: these runs
-     * would be refused ("port 29500 on this host was taken"), which says
-     * nothing about this tree. Said, and not run. */
-    ddp_sys_t *sys = ddp_test_sys();
-    ddp_addr_t any;
-    ddp_addr_parse("0.0.0.0", 29500, &any);
-    int probe = ddp_sys_listen(sys, &any, 1);
-    if (probe < 0) {
-        ddp_test_skip("port 29500 is in use on this host (%s)", ddp_err_message());
-        ddp_sys_free(sys);
-        goto out;
-    }
-    ddp_sys_close(sys, probe);
-    ddp_sys_free(sys);
-    int st = ddp_test_ddpsim_io_within(
-        REAL_QUICK_LIMIT_S, NULL,
-        "run --real --tag real --no-progress scenarios/clean-start.scn "
-        "scenarios/torchrun.scn scenarios/torchrun-bad-world.scn "
-        "scenarios/slurm-hostlist.scn scenarios/slurm-interactive.scn "
-        "scenarios/slurm-bad-nodelist.scn scenarios/mpi-mpirun.scn "
-        "scenarios/mpi-no-master-addr.scn scenarios/resolve-flaky.scn "
-        "scenarios/reset-validate.scn scenarios/pause-briefly.scn "
-        "scenarios/refuse-on-peer-phase.scn",
-        0, out, sizeof out);
+    static char out[1 << 16], cmd[4096];
+    char dir[64], path[256];
+    unsigned port = free_port();
+    CU_ASSERT_FATAL(port > 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "quickreal"));
+    for (size_t i = 0; i < sizeof quick_real / sizeof quick_real[0]; i++)
+        own_port_copy(path, sizeof path, dir, quick_real[i], port);
+    quick_cmd(cmd, sizeof cmd, "--real --tag real --no-progress", dir, quick_real,
+              sizeof quick_real / sizeof quick_real[0]);
+    int st = ddp_test_ddpsim_io_within(REAL_QUICK_LIMIT_S, NULL, cmd, 0, out, sizeof out);
     const char *counts = strstr(out, " run(s) of 12 scenario file(s): ");
     CU_ASSERT_EQUAL(st, 0);
     CU_ASSERT_PTR_NOT_NULL(counts && strstr(counts, " ok, 0 failed, "));
+    CU_ASSERT_PTR_NULL(strstr(out, "29500"));
     if (st != 0 || !counts || !strstr(counts, " ok, 0 failed, ")) {
-        printf("\n  exit %d:\n%s", st, out);
-        goto out; /* a hang already cost 20 s: the lock is not held longer */
+        printf("\n  port %u, exit %d:\n%s", port, st, out);
+        goto out; /* a hang already cost 20 s */
     }
     /* The retries column counts the failed connects of a real run's ranks,
      * as the simulator does: reset-validate resets each process's first
@@ -253,32 +291,23 @@ static void test_quick_real_runs(void)
      * records); one that cannot (its window opens after the run) makes the
      * run vacuous: not ok, exit 1, the fault named. */
     static char err[1 << 14];
-    st = ddp_test_ddpsim_io_within(REAL_QUICK_LIMIT_S, NULL,
-                                   "run --real --accelerator ddp --no-progress "
-                                   "scenarios/resolve-flaky.scn scenarios/reset-validate.scn",
-                                   0, err, sizeof err);
+    static const char *const two[] = {"resolve-flaky", "reset-validate"};
+    quick_cmd(cmd, sizeof cmd, "--real --accelerator ddp --no-progress", dir, two, 2);
+    st = ddp_test_ddpsim_io_within(REAL_QUICK_LIMIT_S, NULL, cmd, 0, err, sizeof err);
     CU_ASSERT_EQUAL(st, 0);
     CU_ASSERT_PTR_NULL(strstr(err, "vacuous"));
     if (st != 0 || strstr(err, "vacuous"))
         printf("\n  exit %d:\n%s", st, err);
-    FILE *f = fopen("build/test-real-never-fires.scn", "w");
-    CU_ASSERT_PTR_NOT_NULL(f);
-    if (!f)
-        goto out;
-    fputs("scenario \"a resolve fault after the end\"\ntimeout 60s\n"
-          "fault resolve start=50s\nexpect ok\n", f);
-    fclose(f);
-    st = ddp_test_ddpsim_io_within(REAL_QUICK_LIMIT_S, NULL,
-                                   "run --real --accelerator ddp --no-progress "
-                                   "build/test-real-never-fires.scn",
-                                   0, err, sizeof err);
-    remove("build/test-real-never-fires.scn");
+    write_file(path, sizeof path, dir, "never-fires.scn",
+               "scenario \"a resolve fault after the end\"\ntimeout 60s\nport %u\n"
+               "fault resolve start=50s\nexpect ok\n", port);
+    snprintf(cmd, sizeof cmd, "run --real --accelerator ddp --no-progress %s", path);
+    st = ddp_test_ddpsim_io_within(REAL_QUICK_LIMIT_S, NULL, cmd, 0, err, sizeof err);
     CU_ASSERT_EQUAL(st, 1);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "vacuous: fault resolve (line 3) acted on nothing"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "vacuous: fault resolve (line 4) acted on nothing"));
     CU_ASSERT_PTR_NOT_NULL(strstr(err, ": 0 ok, 0 failed, 1 vacuous"));
 out:
-    if (lock >= 0)
-        close(lock); /* the lock goes with it */
+    remove_tree(dir);
 }
 
 
