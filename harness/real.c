@@ -494,6 +494,27 @@ static void progress_read(const char *results, progress_t *pg, proc_t *ps, int n
     progress_ask(pg, ps, np);
 }
 
+/* Every rank has exited, and the kernel closed their connections; the
+ * hosted store records each close when it next reads (a LEFT record). At
+ * load that came after the runner had already stopped the store: "[store:
+ * joined]" for a rank that had left. Reads the records until every
+ * connection the store saw has left, 5 s at most (a store that stopped
+ * serving never says). */
+static void progress_settle(ddp_sys_t *sys, const char *results, progress_t *pg, proc_t *ps,
+                            int np)
+{
+    int64_t until = ddp_sys_deadline_in(sys, 5 * DDP_NS_PER_S);
+    for (;;) {
+        progress_read(results, pg, ps, np);
+        int open = 0;
+        for (int k = 0; k < pg->n; k++)
+            open += !pg->c[k].left;
+        if (!open || ddp_sys_now(sys) >= until)
+            return;
+        ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 5 * DDP_NS_PER_MS));
+    }
+}
+
 /* An S record: rank's process (its session) for the hosted store, which
  * tells by it whose connection it accepted (real_child.c). */
 static void session_record(const char *results, const proc_t *p)
@@ -1630,7 +1651,9 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             break;
         ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 5 * DDP_NS_PER_MS));
     }
-    if (pg)
+    if (pg && !timed_out && !holder_why[0] && !(o->interrupted && *o->interrupted))
+        progress_settle(sys, plan->results, pg, ps, np); /* before the store stops */
+    else if (pg)
         progress_read(plan->results, pg, ps, np);
     for (int i = 0; i < np; i++)
         if (ps[i].frozen) { /* a silent node's processes: they end with the run */

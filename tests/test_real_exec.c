@@ -895,6 +895,66 @@ static int wait_bounded(pid_t pid, int limit_s)
     return -1;
 }
 
+/* The hosted store's last event of a rank, the close of its connection,
+ * comes after the rank's exit: the runner used to stop the store as soon as
+ * the last rank was reaped, and at load the store had not yet read the
+ * close (1 run in 24 at load 20: "[store: joined]", not "[store: joined,
+ * left]"). Made certain here: the store is stopped (SIGSTOP) once the rank
+ * has joined, and let go (SIGCONT) only once the rank has exited; the
+ * runner must wait for the store's record of the close (bounded: a store
+ * that never says is killed after a few seconds). */
+static void test_hosted_store_last_event(void)
+{
+    char bin[400];
+    if (!ddp_test_need_ddpsim(bin, sizeof bin))
+        return;
+    uint16_t port = free_port();
+    CU_ASSERT_FATAL(port > 0);
+    char dir[64], scn[96], out[96], stop[128], needle[128], text[1 << 14];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "lastleft"));
+    ddp_test_in(stop, sizeof stop, dir, "stop");
+    write_file(scn, sizeof scn, dir, "left.scn",
+               "scenario \"the store's last event\"\nnodes 1\ndevices 1\naccelerators ddp\n"
+               "launcher torchrun\nport %u\ntimeout 30s\n"
+               "exec \"sh -c '%s store --host $MASTER_ADDR --port $MASTER_PORT --timeout 2 "
+               "wait never & sleep 1; touch %s; wait; exit 0'\"\nexpect ok\n",
+               (unsigned)port, bin, stop);
+    ddp_test_in(out, sizeof out, dir, "run.out");
+    fflush(NULL);
+    pid_t runner = fork();
+    if (runner == 0) {
+        int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        setenv("TMPDIR", dir, 1);
+        execl(bin, bin, "run", "--real", "--no-progress", "-v", scn, (char *)NULL);
+        _exit(127);
+    }
+    CU_ASSERT_FATAL(runner > 0);
+    struct stat sb;
+    for (int i = 0; i < ddp_test_wall_s(15) * 100 && stat(stop, &sb) != 0; i++)
+        usleep(10000);
+    snprintf(needle, sizeof needle, "train --plan %s/ddpsim-real-", dir);
+    pid_t store[4];
+    int ns = procs_with(needle, store, 4);
+    CU_ASSERT_EQUAL(ns, 1);
+    if (ns == 1)
+        kill(store[0], SIGSTOP);
+    pid_t rank[4]; /* the rank: its command line names the stop file */
+    for (int i = 0; i < ddp_test_wall_s(15) * 100 && procs_with(stop, rank, 4) > 0; i++)
+        usleep(10000);
+    if (ns == 1)
+        kill(store[0], SIGCONT);
+    int st = wait_bounded(runner, 40);
+    ddp_test_read_file(out, text, sizeof text);
+    squeeze(text);
+    CU_ASSERT_EQUAL(st, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "[store: joined, left]"));
+    if (st != 0 || !strstr(text, "[store: joined, left]"))
+        printf("\n  exit %d:\n%s", st, text);
+    remove_tree(dir);
+}
+
 /* Issue 42: the hosted store of an exec job, finding MASTER_PORT taken
  * (after the run's own check: node 0 starts 2 s late), disabled libfiu
  * points it had never initialised and died of SIGSEGV (status 139). It
@@ -1290,6 +1350,8 @@ DDP_SUITE("real_exec", NULL, NULL,
            test_hosted_store_progress},
           {"quick real runs: launchers' contracts, reset, resolve, pause; faults fire",
            test_quick_real_runs},
+          {"the hosted store's last event (a rank's close) is waited for",
+           test_hosted_store_last_event},
           {"SIGKILL of a real run: no rank outlives it, its files are swept",
            test_sigkill_leaves_no_rank},
           {"two real runs started together on one port never mix",
