@@ -895,6 +895,45 @@ static int wait_bounded(pid_t pid, int limit_s)
     return -1;
 }
 
+/* peer= in a real run: each process matches a connect by its destination
+ * node (the plan's node table: node i is 127.0.0.(i+1) on loopback), as
+ * the simulator does. Rank 1 (node 1) connects to node 0 only (the store,
+ * rank 0 in the ring): peer=0 refuses it count= times, peer=1 nothing (a
+ * vacuous run); rank 0 connects to node 1 in the ring: peer=1 refuses it. */
+static void test_real_peer_faults(void)
+{
+    char bin[400];
+    if (!ddp_test_need_ddpsim(bin, sizeof bin))
+        return;
+    static const struct {
+        int peer, rank, count, retries; /* retries -1: vacuous */
+    } cases[] = {{0, 1, 3, 3}, {1, 1, 2, -1}, {1, 0, 2, 2}};
+    uint16_t port = free_port();
+    CU_ASSERT_FATAL(port > 0);
+    char dir[64], scn[96], cmd[256];
+    static char out[1 << 14];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "peer"));
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        write_file(scn, sizeof scn, dir, "peer.scn",
+                   "scenario \"refuse peer=%d ranks=%d\"\nnodes 2\ndevices 1\n"
+                   "accelerators ddp\nport %u\ntimeout 20s\n"
+                   "fault refuse peer=%d ranks=%d count=%d\nexpect ok\n",
+                   cases[i].peer, cases[i].rank, (unsigned)port, cases[i].peer, cases[i].rank,
+                   cases[i].count);
+        snprintf(cmd, sizeof cmd, "run --real --no-progress %s", scn);
+        int st = ddp_test_ddpsim_io_within(REAL_QUICK_LIMIT_S, NULL, cmd, 0, out, sizeof out);
+        int vacuous = strstr(out, "vacuous: fault refuse (line 7) acted on nothing") != NULL;
+        int retries = row_retries(out, "peer", "ddp");
+        int ok = cases[i].retries < 0 ? st == 1 && vacuous
+                                      : st == 0 && !vacuous && retries == cases[i].retries;
+        if (!ok)
+            printf("\n  peer=%d ranks=%d: exit %d, %d retries:\n%s", cases[i].peer,
+                   cases[i].rank, st, retries, out);
+        CU_ASSERT_TRUE(ok);
+    }
+    remove_tree(dir);
+}
+
 /* The hosted store's last event of a rank, the close of its connection,
  * comes after the rank's exit: the runner used to stop the store as soon as
  * the last rank was reaped, and at load the store had not yet read the
@@ -1350,6 +1389,8 @@ DDP_SUITE("real_exec", NULL, NULL,
            test_hosted_store_progress},
           {"quick real runs: launchers' contracts, reset, resolve, pause; faults fire",
            test_quick_real_runs},
+          {"peer= faults in real runs match the connect's destination node",
+           test_real_peer_faults},
           {"the hosted store's last event (a rank's close) is waited for",
            test_hosted_store_last_event},
           {"SIGKILL of a real run: no rank outlives it, its files are swept",
