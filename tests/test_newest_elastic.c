@@ -89,6 +89,7 @@ typedef struct run {
     const char *env;      /* space-separated PET_* settings over the defaults */
     int64_t start[4];     /* each agent's start */
     const char *endpoint; /* NULL: node0:29400 */
+    int v6;               /* every node also has fd00::(i+1)/64, its name's first answer */
 } run_t;
 
 /* Runs one agent per node to the end; out[i]: agent i's result. */
@@ -102,6 +103,16 @@ static ddp_sim_result_t run_agents(const run_t *r, script_t *sc, agent_arg_t *ou
         char name[16];
         snprintf(name, sizeof name, "node%d", i);
         ddp_sim_add_node(sim, name, addrs[i], 0);
+        if (r->v6) {
+            char cidr[32], v6[16];
+            snprintf(cidr, sizeof cidr, "%s/8", addrs[i]);
+            ddp_sim_add_iface(sim, i, "eth0", cidr);
+            snprintf(v6, sizeof v6, "fd00::%d", i + 1);
+            snprintf(cidr, sizeof cidr, "%s/64", v6);
+            ddp_sim_add_iface(sim, i, "eth0", cidr);
+            ddp_sim_add_hostent(sim, -1, name, v6);
+            ddp_sim_add_hostent(sim, -1, name, addrs[i]);
+        }
     }
     for (int i = 0; i < r->nodes; i++) {
         ddp_env_t *env = ddp_env_new();
@@ -297,21 +308,25 @@ static void test_min_max_nodes(void)
     free(sc);
 }
 
-/* The endpoint names node 0 by its address (IPv4, or IPv6 on an interface
- * of its own): node 0's agent serves the store and the run completes. An
- * endpoint that only libc reads as node 0's address (10.0.0.01, octal) is
- * no address to torch's ip_address: nobody serves, every agent times out. */
+/* The endpoint names node 0 by its address (IPv4, or IPv6: an address its
+ * host name resolves to, compared over all 16 bytes): node 0's agent serves
+ * the store and the run completes. An endpoint that only libc reads as node
+ * 0's address (10.0.0.01, octal) is no address to torch's ip_address:
+ * nobody serves, every agent times out. */
 static void test_endpoint_host(void)
 {
     static const struct {
         const char *endpoint;
-        int served;
-    } cases[] = {{"10.0.0.1:29400", 1}, {"10.0.0.01:29400", 0}};
+        int served, v6;
+    } cases[] = {{"10.0.0.1:29400", 1, 0},
+                 {"10.0.0.01:29400", 0, 0},
+                 {"[fd00::1]:29400", 1, 1},
+                 {"[fd00:0:0:0::1]:29400", 1, 1}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         script_t *sc = calloc(1, sizeof *sc);
         sc->fail_rank = -1, sc->run_ns = S(1);
         agent_arg_t a[2];
-        run_t r = {.nodes = 2, .endpoint = cases[c].endpoint,
+        run_t r = {.nodes = 2, .endpoint = cases[c].endpoint, .v6 = cases[c].v6,
                    .env = "PET_RDZV_CONF=join_timeout=20"};
         CU_ASSERT_EQUAL(run_agents(&r, sc, a), DDP_SIM_DONE);
         int ok = cases[c].served ? a[0].rc == 0 && a[1].rc == 0 && sc->n == 4
