@@ -275,7 +275,8 @@ static void test_join_is_free(void)
 /* --nnodes=1:2 with three nodes at once: the round completes at max
  * nodes without waiting for the last call, the group is 2 nodes, and the
  * third agent, never admitted, times out at its join timeout. --nnodes=2:3
- * with two nodes: they wait the last call (30 s), then start as 2. */
+ * with two nodes: they wait the last call (30 s from the second node's
+ * arrival), then start as 2. */
 static void test_min_max_nodes(void)
 {
     script_t *sc = calloc(1, sizeof *sc);
@@ -304,6 +305,19 @@ static void test_min_max_nodes(void)
         ok &= sc->s[i].vt >= S(30) && sc->s[i].vt < S(32);
     if (!ok)
         dump("2:3 nodes, 2 come", sc, a, 2);
+    CU_ASSERT_TRUE(ok);
+
+    /* the last call starts when the round reaches min nodes (node 1, 20 s
+     * late), not when its first node joins */
+    memset(sc, 0, sizeof *sc);
+    sc->fail_rank = -1, sc->run_ns = S(3);
+    r = (run_t){.nodes = 2, .env = "PET_NNODES=2:3", .start = {0, S(20)}};
+    CU_ASSERT_EQUAL(run_agents(&r, sc, a), DDP_SIM_DONE);
+    ok = a[0].rc == 0 && a[1].rc == 0 && count_starts(sc, 0, 0, 4) == 4 && sc->n == 4;
+    for (int i = 0; i < sc->n; i++)
+        ok &= sc->s[i].vt >= S(50) && sc->s[i].vt < S(52);
+    if (!ok)
+        dump("2:3 nodes, node 1 20 s late", sc, a, 2);
     CU_ASSERT_TRUE(ok);
     free(sc);
 }
