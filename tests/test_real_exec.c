@@ -895,6 +895,46 @@ static int wait_bounded(pid_t pid, int limit_s)
     return -1;
 }
 
+/* The hosted store's idea of "joined" in a foreign job's verdict: a rank
+ * that exits 0 with a connection that never completed a request (a TCP
+ * connect, nothing sent) did not join: no_join. A joined connection that
+ * belongs to no rank's session (a `setsid` child's) could be anybody's, so
+ * no rank is then judged as never joined. */
+static void test_hosted_store_joined_verdicts(void)
+{
+    char bin[400];
+    if (!ddp_test_need_ddpsim(bin, sizeof bin))
+        return;
+    static const struct {
+        const char *rank1, *expect;
+    } cases[] = {
+        {"bash -c \\\"exec 3<>/dev/tcp/$MASTER_ADDR/$MASTER_PORT; sleep 1\\\"",
+         "expect ok ranks=0\nexpect fail ranks=1 error=no_join\n"},
+        {"setsid %s store --host $MASTER_ADDR --port $MASTER_PORT --timeout 5 set k1 v",
+         "expect ok\n"},
+    };
+    uint16_t port = free_port();
+    CU_ASSERT_FATAL(port > 0);
+    char dir[64], scn[96], cmd[256], r1[600];
+    static char out[1 << 15];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "joined"));
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(r1, sizeof r1, cases[i].rank1, bin);
+        write_file(scn, sizeof scn, dir, "joined.scn",
+                   "scenario \"joined or not\"\nnodes 1\ndevices 2\naccelerators ddp\n"
+                   "launcher torchrun\nport %u\ntimeout 20s\n"
+                   "exec \"sh -c 'if [ $RANK = 0 ]; then %s store --host $MASTER_ADDR --port "
+                   "$MASTER_PORT --timeout 5 set k0 v; sleep 1; else %s; fi; exit 0'\"\n%s",
+                   (unsigned)port, bin, r1, cases[i].expect);
+        snprintf(cmd, sizeof cmd, "run --real --grace 5 --no-progress -v %s", scn);
+        int st = ddp_test_ddpsim_io_within(60, NULL, cmd, 0, out, sizeof out);
+        if (st != 0)
+            printf("\n  rank 1 runs %s: exit %d:\n%s", r1, st, out);
+        CU_ASSERT_EQUAL(st, 0);
+    }
+    remove_tree(dir);
+}
+
 /* peer= in a real run: each process matches a connect by its destination
  * node (the plan's node table: node i is 127.0.0.(i+1) on loopback), as
  * the simulator does. Rank 1 (node 1) connects to node 0 only (the store,
@@ -1389,6 +1429,8 @@ DDP_SUITE("real_exec", NULL, NULL,
            test_hosted_store_progress},
           {"quick real runs: launchers' contracts, reset, resolve, pause; faults fire",
            test_quick_real_runs},
+          {"a foreign rank's join: a bare connect is no join, an unknown one spares all",
+           test_hosted_store_joined_verdicts},
           {"peer= faults in real runs match the connect's destination node",
            test_real_peer_faults},
           {"the hosted store's last event (a rank's close) is waited for",
