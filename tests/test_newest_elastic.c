@@ -322,9 +322,9 @@ static void test_min_max_nodes(void)
     free(sc);
 }
 
-/* The endpoint names node 0 by its address (IPv4, or IPv6: an address its
- * host name resolves to, compared over all 16 bytes): node 0's agent serves
- * the store and the run completes. An endpoint that only libc reads as node
+/* The endpoint names node 0 (or node 1) by its name or address (IPv4, or
+ * IPv6: an address its host name resolves to, compared over all 16 bytes):
+ * that node's agent serves the store and the run completes. An endpoint that only libc reads as node
  * 0's address (10.0.0.01, octal) is no address to torch's ip_address:
  * nobody serves, every agent times out. */
 static void test_endpoint_host(void)
@@ -335,7 +335,10 @@ static void test_endpoint_host(void)
     } cases[] = {{"10.0.0.1:29400", 1, 0},
                  {"10.0.0.01:29400", 0, 0},
                  {"[fd00::1]:29400", 1, 1},
-                 {"[fd00:0:0:0::1]:29400", 1, 1}};
+                 {"[fd00:0:0:0::1]:29400", 1, 1},
+                 {"node1:29400", 1, 0},     /* another node's name: node 1 serves */
+                 {"10.0.0.2:29400", 1, 0},  /* its address */
+                 {"[fd00::2]:29400", 1, 1}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         script_t *sc = calloc(1, sizeof *sc);
         sc->fail_rank = -1, sc->run_ns = S(1);
