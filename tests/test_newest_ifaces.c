@@ -133,28 +133,39 @@ static void test_nccl_default_order(void)
 #endif
 
 /* GLOO_SOCKET_IFNAME lists, through a whole scenario under ddp: eth1 is
- * the nodes' second network. The first name decides. */
+ * the nodes' second network. The first name decides; TP_SOCKET_IFNAME
+ * (tensorpipe's) is read only when GLOO_SOCKET_IFNAME is unset or empty,
+ * and a bad one is named by its own variable. */
 static void test_gloo_list_first(void)
 {
     static const struct {
-        const char *value;
-        int ok;
-    } cases[] = {{"eth1", 1}, {"eth1,ib9", 1}, {"ib9,eth1", 0}, {"eth1,eth0", 1}};
+        const char *env, *why; /* why: NULL ok, else the config error's variable */
+    } cases[] = {{"GLOO_SOCKET_IFNAME=eth1", NULL},
+                 {"GLOO_SOCKET_IFNAME=eth1,ib9", NULL},
+                 {"GLOO_SOCKET_IFNAME=ib9,eth1", "GLOO_SOCKET_IFNAME=\\\"ib9,eth1\\\""},
+                 {"GLOO_SOCKET_IFNAME=eth1,eth0", NULL},
+                 {"TP_SOCKET_IFNAME=eth1", NULL},
+                 {"TP_SOCKET_IFNAME=ib9", "TP_SOCKET_IFNAME=\\\"ib9\\\""},
+                 {"GLOO_SOCKET_IFNAME= TP_SOCKET_IFNAME=ib9", "TP_SOCKET_IFNAME"},
+                 {"GLOO_SOCKET_IFNAME=eth1 TP_SOCKET_IFNAME=ib9", NULL}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char text[512];
+        char text[640], expect[160];
+        if (cases[i].why)
+            snprintf(expect, sizeof expect, "expect fail error=config mentions=\"%s\"",
+                     cases[i].why);
+        else
+            snprintf(expect, sizeof expect, "expect ok");
         snprintf(text, sizeof text,
                  "scenario \"gloo list\"\nnodes 2\ndevices 1\ntimeout 10s\n"
                  "iface node=0 eth1 192.168.1.1/24\niface node=1 eth1 192.168.1.2/24\n"
-                 "env GLOO_SOCKET_IFNAME=%s\n%s\n",
-                 cases[i].value,
-                 cases[i].ok ? "expect ok"
-                             : "expect fail error=config mentions=\"GLOO_SOCKET_IFNAME\"");
+                 "env %s\n%s\n",
+                 cases[i].env, expect);
         ddp_scenario_t *s = ddp_test_scenario(text);
         CU_ASSERT_PTR_NOT_NULL_FATAL(s);
         ddp_scn_result_t res;
         CU_ASSERT_EQUAL(ddp_scenario_run(s, "ddp", NULL, &res), 0);
         if (!res.pass)
-            printf("\n  GLOO_SOCKET_IFNAME=%s: %s\n", cases[i].value, res.why);
+            printf("\n  %s: %s\n", cases[i].env, res.why);
         CU_ASSERT_TRUE(res.pass);
         ddp_scenario_free(s);
     }
