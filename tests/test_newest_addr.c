@@ -4,8 +4,10 @@
  * of 8 splits a byte, the link-local and loopback ranges end where RFC
  * 4291 ends them, and a zone names an interface only of a link-local
  * address. Each case names what it pins. */
+#include <stdio.h>
 #include <string.h>
 
+#include "ddp/scenario.h"
 #include "ddp/sys.h"
 #include "test.h"
 
@@ -180,7 +182,38 @@ static void test_pton6_positions(void)
     }
 }
 
+/* Rank 0's master-address check compares IPv6 addresses with its node's:
+ * node 1's fd00::2 is not node 0's fd00::1 (they share 15 bytes), another
+ * spelling of fd00::1 is. */
+static void test_master_check_v6(void)
+{
+    static const struct {
+        const char *master, *expect;
+    } cases[] = {
+        {"fd00::2", "expect fail ranks=0 error=config mentions=\"not an address of node0\""},
+        {"fd00::1", "expect ok"},
+        {"fd00:0:0:0:0:0:0:1", "expect ok"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "scenario \"v6 master\"\nnodes 2\ndevices 1\ntimeout 10s\n"
+                 "iface node=0 eth0 10.0.0.1/8 fd00::1/64\n"
+                 "iface node=1 eth0 10.0.0.2/8 fd00::2/64\nmaster_addr %s\n%s\n",
+                 cases[i].master, cases[i].expect);
+        ddp_scenario_t *s = ddp_test_scenario(text);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+        ddp_scn_result_t r;
+        CU_ASSERT_EQUAL(ddp_scenario_run(s, "ddp", NULL, &r), 0);
+        if (!r.pass)
+            printf("\n  MASTER_ADDR=%s: %s\n", cases[i].master, r.why);
+        CU_ASSERT_TRUE(r.pass);
+        ddp_scenario_free(s);
+    }
+}
+
 DDP_SUITE("newest_addr", NULL, NULL,
+          {"rank 0's master check compares IPv6 addresses whole", test_master_check_v6},
           {"IPv6 equality: every byte, the port, the family", test_equal},
           {"any, loopback, link-local at the edges of their ranges", test_classes},
           {"network match: whole bytes, then the prefix's bits", test_in_net},
