@@ -95,7 +95,7 @@ typedef struct run {
 /* Runs one agent per node to the end; out[i]: agent i's result. */
 static ddp_sim_result_t run_agents(const run_t *r, script_t *sc, agent_arg_t *out)
 {
-    ddp_sim_opts_t o = {.seed = 1, .stack_size = 256 * 1024, .tap = tap, .tap_arg = sc,
+    ddp_sim_opts_t o = {.seed = 1, .tap = tap, .tap_arg = sc,
                         .time_limit_ns = S(3600)};
     ddp_sim_t *sim = ddp_sim_new(&o);
     static const char *const addrs[] = {"10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"};
