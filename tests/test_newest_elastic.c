@@ -339,7 +339,9 @@ static void test_endpoint_host(void)
                  {"node1:29400", 1, 0},     /* another node's name: node 1 serves */
                  {"10.0.0.2:29400", 1, 0},  /* its address */
                  {"[fd00::2]:29400", 1, 1},
-                 {"10.0.0.1:29400", 1, 1}}; /* the name's second answer */
+                 {"10.0.0.1:29400", 1, 1}, /* the name's second answer */
+                 {"[fd00::1]", 1, 1},       /* no port: torch's 29400 */
+                 {"node0", 1, 0}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         script_t *sc = calloc(1, sizeof *sc);
         sc->fail_rank = -1, sc->run_ns = S(1);
