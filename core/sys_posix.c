@@ -1260,25 +1260,57 @@ static void child_die_with(pid_t parent)
         _exit(127);
 }
 
+static void close_pair(int *fd)
+{
+    for (int i = 0; i < 2; i++)
+        if (fd[i] >= 0)
+            close(fd[i]);
+}
+
+/* In a new child with a guard: wait until the parent has told the guard
+ * about it (one byte on go); EOF means the parent died first: exit. */
+static void child_wait_go(int *go)
+{
+    if (go[0] < 0)
+        return;
+    close(go[1]);
+    char c;
+    ssize_t r;
+    do
+        r = read(go[0], &c, 1);
+    while (r < 0 && errno == EINTR);
+    if (r != 1)
+        _exit(127);
+    close(go[0]);
+}
+
 /* posix_spawn cannot set a parent-death signal: fork, set it, exec. An exec
  * that fails sends its errno up a close-on-exec pipe, so the caller sees
  * "could not start" as with posix_spawn. */
 static int spawn_argv_dying(const ddp_spawn_t *w, char **envp, pid_t *out)
 {
-    int pfd[2];
+    int pfd[2], go[2] = {-1, -1};
     if (pipe2(pfd, O_CLOEXEC) != 0)
         return -errno;
+    if (w->guard && pipe2(go, O_CLOEXEC) != 0) {
+        int e = errno;
+        close(pfd[0]);
+        close(pfd[1]);
+        return -e;
+    }
     pid_t parent = getpid();
     pid_t p = fork();
     if (p < 0) {
         int e = errno;
         close(pfd[0]);
         close(pfd[1]);
+        close_pair(go);
         return -e;
     }
     if (p == 0) {
         close(pfd[0]);
         child_die_with(parent);
+        child_wait_go(go);
         const char *paths[2] = {w->stdout_path, w->stderr_path};
         int e = 0;
         for (int k = 0; k < 2 && !e; k++) {
@@ -1302,6 +1334,13 @@ static int spawn_argv_dying(const ddp_spawn_t *w, char **envp, pid_t *out)
         _exit(127);
     }
     close(pfd[1]);
+    if (w->guard) { /* watched before it can exec: then it may go */
+        ddp_sys_guard_watch(w->guard, (long)p, 1);
+        close(go[0]);
+        ssize_t g = write(go[1], "g", 1);
+        (void)g;
+        close(go[1]);
+    }
     int e = 0;
     ssize_t r;
     do

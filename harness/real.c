@@ -1518,7 +1518,7 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
                 }
             }
             argv[k++] = "setsid";
-            ddp_spawn_t sp = {.env = env, .name = x->name, .die_with_parent = 1};
+            ddp_spawn_t sp = {.env = env, .name = x->name, .die_with_parent = 1, .guard = guard};
             if (foreign(plan, x)) {
                 k = exec_argv(argv, k, p->agent ? agent_cmd : plan->entry.exec, words,
                               sizeof words);
@@ -1537,7 +1537,8 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
             ddp_real_warm_t *wm = warm && foreign(plan, x) && !p->agent ? warm[p->node] : NULL;
             int src = env ? spawn_rank(sys, wm, &sp, &p->pid) : -ENOMEM;
             ddp_env_free(env);
-            if (!src) /* its group: setsid makes it one, named by its pid */
+            if (!src && wm) /* its group: setsid makes it one, named by its pid (a cold
+                               start's is watched before it execs: ddp_spawn_t.guard) */
                 ddp_sys_guard_watch(guard, (long)p->pid, 1);
             p->started = 1;
             p->spawn_ns = now;

@@ -139,6 +139,12 @@ typedef struct ddp_spawn {
      * Linux's parent-death signal), so no rank outlives its runner. The
      * simulator's tasks die with their process anyway. */
     int die_with_parent;
+    /* Real processes with die_with_parent: the run's guard
+     * (ddp_sys_guard_start) watches the child's group, named by its pid,
+     * before the child execs, so a runner killed right after the spawn
+     * leaves no group unwatched (the child must lead its group: `setsid`).
+     * NULL: none. */
+    struct ddp_sys_guard *guard;
     /* Which start of its group this process is (an elastic agent's worker
      * group, started again: 1, 2, ...); the simulator reports it in the
      * outcome (ddp_sim_outcome_t.attempt). */
