@@ -26,7 +26,7 @@ comma     := ,
 VARIANT   := $(if $(SANITIZE),$(subst $(comma),-,$(SANITIZE)),default)$(if $(COVERAGE),-cov,)
 B         := build/$(VARIANT)
 
-CPPFLAGS  += -Iinclude -D_GNU_SOURCE -DFIU_ENABLE
+CPPFLAGS  += -Iinclude -iquote . -D_GNU_SOURCE -DFIU_ENABLE
 CFLAGS    += -std=c11 $(OPT) -g -fPIC -pthread -fvisibility=hidden -Wall -Wextra -Werror \
              -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
              -Wno-format-truncation

@@ -8,7 +8,11 @@
 # A layer may include the headers of, and call functions defined in, the
 # layers to its left only (and itself); sim names nothing of backends,
 # plugins, accelerators or harness. Includes are read from the sources and
-# the public headers; calls from the objects of BUILD_DIR (default
+# the public headers: a public one ("ddp/NAME.h"), or another room's
+# private one named from the top of the tree ("core/kvmap.h": the Makefile's
+# -iquote .), both checked for direction; an include that climbs out of its
+# room ("../core/kvmap.h") is refused, as is a public header naming a
+# private one (it would not be installed). Calls from the objects of BUILD_DIR (default
 # build/default: `make` first): every undefined symbol of a layer's object
 # must be defined by an allowed layer's objects (or outside the library).
 # Exit 1 with one line per violation; 0 when clean. Run by `make test`.
@@ -51,7 +55,8 @@ for layer in $LAYERS; do
     for f in "$layer"/*.c "$layer"/*.h; do [ -f "$f" ] && files="$files $f"; done
 done
 # shellcheck disable=SC2086
-inc=$(grep -H '^#include "ddp/[a-z_]*\.h"' $files include/ddp/*.h /dev/null |
+inc=$(grep -HE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"(ddp/|\.\./|(core|backends|plugins|accelerators|sim|harness|tools)/)' \
+    $files include/ddp/*.h /dev/null |
     awk -v allowed="$ALLOWED" -v headers="$HEADERS" '
     function table(text, into,    n, i, kv, rows) {
         n = split(text, rows, ";")
@@ -62,12 +67,31 @@ inc=$(grep -H '^#include "ddp/[a-z_]*\.h"' $files include/ddp/*.h /dev/null |
     BEGIN { table(allowed, may); table(headers, hl) }
     {
         file = $0; sub(/:.*/, "", file)
-        hd = $0; sub(/^[^"]*"ddp\//, "", hd); sub(/\.h".*/, "", hd)
+        path = $0; sub(/^[^"]*"/, "", path); sub(/".*/, "", path)
         layer = file; sub(/\/.*/, "", layer) # its folder ...
         if (file ~ /^include\/ddp\//) {     # ... or its public header name
             l = file; sub(/^include\/ddp\//, "", l); sub(/\.h$/, "", l)
             layer = (l in hl) ? hl[l] : "unknown"
         }
+        if (path ~ /^\.\.\//) {
+            top = path; gsub(/^(\.\.\/)+/, "", top)
+            print file " includes \"" path "\", out of its room: name it from the top " \
+                "(\"" top "\", checked here) or include a public header (\"ddp/NAME.h\")"
+            next
+        }
+        if (path !~ /^ddp\//) {              # another room\047s private header
+            if (file ~ /^include\//) {
+                print file " (public) includes \"" path "\", a private header that is " \
+                    "not installed: move what it needs into a public header"
+                next
+            }
+            to = path; sub(/\/.*/, "", to)
+            if ((" " may[layer] " ") !~ (" " to " "))
+                print file " (" layer ") includes " path " (" to "); " layer " may use: " \
+                    may[layer]
+            next
+        }
+        hd = path; sub(/^ddp\//, "", hd); sub(/\.h$/, "", hd)
         if (!(hd in hl))
             print file " includes ddp/" hd ".h, which has no layer in scripts/check-layers.sh"
         else if ((" " may[layer] " ") !~ (" " hl[hd] " "))

@@ -21,7 +21,7 @@
 #include "ddp/launch.h"
 #include "ddp/sim.h"
 #include "ddp/sys.h"
-#include "../harness/progress.h"
+#include "harness/progress.h"
 #include "opt.h"
 
 /* run --help, continued: real runs, foreign programs, artifacts, exit
