@@ -410,6 +410,15 @@ int ddp_sys_node_local(ddp_sys_t *s, const ddp_addr_t *addr)
     return ddp_addr_is_loopback(addr);
 }
 
+int ddp_sys_fd_limit_raise(ddp_sys_t *s, long *before, long *after)
+{
+    *before = *after = -1;
+    if (!s->ops->fd_limit_raise)
+        return ddp_err_set(DDP_EUNSUPPORTED, "sys %s has no open-file limit to raise",
+                           s->ops->name);
+    return s->ops->fd_limit_raise(s, before, after);
+}
+
 int ddp_out_write(const char *path, const char *what,
                   int (*fill)(FILE *f, void *arg), void *arg)
 {

@@ -132,7 +132,7 @@ for layer in $LAYERS; do
     done
 done
 # The OS: only the POSIX sys (core/sys_posix*.c) calls the clock, sockets,
-# processes, the environment and the dynamic loader (its lib_* ops for
+# processes, resource limits, the environment and the dynamic loader (its lib_* ops for
 # plugin libraries; its nccl_api op, core/sys_posix_nccl.c, for libnccl and
 # the CUDA runtime; its guard, core/sys_posix_guard.c); the rest reaches them through the sys seam
 # (docs/architecture.md § 1). One exception, named here: harness/explore.c
@@ -141,6 +141,7 @@ OS_CALLS='clock_gettime|clock_nanosleep|nanosleep|gettimeofday|time|usleep|sleep
 OS_CALLS="$OS_CALLS|getenv|secure_getenv|setenv|putenv|unsetenv|getaddrinfo"
 OS_CALLS="$OS_CALLS|socket|connect|accept|accept4|bind|listen"
 OS_CALLS="$OS_CALLS|fork|vfork|execv|execve|execvp|posix_spawn|posix_spawnp|waitpid"
+OS_CALLS="$OS_CALLS|getrlimit|setrlimit|getrlimit64|setrlimit64|prlimit|prlimit64"
 all=""
 for layer in $LAYERS; do all="$all $(objs "$layer")"; done
 # shellcheck disable=SC2086

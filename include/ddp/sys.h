@@ -212,6 +212,9 @@ typedef struct ddp_sys_ops {
     void (*lib_close)(ddp_sys_t *sys, void *lib);
     /* The NCCL + CUDA runtime calls (ddp_sys_nccl_api). May be NULL. */
     int (*nccl_api)(ddp_sys_t *sys, const struct ddp_nccl_api **out);
+    /* This process's soft open-file limit raised to its hard limit
+     * (ddp_sys_fd_limit_raise). May be NULL: DDP_EUNSUPPORTED. */
+    int (*fd_limit_raise)(ddp_sys_t *sys, long *before, long *after);
 } ddp_sys_ops_t;
 
 /* An instance: ops + the rank's environment + implementation state. */
@@ -235,6 +238,13 @@ DDP_API int ddp_sys_read_host_file(const char *path, char **data, size_t *len);
 /* The host's monotonic clock in ns (the POSIX sys's now), for a tool's
  * own wall times (progress lines) where no rank's sys is at hand. */
 DDP_API int64_t ddp_sys_host_now(void);
+/* The POSIX sys's fd_limit_raise (ddp_sys_fd_limit_raise) where no rank's
+ * sys is at hand: the simulator's own process, whose tasks' batons are
+ * descriptors. */
+DDP_API int ddp_sys_host_fd_limit_raise(long *before, long *after);
+/* This process's address-space limit (RLIMIT_AS, `ulimit -v`) in KiB, -1
+ * when unlimited or unknown (the simulator's out-of-memory advice). */
+DDP_API long long ddp_sys_host_as_limit_kib(void);
 /* This process's id (names of per-run files; ddp_sys_sweep_stale). */
 DDP_API long ddp_sys_pid(void);
 /* 64 random bits from the kernel (a run's identity, never a decision a
@@ -377,6 +387,12 @@ DDP_API int ddp_addr_in_net(const ddp_addr_t *a, const ddp_addr_t *net, int pref
  * that no other node can use it (a loopback address: 127/8, ::1); else 0.
  * A sys whose "nodes" share one loopback (real runs on one machine) says 0. */
 DDP_API int ddp_sys_node_local(ddp_sys_t *s, const ddp_addr_t *addr);
+/* Raises this process's soft open-file limit (RLIMIT_NOFILE) to its hard
+ * limit, which only CAP_SYS_RESOURCE raises: 0 with the soft limit before
+ * and after (-1: unlimited; equal when it was the hard limit already), or
+ * a negative code naming the limits (*after then the limit in force).
+ * DDP_EUNSUPPORTED on a sys without it (the simulator: no host limit). */
+DDP_API int ddp_sys_fd_limit_raise(ddp_sys_t *s, long *before, long *after);
 /* Loads a shared library, resolving every symbol now; its own undefined
  * symbols bind to the running program's exports first. path with a '/' is
  * a file (relative to the current directory); a bare name (a soname,

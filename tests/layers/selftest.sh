@@ -2,8 +2,8 @@
 # tests/layers/selftest.sh [BUILD_DIR] — scripts/check-layers.sh must pass
 # on the tree as it is, and fail on a copy with planted violations, naming
 # each: an include and a call against the layers, an include out of its
-# room ("../harness/x.h"), a private header in a public one, a dlopen and a
-# clock_gettime outside the POSIX sys. Run by `make test`.
+# room ("../harness/x.h"), a private header in a public one, a dlopen, a
+# clock_gettime and a setrlimit outside the POSIX sys. Run by `make test`.
 #
 # One copy, all plants, one run of the check: the check is a few processes
 # over all files at once, so two runs take about a second (four copies and
@@ -44,6 +44,9 @@ void *planted_dl(void) { return dlopen("x.so", RTLD_NOW); }'
 plant harness planted_clock '#include <time.h>
 long planted_clock(void);
 long planted_clock(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec; }'
+plant core planted_limit '#include <sys/resource.h>
+int planted_limit(void);
+int planted_limit(void) { struct rlimit r = {64, 64}; return setrlimit(RLIMIT_NOFILE, &r); }'
 
 out=$(sh "$tmp/t/scripts/check-layers.sh" "$B" 2>&1) && fail "a tree with planted violations passed"
 want() { # TEXT WHAT: the check's output must name TEXT
@@ -60,4 +63,5 @@ want 'include/ddp/err.h (public) includes "core/kvmap.h", a private header' \
 want 'core calls into sim: ddp_sim_run' "core calling ddp_sim_run"
 want 'plugins/planted_dl.o calls the dynamic loader (dlopen' "a plugin calling dlopen"
 want 'harness/planted_clock.o calls the OS (clock_gettime' "harness calling clock_gettime"
-echo "layers selftest: ok (planted includes, a call, a dlopen and a clock read are caught)"
+want 'core/planted_limit.o calls the OS (setrlimit' "a core file outside the POSIX sys calling setrlimit"
+echo "layers selftest: ok (planted includes, a call, a dlopen, a clock read and a limit change are caught)"
