@@ -1,6 +1,7 @@
 /* core/sys.c — what every sys implementation shares: addresses, the
  * all-or-nothing send/recv helpers, host connect, free port, and the PRNG.
  * Everything here is written against the ops table only. */
+#include "ddp/host.h"
 #include "ddp/sys.h"
 
 #include <arpa/inet.h>

@@ -40,6 +40,7 @@
 #include "ddp/env.h"
 #include "ddp/err.h"
 #include "ddp/faults.h"
+#include "ddp/host.h"
 #include "sys_nccl_priv.h"
 
 extern char **environ;

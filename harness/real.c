@@ -12,6 +12,7 @@
 
 #include "ddp/env.h"
 #include "ddp/err.h"
+#include "ddp/host.h"
 #include "ddp/plan.h"
 #include "ddp/plugin.h"
 #include "ddp/sim.h"

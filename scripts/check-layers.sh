@@ -12,7 +12,9 @@
 # private one named from the top of the tree ("core/kvmap.h": the Makefile's
 # -iquote .), both checked for direction; an include that climbs out of its
 # room ("../core/kvmap.h") is refused, as is a public header naming a
-# private one (it would not be installed). Calls from the objects of BUILD_DIR (default
+# private one (it would not be installed). ddp/host.h (the host's process,
+# files and /proc) is core's but not for backends, plugins and accelerators:
+# they run on a rank's sys. Calls from the objects of BUILD_DIR (default
 # build/default: `make` first): every undefined symbol of a layer's object
 # must be defined by an allowed layer's objects (or outside the library).
 # Exit 1 with one line per violation; 0 when clean. Run by `make test`.
@@ -43,7 +45,7 @@ is_in() { # is word $1 in list $2?
 
 # The layer of each public header (include/ddp/NAME.h), NAME=LAYER.
 HEADERS="err=core;env=core;sys=core;log=core;store=core;cluster=core;pg=core;faults=core;\
-export=core;fmt=core;nccl_api=core;plugin=plugins;accel=accelerators;sim=sim;launch=harness;\
+export=core;fmt=core;nccl_api=core;host=core;plugin=plugins;accel=accelerators;sim=sim;launch=harness;\
 plan=harness;scenario=harness;real=harness;check=harness"
 
 # Includes: one grep and one awk over every source and public header (a
@@ -92,7 +94,10 @@ inc=$(grep -HE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"(ddp/|\.\./|(core|
             next
         }
         hd = path; sub(/^ddp\//, "", hd); sub(/\.h$/, "", hd)
-        if (!(hd in hl))
+        if (hd == "host" && layer ~ /^(backends|plugins|accelerators)$/)
+            print file " (" layer ") includes ddp/host.h: code that runs on a rank\047s sys " \
+                "uses ddp/sys.h alone (the simulator cannot answer the host\047s questions)"
+        else if (!(hd in hl))
             print file " includes ddp/" hd ".h, which has no layer in scripts/check-layers.sh"
         else if ((" " may[layer] " ") !~ (" " hl[hd] " "))
             print file " (" layer ") includes ddp/" hd ".h (" hl[hd] "); " layer \

@@ -26,6 +26,7 @@
 #include "ddp/env.h"
 #include "ddp/err.h"
 #include "ddp/faults.h"
+#include "ddp/host.h"
 #include "ddp/log.h"
 #include "sim_priv.h"
 

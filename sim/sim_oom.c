@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "ddp/host.h"
 #include "sim_priv.h"
 
 /* The simulation this thread builds or schedules (a task's own is found

@@ -14,6 +14,7 @@
 #include "ddp/cluster.h"
 #include "ddp/err.h"
 #include "ddp/faults.h"
+#include "ddp/host.h"
 #include "ddp/pg.h"
 #include "ddp/plugin.h"
 #include "ddp/real.h"

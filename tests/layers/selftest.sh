@@ -35,6 +35,8 @@ sed -i '1i #include "../harness/x.h"' "$tmp/t/core/err.c"
 sed -i '1i #include "../../core/kvmap.h"' "$tmp/t/tools/opt.c"
 sed -i '1i #include "harness/progress.h"' "$tmp/t/core/log.c"
 sed -i '1i #include "core/kvmap.h"' "$tmp/t/include/ddp/err.h"
+# The host's header in code that runs on a rank's sys.
+sed -i '1i #include "ddp/host.h"' "$tmp/t/plugins/ddp_plugin.c"
 plant core planted '#include "ddp/sim.h"
 void planted(void);
 void planted(void) { ddp_sim_run(0); }'
@@ -60,6 +62,8 @@ want 'tools/opt.c includes "../../core/kvmap.h", out of its room' "a tools file 
 want 'core/log.c (core) includes harness/progress.h (harness)' "a core file including harness/progress.h"
 want 'include/ddp/err.h (public) includes "core/kvmap.h", a private header' \
     "a public header including core/kvmap.h"
+want 'plugins/ddp_plugin.c (plugins) includes ddp/host.h: code that runs on a rank' \
+    "a plugin including ddp/host.h"
 want 'core calls into sim: ddp_sim_run' "core calling ddp_sim_run"
 want 'plugins/planted_dl.o calls the dynamic loader (dlopen' "a plugin calling dlopen"
 want 'harness/planted_clock.o calls the OS (clock_gettime' "harness calling clock_gettime"
