@@ -1,6 +1,7 @@
 /* core/sys.c — what every sys implementation shares: addresses, the
  * all-or-nothing send/recv helpers, host connect, free port, and the PRNG.
  * Everything here is written against the ops table only. */
+#include "ddp/host.h"
 #include "ddp/sys.h"
 
 #include <arpa/inet.h>
@@ -408,6 +409,15 @@ int ddp_sys_node_local(ddp_sys_t *s, const ddp_addr_t *addr)
     if (s->ops->node_local)
         return s->ops->node_local(s, addr);
     return ddp_addr_is_loopback(addr);
+}
+
+int ddp_sys_fd_limit_raise(ddp_sys_t *s, long *before, long *after)
+{
+    *before = *after = -1;
+    if (!s->ops->fd_limit_raise)
+        return ddp_err_set(DDP_EUNSUPPORTED, "sys %s has no open-file limit to raise",
+                           s->ops->name);
+    return s->ops->fd_limit_raise(s, before, after);
 }
 
 int ddp_out_write(const char *path, const char *what,

@@ -29,6 +29,7 @@
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -39,6 +40,7 @@
 #include "ddp/env.h"
 #include "ddp/err.h"
 #include "ddp/faults.h"
+#include "ddp/host.h"
 #include "sys_nccl_priv.h"
 
 extern char **environ;
@@ -256,6 +258,48 @@ static int px_node_local(ddp_sys_t *s, const ddp_addr_t *a)
 {
     const char *t = ddp_env_get(ddp_sys_env(s), "DDPSIM_HOSTS");
     return !(t && *t) && ddp_addr_is_loopback(a);
+}
+
+static long rlim_long(rlim_t v) { return v == RLIM_INFINITY ? -1 : (long)v; }
+
+/* The soft RLIMIT_NOFILE up to the hard one. An unlimited hard limit is
+ * not a soft one Linux takes for open files (nr_open caps it): refused
+ * with the values, as any other failure. */
+int ddp_sys_host_fd_limit_raise(long *before, long *after)
+{
+    struct rlimit rl;
+    *before = *after = -1;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return ddp_err_set(-errno, "getrlimit(RLIMIT_NOFILE): %s", strerror(errno));
+    *before = *after = rlim_long(rl.rlim_cur);
+    if (rl.rlim_cur == rl.rlim_max)
+        return 0;
+    struct rlimit want = {rl.rlim_max, rl.rlim_max};
+    if (setrlimit(RLIMIT_NOFILE, &want) != 0) {
+        char hard[24] = "unlimited";
+        if (rl.rlim_max != RLIM_INFINITY)
+            snprintf(hard, sizeof hard, "%ld", (long)rl.rlim_max);
+        return ddp_err_set(-errno,
+                           "cannot raise the soft open-file limit %ld to the hard limit %s: "
+                           "%s (give a number with `ulimit -n N` before the start)",
+                           *before, hard, strerror(errno));
+    }
+    *after = rlim_long(rl.rlim_max);
+    return 0;
+}
+
+long long ddp_sys_host_as_limit_kib(void)
+{
+    struct rlimit rl;
+    return getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+               ? (long long)(rl.rlim_cur / 1024)
+               : -1;
+}
+
+static int px_fd_limit_raise(ddp_sys_t *s, long *before, long *after)
+{
+    (void)s;
+    return ddp_sys_host_fd_limit_raise(before, after);
 }
 
 static int px_listen(ddp_sys_t *s, const ddp_addr_t *a, int backlog)
@@ -1605,6 +1649,7 @@ static const ddp_sys_ops_t posix_ops = {
     .destroy = px_destroy,
     .ifaddrs = px_ifaddrs,
     .node_local = px_node_local,
+    .fd_limit_raise = px_fd_limit_raise,
     .lib_open = px_lib_open,
     .lib_sym = px_lib_sym,
     .lib_close = px_lib_close,

@@ -22,6 +22,7 @@
 #include "ddp/env.h"
 #include "ddp/err.h"
 #include "ddp/faults.h"
+#include "ddp/host.h"
 #include "ddp/sys.h"
 #include "epoll_contract.h"
 #include "test.h"

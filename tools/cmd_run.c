@@ -14,6 +14,7 @@
 #include "ddp/cluster.h"
 #include "ddp/err.h"
 #include "ddp/faults.h"
+#include "ddp/host.h"
 #include "ddp/pg.h"
 #include "ddp/plugin.h"
 #include "ddp/real.h"
@@ -21,7 +22,7 @@
 #include "ddp/launch.h"
 #include "ddp/sim.h"
 #include "ddp/sys.h"
-#include "../harness/progress.h"
+#include "harness/progress.h"
 #include "opt.h"
 
 /* run --help, continued: real runs, foreign programs, artifacts, exit
