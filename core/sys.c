@@ -2,6 +2,7 @@
  * all-or-nothing send/recv helpers, host connect, free port, and the PRNG.
  * Everything here is written against the ops table only. */
 #include "ddp/sys.h"
+#include "sys_priv.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -266,7 +267,7 @@ int ddp_sys_local_addrs(ddp_sys_t *s, ddp_addr_t *out, int max)
 }
 
 /* "lo, eth0": each name of ifs once, or "none". */
-static const char *iface_names(const ddp_ifaddr_t *ifs, int n, char *names, size_t size)
+const char *ddp__iface_names(const ddp_ifaddr_t *ifs, int n, char *names, size_t size)
 {
     size_t off = 0;
     names[0] = '\0';
@@ -297,7 +298,7 @@ int ddp_sys_iface_addr(ddp_sys_t *s, const char *name, int prefer, ddp_addr_t *o
     }
     char names[256];
     return ddp_err_set(DDP_ENOT_FOUND, "no interface \"%s\" with an address here (there are: %s)",
-                       name, iface_names(ifs, n, names, sizeof names));
+                       name, ddp__iface_names(ifs, n, names, sizeof names));
 }
 
 /* A zone that glibc would refuse: what it is, and what would do. */
@@ -305,7 +306,7 @@ static int zone_error(const char *host, const ddp_addr_t *a, const char *zone,
                       const ddp_ifaddr_t *ifs, int n)
 {
     char names[256];
-    iface_names(ifs, n, names, sizeof names);
+    ddp__iface_names(ifs, n, names, sizeof names);
     if (!ddp_addr_is_link_local(a))
         ddp_err_set(DDP_ENOT_FOUND, "cannot resolve host \"%s\": a zone index (%%%s) names an "
                                     "interface only for a link-local address (fe80::/10), and "
