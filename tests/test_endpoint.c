@@ -1,13 +1,15 @@
 /* tests/test_endpoint.c — torch 1.13's own readings in ddpsim
  * (core/endpoint.c): the rendezvous endpoint, the store-hosting decision
  * and GLOO_SOCKET_IFNAME, as the elastic agent and the tcp backend use
- * them in the simulator. */
+ * them in the simulator, and a differential sample against torch itself
+ * (the full run: make differential; skipped without torch). */
 #include <stdio.h>
 #include <string.h>
 
 #include "ddp/scenario.h"
 #include "ddp/sys.h"
 #include "test.h"
+#include "torch_gen.h"
 
 /* What parse_rendezvous_endpoint(text, 29400) gives (host NULL: raises). */
 static void test_endpoint_forms(void)
@@ -94,8 +96,31 @@ static void test_gloo_ifname_list(void)
     }
 }
 
+/* 300 generated inputs a family, ddpsim vs torch 1.13 (one Python process
+ * a family). */
+static void test_torch_sample(void)
+{
+    ddp_sys_t *sys = ddp_test_sys();
+    for (int f = 0; f < TORCH_NFAM; f++) {
+        torch_diff_t d;
+        if (torch_diff_run(f, 4100 + (uint64_t)f, 300, sys,
+                           "tests/differential/torch_oracle.py", &d) != 0) {
+            if (d.skipped) {
+                ddp_test_skip("%s", d.why);
+                break;
+            }
+            printf("\n  %s: %s\n", torch_family_name(f), d.why);
+            CU_FAIL("the torch oracle did not run");
+            continue;
+        }
+        ddp_test_diff_verdict(torch_family_name(f), d.tried, d.accepted, d.disagreed, d.first);
+    }
+    ddp_sys_free(sys);
+}
+
 DDP_SUITE("endpoint", NULL, NULL,
           {"parse_rendezvous_endpoint's forms", test_endpoint_forms},
           {"the elastic agent: no endpoint is localhost, port 0 refused", test_elastic_endpoint},
           {"GLOO_SOCKET_IFNAME: one character ignored, every item checked",
-           test_gloo_ifname_list})
+           test_gloo_ifname_list},
+          {"differential sample against torch 1.13", test_torch_sample})
