@@ -164,12 +164,22 @@ static int py_ip_address(const char *host, ddp_addr_t *a, int *zoned)
     return ddp_inet_pton6(host, pct ? (size_t)(pct - host) : strlen(host), a->ip);
 }
 
+/* torch's `addr_info[3] == host`: the canonical name of this host's name
+ * (a sys without canonical names has none). */
+static int canon_matches(ddp_sys_t *sys, const char *me, const char *host)
+{
+    char canon[256];
+    ddp_errctx_t keep = *ddp_err_ctx();
+    int rc = ddp_sys_canon_name(sys, me, canon, sizeof canon);
+    *ddp_err_ctx() = keep;
+    return rc == 0 && !strcmp(canon, host);
+}
+
 /* torch 1.13's _matches_machine_hostname: "localhost", a loopback address,
- * this host's name, or an address this host's name resolves to (through
- * the sys: the simulator's nodes and DDPSIM_HOSTS alike). torch also takes
- * the name's canonical name (AI_CANONNAME), which the sys does not give;
- * and compares a zoned address as text with getnameinfo's, which a zone
- * never matches here (docs/fidelity.md). */
+ * this host's name or its canonical name, or an address this host's name
+ * resolves to (through the sys: the simulator's nodes and DDPSIM_HOSTS
+ * alike). torch compares a zoned address as text with getnameinfo's,
+ * which a zone never matches here (docs/fidelity.md). */
 int ddp_sys_is_this_host(ddp_sys_t *sys, const char *host)
 {
     char me[256];
@@ -182,7 +192,7 @@ int ddp_sys_is_this_host(ddp_sys_t *sys, const char *host)
         return 1;
     if (ddp_sys_hostname(sys, me, sizeof me) != 0)
         return 0;
-    if (!strcmp(host, me))
+    if (!strcmp(host, me) || canon_matches(sys, me, host))
         return 1;
     if (!ip || zoned)
         return 0;

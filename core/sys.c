@@ -404,6 +404,14 @@ int ddp_addr_is_loopback(const ddp_addr_t *a)
 /* The rule every sys shares unless it knows better: loopback is this
  * host's alone, whatever the name that led to it (a Debian /etc/hosts maps
  * the host's own name to 127.0.1.1). */
+int ddp_sys_canon_name(ddp_sys_t *s, const char *host, char *buf, size_t n)
+{
+    if (!s->ops->canon_name)
+        return ddp_err_set(DDP_EUNSUPPORTED, "this sys (%s) has no canonical host names",
+                           s->ops->name);
+    return s->ops->canon_name(s, host, buf, n);
+}
+
 int ddp_sys_node_local(ddp_sys_t *s, const ddp_addr_t *addr)
 {
     if (s->ops->node_local)

@@ -42,6 +42,59 @@ static void test_endpoint_forms(void)
     }
 }
 
+/* A host named node1, at 10.0.0.5, whose canonical name is
+ * node1.example.com (a Debian /etc/hosts line "10.0.0.5 node1.example.com
+ * node1"). */
+static int fk_hostname(ddp_sys_t *s, char *buf, size_t n)
+{
+    (void)s;
+    snprintf(buf, n, "node1");
+    return 0;
+}
+
+static int fk_resolve(ddp_sys_t *s, const char *host, uint16_t port, ddp_addr_t *out, int max)
+{
+    (void)s;
+    if (strcmp(host, "node1") || max < 1 || ddp_addr_parse("10.0.0.5", port, out))
+        return DDP_ENOT_FOUND;
+    return 1;
+}
+
+static int fk_canon(ddp_sys_t *s, const char *host, char *buf, size_t n)
+{
+    (void)s;
+    snprintf(buf, n, "%s.example.com", host);
+    return 0;
+}
+
+/* _matches_machine_hostname's yes and no: the canonical name and a zoned
+ * ::1 are this host (they were not); 127.1 is no address to Python. Each
+ * answer is torch 1.13's own for the same host (socket.gethostname and
+ * getaddrinfo replaced in Python). */
+static void test_this_host(void)
+{
+    static const struct {
+        const char *host;
+        int yes;
+    } cases[] = {{"node1.example.com", 1}, {"::1%lo", 1},     {"::1%7", 1},
+                 {"node1", 1},             {"10.0.0.5", 1},   {"localhost", 1},
+                 {"127.0.0.2", 1},         {"10.0.0.6", 0},   {"127.1", 0},
+                 {"NODE1", 0},             {"node1.", 0},     {"node1.example.com.", 0},
+                 {"::ffff:127.0.0.1", 0},  {"::1%", 0},       {"010.0.0.5", 0}};
+    ddp_sys_t *real = ddp_test_sys();
+    ddp_sys_ops_t ops = *real->ops;
+    ops.hostname = fk_hostname, ops.resolve = fk_resolve, ops.canon_name = fk_canon;
+    ddp_sys_t fake = *real;
+    fake.ops = &ops;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int got = ddp_sys_is_this_host(&fake, cases[i].host);
+        if (got != cases[i].yes)
+            printf("\n  \"%s\": %d, torch says %d\n", cases[i].host, got, cases[i].yes);
+        CU_ASSERT_EQUAL(got, cases[i].yes);
+    }
+    ddp_sys_free(real);
+}
+
 /* One scenario text run in the simulator for accel: it must pass. */
 static void run_text(const char *text, const char *accel)
 {
@@ -120,6 +173,8 @@ static void test_torch_sample(void)
 
 DDP_SUITE("endpoint", NULL, NULL,
           {"parse_rendezvous_endpoint's forms", test_endpoint_forms},
+          {"_matches_machine_hostname: canonical name, zones, Python's addresses",
+           test_this_host},
           {"the elastic agent: no endpoint is localhost, port 0 refused", test_elastic_endpoint},
           {"GLOO_SOCKET_IFNAME: one character ignored, every item checked",
            test_gloo_ifname_list},

@@ -212,6 +212,8 @@ typedef struct ddp_sys_ops {
     void (*lib_close)(ddp_sys_t *sys, void *lib);
     /* The NCCL + CUDA runtime calls (ddp_sys_nccl_api). May be NULL. */
     int (*nccl_api)(ddp_sys_t *sys, const struct ddp_nccl_api **out);
+    /* host's canonical name (ddp_sys_canon_name). May be NULL. */
+    int (*canon_name)(ddp_sys_t *sys, const char *host, char *buf, size_t n);
 } ddp_sys_ops_t;
 
 /* An instance: ops + the rank's environment + implementation state. */
@@ -350,6 +352,11 @@ static inline int ddp_sys_hostname(ddp_sys_t *s, char *buf, size_t n)
 {
     return s->ops->hostname(s, buf, n);
 }
+/* host's canonical name, as getaddrinfo(AI_CANONNAME) gives it (torch's
+ * _matches_machine_hostname takes it as this host too): 0 and buf,
+ * DDP_ENOT_FOUND, or DDP_EUNSUPPORTED from a sys without canonical names
+ * (the simulator's nodes have one name each). */
+DDP_API int ddp_sys_canon_name(ddp_sys_t *s, const char *host, char *buf, size_t n);
 /* Up to max of this host's own addresses, every interface's, loopback
  * included (port 0): the count, or a negative code; DDP_EUNSUPPORTED from a
  * sys that cannot tell (then a check that needs them is skipped). Rank 0
