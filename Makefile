@@ -7,7 +7,8 @@
 #   make coverage   per-accelerator coverage and the parity gate
 #   make mutate     the mutation check: tests/mutants/ x the layers above
 #   make real-scenarios / netns-scenarios / real-test / fidelity   real runs
-#   make differential  the address parser vs this host's libc (DIFF_COUNT a family)
+#   make differential  the address parser vs this host's libc, the endpoint, host and
+#                      GLOO_SOCKET_IFNAME readings vs torch 1.13 (DIFF_COUNT a family)
 #   make torch-test real PyTorch against ddpsim's store (tests/torch/)
 #   make fuzz       libFuzzer harnesses, FUZZ_SECONDS each (clang)
 #   make install    PREFIX=/usr/local (lib, headers, pkg-config, command, man page)
@@ -127,12 +128,14 @@ $(B)/bench/%: bench/%.c $(STATIC)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(STATIC) $(LDFLAGS) $(LDLIBS)
 
 # The differential check (docs/fidelity.md): ddpsim's address parser vs
-# this host's libc on DIFF_COUNT generated strings a family.
+# this host's libc, its endpoint, host and GLOO_SOCKET_IFNAME readings vs
+# torch 1.13, on DIFF_COUNT generated inputs a family.
 DIFF_COUNT ?= 10000
 DIFF_BIN  := $(B)/tests/differential/addr
-$(DIFF_BIN): tests/differential/addr.c $(B)/tests/addr_gen.o $(STATIC)
+DIFF_OBJ  := $(B)/tests/addr_gen.o $(B)/tests/torch_gen.o
+$(DIFF_BIN): tests/differential/addr.c $(DIFF_OBJ) $(STATIC)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/tests/addr_gen.o $(STATIC) $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(DIFF_OBJ) $(STATIC) $(LDFLAGS) $(LDLIBS)
 differential: $(DIFF_BIN)
 	$(DIFF_BIN) $(DIFF_COUNT)
 

@@ -215,6 +215,26 @@ static int px_hostname(ddp_sys_t *s, char *buf, size_t n)
     return 0;
 }
 
+/* getaddrinfo(AI_CANONNAME)'s name for host; a name of the DDPSIM_HOSTS
+ * table (a real scenario run's node) is its own. */
+static int px_canon_name(ddp_sys_t *s, const char *host, char *buf, size_t n)
+{
+    ddp_addr_t a;
+    if (hosts_table(s, host, 0, &a, 1)) {
+        snprintf(buf, n, "%s", host);
+        return 0;
+    }
+    struct addrinfo hints = {.ai_flags = AI_CANONNAME, .ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM}, *res = NULL;
+    int rc = getaddrinfo(host, NULL, &hints, &res);
+    if (rc != 0)
+        return ddp_err_set(DDP_ENOT_FOUND, "cannot resolve host \"%s\": %s", host,
+                           gai_strerror(rc));
+    snprintf(buf, n, "%s", res->ai_canonname ? res->ai_canonname : "");
+    freeaddrinfo(res);
+    return 0;
+}
+
 static int mask_len(const struct sockaddr *m)
 {
     const uint8_t *b = NULL;
@@ -1654,6 +1674,7 @@ static const ddp_sys_ops_t posix_ops = {
     .lib_sym = px_lib_sym,
     .lib_close = px_lib_close,
     .nccl_api = px_nccl_api,
+    .canon_name = px_canon_name,
 };
 
 ddp_sys_t *ddp_sys_posix_new(ddp_env_t *env)

@@ -690,16 +690,18 @@ static ddp_env_t *base_env(ddp_sys_t *sys, const ddp_plan_t *plan, const ddp_pla
 static void agent_env(ddp_env_t *env, const ddp_plan_t *plan, const ddp_plan_proc_t *x,
                       const char *logs)
 {
-    const char *ep = ddp_env_get(env, "PET_RDZV_ENDPOINT");
-    const char *colon = ep ? strrchr(ep, ':') : NULL;
-    for (int i = 0; colon && i < plan->nnodes; i++)
-        if (strlen(plan->nodes[i].host) == (size_t)(colon - ep) &&
-            !strncmp(plan->nodes[i].host, ep, (size_t)(colon - ep))) {
-            char port[16];
-            snprintf(port, sizeof port, "%s", colon + 1);
-            ddp_env_setf(env, "PET_RDZV_ENDPOINT", "%s:%s", plan->nodes[i].addr, port);
-            break;
-        }
+    char host[256];
+    uint16_t port;
+    ddp_errctx_t keep = *ddp_err_ctx(); /* a bad endpoint is torch's to report */
+    if (ddp_endpoint_parse(ddp_env_get(env, "PET_RDZV_ENDPOINT"), 29400, host, sizeof host,
+                           &port) == 0)
+        for (int i = 0; i < plan->nnodes; i++)
+            if (!strcmp(plan->nodes[i].host, host)) {
+                ddp_env_setf(env, "PET_RDZV_ENDPOINT", "%s:%u", plan->nodes[i].addr,
+                             (unsigned)port);
+                break;
+            }
+    *ddp_err_ctx() = keep;
     const char *conf = ddp_env_get(env, "PET_RDZV_CONF");
     if (!conf || !*conf)
         ddp_env_set(env, "PET_RDZV_CONF", "is_host=0");

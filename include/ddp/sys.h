@@ -220,6 +220,8 @@ typedef struct ddp_sys_ops {
     /* This process's soft open-file limit raised to its hard limit
      * (ddp_sys_fd_limit_raise). May be NULL: DDP_EUNSUPPORTED. */
     int (*fd_limit_raise)(ddp_sys_t *sys, long *before, long *after);
+    /* host's canonical name (ddp_sys_canon_name). May be NULL. */
+    int (*canon_name)(ddp_sys_t *sys, const char *host, char *buf, size_t n);
 } ddp_sys_ops_t;
 
 /* An instance: ops + the rank's environment + implementation state. */
@@ -253,6 +255,11 @@ static inline int ddp_sys_hostname(ddp_sys_t *s, char *buf, size_t n)
 {
     return s->ops->hostname(s, buf, n);
 }
+/* host's canonical name, as getaddrinfo(AI_CANONNAME) gives it (torch's
+ * _matches_machine_hostname takes it as this host too): 0 and buf,
+ * DDP_ENOT_FOUND, or DDP_EUNSUPPORTED from a sys without canonical names
+ * (the simulator's nodes have one name each). */
+DDP_API int ddp_sys_canon_name(ddp_sys_t *s, const char *host, char *buf, size_t n);
 /* Up to max of this host's own addresses, every interface's, loopback
  * included (port 0): the count, or a negative code; DDP_EUNSUPPORTED from a
  * sys that cannot tell (then a check that needs them is skipped). Rank 0
@@ -274,6 +281,25 @@ DDP_API int ddp_sys_resolve_numeric(ddp_sys_t *s, const char *host, uint16_t por
  * 4 or 6, else the first listed): 0, or DDP_ENOT_FOUND naming the
  * interface and the ones there are. */
 DDP_API int ddp_sys_iface_addr(ddp_sys_t *s, const char *name, int prefer, ddp_addr_t *out);
+/* torch 1.13's parse_rendezvous_endpoint(text, default_port) (core/endpoint.c,
+ * docs/fidelity.md): strip, "" is localhost, "[v6]" or HOST[:PORT] with the
+ * port 0..65535 (1 to 5 digits), the host of letters, digits, _ . : - (ASCII
+ * only; at most n - 1 bytes). 0 with host and *port, or DDP_ECONFIG saying
+ * which part was wrong. Port 0 is torch's too: a caller that must connect
+ * refuses it. */
+DDP_API int ddp_endpoint_parse(const char *text, uint16_t default_port, char *host, size_t n,
+                               uint16_t *port);
+/* torch 1.13's _matches_machine_hostname(host): 1 when host is "localhost",
+ * a loopback address as Python's ipaddress reads one, this host's name, or
+ * an address that name resolves to (through s); else 0. */
+DDP_API int ddp_sys_is_this_host(ddp_sys_t *s, const char *host);
+/* GLOO_SOCKET_IFNAME (var) as torch 1.13's ProcessGroupGloo reads it: unset
+ * or one character is ignored (0: the host name's device); else one device
+ * per comma-separated item, each an interface of ifs with an address (a
+ * final comma ends the list): the number of items and the first in first,
+ * or DDP_ECONFIG naming the empty or unknown item. */
+DDP_API int ddp_gloo_ifnames(const char *var, const char *value, const ddp_ifaddr_t *ifs,
+                             int nifs, char *first, size_t n);
 /* 1 when a and b are in the same prefix-bit network. */
 DDP_API int ddp_addr_in_net(const ddp_addr_t *a, const ddp_addr_t *net, int prefix);
 /* 1 when addr, an address as this host sees it, reaches this host only, so
