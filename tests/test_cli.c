@@ -760,18 +760,23 @@ static void test_run_synopsis(void)
 
 /* run --compare: a real run that failed its own expectations is never
  * `same: yes`, even where its class is the simulator's; --repeat N runs
- * each real one N times and names the classes seen (here one: ok). A
- * port of its own (44011), so it never waits on another run's. */
+ * each real one N times and names the classes seen (here one: ok). Free
+ * ports of their own, so it never meets another run's. */
 static void test_run_compare_judged(void)
 {
     char bin[400];
     if (!ddp_test_need_ddpsim(bin, sizeof bin))
         return;
-    static const char *const scn[] = {
-        "scenario \"clean, judged wrongly\"\nnodes 1\ndevices 2\naccelerators ddp\n"
-        "timeout 20s\nenv MASTER_PORT=44011\nexpect fail ranks=0\n",
-        "scenario \"clean\"\nnodes 1\ndevices 2\naccelerators ddp\n"
-        "timeout 20s\nenv MASTER_PORT=44012\nexpect ok\n"};
+    uint16_t port[2] = {0, 0};
+    ddp_sys_t *sys = ddp_test_sys();
+    for (int i = 0; i < 2; i++)
+        CU_ASSERT_EQUAL_FATAL(ddp_sys_free_port(sys, &port[i]), 0);
+    ddp_sys_free(sys);
+    char scn[2][256];
+    snprintf(scn[0], sizeof scn[0], "scenario \"clean, judged wrongly\"\nnodes 1\ndevices 2\n"
+             "accelerators ddp\ntimeout 20s\nport %u\nexpect fail ranks=0\n", port[0]);
+    snprintf(scn[1], sizeof scn[1], "scenario \"clean\"\nnodes 1\ndevices 2\naccelerators ddp\n"
+             "timeout 20s\nport %u\nexpect ok\n", port[1]);
     static const char *const path[] = {"build/test-compare-wrong.scn",
                                        "build/test-compare-ok.scn"};
     for (int i = 0; i < 2; i++) {
