@@ -7,7 +7,8 @@
 #   make coverage   per-accelerator coverage and the parity gate
 #   make mutate     the mutation check: tests/mutants/ x the layers above
 #   make real-scenarios / netns-scenarios / real-test / fidelity   real runs
-#   make differential  the address parser vs this host's libc (DIFF_COUNT a family)
+#   make differential  the address parser vs this host's libc, the endpoint, host and
+#                      GLOO_SOCKET_IFNAME readings vs torch 1.13 (DIFF_COUNT a family)
 #   make torch-test real PyTorch against ddpsim's store (tests/torch/)
 #   make fuzz       libFuzzer harnesses, FUZZ_SECONDS each (clang)
 #   make install    PREFIX=/usr/local (lib, headers, pkg-config, command, man page)
@@ -26,7 +27,7 @@ comma     := ,
 VARIANT   := $(if $(SANITIZE),$(subst $(comma),-,$(SANITIZE)),default)$(if $(COVERAGE),-cov,)
 B         := build/$(VARIANT)
 
-CPPFLAGS  += -Iinclude -D_GNU_SOURCE -DFIU_ENABLE
+CPPFLAGS  += -Iinclude -iquote . -D_GNU_SOURCE -DFIU_ENABLE
 CFLAGS    += -std=c11 $(OPT) -g -fPIC -pthread -fvisibility=hidden -Wall -Wextra -Werror \
              -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
              -Wno-format-truncation
@@ -80,7 +81,7 @@ kvx_flags = $(foreach v,$(KVX_VARIANTS),$(if $(filter libkvx-$(word 1,$(subst :,
               -D$(word 2,$(subst :, ,$(v))) -DKVX_NAME='"$(word 3,$(subst :, ,$(v)))"'))\
             $(if $(filter libkvx-uaf.so,$(1)),$(if $(SANITIZE),,-fsanitize=address))
 
-.PHONY: all lib run test check-layers check-exports bench install deps clean hw-test real-scenarios \
+.PHONY: all lib run test check-layers check-exports check-functions bench install deps clean hw-test real-scenarios \
         netns-scenarios netns-clean real-test fidelity torch-test torch-scenarios fuzz mutate fault-points-doc \
         check-fault-points-doc check-docs differential
 all: $(STATIC) $(SHARED) $(DDPSIM) $(TESTBIN) $(BENCH_BIN) ddpsim $(FAKE_NCCL) $(TEST_PLUGINS) \
@@ -127,12 +128,14 @@ $(B)/bench/%: bench/%.c $(STATIC)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(STATIC) $(LDFLAGS) $(LDLIBS)
 
 # The differential check (docs/fidelity.md): ddpsim's address parser vs
-# this host's libc on DIFF_COUNT generated strings a family.
+# this host's libc, its endpoint, host and GLOO_SOCKET_IFNAME readings vs
+# torch 1.13, on DIFF_COUNT generated inputs a family.
 DIFF_COUNT ?= 10000
 DIFF_BIN  := $(B)/tests/differential/addr
-$(DIFF_BIN): tests/differential/addr.c $(B)/tests/addr_gen.o $(STATIC)
+DIFF_OBJ  := $(B)/tests/addr_gen.o $(B)/tests/torch_gen.o
+$(DIFF_BIN): tests/differential/addr.c $(DIFF_OBJ) $(STATIC)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/tests/addr_gen.o $(STATIC) $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(DIFF_OBJ) $(STATIC) $(LDFLAGS) $(LDLIBS)
 differential: $(DIFF_BIN)
 	$(DIFF_BIN) $(DIFF_COUNT)
 
@@ -183,7 +186,8 @@ $(CHECK_PLUGINS): $(TEST_PLUGIN_DIR)/%.so: tests/check_plugins/kvx_plugin.c incl
 JUNIT_CHECKS   = $(if $(JUNIT),$(basename $(JUNIT))-checks.xml)
 JUNIT_CHECKS_D = $(B)/junit-checks.d
 CHECK_RUN      = CHECK_JUNIT_FILE=$(JUNIT_CHECKS) sh tests/check-junit.sh run $(JUNIT_CHECKS_D)
-test: $(TESTBIN) $(DDPSIM) ddpsim check-layers check-exports check-fault-points-doc check-docs $(FAKE_NCCL) \
+test: $(TESTBIN) $(DDPSIM) ddpsim check-layers check-exports check-fault-points-doc check-docs \
+      check-functions $(FAKE_NCCL) \
       $(TEST_PLUGINS) $(CHECK_PLUGINS) $(B)/bench/store_rdzv
 	DDPSIM=$(abspath $(DDPSIM)) DDP_FAKE_NCCL_DIR=$(abspath $(FAKE_NCCL_DIR)) \
 	    DDP_TEST_PLUGIN_DIR=$(abspath $(TEST_PLUGIN_DIR)) \
@@ -206,6 +210,11 @@ check-docs: $(TESTBIN) $(DDPSIM) $(SHARED)
 	@$(DOCS_CHECK_ENV) $(CHECK_RUN) check-docs-selftest sh tests/docs-check.sh --selftest
 	@$(DOCS_CHECK_ENV) $(CHECK_RUN) check-kinds-doc sh tests/kinds-doc-check.sh
 	@$(DOCS_CHECK_ENV) $(CHECK_RUN) check-kinds-doc-selftest sh tests/kinds-doc-check.sh --selftest
+
+# At most 6 functions over 100 lines and none over 150, in every .c file
+# (scripts/long-functions.sh lists them; docs/testing.md).
+check-functions:
+	@$(CHECK_RUN) check-functions sh scripts/long-functions.sh --check
 
 # libddpsim.so exports exactly the public headers' DDP_API functions
 # (-fvisibility=hidden; include/ddp/export.h).

@@ -316,6 +316,27 @@ static void tcp_key(const tcp_pg_t *pg, char *buf, size_t n, const char *what,
         ddp_fmt(buf, n, "%s/tcp/%s", pg->base.prefix, what);
 }
 
+/* GLOO_SOCKET_IFNAME (else TP_SOCKET_IFNAME) read as torch reads it
+ * (ddp_gloo_ifnames): the number of interfaces named and the first in
+ * name, 0 for none, or DDP_ECONFIG. */
+static int tcp_ifnames(ddp_sys_t *sys, char *name, size_t n)
+{
+    const char *ifvar = "GLOO_SOCKET_IFNAME", *ifname = ddp_env_get(ddp_sys_env(sys), ifvar);
+    if (!ifname || !ifname[0])
+        ifvar = "TP_SOCKET_IFNAME", ifname = ddp_env_get(ddp_sys_env(sys), ifvar);
+    ddp_ifaddr_t ifs[64];
+    int nifs = ifname && strlen(ifname) > 1 ? ddp_sys_ifaddrs(sys, ifs, 64) : 0;
+    if (nifs < 0)
+        return ddp_err_set(nifs, "tcp bootstrap: %s=\"%s\": this host's interfaces cannot "
+                           "be listed here", ifvar, ifname);
+    int rc = ddp_gloo_ifnames(ifvar, ifname, ifs, nifs, name, n);
+    if (rc >= 0 || !strchr("^=", ifname[0]))
+        return rc;
+    return ddp_err_hint("\"%c...\" is NCCL's list syntax (NCCL_SOCKET_IFNAME); %s takes "
+                        "interface names only: set it to the one that reaches the other "
+                        "nodes, e.g. eth0", ifname[0], ifvar);
+}
+
 /* Listens on the address this rank's host name resolves to; *pub is what
  * the others should connect to. */
 DDP_NOINLINE static int tcp_listen(tcp_pg_t *pg, ddp_addr_t *pub)
@@ -323,31 +344,18 @@ DDP_NOINLINE static int tcp_listen(tcp_pg_t *pg, ddp_addr_t *pub)
     ddp_sys_t *sys = pg->base.sys;
     char name[256];
     const char *over = ddp_env_get(ddp_sys_env(sys), "DDP_TCP_ADDR");
-    /* gloo's choice: GLOO_SOCKET_IFNAME (tensorpipe's TP_SOCKET_IFNAME)
-     * names the interface; else the host name's first address */
-    const char *ifvar = "GLOO_SOCKET_IFNAME", *ifname = ddp_env_get(ddp_sys_env(sys), ifvar);
-    if (!ifname || !ifname[0])
-        ifvar = "TP_SOCKET_IFNAME", ifname = ddp_env_get(ddp_sys_env(sys), ifvar);
+    /* gloo's choice: GLOO_SOCKET_IFNAME as torch reads it (ignored when one
+     * character; each item of the list must be an interface with an
+     * address; tensorpipe's TP_SOCKET_IFNAME when unset); else the host
+     * name's first address */
     ddp_addr_t addrs[8];
-    int n = -1;
-    if (ifname && ifname[0] && !(over && over[0])) {
-        char first[32]; /* gloo makes one device per name of a list: the first */
-        snprintf(first, sizeof first, "%.*s", (int)strcspn(ifname, ","), ifname);
-        if (ddp_sys_iface_addr(sys, first, 0, &addrs[0]) != 0) {
-            char cause[256];
-            snprintf(cause, sizeof cause, "%s", ddp_err_ctx()->what);
-            ddp_err_set(DDP_ECONFIG, "tcp bootstrap: %s=\"%s\": %s", ifvar, ifname, cause);
-            if (strchr("^=", ifname[0]))
-                return ddp_err_hint("\"%c...\" is NCCL's list syntax (NCCL_SOCKET_IFNAME); "
-                                    "%s takes interface names only: set it to the one "
-                                    "that reaches the other nodes, e.g. eth0",
-                                    ifname[0], ifvar);
-            return ddp_err_hint("set %s to the interface that reaches the other nodes "
-                                "(`ip addr` lists them), or unset it to use the address "
-                                "the host name resolves to", ifvar);
-        }
+    int n = -1, items = 0;
+    if (!(over && over[0]) && (items = tcp_ifnames(sys, name, sizeof name)) < 0)
+        return items;
+    if (items > 0) { /* gloo makes one device per name of a list: the first */
+        if (ddp_sys_iface_addr(sys, name, 0, &addrs[0]) != 0)
+            return ddp_err_ctx()->code;
         n = 1;
-        snprintf(name, sizeof name, "%s", first);
     } else if (over && over[0]) {
         snprintf(name, sizeof name, "%s", over);
     } else if (ddp_sys_hostname(sys, name, sizeof name) != 0) {

@@ -50,6 +50,7 @@
 
 #include "ddp/env.h"
 #include "ddp/err.h"
+#include "ddp/host.h"
 #include "ddp/log.h"
 #include "ddp/sys.h"
 #include "bytebuf.h"

@@ -2633,6 +2633,27 @@ static void log_listening(const ddp_store_server_t *srv, int backlog)
              srv->allow ? srv->allow : "", srv->token ? ", token" : "", relays);
 }
 
+/* Each client costs the server an open file: before it reaches for relay
+ * processes (which inherit the limit) the server raises its soft
+ * open-file limit to the hard one and says the before and after: once per
+ * process, as a raise happens once unless something lowered the limit
+ * since; a limit already at the hard one, or a failure, is said once (a
+ * sys without host limits, the simulator's, has nothing to raise). */
+static void raise_fd_limit(ddp_sys_t *sys)
+{
+    static atomic_int said;
+    long before, after;
+    ddp_errctx_t keep = *ddp_err_ctx(); /* the caller's, whatever this does */
+    int rc = ddp_sys_fd_limit_raise(sys, &before, &after);
+    if (rc && rc != DDP_EUNSUPPORTED && !atomic_exchange(&said, 1))
+        ddp_warn("store server: %s; the open-file limit stays %ld", ddp_err_message(), after);
+    *ddp_err_ctx() = keep;
+    if (!rc && before != after) /* once, unless something lowered it since */
+        ddp_info("store server: open-file limit %ld raised to the hard limit %ld", before, after);
+    else if (!rc && !atomic_exchange(&said, 1))
+        ddp_info("store server: open-file limit %ld, the hard limit already", before);
+}
+
 int ddp_store_server_new(ddp_sys_t *sys, const ddp_store_server_opts_t *opts,
                          ddp_store_server_t **out)
 {
@@ -2652,6 +2673,7 @@ int ddp_store_server_new(ddp_sys_t *sys, const ddp_store_server_opts_t *opts,
         return ddp_err_set(-ENOMEM, "out of memory creating the store server");
     srv->sys = sys;
     srv->lfd = srv->ep = -1;
+    raise_fd_limit(sys);
     if (o.relays > 0) {
         if ((rc0 = ddp__store_relay_new(sys, o.relays, &srv->relay_sys)) != 0) {
             free(srv);

@@ -1,7 +1,9 @@
 /* core/sys.c — what every sys implementation shares: addresses, the
  * all-or-nothing send/recv helpers, host connect, free port, and the PRNG.
  * Everything here is written against the ops table only. */
+#include "ddp/host.h"
 #include "ddp/sys.h"
+#include "sys_priv.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -266,7 +268,7 @@ int ddp_sys_local_addrs(ddp_sys_t *s, ddp_addr_t *out, int max)
 }
 
 /* "lo, eth0": each name of ifs once, or "none". */
-static const char *iface_names(const ddp_ifaddr_t *ifs, int n, char *names, size_t size)
+const char *ddp__iface_names(const ddp_ifaddr_t *ifs, int n, char *names, size_t size)
 {
     size_t off = 0;
     names[0] = '\0';
@@ -297,7 +299,7 @@ int ddp_sys_iface_addr(ddp_sys_t *s, const char *name, int prefer, ddp_addr_t *o
     }
     char names[256];
     return ddp_err_set(DDP_ENOT_FOUND, "no interface \"%s\" with an address here (there are: %s)",
-                       name, iface_names(ifs, n, names, sizeof names));
+                       name, ddp__iface_names(ifs, n, names, sizeof names));
 }
 
 /* A zone that glibc would refuse: what it is, and what would do. */
@@ -305,7 +307,7 @@ static int zone_error(const char *host, const ddp_addr_t *a, const char *zone,
                       const ddp_ifaddr_t *ifs, int n)
 {
     char names[256];
-    iface_names(ifs, n, names, sizeof names);
+    ddp__iface_names(ifs, n, names, sizeof names);
     if (!ddp_addr_is_link_local(a))
         ddp_err_set(DDP_ENOT_FOUND, "cannot resolve host \"%s\": a zone index (%%%s) names an "
                                     "interface only for a link-local address (fe80::/10), and "
@@ -403,11 +405,28 @@ int ddp_addr_is_loopback(const ddp_addr_t *a)
 /* The rule every sys shares unless it knows better: loopback is this
  * host's alone, whatever the name that led to it (a Debian /etc/hosts maps
  * the host's own name to 127.0.1.1). */
+int ddp_sys_canon_name(ddp_sys_t *s, const char *host, char *buf, size_t n)
+{
+    if (!s->ops->canon_name)
+        return ddp_err_set(DDP_EUNSUPPORTED, "this sys (%s) has no canonical host names",
+                           s->ops->name);
+    return s->ops->canon_name(s, host, buf, n);
+}
+
 int ddp_sys_node_local(ddp_sys_t *s, const ddp_addr_t *addr)
 {
     if (s->ops->node_local)
         return s->ops->node_local(s, addr);
     return ddp_addr_is_loopback(addr);
+}
+
+int ddp_sys_fd_limit_raise(ddp_sys_t *s, long *before, long *after)
+{
+    *before = *after = -1;
+    if (!s->ops->fd_limit_raise)
+        return ddp_err_set(DDP_EUNSUPPORTED, "sys %s has no open-file limit to raise",
+                           s->ops->name);
+    return s->ops->fd_limit_raise(s, before, after);
 }
 
 int ddp_out_write(const char *path, const char *what,

@@ -29,6 +29,7 @@
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -39,6 +40,7 @@
 #include "ddp/env.h"
 #include "ddp/err.h"
 #include "ddp/faults.h"
+#include "ddp/host.h"
 #include "sys_nccl_priv.h"
 
 extern char **environ;
@@ -213,6 +215,26 @@ static int px_hostname(ddp_sys_t *s, char *buf, size_t n)
     return 0;
 }
 
+/* getaddrinfo(AI_CANONNAME)'s name for host; a name of the DDPSIM_HOSTS
+ * table (a real scenario run's node) is its own. */
+static int px_canon_name(ddp_sys_t *s, const char *host, char *buf, size_t n)
+{
+    ddp_addr_t a;
+    if (hosts_table(s, host, 0, &a, 1)) {
+        snprintf(buf, n, "%s", host);
+        return 0;
+    }
+    struct addrinfo hints = {.ai_flags = AI_CANONNAME, .ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM}, *res = NULL;
+    int rc = getaddrinfo(host, NULL, &hints, &res);
+    if (rc != 0)
+        return ddp_err_set(DDP_ENOT_FOUND, "cannot resolve host \"%s\": %s", host,
+                           gai_strerror(rc));
+    snprintf(buf, n, "%s", res->ai_canonname ? res->ai_canonname : "");
+    freeaddrinfo(res);
+    return 0;
+}
+
 static int mask_len(const struct sockaddr *m)
 {
     const uint8_t *b = NULL;
@@ -256,6 +278,48 @@ static int px_node_local(ddp_sys_t *s, const ddp_addr_t *a)
 {
     const char *t = ddp_env_get(ddp_sys_env(s), "DDPSIM_HOSTS");
     return !(t && *t) && ddp_addr_is_loopback(a);
+}
+
+static long rlim_long(rlim_t v) { return v == RLIM_INFINITY ? -1 : (long)v; }
+
+/* The soft RLIMIT_NOFILE up to the hard one. An unlimited hard limit is
+ * not a soft one Linux takes for open files (nr_open caps it): refused
+ * with the values, as any other failure. */
+int ddp_sys_host_fd_limit_raise(long *before, long *after)
+{
+    struct rlimit rl;
+    *before = *after = -1;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return ddp_err_set(-errno, "getrlimit(RLIMIT_NOFILE): %s", strerror(errno));
+    *before = *after = rlim_long(rl.rlim_cur);
+    if (rl.rlim_cur == rl.rlim_max)
+        return 0;
+    struct rlimit want = {rl.rlim_max, rl.rlim_max};
+    if (setrlimit(RLIMIT_NOFILE, &want) != 0) {
+        char hard[24] = "unlimited";
+        if (rl.rlim_max != RLIM_INFINITY)
+            snprintf(hard, sizeof hard, "%ld", (long)rl.rlim_max);
+        return ddp_err_set(-errno,
+                           "cannot raise the soft open-file limit %ld to the hard limit %s: "
+                           "%s (give a number with `ulimit -n N` before the start)",
+                           *before, hard, strerror(errno));
+    }
+    *after = rlim_long(rl.rlim_max);
+    return 0;
+}
+
+long long ddp_sys_host_as_limit_kib(void)
+{
+    struct rlimit rl;
+    return getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+               ? (long long)(rl.rlim_cur / 1024)
+               : -1;
+}
+
+static int px_fd_limit_raise(ddp_sys_t *s, long *before, long *after)
+{
+    (void)s;
+    return ddp_sys_host_fd_limit_raise(before, after);
 }
 
 static int px_listen(ddp_sys_t *s, const ddp_addr_t *a, int backlog)
@@ -1260,25 +1324,57 @@ static void child_die_with(pid_t parent)
         _exit(127);
 }
 
+static void close_pair(int *fd)
+{
+    for (int i = 0; i < 2; i++)
+        if (fd[i] >= 0)
+            close(fd[i]);
+}
+
+/* In a new child with a guard: wait until the parent has told the guard
+ * about it (one byte on go); EOF means the parent died first: exit. */
+static void child_wait_go(int *go)
+{
+    if (go[0] < 0)
+        return;
+    close(go[1]);
+    char c;
+    ssize_t r;
+    do
+        r = read(go[0], &c, 1);
+    while (r < 0 && errno == EINTR);
+    if (r != 1)
+        _exit(127);
+    close(go[0]);
+}
+
 /* posix_spawn cannot set a parent-death signal: fork, set it, exec. An exec
  * that fails sends its errno up a close-on-exec pipe, so the caller sees
  * "could not start" as with posix_spawn. */
 static int spawn_argv_dying(const ddp_spawn_t *w, char **envp, pid_t *out)
 {
-    int pfd[2];
+    int pfd[2], go[2] = {-1, -1};
     if (pipe2(pfd, O_CLOEXEC) != 0)
         return -errno;
+    if (w->guard && pipe2(go, O_CLOEXEC) != 0) {
+        int e = errno;
+        close(pfd[0]);
+        close(pfd[1]);
+        return -e;
+    }
     pid_t parent = getpid();
     pid_t p = fork();
     if (p < 0) {
         int e = errno;
         close(pfd[0]);
         close(pfd[1]);
+        close_pair(go);
         return -e;
     }
     if (p == 0) {
         close(pfd[0]);
         child_die_with(parent);
+        child_wait_go(go);
         const char *paths[2] = {w->stdout_path, w->stderr_path};
         int e = 0;
         for (int k = 0; k < 2 && !e; k++) {
@@ -1302,6 +1398,13 @@ static int spawn_argv_dying(const ddp_spawn_t *w, char **envp, pid_t *out)
         _exit(127);
     }
     close(pfd[1]);
+    if (w->guard) { /* watched before it can exec: then it may go */
+        ddp_sys_guard_watch(w->guard, (long)p, 1);
+        close(go[0]);
+        ssize_t g = write(go[1], "g", 1);
+        (void)g;
+        close(go[1]);
+    }
     int e = 0;
     ssize_t r;
     do
@@ -1566,10 +1669,12 @@ static const ddp_sys_ops_t posix_ops = {
     .destroy = px_destroy,
     .ifaddrs = px_ifaddrs,
     .node_local = px_node_local,
+    .fd_limit_raise = px_fd_limit_raise,
     .lib_open = px_lib_open,
     .lib_sym = px_lib_sym,
     .lib_close = px_lib_close,
     .nccl_api = px_nccl_api,
+    .canon_name = px_canon_name,
 };
 
 ddp_sys_t *ddp_sys_posix_new(ddp_env_t *env)

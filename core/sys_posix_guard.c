@@ -12,6 +12,7 @@
  * ends[].)
  * After fork the guard makes only async-signal-safe calls: the runner may
  * have threads. */
+#include "ddp/host.h"
 #include "ddp/sys.h"
 
 #include <errno.h>

@@ -8,6 +8,7 @@
 
 #include "check_priv.h"
 #include "ddp/err.h"
+#include "ddp/host.h"
 #include "ddp/plugin.h"
 #include "ddp/real.h"
 #include "ddp/sys.h"

@@ -54,7 +54,7 @@ typedef struct agent {
     ddp_store_t *st;
     ddp_store_server_t *srv;
     ddp_thread_t srv_th;
-    char key[160], id[ID_LEN], host[200], ep_host[200], run_id[64];
+    char key[160], id[ID_LEN], host[200], ep_host[256], run_id[64];
     uint16_t ep_port;
     int min_nodes, max_nodes, nproc, max_restarts;
     int64_t monitor_ns, join_ns, last_call_ns;
@@ -80,11 +80,29 @@ static int secs(const char *text, int64_t *out)
     return 0;
 }
 
+/* --rdzv_endpoint as torch reads it (ddp_endpoint_parse; 29400 is c10d's
+ * default port), but not port 0: torch's store would bind a free port no
+ * other agent knows (docs/fidelity.md). */
+static int read_endpoint(agent_t *a, const char *v)
+{
+    if (ddp_endpoint_parse(v, 29400, a->ep_host, sizeof a->ep_host, &a->ep_port) != 0) {
+        ddp_errctx_t e = *ddp_err_ctx();
+        ddp_err_set(DDP_ECONFIG, "PET_RDZV_ENDPOINT (torchrun --rdzv_endpoint): %s", e.what);
+        return ddp_err_hint("%s", e.hint);
+    }
+    if (a->ep_port != 0)
+        return 0;
+    ddp_err_set(DDP_ECONFIG, "PET_RDZV_ENDPOINT=\"%s\": port 0, where torch's store would "
+                "listen on a free port that no other agent can know", v);
+    return ddp_err_hint("give a fixed port, e.g. --rdzv_endpoint=%s:29400", a->ep_host);
+}
+
 static int read_config(agent_t *a)
 {
     const ddp_env_t *env = ddp_sys_env(a->sys);
     const char *v = ddp_env_get(env, "PET_NNODES");
     long lo, hi, x;
+    int rc;
     char *e;
     if (!v || (lo = strtol(v, &e, 10)) < 1 || lo > MAXN ||
         (*e == ':' ? (hi = strtol(e + 1, &e, 10), *e || hi < lo || hi > MAXN) : (hi = lo, *e)))
@@ -105,18 +123,8 @@ static int read_config(agent_t *a)
     if (v && secs(v, &a->monitor_ns))
         return bad_var("PET_MONITOR_INTERVAL", v, "seconds > 0");
     v = ddp_env_get(env, "PET_RDZV_ENDPOINT");
-    size_t vl = v ? strlen(v) : 0; /* "[v6]" alone is a host: its colons are no port's */
-    const char *colon = vl && v[vl - 1] != ']' ? strrchr(v, ':') : NULL;
-    size_t hl = colon ? (size_t)(colon - v) : vl;
-    long port = 29400; /* torch's c10d default */
-    if (!v || !hl || hl >= sizeof a->ep_host ||
-        (colon && (port = strtol(colon + 1, &e, 10), *e || port < 1 || port > 65535)))
-        return bad_var("PET_RDZV_ENDPOINT", v, "HOST[:PORT] (torchrun --rdzv_endpoint)");
-    if (hl > 2 && v[0] == '[' && v[hl - 1] == ']') /* torch: "[v6]:port", "[v6]" */
-        v++, hl -= 2;
-    memcpy(a->ep_host, v, hl);
-    a->ep_host[hl] = '\0';
-    a->ep_port = (uint16_t)port;
+    if ((rc = read_endpoint(a, v)))
+        return rc;
     v = ddp_env_get(env, "PET_RDZV_ID");
     snprintf(a->run_id, sizeof a->run_id, "%s", v && *v ? v : "none");
     a->join_ns = 600 * DDP_NS_PER_S;
@@ -570,40 +578,13 @@ static int serve_thread(ddp_sys_t *sys, void *arg)
     return ddp_store_server_run(arg, DDP_DEADLINE_NEVER);
 }
 
-/* torch 1.13's _matches_machine_hostname (rendezvous/utils.py): the
- * endpoint's host is this machine when it is "localhost", a loopback
- * address, this host's name, or an address this host's name resolves to.
- * An address is what Python's ip_address reads: a dotted quad as inet_ntop
- * writes it, or IPv6 without a zone. (torch also compares the name's
- * canonical name, which the simulator's resolver does not give.) */
-static int is_this_host(agent_t *a, const char *host)
-{
-    if (!strcmp(host, "localhost") || !strcmp(host, a->host))
-        return 1;
-    ddp_addr_t ep, mine[16];
-    const char *zone;
-    char canon[DDP_ADDR_STRLEN];
-    if (ddp_addr_numeric(host, 0, &ep, &zone) != 0 || zone ||
-        (ep.family == 4 && strcmp(ddp_addr_format_host(&ep, canon, sizeof canon), host)))
-        return 0;
-    if (ddp_addr_is_loopback(&ep))
-        return 1;
-    ddp_errctx_t keep = *ddp_err_ctx();
-    int n = ddp_sys_resolve(a->sys, a->host, 0, mine, 16);
-    *ddp_err_ctx() = keep;
-    for (int i = 0; i < n; i++)
-        if (ddp_addr_equal(&mine[i], &ep))
-            return 1;
-    return 0;
-}
-
 /* The agent on the endpoint's host serves the c10d store (torch: is_host,
- * else is_this_host; a port already taken makes it a client, as torch
+ * else _matches_machine_hostname, ddp_sys_is_this_host; a port already taken makes it a client, as torch
  * retries). */
 static int connect_store(agent_t *a)
 {
     int rc = 0;
-    if (is_this_host(a, a->ep_host)) {
+    if (ddp_sys_is_this_host(a->sys, a->ep_host)) {
         ddp_store_server_opts_t so = {.port = a->ep_port};
         if (ddp_store_server_new(a->sys, &so, &a->srv) == 0) {
             if ((rc = ddp_sys_thread_start(a->sys, serve_thread, a->srv, "c10d store",

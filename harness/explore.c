@@ -21,6 +21,7 @@
 
 #include "ddp/err.h"
 #include "ddp/faults.h"
+#include "ddp/host.h"
 #include "ddp/plugin.h"
 #include "ddp/scenario.h"
 #include "ddp/sys.h"

@@ -1,6 +1,7 @@
 /* harness/progress.c — the progress line of long work (progress.h). */
 #include "progress.h"
 
+#include "ddp/host.h"
 #include "ddp/sys.h"
 
 static double real_clock(void) { return (double)ddp_sys_host_now() / 1e9; }

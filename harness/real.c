@@ -12,6 +12,7 @@
 
 #include "ddp/env.h"
 #include "ddp/err.h"
+#include "ddp/host.h"
 #include "ddp/plan.h"
 #include "ddp/plugin.h"
 #include "ddp/sim.h"
@@ -710,16 +711,18 @@ static ddp_env_t *base_env(ddp_sys_t *sys, const ddp_plan_t *plan, const ddp_pla
 static void agent_env(ddp_env_t *env, const ddp_plan_t *plan, const ddp_plan_proc_t *x,
                       const char *logs)
 {
-    const char *ep = ddp_env_get(env, "PET_RDZV_ENDPOINT");
-    const char *colon = ep ? strrchr(ep, ':') : NULL;
-    for (int i = 0; colon && i < plan->nnodes; i++)
-        if (strlen(plan->nodes[i].host) == (size_t)(colon - ep) &&
-            !strncmp(plan->nodes[i].host, ep, (size_t)(colon - ep))) {
-            char port[16];
-            snprintf(port, sizeof port, "%s", colon + 1);
-            ddp_env_setf(env, "PET_RDZV_ENDPOINT", "%s:%s", plan->nodes[i].addr, port);
-            break;
-        }
+    char host[256];
+    uint16_t port;
+    ddp_errctx_t keep = *ddp_err_ctx(); /* a bad endpoint is torch's to report */
+    if (ddp_endpoint_parse(ddp_env_get(env, "PET_RDZV_ENDPOINT"), 29400, host, sizeof host,
+                           &port) == 0)
+        for (int i = 0; i < plan->nnodes; i++)
+            if (!strcmp(plan->nodes[i].host, host)) {
+                ddp_env_setf(env, "PET_RDZV_ENDPOINT", "%s:%u", plan->nodes[i].addr,
+                             (unsigned)port);
+                break;
+            }
+    *ddp_err_ctx() = keep;
     const char *conf = ddp_env_get(env, "PET_RDZV_CONF");
     if (!conf || !*conf)
         ddp_env_set(env, "PET_RDZV_CONF", "is_host=0");
@@ -1259,40 +1262,77 @@ static void abandon(ddp_sys_t *sys, ddp_real_proxy_t *proxy, ddp_netns_t *ns,
     ddp_plan_free(plan);
 }
 
-int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
-                 const ddp_real_opts_t *o, ddp_scn_result_t *r)
+/* A step that ended the run early and well (a skip): ddp_real_run returns 0. */
+#define RUN_STOP 1
+
+/* One real run's state, shared by the steps of ddp_real_run. */
+typedef struct run {
+    ddp_sys_t *sys;
+    const ddp_scenario_t *s;
+    const char *accel;
+    const ddp_real_opts_t *o;
+    ddp_scn_result_t *r;
+    ddp_plan_t *plan;
+    int exec;   /* a foreign program is every rank (entry.exec) */
+    int hosted; /* ... and the run hosts its store */
+    char agent_cmd[sizeof ((ddp_plan_entry_t *)0)->exec + 64];
+    proc_t ps[MAX_PROCS + 2];
+    int np;
+    ddp_netns_t ns;
+    ddp_real_proxy_t *proxy;
+    ddp_real_warm_t **warm;
+    const char *tmpdir;
+    char plan_path[300], base[280], run_id[80];
+    char logs[300]; /* torch's agents' --log_dir: logs/agentN */
+    char nft_scratch[320];
+    int64_t t0, grace;
+    /* The faults the runner realises, through the one faultset
+     * (ddp/faults.h): each window is switched on and off as its state
+     * changes, on a time or on the spawn and exit events the runner sees.
+     * hits[i] < 0: this executor cannot count what fault i acted on. */
+    ddp_faultset_t rfs;
+    long long hits[DDP_SCN_MAX_FAULTS];
+    unsigned char on[DDP_SCN_MAX_FAULTS];
+    by_t by[DDP_SCN_MAX_FAULTS];
+    long events_off;
+    ddp_real_workers_t *ws; /* torch's agents' workers */
+    int64_t next_poll;
+    progress_t *pg; /* what the hosted store sees of each rank (P records) */
+    ddp_sys_guard_t *guard;
+    int timed_out;
+    char holder_why[400];
+    int nleft; /* namespaces that could not be deleted, the first named: */
+    char ns_left[32];
+} run_t;
+
+static int run_why(run_t *x, int rc)
 {
-    memset(r, 0, sizeof *r);
-    snprintf(r->accelerator, sizeof r->accelerator, "%s", accel);
-    char why[300];
-    ddp_plan_t *plan = NULL;
-    int rc = ddp_scenario_plan(s, accel, o->seed, &plan);
-    if (rc) {
-        snprintf(r->why, sizeof r->why, "cannot build the run: %s", ddp_err_message());
-        return rc;
-    }
-    int exec = plan->entry.exec[0] != '\0';
-    char agent_cmd[sizeof plan->entry.exec + 64] = "";
-    if ((exec && (rc = ddp_real_check_exec(sys, plan->entry.exec)) != 0) ||
-        (torch_agents(plan) &&
-         (rc = ddp__real_agent_cmd(plan->entry.exec, agent_cmd, sizeof agent_cmd)) != 0)) {
-        snprintf(r->why, sizeof r->why, "%s", ddp_err_message());
-        ddp_plan_free(plan);
-        return rc;
-    }
-    const char *lent = ddp_env_get(ddp_sys_env(sys), "DDPSIM_REAL_GPUS");
-    if (plan_unsupported(plan, o->netns, lent ? atoi(lent) : 0, why, sizeof why)) {
-        r->skipped = 1;
-        snprintf(r->why, sizeof r->why, "skipped: %s", why);
-        ddp_plan_free(plan);
-        return 0;
-    }
-    /* A foreign job's store is the runner's, on node 0 at MASTER_PORT, as
-     * torchrun's agent hosts it: every rank is a client, and the store's
-     * events (joins, keys, the barrier, marks) reach the faults. Not when
-     * the port is taken (that scenario is about rank 0 binding it). */
-    /* A second job (second_job) on a port of its own has a store of its own. */
-    for (int job = 0; exec && !o->no_host_store && !s->port_taken && job < 2; job++) {
+    snprintf(x->r->why, sizeof x->r->why, "%s", ddp_err_message());
+    return rc;
+}
+
+/* When a hosted store starts: with node 0's first process of its job, as
+ * its agent would. */
+static int64_t store_start(const ddp_plan_t *plan, int k, int job)
+{
+    int64_t start = -1;
+    for (int i = 0; i < k; i++)
+        if (plan->procs[i].node == 0 && plan->procs[i].job == job &&
+            !is_service(plan->procs[i].kind) &&
+            (start < 0 || plan->procs[i].start_ns < start))
+            start = plan->procs[i].start_ns;
+    return start < 0 ? 0 : start;
+}
+
+/* A foreign job's store is the runner's, on node 0 at MASTER_PORT, as
+ * torchrun's agent hosts it: every rank is a client, and the store's
+ * events (joins, keys, the barrier, marks) reach the faults. Not when
+ * the port is taken (that scenario is about rank 0 binding it).
+ * A second job (second_job) on a port of its own has a store of its own. */
+static int host_stores(run_t *x)
+{
+    ddp_plan_t *plan = x->plan;
+    for (int job = 0; x->exec && !x->o->no_host_store && !x->s->port_taken && job < 2; job++) {
         long port = job_port(plan, job); /* before the store joins the processes */
         int any = 0;
         for (int i = 0; i < plan->nprocs; i++)
@@ -1302,458 +1342,627 @@ int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
                          fixed port (the job's rank 0 serves its own) */
         int k = ddp_plan_add_proc(plan, job ? "store2" : "store", 0, -1, 0, DDP_PLAN_STORE,
                                   NULL);
-        if (k < 0) {
-            ddp_plan_free(plan);
+        if (k < 0)
             return k;
-        }
         ddp_plan_proc_t st = plan->procs[k];
         st.port = (uint16_t)port;
         st.job = job;
-        st.start_ns = -1; /* with node 0's first process, as its agent would */
-        for (int i = 0; i < k; i++)
-            if (plan->procs[i].node == 0 && plan->procs[i].job == job &&
-                !is_service(plan->procs[i].kind) &&
-                (st.start_ns < 0 || plan->procs[i].start_ns < st.start_ns))
-                st.start_ns = plan->procs[i].start_ns;
-        if (st.start_ns < 0)
-            st.start_ns = 0;
+        st.start_ns = store_start(plan, k, job);
         memmove(&plan->procs[1], &plan->procs[0], sizeof *plan->procs * (size_t)k);
         plan->procs[0] = st; /* started first: the ranks connect to it */
     }
-    if (!o->netns && (rc = master_port_free(sys, plan)) != 0) {
-        snprintf(r->why, sizeof r->why, "%s", ddp_err_message());
-        ddp_plan_free(plan);
+    return 0;
+}
+
+/* The plan, and whether this host can run it (RUN_STOP: skipped, why said). */
+static int run_plan(run_t *x)
+{
+    ddp_scn_result_t *r = x->r;
+    int rc = ddp_scenario_plan(x->s, x->accel, x->o->seed, &x->plan);
+    if (rc) {
+        snprintf(r->why, sizeof r->why, "cannot build the run: %s", ddp_err_message());
         return rc;
     }
-    proc_t ps[MAX_PROCS + 2];
-    int np = 0;
-    ddp_netns_t ns = {0};
-    ddp_real_proxy_t *proxy = NULL;
-    char plan_path[300], base[280];
-    int64_t t0 = ddp_sys_now(sys);
-    const char *tmpdir = o->tmpdir ? o->tmpdir : "/tmp";
+    ddp_plan_t *plan = x->plan;
+    char why[300];
+    x->exec = plan->entry.exec[0] != '\0';
+    const char *lent = ddp_env_get(ddp_sys_env(x->sys), "DDPSIM_REAL_GPUS");
+    if ((x->exec && (rc = ddp_real_check_exec(x->sys, plan->entry.exec)) != 0) ||
+        (torch_agents(plan) &&
+         (rc = ddp__real_agent_cmd(plan->entry.exec, x->agent_cmd, sizeof x->agent_cmd)) != 0)) {
+        run_why(x, rc);
+    } else if (plan_unsupported(plan, x->o->netns, lent ? atoi(lent) : 0, why, sizeof why)) {
+        r->skipped = 1;
+        snprintf(r->why, sizeof r->why, "skipped: %s", why);
+        rc = RUN_STOP;
+    } else if ((rc = host_stores(x)) == 0 && !x->o->netns &&
+               (rc = master_port_free(x->sys, plan)) != 0) {
+        run_why(x, rc);
+    }
+    if (rc) {
+        ddp_plan_free(plan);
+        x->plan = NULL;
+    }
+    return rc;
+}
+
+/* The run's files, named, and its limit. */
+static void run_names(run_t *x)
+{
+    ddp_plan_t *plan = x->plan;
+    const ddp_real_opts_t *o = x->o;
+    int64_t t0 = ddp_sys_now(x->sys);
+    x->tmpdir = o->tmpdir ? o->tmpdir : "/tmp";
     unsigned long long tag = (unsigned long long)(t0 ^ (int64_t)plan->seed);
     /* The runner's pid in the name: a run killed by SIGKILL cannot remove
      * its files, and the next run tells them from a live run's. */
-    ddp_sys_sweep_stale(tmpdir, "ddpsim-real-");
-    char run_id[80], started[48];
+    ddp_sys_sweep_stale(x->tmpdir, "ddpsim-real-");
+    char started[48];
     ddp_sys_wall_text(started, sizeof started);
-    snprintf(run_id, sizeof run_id, "%016llx@%s",
+    snprintf(x->run_id, sizeof x->run_id, "%016llx@%s",
              (unsigned long long)ddp_sys_random_u64(), started);
-    snprintf(base, sizeof base, "%s/ddpsim-real-%ld-%llx", tmpdir, ddp_sys_pid(), tag);
-    snprintf(plan->results, sizeof plan->results, "%s.tsv", base);
-    snprintf(plan_path, sizeof plan_path, "%s.plan", base);
-    char logs[300]; /* torch's agents' --log_dir: logs/agentN */
-    snprintf(logs, sizeof logs, "%s.logs", base);
+    snprintf(x->base, sizeof x->base, "%s/ddpsim-real-%ld-%llx", x->tmpdir, ddp_sys_pid(), tag);
+    snprintf(plan->results, sizeof plan->results, "%s.tsv", x->base);
+    snprintf(x->plan_path, sizeof x->plan_path, "%s.plan", x->base);
+    snprintf(x->logs, sizeof x->logs, "%s.logs", x->base);
+    snprintf(x->nft_scratch, sizeof x->nft_scratch, "%s.nft", x->base);
     plan->discover = o->tap != NULL;
-    int64_t grace = o->exec_grace_ns > 0 ? o->exec_grace_ns : EXEC_GRACE_NS;
-    plan->limit_ns = exec ? exec_limit(s, plan, grace)
-                          : s->master_late_ns + s->timeout_ns + s->train_ns + SLACK_NS;
+    x->grace = o->exec_grace_ns > 0 ? o->exec_grace_ns : EXEC_GRACE_NS;
+    plan->limit_ns = x->exec ? exec_limit(x->s, plan, x->grace)
+                             : x->s->master_late_ns + x->s->timeout_ns + x->s->train_ns +
+                                   SLACK_NS;
     for (int i = 0; i < plan->nnodes; i++)
         ddp__real_node_ip(o->netns, i, plan->nodes[i].addr, sizeof plan->nodes[i].addr);
-    ddp_real_warm_t **warm = NULL;
-    /* A foreign program's latency is the proxy's: netem is for ddpsim's own. */
-    if (o->netns && (rc = ddp__real_netns_up(sys, &ns, plan->nnodes,
-                                             exec ? 0 : plan->latency_ns)) != 0) {
-        snprintf(r->why, sizeof r->why, "%s", ddp_err_message());
-        abandon(sys, proxy, &ns, plan, plan_path, warm);
-        return rc;
-    }
-    /* the fork servers' imports (seconds) before the run's clock starts */
-    warm = exec ? warm_up(sys, plan, o, &ns, run_id, logs, base) : NULL;
-    t0 = plan->t0 = ddp_sys_now(sys);
-    FILE *rf = fopen(plan->results, "w");
-    FILE *pf = rf ? fopen(plan_path, "w") : NULL;
-    int wrote = pf && ddp_plan_write(plan, pf) == 0;
+}
+
+/* The results file (empty) and the plan file, both closed, always. */
+static int write_run_files(run_t *x)
+{
+    FILE *rf = fopen(x->plan->results, "w");
+    FILE *pf = rf ? fopen(x->plan_path, "w") : NULL;
+    int wrote = pf && ddp_plan_write(x->plan, pf) == 0;
     int pf_closed = !(pf && fclose(pf)), rf_closed = !(rf && fclose(rf)); /* both, always */
-    wrote = wrote && pf_closed && rf_closed;
-    rc = 0;
-    if (!wrote ||
-        (o->netns && exec && (rc = start_proxy(sys, plan, &ns, t0, &proxy)) != 0)) {
-        if (!rc)
-            rc = ddp_err_set(-EIO, "cannot write %s: %s", rf ? plan_path : plan->results,
-                             strerror(errno));
-        snprintf(r->why, sizeof r->why, "%s", ddp_err_message());
-        abandon(sys, proxy, &ns, plan, plan_path, warm);
-        return rc;
-    }
+    if (wrote && pf_closed && rf_closed)
+        return 0;
+    return ddp_err_set(-EIO, "cannot write %s: %s", rf ? x->plan_path : x->plan->results,
+                       strerror(errno));
+}
+
+/* The namespaces, the fork servers, the files, the proxy: the world the
+ * processes start in. The run's clock starts here. */
+static int run_world(run_t *x)
+{
+    const ddp_real_opts_t *o = x->o;
+    ddp_plan_t *plan = x->plan;
+    int rc;
+    /* A foreign program's latency is the proxy's: netem is for ddpsim's own. */
+    if (o->netns &&
+        (rc = ddp__real_netns_up(x->sys, &x->ns, plan->nnodes, x->exec ? 0 : plan->latency_ns)))
+        return run_why(x, rc);
+    /* the fork servers' imports (seconds) before the run's clock starts */
+    x->warm = x->exec ? warm_up(x->sys, plan, o, &x->ns, x->run_id, x->logs, x->base) : NULL;
+    x->t0 = plan->t0 = ddp_sys_now(x->sys);
+    if ((rc = write_run_files(x)) != 0 ||
+        (o->netns && x->exec && (rc = start_proxy(x->sys, plan, &x->ns, x->t0, &x->proxy))))
+        return run_why(x, rc);
     /* The scenario's own interfaces and addresses, in each node's namespace;
      * for torch's agents each node's name (below) resolving to its address */
-    if (o->netns && ((plan->nnet && (rc = ddp__real_netns_ifaces(sys, &ns, plan)) != 0) ||
-                     (torch_agents(plan) && (rc = ddp__real_netns_hosts(&ns, plan)) != 0))) {
-        snprintf(r->why, sizeof r->why, "%s", ddp_err_message());
-        abandon(sys, proxy, &ns, plan, plan_path, warm);
-        return rc;
-    }
+    if (o->netns && ((plan->nnet && (rc = ddp__real_netns_ifaces(x->sys, &x->ns, plan))) ||
+                     (torch_agents(plan) && (rc = ddp__real_netns_hosts(&x->ns, plan)))))
+        return run_why(x, rc);
     /* A delay of ddpsim's own processes is tc netem: where the kernel has
      * none, the run would go undelayed and pass for the wrong reason. */
-    int dline = o->netns && !exec ? delay_fault_line(plan) : 0;
-    if (dline && ddp__real_netem_probe(sys, &ns) != 0) {
-        r->skipped = 1;
-        snprintf(r->why, sizeof r->why,
+    int dline = o->netns && !x->exec ? delay_fault_line(plan) : 0;
+    if (dline && ddp__real_netem_probe(x->sys, &x->ns) != 0) {
+        x->r->skipped = 1;
+        snprintf(x->r->why, sizeof x->r->why,
                  "skipped: fault delay (line %d) is tc netem in the node namespaces, "
                  "and this kernel has no sch_netem (`tc qdisc add ... netem` fails "
                  "there): the run would not be delayed", dline);
-        abandon(sys, proxy, &ns, plan, plan_path, warm);
-        return 0;
+        return RUN_STOP;
     }
-    for (int t = 0; t < plan->nprocs && np < MAX_PROCS + 2; t++) {
-        const ddp_plan_proc_t *x = &plan->procs[t];
-        ps[np++] = (proc_t){.task = t, .node = x->node, .rank = x->rank,
-                            .start_ns = x->start_ns, .contact_ns = -1,
-                            .agent = x->kind == DDP_PLAN_AGENT && exec};
+    return 0;
+}
+
+/* The processes, and the faults the runner realises: which of it does
+ * what, the late starts drawn now. */
+static int run_faults(run_t *x)
+{
+    ddp_plan_t *plan = x->plan;
+    for (int t = 0; t < plan->nprocs && x->np < MAX_PROCS + 2; t++) {
+        const ddp_plan_proc_t *pp = &plan->procs[t];
+        x->ps[x->np++] = (proc_t){.task = t, .node = pp->node, .rank = pp->rank,
+                                  .start_ns = pp->start_ns, .contact_ns = -1,
+                                  .agent = pp->kind == DDP_PLAN_AGENT && x->exec};
     }
-    /* The faults the runner realises, through the one faultset
-     * (ddp/faults.h): each window is switched on and off as its state
-     * changes, on a time or on the spawn and exit events the runner sees.
-     * hits[i] < 0: this executor cannot count what fault i acted on. */
     ddp_rng_t rrng;
     ddp_rng_seed(&rrng, plan->seed * 104729 + 1);
-    ddp_faultset_t rfs;
-    if ((rc = ddp_faultset_init(&rfs, plan->faults, plan->nfaults, 0, &rrng,
-                                plan->expected_world)) != 0) {
-        snprintf(r->why, sizeof r->why, "%s", ddp_err_message());
-        abandon(sys, proxy, &ns, plan, plan_path, warm);
-        return rc;
-    }
-    long long hits[DDP_SCN_MAX_FAULTS];
-    unsigned char on[DDP_SCN_MAX_FAULTS] = {0};
-    char nft_scratch[320];
-    snprintf(nft_scratch, sizeof nft_scratch, "%s.nft", base);
-    by_t by[DDP_SCN_MAX_FAULTS];
+    int rc = ddp_faultset_init(&x->rfs, plan->faults, plan->nfaults, 0, &rrng,
+                               plan->expected_world);
+    if (rc)
+        return run_why(x, rc);
     for (int i = 0; i < plan->nfaults && i < DDP_SCN_MAX_FAULTS; i++) {
         const ddp_fault_t *f = &plan->faults[i];
-        by[i] = realised_by(f, exec);
-        hits[i] = hits_start(f, by[i], exec, o->netns);
-        for (int k = 0; f->kind == DDP_FAULT_LATE && k < np; k++)
-            if (proc_aimed(f, &ps[k]) && ddp_faultset_draw(&rfs, i)) {
-                ps[k].start_ns += f->delay_ns; /* held before it starts */
-                hits[i]++;
+        x->by[i] = realised_by(f, x->exec);
+        x->hits[i] = hits_start(f, x->by[i], x->exec, x->o->netns);
+        for (int k = 0; f->kind == DDP_FAULT_LATE && k < x->np; k++)
+            if (proc_aimed(f, &x->ps[k]) && ddp_faultset_draw(&x->rfs, i)) {
+                x->ps[k].start_ns += f->delay_ns; /* held before it starts */
+                x->hits[i]++;
             }
     }
-    int timed_out = 0;
-    long events_off = 0;
-    ddp_real_workers_t *ws = torch_agents(plan) ? calloc(1, sizeof *ws) : NULL;
-    int64_t next_poll = 0;
-    /* what the hosted store sees of each rank (P records) */
-    int hosted = exec && hosted_store(plan) >= 0;
-    progress_t *pg = hosted ? calloc(1, sizeof *pg) : NULL;
-    for (int i = 0; pg && i < plan->nprocs; i++)
+    return 0;
+}
+
+/* Everything before the loop; on an error or a skip, what was set up is
+ * taken down again. */
+static int run_setup(run_t *x)
+{
+    run_names(x);
+    int rc = run_world(x);
+    if (!rc)
+        rc = run_faults(x);
+    if (rc) {
+        abandon(x->sys, x->proxy, &x->ns, x->plan, x->plan_path, x->warm);
+        return rc;
+    }
+    ddp_plan_t *plan = x->plan;
+    x->ws = torch_agents(plan) ? calloc(1, sizeof *x->ws) : NULL;
+    x->hosted = x->exec && hosted_store(plan) >= 0;
+    x->pg = x->hosted ? calloc(1, sizeof *x->pg) : NULL;
+    for (int i = 0; x->pg && i < plan->nprocs; i++)
         if (plan->procs[i].kind == DDP_PLAN_STORE)
-            pg->store_port[plan->procs[i].job ? 1 : 0] = plan->procs[i].port;
-    ddp_faultset_t *rfsp = &rfs;
-    char holder_why[400] = "";
+            x->pg->store_port[plan->procs[i].job ? 1 : 0] = plan->procs[i].port;
     /* the processes' groups die with the runner, SIGKILL of it included */
-    ddp_sys_guard_t *guard = NULL;
-    if (ddp_sys_guard_start(&guard) != 0)
+    if (ddp_sys_guard_start(&x->guard) != 0)
         fprintf(stderr, "ddpsim: warning: %s: a SIGKILL of this run may leave its "
                         "processes' children running\n", ddp_err_message());
-    for (;;) {
-        int64_t now = ddp_sys_now(sys) - t0;
-        /* every process's events (E records), then the windows: one open
-         * at 0 holds before anyone starts */
-        unsigned long long acks[64];
-        int nacks = 0;
-        if (rfs.events)
-            ddp__real_events_read(plan->results, &events_off, &rfsp, 1, 0, acks, 64, &nacks);
-        if (pg)
-            progress_read(plan->results, pg, ps, np);
-        for (int i = 0; i < plan->nfaults && i < DDP_SCN_MAX_FAULTS; i++) {
-            int want = ddp_faultset_active(&rfs, i, now);
-            if (by[i] == BY_OTHERS || by[i] == BY_NONE || want == on[i] ||
-                (by[i] == BY_KILL && on[i]))
-                continue;
-            const ddp_fault_t *f = &plan->faults[i];
-            on[i] = (unsigned char)want;
-            switch (by[i]) {
-            case BY_KILL:
-                if (silent_node_crash(f) && !o->netns) {
-                    hits[i] += freeze_node(sys, ps, np, f, now);
-                    break;
-                }
-                if (silent_node_crash(f) && ddp__real_silence(sys, &ns, f->node, i))
-                    fprintf(stderr, "ddpsim: fault crash (line %d) is not silent: %s\n",
-                            plan->fault_line[i], ddp_err_message());
-                hits[i] += signal_procs(sys, ps, np, f, 9);
-                if (ws)
-                    hits[i] += kill_workers(sys, ws, f);
-                break;
-            case BY_STOP:
-                if (want)
-                    hits[i] += signal_procs(sys, ps, np, f, 19);
-                else
-                    signal_procs(sys, ps, np, f, 18);
-                break;
-            case BY_NFT:
-                if (!want) /* its counters go with its rules */
-                    hits[i] += ddp__real_nft_hits(sys, &ns, plan, i, nft_scratch);
-                ddp__real_nft(sys, &ns, plan, i, want);
-                break;
-            case BY_PROXY: ddp__real_proxy_set(proxy, i, want); break;
-            case BY_LINK:
-                if (!want && o->netns) /* its counters go with its qdiscs */
-                    hits[i] += ddp__real_link_hits(sys, &ns, f, nft_scratch);
-                if (ddp__real_link_cmd(sys, &ns, f, want) && want)
-                    fprintf(stderr, "ddpsim: fault %s (line %d) is not in force: %s\n",
-                            ddp_fault_kind_name(f->kind), plan->fault_line[i],
-                            ddp_err_message());
-                break;
-            default: break;
-            }
-        }
-        /* the processes that saw those events go on now (ddp__real_ack_wait) */
-        for (int a = 0; a < nacks; a++)
-            ddp__real_ack_write(plan->results, acks[a]);
-        /* start what is due */
-        for (int i = 0; i < np; i++) {
-            proc_t *p = &ps[i];
-            if (p->started || now < p->start_ns)
-                continue;
-            /* a pause open at its spawn: it starts at the pause's end, as a
-             * process stopped at birth would go on then */
-            int pause = -1;
-            for (int k = 0; k < plan->nfaults && k < DDP_SCN_MAX_FAULTS && pause < 0; k++)
-                if (by[k] == BY_STOP && on[k] && proc_aimed(&plan->faults[k], p))
-                    pause = k;
-            if (pause >= 0) {
-                if (!p->held)
-                    hits[pause]++; /* held once, however long */
-                p->held = 1;
-                continue;
-            }
-            const ddp_plan_proc_t *x = &plan->procs[p->task];
-            ddp_env_t *env = proc_env(sys, plan, x, o->netns, o->env_clear, run_id, logs);
-            char *argv[16 + EXEC_WORDS], nsname[32], idx[16], outp[320], errp[320];
-            char words[sizeof plan->entry.exec + sizeof agent_cmd];
-            int k = 0;
-            if (o->netns) {
-                ddp__real_ns_name(&ns, p->node, nsname, sizeof nsname);
-                argv[k++] = "ip", argv[k++] = "netns", argv[k++] = "exec", argv[k++] = nsname;
-                /* torch's agent names its node by gethostname() (MASTER_ADDR
-                 * for its workers: socket.getfqdn()): the node's own name, in
-                 * a UTS namespace of its own */
-                if (p->agent) {
-                    argv[k++] = "unshare", argv[k++] = "--uts", argv[k++] = "/bin/sh";
-                    argv[k++] = "-c", argv[k++] = "hostname \"$0\" && exec \"$@\"";
-                    argv[k++] = plan->nodes[p->node].host;
-                }
-            }
-            argv[k++] = "setsid";
-            ddp_spawn_t sp = {.env = env, .name = x->name, .die_with_parent = 1};
-            if (foreign(plan, x)) {
-                k = exec_argv(argv, k, p->agent ? agent_cmd : plan->entry.exec, words,
-                              sizeof words);
-                out_path(outp, sizeof outp, base, p->task, "out");
-                out_path(errp, sizeof errp, base, p->task, "err");
-                sp.stdout_path = outp;
-                sp.stderr_path = errp;
-            } else {
-                snprintf(idx, sizeof idx, "%d", p->task);
-                argv[k++] = (char *)o->ddpsim;
-                argv[k++] = "train", argv[k++] = "--plan", argv[k++] = plan_path;
-                argv[k++] = "--process", argv[k++] = idx;
-            }
-            argv[k] = NULL;
-            sp.argv = argv;
-            ddp_real_warm_t *wm = warm && foreign(plan, x) && !p->agent ? warm[p->node] : NULL;
-            int src = env ? spawn_rank(sys, wm, &sp, &p->pid) : -ENOMEM;
-            ddp_env_free(env);
-            if (!src) /* its group: setsid makes it one, named by its pid */
-                ddp_sys_guard_watch(guard, (long)p->pid, 1);
-            p->started = 1;
-            p->spawn_ns = now;
-            proc_event(plan, &rfs, p, DDP_TRIG_SPAWN, now);
-            if (!src && pg && foreign(plan, x))
-                session_record(plan->results, p);
-            if (src) {
-                p->done = 1;
-                p->status = 127;
-                p->end_ns = now;
-            }
-            /* The port must be held before anyone else starts (in a
-             * namespace, starting takes long enough to lose that race). */
-            if (!src && is_service(x->kind)) {
-                int64_t until = ddp_sys_deadline_in(sys, 5 * DDP_NS_PER_S);
-                int st = 0, exited = 0;
-                while (!port_held(plan->results) && ddp_sys_now(sys) < until &&
-                       !(exited = ddp_sys_wait(sys, p->pid, &st, 0) == 0))
-                    ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 5 * DDP_NS_PER_MS));
-                /* A holder that never held the port would turn a port-taken
-                 * test into a clean start that passes or fails by chance;
-                 * a store that never served, a job that cannot join. */
-                if (!port_held(plan->results)) {
-                    const char *what = x->kind == DDP_PLAN_STORE ? "the hosted store"
-                                                                 : "the port holder",
-                               *lost = x->kind == DDP_PLAN_STORE
-                                           ? "the job had no store (--no-host-store lets "
-                                             "rank 0 host its own)"
-                                           : "the port-taken fault was not in force";
-                    if (exited) {
-                        p->done = 1;
-                        p->status = st;
-                        snprintf(holder_why, sizeof holder_why,
-                                 "%s (%s train --process %d, on port %u) exited with status "
-                                 "%d before it listened (its stderr is above): %s",
-                                 what, o->ddpsim, p->task, (unsigned)x->port, st, lost);
-                    } else {
-                        snprintf(holder_why, sizeof holder_why,
-                                 "%s (%s train --process %d) did not listen on port %u "
-                                 "within 5 s: %s",
-                                 what, o->ddpsim, p->task, (unsigned)x->port, lost);
-                    }
-                    break;
-                }
-            }
-        }
-        if (holder_why[0])
-            break;
-        if (ws && now >= next_poll) { /* torch's agents' workers */
-            next_poll = now + WORKER_POLL_NS;
-            for (int i = 0; i < np; i++)
-                if (ps[i].agent && ps[i].started && !ps[i].done)
-                    ddp__real_workers_poll(ws, (long)ps[i].pid, i, ps[i].node, now);
-            workers_seen(plan, &rfs, ws, now);
-        }
-        /* reap */
-        for (int i = 0; i < np; i++) {
-            proc_t *p = &ps[i];
-            if (!p->started || p->done)
-                continue;
-            int st;
-            if (ddp_sys_wait(sys, p->pid, &st, 0) == 0) {
-                if (pg) /* its connections, before its sockets go */
-                    progress_read(plan->results, pg, ps, np);
-                p->done = 1;
-                p->status = st;
-                p->end_ns = ddp_sys_now(sys) - t0;
-                proc_event(plan, &rfs, p, DDP_TRIG_EXIT, p->end_ns);
-                /* orphans of a killed process go with it */
-                ddp_sys_kill(sys, -p->pid, 9);
-                ddp_sys_guard_watch(guard, (long)p->pid, 0);
-            }
-        }
-        if (exec)
-            kill_hung(sys, s, plan, ps, np, now, grace, guard);
-        int pending = 0, others = 0;
-        for (int i = 0; i < np; i++) {
-            pending |= !ps[i].started;
-            /* the port holder only ends at the limit: not waited for */
-            others += ps[i].started && !ps[i].done &&
-                      !is_service(plan->procs[ps[i].task].kind);
-        }
-        if (!pending && others == 0)
-            break;
-        if (now > plan->limit_ns) {
-            timed_out = 1;
-            break;
-        }
-        if (o->interrupted && *o->interrupted)
-            break;
-        ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 5 * DDP_NS_PER_MS));
+    return 0;
+}
+
+/* A crash window opens: SIGKILL (a silent node's crash on loopback: a freeze). */
+static void fault_kill(run_t *x, int i, int64_t now)
+{
+    const ddp_fault_t *f = &x->plan->faults[i];
+    if (silent_node_crash(f) && !x->o->netns) {
+        x->hits[i] += freeze_node(x->sys, x->ps, x->np, f, now);
+        return;
     }
-    if (pg && !timed_out && !holder_why[0] && !(o->interrupted && *o->interrupted))
-        progress_settle(sys, plan->results, pg, ps, np); /* before the store stops */
-    else if (pg)
-        progress_read(plan->results, pg, ps, np);
-    for (int i = 0; i < np; i++)
-        if (ps[i].frozen) { /* a silent node's processes: they end with the run */
+    if (silent_node_crash(f) && ddp__real_silence(x->sys, &x->ns, f->node, i))
+        fprintf(stderr, "ddpsim: fault crash (line %d) is not silent: %s\n",
+                x->plan->fault_line[i], ddp_err_message());
+    x->hits[i] += signal_procs(x->sys, x->ps, x->np, f, 9);
+    if (x->ws)
+        x->hits[i] += kill_workers(x->sys, x->ws, f);
+}
+
+/* Fault i's window opened (want) or closed: the runner acts. */
+static void fault_switch(run_t *x, int i, int want, int64_t now)
+{
+    const ddp_fault_t *f = &x->plan->faults[i];
+    switch (x->by[i]) {
+    case BY_KILL: fault_kill(x, i, now); break;
+    case BY_STOP:
+        if (want)
+            x->hits[i] += signal_procs(x->sys, x->ps, x->np, f, 19);
+        else
+            signal_procs(x->sys, x->ps, x->np, f, 18);
+        break;
+    case BY_NFT:
+        if (!want) /* its counters go with its rules */
+            x->hits[i] += ddp__real_nft_hits(x->sys, &x->ns, x->plan, i, x->nft_scratch);
+        ddp__real_nft(x->sys, &x->ns, x->plan, i, want);
+        break;
+    case BY_PROXY: ddp__real_proxy_set(x->proxy, i, want); break;
+    case BY_LINK:
+        if (!want && x->o->netns) /* its counters go with its qdiscs */
+            x->hits[i] += ddp__real_link_hits(x->sys, &x->ns, f, x->nft_scratch);
+        if (ddp__real_link_cmd(x->sys, &x->ns, f, want) && want)
+            fprintf(stderr, "ddpsim: fault %s (line %d) is not in force: %s\n",
+                    ddp_fault_kind_name(f->kind), x->plan->fault_line[i], ddp_err_message());
+        break;
+    default: break;
+    }
+}
+
+/* Every process's events (E records), then the windows: one open at 0
+ * holds before anyone starts. */
+static void run_events(run_t *x, int64_t now)
+{
+    ddp_plan_t *plan = x->plan;
+    unsigned long long acks[64];
+    int nacks = 0;
+    ddp_faultset_t *fsp = &x->rfs;
+    if (x->rfs.events)
+        ddp__real_events_read(plan->results, &x->events_off, &fsp, 1, 0, acks, 64, &nacks);
+    if (x->pg)
+        progress_read(plan->results, x->pg, x->ps, x->np);
+    for (int i = 0; i < plan->nfaults && i < DDP_SCN_MAX_FAULTS; i++) {
+        int want = ddp_faultset_active(&x->rfs, i, now);
+        by_t by = x->by[i];
+        if (by == BY_OTHERS || by == BY_NONE || want == x->on[i] || (by == BY_KILL && x->on[i]))
+            continue;
+        x->on[i] = (unsigned char)want;
+        fault_switch(x, i, want, now);
+    }
+    /* the processes that saw those events go on now (ddp__real_ack_wait) */
+    for (int a = 0; a < nacks; a++)
+        ddp__real_ack_write(plan->results, acks[a]);
+}
+
+/* A pause open at its spawn: it starts at the pause's end, as a process
+ * stopped at birth would go on then. 1 when one holds p. */
+static int held_by_pause(run_t *x, proc_t *p)
+{
+    int pause = -1;
+    for (int k = 0; k < x->plan->nfaults && k < DDP_SCN_MAX_FAULTS && pause < 0; k++)
+        if (x->by[k] == BY_STOP && x->on[k] && proc_aimed(&x->plan->faults[k], p))
+            pause = k;
+    if (pause < 0)
+        return 0;
+    if (!p->held)
+        x->hits[pause]++; /* held once, however long */
+    p->held = 1;
+    return 1;
+}
+
+/* The words of a process's command line, and where they live. */
+typedef struct argv_buf {
+    char *argv[16 + EXEC_WORDS];
+    char nsname[32], idx[16], outp[320], errp[320];
+    char words[sizeof ((ddp_plan_entry_t *)0)->exec + sizeof ((run_t *)0)->agent_cmd];
+} argv_buf_t;
+
+/* In a node's namespace: `ip netns exec`; torch's agent names its node by
+ * gethostname() (MASTER_ADDR for its workers: socket.getfqdn()): the
+ * node's own name, in a UTS namespace of its own. Returns the next word. */
+static int netns_words(run_t *x, const proc_t *p, argv_buf_t *b, int k)
+{
+    char **argv = b->argv;
+    ddp__real_ns_name(&x->ns, p->node, b->nsname, sizeof b->nsname);
+    argv[k++] = "ip", argv[k++] = "netns", argv[k++] = "exec", argv[k++] = b->nsname;
+    if (p->agent) {
+        argv[k++] = "unshare", argv[k++] = "--uts", argv[k++] = "/bin/sh";
+        argv[k++] = "-c", argv[k++] = "hostname \"$0\" && exec \"$@\"";
+        argv[k++] = x->plan->nodes[p->node].host;
+    }
+    return k;
+}
+
+/* Process p's command line in b->argv: a foreign program (its output in
+ * files of its own) or `ddpsim train --plan ... --process N`. */
+static void proc_argv(run_t *x, const proc_t *p, ddp_spawn_t *sp, argv_buf_t *b)
+{
+    char **argv = b->argv;
+    int k = x->o->netns ? netns_words(x, p, b, 0) : 0;
+    argv[k++] = "setsid";
+    if (foreign(x->plan, &x->plan->procs[p->task])) {
+        k = exec_argv(argv, k, p->agent ? x->agent_cmd : x->plan->entry.exec, b->words,
+                      sizeof b->words);
+        out_path(b->outp, sizeof b->outp, x->base, p->task, "out");
+        out_path(b->errp, sizeof b->errp, x->base, p->task, "err");
+        sp->stdout_path = b->outp;
+        sp->stderr_path = b->errp;
+    } else {
+        snprintf(b->idx, sizeof b->idx, "%d", p->task);
+        argv[k++] = (char *)x->o->ddpsim;
+        argv[k++] = "train", argv[k++] = "--plan", argv[k++] = x->plan_path;
+        argv[k++] = "--process", argv[k++] = b->idx;
+    }
+    argv[k] = NULL;
+    sp->argv = argv;
+}
+
+/* A holder that never held the port would turn a port-taken test into a
+ * clean start that passes or fails by chance; a store that never served,
+ * a job that cannot join. The run ends with why. */
+static void holder_failed(run_t *x, proc_t *p, int exited, int st)
+{
+    const ddp_plan_proc_t *pp = &x->plan->procs[p->task];
+    const char *what = pp->kind == DDP_PLAN_STORE ? "the hosted store" : "the port holder",
+               *lost = pp->kind == DDP_PLAN_STORE
+                           ? "the job had no store (--no-host-store lets rank 0 host its own)"
+                           : "the port-taken fault was not in force";
+    if (exited) {
+        p->done = 1;
+        p->status = st;
+        snprintf(x->holder_why, sizeof x->holder_why,
+                 "%s (%s train --process %d, on port %u) exited with status %d before it "
+                 "listened (its stderr is above): %s",
+                 what, x->o->ddpsim, p->task, (unsigned)pp->port, st, lost);
+    } else {
+        snprintf(x->holder_why, sizeof x->holder_why,
+                 "%s (%s train --process %d) did not listen on port %u within 5 s: %s", what,
+                 x->o->ddpsim, p->task, (unsigned)pp->port, lost);
+    }
+}
+
+/* The port must be held before anyone else starts (in a namespace,
+ * starting takes long enough to lose that race). */
+static void hold_port(run_t *x, proc_t *p)
+{
+    ddp_sys_t *sys = x->sys;
+    int64_t until = ddp_sys_deadline_in(sys, 5 * DDP_NS_PER_S);
+    int st = 0, exited = 0;
+    while (!port_held(x->plan->results) && ddp_sys_now(sys) < until &&
+           !(exited = ddp_sys_wait(sys, p->pid, &st, 0) == 0))
+        ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 5 * DDP_NS_PER_MS));
+    if (!port_held(x->plan->results))
+        holder_failed(x, p, exited, st);
+}
+
+/* Process p starts now (a failed spawn: it ended with 127). */
+static void start_proc(run_t *x, proc_t *p, int64_t now)
+{
+    ddp_plan_t *plan = x->plan;
+    const ddp_plan_proc_t *pp = &plan->procs[p->task];
+    ddp_env_t *env = proc_env(x->sys, plan, pp, x->o->netns, x->o->env_clear, x->run_id, x->logs);
+    argv_buf_t b;
+    ddp_spawn_t sp = {.env = env, .name = pp->name, .die_with_parent = 1, .guard = x->guard};
+    proc_argv(x, p, &sp, &b);
+    ddp_real_warm_t *wm = x->warm && foreign(plan, pp) && !p->agent ? x->warm[p->node] : NULL;
+    int src = env ? spawn_rank(x->sys, wm, &sp, &p->pid) : -ENOMEM;
+    ddp_env_free(env);
+    if (!src && wm) /* its group: setsid makes it one, named by its pid (a cold
+                       start's is watched before it execs: ddp_spawn_t.guard) */
+        ddp_sys_guard_watch(x->guard, (long)p->pid, 1);
+    p->started = 1;
+    p->spawn_ns = now;
+    proc_event(plan, &x->rfs, p, DDP_TRIG_SPAWN, now);
+    if (!src && x->pg && foreign(plan, pp))
+        session_record(plan->results, p);
+    if (src) {
+        p->done = 1;
+        p->status = 127;
+        p->end_ns = now;
+    }
+    if (!src && is_service(pp->kind))
+        hold_port(x, p);
+}
+
+/* Start what is due, until a port holder fails (holder_why). */
+static void start_due(run_t *x, int64_t now)
+{
+    for (int i = 0; i < x->np && !x->holder_why[0]; i++) {
+        proc_t *p = &x->ps[i];
+        if (p->started || now < p->start_ns || held_by_pause(x, p))
+            continue;
+        start_proc(x, p, now);
+    }
+}
+
+/* torch's agents' workers, every WORKER_POLL_NS */
+static void poll_workers(run_t *x, int64_t now)
+{
+    if (!x->ws || now < x->next_poll)
+        return;
+    x->next_poll = now + WORKER_POLL_NS;
+    for (int i = 0; i < x->np; i++)
+        if (x->ps[i].agent && x->ps[i].started && !x->ps[i].done)
+            ddp__real_workers_poll(x->ws, (long)x->ps[i].pid, i, x->ps[i].node, now);
+    workers_seen(x->plan, &x->rfs, x->ws, now);
+}
+
+static void reap(run_t *x)
+{
+    for (int i = 0; i < x->np; i++) {
+        proc_t *p = &x->ps[i];
+        int st;
+        if (!p->started || p->done || ddp_sys_wait(x->sys, p->pid, &st, 0) != 0)
+            continue;
+        if (x->pg) /* its connections, before its sockets go */
+            progress_read(x->plan->results, x->pg, x->ps, x->np);
+        p->done = 1;
+        p->status = st;
+        p->end_ns = ddp_sys_now(x->sys) - x->t0;
+        proc_event(x->plan, &x->rfs, p, DDP_TRIG_EXIT, p->end_ns);
+        /* orphans of a killed process go with it */
+        ddp_sys_kill(x->sys, -p->pid, 9);
+        ddp_sys_guard_watch(x->guard, (long)p->pid, 0);
+    }
+}
+
+/* 1 when the loop ends: everyone started and ended, the limit, an interrupt. */
+static int run_over(run_t *x, int64_t now)
+{
+    int pending = 0, others = 0;
+    for (int i = 0; i < x->np; i++) {
+        pending |= !x->ps[i].started;
+        /* the port holder only ends at the limit: not waited for */
+        others += x->ps[i].started && !x->ps[i].done &&
+                  !is_service(x->plan->procs[x->ps[i].task].kind);
+    }
+    if (!pending && others == 0)
+        return 1;
+    if (now > x->plan->limit_ns) {
+        x->timed_out = 1;
+        return 1;
+    }
+    return x->o->interrupted && *x->o->interrupted;
+}
+
+static void run_loop(run_t *x)
+{
+    for (;;) {
+        int64_t now = ddp_sys_now(x->sys) - x->t0;
+        run_events(x, now);
+        start_due(x, now);
+        if (x->holder_why[0])
+            break;
+        poll_workers(x, now);
+        reap(x);
+        if (x->exec)
+            kill_hung(x->sys, x->s, x->plan, x->ps, x->np, now, x->grace, x->guard);
+        if (run_over(x, now))
+            break;
+        ddp_sys_sleep_until(x->sys, ddp_sys_deadline_in(x->sys, 5 * DDP_NS_PER_MS));
+    }
+}
+
+/* Every process still there is killed: a silent node's (frozen: they end
+ * with the run), then the rest. */
+static void end_procs(run_t *x)
+{
+    ddp_sys_t *sys = x->sys;
+    proc_t *ps = x->ps;
+    int st;
+    for (int i = 0; i < x->np; i++)
+        if (ps[i].frozen) {
             ddp_sys_kill(sys, -ps[i].pid, 9);
             ddp_sys_kill(sys, ps[i].pid, 9);
-            int st;
             ddp_sys_wait(sys, ps[i].pid, &st, ddp_sys_deadline_in(sys, 5 * DDP_NS_PER_S));
         }
-    for (int i = 0; i < np; i++)
+    for (int i = 0; i < x->np; i++)
         if (ps[i].started && !ps[i].done) {
             ddp_sys_kill(sys, -ps[i].pid, 18);
             ddp_sys_kill(sys, -ps[i].pid, 9);
-            int st;
             ddp_sys_wait(sys, ps[i].pid, &st, ddp_sys_deadline_in(sys, 5 * DDP_NS_PER_S));
             ps[i].done = 1;
-            ps[i].at_limit = timed_out && !is_service(plan->procs[ps[i].task].kind);
-            ps[i].end_ns = ddp_sys_now(sys) - t0;
-            ps[i].deadline_ns = plan->limit_ns;
+            ps[i].at_limit = x->timed_out && !is_service(x->plan->procs[ps[i].task].kind);
+            ps[i].end_ns = ddp_sys_now(sys) - x->t0;
+            ps[i].deadline_ns = x->plan->limit_ns;
             ps[i].from_ns = 0;
         }
-    ddp_sys_guard_end(guard);
-    warm_down(warm, plan->nnodes);
-    ddp__real_proxy_stop(proxy, hits, plan->nfaults);
+}
+
+/* The processes, the fork servers, the proxy and the namespaces go; the
+ * counters of the faults still in force are read first. */
+static void run_stop(run_t *x)
+{
+    ddp_plan_t *plan = x->plan;
+    int ended = !x->timed_out && !x->holder_why[0] && !(x->o->interrupted && *x->o->interrupted);
+    if (x->pg && ended) /* every rank exited: the store's last records first */
+        progress_settle(x->sys, plan->results, x->pg, x->ps, x->np);
+    else if (x->pg)
+        progress_read(plan->results, x->pg, x->ps, x->np);
+    end_procs(x);
+    ddp_sys_guard_end(x->guard);
+    warm_down(x->warm, plan->nnodes);
+    ddp__real_proxy_stop(x->proxy, x->hits, plan->nfaults);
     for (int i = 0; i < plan->nfaults && i < DDP_SCN_MAX_FAULTS; i++) {
         /* still in force: its counters go with the namespaces */
-        if (by[i] == BY_NFT && on[i])
-            hits[i] += ddp__real_nft_hits(sys, &ns, plan, i, nft_scratch);
-        if (by[i] == BY_LINK && on[i] && o->netns)
-            hits[i] += ddp__real_link_hits(sys, &ns, &plan->faults[i], nft_scratch);
+        if (x->by[i] == BY_NFT && x->on[i])
+            x->hits[i] += ddp__real_nft_hits(x->sys, &x->ns, plan, i, x->nft_scratch);
+        if (x->by[i] == BY_LINK && x->on[i] && x->o->netns)
+            x->hits[i] += ddp__real_link_hits(x->sys, &x->ns, &plan->faults[i], x->nft_scratch);
     }
-    char ns_left[32] = "";
-    int nleft = ddp__real_netns_down(sys, &ns, ns_left, sizeof ns_left);
-    ddp_sim_outcome_t *outs = NULL;
-    int *fired = calloc((size_t)plan->nfaults + 1, sizeof *fired);
-    int n = read_results(plan->results, ps, np, plan, &outs, fired);
-    for (int i = 0; fired && i < plan->nfaults && i < DDP_SCN_MAX_FAULTS; i++)
-        if (ddp__real_in_process(&plan->faults[i]) && by[i] == BY_OTHERS)
-            hits[i] = fired[i];
-    ddp_faultset_free(&rfs);
-    free(fired);
-    /* A foreign program leaves no record: its exit and stderr say it. */
-    if (pg) /* the store's last words (the ranks' connections closing) */
-        progress_read(plan->results, pg, ps, np);
-    int sure = pg && progress_unknown_joined(pg) == 0;
-    if (pg)
-        ddp_sys_tcp_owners_free(pg->owners);
-    free(pg);
+    x->nleft = ddp__real_netns_down(x->sys, &x->ns, x->ns_left, sizeof x->ns_left);
+}
+
+/* A foreign program leaves no record: its exit and stderr say it (sure:
+ * every joined connection's rank is known); torch's agents' workers too. */
+static int foreign_outcomes(run_t *x, ddp_sim_outcome_t **outs, int n, int sure)
+{
     int agent_status[MAX_PROCS + 2];
     char *agent_err[MAX_PROCS + 2] = {0}; /* each foreign process's stderr */
-    for (int i = 0; exec && n >= 0 && i < np; i++) {
+    const proc_t *ps = x->ps;
+    for (int i = 0; x->exec && n >= 0 && i < x->np; i++) {
         agent_status[i] = ps[i].killed ? 137 : ps[i].at_limit ? -1 : ps[i].status;
-        if (!foreign(plan, &plan->procs[ps[i].task]) || ps[i].killed)
+        if (!foreign(x->plan, &x->plan->procs[ps[i].task]) || ps[i].killed)
             continue;
-        ddp_sim_outcome_t *no = realloc(outs, sizeof *outs * (size_t)(n + 1));
+        ddp_sim_outcome_t *no = realloc(*outs, sizeof **outs * (size_t)(n + 1));
         if (!no)
             break;
-        outs = no;
-        exec_outcome(plan, &ps[i], base, grace, hosted, sure, &outs[n++], &agent_err[i]);
+        *outs = no;
+        exec_outcome(x->plan, &ps[i], x->base, x->grace, x->hosted, sure, &(*outs)[n++],
+                     &agent_err[i]);
     }
-    if (ws && n >= 0)
-        n = ddp__real_worker_outcomes(plan, ws, agent_status, (const char *const *)agent_err,
-                                      &outs, n);
-    for (int i = 0; i < np; i++)
+    if (x->ws && n >= 0)
+        n = ddp__real_worker_outcomes(x->plan, x->ws, agent_status,
+                                      (const char *const *)agent_err, outs, n);
+    for (int i = 0; i < x->np; i++)
         free(agent_err[i]);
-    if (o->tap)
-        ddp__real_events_tap(plan->results, o->tap, o->tap_arg);
-    remove(plan->results);
-    remove(plan_path);
-    if (n < 0) {
-        drop_outputs(sys, plan, ps, np, base, logs);
-        ddp_plan_free(plan);
-        free(ws);
-        return n;
-    }
+    return n;
+}
+
+/* Every process's outcome (the results file's R records, then the foreign
+ * ones) and the hits its processes counted; their count, or < 0. */
+static int run_outcomes(run_t *x, ddp_sim_outcome_t **outs)
+{
+    ddp_plan_t *plan = x->plan;
+    int *fired = calloc((size_t)plan->nfaults + 1, sizeof *fired);
+    int n = read_results(plan->results, x->ps, x->np, plan, outs, fired);
+    for (int i = 0; fired && i < plan->nfaults && i < DDP_SCN_MAX_FAULTS; i++)
+        if (ddp__real_in_process(&plan->faults[i]) && x->by[i] == BY_OTHERS)
+            x->hits[i] = fired[i];
+    ddp_faultset_free(&x->rfs);
+    free(fired);
+    if (x->pg) /* the store's last words (the ranks' connections closing) */
+        progress_read(plan->results, x->pg, x->ps, x->np);
+    int sure = x->pg && progress_unknown_joined(x->pg) == 0;
+    if (x->pg)
+        ddp_sys_tcp_owners_free(x->pg->owners);
+    free(x->pg);
+    x->pg = NULL;
+    return foreign_outcomes(x, outs, n, sure);
+}
+
+/* The verdict: the judge's, then what the runner itself saw go wrong. */
+static void run_verdict(run_t *x, const ddp_sim_outcome_t *outs, int n)
+{
+    const ddp_real_opts_t *o = x->o;
+    ddp_scn_result_t *r = x->r;
     /* A foreign program killed at the limit is a timeout outcome, not a
      * harness that lost track of it. */
     r->first_rank = -1; /* no rank's message wanted */
-    ddp__scenario_judge(s, outs, n, plan->expected_world,
-                        timed_out && !exec ? DDP_SIM_TIME_LIMIT : DDP_SIM_DONE, NULL,
+    ddp__scenario_judge(x->s, outs, n, x->plan->expected_world,
+                        x->timed_out && !x->exec ? DDP_SIM_TIME_LIMIT : DDP_SIM_DONE, NULL,
                         o->report, o->report_len, r);
-    ddp__scenario_account(plan, hits, r, o->report, o->report_len);
-    if (holder_why[0]) {
+    ddp__scenario_account(x->plan, x->hits, r, o->report, o->report_len);
+    if (x->holder_why[0]) {
         r->pass = 0;
-        snprintf(r->why, sizeof r->why, "%s", holder_why);
+        snprintf(r->why, sizeof r->why, "%s", x->holder_why);
     }
     if (o->interrupted && *o->interrupted) {
         r->pass = 0;
         snprintf(r->why, sizeof r->why, "interrupted: its processes were killed%s",
                  o->netns ? " and its namespaces deleted" : "");
     }
-    if (nleft) {
+    if (x->nleft) {
         r->pass = r->invariants_ok = 0;
         snprintf(r->why, sizeof r->why,
                  "%d network namespace(s) could not be deleted (first %s): "
-                 "remove with `ip netns del %s` or `make netns-clean`", nleft, ns_left, ns_left);
+                 "remove with `ip netns del %s` or `make netns-clean`",
+                 x->nleft, x->ns_left, x->ns_left);
     }
-    if (exec)
-        keep_outputs(sys, s, accel, o, tmpdir, plan, ps, np, base, logs, outs, n, r);
-    free(ws);
-    free(outs);
-    ddp_plan_free(plan);
-    return 0;
+    if (x->exec)
+        keep_outputs(x->sys, x->s, x->accel, o, x->tmpdir, x->plan, x->ps, x->np, x->base,
+                     x->logs, outs, n, r);
+}
+
+/* Outcomes, verdict, and the run's files and memory gone. */
+static int run_finish(run_t *x)
+{
+    ddp_sim_outcome_t *outs = NULL;
+    int n = run_outcomes(x, &outs);
+    if (x->o->tap)
+        ddp__real_events_tap(x->plan->results, x->o->tap, x->o->tap_arg);
+    remove(x->plan->results);
+    remove(x->plan_path);
+    if (n < 0)
+        drop_outputs(x->sys, x->plan, x->ps, x->np, x->base, x->logs);
+    else
+        run_verdict(x, outs, n);
+    if (n >= 0)
+        free(outs);
+    free(x->ws);
+    ddp_plan_free(x->plan);
+    return n < 0 ? n : 0;
+}
+
+int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
+                 const ddp_real_opts_t *o, ddp_scn_result_t *r)
+{
+    memset(r, 0, sizeof *r);
+    snprintf(r->accelerator, sizeof r->accelerator, "%s", accel);
+    run_t x = {.sys = sys, .s = s, .accel = accel, .o = o, .r = r};
+    int rc = run_plan(&x);
+    if (!rc)
+        rc = run_setup(&x);
+    if (!rc) {
+        run_loop(&x);
+        run_stop(&x);
+        rc = run_finish(&x);
+    }
+    return rc == RUN_STOP ? 0 : rc;
 }

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "ddp/err.h"
+#include "ddp/host.h"
 #include "ddp/real.h"
 #include "real_priv.h"
 

@@ -16,6 +16,7 @@
 #include "ddp/env.h"
 #include "ddp/err.h"
 #include "ddp/faults.h"
+#include "ddp/host.h"
 #include "ddp/store.h"
 #include "ddp/plan.h"
 #include "ddp/real.h"

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "ddp/err.h"
+#include "ddp/host.h"
 #include "ddp/plan.h"
 #include "ddp/scenario.h"
 #include "ddp/sys.h"

@@ -17,6 +17,7 @@
 
 #include "ddp/env.h"
 #include "ddp/err.h"
+#include "ddp/host.h"
 #include "real_priv.h"
 
 #define WARM_READY_NS (120 * DDP_NS_PER_S) /* the modules' import */

@@ -22,8 +22,8 @@
 #include "ddp/plugin.h"
 #include "ddp/sys.h"
 
-#include "../core/kvmap.h"
-#include "../core/store_priv.h"
+#include "core/kvmap.h"
+#include "core/store_priv.h"
 #include "scenario_priv.h"
 #include "fault_line.h"
 #include "scn_line.h"

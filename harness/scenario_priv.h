@@ -42,6 +42,9 @@ static inline void ddp__scenario_put_fault(FILE *o, const ddp_fault_t *f)
  * fault killed), 8 least (timeout); a launcher's aggregate is below all. */
 int ddp__scn_cause_tier(int code);
 #define DDP_SCN_LAUNCHER_TIER 9
+/* The tiers from here down are symptoms: a refused or lost peer, a
+ * timeout (what a rank held back by a fault causes in the others). */
+#define DDP_SCN_SYMPTOM_TIER 6
 /* 1 when (tier, rank, node) should be shown ahead of the best so far: a
  * more causal tier, then the lower rank, then the lower node. */
 int ddp__scn_more_causal(int tier, int rank, int node, int best_tier,
@@ -51,6 +54,16 @@ int ddp__scn_killing_fault(const ddp_scenario_t *s, const ddp_sim_outcome_t *x);
 /* "rank R, PHASE: killed on node N by the fault on line L (crash); ..." */
 void ddp__scn_killed_message(const ddp_scenario_t *s, int fault, const ddp_sim_outcome_t *x,
                              char *buf, size_t len);
+
+/* Where the run's first error is a symptom (DDP_SCN_SYMPTOM_TIER or
+ * below) of another rank than the one a pause, stall or late fault held
+ * back (aimed by ranks= or node=, and it acted: hits), that rank is the
+ * root cause: "rank R[, PHASE]: held back by the fault on line L (KIND);
+ * the other ranks' errors follow from it, the first: " and the old first
+ * error whole. Both executors (ddp__scenario_account). */
+struct ddp_plan;
+void ddp__scn_held_first(const struct ddp_plan *plan, const long long *hits,
+                         ddp_scn_result_t *r);
 
 /* explore's greedy shrinker (harness/explore.c) with the caller's
  * predicate: pred runs candidate c for accel, fills r, and returns 1 when

@@ -749,6 +749,7 @@ void ddp__scenario_account(const ddp_plan_t *plan, const long long *hits, ddp_sc
                                !hits[i] && f->may_miss ? " (may-miss)" : "");
         off = w > 0 && (size_t)w < report_len - off ? off + (size_t)w : report_len - 1;
     }
+    ddp__scn_held_first(plan, hits, r);
     if (!r->pass || r->skipped)
         return;
     for (int i = 0; i < r->nhits; i++) {

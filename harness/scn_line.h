@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../core/kvmap.h"
+#include "core/kvmap.h"
 
 #define DDP__LN_MAX_TOKENS 48
 #define DDP__LN_TOKEN_MAX 512

@@ -18,6 +18,7 @@
 
 #include "ddp/err.h"
 #include "ddp/fmt.h"
+#include "ddp/host.h"
 #include "ddp/scenario.h"
 #include "ddp/sys.h"
 

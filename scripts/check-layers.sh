@@ -8,7 +8,13 @@
 # A layer may include the headers of, and call functions defined in, the
 # layers to its left only (and itself); sim names nothing of backends,
 # plugins, accelerators or harness. Includes are read from the sources and
-# the public headers; calls from the objects of BUILD_DIR (default
+# the public headers: a public one ("ddp/NAME.h"), or another room's
+# private one named from the top of the tree ("core/kvmap.h": the Makefile's
+# -iquote .), both checked for direction; an include that climbs out of its
+# room ("../core/kvmap.h") is refused, as is a public header naming a
+# private one (it would not be installed). ddp/host.h (the host's process,
+# files and /proc) is core's but not for backends, plugins and accelerators:
+# they run on a rank's sys. Calls from the objects of BUILD_DIR (default
 # build/default: `make` first): every undefined symbol of a layer's object
 # must be defined by an allowed layer's objects (or outside the library).
 # Exit 1 with one line per violation; 0 when clean. Run by `make test`.
@@ -39,7 +45,7 @@ is_in() { # is word $1 in list $2?
 
 # The layer of each public header (include/ddp/NAME.h), NAME=LAYER.
 HEADERS="err=core;env=core;sys=core;log=core;store=core;cluster=core;pg=core;faults=core;\
-export=core;fmt=core;nccl_api=core;plugin=plugins;accel=accelerators;sim=sim;launch=harness;\
+export=core;fmt=core;nccl_api=core;host=core;plugin=plugins;accel=accelerators;sim=sim;launch=harness;\
 plan=harness;scenario=harness;real=harness;check=harness"
 
 # Includes: one grep and one awk over every source and public header (a
@@ -51,7 +57,8 @@ for layer in $LAYERS; do
     for f in "$layer"/*.c "$layer"/*.h; do [ -f "$f" ] && files="$files $f"; done
 done
 # shellcheck disable=SC2086
-inc=$(grep -H '^#include "ddp/[a-z_]*\.h"' $files include/ddp/*.h /dev/null |
+inc=$(grep -HE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"(ddp/|\.\./|(core|backends|plugins|accelerators|sim|harness|tools)/)' \
+    $files include/ddp/*.h /dev/null |
     awk -v allowed="$ALLOWED" -v headers="$HEADERS" '
     function table(text, into,    n, i, kv, rows) {
         n = split(text, rows, ";")
@@ -62,13 +69,35 @@ inc=$(grep -H '^#include "ddp/[a-z_]*\.h"' $files include/ddp/*.h /dev/null |
     BEGIN { table(allowed, may); table(headers, hl) }
     {
         file = $0; sub(/:.*/, "", file)
-        hd = $0; sub(/^[^"]*"ddp\//, "", hd); sub(/\.h".*/, "", hd)
+        path = $0; sub(/^[^"]*"/, "", path); sub(/".*/, "", path)
         layer = file; sub(/\/.*/, "", layer) # its folder ...
         if (file ~ /^include\/ddp\//) {     # ... or its public header name
             l = file; sub(/^include\/ddp\//, "", l); sub(/\.h$/, "", l)
             layer = (l in hl) ? hl[l] : "unknown"
         }
-        if (!(hd in hl))
+        if (path ~ /^\.\.\//) {
+            top = path; gsub(/^(\.\.\/)+/, "", top)
+            print file " includes \"" path "\", out of its room: name it from the top " \
+                "(\"" top "\", checked here) or include a public header (\"ddp/NAME.h\")"
+            next
+        }
+        if (path !~ /^ddp\//) {              # another room\047s private header
+            if (file ~ /^include\//) {
+                print file " (public) includes \"" path "\", a private header that is " \
+                    "not installed: move what it needs into a public header"
+                next
+            }
+            to = path; sub(/\/.*/, "", to)
+            if ((" " may[layer] " ") !~ (" " to " "))
+                print file " (" layer ") includes " path " (" to "); " layer " may use: " \
+                    may[layer]
+            next
+        }
+        hd = path; sub(/^ddp\//, "", hd); sub(/\.h$/, "", hd)
+        if (hd == "host" && layer ~ /^(backends|plugins|accelerators)$/)
+            print file " (" layer ") includes ddp/host.h: code that runs on a rank\047s sys " \
+                "uses ddp/sys.h alone (the simulator cannot answer the host\047s questions)"
+        else if (!(hd in hl))
             print file " includes ddp/" hd ".h, which has no layer in scripts/check-layers.sh"
         else if ((" " may[layer] " ") !~ (" " hl[hd] " "))
             print file " (" layer ") includes ddp/" hd ".h (" hl[hd] "); " layer \
@@ -108,7 +137,7 @@ for layer in $LAYERS; do
     done
 done
 # The OS: only the POSIX sys (core/sys_posix*.c) calls the clock, sockets,
-# processes, the environment and the dynamic loader (its lib_* ops for
+# processes, resource limits, the environment and the dynamic loader (its lib_* ops for
 # plugin libraries; its nccl_api op, core/sys_posix_nccl.c, for libnccl and
 # the CUDA runtime; its guard, core/sys_posix_guard.c); the rest reaches them through the sys seam
 # (docs/architecture.md § 1). One exception, named here: harness/explore.c
@@ -117,6 +146,7 @@ OS_CALLS='clock_gettime|clock_nanosleep|nanosleep|gettimeofday|time|usleep|sleep
 OS_CALLS="$OS_CALLS|getenv|secure_getenv|setenv|putenv|unsetenv|getaddrinfo"
 OS_CALLS="$OS_CALLS|socket|connect|accept|accept4|bind|listen"
 OS_CALLS="$OS_CALLS|fork|vfork|execv|execve|execvp|posix_spawn|posix_spawnp|waitpid"
+OS_CALLS="$OS_CALLS|getrlimit|setrlimit|getrlimit64|setrlimit64|prlimit|prlimit64"
 all=""
 for layer in $LAYERS; do all="$all $(objs "$layer")"; done
 # shellcheck disable=SC2086

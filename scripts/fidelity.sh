@@ -11,40 +11,56 @@ tmp=${TMPDIR:-/tmp}/ddpsim-fidelity.$$
 mkdir -p "$tmp"
 trap 'rm -rf "$tmp"' EXIT
 rc=0
-"$DDPSIM" run --compare --tag real scenarios/*.scn --no-progress --markdown "$tmp/loopback.md" || rc=1
-"$DDPSIM" run --compare --netns --tag netns scenarios/*.scn --no-progress --markdown "$tmp/netns.md" || rc=1
+# FIDELITY_REPEAT: each real run that many times (--repeat): a pair whose
+# real runs disagree among themselves is a race, reported as a distribution.
+R=${FIDELITY_REPEAT:-3}
+"$DDPSIM" run --compare --repeat "$R" --tag real scenarios/*.scn --no-progress \
+    --markdown "$tmp/loopback.md" || rc=1
+"$DDPSIM" run --compare --repeat "$R" --netns --tag netns scenarios/*.scn --no-progress \
+    --markdown "$tmp/netns.md" || rc=1
 # A real PyTorch job (examples/torch_ddp.py) for the same scenarios, once
 # each (its first accelerator: a torch program launches nothing itself, so
-# the accelerator only picks the launcher's variables). Its differences are
-# findings, not failures: docs/fidelity.md explains each.
+# the accelerator only picks the launcher's variables), compared with the
+# simulator running the same scenario with the same `exec` (which it models
+# with its Trainer). Its differences are findings, not failures:
+# docs/fidelity.md explains each. The scenarios tagged torch (their own
+# exec lines: blackhole, late masters, ...) compare the same way in
+# namespaces.
 TORCH_EXEC=${TORCH_EXEC:-scripts/torch-python examples/torch_ddp.py}
 torch=0
 if scripts/torch-python -c 'import torch' >/dev/null 2>&1; then
     torch=1
-    "$DDPSIM" run --compare --accelerator first --exec "$TORCH_EXEC" --tag real scenarios/*.scn \
-        --no-progress --markdown "$tmp/torch.md" >/dev/null 2>&1
+    "$DDPSIM" run --compare --repeat "$R" --accelerator first --exec "$TORCH_EXEC" --tag real \
+        scenarios/*.scn --no-progress --markdown "$tmp/torch.md" >/dev/null 2>&1
+    if [ "$(id -u)" -eq 0 ]; then
+        "$DDPSIM" run --compare --repeat "$R" --netns --tag torch scenarios/*.scn \
+            --no-progress --markdown "$tmp/torch-tagged.md" >/dev/null 2>&1
+    fi
 else
     echo "fidelity: no Python here imports torch: the torch column is left out" \
          "(sh scripts/deps.sh --torch)"
 fi
-# The loopback table with the torch job's class beside ddpsim's own real
-# run: rows are "| scenario | accelerator | simulator | real | same | note |".
+# The loopback table with the torch job beside ddpsim's own real run: rows
+# of both are "| scenario | accelerator | simulator | real | same | note |";
+# the torch job's real class stands beside the simulator's class for the
+# same exec, and a pair is `yes` only where both pairs are.
 add_torch() {
     awk -F' [|] ' -v t="$tmp/torch.md" -v on=$torch '
+        function trim(x) { sub(/^[|] /, "", x); sub(/ [|]$/, "", x); return x }
         BEGIN { if (on) while ((getline l < t) > 0) {
-                    n = split(l, f, / [|] /); if (n >= 6) { sub(/^[|] /, "", f[1]);
-                    cls[f[1] "|" f[2]] = f[4]; note[f[1] "|" f[2]] = f[6] } } }
-        /^[|] scenario / { print "| scenario | accelerator | simulator | ddpsim real | torch job | same | note |"; next }
-        /^[|]---/ { print "|---|---|---|---|---|---|---|"; next }
-        /^[|] / { k = $1; sub(/^[|] /, "", k); k = k "|" $2
-                  tc = (k in cls) ? cls[k] : "-"; nt = $6; sub(/ [|]$/, "", nt)
-                  if ((k in note) && tc != $3) { tn = note[k]; sub(/ [|]$/, "", tn); nt = nt (nt == "" ? "" : "; ") "torch: " tn }
-                  # same: the class in the simulator is what ran for real (the
-                  # torch job where it ran: "-" and "skip" did not)
-                  torch_ran = tc != "-" && tc != "skip"
-                  same = $4 == "skip" && !torch_ran ? "-" : \
-                         (($4 == "skip" || $3 == $4) && (!torch_ran || tc == $3)) ? "yes" : "**no**"
-                  printf "| %s | %s | %s | %s | %s | %s | %s |\n", substr($1, 3), $2, $3, $4, tc, same, nt; next }
+                    n = split(l, f, / [|] /); if (n >= 6 && f[2] != "accelerator" && f[1] !~ /^[|]---/) {
+                    k = trim(f[1]) "|" f[2]; simx[k] = f[3]; cls[k] = f[4]; tsame[k] = f[5]
+                    note[k] = trim(f[6]) } } }
+        /^[|] scenario / { print "| scenario | accelerator | simulator | ddpsim real | simulator, torch exec | torch job | same | note |"; next }
+        /^[|]---/ { print "|---|---|---|---|---|---|---|---|"; next }
+        /^[|] / { k = trim($1) "|" $2; nt = trim($6); s = $5
+                  sx = (k in cls) ? simx[k] : "-"; tc = (k in cls) ? cls[k] : "-"
+                  ts = (k in cls) ? tsame[k] : "-"
+                  if ((k in note) && note[k] != "") nt = nt (nt == "" ? "" : "; ") "torch: " note[k]
+                  same = (s == "**no**" || ts == "**no**") ? "**no**" : \
+                         (s == "race" || ts == "race") ? "race" : \
+                         (s == "-" && ts == "-") ? "-" : "yes"
+                  printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", trim($1), $2, $3, $4, sx, tc, same, nt; next }
         { print }' "$tmp/loopback.md"
 }
 {
@@ -52,12 +68,16 @@ add_torch() {
     echo
     echo "Generated by \`make fidelity\` (scripts/fidelity.sh) on $(date -u +%Y-%m-%d) on a"
     echo "$(nproc)-core $(uname -m) machine. Each scenario of \`scenarios/\` tagged \`real\` ran once per"
-    echo "accelerator in the simulator and as real processes (\`ddpsim run --real\`: \`ddpsim train\`"
+    echo "accelerator in the simulator and $R times as real processes (\`ddpsim run --real\`: \`ddpsim train\`"
     echo "processes, POSIX sockets, node i at 127.0.0.(i+1)); those tagged \`netns\` ran again"
     echo "with one network namespace per node (\`--netns\`). The outcome class is \`ok\`"
     echo "when every rank connected, else the error class of the most causal failing rank"
     echo "(\`timeout\`, \`addrinuse\`, \`config\`, ...). \`skip\`: the scenario cannot be realised"
     echo "for real with that accelerator (the note says why). See docs/real-runs.md."
+    echo "A real column with counts (\`timeout 2/3, peer_lost 1/3\`) is a pair whose real"
+    echo "runs disagreed among themselves: \`race\` where the simulator's class is one of"
+    echo "them. A real run that failed its own expectations is never \`yes\` (its note"
+    echo "says what failed)."
     echo
     echo "## Loopback (\`ddpsim run --compare --tag real\`)"
     echo
@@ -71,6 +91,15 @@ add_torch() {
     echo
     cat "$tmp/netns.md"
     echo
+    if [ -s "$tmp/torch-tagged.md" ]; then
+        echo "## The torch scenarios (\`ddpsim run --compare --netns --tag torch\`)"
+        echo
+        echo "Each scenario's own \`exec\` (a real PyTorch job) in namespaces, beside"
+        echo "the simulator running the same scenario (its Trainer models the job)."
+        echo
+        cat "$tmp/torch-tagged.md"
+        echo
+    fi
     # The hardware column: written by `make hw-test` on a GPU machine.
     if [ -f docs/fidelity-gpu.md ]; then
         cat docs/fidelity-gpu.md

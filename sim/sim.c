@@ -15,7 +15,6 @@
 #include <errno.h>
 #include <sched.h>
 #include <sys/eventfd.h>
-#include <sys/resource.h>
 #include <unistd.h>
 #include <fiu-control.h>
 #include <fiu.h>
@@ -27,6 +26,7 @@
 #include "ddp/env.h"
 #include "ddp/err.h"
 #include "ddp/faults.h"
+#include "ddp/host.h"
 #include "ddp/log.h"
 #include "sim_priv.h"
 
@@ -836,11 +836,13 @@ ddp_sim_t *ddp_sim_new(const ddp_sim_opts_t *opts)
     sim->trace_hash = 0xcbf29ce484222325ull;
     sem_init(&sim->main_sem, 0, 0);
     fiu_init(0);
-    /* One eventfd per task (the baton): allow as many fds as we may. */
-    struct rlimit rl;
-    if (!sim->contexts && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
+    /* One eventfd per task (the baton): allow as many fds as we may (a
+     * failure leaves the limit, and the caller's error context, as they were). */
+    if (!sim->contexts) {
+        ddp_errctx_t keep = *ddp_err_ctx();
+        long before, after;
+        ddp_sys_host_fd_limit_raise(&before, &after);
+        *ddp_err_ctx() = keep;
     }
     return sim;
 }

@@ -33,7 +33,7 @@
 #include "ddp/err.h"
 #include "ddp/faults.h"
 #include "ddp/fmt.h"
-#include "../core/sys_nccl_priv.h"
+#include "core/sys_nccl_priv.h"
 #include "ddp/nccl_api.h"
 #include "sim_priv.h"
 

@@ -11,9 +11,9 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
+#include "ddp/host.h"
 #include "sim_priv.h"
 
 /* The simulation this thread builds or schedules (a task's own is found
@@ -48,10 +48,7 @@ static long long tasks_expected(const ddp_sim_t *sim)
 
 size_t ddp__sim_oom_advice(const ddp_sim_t *sim, size_t bytes, char *buf, size_t n)
 {
-    struct rlimit rl;
-    long long limit = getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
-                          ? (long long)(rl.rlim_cur / 1024)
-                          : -1;
+    long long limit = ddp_sys_host_as_limit_kib();
     long long vm = kib_mapped(), want = (long long)(bytes / 1024);
     /* within 64 MiB of the limit: a heap or slab mapping would not fit */
     int as = limit >= 0 && (vm < 0 || vm + want + 65536 >= limit);

@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -247,4 +248,17 @@ void addr_diff_run(int family, uint64_t seed, long count, const ddp_ifaddr_t *if
         }
         d->accepted += theirs(family, text).ok;
     }
+}
+
+ddp_sys_t *diff_start(int argc, char **argv, const char *usage, long *count, uint64_t *seed)
+{
+    *count = argc > 1 ? atol(argv[1]) : 10000;
+    *seed = argc > 2 ? strtoull(argv[2], NULL, 0) : 41;
+    ddp_sys_t *sys = *count >= 1 ? ddp_sys_posix_new(NULL) : NULL;
+    if (*count < 1)
+        fprintf(stderr, "differential: COUNT \"%s\" is not a positive number of inputs "
+                        "(usage: %s)\n", argv[1], usage);
+    else if (!sys)
+        fprintf(stderr, "differential: no POSIX sys (out of memory)\n");
+    return sys;
 }

@@ -30,4 +30,9 @@ int addr_agree(int family, const char *text, const ddp_ifaddr_t *ifs, int nifs, 
 void addr_diff_run(int family, uint64_t seed, long count, const ddp_ifaddr_t *ifs, int nifs,
                    addr_diff_t *d);
 
+/* A differential driver's start: its arguments, [COUNT [SEED ...]] (COUNT
+ * default 10000, SEED 41), and a POSIX sys of this host; NULL after saying
+ * what was wrong (usage: the arguments' form). */
+ddp_sys_t *diff_start(int argc, char **argv, const char *usage, long *count, uint64_t *seed);
+
 #endif

@@ -94,6 +94,11 @@ int ddp_test_ddpsim_io(const char *env, const char *args, int want_stderr, char 
  * ($DDP_TEST_PLUGIN_DIR under make test; else test_plugins/ next to this
  * program). */
 const char *ddp_test_plugin_lib(char *buf, size_t n, const char *name);
+/* A differential sample's verdict (tests/addr_gen.c, tests/torch_gen.c):
+ * no disagreement (the first printed), and both answers seen: the
+ * reference accepted more than 20 and fewer than tried - 20. */
+void ddp_test_diff_verdict(const char *family, long tried, long accepted, long disagreed,
+                           const char *first);
 /* A fresh folder /tmp/ddpsim-TAG-XXXXXX into dir (n bytes); NULL when it
  * cannot be made. */
 const char *ddp_test_tmpdir(char *dir, size_t n, const char *tag);

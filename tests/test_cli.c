@@ -758,6 +758,51 @@ static void test_run_synopsis(void)
         }
 }
 
+/* run --compare: a real run that failed its own expectations is never
+ * `same: yes`, even where its class is the simulator's; --repeat N runs
+ * each real one N times and names the classes seen (here one: ok). Free
+ * ports of their own, so it never meets another run's. */
+static void test_run_compare_judged(void)
+{
+    char bin[400];
+    if (!ddp_test_need_ddpsim(bin, sizeof bin))
+        return;
+    uint16_t port[2] = {0, 0};
+    ddp_sys_t *sys = ddp_test_sys();
+    for (int i = 0; i < 2; i++)
+        CU_ASSERT_EQUAL_FATAL(ddp_sys_free_port(sys, &port[i]), 0);
+    ddp_sys_free(sys);
+    char scn[2][256];
+    snprintf(scn[0], sizeof scn[0], "scenario \"clean, judged wrongly\"\nnodes 1\ndevices 2\n"
+             "accelerators ddp\ntimeout 20s\nport %u\nexpect fail ranks=0\n", port[0]);
+    snprintf(scn[1], sizeof scn[1], "scenario \"clean\"\nnodes 1\ndevices 2\naccelerators ddp\n"
+             "timeout 20s\nport %u\nexpect ok\n", port[1]);
+    static const char *const path[] = {"build/test-compare-wrong.scn",
+                                       "build/test-compare-ok.scn"};
+    for (int i = 0; i < 2; i++) {
+        FILE *f = fopen(path[i], "w");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        fputs(scn[i], f);
+        fclose(f);
+    }
+    remove("build/test-compare.md");
+    static char out[1 << 15], md[1 << 14];
+    int st = ddp_test_ddpsim_io_within(60, NULL,
+                                       "run --compare --repeat 2 --no-progress --markdown "
+                                       "build/test-compare.md build/test-compare-wrong.scn "
+                                       "build/test-compare-ok.scn", 0, out, sizeof out);
+    CU_ASSERT_EQUAL(st, 1);
+    FILE *f = fopen("build/test-compare.md", "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    md[fread(md, 1, sizeof md - 1, f)] = '\0';
+    fclose(f);
+    CU_ASSERT_PTR_NOT_NULL(strstr(md, "| test-compare-wrong | ddp | ok | ok | **no** | real run"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(md, "| test-compare-ok | ddp | ok | ok | yes |  |"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "2 pair(s): 1 same, 1 different, 0 race(s), 0 skipped"));
+    if (!strstr(md, "| test-compare-ok | ddp | ok | ok | yes |"))
+        printf("\n  exit %d:\n%s\n%s", st, out, md);
+}
+
 /* `make test` (like `make run` and plain `make`) leaves ./ddpsim. */
 static void test_symlink(void)
 {
@@ -800,4 +845,6 @@ DDP_SUITE("cli", NULL, NULL,
           {"run -x stops at the first failure; --last-failed reruns it",
            test_run_exitfirst_last_failed},
           {"run --help: the synopsis names every option", test_run_synopsis},
+          {"run --compare: a real run failing its expectations is never same; --repeat",
+           test_run_compare_judged},
           {"make test leaves ./ddpsim", test_symlink})

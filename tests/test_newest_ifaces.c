@@ -7,10 +7,10 @@
  *    NCCL_SOCKET_FAMILY; a list picks by prefix, "=" exactly, "^"
  *    excludes. The unique id carries the chosen address: the test looks
  *    for its bytes there;
- *  - the tcp backend's GLOO_SOCKET_IFNAME (backends/tcp.c): a list uses
- *    its first name (gloo makes a device per name; ddpsim the first), so a
- *    bad name after a good one is harmless, and a bad first one is a config
- *    error naming the variable. */
+ *  - the tcp backend's GLOO_SOCKET_IFNAME (backends/tcp.c, core/endpoint.c):
+ *    every name of a list must be an interface with an address (gloo makes
+ *    a device per name), the first decides, a bad one is a config error
+ *    naming the variable; TP_SOCKET_IFNAME stands in when it is unset. */
 #include <stdio.h>
 #include <string.h>
 
@@ -133,17 +133,20 @@ static void test_nccl_default_order(void)
 #endif
 
 /* GLOO_SOCKET_IFNAME lists, through a whole scenario under ddp: eth1 is
- * the nodes' second network. The first name decides; TP_SOCKET_IFNAME
- * (tensorpipe's) is read only when GLOO_SOCKET_IFNAME is unset or empty,
- * and a bad one is named by its own variable. */
+ * the nodes' second network. Every item must be an interface with an
+ * address (torch 1.13: gloo makes a device per name), the first decides
+ * (eth1,lo: eth1, not loopback); TP_SOCKET_IFNAME (tensorpipe's) is read
+ * only when GLOO_SOCKET_IFNAME is unset or empty, and a bad one is named
+ * by its own variable. */
 static void test_gloo_list_first(void)
 {
     static const struct {
         const char *env, *why; /* why: NULL ok, else the config error's variable */
     } cases[] = {{"GLOO_SOCKET_IFNAME=eth1", NULL},
-                 {"GLOO_SOCKET_IFNAME=eth1,ib9", NULL},
-                 {"GLOO_SOCKET_IFNAME=ib9,eth1", "GLOO_SOCKET_IFNAME=\\\"ib9,eth1\\\""},
+                 {"GLOO_SOCKET_IFNAME=eth1,lo", NULL},
                  {"GLOO_SOCKET_IFNAME=eth1,eth0", NULL},
+                 {"GLOO_SOCKET_IFNAME=eth1,ib9", "GLOO_SOCKET_IFNAME=\\\"eth1,ib9\\\""},
+                 {"GLOO_SOCKET_IFNAME=ib9,eth1", "GLOO_SOCKET_IFNAME=\\\"ib9,eth1\\\""},
                  {"TP_SOCKET_IFNAME=eth1", NULL},
                  {"TP_SOCKET_IFNAME=ib9", "TP_SOCKET_IFNAME=\\\"ib9\\\""},
                  {"GLOO_SOCKET_IFNAME= TP_SOCKET_IFNAME=ib9", "TP_SOCKET_IFNAME"},
@@ -174,4 +177,5 @@ static void test_gloo_list_first(void)
 DDP_SUITE("newest_ifaces", NULL, NULL,
           {"simulated NCCL: default order and lists over many interfaces",
            test_nccl_default_order},
-          {"GLOO_SOCKET_IFNAME: a list's first name decides", test_gloo_list_first})
+          {"GLOO_SOCKET_IFNAME: every item an interface, the first decides",
+           test_gloo_list_first})

@@ -17,6 +17,7 @@
 #include "../harness/real_priv.h"
 #include "ddp/env.h"
 #include "ddp/err.h"
+#include "ddp/host.h"
 #include "ddp/real.h"
 #include "ddp/scenario.h"
 #include "ddp/sys.h"

@@ -16,6 +16,7 @@
 #include "ddp/cluster.h"
 #include "ddp/env.h"
 #include "ddp/err.h"
+#include "ddp/plan.h"
 #include "ddp/plugin.h"
 #include "ddp/scenario.h"
 #include "ddp/store.h"
@@ -996,6 +997,64 @@ static void test_root_cause_killed_and_launcher(void)
     ddp_scenario_free(nofault);
 }
 
+/* A rank a pause, stall or late fault held back is the root cause of the
+ * others' symptoms (a timeout, a lost peer): named first with the fault's
+ * line, the victim's message kept whole after it. Not when the fault
+ * acted on nothing, when the held rank's own error is first, when the
+ * first error is a cause itself (config), nor for a crash (killed). */
+static int held_first_is(const char *faultline, long long hit, int code, int first_rank,
+                         const char *want, int want_rank)
+{
+    char text[512];
+    snprintf(text, sizeof text, "scenario \"held\"\nnodes 2\ndevices 2\n%s\nexpect invariants\n",
+             faultline);
+    ddp_scenario_t *s = parse(text);
+    ddp_plan_t *plan = NULL;
+    if (!s || ddp_scenario_plan(s, "ddp", 1, &plan) != 0) {
+        ddp_scenario_free(s);
+        return 0;
+    }
+    static ddp_scn_result_t r;
+    memset(&r, 0, sizeof r);
+    r.first_code = code;
+    r.first_rank = first_rank;
+    snprintf(r.first_error, sizeof r.first_error, "rank %d, barrier: the victim's words",
+             first_rank);
+    long long hits[1] = {hit};
+    ddp__scn_held_first(plan, hits, &r);
+    int ok = r.first_rank == want_rank && strstr(r.first_error, want) == r.first_error;
+    if (!ok)
+        printf("\n  %s: rank %d, \"%s\"; expected rank %d, \"%s...\"\n", faultline,
+               r.first_rank, r.first_error, want_rank, want);
+    ddp_plan_free(plan);
+    ddp_scenario_free(s);
+    return ok;
+}
+
+static void test_root_cause_held_back(void)
+{
+    const char *victim = "rank 0, barrier: the victim's words";
+    CU_ASSERT_TRUE(held_first_is("fault pause ranks=3 start=0s end=100s", 1, DDP_ETIMEOUT, 0,
+                                 "rank 3: held back by the fault on line 4 (pause); the other "
+                                 "ranks' errors follow from it, the first: rank 0, barrier: "
+                                 "the victim's words", 3));
+    CU_ASSERT_TRUE(held_first_is("fault stall ranks=1,3 phase=\"barrier\" end=60s", 2,
+                                 DDP_EPEER_LOST, 0, "rank 1, barrier: held back by the fault "
+                                 "on line 4 (stall)", 1));
+    CU_ASSERT_TRUE(held_first_is("fault late node=1 by=40s", 1, -ECONNREFUSED, 0,
+                                 "rank 2 (node 1's ranks): held back by the fault on line 4 "
+                                 "(late)", 2));
+    /* the fault acted on nothing; the held rank's own error; a cause */
+    CU_ASSERT_TRUE(held_first_is("fault pause ranks=3 start=0s end=100s", 0, DDP_ETIMEOUT, 0,
+                                 victim, 0));
+    CU_ASSERT_TRUE(held_first_is("fault pause ranks=0 start=0s end=100s", 1, DDP_ETIMEOUT, 0,
+                                 victim, 0));
+    CU_ASSERT_TRUE(held_first_is("fault pause ranks=3 start=0s end=100s", 1, DDP_ECONFIG, 0,
+                                 victim, 0));
+    CU_ASSERT_TRUE(held_first_is("fault crash ranks=3 phase=\"barrier\"", 1, DDP_ETIMEOUT, 0,
+                                 victim, 0));
+}
+
 /* The judge's expectations on outcomes made to the measure of each:
  * every rank of the world must connect for `expect ok` (not only those
  * that ran), `match=some` needs a process that matches (not one that
@@ -1483,6 +1542,8 @@ DDP_SUITE("scenario", NULL, NULL,
           {"the judge: the summary shows the root cause first", test_root_cause_first},
           {"the judge: a rank a fault killed first, a launcher's aggregate last",
            test_root_cause_killed_and_launcher},
+          {"the judge: a rank a pause, stall or late fault held back is the root cause",
+           test_root_cause_held_back},
           {"a misreported rank: expectations hold, the judge names it", test_misreported_rank},
           {"JUnit: a run whose invariants broke is a failure (in-process)",
            test_junit_invariant_failure},

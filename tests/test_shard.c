@@ -20,6 +20,7 @@
 
 #include "ddp/err.h"
 #include "ddp/fmt.h"
+#include "ddp/host.h"
 #include "ddp/plugin.h"
 #include "ddp/scenario.h"
 #include "ddp/sys.h"

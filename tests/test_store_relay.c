@@ -6,16 +6,19 @@
  * socket, a client's hang-up reaching the server and the server's drop
  * reaching the client, the client's own address reaching the allow list,
  * the relays gone (the port closed) once the server is freed, a relay
- * killed taking its own clients only, and a
- * relay count out of range refused. */
+ * killed taking its own clients only, a relay count out of range refused,
+ * and the soft open-file limit raised to the hard one before the relays
+ * fork (they inherit it), said once. */
 #include <errno.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "ddp/err.h"
+#include "ddp/log.h"
 #include "ddp/store.h"
 #include "ddp/sys.h"
 #include "../core/store_priv.h"
@@ -360,6 +363,90 @@ static void test_bad_count(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_message(), "give 1 to 64"));
 }
 
+/* ---- the open-file limit ---- */
+
+enum { LOW_NOFILE = 64, FDL_RAISED = 0, FDL_LOW = 1, FDL_RELAY_LOW = 2, FDL_SAID = 3,
+       FDL_NO_SERVER = 4, FDL_CANNOT = 5 };
+
+static void count_limit_lines(void *arg, ddp_log_level_t level, const char *line)
+{
+    (void)level;
+    if (strstr(line, "open-file limit") && strstr(line, "64"))
+        ++*(int *)arg;
+}
+
+/* The soft limit in /proc/PID/limits ("Max open files  SOFT  HARD  files"), or -1. */
+static long proc_soft_nofile(long pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%ld/limits", pid);
+    FILE *f = fopen(path, "r");
+    long soft = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "Max open files", 14) == 0)
+            soft = strtol(line + 14, NULL, 10);
+    if (f)
+        fclose(f);
+    return soft;
+}
+
+/* In a process of its own (the limit is the process's): soft limit
+ * LOW_NOFILE, then two servers with a relay each. The exit code says
+ * what held (FDL_*). */
+static int fd_limit_child(ddp_sys_t *sys, void *arg)
+{
+    (void)arg;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_max <= LOW_NOFILE)
+        return FDL_CANNOT;
+    rl.rlim_cur = LOW_NOFILE;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return FDL_CANNOT;
+    int said = 0;
+    ddp_log_set_level(DDP_LOG_INFO);
+    ddp_log_set_sink(count_limit_lines, &said);
+    long relay_soft = -1;
+    for (int i = 0; i < 2; i++) {
+        ddp_store_server_opts_t o = {.host = "127.0.0.1", .relays = 1};
+        ddp_store_server_t *srv = NULL;
+        if (ddp_store_server_new(sys, &o, &srv) != 0)
+            return FDL_NO_SERVER;
+        if (i == 0)
+            relay_soft = proc_soft_nofile(ddp__store_server_relay_pid(srv, 0));
+        ddp_store_server_free(srv);
+    }
+    ddp_log_set_sink(NULL, NULL);
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur != rl.rlim_max)
+        return FDL_LOW;
+    if (rl.rlim_max != RLIM_INFINITY && relay_soft != (long)rl.rlim_max)
+        return FDL_RELAY_LOW;
+    return said == 1 ? FDL_RAISED : FDL_SAID;
+}
+
+static void test_fd_limit_raised(void)
+{
+    ddp_spawn_t sp = {.entry = fd_limit_child, .name = "fd-limit"};
+    ddp_pid_t pid;
+    int status = -1;
+    CU_ASSERT_EQUAL_FATAL(ddp_sys_spawn(g_sys, &sp, &pid), 0);
+    CU_ASSERT_EQUAL_FATAL(ddp_sys_wait(g_sys, pid, &status, dl(30000)), 0);
+    if (status == FDL_CANNOT) {
+        ddp_test_skip("the hard open-file limit is %d or less, or cannot be lowered to it",
+                      LOW_NOFILE);
+        return;
+    }
+    static const char *const what[] = {
+        [FDL_LOW] = "the server left the soft open-file limit at 64 (want: the hard limit)",
+        [FDL_RELAY_LOW] = "the relay was forked before the limit was raised",
+        [FDL_SAID] = "the before/after was not logged exactly once for two servers",
+        [FDL_NO_SERVER] = "the server did not start",
+    };
+    if (status != FDL_RAISED)
+        fprintf(stderr, "fd_limit_raised: exit %d: %s\n", status,
+                status > 0 && status <= FDL_NO_SERVER ? what[status] : "the child crashed");
+    CU_ASSERT_EQUAL(status, FDL_RAISED);
+}
+
 DDP_SUITE("store_relay", suite_init, suite_cleanup,
           {"conformance", test_conformance},
           {"large_values", test_large_values},
@@ -370,4 +457,5 @@ DDP_SUITE("store_relay", suite_init, suite_cleanup,
           {"relay_dies", test_relay_dies},
           {"dead_relay_reaped", test_dead_relay_reaped},
           {"open_id_costs_one_entry", test_open_id_costs_one_entry},
-          {"bad_count", test_bad_count})
+          {"bad_count", test_bad_count},
+          {"fd_limit_raised", test_fd_limit_raised})

@@ -22,6 +22,7 @@
 #include "ddp/env.h"
 #include "ddp/err.h"
 #include "ddp/faults.h"
+#include "ddp/host.h"
 #include "ddp/sys.h"
 #include "epoll_contract.h"
 #include "test.h"
@@ -922,6 +923,61 @@ static void test_guard_kills_watched_groups(void)
     ddp_sys_guard_end(NULL); /* a guard that does nothing */
 }
 
+/* A runner that spawns `setsid sh -c 'sleep ... & ...'` with its guard in
+ * the spawn and dies as soon as the sleep runs, before it could tell the
+ * guard anything itself; it hands the group's id up pfd first. */
+static void die_after_guarded_spawn(int pfd, const char *mark)
+{
+    ddp_sys_t *sys = ddp_sys_posix_new(NULL);
+    ddp_sys_guard_t *g = NULL;
+    if (!sys || ddp_sys_guard_start(&g) != 0)
+        _exit(2);
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "sleep 300.4711 & echo up > %s; wait", mark);
+    char *argv[] = {"setsid", "sh", "-c", cmd, NULL};
+    ddp_spawn_t sp = {.argv = argv, .die_with_parent = 1, .guard = g};
+    ddp_pid_t pid = 0;
+    if (ddp_sys_spawn(sys, &sp, &pid) != 0)
+        _exit(3);
+    int32_t v = (int32_t)pid;
+    if (write(pfd, &v, sizeof v) != (ssize_t)sizeof v)
+        _exit(4);
+    for (int i = 0; i < 500 && access(mark, F_OK) != 0; i++)
+        usleep(10000);
+    _exit(0); /* like a SIGKILL: nothing more said to the guard */
+}
+
+/* Issue 42: a real run watched each rank's group only after its spawn
+ * returned: a runner killed between the two (a loaded host) left that
+ * rank's shell and what it forked running. A spawn with a guard has the
+ * group watched before the child execs. */
+static void test_guard_watches_before_exec(void)
+{
+    char mark[] = "/tmp/ddpsim-guard-spawn-XXXXXX";
+    int mfd = mkstemp(mark);
+    CU_ASSERT_FATAL(mfd >= 0);
+    close(mfd);
+    unlink(mark);
+    int pfd[2];
+    CU_ASSERT_FATAL(pipe(pfd) == 0);
+    pid_t runner = fork();
+    if (runner == 0) {
+        close(pfd[0]);
+        die_after_guarded_spawn(pfd[1], mark);
+    }
+    close(pfd[1]);
+    int32_t pgid = 0;
+    ssize_t r = read(pfd[0], &pgid, sizeof pgid);
+    close(pfd[0]);
+    int st = -1;
+    waitpid(runner, &st, 0);
+    CU_ASSERT_EQUAL(st, 0);
+    CU_ASSERT_FATAL(r == (ssize_t)sizeof pgid && pgid > 0);
+    CU_ASSERT(group_gone(pgid));
+    kill(-pgid, SIGKILL); /* whatever happened: none of them is left */
+    unlink(mark);
+}
+
 DDP_SUITE("sys_posix", suite_init, suite_cleanup,
           {"output_targets", test_output_targets},
           {"output_full_disk", test_output_full_disk},
@@ -935,6 +991,8 @@ DDP_SUITE("sys_posix", suite_init, suite_cleanup,
           {"spawn, wait, kill", test_spawn_wait_kill},
           {"a run's guard kills the groups it watches, members too, at its end",
            test_guard_kills_watched_groups},
+          {"a spawn with a guard: its group watched before it execs",
+           test_guard_watches_before_exec},
           {"which session holds a TCP connection: one index for many lookups",
            test_tcp_owner_index},
           {"read file", test_read_file},

@@ -368,3 +368,12 @@ const char *ddp_test_plugin_lib(char *buf, size_t n, const char *name)
     ddp_sys_free(sys);
     return buf;
 }
+
+void ddp_test_diff_verdict(const char *family, long tried, long accepted, long disagreed,
+                           const char *first)
+{
+    if (disagreed)
+        printf("\n  %s: %ld of %ld disagree; first: %s\n", family, disagreed, tried, first);
+    CU_ASSERT_EQUAL(disagreed, 0);
+    CU_ASSERT_TRUE(accepted > 20 && accepted < tried - 20); /* both sides exercised */
+}

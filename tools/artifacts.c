@@ -11,6 +11,7 @@
 
 #include "cmds.h"
 #include "ddp/err.h"
+#include "ddp/host.h"
 #include "ddp/sys.h"
 #include "runtrace.h"
 

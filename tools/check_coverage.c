@@ -10,6 +10,7 @@
 
 #include "cmds.h"
 #include "ddp/err.h"
+#include "ddp/host.h"
 #include "ddp/sys.h"
 
 /* The source tree of this ddpsim: the first folder above the command's

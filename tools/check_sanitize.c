@@ -12,6 +12,7 @@
 #include "cmds.h"
 #include "ddp/env.h"
 #include "ddp/err.h"
+#include "ddp/host.h"
 #include "ddp/sys.h"
 
 #define SAN_EXIT 86 /* the children's exit status on a sanitizer report */

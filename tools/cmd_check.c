@@ -10,6 +10,7 @@
 #include "ddp/check.h"
 #include "ddp/env.h"
 #include "ddp/err.h"
+#include "ddp/host.h"
 #include "ddp/plugin.h"
 #include "ddp/real.h"
 #include "artifacts.h"

@@ -14,6 +14,7 @@
 #include "cmds.h"
 #include "ddp/err.h"
 #include "ddp/faults.h"
+#include "ddp/host.h"
 #include "ddp/scenario.h"
 #include "ddp/sys.h"
 #include "opt.h"

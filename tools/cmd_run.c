@@ -14,6 +14,7 @@
 #include "ddp/cluster.h"
 #include "ddp/err.h"
 #include "ddp/faults.h"
+#include "ddp/host.h"
 #include "ddp/pg.h"
 #include "ddp/plugin.h"
 #include "ddp/real.h"
@@ -21,7 +22,7 @@
 #include "ddp/launch.h"
 #include "ddp/sim.h"
 #include "ddp/sys.h"
-#include "../harness/progress.h"
+#include "harness/progress.h"
 #include "opt.h"
 
 /* run --help, continued: real runs, foreign programs, artifacts, exit
@@ -39,6 +40,10 @@ static void run_usage_real(FILE *f)
             "                      most causal rank's error beside the simulator's\n"
             "                      prediction for that rank; exit 1 if any pair differs\n"
             "  --markdown FILE     with --compare: the table as Markdown\n"
+            "  --repeat N          with --compare: each real run N times (1..100); the\n"
+            "                      real column is then the classes seen with their counts,\n"
+            "                      and a pair is `race` where the simulator's class is\n"
+            "                      only one of them\n"
             "  --exec 'CMD ARGS'   every rank's process runs this program instead (a real\n"
             "                      PyTorch job, say) with the environment the scenario's\n"
             "                      cluster and launcher give it; the simulator models it\n"
@@ -92,7 +97,7 @@ static void run_usage(FILE *f)
             "                  [-k PATTERN] [-x] [--last-failed FILE]\n"
             "                  [--trace FILE] [--trace-chrome FILE] [--junit FILE]\n"
             "                  [--jobs N] [--verbose] [--progress|--no-progress]\n"
-            "                  [--real [--netns]] [--compare [--markdown FILE]]\n"
+            "                  [--real [--netns]] [--compare [--markdown FILE] [--repeat N]]\n"
             "                  [--shard K/N] [--results FILE] [--exec 'CMD ARGS']\n"
             "                  [--wall-limit SEC] [--grace SEC] [--plugin NAME|PATH.so]\n"
             "                  [--env-clear] [--cold] [--keep-output DIR]\n"
@@ -472,6 +477,7 @@ typedef struct cli {
     const char *keyword, *last_failed;
     const char *plugin; /* --plugin: the scenarios that name none run it */
     int compare, exitfirst;
+    int repeat; /* --compare --repeat N: each real run N times */
     ddp_shard_t shard;
     run_opts_t ro;
     int jobs, progress;
@@ -536,6 +542,7 @@ static int parse_cli(const char *cmd, int argc, char **argv, cli_t *c,
         OPT_FLAG("real", 0, &c->ro.real, 1),
         OPT_FLAG("netns", 0, &c->ro.netns, 1),
         OPT_FLAG("compare", 0, &c->compare, 1),
+        OPT_INT("repeat", &c->repeat, 1, 100),
         OPT_HELP,
     };
     ddp_opt_spec_t sp = {DDP_OPT_SPEC(cmd, opts, usage), .min_operands = 1,
@@ -571,6 +578,11 @@ static int parse_cli(const char *cmd, int argc, char **argv, cli_t *c,
         fprintf(stderr, "ddpsim %s: --artifacts is ddpsim run's, and keeps a foreign "
                         "program's output itself; expected it without %s\n", cmd,
                 replay ? "replay" : c->compare ? "--compare" : "--keep-output");
+        return 2;
+    }
+    if (c->repeat > 1 && !c->compare) {
+        fprintf(stderr, "ddpsim %s: --repeat N runs each real run of --compare N times; "
+                        "expected --compare with it\n", cmd);
         return 2;
     }
     if (c->results && c->compare) {
@@ -937,8 +949,95 @@ static int write_results(const cli_t *c, job_t *jobs, int njobs, long long total
     return 0;
 }
 
+/* One pair of --compare: the real column (one class, or with --repeat N
+ * the classes seen with their counts, the most frequent first), whether
+ * it is the simulator's, and the first real run that failed its own
+ * expectations (a pair with one is never `yes`). */
+typedef struct pair {
+    char real[128];
+    const char *same; /* "-" (not realisable), yes, race, no */
+    char note[200];
+} pair_t;
+
+static void pair_judge(pair_t *p, char seen[][32], int *cnt, int n, int runs,
+                       const char *sim)
+{
+    int size = 0, has_sim = 0;
+    for (int k = 0; k < n; k++) {
+        for (int m = k + 1; m < n; m++) /* by count, ties in order seen */
+            if (cnt[m] > cnt[k]) {
+                char t[32];
+                int c = cnt[m];
+                memcpy(t, seen[m], 32), memcpy(seen[m], seen[k], 32), memcpy(seen[k], t, 32);
+                cnt[m] = cnt[k], cnt[k] = c;
+            }
+        has_sim |= !strcmp(seen[k], sim);
+        size += n == 1 ? snprintf(p->real + size, sizeof p->real - (size_t)size, "%s", seen[k])
+                       : snprintf(p->real + size, sizeof p->real - (size_t)size, "%s%s %d/%d",
+                                  k ? ", " : "", seen[k], cnt[k], runs);
+        if (size >= (int)sizeof p->real)
+            size = (int)sizeof p->real - 1;
+    }
+    p->same = p->note[0] || !has_sim ? "no" : n == 1 ? "yes" : "race";
+}
+
+static void pair_run(ddp_sys_t *sys, const cli_t *c, const job_t *j, const char *sim, pair_t *p)
+{
+    char seen[8][32];
+    int cnt[8] = {0}, n = 0, runs = 0;
+    memset(p, 0, sizeof *p);
+    if (j->r.skipped) {
+        snprintf(p->real, sizeof p->real, "skip");
+        snprintf(p->note, sizeof p->note, "%.180s", j->r.why + 9);
+        p->same = "-";
+        return;
+    }
+    for (int k = 0; k < (c->repeat > 1 ? c->repeat : 1) && (!k || !g_interrupted); k++) {
+        job_t rj = *j;
+        if (k)
+            run_job(sys, &rj, &c->ro);
+        char cls[32];
+        outcome_class(&rj.r, cls, sizeof cls);
+        int at = 0;
+        while (at < n && strcmp(seen[at], cls))
+            at++;
+        if (at == n && n < 8)
+            snprintf(seen[n++], sizeof seen[0], "%s", cls);
+        cnt[at < 8 ? at : 7]++;
+        runs++;
+        if (!rj.r.pass && !p->note[0])
+            snprintf(p->note, sizeof p->note, "real run%s: %.160s", runs > 1 ? " (a repeat)" : "",
+                     rj.r.why);
+    }
+    pair_judge(p, seen, cnt, n, runs, sim);
+}
+
+/* Under a failed real run: its most causal rank's error beside the
+ * simulator's prediction for that rank. */
+static void explain(ddp_sys_t *sys, const ddp_scn_result_t *rr, const ddp_scn_result_t *sr)
+{
+    int w = out_width(sys);
+    int col = printf("    real rank %d: ", rr->first_rank);
+    wrap(rr->first_error, col, 6, w);
+    col = printf("    simulator:   ");
+    wrap(sr->rank_error[0] ? sr->rank_error
+         : sr->ranks > rr->first_rank ? "ok (it did not fail)"
+                                      : "no such rank", col, 6, w);
+}
+
+static void md_row(FILE *md, const char *name, const job_t *j, const char *sim, pair_t *p)
+{
+    for (char *q = p->note; *q; q++)
+        if (*q == '|')
+            *q = '/';
+    fprintf(md, "| %s | %s | %s | %s | %s | %s |\n", name, j->accel, sim, p->real,
+            !strcmp(p->same, "no") ? "**no**" : p->same, p->note);
+}
+
 /* --compare: each job also in the simulator; both outcome classes side
- * by side (the real results are in jobs already). */
+ * by side (the real results are in jobs already; --repeat N runs each
+ * real one N-1 times more). Exit 1 if any pair differs (a race is
+ * counted apart: the simulator's class is among the real ones). */
 static int compare(ddp_sys_t *sys, const cli_t *c, job_t *jobs, int njobs, double wall)
 {
     ddp_out_t *mdo = NULL;
@@ -949,7 +1048,7 @@ static int compare(ddp_sys_t *sys, const cli_t *c, job_t *jobs, int njobs, doubl
     FILE *md = mdo ? ddp_out_file(mdo) : NULL;
     run_opts_t sim_ro = c->ro;
     sim_ro.real = sim_ro.netns = 0;
-    int differ = 0, same = 0, skipped = 0;
+    int n[4] = {0}; /* same, different, race, skipped */
     printf("%-28s %-12s %-12s %-12s %s\n", "scenario", "accelerator", "simulator",
            c->ro.netns ? "real (netns)" : "real", "same");
     if (md)
@@ -957,55 +1056,34 @@ static int compare(ddp_sys_t *sys, const cli_t *c, job_t *jobs, int njobs, doubl
                     "|---|---|---|---|---|---|\n", c->ro.netns ? " (netns)" : "");
     for (int i = 0; i < njobs; i++) {
         job_t sj = jobs[i];
-        /* the real run's most causal failing rank: the simulator's
-         * prediction for that rank goes beside its message */
         const ddp_scn_result_t *rr = &jobs[i].r;
         int why_rank = !rr->skipped && rr->first_error[0] && rr->first_rank >= 0;
         sim_ro.explain_rank = why_rank ? rr->first_rank + 1 : 0;
         run_job(sys, &sj, &sim_ro);
-        char a[32], b[32], name[256];
+        char a[32], name[256];
+        pair_t p;
         outcome_class(&sj.r, a, sizeof a);
-        outcome_class(&jobs[i].r, b, sizeof b);
-        int sk = jobs[i].r.skipped, eq = !sk && !strcmp(a, b);
-        differ += !sk && !eq;
-        same += eq;
-        skipped += sk;
+        pair_run(sys, c, &jobs[i], a, &p);
+        n[*p.same == '-' ? 3 : *p.same == 'y' ? 0 : *p.same == 'r' ? 2 : 1]++;
         base_name(jobs[i].path, name, sizeof name);
-        printf("%-28s %-12s %-12s %-12s %s\n", name, jobs[i].accel, a, b,
-               sk ? "-" : eq ? "yes" : "NO");
-        if (why_rank) {
-            int w = out_width(sys);
-            int col = printf("    real rank %d: ", rr->first_rank);
-            wrap(rr->first_error, col, 6, w);
-            col = printf("    simulator:   ");
-            wrap(sj.r.rank_error[0] ? sj.r.rank_error
-                 : sj.r.ranks > rr->first_rank ? "ok (it did not fail)"
-                                               : "no such rank", col, 6, w);
-        }
-        if (md) {
-            char note[200] = "";
-            if (sk)
-                snprintf(note, sizeof note, "%.180s", jobs[i].r.why + 9);
-            else if (!jobs[i].r.pass)
-                snprintf(note, sizeof note, "real run: %.170s", jobs[i].r.why);
-            for (char *p = note; *p; p++)
-                if (*p == '|')
-                    *p = '/';
-            fprintf(md, "| %s | %s | %s | %s | %s | %s |\n", name, jobs[i].accel, a, b,
-                    sk ? "-" : eq ? "yes" : "**no**", note);
-        }
+        printf("%-28s %-12s %-12s %-12s %s\n", name, jobs[i].accel, a, p.real,
+               !strcmp(p.same, "no") ? "NO" : p.same);
+        if (why_rank)
+            explain(sys, rr, &sj.r);
+        if (md)
+            md_row(md, name, &jobs[i], a, &p);
     }
-    printf("%d pair(s): %d same, %d different, %d skipped (%.1f s real)\n", njobs, same,
-           differ, skipped, wall);
+    printf("%d pair(s): %d same, %d different, %d race(s), %d skipped (%.1f s real)\n", njobs,
+           n[0], n[1], n[2], n[3], wall);
     if (md) {
-        fprintf(md, "\n%d pair(s): %d same, %d different, %d not realisable for real.\n",
-                njobs, same, differ, skipped);
+        fprintf(md, "\n%d pair(s): %d same, %d different, %d race(s), %d not realisable for "
+                    "real.\n", njobs, n[0], n[1], n[2], n[3]);
         if (ddp_out_commit(mdo) != 0) {
             fprintf(stderr, "ddpsim run: %s\n", ddp_err_message());
             return 2;
         }
     }
-    return differ ? 1 : 0;
+    return n[1] ? 1 : 0;
 }
 
 /* -k: the run's scenario file, title or accelerator contains the pattern,

@@ -14,6 +14,7 @@
 #include "cmds.h"
 #include "ddp/accel.h"
 #include "ddp/err.h"
+#include "ddp/host.h"
 #include "ddp/scenario.h"
 #include "ddp/sim.h"
 #include "opt.h"

@@ -24,7 +24,7 @@
 #include "ddp/store.h"
 #include "ddp/sys.h"
 #include "opt.h"
-#include "../core/store_priv.h"
+#include "core/store_priv.h"
 
 #define CLI_DEFAULT_TIMEOUT_S 30
 #define PROTO_FORM "auto, legacy or current"

@@ -7,7 +7,7 @@
 #include <stdio.h>
 
 #include "ddp/scenario.h"
-#include "../harness/xml_priv.h"
+#include "harness/xml_priv.h"
 
 struct ddp_sys;
 

@@ -13,6 +13,7 @@
 #include "ddp/accel.h"
 #include "ddp/err.h"
 #include "ddp/fmt.h"
+#include "ddp/host.h"
 #include "ddp/sys.h"
 #include "ddp/plugin.h"
 #include "ddp/scenario.h"

@@ -14,6 +14,7 @@
 #include "ddp/err.h"
 
 #include "cmds.h"
+#include "ddp/host.h"
 #include "ddp/sim.h"
 #include "ddp/sys.h"
 

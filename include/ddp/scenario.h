@@ -180,7 +180,7 @@ typedef struct ddp_scn_result {
     int invariants_ok;   /* the invariants held */
     char why[DDP_ERR_MSG_MAX + 256]; /* the first expectation or invariant that did not
                                         (a rank's whole message in it) */
-    char first_error[DDP_ERR_MSG_MAX]; /* the most causal failing rank's message ("" none;
+    char first_error[DDP_ERR_MSG_MAX + 256]; /* the most causal failing rank's message ("" none;
                               order: harness/root_cause.c) */
     int first_code;      /* its error code (0 none) */
     int first_rank;      /* its rank (-1: a process that is no rank, or none) */

@@ -23,7 +23,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <sys/types.h>
 
 #ifdef __cplusplus
@@ -139,6 +138,12 @@ typedef struct ddp_spawn {
      * Linux's parent-death signal), so no rank outlives its runner. The
      * simulator's tasks die with their process anyway. */
     int die_with_parent;
+    /* Real processes with die_with_parent: the run's guard
+     * (ddp_sys_guard_start) watches the child's group, named by its pid,
+     * before the child execs, so a runner killed right after the spawn
+     * leaves no group unwatched (the child must lead its group: `setsid`).
+     * NULL: none. */
+    struct ddp_sys_guard *guard;
     /* Which start of its group this process is (an elastic agent's worker
      * group, started again: 1, 2, ...); the simulator reports it in the
      * outcome (ddp_sim_outcome_t.attempt). */
@@ -212,6 +217,11 @@ typedef struct ddp_sys_ops {
     void (*lib_close)(ddp_sys_t *sys, void *lib);
     /* The NCCL + CUDA runtime calls (ddp_sys_nccl_api). May be NULL. */
     int (*nccl_api)(ddp_sys_t *sys, const struct ddp_nccl_api **out);
+    /* This process's soft open-file limit raised to its hard limit
+     * (ddp_sys_fd_limit_raise). May be NULL: DDP_EUNSUPPORTED. */
+    int (*fd_limit_raise)(ddp_sys_t *sys, long *before, long *after);
+    /* host's canonical name (ddp_sys_canon_name). May be NULL. */
+    int (*canon_name)(ddp_sys_t *sys, const char *host, char *buf, size_t n);
 } ddp_sys_ops_t;
 
 /* An instance: ops + the rank's environment + implementation state. */
@@ -227,111 +237,6 @@ DDP_API ddp_sys_t *ddp_sys_posix_new(struct ddp_env *env);
  * timed out ...); 0 for any other sys. A forked entry's sys starts at 0. */
 DDP_API int ddp_sys_posix_failed_connects(ddp_sys_t *sys);
 DDP_API void ddp_sys_free(ddp_sys_t *sys);
-
-/* ddp_sys_read_file of the POSIX sys, for a tool's own inputs (result
- * files to merge) where no rank's sys is at hand: the same cap and the
- * same refusal of FIFOs, devices and directories. */
-DDP_API int ddp_sys_read_host_file(const char *path, char **data, size_t *len);
-/* The host's monotonic clock in ns (the POSIX sys's now), for a tool's
- * own wall times (progress lines) where no rank's sys is at hand. */
-DDP_API int64_t ddp_sys_host_now(void);
-/* This process's id (names of per-run files; ddp_sys_sweep_stale). */
-DDP_API long ddp_sys_pid(void);
-/* 64 random bits from the kernel (a run's identity, never a decision a
- * seed should reproduce). */
-DDP_API uint64_t ddp_sys_random_u64(void);
-/* The wall-clock time now, "2026-12-06 07:30:01 UTC", for messages. */
-DDP_API void ddp_sys_wall_text(char *buf, size_t n);
-/* Removes the files in dir named PREFIX<pid>-... whose process <pid> no
- * longer exists: what a run killed by SIGKILL left behind, swept by the
- * next one. Returns how many were removed. */
-DDP_API int ddp_sys_sweep_stale(const char *dir, const char *prefix);
-
-/* A guard for a real run's processes (core/sys_posix_guard.c): a process
- * of its own that SIGKILLs every process group it watches once the
- * caller is gone, at its end (ddp_sys_guard_end) or at its death, SIGKILL
- * included. A parent-death signal reaches only the caller's children; the
- * guard reaches what they forked too, as long as it stays in their group.
- * start: 0 and *out, or a negative code (no fork). watch: on 1 a group to
- * kill, on 0 one that is gone (killed and reaped: its id may be reused).
- * end: the guard kills what it still watches and is waited for. NULL is a
- * guard that does nothing. */
-typedef struct ddp_sys_guard ddp_sys_guard_t;
-DDP_API int ddp_sys_guard_start(ddp_sys_guard_t **out);
-DDP_API void ddp_sys_guard_watch(ddp_sys_guard_t *g, long pgid, int on);
-DDP_API void ddp_sys_guard_end(ddp_sys_guard_t *g);
-
-/* This process as a child subreaper (Linux PR_SET_CHILD_SUBREAPER):
- * on > 0 adds a user, on <= 0 drops one; the flag is set while any user
- * holds it. An orphan among its descendants becomes its child, so a rank
- * that a warm-start fork server forked and left (harness/real_warm.c) is
- * waited for and killed as the runner's own. 0, or a negative code. */
-DDP_API int ddp_sys_child_subreaper(int on);
-
-/* Makes the folder path and the folders above it (mkdir -p): 0, or a
- * negative code with the error context naming the folder. */
-DDP_API int ddp_sys_make_dirs(const char *path);
-
-/* 1 when a process of session sid holds a TCP socket whose local port is
- * local_port and whose peer's is remote_port (as sid's network namespace
- * sees it, Linux /proc), 0 when none does, or a negative code. The real
- * runner tells by this which rank's process a connection to the store it
- * hosts came from. */
-DDP_API int ddp_sys_session_holds_tcp(long sid, uint16_t local_port, uint16_t remote_port);
-/* The same question for many connections at the cost of few /proc scans
- * (the hosted store attributes each client to a rank): an index of which
- * session holds which socket, renewed by one pass over /proc when a socket
- * is not in it yet. ddp_sys_tcp_owner: the index in sids[0..n) of the
- * session holding a TCP socket with this local and remote port (as each
- * session's network namespace sees it), -1 when none does, or a negative
- * code below -1 (-ENOMEM, ...). */
-typedef struct ddp_sys_tcp_owners ddp_sys_tcp_owners_t;
-DDP_API ddp_sys_tcp_owners_t *ddp_sys_tcp_owners_new(void);
-DDP_API void ddp_sys_tcp_owners_free(ddp_sys_tcp_owners_t *t);
-DDP_API int ddp_sys_tcp_owner(ddp_sys_tcp_owners_t *t, const long *sids, int n,
-                              uint16_t local_port, uint16_t remote_port);
-
-/* The processes of session sid (Linux /proc): up to max pids in pids, the
- * number found (at most max), or a negative code. With
- * ddp_sys_proc_getenv and ddp_sys_proc_fd_path the real runner finds the
- * workers a foreign launcher (torch's elastic agent) started in its
- * session, their rank, and where their stderr goes. */
-DDP_API int ddp_sys_session_pids(long sid, long *pids, int max);
-
-/* Variable name of process pid's initial environment (/proc/PID/environ)
- * into buf: 1 found, 0 not set, or a negative code (-ENOENT: gone). */
-DDP_API int ddp_sys_proc_getenv(long pid, const char *name, char *buf, size_t n);
-
-/* The path process pid's descriptor fd is open on (/proc/PID/fd/FD) into
- * buf: 0, or a negative code. */
-DDP_API int ddp_sys_proc_fd_path(long pid, int fd, char *buf, size_t n);
-
-/* Output files (every file ddpsim writes for a user: results, JUnit,
- * traces, reports). A target is replaced whole or left as it was: the
- * bytes go to a temporary file in the target's folder, which is flushed,
- * fsynced, checked and renamed over the target at ddp_out_commit. Only a
- * regular file or a missing path is a target; a device, FIFO, socket,
- * directory or symlink is refused, naming it (renaming over /dev/null
- * would replace the device). "-" is standard output. Every write error is
- * kept with its own errno (ENOSPC reads "No space left on device"), and a
- * failed output leaves no file under the final name. what: how errors
- * name the file ("the result file"). */
-typedef struct ddp_out ddp_out_t;
-/* Is path a target ddp_out_open would take? 0, or a negative code with
- * the error context filled (for checking options before a long run). */
-DDP_API int ddp_out_check(const char *path, const char *what);
-DDP_API int ddp_out_open(const char *path, const char *what, ddp_out_t **out);
-/* The stream to write to (valid until commit or abort). */
-DDP_API FILE *ddp_out_file(ddp_out_t *o);
-/* Flush, fsync, rename: 0, or the first error (the temporary file is
- * removed). Frees o either way. */
-DDP_API int ddp_out_commit(ddp_out_t *o);
-/* Drop what was written (the target stays as it was); frees o. NULL: no-op. */
-DDP_API void ddp_out_abort(ddp_out_t *o);
-/* The whole cycle: open, fill(stream, arg) (0, or a negative code with
- * the error context filled, which aborts), commit. */
-DDP_API int ddp_out_write(const char *path, const char *what,
-                          int (*fill)(FILE *f, void *arg), void *arg);
 
 /* Monotonic now in ns. */
 static inline int64_t ddp_sys_now(ddp_sys_t *s) { return s->ops->now(s); }
@@ -350,6 +255,11 @@ static inline int ddp_sys_hostname(ddp_sys_t *s, char *buf, size_t n)
 {
     return s->ops->hostname(s, buf, n);
 }
+/* host's canonical name, as getaddrinfo(AI_CANONNAME) gives it (torch's
+ * _matches_machine_hostname takes it as this host too): 0 and buf,
+ * DDP_ENOT_FOUND, or DDP_EUNSUPPORTED from a sys without canonical names
+ * (the simulator's nodes have one name each). */
+DDP_API int ddp_sys_canon_name(ddp_sys_t *s, const char *host, char *buf, size_t n);
 /* Up to max of this host's own addresses, every interface's, loopback
  * included (port 0): the count, or a negative code; DDP_EUNSUPPORTED from a
  * sys that cannot tell (then a check that needs them is skipped). Rank 0
@@ -371,12 +281,37 @@ DDP_API int ddp_sys_resolve_numeric(ddp_sys_t *s, const char *host, uint16_t por
  * 4 or 6, else the first listed): 0, or DDP_ENOT_FOUND naming the
  * interface and the ones there are. */
 DDP_API int ddp_sys_iface_addr(ddp_sys_t *s, const char *name, int prefer, ddp_addr_t *out);
+/* torch 1.13's parse_rendezvous_endpoint(text, default_port) (core/endpoint.c,
+ * docs/fidelity.md): strip, "" is localhost, "[v6]" or HOST[:PORT] with the
+ * port 0..65535 (1 to 5 digits), the host of letters, digits, _ . : - (ASCII
+ * only; at most n - 1 bytes). 0 with host and *port, or DDP_ECONFIG saying
+ * which part was wrong. Port 0 is torch's too: a caller that must connect
+ * refuses it. */
+DDP_API int ddp_endpoint_parse(const char *text, uint16_t default_port, char *host, size_t n,
+                               uint16_t *port);
+/* torch 1.13's _matches_machine_hostname(host): 1 when host is "localhost",
+ * a loopback address as Python's ipaddress reads one, this host's name, or
+ * an address that name resolves to (through s); else 0. */
+DDP_API int ddp_sys_is_this_host(ddp_sys_t *s, const char *host);
+/* GLOO_SOCKET_IFNAME (var) as torch 1.13's ProcessGroupGloo reads it: unset
+ * or one character is ignored (0: the host name's device); else one device
+ * per comma-separated item, each an interface of ifs with an address (a
+ * final comma ends the list): the number of items and the first in first,
+ * or DDP_ECONFIG naming the empty or unknown item. */
+DDP_API int ddp_gloo_ifnames(const char *var, const char *value, const ddp_ifaddr_t *ifs,
+                             int nifs, char *first, size_t n);
 /* 1 when a and b are in the same prefix-bit network. */
 DDP_API int ddp_addr_in_net(const ddp_addr_t *a, const ddp_addr_t *net, int prefix);
 /* 1 when addr, an address as this host sees it, reaches this host only, so
  * that no other node can use it (a loopback address: 127/8, ::1); else 0.
  * A sys whose "nodes" share one loopback (real runs on one machine) says 0. */
 DDP_API int ddp_sys_node_local(ddp_sys_t *s, const ddp_addr_t *addr);
+/* Raises this process's soft open-file limit (RLIMIT_NOFILE) to its hard
+ * limit, which only CAP_SYS_RESOURCE raises: 0 with the soft limit before
+ * and after (-1: unlimited; equal when it was the hard limit already), or
+ * a negative code naming the limits (*after then the limit in force).
+ * DDP_EUNSUPPORTED on a sys without it (the simulator: no host limit). */
+DDP_API int ddp_sys_fd_limit_raise(ddp_sys_t *s, long *before, long *after);
 /* Loads a shared library, resolving every symbol now; its own undefined
  * symbols bind to the running program's exports first. path with a '/' is
  * a file (relative to the current directory); a bare name (a soname,
