@@ -133,8 +133,15 @@ DIFF_BIN  := $(B)/tests/differential/addr
 $(DIFF_BIN): tests/differential/addr.c $(B)/tests/addr_gen.o $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/tests/addr_gen.o $(STATIC) $(LDFLAGS) $(LDLIBS)
-differential: $(DIFF_BIN)
+# The store family: ddpsim's store server vs torch 1.13's TCPStore server.
+DIFF_STORE_BIN := $(B)/tests/differential/store
+DIFF_STORE_PORT ?= 0
+$(DIFF_STORE_BIN): tests/differential/store.c $(B)/tests/store_diff.o $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/tests/store_diff.o $(STATIC) $(LDFLAGS) $(LDLIBS)
+differential: $(DIFF_BIN) $(DIFF_STORE_BIN)
 	$(DIFF_BIN) $(DIFF_COUNT)
+	$(DIFF_STORE_BIN) $(DIFF_COUNT) 41 $(DIFF_STORE_PORT)
 
 # docs/fault-points.md is generated from include/ddp/faults.h and the page's
 # template; `make test` fails when the committed page is out of date.
