@@ -7,7 +7,8 @@
 #   make coverage   per-accelerator coverage and the parity gate
 #   make mutate     the mutation check: tests/mutants/ x the layers above
 #   make real-scenarios / netns-scenarios / real-test / fidelity   real runs
-#   make differential  the address parser vs this host's libc (DIFF_COUNT a family)
+#   make differential  the address parser vs this host's libc, the store server
+#                   vs torch 1.13's (DIFF_COUNT a family)
 #   make torch-test real PyTorch against ddpsim's store (tests/torch/)
 #   make fuzz       libFuzzer harnesses, FUZZ_SECONDS each (clang)
 #   make install    PREFIX=/usr/local (lib, headers, pkg-config, command, man page)
