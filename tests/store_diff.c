@@ -28,8 +28,7 @@ extern char **environ;
 #define SD_MAXC 4        /* connections a sequence holds to each server */
 #define SD_NKEYS 4       /* keys a sequence's requests name */
 #define SD_GRACE (1 * MS)    /* how long an unanswered WAIT is given */
-#define SD_LAG (300 * MS)    /* how long a server's bytes may trail the other's */
-#define SD_LAG_CLOSE (50 * MS) /* and its closing a connection */
+#define SD_LAG (1000 * MS)   /* how long a server may trail the other */
 #define SD_REPLY (20000 * MS) /* a reply that is due (a 150,000-key CHECK) */
 #define SD_LIMIT_KEY 8192
 #define SD_LIMIT_VALUE ((size_t)8 << 20)
@@ -757,19 +756,26 @@ static int lagging(const seq_t *s, int side, int c, int closes)
     return s->got[!side][c].n > s->got[side][c].n || (closes && s->closed[!side][c]);
 }
 
-/* Gives the server that is behind on a connection up to SD_LAG to catch
- * up (a wake-up one server sends a moment later than the other). */
-static void settle(seq_t *s, int closes)
+/* r goes past one of ddpsim's limits (none of torch 1.13's). */
+static int over_limit(const req_t *r)
 {
+    return r->maxkey > SD_LIMIT_KEY || r->maxval > SD_LIMIT_VALUE || r->nkeys > SD_LIMIT_COUNT;
+}
+
+static int classify(const seq_t *s, const req_t *r, int c);
+
+/* Gives the server that is behind on a connection up to SD_LAG to catch
+ * up (a wake-up one server sends a moment later than the other), unless
+ * where they stand is already a named difference. */
+static void settle(seq_t *s, const req_t *r)
+{
+    int closes = !r || r->reply == R_WAIT || r->reply == R_CLOSE;
     int64_t dl = ddp_sys_deadline_in(s->sys, SD_LAG);
-    int64_t dlc = ddp_sys_deadline_in(s->sys, SD_LAG_CLOSE);
     for (int c = 0; c < s->nconn; c++)
-        for (int side = 0; side < SIDES; side++) {
-            while (lagging(s, side, c, 0) && pump(s, side, dl) > 0)
+        for (int side = 0; side < SIDES; side++)
+            while (lagging(s, side, c, closes) && classify(s, r, c) < 0 &&
+                   pump(s, side, dl) > 0)
                 ;
-            while (lagging(s, side, c, closes) && pump(s, side, dlc) > 0)
-                ;
-        }
 }
 
 /* What each connection got: the reply on r's (a request without one has
@@ -783,6 +789,8 @@ static void step_read(seq_t *s, const req_t *r)
     for (int side = 0; side < SIDES; side++) {
         if (r && r->reply != R_WAIT && r->reply != R_CLOSE)
             rd_reply(s, side, r->conn, r->reply, r->barrier, due);
+        else if (r && side == D && over_limit(r))
+            rd_some(s, side, r->conn, due); /* ddpsim closes it, maybe late */
         else if (r)
             rd_some(s, side, r->conn, grace);
         for (int c = 0; c < s->nconn; c++) {
@@ -791,7 +799,7 @@ static void step_read(seq_t *s, const req_t *r)
             drain(s, side, c);
         }
     }
-    settle(s, !r || r->reply == R_WAIT || r->reply == R_CLOSE);
+    settle(s, r);
 }
 
 static int64_t i64_at(const sbuf_t *b)
@@ -805,7 +813,8 @@ static int64_t i64_at(const sbuf_t *b)
  * (GETNUMKEYS compared as the change since the sequence began), or -1. */
 static int first_diff(const seq_t *s, const req_t *r)
 {
-    for (int c = 0; c < s->nconn; c++) {
+    for (int i = -1; i < s->nconn; i++) {
+        int c = i < 0 ? (r ? r->conn : 0) : i; /* r's connection first */
         const sbuf_t *a = &s->got[T][c], *b = &s->got[D][c];
         int same = sb_eq(a, b);
         if (r && c == r->conn && r->op == DDP_STORE_LOP_GETNUMKEYS && a->n == 8 && b->n == 8)
@@ -843,7 +852,7 @@ static int classify(const seq_t *s, const req_t *r, int c)
         if (r->op == DDP_STORE_LOP_ADD && s->got[T][c].n == 8)
             return SD_N_ADD_OVERFLOW;
     }
-    if (tc && !dc && r->op >= 9 && r->op <= 17)
+    if (tc && (!dc || s->got[D][c].n) && r->op >= 9 && r->op <= 17)
         return SD_N_OPCODE;
     if (tc && !dc && r->op == DDP_STORE_LOP_GET && is_empty_reply(&s->got[D][c]))
         return SD_N_GET_MISSING;
@@ -872,19 +881,24 @@ static void record(seq_t *s, const req_t *r, int c, int named)
         s->st->named[named]++;
         return;
     }
-    if (s->st->disagreed++)
+    char a[128], b[128], *m = s->st->first;
+    size_t mn = sizeof s->st->first;
+    if (s->st->disagreed++ && !s->st->verbose)
         return;
-    char a[128], b[128];
+    char more[sizeof s->st->first];
+    if (s->st->disagreed > 1)
+        m = more, mn = sizeof more;
     describe_side(s, T, c, a, sizeof a);
     describe_side(s, D, c, b, sizeof b);
     if (r)
-        snprintf(s->st->first, sizeof s->st->first,
+        snprintf(m, mn,
                  "sequence %ld step %ld: opcode %d on connection %d (longest key %zu, "
                  "value %zu bytes, %zu keys); on connection %d %s, %s",
                  s->idx, s->step, r->op, r->conn, r->maxkey, r->maxval, r->nkeys, c, a, b);
     else
-        snprintf(s->st->first, sizeof s->st->first,
-                 "sequence %ld, at its end: on connection %d %s, %s", s->idx, c, a, b);
+        snprintf(m, mn, "sequence %ld, at its end: on connection %d %s, %s", s->idx, c, a, b);
+    if (s->st->verbose)
+        fprintf(stderr, "store differential: %s\n", m);
 }
 
 /* After a step both servers agreed on: STOP_WAITINGs counted. */
@@ -910,9 +924,9 @@ static void after_step(seq_t *s, const req_t *r)
 static int step(seq_t *s, const req_t *r)
 {
     step_send(s, r);
-    step_read(s, r);
     if (r)
-        model_apply(s, r);
+        model_apply(s, r); /* before reading: it names what a wake-up may be */
+    step_read(s, r);
     int c = first_diff(s, r);
     if (c >= 0) {
         record(s, r, c, classify(s, r, c));

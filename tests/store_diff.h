@@ -34,6 +34,7 @@ typedef struct sd_stats {
     long named[SD_NNAMED];
     long disagreed; /* unexplained disagreements */
     char first[600]; /* the first one, in words */
+    int verbose;     /* set: every one is printed on stderr */
 } sd_stats_t;
 
 /* torch's server: the helper process, its stdin (closing it ends it). */

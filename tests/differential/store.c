@@ -57,7 +57,7 @@ static int run(ddp_sys_t *sys, long count, uint64_t seed, unsigned port)
     ddp_addr_t a[2];
     ddp_addr_parse("127.0.0.1", t.port, &a[0]);
     a[1] = ddp_store_server_addr(srv);
-    sd_stats_t st = {0};
+    sd_stats_t st = {.verbose = 1};
     rc = sd_run(sys, a, seed, count, 1, &st);
     ddp_store_server_stop(srv);
     ddp_store_server_join_thread(srv);
