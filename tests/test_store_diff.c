@@ -74,7 +74,7 @@ static void test_catches_a_difference(void)
 {
     ddp_store_server_opts_t o = {.host = "127.0.0.1", .max_key_len = 64};
     sd_stats_t st = {0};
-    if (diff_run(&o, 4100, 40, &st))
+    if (diff_run(&o, 4100, 12, &st))
         return;
     CU_ASSERT(st.disagreed > 0);
     CU_ASSERT(st.first[0] != '\0');
