@@ -8,7 +8,8 @@
 #   make mutate     the mutation check: tests/mutants/ x the layers above
 #   make real-scenarios / netns-scenarios / real-test / fidelity   real runs
 #   make differential  the address parser vs this host's libc, the endpoint, host and
-#                      GLOO_SOCKET_IFNAME readings vs torch 1.13 (DIFF_COUNT a family)
+#                      GLOO_SOCKET_IFNAME readings and the store server vs torch
+#                      1.13's (DIFF_COUNT a family)
 #   make torch-test real PyTorch against ddpsim's store (tests/torch/)
 #   make fuzz       libFuzzer harnesses, FUZZ_SECONDS each (clang)
 #   make install    PREFIX=/usr/local (lib, headers, pkg-config, command, man page)
@@ -136,8 +137,15 @@ DIFF_OBJ  := $(B)/tests/addr_gen.o $(B)/tests/torch_gen.o
 $(DIFF_BIN): tests/differential/addr.c $(DIFF_OBJ) $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(DIFF_OBJ) $(STATIC) $(LDFLAGS) $(LDLIBS)
-differential: $(DIFF_BIN)
+# The store family: ddpsim's store server vs torch 1.13's TCPStore server.
+DIFF_STORE_BIN := $(B)/tests/differential/store
+DIFF_STORE_PORT ?= 0
+$(DIFF_STORE_BIN): tests/differential/store.c $(B)/tests/store_diff.o $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/tests/store_diff.o $(STATIC) $(LDFLAGS) $(LDLIBS)
+differential: $(DIFF_BIN) $(DIFF_STORE_BIN)
 	$(DIFF_BIN) $(DIFF_COUNT)
+	$(DIFF_STORE_BIN) $(DIFF_COUNT) 41 $(DIFF_STORE_PORT)
 
 # docs/fault-points.md is generated from include/ddp/faults.h and the page's
 # template; `make test` fails when the committed page is out of date.

@@ -1,11 +1,13 @@
 /* tests/test_sim_store.c — the real store (server + client, unmodified) in
  * the simulator: N ranks do wait-for-workers + store barrier under faults. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ddp/err.h"
 #include "ddp/launch.h"
 #include "ddp/sim.h"
+#include "ddp/store.h"
 #include "epoll_contract.h"
 #include "test.h"
 
@@ -233,6 +235,70 @@ static void test_epoll_contract(void)
     CU_ASSERT_EQUAL(epoll_run(9, 1), epoll_run(9, 1));
 }
 
+/* A WAIT on 32,768 keys nobody sets, in the simulator: ddpsim's server
+ * there (as torch 1.13's) keeps it until the client's deadline, so the
+ * client times out; it was dropped (max_wait_keys 16,384) and the client
+ * blamed the master ("is the master (rank 0) still alive?"). Issue 41. */
+#define WAIT_32K 32768
+
+typedef struct {
+    int done;
+    char msg[512];
+} wait32k_t;
+
+/* ddpsim's server on node0 until the client is done (at most 10 s). */
+static int wait_32k_server(ddp_sys_t *sys, void *arg)
+{
+    wait32k_t *w = arg;
+    ddp_store_server_opts_t so = {.port = 29500};
+    ddp_store_server_t *srv = NULL;
+    int rc = ddp_store_server_new(sys, &so, &srv);
+    int64_t deadline = ddp_sys_deadline_in(sys, 10 * DDP_NS_PER_S);
+    while (rc == 0 && !w->done && ddp_sys_now(sys) < deadline)
+        rc = ddp_store_server_step(srv, ddp_sys_deadline_in(sys, 50 * DDP_NS_PER_MS));
+    ddp_store_server_free(srv);
+    return 0;
+}
+
+static int wait_32k_client(ddp_sys_t *sys, void *arg)
+{
+    wait32k_t *w = arg;
+    ddp_store_client_opts_t co = {.host = "10.0.0.1", .port = 29500,
+                                  .connect_deadline = ddp_sys_deadline_in(sys, DDP_NS_PER_S)};
+    int err = 0, rc = -1;
+    ddp_store_t *st = ddp_store_client_connect(sys, &co, &err);
+    char **keys = calloc(WAIT_32K, sizeof *keys);
+    for (int i = 0; keys && i < WAIT_32K; i++)
+        if ((keys[i] = malloc(16)) != NULL)
+            snprintf(keys[i], 16, "/w%d", i);
+    if (st && keys && keys[WAIT_32K - 1])
+        rc = ddp_store_wait(st, (const char *const *)keys, WAIT_32K,
+                            ddp_sys_deadline_in(sys, 2 * DDP_NS_PER_S));
+    snprintf(w->msg, sizeof w->msg, "rc %d: %s", rc, ddp_err_message());
+    for (int i = 0; keys && i < WAIT_32K; i++)
+        free(keys[i]);
+    free(keys);
+    ddp_store_free(st);
+    w->done = 1;
+    return rc == DDP_ETIMEOUT ? 0 : 1;
+}
+
+static void test_wait_32k_keys(void)
+{
+    wait32k_t w = {0};
+    ddp_sim_t *sim = cluster(41, 1, 0);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.name = "store", .rank = -1}, wait_32k_server,
+                     &w);
+    int t = ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.name = "wait32k", .rank = -1},
+                             wait_32k_client, &w);
+    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+    if (ddp_sim_outcome(sim, t)->rc != 0)
+        printf("\n  WAIT on %d keys in the simulator: %s\n", WAIT_32K, w.msg);
+    CU_ASSERT_EQUAL(ddp_sim_outcome(sim, t)->rc, 0);
+    CU_ASSERT_PTR_NULL(strstr(w.msg, "still alive"));
+    ddp_sim_free(sim);
+}
+
 DDP_SUITE("sim_store", NULL, NULL,
           {"8 ranks rendezvous on 2 nodes", test_rendezvous_ok},
           {"store rendezvous trace identical over 20 runs", test_rendezvous_deterministic},
@@ -243,5 +309,6 @@ DDP_SUITE("sim_store", NULL, NULL,
           {"connection reset during WAIT", test_reset_during_wait},
           {"partition healing before vs after the deadline", test_partition_heal},
           {"crashed client: barrier times out", test_crashed_client},
+          {"a WAIT on 32,768 keys times out, as torch 1.13's would", test_wait_32k_keys},
           {"readiness sets: the epoll contract on simulated sockets",
            test_epoll_contract})
