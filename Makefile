@@ -143,9 +143,15 @@ DIFF_STORE_PORT ?= 0
 $(DIFF_STORE_BIN): tests/differential/store.c $(B)/tests/store_diff.o $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/tests/store_diff.o $(STATIC) $(LDFLAGS) $(LDLIBS)
-differential: $(DIFF_BIN) $(DIFF_STORE_BIN)
+# The NCCL family: the simulated NCCL's interface choice vs libnccl.so.2's.
+DIFF_NCCL_BIN := $(B)/tests/differential/nccl
+$(DIFF_NCCL_BIN): tests/differential/nccl.c $(B)/tests/nccl_diff.o $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/tests/nccl_diff.o $(STATIC) $(LDFLAGS) $(LDLIBS)
+differential: $(DIFF_BIN) $(DIFF_STORE_BIN) $(DIFF_NCCL_BIN)
 	$(DIFF_BIN) $(DIFF_COUNT)
 	$(DIFF_STORE_BIN) $(DIFF_COUNT) 41 $(DIFF_STORE_PORT)
+	$(DIFF_NCCL_BIN) $(DIFF_COUNT)
 
 # docs/fault-points.md is generated from include/ddp/faults.h and the page's
 # template; `make test` fails when the committed page is out of date.

@@ -88,86 +88,23 @@ static long env_long(const char *key, long dflt)
     return v && *v && *end == '\0' && x >= 0 ? x : dflt;
 }
 
-/* ------------------------------------------------------------ interfaces */
-
-typedef struct iface {
-    const char *name;
-    ddp_addr_t addr;
-} iface_t;
-
-/* NCCL's matchIf: a list entry matches a name by prefix, or exactly. */
-static int match_list(const char *name, const char *list, int exact)
-{
-    const char *p = list;
-    while (*p) {
-        size_t n = strcspn(p, ",");
-        size_t k = strcspn(p, ":"); /* "eth0:port" entries: the name part */
-        if (k < n)
-            n = k;
-        if (n > 0 && (exact ? strlen(name) == n && !strncmp(name, p, n)
-                            : !strncmp(name, p, n)))
-            return 1;
-        p += strcspn(p, ",");
-        if (*p == ',')
-            p++;
-    }
-    return 0;
-}
-
-/* The interfaces of this node that spec selects (NULL: NCCL's default
- * order); 0 .. max. */
-static int select_ifaces(const iface_t *all, int n, const char *spec, int family,
-                         iface_t *out)
-{
-    int m = 0;
-    if (!spec) {
-        /* Unset: ib first, then anything but docker and lo, then lo. */
-        static const char *const tries[][2] = {{"ib", "+"}, {"docker,lo", "^"}, {"lo", "+"}};
-        for (size_t t = 0; t < sizeof tries / sizeof tries[0] && !m; t++)
-            for (int i = 0; i < n; i++)
-                if (all[i].addr.family == family || !family) {
-                    int hit = match_list(all[i].name, tries[t][0], 0);
-                    if (tries[t][1][0] == '^' ? !hit : hit)
-                        out[m++] = all[i];
-                }
-        return m;
-    }
-    int not = spec[0] == '^';
-    if (not)
-        spec++;
-    int exact = spec[0] == '=';
-    if (exact)
-        spec++;
-    for (int i = 0; i < n; i++) {
-        if (family && all[i].addr.family != family)
-            continue;
-        if (match_list(all[i].name, spec, exact) != not)
-            out[m++] = all[i];
-    }
-    return m;
-}
-
 /* The address NCCL's bootstrap uses on this node and its interface's name
  * (ifname: 16 bytes, or NULL), or ncclInvalidUsage with the last error
  * naming the setting and the node's interfaces. */
 static ncclResult_t boot_addr(ddp_addr_t *out, char *ifname)
 {
     ddp_sys_t *sys = cur_sys();
-    ddp_ifaddr_t a[16];
-    int na = ddp_sys_ifaddrs(sys, a, 16);
-    iface_t all[16];
-    int n = 0;
-    for (int i = 0; i < na && n < 16; i++) /* the node's interfaces: lo, eth0, iface lines */
-        all[n++] = (iface_t){a[i].name, a[i].addr};
+    ddp_ifaddr_t all[16]; /* the node's interfaces: lo, eth0, iface lines */
+    int n = ddp_sys_ifaddrs(sys, all, 16);
+    n = n < 0 ? 0 : n;
     const char *spec = ddp_env_get(ddp_sys_env(sys), "NCCL_SOCKET_IFNAME");
     const char *fam = ddp_env_get(ddp_sys_env(sys), "NCCL_SOCKET_FAMILY");
-    int family = !fam ? 0 : !strcmp(fam, "AF_INET") ? 4 : !strcmp(fam, "AF_INET6") ? 6 : 0;
-    iface_t got[16];
-    if (select_ifaces(all, n, spec && *spec ? spec : NULL, family, got) > 0) {
-        *out = got[0].addr;
+    int got = ddp__nccl_boot_iface(all, n, spec, fam);
+    if (got >= 0) {
+        *out = all[got].addr;
         out->port = 0;
         if (ifname)
-            snprintf(ifname, 16, "%s", got[0].name);
+            snprintf(ifname, 16, "%s", all[got].name);
         return ncclSuccess;
     }
     char have[160] = "", host[64];

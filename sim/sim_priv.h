@@ -398,4 +398,10 @@ void ddp__sim_trace(ddp_sim_t *sim, int task, const char *kind,
                     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 void ddp__sim_log_sink(void *arg, ddp_log_level_t level, const char *line);
 
+/* The interface NCCL's bootstrap uses among all (the host's order), by
+ * NCCL_SOCKET_IFNAME spec (NULL or "": unset) and NCCL_SOCKET_FAMILY fam
+ * (NULL: unset): its index, or -1 when none qualifies
+ * (sim/sim_nccl_iface.c). */
+int ddp__nccl_boot_iface(const ddp_ifaddr_t *all, int n, const char *spec, const char *fam);
+
 #endif

@@ -19,6 +19,7 @@
 #include "ddp/scenario.h"
 #include "ddp/sim.h"
 #include "ddp/sys.h"
+#include "nccl_diff.h"
 #include "test.h"
 
 #ifdef DDP_HAVE_NCCL_H
@@ -80,8 +81,11 @@ static void test_nccl_default_order(void)
         {"docker0 172.17.0.1/16;ib0 192.168.0.1/24", NULL, NULL, "192.168.0.1"},
         /* no ib: eth0, not docker0 */
         {"docker0 172.17.0.1/16", NULL, NULL, "10.0.0.1"},
-        /* eth0 IPv6 only, IPv4 asked: docker0 is never a default, lo is */
-        {"eth0 fd00::1/64;docker0 172.17.0.1/16", NULL, "AF_INET", "127.0.0.1"},
+        /* eth0 IPv6 only, IPv4 asked: docker0 before lo (NCCL's
+         * ncclFindInterfaces: ^docker,lo,virbr, then docker, then lo) */
+        {"eth0 fd00::1/64;docker0 172.17.0.1/16", NULL, "AF_INET", "172.17.0.1"},
+        /* ... but any other interface first, though docker0 is listed before it */
+        {"eth0 fd00::1/64;docker0 172.17.0.1/16;eth1 10.1.0.1/16", NULL, "AF_INET", "10.1.0.1"},
         /* IPv6 asked: eth0's, not lo's ::1 */
         {"eth0 10.0.0.1/8;eth0 fd00::1/64", NULL, "AF_INET6", "fd00::1"},
         /* a list: prefixes, first listed interface that matches */
@@ -92,7 +96,12 @@ static void test_nccl_default_order(void)
         {"eth10 10.10.0.1/16", "eth1", NULL, "10.10.0.1"},
         {"docker0 172.17.0.1/16;ib0 192.168.0.1/24", "^lo,eth", NULL, "172.17.0.1"},
         {"docker0 172.17.0.1/16;ib0 192.168.0.1/24", "^=docker0,lo,eth0", NULL, "192.168.0.1"},
-        {"docker0 172.17.0.1/16", "^docker", "AF_INET6", "::1"},
+        /* IPv6 loopback never qualifies (make differential's nccl family) */
+        {"docker0 172.17.0.1/16", "^docker", "AF_INET6", NULL},
+        /* one character is no setting; a list left empty matches all */
+        {"docker0 172.17.0.1/16", "d", NULL, "10.0.0.1"},
+        {"docker0 172.17.0.1/16", "^=", NULL, NULL},
+        {"docker0 172.17.0.1/16", "=,", NULL, "127.0.0.1"},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         ifrun_t r = {.row = &rows[i], .res = ncclInternalError};
@@ -174,8 +183,29 @@ static void test_gloo_list_first(void)
     }
 }
 
+/* make differential's nccl family, a sample: the simulated NCCL's choice
+ * of interface against the real libnccl.so.2's on this host, under 300
+ * generated NCCL_SOCKET_IFNAME / NCCL_SOCKET_FAMILY settings. */
+static void test_nccl_iface_vs_libnccl(void)
+{
+    void *fn;
+    char why[200];
+    if (!nd_open(&fn, why, sizeof why)) {
+        ddp_test_skip("%s", why);
+        return;
+    }
+    nd_stats_t st = {0};
+    CU_ASSERT_EQUAL(nd_run(fn, 7, 300, &st), 0);
+    CU_ASSERT_EQUAL(st.tried, 300);
+    CU_ASSERT_EQUAL(st.disagreed, 0);
+    if (st.disagreed || st.tried != 300)
+        printf("\n  %ld of %ld disagree; first: %s\n", st.disagreed, st.tried, st.first);
+}
+
 DDP_SUITE("newest_ifaces", NULL, NULL,
           {"simulated NCCL: default order and lists over many interfaces",
            test_nccl_default_order},
           {"GLOO_SOCKET_IFNAME: every item an interface, the first decides",
-           test_gloo_list_first})
+           test_gloo_list_first},
+          {"simulated NCCL's interface against libnccl.so.2 (make differential sample)",
+           test_nccl_iface_vs_libnccl})
