@@ -2,12 +2,14 @@
  * (tests/launch_diff.c, docs/fidelity.md "Launch contracts"): torch 1.13's
  * worker environments against `ddpsim launch` and the elastic agent's.
  * Blocks recorded from torch's own code (launch_oracle.py) for the cases
- * ddpsim got wrong, and a live sample of 300 generated configurations when
- * a Python with torch is here (else skipped). */
+ * ddpsim got wrong, a live sample of 300 generated configurations when
+ * a Python with torch is here, and 4 through real mpirun when it is here
+ * (each skipped otherwise). */
 #include <stdio.h>
 #include <string.h>
 
 #include "launch_diff.h"
+#include "mpirun_diff.h"
 #include "test.h"
 
 /* torch's answer for the static worker variables both nodes share. */
@@ -111,8 +113,25 @@ static void test_generated_sample(void)
     CU_ASSERT_EQUAL(d.disagreed, 0);
 }
 
+/* 4 generated configurations through real mpirun (this node), live. */
+static void test_mpirun_sample(void)
+{
+    if (!mpirun_here()) {
+        ddp_test_skip("no mpirun here (apt-get install openmpi-bin)");
+        return;
+    }
+    mpirun_diff_t d;
+    mpirun_diff_run(7, 4, &d);
+    CU_ASSERT_EQUAL(d.configs, 4);
+    CU_ASSERT(d.ranks > 0);
+    if (d.disagreed)
+        printf("\n  %s\n", d.first);
+    CU_ASSERT_EQUAL(d.disagreed, 0);
+}
+
 DDP_SUITE("launch_contract", NULL, NULL,
           {"nccl_async_error_handling_name", test_nccl_async_error_handling_name},
           {"master_addr_as_torch_endpoint", test_master_addr_as_torch_endpoint},
           {"empty_pet_variable_is_a_value", test_empty_pet_variable_is_a_value},
-          {"generated_sample", test_generated_sample})
+          {"generated_sample", test_generated_sample},
+          {"mpirun_sample", test_mpirun_sample})
