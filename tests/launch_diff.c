@@ -72,18 +72,37 @@ static void rec_clear(void)
     g_rec.n = 0;
 }
 
-/* `ddpsim launch ARGS -- prog` under env, in-process, its stderr muted:
- * its exit status; the workers' environments in g_rec. */
-static int run_launch(cfg_t *c)
+ddp_sys_t *launch_diff_recording_sys(ddp_env_t *env)
 {
-    ddp_sys_t *sys = ddp_sys_posix_new(ddp_env_clone(c->env));
+    ddp_sys_t *sys = ddp_sys_posix_new(env);
     if (!sys)
-        return -ENOMEM;
+        return NULL;
     g_rec_ops = *sys->ops;
     g_rec_ops.spawn = rec_spawn;
     g_rec_ops.wait = rec_wait;
     g_rec_ops.kill = rec_kill;
     sys->ops = &g_rec_ops;
+    return sys;
+}
+
+ddp_env_t *const *launch_diff_recorded(int *n)
+{
+    *n = g_rec.n;
+    return g_rec.env;
+}
+
+void launch_diff_clear(void)
+{
+    rec_clear();
+}
+
+/* `ddpsim launch ARGS -- prog` under env, in-process, its stderr muted:
+ * its exit status; the workers' environments in g_rec. */
+static int run_launch(cfg_t *c)
+{
+    ddp_sys_t *sys = launch_diff_recording_sys(ddp_env_clone(c->env));
+    if (!sys)
+        return -ENOMEM;
     char *argv[LD_MAX_ARGS + 4];
     memcpy(argv, c->argv, sizeof argv);
     argv[c->argc] = "--";

@@ -30,6 +30,16 @@ enum {
 };
 const char *launch_why_name(int why);
 
+/* A POSIX sys over env (taken over) whose spawn records each child's
+ * environment (the child is never started and "exits" 0 at once): for
+ * running a launcher in-process. NULL when out of memory. */
+struct ddp_sys;
+struct ddp_env;
+struct ddp_sys *launch_diff_recording_sys(struct ddp_env *env);
+/* The environments recorded since the last clear (*n of them). */
+struct ddp_env *const *launch_diff_recorded(int *n);
+void launch_diff_clear(void);
+
 /* Reads the oracle's blocks from f, compares each: 0, or -1 when f is not
  * in the oracle's format (d->first says where). */
 int launch_diff_read(FILE *f, launch_diff_t *d);

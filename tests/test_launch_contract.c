@@ -8,6 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../harness/elastic_priv.h"
+#include "ddp/env.h"
+#include "ddp/sys.h"
 #include "launch_diff.h"
 #include "mpirun_diff.h"
 #include "test.h"
@@ -73,6 +76,46 @@ static void test_master_addr_as_torch_endpoint(void)
     CU_ASSERT_EQUAL(d.disagreed, 0);
 }
 
+static int no_worker(ddp_sys_t *sys, void *arg)
+{
+    (void)sys, (void)arg;
+    return 0;
+}
+
+/* The elastic agent (c10d, one node of 2 workers, its store on port 42051
+ * of loopback) gives its workers torch 1.13's NCCL_ASYNC_ERROR_HANDLING and
+ * torchrun's OMP_NUM_THREADS, as ddpsim launch does; they inherit an
+ * OMP_NUM_THREADS of the agent's. */
+static void test_elastic_agent_worker_env(void)
+{
+    for (int inherit = 0; inherit < 2; inherit++) {
+        ddp_env_t *env = ddp_env_new();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(env);
+        ddp_env_set(env, "PET_NNODES", "1");
+        ddp_env_set(env, "PET_NPROC_PER_NODE", "2");
+        ddp_env_set(env, "PET_RDZV_ENDPOINT", "127.0.0.1:42051");
+        ddp_env_set(env, "PET_MONITOR_INTERVAL", "0.05");
+        if (inherit)
+            ddp_env_set(env, "OMP_NUM_THREADS", "3");
+        ddp_sys_t *sys = launch_diff_recording_sys(env);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(sys);
+        ddp_elastic_worker_t w = {no_worker, NULL};
+        int restarts = -1, n = 0;
+        CU_ASSERT_EQUAL(ddp__elastic_agent(sys, &w, &restarts), 0);
+        ddp_env_t *const *got = launch_diff_recorded(&n);
+        CU_ASSERT_EQUAL(n, 2);
+        for (int i = 0; i < n; i++) {
+            const char *nccl = ddp_env_get(got[i], "NCCL_ASYNC_ERROR_HANDLING");
+            const char *omp = ddp_env_get(got[i], "OMP_NUM_THREADS");
+            CU_ASSERT_STRING_EQUAL(nccl ? nccl : "(unset)", "1");
+            CU_ASSERT_STRING_EQUAL(omp ? omp : "(unset)", inherit ? "3" : "1");
+            CU_ASSERT_FALSE(ddp_env_has(got[i], "TORCH_NCCL_ASYNC_ERROR_HANDLING"));
+        }
+        launch_diff_clear();
+        ddp_sys_free(sys);
+    }
+}
+
 /* A PET_ variable set but empty is torchrun's value, refused: not unset. */
 static void test_empty_pet_variable_is_a_value(void)
 {
@@ -133,5 +176,6 @@ DDP_SUITE("launch_contract", NULL, NULL,
           {"nccl_async_error_handling_name", test_nccl_async_error_handling_name},
           {"master_addr_as_torch_endpoint", test_master_addr_as_torch_endpoint},
           {"empty_pet_variable_is_a_value", test_empty_pet_variable_is_a_value},
+          {"elastic_agent_worker_env", test_elastic_agent_worker_env},
           {"generated_sample", test_generated_sample},
           {"mpirun_sample", test_mpirun_sample})
