@@ -133,19 +133,20 @@ DIFF_BIN  := $(B)/tests/differential/addr
 $(DIFF_BIN): tests/differential/addr.c $(B)/tests/addr_gen.o $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/tests/addr_gen.o $(STATIC) $(LDFLAGS) $(LDLIBS)
-MPIRUN_DIFF_COUNT ?= 300
+EXT_DIFF_COUNT ?= 300
 LAUNCH_DIFF_BIN := $(B)/tests/differential/launch
 $(LAUNCH_DIFF_BIN): tests/differential/launch.c $(B)/tests/launch_diff.o $(CMD_OBJ) $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/tests/launch_diff.o $(CMD_OBJ) $(STATIC) $(LDFLAGS) $(LDLIBS)
-MPIRUN_DIFF_BIN := $(B)/tests/differential/mpirun
-$(MPIRUN_DIFF_BIN): tests/differential/mpirun.c $(B)/tests/mpirun_diff.o $(STATIC)
+EXT_DIFF_BIN := $(B)/tests/differential/extlaunch
+$(EXT_DIFF_BIN): tests/differential/extlaunch.c $(B)/tests/extlaunch_diff.o $(STATIC)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/tests/mpirun_diff.o $(STATIC) $(LDFLAGS) $(LDLIBS)
-differential: $(DIFF_BIN) $(LAUNCH_DIFF_BIN) $(MPIRUN_DIFF_BIN)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/tests/extlaunch_diff.o $(STATIC) $(LDFLAGS) $(LDLIBS)
+differential: $(DIFF_BIN) $(LAUNCH_DIFF_BIN) $(EXT_DIFF_BIN)
 	$(DIFF_BIN) $(DIFF_COUNT)
 	sh tests/differential/launch.sh $(LAUNCH_DIFF_BIN) $(DIFF_COUNT)
-	$(MPIRUN_DIFF_BIN) $(MPIRUN_DIFF_COUNT)
+	$(EXT_DIFF_BIN) mpirun $(EXT_DIFF_COUNT)
+	$(EXT_DIFF_BIN) srun $(EXT_DIFF_COUNT)
 
 # docs/fault-points.md is generated from include/ddp/faults.h and the page's
 # template; `make test` fails when the committed page is out of date.

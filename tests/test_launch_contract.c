@@ -12,7 +12,7 @@
 #include "ddp/env.h"
 #include "ddp/sys.h"
 #include "launch_diff.h"
-#include "mpirun_diff.h"
+#include "extlaunch_diff.h"
 #include "test.h"
 
 /* torch's answer for the static worker variables both nodes share. */
@@ -156,20 +156,24 @@ static void test_generated_sample(void)
     CU_ASSERT_EQUAL(d.disagreed, 0);
 }
 
-/* 4 generated configurations through real mpirun (this node), live. */
-static void test_mpirun_sample(void)
+/* 4 generated configurations through each real external launcher here
+ * (mpirun; srun when a SLURM cluster answers), live. */
+static void test_external_launchers_sample(void)
 {
-    if (!mpirun_here()) {
-        ddp_test_skip("no mpirun here (apt-get install openmpi-bin)");
-        return;
+    for (int k = 0; k < EXT_NKINDS; k++) {
+        const char *missing = ext_missing(k);
+        if (missing) {
+            ddp_test_skip("%s: %s", ext_name(k), missing);
+            continue;
+        }
+        ext_diff_t d;
+        ext_diff_run(k, 7, 4, &d);
+        CU_ASSERT_EQUAL(d.configs, 4);
+        CU_ASSERT(d.ranks > 0);
+        if (d.disagreed)
+            printf("\n  %s\n", d.first);
+        CU_ASSERT_EQUAL(d.disagreed, 0);
     }
-    mpirun_diff_t d;
-    mpirun_diff_run(7, 4, &d);
-    CU_ASSERT_EQUAL(d.configs, 4);
-    CU_ASSERT(d.ranks > 0);
-    if (d.disagreed)
-        printf("\n  %s\n", d.first);
-    CU_ASSERT_EQUAL(d.disagreed, 0);
 }
 
 DDP_SUITE("launch_contract", NULL, NULL,
@@ -178,4 +182,4 @@ DDP_SUITE("launch_contract", NULL, NULL,
           {"empty_pet_variable_is_a_value", test_empty_pet_variable_is_a_value},
           {"elastic_agent_worker_env", test_elastic_agent_worker_env},
           {"generated_sample", test_generated_sample},
-          {"mpirun_sample", test_mpirun_sample})
+          {"external_launchers_sample", test_external_launchers_sample})
