@@ -134,6 +134,7 @@ $(DIFF_BIN): tests/differential/addr.c $(B)/tests/addr_gen.o $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/tests/addr_gen.o $(STATIC) $(LDFLAGS) $(LDLIBS)
 EXT_DIFF_COUNT ?= 300
+LAUNCH_REAL_COUNT ?= 40
 LAUNCH_DIFF_BIN := $(B)/tests/differential/launch
 $(LAUNCH_DIFF_BIN): tests/differential/launch.c $(B)/tests/launch_diff.o $(CMD_OBJ) $(STATIC)
 	@mkdir -p $(dir $@)
@@ -144,7 +145,7 @@ $(EXT_DIFF_BIN): tests/differential/extlaunch.c $(B)/tests/extlaunch_diff.o $(ST
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/tests/extlaunch_diff.o $(STATIC) $(LDFLAGS) $(LDLIBS)
 differential: $(DIFF_BIN) $(LAUNCH_DIFF_BIN) $(EXT_DIFF_BIN)
 	$(DIFF_BIN) $(DIFF_COUNT)
-	sh tests/differential/launch.sh $(LAUNCH_DIFF_BIN) $(DIFF_COUNT)
+	sh tests/differential/launch.sh $(LAUNCH_DIFF_BIN) $(DIFF_COUNT) 41 $(LAUNCH_REAL_COUNT)
 	$(EXT_DIFF_BIN) mpirun $(EXT_DIFF_COUNT)
 	$(EXT_DIFF_BIN) srun $(EXT_DIFF_COUNT)
 

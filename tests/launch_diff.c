@@ -286,7 +286,9 @@ static void judge_workers(const cfg_t *c, launch_diff_t *d)
         d->workers++;
         int r = cmp_worker(c, l, why, sizeof why);
         if (r < 0) {
-            disagree(c, d, "worker 0..: %s", why);
+            char at[440];
+            snprintf(at, sizeof at, "local worker %d: %s", l, why);
+            disagree(c, d, "%s", at);
             return;
         }
         explained |= r;
@@ -309,7 +311,8 @@ static void judge(cfg_t *c, launch_diff_t *d)
     else if (!c->rejected[0] && rc != 0) {
         int why = c->nw > 0 ? refusal_why(c) : -1;
         if (why < 0)
-            disagree(c, d, "torch accepts it, ddpsim %s refuses it", is_static ? "launch" : "");
+            disagree(c, d, "torch accepts it, %s refuses it",
+                     is_static ? "ddpsim launch" : "the elastic agent's worker environment");
         else
             d->explained++, d->why[why]++;
     } else if (!c->rejected[0])
