@@ -11,6 +11,7 @@ not compared). torch 1.13 under Python 3.11 needs --redirects 1 --tee 1
 """
 import os
 import random
+import shutil
 import socket
 import subprocess
 import sys
@@ -68,9 +69,9 @@ def run_bounded(cmd, env):
     return None
 
 
-def real_workers(argv, env, base_env):
-    cmd = [TORCHRUN, "--redirects", "1", "--tee", "1", "--monitor_interval", "0.1", *argv,
-           "--no_python", "sh", "-c", "env"]
+def real_workers(argv, env, base_env, logdir):
+    cmd = [TORCHRUN, "--redirects", "1", "--tee", "1", "--monitor_interval", "0.1",
+           "--log_dir", logdir, *argv, "--no_python", "sh", "-c", "env"]
     run = run_bounded(cmd, {**base_env, **env})
     workers = {}
     for line in run.stdout.splitlines():
@@ -100,7 +101,8 @@ def main():
     import logging
     import tempfile
     logging.disable(logging.CRITICAL)
-    o.patch(tempfile.mkdtemp(prefix="ddpsim-launch-real-"))
+    logdir = tempfile.mkdtemp(prefix="ddpsim-launch-real-")
+    o.patch(logdir)  # the oracle's agents and real torchrun's: one folder, removed at the end
     workers = bad = 0
     first = ""
     for i in range(count):
@@ -110,7 +112,7 @@ def main():
         want, why = o.run_one(argv, env, base_env)
         os.environ.clear()
         os.environ.update(base_env)
-        rc, got, tail = real_workers(argv, env, base_env)
+        rc, got, tail = real_workers(argv, env, base_env, logdir)
         for l in range(max(len(got), len(want or {}))):
             workers += 1
             w = contract({**os.environ, **env, **(want or {}).get(l, {})}, c10d) if want else None
@@ -120,6 +122,7 @@ def main():
                     first = f"{argv} {env}: worker {l}: oracle {why or w}, real (exit {rc}) " \
                             f"{contract(got.get(l, {}), c10d)}"
                 break
+    shutil.rmtree(logdir, ignore_errors=True)
     print(f"torchrun (real) {count} configurations, {workers} workers compared with the "
           f"oracle, {bad} disagreements{'; first: ' + first if bad else ''}")
     return 1 if bad else 0
