@@ -148,10 +148,25 @@ DIFF_NCCL_BIN := $(B)/tests/differential/nccl
 $(DIFF_NCCL_BIN): tests/differential/nccl.c $(B)/tests/nccl_diff.o $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/tests/nccl_diff.o $(STATIC) $(LDFLAGS) $(LDLIBS)
-differential: $(DIFF_BIN) $(DIFF_STORE_BIN) $(DIFF_NCCL_BIN)
+# The launch contracts: torchrun (torch's own code, and real torchrun),
+# mpirun and srun against ddpsim's launchers.
+EXT_DIFF_COUNT ?= 300
+LAUNCH_REAL_COUNT ?= 40
+LAUNCH_DIFF_BIN := $(B)/tests/differential/launch
+$(LAUNCH_DIFF_BIN): tests/differential/launch.c $(B)/tests/launch_diff.o $(CMD_OBJ) $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/tests/launch_diff.o $(CMD_OBJ) $(STATIC) $(LDFLAGS) $(LDLIBS)
+EXT_DIFF_BIN := $(B)/tests/differential/extlaunch
+$(EXT_DIFF_BIN): tests/differential/extlaunch.c $(B)/tests/extlaunch_diff.o $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/tests/extlaunch_diff.o $(STATIC) $(LDFLAGS) $(LDLIBS)
+differential: $(DIFF_BIN) $(DIFF_STORE_BIN) $(DIFF_NCCL_BIN) $(LAUNCH_DIFF_BIN) $(EXT_DIFF_BIN)
 	$(DIFF_BIN) $(DIFF_COUNT)
 	$(DIFF_STORE_BIN) $(DIFF_COUNT) 41 $(DIFF_STORE_PORT)
 	$(DIFF_NCCL_BIN) $(DIFF_COUNT)
+	sh tests/differential/launch.sh $(LAUNCH_DIFF_BIN) $(DIFF_COUNT) 41 $(LAUNCH_REAL_COUNT)
+	$(EXT_DIFF_BIN) mpirun $(EXT_DIFF_COUNT)
+	$(EXT_DIFF_BIN) srun $(EXT_DIFF_COUNT)
 
 # docs/fault-points.md is generated from include/ddp/faults.h and the page's
 # template; `make test` fails when the committed page is out of date.

@@ -27,6 +27,7 @@
 #include "ddp/store.h"
 #include "ddp/sys.h"
 #include "elastic_priv.h"
+#include "worker_env.h"
 
 #define MAXN 64
 #define ID_LEN 72
@@ -497,28 +498,19 @@ static int start_workers(agent_t *a, const ddp_elastic_worker_t *w, group_t *g)
     int rc = master_of_round(a, maddr, sizeof maddr, &mport);
     if (rc)
         return rc;
-    int world = a->group_world * a->nproc;
     g->n = 0;
     for (int l = 0; l < a->nproc && rc == 0; l++) {
         ddp_env_t *env = ddp_env_clone(ddp_sys_env(a->sys));
-        if (!env)
-            return ddp_err_set(-ENOMEM, "out of memory");
         int rank = a->group_rank * a->nproc + l;
-        ddp_env_setf(env, "RANK", "%d", rank);
-        ddp_env_setf(env, "LOCAL_RANK", "%d", l);
-        ddp_env_setf(env, "GROUP_RANK", "%d", a->group_rank);
-        ddp_env_setf(env, "ROLE_RANK", "%d", rank);
-        ddp_env_set(env, "ROLE_NAME", "default");
-        ddp_env_setf(env, "LOCAL_WORLD_SIZE", "%d", a->nproc);
-        ddp_env_setf(env, "WORLD_SIZE", "%d", world);
-        ddp_env_setf(env, "GROUP_WORLD_SIZE", "%d", a->group_world);
-        ddp_env_setf(env, "ROLE_WORLD_SIZE", "%d", world);
-        ddp_env_set(env, "MASTER_ADDR", maddr);
-        ddp_env_setf(env, "MASTER_PORT", "%u", (unsigned)mport);
-        ddp_env_setf(env, "TORCHELASTIC_RESTART_COUNT", "%d", g->restarts);
-        ddp_env_setf(env, "TORCHELASTIC_MAX_RESTARTS", "%d", a->max_restarts);
-        ddp_env_set(env, "TORCHELASTIC_RUN_ID", a->run_id);
-        ddp_env_set(env, "TORCHELASTIC_USE_AGENT_STORE", "False");
+        ddp_worker_place_t p = {.local_rank = l, .nproc = a->nproc,
+                                .group_rank = a->group_rank, .group_world = a->group_world,
+                                .master_addr = maddr, .master_port = mport,
+                                .restarts = g->restarts, .max_restarts = a->max_restarts,
+                                .run_id = a->run_id};
+        if (!env || ddp_worker_env(env, &p) != 0) {
+            ddp_env_free(env);
+            return ddp_err_set(-ENOMEM, "out of memory");
+        }
         ddp_env_setf(env, "DDPSIM_WORKER_ATTEMPT", "%d", g->starts);
         char name[32];
         snprintf(name, sizeof name, "worker%d", rank);

@@ -9,11 +9,13 @@
  * (_start_workers) sets for each worker; the option defaults are torchrun's
  * (torch/distributed/run.py), including its PET_<OPTION> environment
  * defaults. See docs/real-runs.md, "Launchers". */
+#include <ctype.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "../harness/worker_env.h"
 #include "cmds.h"
 #include "ddp/env.h"
 #include "ddp/err.h"
@@ -36,7 +38,9 @@ static void launch_usage(FILE *f)
             "  --nproc-per-node N  workers on this node, 1..64 (default 1)\n"
             "  --nnodes M          nodes, >= 1 (default 1)\n"
             "  --node-rank R       this node's rank, 0..M-1 (default 0)\n"
-            "  --master-addr A     address of the node of rank 0 (default 127.0.0.1)\n"
+            "  --master-addr A     address of the node of rank 0 (default 127.0.0.1), read\n"
+            "                      as torch reads it: leading blanks and [ ] around it go;\n"
+            "                      letters, digits, '_', '.', ':', '-' only\n"
             "  --master-port P     port rank 0 serves the store on, 1..65535 (default 29500)\n"
             "  --rdzv-id ID        run id given to workers (default \"none\")\n"
             "  --timeout SEC       stop workers still running after SEC s (default 3600)\n"
@@ -52,7 +56,7 @@ static void launch_usage(FILE *f)
             "  MASTER_ADDR=A  MASTER_PORT=P  TORCHELASTIC_RUN_ID=ID\n"
             "  TORCHELASTIC_RESTART_COUNT=0  TORCHELASTIC_MAX_RESTARTS=0\n"
             "  TORCHELASTIC_USE_AGENT_STORE=False (no store is hosted here: rank 0 serves it)\n"
-            "  TORCH_NCCL_ASYNC_ERROR_HANDLING=1 and, when N > 1, OMP_NUM_THREADS=1\n"
+            "  NCCL_ASYNC_ERROR_HANDLING=1 and, when N > 1, OMP_NUM_THREADS=1\n"
             "  (both only when not already set)\n\n"
             "A worker that fails does not stop the others: each ends by its own deadlines\n"
             "(and reports its own error); at --timeout the remaining ones get SIGTERM,\n"
@@ -160,7 +164,7 @@ static void stop_workers(ddp_sys_t *sys, worker_t *w, int n, long rank0, int sig
 }
 
 /* The defaults of what the command line left unset: torchrun's PET_<OPTION>
- * variables when set, else torchrun's defaults. */
+ * variables when set (even empty), else torchrun's defaults. */
 static int apply_defaults(const ddp_opt_spec_t *sp, ddp_env_t *env, const int *unset)
 {
     static const struct {
@@ -174,10 +178,10 @@ static int apply_defaults(const ddp_opt_spec_t *sp, ddp_env_t *env, const int *u
         {"rdzv-id", "PET_RDZV_ID", "none"},
     };
     for (size_t k = 0; k < sizeof defs / sizeof defs[0]; k++) {
+        /* set but empty is a value, as in torchrun: refused, not the default */
         const char *v = ddp_env_get(env, defs[k].var);
-        int from_env = v && *v;
-        if (unset[k] && ddp_opt_apply(sp, defs[k].opt, from_env ? v : defs[k].dflt,
-                                      from_env ? defs[k].var : NULL) != 0)
+        if (unset[k] && ddp_opt_apply(sp, defs[k].opt, v ? v : defs[k].dflt,
+                                      v ? defs[k].var : NULL) != 0)
             return 2;
     }
     return 0;
@@ -187,35 +191,48 @@ static int apply_defaults(const ddp_opt_spec_t *sp, ddp_env_t *env, const int *u
 typedef struct launch {
     long nproc, nnodes, node_rank, port;
     const char *addr, *run_id;
+    char host[256]; /* addr as torch reads it */
     double timeout_s, grace_s;
 } launch_t;
 
-/* Local worker l's variables, as torchrun sets them, into env: 0, or
- * nonzero when out of memory. */
+#define LAUNCH_ADDR_FORM                                                                \
+    "a host name or IP address of node rank 0: letters, digits, '_', '.', ':' and '-' " \
+    "(an IPv6 address with or without brackets), as torch reads the endpoint ADDR:PORT"
+
+/* --master-addr as torch 1.13 reads it: the host of the endpoint "ADDR:PORT"
+ * (torch/distributed/elastic/rendezvous/utils.py, parse_rendezvous_endpoint):
+ * leading white space goes, so do brackets around it, and what is left must
+ * be [\w.:-]+ (bytes >= 0x80 are taken for the letters \w allows). */
+static int parse_master_addr(const char *value, void *dst)
+{
+    launch_t *L = dst;
+    while (*value == ' ' || (*value >= '\t' && *value <= '\r'))
+        value++;
+    size_t n = strlen(value);
+    if (n > 1 && value[0] == '[' && value[n - 1] == ']')
+        value++, n -= 2;
+    if (n == 0 || n >= sizeof L->host)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)value[i];
+        if (!isalnum(c) && c < 0x80 && !strchr("_.:-", c))
+            return -1;
+    }
+    memcpy(L->host, value, n);
+    L->host[n] = '\0';
+    L->addr = L->host;
+    return 0;
+}
+
+/* Local worker l's variables, as torchrun sets them (harness/worker_env.c),
+ * into env: 0, or nonzero when out of memory. No store is hosted here
+ * (rank 0 serves it): TORCHELASTIC_USE_AGENT_STORE=False. */
 static int worker_env(ddp_env_t *env, const launch_t *L, long l)
 {
-    long world = L->nnodes * L->nproc, rank = L->node_rank * L->nproc + l;
-    int e = 0;
-    e |= ddp_env_setf(env, "RANK", "%ld", rank);
-    e |= ddp_env_setf(env, "LOCAL_RANK", "%ld", l);
-    e |= ddp_env_setf(env, "GROUP_RANK", "%ld", L->node_rank);
-    e |= ddp_env_setf(env, "ROLE_RANK", "%ld", rank);
-    e |= ddp_env_set(env, "ROLE_NAME", "default");
-    e |= ddp_env_setf(env, "LOCAL_WORLD_SIZE", "%ld", L->nproc);
-    e |= ddp_env_setf(env, "WORLD_SIZE", "%ld", world);
-    e |= ddp_env_setf(env, "GROUP_WORLD_SIZE", "%ld", L->nnodes);
-    e |= ddp_env_setf(env, "ROLE_WORLD_SIZE", "%ld", world);
-    e |= ddp_env_set(env, "MASTER_ADDR", L->addr);
-    e |= ddp_env_setf(env, "MASTER_PORT", "%ld", L->port);
-    e |= ddp_env_set(env, "TORCHELASTIC_RESTART_COUNT", "0");
-    e |= ddp_env_set(env, "TORCHELASTIC_MAX_RESTARTS", "0");
-    e |= ddp_env_set(env, "TORCHELASTIC_RUN_ID", L->run_id);
-    e |= ddp_env_set(env, "TORCHELASTIC_USE_AGENT_STORE", "False");
-    if (!ddp_env_has(env, "TORCH_NCCL_ASYNC_ERROR_HANDLING"))
-        e |= ddp_env_set(env, "TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
-    if (L->nproc > 1 && !ddp_env_has(env, "OMP_NUM_THREADS"))
-        e |= ddp_env_set(env, "OMP_NUM_THREADS", "1");
-    return e;
+    ddp_worker_place_t p = {.local_rank = l, .nproc = L->nproc, .group_rank = L->node_rank,
+                            .group_world = L->nnodes, .master_addr = L->addr,
+                            .master_port = L->port, .run_id = L->run_id};
+    return ddp_worker_env(env, &p);
 }
 
 /* Starts the node's nproc workers into w (*n: those started). 0, or the
@@ -304,7 +321,7 @@ int ddp_cmd_launch(ddp_sys_t *sys, int argc, char **argv)
         OPT_LONG("nproc-per-node", &L.nproc, 1, LAUNCH_MAX_PROCS),
         OPT_LONG("nnodes", &L.nnodes, 1, 100000),
         OPT_LONG("node-rank", &L.node_rank, 0, 99999),
-        OPT_STR("master-addr", &L.addr, "the host name or IP address of node rank 0"),
+        OPT_FN("master-addr", &L, parse_master_addr, LAUNCH_ADDR_FORM),
         OPT_LONG("master-port", &L.port, 1, 65535),
         OPT_STR("rdzv-id", &L.run_id, "a non-empty id"),
         OPT_SEC_POS("timeout", &L.timeout_s, 1e7),
