@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../harness/worker_env.h"
+#include "harness/worker_env.h"
 #include "cmds.h"
 #include "ddp/env.h"
 #include "ddp/err.h"
