@@ -37,11 +37,13 @@ static _Thread_local ddp_sim_task_t *tls_task;
 ddp_sim_task_t *ddp__sim_current(void) { return tls_task; }
 
 /* Sanitizers need far bigger stacks than the code itself. Without them a
- * rank's deepest stack is 12.5 KiB (every bundled scenario under every
- * accelerator, explore's fault schedules, the subgroups and rpc plugins:
- * docs/benchmarks.md § 1), so 32 KiB leaves 2.5x for error paths; the
- * slot (stack, guard page, identity state) is 38 KiB of address space,
- * 70 KiB with the 64 KiB stacks it had. A plugin library's code is not
+ * rank's deepest stack was 12.5 KiB (every bundled scenario under every
+ * accelerator, explore's fault schedules, the subgroups and rpc plugins);
+ * since messages are whole (2 KiB) and error contexts 1.7 KiB, copied on
+ * the stack where a probe keeps one, a rank touches ~16-19 KiB
+ * (docs/benchmarks.md § 1), so 32 KiB leaves ~1.7x for error paths; the
+ * slot (stack, guard page, ~4 KiB of identity state) is ~40 KiB of
+ * address space, 72 KiB with the 64 KiB stacks it had. A plugin library's code is not
  * ours: the scenario runner gives its runs DDP_SIM_STACK_FOREIGN. */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define MIN_STACK (512 * 1024)
