@@ -134,10 +134,11 @@ static int parse_event(char *line, ddp_fault_event_t *ev, long long *t, unsigned
     return 0;
 }
 
-/* Calls fn for every E record past *off that is whole, moving *off on. */
+/* Calls fn for every E record past *off that is whole, moving *off on,
+ * until fn returns nonzero: that record stays for the next call. */
 static void each_event(const char *results, long *off,
-                       void (*fn)(void *arg, const ddp_fault_event_t *ev, long long t,
-                                  unsigned long long ack),
+                       int (*fn)(void *arg, const ddp_fault_event_t *ev, long long t,
+                                 unsigned long long ack),
                        void *arg)
 {
     FILE *f = fopen(results, "r");
@@ -149,13 +150,13 @@ static void each_event(const char *results, long *off,
             size_t len = strlen(line);
             if (!len || line[len - 1] != '\n')
                 break; /* a line still being written: read it next time */
-            *off += (long)len;
             line[len - 1] = '\0';
             ddp_fault_event_t ev;
             long long t;
             unsigned long long ack;
-            if (parse_event(line, &ev, &t, &ack) == 0)
-                fn(arg, &ev, t, ack);
+            if (parse_event(line, &ev, &t, &ack) == 0 && fn(arg, &ev, t, ack))
+                break;
+            *off += (long)len;
         }
     fclose(f);
 }
@@ -167,13 +168,20 @@ typedef struct {
     unsigned long long *acks;
 } feed_t;
 
-static void feed(void *arg, const ddp_fault_event_t *ev, long long t, unsigned long long ack)
+/* An event whose process waits for the runner's ack, when the acks are
+ * full: left for the next read, never dropped (its process would wait
+ * out its 10 s, and a hosted store's clients with it). */
+static int feed(void *arg, const ddp_fault_event_t *ev, long long t, unsigned long long ack)
 {
     feed_t *fd = arg;
-    if (ack && fd->acks && fd->nacks && *fd->nacks < fd->max_acks)
+    if (ack && fd->acks && fd->nacks) {
+        if (*fd->nacks >= fd->max_acks)
+            return 1;
         fd->acks[(*fd->nacks)++] = ack;
+    }
     for (int i = 0; i < fd->nfs; i++)
         fd->changed += ddp_faultset_event(fd->fss[i], ev, fd->base + t);
+    return 0;
 }
 
 int ddp__real_events_read(const char *results, long *off, ddp_faultset_t *const *fss, int nfs,
@@ -190,11 +198,12 @@ typedef struct {
     void *arg;
 } tap_t;
 
-static void tap_one(void *arg, const ddp_fault_event_t *ev, long long t, unsigned long long ack)
+static int tap_one(void *arg, const ddp_fault_event_t *ev, long long t, unsigned long long ack)
 {
     const tap_t *tp = arg;
     (void)ack;
     tp->tap(tp->arg, ev, -1, t);
+    return 0;
 }
 
 void ddp__real_events_tap(const char *results,
