@@ -995,8 +995,13 @@ static void test_real_peer_faults(void)
         int st = ddp_test_ddpsim_io_within(REAL_QUICK_LIMIT_S, NULL, cmd, 0, out, sizeof out);
         int vacuous = strstr(out, "vacuous: fault refuse (line 7) acted on nothing") != NULL;
         int retries = row_retries(out, "peer", "ddp");
-        int ok = cases[i].retries < 0 ? st == 1 && vacuous
-                                      : st == 0 && !vacuous && retries == cases[i].retries;
+        /* at least the refusals aimed (a loaded host adds refused connects of
+         * its own: a rank that connects before its peer listens), and not the
+         * many of a fault that ignores count= */
+        int ok = cases[i].retries < 0
+                     ? st == 1 && vacuous
+                     : st == 0 && !vacuous && retries >= cases[i].retries &&
+                           retries <= cases[i].retries + 5;
         if (!ok)
             printf("\n  peer=%d ranks=%d: exit %d, %d retries:\n%s", cases[i].peer,
                    cases[i].rank, st, retries, out);
@@ -1103,7 +1108,8 @@ static void test_hosted_store_port_taken(void)
         CU_ASSERT_PTR_NOT_NULL(strstr(text, want));
         CU_ASSERT_PTR_NOT_NULL(strstr(text, "exited with status 1 before it listened"));
         CU_ASSERT_PTR_NULL(strstr(text, "status 139"));
-        if (st != 1 || !strstr(text, want) || strstr(text, "status 139"))
+        if (st != 1 || !strstr(text, want) || strstr(text, "status 139") ||
+            !strstr(text, "exited with status 1 before it listened"))
             printf("\n  exit %d:\n%s", st, text);
         ddp_sys_close(sys, fd);
     }
