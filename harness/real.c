@@ -1865,7 +1865,9 @@ static int foreign_outcomes(run_t *x, ddp_sim_outcome_t **outs, int n, int sure)
     const proc_t *ps = x->ps;
     for (int i = 0; x->exec && n >= 0 && i < x->np; i++) {
         agent_status[i] = ps[i].killed ? 137 : ps[i].at_limit ? -1 : ps[i].status;
-        if (!foreign(x->plan, &x->plan->procs[ps[i].task]) || ps[i].killed)
+        /* killed, or never started (the run ended before its late start):
+         * no exit of its own to judge */
+        if (!foreign(x->plan, &x->plan->procs[ps[i].task]) || ps[i].killed || !ps[i].started)
             continue;
         ddp_sim_outcome_t *no = realloc(*outs, sizeof **outs * (size_t)(n + 1));
         if (!no)
@@ -1916,9 +1918,11 @@ static void run_verdict(run_t *x, const ddp_sim_outcome_t *outs, int n)
                         x->timed_out && !x->exec ? DDP_SIM_TIME_LIMIT : DDP_SIM_DONE, NULL,
                         o->report, o->report_len, r);
     ddp__scenario_account(x->plan, x->hits, r, o->report, o->report_len);
-    if (x->holder_why[0]) {
+    if (x->holder_why[0]) { /* the cause: whatever the ranks did follows from it */
         r->pass = 0;
         snprintf(r->why, sizeof r->why, "%s", x->holder_why);
+        snprintf(r->first_error, sizeof r->first_error, "%s", x->holder_why);
+        r->first_rank = -1;
     }
     if (o->interrupted && *o->interrupted) {
         r->pass = 0;
