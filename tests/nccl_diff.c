@@ -51,9 +51,8 @@ static void gen(ddp_rng_t *rng, input_t *in)
                                 atoms[ddp_rng_below(rng, na)]);
 }
 
-/* Real NCCL's pick, from a child's NCCL_DEBUG=INFO line, into name/addr
- * ("" and "" for "no socket interface found"); -1 when the child said
- * neither (why in st->first). */
+/* The child: this input's environment, then ncclGetUniqueId, whose
+ * NCCL_DEBUG=INFO lines go up out. */
 static void child(uid_fn_t fn, const input_t *in, int out)
 {
     dup2(out, 1);
@@ -75,7 +74,8 @@ static void child(uid_fn_t fn, const input_t *in, int out)
     _exit(0);
 }
 
-static int read_child(int fd, pid_t pid, char *text, size_t n)
+/* The child's lines (10 s at most), then the child reaped. */
+static void read_child(int fd, pid_t pid, char *text, size_t n)
 {
     size_t len = 0;
     for (;;) {
@@ -87,13 +87,12 @@ static int read_child(int fd, pid_t pid, char *text, size_t n)
     }
     text[len] = '\0';
     kill(pid, SIGKILL);
-    int st;
-    waitpid(pid, &st, 0);
-    if (getenv("ND_DEBUG"))
-        fprintf(stderr, "child status %d, %zu bytes\n", st, len);
-    return 0;
+    waitpid(pid, NULL, 0);
 }
 
+/* Real NCCL's pick, from a child's NCCL_DEBUG=INFO line, into name/addr
+ * ("" and "" for "no socket interface found"); -1 when the child said
+ * neither. */
 static int real_pick(uid_fn_t fn, const input_t *in, char *name, char *addr, char *text,
                      size_t n)
 {
