@@ -84,7 +84,7 @@ kvx_flags = $(foreach v,$(KVX_VARIANTS),$(if $(filter libkvx-$(word 1,$(subst :,
 
 .PHONY: all lib run test check-layers check-exports check-functions bench install deps clean hw-test real-scenarios \
         netns-scenarios netns-clean real-test fidelity torch-test torch-scenarios fuzz mutate fault-points-doc \
-        check-fault-points-doc check-docs differential
+        check-fault-points-doc check-docs differential differential-launchers
 all: $(STATIC) $(SHARED) $(DDPSIM) $(TESTBIN) $(BENCH_BIN) ddpsim $(FAKE_NCCL) $(TEST_PLUGINS) \
      $(CHECK_PLUGINS)
 
@@ -149,8 +149,9 @@ $(DIFF_NCCL_BIN): tests/differential/nccl.c $(B)/tests/nccl_diff.o $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/tests/nccl_diff.o $(STATIC) $(LDFLAGS) $(LDLIBS)
 # The launch contracts: torchrun (torch's own code, and real torchrun),
-# mpirun and srun against ddpsim's launchers.
-EXT_DIFF_COUNT ?= 300
+# mpirun and srun against ddpsim's launchers (every input a real launch:
+# tests/differential/launchers.sh runs the two side by side).
+EXT_DIFF_COUNT ?= $(DIFF_COUNT)
 LAUNCH_REAL_COUNT ?= 40
 LAUNCH_DIFF_BIN := $(B)/tests/differential/launch
 $(LAUNCH_DIFF_BIN): tests/differential/launch.c $(B)/tests/launch_diff.o $(CMD_OBJ) $(STATIC)
@@ -160,13 +161,16 @@ EXT_DIFF_BIN := $(B)/tests/differential/extlaunch
 $(EXT_DIFF_BIN): tests/differential/extlaunch.c $(B)/tests/extlaunch_diff.o $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/tests/extlaunch_diff.o $(STATIC) $(LDFLAGS) $(LDLIBS)
+# DIFF_NO_LAUNCHERS=1 leaves out mpirun and srun (.ci/run runs them on
+# their own, make differential-launchers, beside the fuzzers).
 differential: $(DIFF_BIN) $(DIFF_STORE_BIN) $(DIFF_NCCL_BIN) $(LAUNCH_DIFF_BIN) $(EXT_DIFF_BIN)
 	$(DIFF_BIN) $(DIFF_COUNT)
 	$(DIFF_STORE_BIN) $(DIFF_COUNT) 41 $(DIFF_STORE_PORT)
 	$(DIFF_NCCL_BIN) $(DIFF_COUNT)
 	sh tests/differential/launch.sh $(LAUNCH_DIFF_BIN) $(DIFF_COUNT) 41 $(LAUNCH_REAL_COUNT)
-	$(EXT_DIFF_BIN) mpirun $(EXT_DIFF_COUNT)
-	$(EXT_DIFF_BIN) srun $(EXT_DIFF_COUNT)
+	$(if $(DIFF_NO_LAUNCHERS),,sh tests/differential/launchers.sh $(EXT_DIFF_BIN) $(EXT_DIFF_COUNT) 41)
+differential-launchers: $(EXT_DIFF_BIN)
+	sh tests/differential/launchers.sh $(EXT_DIFF_BIN) $(EXT_DIFF_COUNT) 41
 
 # docs/fault-points.md is generated from include/ddp/faults.h and the page's
 # template; `make test` fails when the committed page is out of date.

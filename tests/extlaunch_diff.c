@@ -150,9 +150,9 @@ static void md_words(const ext_kind_t *k, const md_cfg_t *c, char *buf, size_t n
     snprintf(buf, n, "%s %s", k->name, o);
 }
 
-/* The real launcher: each rank's variables into r by its rank; the ranks
- * seen, or -1 when it refused (exit status not 0). */
-static int md_real(const ext_kind_t *k, const md_cfg_t *c, md_rank_t *r)
+/* The real launcher started on c: its output stream, NULL when popen
+ * fails. Every rank prints "R" and its variables, one line. */
+static FILE *md_real_start(const ext_kind_t *k, const md_cfg_t *c)
 {
     char o[160], echo[600] = "echo \"R", cmd[1200];
     k->opts(c, o, sizeof o);
@@ -161,7 +161,13 @@ static int md_real(const ext_kind_t *k, const md_cfg_t *c, md_rank_t *r)
         snprintf(echo + at, sizeof echo - at, " ${%s-unset}", k->vars[v]);
     }
     snprintf(cmd, sizeof cmd, "timeout 30 %s %s sh -c '%s\"' 2>/dev/null", k->run, o, echo);
-    FILE *p = popen(cmd, "r");
+    return popen(cmd, "r");
+}
+
+/* A started launcher's ranks: each rank's variables into r by its rank;
+ * the ranks seen, or -1 when it refused (exit status not 0). */
+static int md_real_finish(const ext_kind_t *k, FILE *p, md_rank_t *r)
+{
     if (!p)
         return -1;
     char line[1024];
@@ -294,13 +300,15 @@ static void md_ranks(const ext_kind_t *k, const md_cfg_t *c, const md_rank_t *re
     }
 }
 
-static void md_one(const ext_kind_t *k, const md_cfg_t *c, const char *host, ext_diff_t *d)
+/* One configuration whose real launch gave nr ranks in real: ddpsim's
+ * launcher on it, then every rank of both. */
+static void md_one(const ext_kind_t *k, const md_cfg_t *c, const char *host, int nr,
+                   const md_rank_t *real, ext_diff_t *d)
 {
-    static md_rank_t real[MD_MAX], sim[MD_MAX];
-    memset(real, 0, sizeof real);
+    static md_rank_t sim[MD_MAX];
     memset(sim, 0, sizeof sim);
     d->configs++;
-    int nr = md_real(k, c, real), ns = md_ddpsim(k, c, host, sim);
+    int ns = md_ddpsim(k, c, host, sim);
     if (nr < 0) {
         d->refused++;
         if (k->resources(c))
@@ -319,7 +327,27 @@ static void md_one(const ext_kind_t *k, const md_cfg_t *c, const char *host, ext
     md_ranks(k, c, real, sim, d);
 }
 
-void ext_diff_run(int kind, uint64_t seed, long count, ext_diff_t *d)
+/* n configurations from rng: all n real launches started at once, then
+ * each compared in order (the figures do not depend on n). */
+static void md_batch(const ext_kind_t *k, ddp_rng_t *rng, int n, const char *host,
+                     ext_diff_t *d)
+{
+    static md_cfg_t c[EXT_MAX_JOBS];
+    static md_rank_t real[EXT_MAX_JOBS][MD_MAX];
+    FILE *p[EXT_MAX_JOBS];
+    memset(c, 0, sizeof c);
+    memset(real, 0, sizeof real);
+    for (int j = 0; j < n; j++) {
+        k->gen(rng, &c[j]);
+        p[j] = md_real_start(k, &c[j]);
+    }
+    for (int j = 0; j < n; j++) {
+        int nr = md_real_finish(k, p[j], real[j]);
+        md_one(k, &c[j], host, nr, real[j], d);
+    }
+}
+
+void ext_diff_run(int kind, uint64_t seed, long count, int jobs, ext_diff_t *d)
 {
     memset(d, 0, sizeof *d);
     const ext_kind_t *k = &g_kinds[kind];
@@ -329,12 +357,9 @@ void ext_diff_run(int kind, uint64_t seed, long count, ext_diff_t *d)
         ddp_sys_hostname(sys, host, sizeof host);
     ddp_rng_t rng;
     ddp_rng_seed(&rng, seed);
-    for (long i = 0; i < count; i++) {
-        md_cfg_t c;
-        memset(&c, 0, sizeof c);
-        k->gen(&rng, &c);
-        md_one(k, &c, host, d);
-    }
+    jobs = jobs < 1 ? 1 : jobs > EXT_MAX_JOBS ? EXT_MAX_JOBS : jobs;
+    for (long i = 0; i < count; i += jobs)
+        md_batch(k, &rng, count - i < jobs ? (int)(count - i) : jobs, host, d);
     if (sys)
         ddp_sys_free(sys);
 }

@@ -24,7 +24,10 @@ const char *ext_name(int kind); /* "mpirun", "srun" */
 /* Whether the launcher runs here: NULL, or why not. srun needs a running
  * cluster: SLURM_CONF naming one (tests/slurm/start.sh). */
 const char *ext_missing(int kind);
-/* count configurations from seed, each real run bounded by 30 s. */
-void ext_diff_run(int kind, uint64_t seed, long count, ext_diff_t *d);
+/* count configurations from seed, each real run bounded by 30 s, jobs
+ * (1 to EXT_MAX_JOBS) real launches at a time; the figures are the same
+ * for every jobs. */
+enum { EXT_MAX_JOBS = 16 };
+void ext_diff_run(int kind, uint64_t seed, long count, int jobs, ext_diff_t *d);
 
 #endif

@@ -166,13 +166,19 @@ static void test_external_launchers_sample(void)
             ddp_test_skip("%s: %s", ext_name(k), missing);
             continue;
         }
-        ext_diff_t d;
-        ext_diff_run(k, 7, 4, &d);
+        ext_diff_t d, two;
+        ext_diff_run(k, 7, 4, 1, &d);
         CU_ASSERT_EQUAL(d.configs, 4);
         CU_ASSERT(d.ranks > 0);
         if (d.disagreed)
             printf("\n  %s\n", d.first);
         CU_ASSERT_EQUAL(d.disagreed, 0);
+        /* two launches at a time: the same configurations, the same figures */
+        ext_diff_run(k, 7, 4, 2, &two);
+        CU_ASSERT_EQUAL(two.configs, d.configs);
+        CU_ASSERT_EQUAL(two.ranks, d.ranks);
+        CU_ASSERT_EQUAL(two.refused, d.refused);
+        CU_ASSERT_EQUAL(two.disagreed, 0);
     }
 }
 
