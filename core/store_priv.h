@@ -47,20 +47,11 @@ double ddp__store_secs(int64_t from, int64_t to);
 
 /* 1 when an accept failed for want of descriptors or memory: the
  * connection waits in the backlog, and the listener should rest a while
- * (the server's, and a relay's) instead of spinning on it. */
+ * (the server's, and a relay's: tools/store_relay.c) instead of spinning on it. */
 static inline int ddp__store_accept_exhausted(int rc)
 {
     return rc == -EMFILE || rc == -ENFILE || rc == -ENOBUFS || rc == -ENOMEM;
 }
-
-/* A sys for the store server whose listener and client sockets live in
- * `relays` processes forked at its listen (core/store_relay.c); the rest of
- * its calls go to base. ddp_sys_free stops the relays. */
-int ddp__store_relay_new(ddp_sys_t *base, int relays, ddp_sys_t **out);
-/* Relay i's process id, -1 when there is none (tests). */
-long ddp__store_relay_pid(ddp_sys_t *relay, int i);
-/* The server's relay i's process id, -1 without relays (tests). */
-long ddp__store_server_relay_pid(const ddp_store_server_t *srv, int i);
 
 /* 1 when st is a tcp client (ddp_store_client_connect). */
 int ddp__store_is_client(const ddp_store_t *st);

@@ -214,7 +214,7 @@ enum { RL_ACCEPT, RL_REFUSE, RL_DROP, RL_TIMEOUT, RL_MEMORY, RL_DENY,
 
 struct ddp_store_server {
     ddp_sys_t *sys;
-    ddp_sys_t *relay_sys; /* opts.relays: sys is this (owned) */
+    ddp_sys_t *own_sys; /* what opts.sys_hook made: sys is this (owned) */
     long long joined; /* clients that completed their first request */
     unsigned long long accepted; /* connections accepted: their serials */
     ddp_store_server_opts_t o; /* defaults filled in; strings: ours */
@@ -2622,19 +2622,19 @@ static int listen_failed(int fd, int unresolved, const char *host, const char *w
 static void log_listening(const ddp_store_server_t *srv, int backlog)
 {
     char bound[DDP_ADDR_STRLEN];
-    char relays[40] = "";
-    if (srv->o.relays > 0)
-        snprintf(relays, sizeof relays, ", %d relay processes", srv->o.relays);
+    char over[64] = "";
+    if (srv->own_sys)
+        snprintf(over, sizeof over, ", over the %s sys", srv->own_sys->ops->name);
     ddp_info("store server listening on %s (backlog %d, memory budget %zu "
              "MiB, up to %zu clients and %zu keys%s%s%s%s)",
              ddp_addr_format(&srv->addr, bound, sizeof bound), backlog,
              srv->o.max_memory >> 20, srv->o.max_clients, srv->o.max_keys,
              srv->allow ? ", allow " : "",
-             srv->allow ? srv->allow : "", srv->token ? ", token" : "", relays);
+             srv->allow ? srv->allow : "", srv->token ? ", token" : "", over);
 }
 
-/* Each client costs the server an open file: before it reaches for relay
- * processes (which inherit the limit) the server raises its soft
+/* Each client costs the server an open file: before its sys hook (relay
+ * processes, say, which inherit the limit) the server raises its soft
  * open-file limit to the hard one and says the before and after: once per
  * process, as a raise happens once unless something lowered the limit
  * since; a limit already at the hard one, or a failure, is said once (a
@@ -2674,12 +2674,12 @@ int ddp_store_server_new(ddp_sys_t *sys, const ddp_store_server_opts_t *opts,
     srv->sys = sys;
     srv->lfd = srv->ep = -1;
     raise_fd_limit(sys);
-    if (o.relays > 0) {
-        if ((rc0 = ddp__store_relay_new(sys, o.relays, &srv->relay_sys)) != 0) {
+    if (o.sys_hook) {
+        if ((rc0 = o.sys_hook(sys, o.sys_hook_arg, &srv->own_sys)) != 0) {
             free(srv);
             return rc0;
         }
-        srv->sys = sys = srv->relay_sys;
+        srv->sys = sys = srv->own_sys;
     }
     srv->max_request = SRV_MIN_MAX_REQUEST;
     if (o.max_value_len < (SIZE_MAX - (1u << 20)) / 4 &&
@@ -2738,11 +2738,6 @@ int ddp_store_server_new(ddp_sys_t *sys, const ddp_store_server_opts_t *opts,
     log_listening(srv, backlog);
     *out = srv;
     return 0;
-}
-
-long ddp__store_server_relay_pid(const ddp_store_server_t *srv, int i)
-{
-    return srv->relay_sys ? ddp__store_relay_pid(srv->relay_sys, i) : -1;
 }
 
 ddp_addr_t ddp_store_server_addr(const ddp_store_server_t *srv)
@@ -2822,6 +2817,6 @@ void ddp_store_server_free(ddp_store_server_t *srv)
     ddp__store_acl_free(&srv->acl);
     free(srv->allow);
     free(srv->token);
-    ddp_sys_free(srv->relay_sys); /* the relays exit */
+    ddp_sys_free(srv->own_sys); /* last: relay processes, say, exit */
     free(srv);
 }

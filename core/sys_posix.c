@@ -2,6 +2,10 @@
  * calls the clock, socket, process and environment functions of the OS
  * (with sys_posix_nccl.c, which loads the real NCCL).
  * Sockets are non-blocking; every wait is a poll(2) bounded by the deadline.
+ * The waits read the clock and sleep through s's own ops (ddp_sys_now,
+ * ddp_sys_sleep_until), not this file's directly: a copy of a POSIX sys
+ * with a test's clock runs every wait loop here in that clock's time
+ * (tests/test_sys_posix.c, "fake clock").
  * Each op is a libfiu fault point (docs/fault-points.md): when enabled it
  * fails with the errno given as failinfo (or the op's usual failure). */
 #include "ddp/sys.h"
@@ -68,7 +72,7 @@ static int timeout_ms(ddp_sys_t *s, int64_t deadline)
 {
     if (deadline == DDP_DEADLINE_NEVER)
         return -1;
-    int64_t left = deadline - px_now(s);
+    int64_t left = deadline - ddp_sys_now(s);
     if (left <= 0)
         return 0;
     int64_t ms = (left + DDP_NS_PER_MS - 1) / DDP_NS_PER_MS;
@@ -160,7 +164,7 @@ static int px_resolve(ddp_sys_t *s, const char *host, uint16_t port,
 {
     ddp_fault_call_t call = {.point = DDP_FP_SYS_NET_RESOLVE, .node = -1,
                              .rank = ddp_ident_rank(), .task = -1, .peer_node = -1,
-                             .port = port, .now = px_now(s)};
+                             .port = port, .now = ddp_sys_now(s)};
     int fe = ddp_fault_fire_call(&call);
     if (fe)
         return fe;
@@ -367,7 +371,7 @@ static int wait_fd(ddp_sys_t *s, int fd, short ev, int64_t deadline)
 static int px_accept(ddp_sys_t *s, int fd, ddp_addr_t *peer, int64_t deadline)
 {
     SYS_FAULT(SYS_NET_ACCEPT);
-    int64_t start = px_now(s);
+    int64_t start = ddp_sys_now(s);
     for (;;) {
         struct sockaddr_storage ss;
         socklen_t sl = sizeof ss;
@@ -384,12 +388,12 @@ static int px_accept(ddp_sys_t *s, int fd, ddp_addr_t *peer, int64_t deadline)
             continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK)
             return ddp_err_set(-errno, "accept: %s", strerror(errno));
-        if (deadline <= px_now(s))
+        if (deadline <= ddp_sys_now(s))
             return deadline <= start ? -EAGAIN : DDP_ETIMEOUT;
         int rc = wait_fd(s, fd, POLLIN, deadline);
         if (rc == DDP_ETIMEOUT) {
             ddp_err_set(DDP_ETIMEOUT, "no connection arrived in time");
-            return ddp_err_waited(px_now(s) - start);
+            return ddp_err_waited(ddp_sys_now(s) - start);
         }
         if (rc < 0)
             return rc;
@@ -403,11 +407,11 @@ static int connect_once(ddp_sys_t *s, const ddp_addr_t *a, int64_t deadline)
     /* the fault executor aims by the call's details, handed to it here */
     ddp_fault_call_t call = {.point = DDP_FP_SYS_NET_CONNECT, .node = -1,
                              .rank = ddp_ident_rank(), .task = -1, .peer_node = -1,
-                             .port = a->port, .addr = a, .now = px_now(s)};
+                             .port = a->port, .addr = a, .now = ddp_sys_now(s)};
     int fe = ddp_fault_fire_call(&call);
     if (fe)
         return fe;
-    int64_t start = px_now(s);
+    int64_t start = ddp_sys_now(s);
     int fd = socket(a->family == 6 ? AF_INET6 : AF_INET,
                     SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
@@ -429,7 +433,7 @@ static int connect_once(ddp_sys_t *s, const ddp_addr_t *a, int64_t deadline)
                     ddp_err_set(rc, "connect to %s: waiting failed: %s", as,
                                 ddp_strerror(rc));
                 ddp_err_addr("%s", as);
-                return ddp_err_waited(px_now(s) - start);
+                return ddp_err_waited(ddp_sys_now(s) - start);
             }
             socklen_t el = sizeof e;
             if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) != 0)
@@ -455,7 +459,7 @@ static int px_connect(ddp_sys_t *s, const ddp_addr_t *a, int64_t deadline)
 {
     int fd = connect_once(s, a, deadline);
     if (fd < 0)
-        atomic_fetch_add(&((px_sys_t *)s)->failed_connects, 1);
+        atomic_fetch_add(&((px_sys_t *)s->impl)->failed_connects, 1);
     return fd;
 }
 
@@ -465,7 +469,7 @@ static ssize_t px_sendmsg(ddp_sys_t *s, int fd, const struct msghdr *m,
                           int64_t deadline)
 {
     SYS_FAULT(SYS_NET_SEND);
-    int64_t start = px_now(s);
+    int64_t start = ddp_sys_now(s);
     for (;;) {
         ssize_t w = sendmsg(fd, m, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w >= 0)
@@ -474,12 +478,12 @@ static ssize_t px_sendmsg(ddp_sys_t *s, int fd, const struct msghdr *m,
             continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK)
             return ddp_err_set(-errno, "send: %s", strerror(errno));
-        if (deadline <= px_now(s))
+        if (deadline <= ddp_sys_now(s))
             return deadline <= start ? -EAGAIN : DDP_ETIMEOUT;
         int rc = wait_fd(s, fd, POLLOUT, deadline);
         if (rc == DDP_ETIMEOUT) {
             ddp_err_set(DDP_ETIMEOUT, "send blocked until the deadline");
-            return ddp_err_waited(px_now(s) - start);
+            return ddp_err_waited(ddp_sys_now(s) - start);
         }
         if (rc < 0)
             return rc;
@@ -510,7 +514,7 @@ static ssize_t px_recv(ddp_sys_t *s, int fd, void *buf, size_t n,
                        int64_t deadline)
 {
     SYS_FAULT(SYS_NET_RECV);
-    int64_t start = px_now(s);
+    int64_t start = ddp_sys_now(s);
     for (;;) {
         ssize_t r = recv(fd, buf, n, MSG_DONTWAIT);
         if (r >= 0)
@@ -519,12 +523,12 @@ static ssize_t px_recv(ddp_sys_t *s, int fd, void *buf, size_t n,
             continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK)
             return ddp_err_set(-errno, "recv: %s", strerror(errno));
-        if (deadline <= px_now(s))
+        if (deadline <= ddp_sys_now(s))
             return deadline <= start ? -EAGAIN : DDP_ETIMEOUT;
         int rc = wait_fd(s, fd, POLLIN, deadline);
         if (rc == DDP_ETIMEOUT) {
             ddp_err_set(DDP_ETIMEOUT, "nothing received before the deadline");
-            return ddp_err_waited(px_now(s) - start);
+            return ddp_err_waited(ddp_sys_now(s) - start);
         }
         if (rc < 0)
             return rc;
@@ -1493,7 +1497,7 @@ int ddp_sys_child_subreaper(int on)
 static int px_wait(ddp_sys_t *s, ddp_pid_t pid, int *status, int64_t deadline)
 {
     SYS_FAULT(SYS_PROC_WAIT);
-    int64_t start = px_now(s);
+    int64_t start = ddp_sys_now(s);
     for (;;) {
         int st;
         pid_t r = waitpid((pid_t)pid, &st, WNOHANG);
@@ -1506,7 +1510,7 @@ static int px_wait(ddp_sys_t *s, ddp_pid_t pid, int *status, int64_t deadline)
         }
         if (r < 0 && errno != EINTR)
             return ddp_err_set(-errno, "waitpid %ld: %s", pid, strerror(errno));
-        int64_t now = px_now(s);
+        int64_t now = ddp_sys_now(s);
         if (now >= deadline) {
             ddp_err_set(DDP_ETIMEOUT, "process %ld still running at deadline",
                         pid);
@@ -1514,7 +1518,7 @@ static int px_wait(ddp_sys_t *s, ddp_pid_t pid, int *status, int64_t deadline)
         }
         /* Child exit has no pollable fd here; 2 ms steps bound the latency. */
         int64_t next = now + 2 * DDP_NS_PER_MS;
-        px_sleep_until(s, next < deadline ? next : deadline);
+        ddp_sys_sleep_until(s, next < deadline ? next : deadline);
     }
 }
 
@@ -1568,15 +1572,15 @@ static int px_thread_join(ddp_sys_t *s, ddp_thread_t th, int *rc,
                           int64_t deadline)
 {
     px_thread_t *t = (px_thread_t *)(intptr_t)th;
-    int64_t start = px_now(s);
+    int64_t start = ddp_sys_now(s);
     while (!atomic_load(&t->done)) {
-        int64_t now = px_now(s);
+        int64_t now = ddp_sys_now(s);
         if (now >= deadline) {
             ddp_err_set(DDP_ETIMEOUT, "thread still running at deadline");
             return ddp_err_waited(now - start);
         }
         int64_t next = now + DDP_NS_PER_MS;
-        px_sleep_until(s, next < deadline ? next : deadline);
+        ddp_sys_sleep_until(s, next < deadline ? next : deadline);
     }
     pthread_join(t->th, NULL);
     if (rc)
@@ -1684,6 +1688,7 @@ ddp_sys_t *ddp_sys_posix_new(ddp_env_t *env)
         return NULL;
     ddp_sys_t *s = &px->base;
     s->ops = &posix_ops;
+    s->impl = px; /* a copy of s with other ops (a test's clock) counts here too */
     s->env = env ? env : ddp_env_from_array(environ);
     if (!s->env) {
         free(px);

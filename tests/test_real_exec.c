@@ -258,6 +258,30 @@ __attribute__((format(printf, 5, 6))) static void write_file(char *path, size_t 
                                                               const char *name,
                                                               const char *fmt, ...);
 
+/* What a test of a real run starts from: the ddpsim binary, a free port
+ * of this host and a folder of its own under $TMPDIR; scn holds the path
+ * of its scenario file once write_file wrote it there. */
+typedef struct real_setup {
+    char bin[400];
+    uint16_t port;
+    char dir[64];
+    char scn[96];
+} real_setup_t;
+
+/* 1 with rs filled in (its folder named after tag); 0 when there is no
+ * ddpsim binary (the test is reported skipped, and returns). No free port
+ * or folder fails the test. */
+static int real_setup(real_setup_t *rs, const char *tag)
+{
+    memset(rs, 0, sizeof *rs);
+    if (!ddp_test_need_ddpsim(rs->bin, sizeof rs->bin))
+        return 0;
+    rs->port = free_port();
+    CU_ASSERT_FATAL(rs->port > 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(rs->dir, sizeof rs->dir, tag));
+    return 1;
+}
+
 /* Real runs on loopback, the quick ones (about 3 s): each launcher's
  * environment contract in real processes (torchrun, SLURM, mpirun), the
  * contract errors, and the faults a real run arms inside its processes
@@ -286,17 +310,14 @@ static void quick_cmd(char *cmd, size_t n, const char *opts, const char *dir,
 
 static void test_quick_real_runs(void)
 {
-    char bin[400];
-    if (!ddp_test_need_ddpsim(bin, sizeof bin))
+    real_setup_t rs;
+    if (!real_setup(&rs, "quickreal"))
         return;
     static char out[1 << 16], cmd[4096];
-    char dir[64], path[256];
-    unsigned port = free_port();
-    CU_ASSERT_FATAL(port > 0);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "quickreal"));
+    char path[256];
     for (size_t i = 0; i < sizeof quick_real / sizeof quick_real[0]; i++)
-        own_port_copy(path, sizeof path, dir, quick_real[i], port);
-    quick_cmd(cmd, sizeof cmd, "--real --tag real --no-progress", dir, quick_real,
+        own_port_copy(path, sizeof path, rs.dir, quick_real[i], rs.port);
+    quick_cmd(cmd, sizeof cmd, "--real --tag real --no-progress", rs.dir, quick_real,
               sizeof quick_real / sizeof quick_real[0]);
     int st = ddp_test_ddpsim_io_within(REAL_QUICK_LIMIT_S, NULL, cmd, 0, out, sizeof out);
     const char *counts = strstr(out, " run(s) of 12 scenario file(s): ");
@@ -304,7 +325,7 @@ static void test_quick_real_runs(void)
     CU_ASSERT_PTR_NOT_NULL(counts && strstr(counts, " ok, 0 failed, "));
     CU_ASSERT_PTR_NULL(strstr(out, "29500"));
     if (st != 0 || !counts || !strstr(counts, " ok, 0 failed, ")) {
-        printf("\n  port %u, exit %d:\n%s", port, st, out);
+        printf("\n  port %u, exit %d:\n%s", rs.port, st, out);
         goto out; /* a hang already cost 20 s */
     }
     /* The retries column counts the failed connects of a real run's ranks,
@@ -323,22 +344,22 @@ static void test_quick_real_runs(void)
      * run vacuous: not ok, exit 1, the fault named. */
     static char err[1 << 14];
     static const char *const two[] = {"resolve-flaky", "reset-validate"};
-    quick_cmd(cmd, sizeof cmd, "--real --accelerator ddp --no-progress", dir, two, 2);
+    quick_cmd(cmd, sizeof cmd, "--real --accelerator ddp --no-progress", rs.dir, two, 2);
     st = ddp_test_ddpsim_io_within(REAL_QUICK_LIMIT_S, NULL, cmd, 0, err, sizeof err);
     CU_ASSERT_EQUAL(st, 0);
     CU_ASSERT_PTR_NULL(strstr(err, "vacuous"));
     if (st != 0 || strstr(err, "vacuous"))
         printf("\n  exit %d:\n%s", st, err);
-    write_file(path, sizeof path, dir, "never-fires.scn",
+    write_file(path, sizeof path, rs.dir, "never-fires.scn",
                "scenario \"a resolve fault after the end\"\ntimeout 60s\nport %u\n"
-               "fault resolve start=50s\nexpect ok\n", port);
+               "fault resolve start=50s\nexpect ok\n", rs.port);
     snprintf(cmd, sizeof cmd, "run --real --accelerator ddp --no-progress %s", path);
     st = ddp_test_ddpsim_io_within(REAL_QUICK_LIMIT_S, NULL, cmd, 0, err, sizeof err);
     CU_ASSERT_EQUAL(st, 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "vacuous: fault resolve (line 4) acted on nothing"));
     CU_ASSERT_PTR_NOT_NULL(strstr(err, ": 0 ok, 0 failed, 1 vacuous"));
 out:
-    remove_tree(dir);
+    remove_tree(rs.dir);
 }
 
 
@@ -443,27 +464,24 @@ static int files_with(const char *dir, const char *prefix)
  * when their runner is killed. */
 static void test_sigkill_leaves_no_rank(void)
 {
-    char bin[400];
-    if (!ddp_test_need_ddpsim(bin, sizeof bin))
+    real_setup_t rs;
+    if (!real_setup(&rs, "sigkill"))
         return;
-    uint16_t port = free_port();
-    CU_ASSERT_FATAL(port > 0);
     const char *scn = "build/test-real-sigkill.scn", *quick = "build/test-real-after.scn";
     FILE *f = fopen(scn, "w");
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     fprintf(f, "scenario \"killed while training\"\nnodes 1\ndevices 2\n"
-               "accelerators ddp\nport %u\ntrain 60s\nexpect ok\n", (unsigned)port);
+               "accelerators ddp\nport %u\ntrain 60s\nexpect ok\n", (unsigned)rs.port);
     fclose(f);
     f = fopen(quick, "w");
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     fprintf(f, "scenario \"the next run\"\nnodes 1\ndevices 2\naccelerators ddp\n"
-               "port %u\nexpect ok\n", (unsigned)port);
+               "port %u\nexpect ok\n", (unsigned)rs.port);
     fclose(f);
     /* The runs' files in a folder of this test's own ($TMPDIR): nothing
      * else on the host sweeps them. */
-    char tmp[64], env[96];
-    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(tmp, sizeof tmp, "sigkill"));
-    snprintf(env, sizeof env, "TMPDIR=%s", tmp);
+    char env[96];
+    snprintf(env, sizeof env, "TMPDIR=%s", rs.dir);
     fflush(NULL);
     pid_t runner = fork();
     CU_ASSERT_FATAL(runner >= 0);
@@ -471,8 +489,8 @@ static void test_sigkill_leaves_no_rank(void)
         int null = open("/dev/null", O_WRONLY);
         dup2(null, 1);
         dup2(null, 2);
-        setenv("TMPDIR", tmp, 1);
-        execl(bin, bin, "run", "--real", "--no-progress", scn, (char *)NULL);
+        setenv("TMPDIR", rs.dir, 1);
+        execl(rs.bin, rs.bin, "run", "--real", "--no-progress", scn, (char *)NULL);
         _exit(127);
     }
     char needle[64];
@@ -490,18 +508,18 @@ static void test_sigkill_leaves_no_rank(void)
         for (int i = 0; i < n; i++)
             kill(pids[i], SIGKILL);
     }
-    CU_ASSERT(files_with(tmp, needle) > 0); /* the killed run could not remove them */
+    CU_ASSERT(files_with(rs.dir, needle) > 0); /* the killed run could not remove them */
     char args[256], out[1 << 14];
     snprintf(args, sizeof args, "run --real --no-progress %s", quick);
     int st = ddp_test_ddpsim_io_within(REAL_QUICK_LIMIT_S, env, args, 1, out, sizeof out);
     CU_ASSERT_EQUAL(st, 0);
     if (st)
         printf("\n  the next run: exit %d:\n%s", st, out);
-    CU_ASSERT_EQUAL(files_with(tmp, needle), 0);
-    CU_ASSERT_EQUAL(files_with(tmp, ""), 0); /* the next run's own are gone too */
+    CU_ASSERT_EQUAL(files_with(rs.dir, needle), 0);
+    CU_ASSERT_EQUAL(files_with(rs.dir, ""), 0); /* the next run's own are gone too */
     remove(scn);
     remove(quick);
-    CU_ASSERT_EQUAL(rmdir(tmp), 0);
+    CU_ASSERT_EQUAL(rmdir(rs.dir), 0);
 }
 
 /* Runs of white space (the table wraps its why: lines) become one space. */
@@ -555,30 +573,24 @@ static const char *real_run_check(const char *scn, const char *extra, int want_s
 
 static void test_hosted_store_events(void)
 {
-    char bin[400];
-    if (!ddp_test_need_ddpsim(bin, sizeof bin))
+    real_setup_t rs;
+    if (!real_setup(&rs, "hosted"))
         return;
-    uint16_t port = free_port();
-    CU_ASSERT_FATAL(port > 0);
-    char dir[64], scn[96];
-    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "hosted"));
-    write_file(scn, sizeof scn, dir, "mark.scn",
+    write_file(rs.scn, sizeof rs.scn, rs.dir, "mark.scn",
             "scenario \"a mark through the hosted store\"\nnodes 1\ndevices 2\n"
             "accelerators ddp\nlauncher torchrun\nport %u\ntimeout 20s\n"
             "exec \"sh -c 'if [ $RANK = 0 ]; then %s store --host $MASTER_ADDR --port "
             "$MASTER_PORT --timeout 2 set ddpsim/mark/go 1 || exit 1; fi; sleep 4'\"\n"
             "fault crash ranks=1 start=mark:go\n"
             "expect crashed ranks=1\nexpect ok ranks=0\n",
-            (unsigned)port, bin);
-    real_run_check(scn, "", 0, "fault crash     (line 9)  1 processes killed");
+            (unsigned)rs.port, rs.bin);
+    real_run_check(rs.scn, "", 0, "fault crash     (line 9)  1 processes killed");
     /* It fails: its ranks' output kept here, not in a folder of its own
      * under $TMPDIR that nobody removes. */
     char extra[128];
-    snprintf(extra, sizeof extra, "--no-host-store --keep-output %s ", dir);
-    real_run_check(scn, extra, 1, "fault crash     (line 9)  0 processes killed");
-    char rm[128];
-    snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
-    CU_ASSERT_EQUAL(system(rm), 0);
+    snprintf(extra, sizeof extra, "--no-host-store --keep-output %s ", rs.dir);
+    real_run_check(rs.scn, extra, 1, "fault crash     (line 9)  0 processes killed");
+    remove_tree(rs.dir);
 }
 
 /* What the hosted store tells of a foreign job's ranks (issue 31): rank 0
@@ -591,16 +603,13 @@ static void test_hosted_store_events(void)
  * or not at all with --env-clear. */
 static void test_hosted_store_progress(void)
 {
-    char bin[400];
-    if (!ddp_test_need_ddpsim(bin, sizeof bin))
+    real_setup_t rs;
+    if (!real_setup(&rs, "nojoin"))
         return;
-    uint16_t port = free_port();
-    CU_ASSERT_FATAL(port > 0);
-    char dir[64], scn[96], args[600], kept[96], path[200];
-    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "nojoin"));
-    ddp_test_in(kept, sizeof kept, dir, "kept");
+    char args[600], kept[96], path[200];
+    ddp_test_in(kept, sizeof kept, rs.dir, "kept");
     for (int named = 0; named < 2; named++) {
-        FILE *f = fopen(ddp_test_in(scn, sizeof scn, dir, "nojoin.scn"), "w");
+        FILE *f = fopen(ddp_test_in(rs.scn, sizeof rs.scn, rs.dir, "nojoin.scn"), "w");
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
         fprintf(f,
                 "scenario \"a rank that never joins\"\nnodes 1\ndevices 2\n"
@@ -608,13 +617,13 @@ static void test_hosted_store_progress(void)
                 "exec \"sh -c 'if [ $RANK = 0 ]; then %s store --host $MASTER_ADDR --port "
                 "$MASTER_PORT --timeout 2 wait never; exit 0; fi; "
                 "echo user=$T31_USER slurm=${SLURM_JOB_ID:-unset}'\"\n%s",
-                (unsigned)port, bin,
+                (unsigned)rs.port, rs.bin,
                 named ? "expect ok ranks=0\nexpect fail ranks=1 error=no_join\n"
                       : "expect ok\n");
         fclose(f);
         static char out[1 << 15];
         snprintf(args, sizeof args, "run --real --grace 5 --no-progress -v --keep-output %s %s",
-                 kept, scn);
+                 kept, rs.scn);
         int st = ddp_test_ddpsim_io_within(60, "T31_USER=hello SLURM_JOB_ID=4242", args, 0,
                                            out, sizeof out);
         CU_ASSERT_EQUAL(st, named ? 0 : 1);
@@ -637,7 +646,7 @@ static void test_hosted_store_progress(void)
     }
     /* --env-clear: the user's variable stays out */
     snprintf(args, sizeof args,
-             "run --real --grace 5 --no-progress --env-clear --keep-output %s %s", kept, scn);
+             "run --real --grace 5 --no-progress --env-clear --keep-output %s %s", kept, rs.scn);
     static char out2[1 << 15];
     CU_ASSERT_EQUAL(ddp_test_ddpsim_io_within(60, "T31_USER=hello", args, 0, out2,
                                               sizeof out2), 0);
@@ -646,7 +655,7 @@ static void test_hosted_store_progress(void)
     CU_ASSERT_EQUAL(ddp_sys_read_host_file(path, &text, NULL), 0);
     CU_ASSERT_PTR_NOT_NULL(text ? strstr(text, "user= slurm=unset") : NULL);
     free(text);
-    remove_tree(dir);
+    remove_tree(rs.dir);
 }
 
 /* Issue 34: a second run of one scenario that started within ~50 ms of the
@@ -658,20 +667,18 @@ static void test_hosted_store_progress(void)
 #define PAIRS 6
 static void test_concurrent_runs_never_mix(void)
 {
-    char bin[400];
-    if (!ddp_test_need_ddpsim(bin, sizeof bin))
+    real_setup_t rs;
+    if (!real_setup(&rs, "pair"))
         return;
-    uint16_t port = free_port();
-    CU_ASSERT_FATAL(port > 0);
-    char dir[64], scn[96], out[2][96];
-    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "pair"));
-    write_file(scn, sizeof scn, dir, "pair.scn", "scenario \"two runs, one port\"\nnodes 1\ndevices 2\n"
-               "accelerators ddp\nport %u\ntrain 1s\nexpect ok\n", (unsigned)port);
-    ddp_test_in(out[0], sizeof out[0], dir, "a.out");
-    ddp_test_in(out[1], sizeof out[1], dir, "b.out");
+    char out[2][96];
+    write_file(rs.scn, sizeof rs.scn, rs.dir, "pair.scn",
+               "scenario \"two runs, one port\"\nnodes 1\ndevices 2\n"
+               "accelerators ddp\nport %u\ntrain 1s\nexpect ok\n", (unsigned)rs.port);
+    ddp_test_in(out[0], sizeof out[0], rs.dir, "a.out");
+    ddp_test_in(out[1], sizeof out[1], rs.dir, "b.out");
     int refused = 0;
     for (int i = 0; i < PAIRS; i++) {
-        pid_t p[2] = {start_run(bin, scn, out[0]), start_run(bin, scn, out[1])};
+        pid_t p[2] = {start_run(rs.bin, rs.scn, out[0]), start_run(rs.bin, rs.scn, out[1])};
         int ok = 0;
         for (int k = 0; k < 2; k++) {
             int st = -1;
@@ -695,8 +702,8 @@ static void test_concurrent_runs_never_mix(void)
     }
     printf("\n  %d of %d pairs met in one store; every meeting was refused\n", refused,
            PAIRS);
-    unlink(out[0]), unlink(out[1]), unlink(scn);
-    CU_ASSERT_EQUAL(rmdir(dir), 0);
+    unlink(out[0]), unlink(out[1]), unlink(rs.scn);
+    CU_ASSERT_EQUAL(rmdir(rs.dir), 0);
 }
 
 /* A second job on a port of its own gets a store of its own, and each
@@ -704,22 +711,20 @@ static void test_concurrent_runs_never_mix(void)
  * different process): both jobs join, neither is no_join. */
 static void test_hosted_store_two_jobs(void)
 {
-    char bin[400];
-    if (!ddp_test_need_ddpsim(bin, sizeof bin))
+    real_setup_t rs;
+    if (!real_setup(&rs, "twojobs"))
         return;
-    uint16_t port = free_port(), port2 = free_port();
-    CU_ASSERT_FATAL(port > 0 && port2 > 0 && port2 != port);
-    char dir[64], scn[96];
-    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "twojobs"));
-    write_file(scn, sizeof scn, dir, "two.scn",
+    uint16_t port2 = free_port();
+    CU_ASSERT_FATAL(port2 > 0 && port2 != rs.port);
+    write_file(rs.scn, sizeof rs.scn, rs.dir, "two.scn",
             "scenario \"two jobs, two ports, two hosted stores\"\nnodes 1\ndevices 1\n"
             "accelerators ddp\nlauncher torchrun\nport %u\ntimeout 20s\n"
             "exec \"%s store --host $MASTER_ADDR --port $MASTER_PORT --timeout 10 add j 1\"\n"
             "second_job start=1s port=%u\nexpect ok\nexpect ok job=2\n",
-            (unsigned)port, bin, (unsigned)port2);
-    real_run_check(scn, "", 0, "1 ok, 0 failed");
-    unlink(scn);
-    CU_ASSERT_EQUAL(rmdir(dir), 0);
+            (unsigned)rs.port, rs.bin, (unsigned)port2);
+    real_run_check(rs.scn, "", 0, "1 ok, 0 failed");
+    unlink(rs.scn);
+    CU_ASSERT_EQUAL(rmdir(rs.dir), 0);
 }
 
 /* torch's own elastic agent (harness/real_agent.c): its command line from
@@ -768,14 +773,11 @@ static void test_torch_agent_parts(void)
  * it crashed, node 0's agent failed with the table's root cause. */
 static void test_torch_agent_workers(void)
 {
-    char bin[400];
-    if (!ddp_test_need_ddpsim(bin, sizeof bin))
+    real_setup_t rs;
+    if (!real_setup(&rs, "agent"))
         return;
-    uint16_t port = free_port();
-    CU_ASSERT_FATAL(port > 0);
-    char dir[64], scn[96], agent[96];
-    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "agent"));
-    write_file(agent, sizeof agent, dir, "torchrun-standin",
+    char agent[96];
+    write_file(agent, sizeof agent, rs.dir, "torchrun-standin",
             "#!/bin/sh\n"
             "case \"$PET_RDZV_CONF\" in is_host=0*) ;; *) echo \"ValueError: $PET_RDZV_CONF\" >&2;"
             " exit 3;; esac\n"
@@ -790,22 +792,22 @@ static void test_torch_agent_workers(void)
             "Root Cause (first observed failure):\\n[0]:\\n  rank      : %%d (local_rank: "
             "%%d)\\n  exitcode  : -9 (pid: %%d)\\n' $((2*G+L)) $L $pid >&2; fail=1; fi; done\n"
             "exit $fail\n",
-            bin);
+            rs.bin);
     CU_ASSERT_EQUAL(chmod(agent, 0755), 0);
-    write_file(scn, sizeof scn, dir, "agent.scn",
+    write_file(rs.scn, sizeof rs.scn, rs.dir, "agent.scn",
             "scenario \"a stand-in for torch's agent: rank 1 killed as it starts\"\n"
             "nodes 2\ndevices 2\naccelerators ddp\nlauncher torchrun-elastic\nport %u\n"
             "timeout 20s\nexec \"%s\"\n"
             "fault crash ranks=1 start=spawn@1\n"
             "expect crashed ranks=1\nexpect ok ranks=2-3\n"
             "expect fail ranks=agents error=peer_lost match=some\n",
-            (unsigned)port, agent);
+            (unsigned)rs.port, agent);
     const char *out =
-        real_run_check(scn, "", 0, "fault crash     (line 9)  1 processes killed");
+        real_run_check(rs.scn, "", 0, "fault crash     (line 9)  1 processes killed");
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "rank 1 (node 0, attempt 0, pid "));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "worker group failed: rank 1 (local_rank: 1), exitcode -9"));
-    unlink(scn), unlink(agent);
-    CU_ASSERT_EQUAL(rmdir(dir), 0);
+    unlink(rs.scn), unlink(agent);
+    CU_ASSERT_EQUAL(rmdir(rs.dir), 0);
 }
 
 /* The folder a run's "output:" line names, into dir ("" if none). */
@@ -824,24 +826,21 @@ static void output_folder(const char *out, char *dir, size_t n)
  * "output:" line names, and each holds its own rank's stderr. */
 static void test_exec_output_per_run(void)
 {
-    char bin[400];
-    if (!ddp_test_need_ddpsim(bin, sizeof bin))
+    real_setup_t rs;
+    if (!real_setup(&rs, "exec-out"))
         return;
-    uint16_t port = free_port();
-    CU_ASSERT_FATAL(port > 0);
-    char dir[64], scn[96], env[128], args[256], kept[2][256];
-    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "exec-out"));
+    char env[128], args[256], kept[2][256];
     static char out[1 << 14];
     for (int k = 0; k < 2; k++) { /* the same scenario file, its program's words new */
-        write_file(scn, sizeof scn, dir, "fails.scn",
+        write_file(rs.scn, sizeof rs.scn, rs.dir, "fails.scn",
                    "scenario \"a failing program\"\nnodes 1\ndevices 1\naccelerators ddp\n"
                    "port %u\ntimeout 20s\nexec \"sh -c 'echo boom-%d >&2; exit 3'\"\n"
-                   "expect ok\n", (unsigned)port, k);
-        snprintf(env, sizeof env, "TMPDIR=%s", dir);
-        snprintf(args, sizeof args, "run --real --no-progress --grace 5 %s", scn);
+                   "expect ok\n", (unsigned)rs.port, k);
+        snprintf(env, sizeof env, "TMPDIR=%s", rs.dir);
+        snprintf(args, sizeof args, "run --real --no-progress --grace 5 %s", rs.scn);
         CU_ASSERT_EQUAL(ddp_test_ddpsim_io(env, args, 0, out, sizeof out), 1);
         output_folder(out, kept[k], sizeof kept[k]);
-        CU_ASSERT_EQUAL(strncmp(kept[k], dir, strlen(dir)), 0);
+        CU_ASSERT_EQUAL(strncmp(kept[k], rs.dir, strlen(rs.dir)), 0);
     }
     CU_ASSERT_STRING_NOT_EQUAL(kept[0], kept[1]);
     for (int k = 0; k < 2; k++) {
@@ -853,9 +852,7 @@ static void test_exec_output_per_run(void)
             printf("\n  run %d: %s holds \"%s\", expected %s\n", k, path, text, want);
         CU_ASSERT_PTR_NOT_NULL(strstr(text, want));
     }
-    char rm[128];
-    snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
-    CU_ASSERT_EQUAL(system(rm), 0);
+    remove_tree(rs.dir);
 }
 
 /* Issue 43: an exec run's hosted store had no budget but the default (1
@@ -864,24 +861,21 @@ static void test_exec_output_per_run(void)
  * connection), and passes with 64M. */
 static void test_exec_store_memory(void)
 {
-    char bin[400];
-    if (!ddp_test_need_ddpsim(bin, sizeof bin))
+    real_setup_t rs;
+    if (!real_setup(&rs, "store-mem"))
         return;
-    uint16_t port = free_port();
-    CU_ASSERT_FATAL(port > 0);
-    char dir[64], scn[96], args[256];
-    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "store-mem"));
+    char args[256];
     static char out[1 << 15];
     static const char *const sizes[] = {"1M", "64M"};
     for (int k = 0; k < 2; k++) {
-        write_file(scn, sizeof scn, dir, "budget.scn",
+        write_file(rs.scn, sizeof rs.scn, rs.dir, "budget.scn",
                    "scenario \"a hosted store's budget\"\nnodes 1\ndevices 1\n"
                    "accelerators ddp\nport %u\ntimeout 20s\nstore_memory %s\n"
                    "exec \"sh -c 'v=$(head -c 120000 /dev/zero | tr -c x x); for i in "
                    "0 1 2 3 4 5 6 7 8 9; do %s store --timeout 5 set /k$i $v || exit 1; "
-                   "done'\"\nexpect ok\n", (unsigned)port, sizes[k], bin);
+                   "done'\"\nexpect ok\n", (unsigned)rs.port, sizes[k], rs.bin);
         snprintf(args, sizeof args, "run --real --no-progress --grace 5 --keep-output %s %s",
-                 dir, scn);
+                 rs.dir, rs.scn);
         int st = ddp_test_ddpsim_io(NULL, args, 0, out, sizeof out);
         CU_ASSERT_EQUAL(st, k == 0 ? 1 : 0);
         int lost = strstr(out, "lost the connection to the store") != NULL;
@@ -889,9 +883,7 @@ static void test_exec_store_memory(void)
         if (st != (k == 0 ? 1 : 0) || lost != (k == 0))
             printf("\n  store_memory %s: exit %d:\n%s", sizes[k], st, out);
     }
-    char rm[128];
-    snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
-    CU_ASSERT_EQUAL(system(rm), 0);
+    remove_tree(rs.dir);
 }
 
 /* Starts `BIN run --real --grace 2 --no-progress SCN` with TMPDIR=tmp,
@@ -933,8 +925,8 @@ static int wait_bounded(pid_t pid, int limit_s)
  * no rank is then judged as never joined. */
 static void test_hosted_store_joined_verdicts(void)
 {
-    char bin[400];
-    if (!ddp_test_need_ddpsim(bin, sizeof bin))
+    real_setup_t rs;
+    if (!real_setup(&rs, "joined"))
         return;
     static const struct {
         const char *rank1, *expect;
@@ -944,26 +936,23 @@ static void test_hosted_store_joined_verdicts(void)
         {"setsid %s store --host $MASTER_ADDR --port $MASTER_PORT --timeout 5 set k1 v",
          "expect ok\n"},
     };
-    uint16_t port = free_port();
-    CU_ASSERT_FATAL(port > 0);
-    char dir[64], scn[96], cmd[256], r1[600];
+    char cmd[256], r1[600];
     static char out[1 << 15];
-    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "joined"));
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        snprintf(r1, sizeof r1, cases[i].rank1, bin);
-        write_file(scn, sizeof scn, dir, "joined.scn",
+        snprintf(r1, sizeof r1, cases[i].rank1, rs.bin);
+        write_file(rs.scn, sizeof rs.scn, rs.dir, "joined.scn",
                    "scenario \"joined or not\"\nnodes 1\ndevices 2\naccelerators ddp\n"
                    "launcher torchrun\nport %u\ntimeout 20s\n"
                    "exec \"sh -c 'if [ $RANK = 0 ]; then %s store --host $MASTER_ADDR --port "
                    "$MASTER_PORT --timeout 5 set k0 v; sleep 1; else %s; fi; exit 0'\"\n%s",
-                   (unsigned)port, bin, r1, cases[i].expect);
-        snprintf(cmd, sizeof cmd, "run --real --grace 5 --no-progress -v %s", scn);
+                   (unsigned)rs.port, rs.bin, r1, cases[i].expect);
+        snprintf(cmd, sizeof cmd, "run --real --grace 5 --no-progress -v %s", rs.scn);
         int st = ddp_test_ddpsim_io_within(60, NULL, cmd, 0, out, sizeof out);
         if (st != 0)
             printf("\n  rank 1 runs %s: exit %d:\n%s", r1, st, out);
         CU_ASSERT_EQUAL(st, 0);
     }
-    remove_tree(dir);
+    remove_tree(rs.dir);
 }
 
 /* peer= in a real run: each process matches a connect by its destination
@@ -973,25 +962,22 @@ static void test_hosted_store_joined_verdicts(void)
  * vacuous run); rank 0 connects to node 1 in the ring: peer=1 refuses it. */
 static void test_real_peer_faults(void)
 {
-    char bin[400];
-    if (!ddp_test_need_ddpsim(bin, sizeof bin))
+    real_setup_t rs;
+    if (!real_setup(&rs, "peer"))
         return;
     static const struct {
         int peer, rank, count, retries; /* retries -1: vacuous */
     } cases[] = {{0, 1, 3, 3}, {1, 1, 2, -1}, {1, 0, 2, 2}};
-    uint16_t port = free_port();
-    CU_ASSERT_FATAL(port > 0);
-    char dir[64], scn[96], cmd[256];
+    char cmd[256];
     static char out[1 << 14];
-    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "peer"));
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        write_file(scn, sizeof scn, dir, "peer.scn",
+        write_file(rs.scn, sizeof rs.scn, rs.dir, "peer.scn",
                    "scenario \"refuse peer=%d ranks=%d\"\nnodes 2\ndevices 1\n"
                    "accelerators ddp\nport %u\ntimeout 20s\n"
                    "fault refuse peer=%d ranks=%d count=%d\nexpect ok\n",
-                   cases[i].peer, cases[i].rank, (unsigned)port, cases[i].peer, cases[i].rank,
+                   cases[i].peer, cases[i].rank, (unsigned)rs.port, cases[i].peer, cases[i].rank,
                    cases[i].count);
-        snprintf(cmd, sizeof cmd, "run --real --no-progress %s", scn);
+        snprintf(cmd, sizeof cmd, "run --real --no-progress %s", rs.scn);
         int st = ddp_test_ddpsim_io_within(REAL_QUICK_LIMIT_S, NULL, cmd, 0, out, sizeof out);
         int vacuous = strstr(out, "vacuous: fault refuse (line 7) acted on nothing") != NULL;
         int retries = row_retries(out, "peer", "ddp");
@@ -1007,7 +993,7 @@ static void test_real_peer_faults(void)
                    cases[i].rank, st, retries, out);
         CU_ASSERT_TRUE(ok);
     }
-    remove_tree(dir);
+    remove_tree(rs.dir);
 }
 
 /* The hosted store's last event of a rank, the close of its connection,
@@ -1020,36 +1006,33 @@ static void test_real_peer_faults(void)
  * that never says is killed after a few seconds). */
 static void test_hosted_store_last_event(void)
 {
-    char bin[400];
-    if (!ddp_test_need_ddpsim(bin, sizeof bin))
+    real_setup_t rs;
+    if (!real_setup(&rs, "lastleft"))
         return;
-    uint16_t port = free_port();
-    CU_ASSERT_FATAL(port > 0);
-    char dir[64], scn[96], out[96], stop[128], needle[128], text[1 << 14];
-    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "lastleft"));
-    ddp_test_in(stop, sizeof stop, dir, "stop");
-    write_file(scn, sizeof scn, dir, "left.scn",
+    char out[96], stop[128], needle[128], text[1 << 14];
+    ddp_test_in(stop, sizeof stop, rs.dir, "stop");
+    write_file(rs.scn, sizeof rs.scn, rs.dir, "left.scn",
                "scenario \"the store's last event\"\nnodes 1\ndevices 1\naccelerators ddp\n"
                "launcher torchrun\nport %u\ntimeout 30s\n"
                "exec \"sh -c '%s store --host $MASTER_ADDR --port $MASTER_PORT --timeout 2 "
                "wait never & sleep 1; touch %s; wait; exit 0'\"\nexpect ok\n",
-               (unsigned)port, bin, stop);
-    ddp_test_in(out, sizeof out, dir, "run.out");
+               (unsigned)rs.port, rs.bin, stop);
+    ddp_test_in(out, sizeof out, rs.dir, "run.out");
     fflush(NULL);
     pid_t runner = fork();
     if (runner == 0) {
         int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
         dup2(fd, 1);
         dup2(fd, 2);
-        setenv("TMPDIR", dir, 1);
-        execl(bin, bin, "run", "--real", "--no-progress", "-v", scn, (char *)NULL);
+        setenv("TMPDIR", rs.dir, 1);
+        execl(rs.bin, rs.bin, "run", "--real", "--no-progress", "-v", rs.scn, (char *)NULL);
         _exit(127);
     }
     CU_ASSERT_FATAL(runner > 0);
     struct stat sb;
     for (int i = 0; i < ddp_test_wall_s(15) * 100 && stat(stop, &sb) != 0; i++)
         usleep(10000);
-    snprintf(needle, sizeof needle, "train --plan %s/ddpsim-real-", dir);
+    snprintf(needle, sizeof needle, "train --plan %s/ddpsim-real-", rs.dir);
     pid_t store[4];
     int ns = procs_with(needle, store, 4);
     CU_ASSERT_EQUAL(ns, 1);
@@ -1067,7 +1050,7 @@ static void test_hosted_store_last_event(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "[store: joined, left]"));
     if (st != 0 || !strstr(text, "[store: joined, left]"))
         printf("\n  exit %d:\n%s", st, text);
-    remove_tree(dir);
+    remove_tree(rs.dir);
 }
 
 /* Every run of spaces and newlines in text one space. */
@@ -1086,36 +1069,33 @@ static void squeeze_spaces(char *text)
  * must fail cleanly, naming the port. */
 static void test_hosted_store_port_taken(void)
 {
-    char bin[400];
-    if (!ddp_test_need_ddpsim(bin, sizeof bin))
+    real_setup_t rs;
+    if (!real_setup(&rs, "storetaken"))
         return;
-    uint16_t port = free_port();
-    CU_ASSERT_FATAL(port > 0);
-    char dir[64], scn[96], out[96], text[1 << 14], want[96];
-    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "storetaken"));
-    write_file(scn, sizeof scn, dir, "taken.scn",
+    char out[96], text[1 << 14], want[96];
+    write_file(rs.scn, sizeof rs.scn, rs.dir, "taken.scn",
                "scenario \"the store's port taken\"\nnodes 1\ndevices 2\naccelerators ddp\n"
                "launcher torchrun\nport %u\nmaster_late 2s\ntimeout 5s\nexec \"sleep 1\"\n"
-               "expect ok\n", (unsigned)port);
-    ddp_test_in(out, sizeof out, dir, "run.out");
-    pid_t runner = start_run_in(bin, scn, dir, out);
+               "expect ok\n", (unsigned)rs.port);
+    ddp_test_in(out, sizeof out, rs.dir, "run.out");
+    pid_t runner = start_run_in(rs.bin, rs.scn, rs.dir, out);
     CU_ASSERT_FATAL(runner > 0);
     /* its plan file: the run checked the port and started */
-    for (int i = 0; i < ddp_test_wall_s(10) * 100 && !files_with(dir, "ddpsim-real-"); i++)
+    for (int i = 0; i < ddp_test_wall_s(10) * 100 && !files_with(rs.dir, "ddpsim-real-"); i++)
         usleep(10000);
     ddp_sys_t *sys = ddp_test_sys();
     ddp_addr_t a;
-    ddp_addr_parse("0.0.0.0", port, &a);
+    ddp_addr_parse("0.0.0.0", rs.port, &a);
     int fd = ddp_sys_listen(sys, &a, 1);
     int st = wait_bounded(runner, 30);
     ddp_test_read_file(out, text, sizeof text);
     squeeze_spaces(text); /* the table wraps its lines where a path's length puts it */
     if (fd < 0) {
-        ddp_test_skip("the store took port %u before this test could", (unsigned)port);
+        ddp_test_skip("the store took port %u before this test could", (unsigned)rs.port);
     } else {
         CU_ASSERT_EQUAL(st, 1);
         snprintf(want, sizeof want, "cannot listen on [::]:%u: the port is already in use",
-                 (unsigned)port);
+                 (unsigned)rs.port);
         CU_ASSERT_PTR_NOT_NULL(strstr(text, want));
         CU_ASSERT_PTR_NOT_NULL(strstr(text, "exited with status 1 before it listened"));
         CU_ASSERT_PTR_NULL(strstr(text, "status 139"));
@@ -1125,7 +1105,7 @@ static void test_hosted_store_port_taken(void)
         ddp_sys_close(sys, fd);
     }
     ddp_sys_free(sys);
-    remove_tree(dir);
+    remove_tree(rs.dir);
 }
 
 /* Kills (SIGKILL) the processes whose command line holds needle; how many
@@ -1178,14 +1158,12 @@ static int left_after_sigkill(const char *bin, const char *dir, const char *cmd_
  * runner is gone, which also takes what a shell or the program forked. */
 static void test_sigkill_leaves_no_orphan(void)
 {
-    char bin[400];
-    if (!ddp_test_need_ddpsim(bin, sizeof bin))
+    real_setup_t rs;
+    if (!real_setup(&rs, "orphans"))
         return;
-    char dir[64];
-    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "orphans"));
-    CU_ASSERT_EQUAL(left_after_sigkill(bin, dir, "%s"), 0);
-    CU_ASSERT_EQUAL(left_after_sigkill(bin, dir, "sh -c '%s & wait'"), 0);
-    remove_tree(dir);
+    CU_ASSERT_EQUAL(left_after_sigkill(rs.bin, rs.dir, "%s"), 0);
+    CU_ASSERT_EQUAL(left_after_sigkill(rs.bin, rs.dir, "sh -c '%s & wait'"), 0);
+    remove_tree(rs.dir);
 }
 
 /* Issue 42: a rank's deadline was counted from the run's start: a rank
@@ -1195,27 +1173,24 @@ static void test_sigkill_leaves_no_orphan(void)
  * own clock: from its first store contact (its join), as within= is. */
 static void test_slow_start_own_clock(void)
 {
-    char bin[400];
-    if (!ddp_test_need_ddpsim(bin, sizeof bin))
+    real_setup_t rs;
+    if (!real_setup(&rs, "ownclock"))
         return;
-    uint16_t port = free_port();
-    CU_ASSERT_FATAL(port > 0);
-    char dir[64], scn[96], args[300];
+    char args[300];
     static char out[1 << 15];
-    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "ownclock"));
-    write_file(scn, sizeof scn, dir, "slow.scn",
+    write_file(rs.scn, sizeof rs.scn, rs.dir, "slow.scn",
                "scenario \"slow to start, then a proper timeout\"\nnodes 1\ndevices 2\n"
                "accelerators ddp\nlauncher torchrun\nport %u\ntimeout 2s\n"
                "exec \"sh -c 'sleep 3; %s store --host $MASTER_ADDR --port $MASTER_PORT "
                "--timeout 2 wait never'\"\nexpect fail error=timeout within=4s\n",
-               (unsigned)port, bin);
-    snprintf(args, sizeof args, "run --real --grace 2 --no-progress -v %s", scn);
+               (unsigned)rs.port, rs.bin);
+    snprintf(args, sizeof args, "run --real --grace 2 --no-progress -v %s", rs.scn);
     int st = ddp_test_ddpsim_io_within(60, NULL, args, 0, out, sizeof out);
     CU_ASSERT_EQUAL(st, 0);
     CU_ASSERT_PTR_NULL(strstr(out, "hung"));
     if (st != 0 || strstr(out, "hung"))
         printf("\n  %s: exit %d:\n%s", args, st, out);
-    remove_tree(dir);
+    remove_tree(rs.dir);
 }
 
 /* A fault of kind k aimed as its kind needs (a crash or pause at node 0,
@@ -1303,15 +1278,23 @@ static int lines_of(const char *path)
     return n;
 }
 
+/* 1 when /usr/bin/python3 can run a Python job; else the test is skipped. */
+static int have_python3(void)
+{
+    if (access("/usr/bin/python3", X_OK) == 0)
+        return 1;
+    ddp_test_skip("no /usr/bin/python3 to run a Python job");
+    return 0;
+}
+
 /* A folder with a fake "torch" package whose import appends a line to
  * DIR/imports (extra: more of its __init__.py), a python3 job DIR/job.py
  * that imports it and checks that it runs as __main__ with its argv
  * (--x 1), its environment (RANK) and a session of its own, and
- * DIR/job.scn (2 nodes x 2 ranks) running it on port. */
-static void python_job(char *dir, size_t n, uint16_t port, const char *extra)
+ * DIR/job.scn (2 nodes x 2 ranks) running it on port; DIR exists. */
+static void python_job(const char *dir, uint16_t port, const char *extra)
 {
     char path[160], scn[96];
-    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, n, "warm"));
     snprintf(path, sizeof path, "%s/torch", dir);
     CU_ASSERT_EQUAL_FATAL(mkdir(path, 0755), 0);
     write_file(path, sizeof path, dir, "torch/__init__.py",
@@ -1353,26 +1336,20 @@ static int run_python_job(const char *dir, const char *opts, int *imports, int w
  * environment (RANK) and stdout, in a session of its own. */
 static void test_warm_start_imports_once_per_node(void)
 {
-    char bin[400], dir[64];
-    if (!ddp_test_need_ddpsim(bin, sizeof bin))
+    real_setup_t rs;
+    if (!have_python3() || !real_setup(&rs, "warm"))
         return;
-    if (access("/usr/bin/python3", X_OK) != 0) {
-        ddp_test_skip("no /usr/bin/python3 to run a Python job");
-        return;
-    }
-    uint16_t port = free_port();
-    CU_ASSERT_FATAL(port > 0);
     static char out[1 << 14];
-    python_job(dir, sizeof dir, port, "");
+    python_job(rs.dir, rs.port, "");
     for (int cold = 0; cold < 2; cold++) {
-        int n = 0, st = run_python_job(dir, cold ? "--cold" : "", &n, 0, out, sizeof out);
+        int n = 0, st = run_python_job(rs.dir, cold ? "--cold" : "", &n, 0, out, sizeof out);
         CU_ASSERT_EQUAL(st, 0);
         CU_ASSERT_EQUAL(n, cold ? 4 : 2);
         if (st != 0 || n != (cold ? 4 : 2))
             printf("\n  %s: exit %d, torch imported %d times (expected %d):\n%s",
                    cold ? "--cold" : "warm", st, n, cold ? 4 : 2, out);
     }
-    remove_tree(dir);
+    remove_tree(rs.dir);
 }
 
 /* Issue 42: a fork must not share an initialised CUDA. A fake torch whose
@@ -1380,25 +1357,19 @@ static void test_warm_start_imports_once_per_node(void)
  * imports and each rank's: 6), the runner saying why, and the job passes. */
 static void test_warm_start_refused_after_cuda(void)
 {
-    char bin[400], dir[64];
-    if (!ddp_test_need_ddpsim(bin, sizeof bin))
+    real_setup_t rs;
+    if (!have_python3() || !real_setup(&rs, "warm"))
         return;
-    if (access("/usr/bin/python3", X_OK) != 0) {
-        ddp_test_skip("no /usr/bin/python3 to run a Python job");
-        return;
-    }
-    uint16_t port = free_port();
-    CU_ASSERT_FATAL(port > 0);
     static char out[1 << 15];
-    python_job(dir, sizeof dir, port,
+    python_job(rs.dir, rs.port,
                "class cuda:\n    is_initialized = staticmethod(lambda: True)\n");
-    int n = 0, st = run_python_job(dir, "", &n, 1, out, sizeof out);
+    int n = 0, st = run_python_job(rs.dir, "", &n, 1, out, sizeof out);
     CU_ASSERT_EQUAL(st, 0);
     CU_ASSERT_EQUAL(n, 6);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "CUDA is initialised in the fork server"));
     if (st != 0 || n != 6)
         printf("\n  exit %d, torch imported %d times (expected 6):\n%s", st, n, out);
-    remove_tree(dir);
+    remove_tree(rs.dir);
 }
 
 /* Issue 42: SIGKILL of a warm run: its fork server and the ranks it
@@ -1407,22 +1378,17 @@ static void test_warm_start_refused_after_cuda(void)
  * runner's pid and the modules (torch). */
 static void test_sigkill_warm_leaves_no_rank(void)
 {
-    char bin[400], dir[64], path[120], scn[96], out[96], needle[48];
-    if (!ddp_test_need_ddpsim(bin, sizeof bin))
+    real_setup_t rs;
+    if (!have_python3() || !real_setup(&rs, "warmkill"))
         return;
-    if (access("/usr/bin/python3", X_OK) != 0) {
-        ddp_test_skip("no /usr/bin/python3 to run a Python job");
-        return;
-    }
-    uint16_t port = free_port();
-    CU_ASSERT_FATAL(port > 0);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "warmkill"));
-    write_file(path, sizeof path, dir, "sleeper.py", "import time\ntime.sleep(300)\n");
-    write_file(scn, sizeof scn, dir, "sleepers.scn",
+    char path[120], out[96], needle[48];
+    write_file(path, sizeof path, rs.dir, "sleeper.py", "import time\ntime.sleep(300)\n");
+    write_file(rs.scn, sizeof rs.scn, rs.dir, "sleepers.scn",
                "scenario \"warm sleepers\"\nnodes 1\ndevices 2\naccelerators ddp\n"
                "launcher torchrun\nport %u\ntimeout 60s\nexec \"python3 %s\"\nexpect ok\n",
-               (unsigned)port, path);
-    pid_t runner = start_run_in(bin, scn, dir, ddp_test_in(out, sizeof out, dir, "run.out"));
+               (unsigned)rs.port, path);
+    pid_t runner = start_run_in(rs.bin, rs.scn, rs.dir,
+                                ddp_test_in(out, sizeof out, rs.dir, "run.out"));
     CU_ASSERT_FATAL(runner > 0);
     snprintf(needle, sizeof needle, " %ld torch", (long)runner);
     int n = wait_procs(needle, 3, 1, 30); /* the server and its two ranks */
@@ -1434,7 +1400,7 @@ static void test_sigkill_warm_leaves_no_rank(void)
     if (n < 3 || left) /* not ours to leave running */
         printf("\n  %d warm process(es) seen, %d outlived their runner\n", n,
                kill_procs_with(needle));
-    remove_tree(dir);
+    remove_tree(rs.dir);
 }
 
 /* Which --exec lines start warm: a Python (any python3*, by path or not)

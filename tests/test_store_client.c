@@ -17,6 +17,7 @@
 #include "ddp/log.h"
 #include "ddp/store.h"
 #include "ddp/sys.h"
+#include "fake_clock.h"
 #include "store_conformance.h"
 #include "test.h"
 
@@ -776,7 +777,59 @@ static void test_wait_over_limit_named(void)
     srv_end(srv);
 }
 
+/* ---- the connect retries on a fake clock (issue 43: every retry loop
+ * bounded by its deadline in a way a test observes) ---- */
+
+#define FAKE_T0 (1000 * DDP_NS_PER_S)
+
+/* A client over fc to 127.0.0.1:port, retrying for budget ns of fc's time
+ * from 100 ms on; NULL (it failed) is what these tests expect. */
+static ddp_store_t *connect_on(ddp_fake_clock_t *fc, uint16_t port, int64_t budget)
+{
+    ddp_store_client_opts_t o = {.host = "127.0.0.1", .port = port,
+                                 .connect_deadline = fc->now + budget, .seed = 7,
+                                 .backoff_initial_ns = 100 * DDP_NS_PER_MS};
+    int err = 0;
+    return ddp_store_client_connect(&fc->sys, &o, &err);
+}
+
+/* Refused attempts at a port nobody listens on: each is followed by one
+ * backoff sleep, none past the deadline and the last cut to it, and the
+ * client gives up there, at the deadline exactly (no attempt at it), the
+ * error counting the attempts. An attempt that ends at the deadline is the
+ * last (no sleep after it). A loop that sleeps past its deadline, sleeps
+ * once it passed or tries again at it fails here. */
+static void test_connect_retries_fake_clock(void)
+{
+    uint16_t port = 0;
+    CU_ASSERT_EQUAL_FATAL(ddp_sys_free_port(g_sys, &port), 0);
+    ddp_fake_clock_t fc;
+    ddp_fake_clock_init(&fc, g_sys, FAKE_T0);
+    int64_t budget = 5 * DDP_NS_PER_S;
+    ddp_store_t *st = connect_on(&fc, port, budget);
+    CU_ASSERT_PTR_NULL_FATAL(st);
+    char want[48];
+    snprintf(want, sizeof want, "(%d attempts;", fc.connects);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_message(), want));
+    CU_ASSERT_EQUAL(ddp_err_ctx()->waited_ns, budget);
+    CU_ASSERT_EQUAL(fc.now, FAKE_T0 + budget);
+    CU_ASSERT(fc.connects >= 4);
+    CU_ASSERT_EQUAL(fc.connects, fc.sleeps);
+    CU_ASSERT_EQUAL(fc.last_sleep, FAKE_T0 + budget);
+    CU_ASSERT_EQUAL(fc.max_sleep, FAKE_T0 + budget);
+    CU_ASSERT_EQUAL(fc.late_sleeps, 0);
+
+    ddp_fake_clock_init(&fc, g_sys, FAKE_T0);
+    fc.connect_cost = DDP_NS_PER_S;
+    st = connect_on(&fc, port, DDP_NS_PER_S);
+    CU_ASSERT_PTR_NULL_FATAL(st);
+    CU_ASSERT_EQUAL(fc.connects, 1);
+    CU_ASSERT_EQUAL(fc.sleeps, 0);
+    CU_ASSERT_EQUAL(fc.now, FAKE_T0 + DDP_NS_PER_S);
+}
+
 DDP_SUITE("store_client", suite_init, suite_cleanup,
+          {"connect_retries_fake_clock", test_connect_retries_fake_clock},
           {"conformance", test_conformance},
           {"a WAIT over the server's max_wait_keys names the limit", test_wait_over_limit_named},
           {"conformance_legacy", test_conformance_legacy},

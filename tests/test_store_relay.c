@@ -1,5 +1,6 @@
 /* tests/test_store_relay.c — the store server with relay processes
- * (opts.relays, `ddpsim store serve --relays K`, core/store_relay.c): the
+ * (`ddpsim store serve --relays K`, tools/store_relay.c, handed to the
+ * server as its sys hook, ddp_store_relays_hook): the
  * same semantics as without them (the shared conformance table, both
  * protocol generations), values past the relays' flow-control window both
  * ways, a client that stops reading dropped by the idle timeout as over a
@@ -22,6 +23,7 @@
 #include "ddp/store.h"
 #include "ddp/sys.h"
 #include "../core/store_priv.h"
+#include "../tools/store_relay.h"
 #include "store_conformance.h"
 #include "test.h"
 
@@ -32,10 +34,34 @@ static int suite_cleanup(void) { return ddp_test_suite_sys_cleanup(&g_sys); }
 
 static int64_t dl(int ms) { return ddp_test_deadline_ms(g_sys, ms); }
 
+/* The relays' sys the hook made last (the server's, while it runs). */
+static ddp_sys_t *g_relay_sys;
+
+static int relay_hook(ddp_sys_t *base, void *arg, ddp_sys_t **out)
+{
+    int rc = ddp_store_relays_hook(base, arg, out);
+    g_relay_sys = rc == 0 ? *out : NULL;
+    return rc;
+}
+
+/* Options for a server on 127.0.0.1 with *relays relay processes (read
+ * by ddp_store_server_new only). */
+static ddp_store_server_opts_t relay_opts(int *relays)
+{
+    return (ddp_store_server_opts_t){.host = "127.0.0.1", .sys_hook = relay_hook,
+                                     .sys_hook_arg = relays};
+}
+
+/* Relay i's process id in the server started last. */
+static long relay_pid(int i)
+{
+    return ddp_store_relay_pid(g_relay_sys, i);
+}
+
 static ddp_store_server_t *relayed(int relays, const char *allow)
 {
-    ddp_store_server_opts_t o = {.host = "127.0.0.1", .relays = relays,
-                                 .allow = allow};
+    ddp_store_server_opts_t o = relay_opts(&relays);
+    o.allow = allow;
     return ddp_test_server_start(g_sys, &o);
 }
 
@@ -130,8 +156,9 @@ static void test_large_values(void)
  * the window and the kernel's buffers hold. */
 static void test_stalled_reader_dropped(void)
 {
-    ddp_store_server_opts_t o = {.host = "127.0.0.1", .relays = 1,
-                                 .idle_timeout_ns = DDP_NS_PER_S};
+    int one = 1;
+    ddp_store_server_opts_t o = relay_opts(&one);
+    o.idle_timeout_ns = DDP_NS_PER_S;
     ddp_store_server_t *srv = ddp_test_server_start(g_sys, &o);
     ddp_store_t *a = cl_open(port_of(srv), DDP_STORE_PROTO_AUTO);
     size_t n = DDP_STORE_MAX_VALUE;
@@ -250,7 +277,7 @@ static void test_relay_dies(void)
         c[i] = cl_open(port_of(srv), DDP_STORE_PROTO_AUTO);
         CU_ASSERT_EQUAL(ddp_store_ping(c[i], dl(5000)), 0);
     }
-    long pid = ddp__store_server_relay_pid(srv, 0);
+    long pid = relay_pid(0);
     CU_ASSERT_FATAL(pid > 0);
     CU_ASSERT_EQUAL(ddp_sys_kill(g_sys, pid, 9), 0);
     int ok = 0, lost = 0;
@@ -294,7 +321,7 @@ static void test_dead_relay_reaped(void)
     ddp_store_server_t *srv = relayed(2, NULL);
     ddp_store_t *a = cl_open(port_of(srv), DDP_STORE_PROTO_AUTO);
     CU_ASSERT_EQUAL(ddp_store_ping(a, dl(5000)), 0);
-    long pid = ddp__store_server_relay_pid(srv, 0);
+    long pid = relay_pid(0);
     CU_ASSERT_FATAL(pid > 0);
     CU_ASSERT_EQUAL(ddp_sys_kill(g_sys, pid, 9), 0);
     CU_ASSERT(reaped_within(pid, 5000));
@@ -338,7 +365,8 @@ static void test_open_id_costs_one_entry(void)
     ddp_sys_t mitm = *g_sys;
     mitm.ops = &ops;
     g_forged = 0;
-    ddp_store_server_opts_t o = {.host = "127.0.0.1", .relays = 1};
+    int one = 1;
+    ddp_store_server_opts_t o = relay_opts(&one);
     struct mallinfo2 before = mallinfo2();
     ddp_store_server_t *srv = ddp_test_server_start(&mitm, &o);
     ddp_store_t *a = cl_open(port_of(srv), DDP_STORE_PROTO_AUTO);
@@ -355,8 +383,8 @@ static void test_open_id_costs_one_entry(void)
 
 static void test_bad_count(void)
 {
-    ddp_store_server_opts_t o = {.host = "127.0.0.1",
-                                 .relays = DDP_STORE_MAX_RELAYS + 1};
+    int many = DDP_STORE_MAX_RELAYS + 1;
+    ddp_store_server_opts_t o = relay_opts(&many);
     ddp_store_server_t *srv = NULL;
     CU_ASSERT_EQUAL(ddp_store_server_new(g_sys, &o, &srv), DDP_ECONFIG);
     CU_ASSERT_PTR_NULL(srv);
@@ -407,12 +435,13 @@ static int fd_limit_child(ddp_sys_t *sys, void *arg)
     ddp_log_set_sink(count_limit_lines, &said);
     long relay_soft = -1;
     for (int i = 0; i < 2; i++) {
-        ddp_store_server_opts_t o = {.host = "127.0.0.1", .relays = 1};
+        int one = 1;
+        ddp_store_server_opts_t o = relay_opts(&one);
         ddp_store_server_t *srv = NULL;
         if (ddp_store_server_new(sys, &o, &srv) != 0)
             return FDL_NO_SERVER;
         if (i == 0)
-            relay_soft = proc_soft_nofile(ddp__store_server_relay_pid(srv, 0));
+            relay_soft = proc_soft_nofile(relay_pid(0));
         ddp_store_server_free(srv);
     }
     ddp_log_set_sink(NULL, NULL);

@@ -420,6 +420,69 @@ static void test_allow_list(void)
     CU_ASSERT_EQUAL(ddp_store_server_new(g_sys, &o, &none), DDP_ECONFIG);
 }
 
+/* ---- the sys hook (issue 43: the relays left the library; the command
+ * hands them in through it) ---- */
+
+static struct {
+    const ddp_sys_ops_t *real;
+    ddp_sys_ops_t ops;
+    ddp_sys_t sys; /* g_sys with ops: counts listens, and its destroy */
+    int listens, destroyed, fail;
+} g_hook;
+
+static int hooked_listen(ddp_sys_t *s, const ddp_addr_t *a, int backlog)
+{
+    g_hook.listens++;
+    ddp_sys_t real = *s;
+    real.ops = g_hook.real;
+    return ddp_sys_listen(&real, a, backlog);
+}
+
+static void hooked_destroy(ddp_sys_t *s)
+{
+    (void)s;
+    g_hook.destroyed++; /* g_sys is the suite's: not freed here */
+}
+
+static int counting_hook(ddp_sys_t *base, void *arg, ddp_sys_t **out)
+{
+    *(ddp_sys_t **)arg = base;
+    if (g_hook.fail)
+        return ddp_err_set(DDP_ECONFIG, "planted: the hook cannot make its sys");
+    g_hook.real = base->ops;
+    g_hook.ops = *base->ops;
+    g_hook.ops.listen = hooked_listen;
+    g_hook.ops.destroy = hooked_destroy;
+    g_hook.sys = *base;
+    g_hook.sys.ops = &g_hook.ops;
+    *out = &g_hook.sys;
+    return 0;
+}
+
+/* The server listens and serves on the sys its hook made from the one it
+ * was given, and frees that sys once, at its end; a hook's error is
+ * ddp_store_server_new's, with no server. */
+static void test_sys_hook(void)
+{
+    ddp_sys_t *given = NULL;
+    memset(&g_hook, 0, sizeof g_hook);
+    ddp_store_server_opts_t o = {.host = "127.0.0.1", .sys_hook = counting_hook,
+                                 .sys_hook_arg = &given};
+    ddp_store_server_t *srv = srv_start(&o);
+    CU_ASSERT_PTR_EQUAL(given, g_sys);
+    CU_ASSERT_EQUAL(g_hook.listens, 1);
+    still_serving(srv);
+    CU_ASSERT_EQUAL(g_hook.destroyed, 0);
+    srv_end(srv);
+    CU_ASSERT_EQUAL(g_hook.destroyed, 1);
+
+    g_hook.fail = 1;
+    srv = NULL;
+    CU_ASSERT_EQUAL(ddp_store_server_new(g_sys, &o, &srv), DDP_ECONFIG);
+    CU_ASSERT_PTR_NULL(srv);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_message(), "planted"));
+}
+
 static atomic_int g_accept_warns;
 
 static void accept_sink(void *arg, ddp_log_level_t level, const char *line)
@@ -1681,6 +1744,7 @@ static void test_large_write_fits_over_tcp(void)
 
 
 DDP_SUITE("store_server", suite_init, suite_cleanup,
+          {"sys_hook", test_sys_hook},
           {"validate_ping", test_validate_ping},
           {"set_get", test_set_get},
           {"add_ascii", test_add_ascii},

@@ -1,5 +1,6 @@
 /* tests/test_sys_posix.c — the POSIX OS seam over loopback: sockets with
- * deadlines, errors that name the address, processes, fault points. */
+ * deadlines, errors that name the address, processes, fault points, and
+ * its wait loops run on a fake clock (each stops at its deadline). */
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -25,6 +26,7 @@
 #include "ddp/host.h"
 #include "ddp/sys.h"
 #include "epoll_contract.h"
+#include "fake_clock.h"
 #include "test.h"
 
 static ddp_sys_t *S;
@@ -540,6 +542,115 @@ static void test_failed_connects_counted(void)
     ddp_sys_free(sys);
 }
 
+/* ---- the wait loops on a fake clock (issue 43: every loop bounded by
+ * its deadline in a way a test observes) ---- */
+
+#define FAKE_T0 (1000 * DDP_NS_PER_S)
+
+static void kill_pid(void *arg)
+{
+    ddp_sys_kill(S, *(ddp_pid_t *)arg, SIGKILL);
+}
+
+/* wait polls a running child in 2 ms steps and gives up at its deadline
+ * exactly, in the clock's time: 101 ms is 50 steps and a last one of 1 ms
+ * clipped to the deadline. A loop that sleeps past it, or on and on (the
+ * child is killed after 10,000 sleeps: wait then returns 0), fails. */
+static void test_wait_fake_clock(void)
+{
+    char *argv[] = {"sleep", "30", NULL};
+    ddp_spawn_t sp = {.argv = argv};
+    ddp_pid_t pid;
+    CU_ASSERT_EQUAL_FATAL(ddp_sys_spawn(S, &sp, &pid), 0);
+    ddp_fake_clock_t fc;
+    ddp_fake_clock_init(&fc, S, FAKE_T0);
+    fc.on_cap = kill_pid;
+    fc.arg = &pid;
+    int64_t deadline = FAKE_T0 + 101 * DDP_NS_PER_MS;
+    int waited = ddp_sys_wait(&fc.sys, pid, NULL, deadline);
+    CU_ASSERT_EQUAL(waited, DDP_ETIMEOUT);
+    CU_ASSERT_EQUAL(fc.now, deadline);
+    CU_ASSERT_EQUAL(fc.sleeps, 51);
+    CU_ASSERT_EQUAL(fc.first_sleep, FAKE_T0 + 2 * DDP_NS_PER_MS);
+    CU_ASSERT_EQUAL(fc.max_sleep, deadline);
+    CU_ASSERT_EQUAL(fc.late_sleeps, 0);
+    CU_ASSERT_EQUAL(fc.capped, 0);
+    CU_ASSERT_EQUAL(ddp_err_ctx()->waited_ns, 101 * DDP_NS_PER_MS);
+    if (waited == 0) /* reaped: nothing left to look at */
+        return;
+    /* A deadline already passed: one look, no sleep. */
+    fc.sleeps = 0;
+    CU_ASSERT_EQUAL(ddp_sys_wait(&fc.sys, pid, NULL, FAKE_T0), DDP_ETIMEOUT);
+    CU_ASSERT_EQUAL(fc.sleeps, 0);
+    ddp_sys_kill(S, pid, SIGKILL);
+    CU_ASSERT_EQUAL(ddp_sys_wait(S, pid, NULL, ddp_test_deadline_ms(S, 5000)), 0);
+}
+
+static int until_released(ddp_sys_t *sys, void *arg)
+{
+    while (!atomic_load((atomic_int *)arg))
+        ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, DDP_NS_PER_MS));
+    return 5;
+}
+
+static void release(void *arg)
+{
+    atomic_store((atomic_int *)arg, 1);
+}
+
+/* thread_join looks at a running thread in 1 ms steps and gives up at its
+ * deadline exactly (10.5 ms: 10 steps and a last one of 0.5 ms); the
+ * thread keeps running and a later join gets its code. A loop that does
+ * not stop releases the thread after 10,000 sleeps (join then returns 0). */
+static void test_thread_join_fake_clock(void)
+{
+    atomic_int released = 0;
+    ddp_thread_t th;
+    CU_ASSERT_EQUAL_FATAL(ddp_sys_thread_start(S, until_released, &released, "held", &th), 0);
+    ddp_fake_clock_t fc;
+    ddp_fake_clock_init(&fc, S, FAKE_T0);
+    fc.on_cap = release;
+    fc.arg = &released;
+    int64_t deadline = FAKE_T0 + 10 * DDP_NS_PER_MS + DDP_NS_PER_MS / 2;
+    int rc = -1, joined = ddp_sys_thread_join(&fc.sys, th, &rc, deadline);
+    CU_ASSERT_EQUAL(joined, DDP_ETIMEOUT);
+    CU_ASSERT_EQUAL(fc.now, deadline);
+    CU_ASSERT_EQUAL(fc.sleeps, 11);
+    CU_ASSERT_EQUAL(fc.first_sleep, FAKE_T0 + DDP_NS_PER_MS);
+    CU_ASSERT_EQUAL(fc.max_sleep, deadline);
+    CU_ASSERT_EQUAL(fc.late_sleeps, 0);
+    CU_ASSERT_EQUAL(fc.capped, 0);
+    CU_ASSERT_EQUAL(ddp_err_ctx()->waited_ns, deadline - FAKE_T0);
+    atomic_store(&released, 1);
+    if (joined != 0) /* joined, the handle is gone */
+        joined = ddp_sys_thread_join(S, th, &rc, ddp_test_deadline_ms(S, 5000));
+    CU_ASSERT_EQUAL(joined, 0);
+    CU_ASSERT_EQUAL(rc, 5);
+}
+
+/* recv, send and accept look once when the deadline is the clock's now
+ * (-EAGAIN, nothing waited), and wait no longer than a deadline 1 ms
+ * ahead (DDP_ETIMEOUT): the deadline is read on the clock of the sys they
+ * are called with. */
+static void test_socket_waits_fake_clock(void)
+{
+    int lfd, c, a;
+    loopback_pair(&lfd, &c, &a, NULL);
+    ddp_fake_clock_t fc;
+    ddp_fake_clock_init(&fc, S, FAKE_T0);
+    char b[16];
+    CU_ASSERT_EQUAL(ddp_sys_recv(&fc.sys, a, b, sizeof b, FAKE_T0), -EAGAIN);
+    CU_ASSERT_EQUAL(ddp_sys_accept(&fc.sys, lfd, NULL, FAKE_T0), -EAGAIN);
+    CU_ASSERT_EQUAL(ddp_sys_recv(&fc.sys, a, b, sizeof b, FAKE_T0 + DDP_NS_PER_MS),
+                    DDP_ETIMEOUT);
+    CU_ASSERT_EQUAL(ddp_sys_accept(&fc.sys, lfd, NULL, FAKE_T0 + DDP_NS_PER_MS),
+                    DDP_ETIMEOUT);
+    CU_ASSERT_EQUAL(fc.sleeps, 0);
+    ddp_sys_close(S, a);
+    ddp_sys_close(S, c);
+    ddp_sys_close(S, lfd);
+}
+
 static void test_sleep_until(void)
 {
     int64_t dl = ddp_test_deadline_ms(S, 10);
@@ -979,6 +1090,9 @@ static void test_guard_watches_before_exec(void)
 }
 
 DDP_SUITE("sys_posix", suite_init, suite_cleanup,
+          {"wait_fake_clock", test_wait_fake_clock},
+          {"thread_join_fake_clock", test_thread_join_fake_clock},
+          {"socket_waits_fake_clock", test_socket_waits_fake_clock},
           {"output_targets", test_output_targets},
           {"output_full_disk", test_output_full_disk},
           {"host clock: the POSIX sys's own", test_host_clock},

@@ -25,6 +25,7 @@
 #include "ddp/sys.h"
 #include "opt.h"
 #include "core/store_priv.h"
+#include "store_relay.h"
 
 #define CLI_DEFAULT_TIMEOUT_S 30
 #define PROTO_FORM "auto, legacy or current"
@@ -116,7 +117,7 @@ static int cmd_serve(ddp_sys_t *sys, int argc, char **argv)
     ddp_store_server_opts_t o = {.port = DDP_STORE_DEFAULT_PORT,
                                  .token = ddp_env_get(ddp_sys_env(sys),
                                                       TOKEN_ENV)};
-    int port = DDP_STORE_DEFAULT_PORT, quiet = 0, n;
+    int port = DDP_STORE_DEFAULT_PORT, quiet = 0, relays = 0, n;
     const ddp_opt_t opts[] = {
         OPT_STR("host", &o.host, "an address or host name to listen on"),
         OPT_FN("protocol", &o.protocol, parse_proto, PROTO_FORM),
@@ -130,13 +131,17 @@ static int cmd_serve(ddp_sys_t *sys, int argc, char **argv)
         /* A torch 1.13 rank holds two connections and ddpsim's plugin
          * stores four keys a rank: 4N and 8N leave room for both. */
         OPT_INT("world", &o.world, 1, 1 << 24),
-        OPT_INT("relays", &o.relays, 0, DDP_STORE_MAX_RELAYS),
+        OPT_INT("relays", &relays, 0, DDP_STORE_MAX_RELAYS),
         OPT_HELP,
     };
     ddp_opt_spec_t sp = {DDP_OPT_SPEC("store serve", opts, store_usage),
                          .max_operands = 0};
     DDP_OPT_PARSE_OR_RETURN(&sp, argc, argv, &n);
     o.port = (uint16_t)port;
+    if (relays > 0) { /* their processes: the command's, not the library's */
+        o.sys_hook = ddp_store_relays_hook;
+        o.sys_hook_arg = &relays;
+    }
     if (quiet)
         ddp_log_set_level(DDP_LOG_ERROR);
     ddp_store_server_t *srv = NULL;

@@ -347,15 +347,18 @@ typedef struct ddp_store_server_opts {
     void *on_client_arg;
     int world; /* the job's ranks (0: unknown); also scales the defaults of
                   max_clients and max_keys */
-    /* 0: the server's process holds every client's socket. K > 0: K relay
-     * processes, forked at listen, hold them and relay their bytes to the
-     * server (core/store_relay.c), for more clients than one process may
-     * hold open files (ulimit -n): K x the limit, less a few each. At most
-     * DDP_STORE_MAX_RELAYS. */
-    int relays;
+    /* The sys the server runs over, made from the one it was given: NULL,
+     * that one. Called once by ddp_store_server_new, after the open-file
+     * limit is raised (what it starts inherits the raised limit) and
+     * before the listener is made; *out is then the server's, freed
+     * (ddp_sys_free) last by ddp_store_server_free, or at once when the
+     * server fails to start. A negative return, with the error set, is
+     * ddp_store_server_new's. `ddpsim store serve --relays K` hands in
+     * its relay processes this way (tools/store_relay.c): the library
+     * forks none of its own. */
+    int (*sys_hook)(ddp_sys_t *sys, void *arg, ddp_sys_t **out);
+    void *sys_hook_arg;
 } ddp_store_server_opts_t;
-
-#define DDP_STORE_MAX_RELAYS 64
 
 /* max_wait_keys of a server with the default max_keys (before: 16,384). */
 #define DDP_STORE_MAX_WAIT_KEYS DDP_STORE_MAX_KEYS

@@ -1,12 +1,14 @@
-/* core/store_relay.c — relay processes for a store server with more clients
- * than one process may hold open files (`ddpsim store serve --relays K`,
- * ddp_store_server_opts_t.relays).
+/* tools/store_relay.c — relay processes for a store server with more clients
+ * than one process may hold open files (`ddpsim store serve --relays K`):
+ * process management, not the connection stack, so it lives with the
+ * command, and the server gets it through its sys hook
+ * (ddp_store_server_opts_t.sys_hook = ddp_store_relays_hook).
  *
  * A process holds one descriptor per client connection, and a host caps
  * how many a process may hold (ulimit -n; raising the hard limit takes
- * CAP_SYS_RESOURCE). The server's event loop (store_server.c) is left as it
- * is: it runs over the sys made here, whose listener and client sockets are
- * virtual. K relay processes, forked when the server listens, share the
+ * CAP_SYS_RESOURCE). The server's event loop (core/store_server.c) is
+ * left as it is: it runs over the sys made here, whose listener and client
+ * sockets are virtual. K relay processes, forked when the server listens, share the
  * real listening socket; each accepts clients until it runs out of
  * descriptors (the others take the rest) and relays their bytes to the
  * server's process over one loopback TCP link of its own, as frames
@@ -41,7 +43,7 @@
  * link's connections is a map of those open: an id's value costs nothing. Every call goes through
  * the sys seam: the relays run over their own POSIX sys, the server side
  * over the sys it was given. */
-#include "store_priv.h"
+#include "store_relay.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -53,8 +55,9 @@
 #include "ddp/host.h"
 #include "ddp/log.h"
 #include "ddp/sys.h"
-#include "bytebuf.h"
-#include "kvmap.h"
+#include "core/bytebuf.h"
+#include "core/kvmap.h"
+#include "core/store_priv.h"
 
 #define RELAY_WINDOW ((size_t)256 << 10)
 #define RELAY_FRAME_MAX ((size_t)64 << 10) /* DATA bytes per frame */
@@ -1250,15 +1253,18 @@ static const ddp_sys_ops_t relay_ops = {
     .destroy = rs_destroy,
 };
 
-long ddp__store_relay_pid(ddp_sys_t *relay, int i)
+long ddp_store_relay_pid(ddp_sys_t *relay, int i)
 {
+    if (!relay || relay->ops != &relay_ops)
+        return -1;
     relay_sys_t *r = R(relay);
     return i >= 0 && i < r->nlinks && r->links[i].pid > 0 ? (long)r->links[i].pid
                                                            : -1;
 }
 
-int ddp__store_relay_new(ddp_sys_t *base, int relays, ddp_sys_t **out)
+int ddp_store_relays_hook(ddp_sys_t *base, void *arg, ddp_sys_t **out)
 {
+    int relays = arg ? *(const int *)arg : 0;
     *out = NULL;
     if (relays < 1 || relays > DDP_STORE_MAX_RELAYS)
         return ddp_err_set(DDP_ECONFIG, "store relays: %d; give 1 to %d",
