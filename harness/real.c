@@ -713,7 +713,7 @@ static void agent_env(ddp_env_t *env, const ddp_plan_t *plan, const ddp_plan_pro
 {
     char host[256];
     uint16_t port;
-    ddp_errctx_t keep = *ddp_err_ctx(); /* a bad endpoint is torch's to report */
+    ddp_errsave_t *keep = ddp_err_save(); /* a bad endpoint is torch's to report */
     if (ddp_endpoint_parse(ddp_env_get(env, "PET_RDZV_ENDPOINT"), 29400, host, sizeof host,
                            &port) == 0)
         for (int i = 0; i < plan->nnodes; i++)
@@ -722,7 +722,7 @@ static void agent_env(ddp_env_t *env, const ddp_plan_t *plan, const ddp_plan_pro
                              (unsigned)port);
                 break;
             }
-    *ddp_err_ctx() = keep;
+    ddp_err_restore(keep);
     const char *conf = ddp_env_get(env, "PET_RDZV_CONF");
     if (!conf || !*conf)
         ddp_env_set(env, "PET_RDZV_CONF", "is_host=0");
@@ -814,10 +814,10 @@ long ddp__real_job_port(const ddp_plan_t *plan, int job)
         if (plan->procs[i].job == job && !is_service(plan->procs[i].kind)) {
             const ddp_env_t *env = plan->procs[i].env;
             long port = 29500; /* unset: torch's default and ours */
-            ddp_errctx_t keep = *ddp_err_ctx();
+            ddp_errsave_t *keep = ddp_err_save();
             int rc = ddp_env_has(env, "MASTER_PORT")
                          ? ddp_env_get_long(env, "MASTER_PORT", 1, 65535, &port) : 0;
-            *ddp_err_ctx() = keep;
+            ddp_err_restore(keep);
             return rc ? -1 : port;
         }
     return 29500;

@@ -841,10 +841,10 @@ ddp_sim_t *ddp_sim_new(const ddp_sim_opts_t *opts)
     /* One eventfd per task (the baton): allow as many fds as we may (a
      * failure leaves the limit, and the caller's error context, as they were). */
     if (!sim->contexts) {
-        ddp_errctx_t keep = *ddp_err_ctx();
+        ddp_errsave_t *keep = ddp_err_save();
         long before, after;
         ddp_sys_host_fd_limit_raise(&before, &after);
-        *ddp_err_ctx() = keep;
+        ddp_err_restore(keep);
     }
     return sim;
 }
