@@ -23,6 +23,7 @@
 #include "ddp/sys.h"
 #include "test.h"
 #include "../harness/scenario_priv.h"
+#include "../sim/sim_priv.h"
 #include "../tools/cmds.h"
 
 #define BAD_DIR "tests/scenarios/bad"
@@ -452,10 +453,11 @@ static void test_round_trip_generated(void)
     printf("(%d of 3000 accepted) ", accepted);
 }
 
-/* The bundled library meets every expectation and invariant for every
- * accelerator it lists (what `make run` shows as a table). Sanitizer builds
+/* Runs every bundled scenario for every accelerator it lists, checking
+ * that each meets its expectations and invariants; the number of runs.
+ * Files whose name holds `skip` (NULL: none) are left out; sanitizer builds
  * skip the 512-rank scenario to stay within the test budget. */
-static void test_bundled_library(void)
+static int run_bundled_library(const char *skip)
 {
     char **files;
     int n = list_scn(GOOD_DIR, &files), runs = 0;
@@ -464,6 +466,8 @@ static void test_bundled_library(void)
         if (strstr(files[i], "scale-"))
             continue;
 #endif
+        if (skip && strstr(files[i], skip))
+            continue;
         char err[1024];
         ddp_scenario_t *s = NULL;
         CU_ASSERT_EQUAL_FATAL(ddp_scenario_load(files[i], &s, err, sizeof err), 0);
@@ -481,8 +485,40 @@ static void test_bundled_library(void)
         }
         ddp_scenario_free(s);
     }
-    CU_ASSERT_TRUE(runs >= 100);
     free_list(files, n);
+    return runs;
+}
+
+/* The bundled library meets every expectation and invariant for every
+ * accelerator it lists (what `make run` shows as a table). */
+static void test_bundled_library(void)
+{
+    CU_ASSERT_TRUE(run_bundled_library(NULL) >= 100);
+}
+
+/* The stack margin check: the deepest stack any task of the bundled
+ * library writes (error paths, elastic agents, plugins, every accelerator)
+ * leaves the simulator's default stack at least 1.5x (sim/sim.c,
+ * MIN_STACK). A frame that grows past it must shrink, or the default grow
+ * with it (docs/simulator.md § 1). */
+static void test_stack_margin(void)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    printf("\n  skipped: sanitizer builds give tasks 512 KiB stacks and frames of their own\n");
+    return;
+#endif
+    ddp_sim_t *sim = ddp_sim_new(NULL);
+    size_t stack = ddp__sim_stack_size(sim);
+    ddp_sim_free(sim);
+    ddp__stacks_measure(1);
+    int runs = run_bundled_library("scale-512x64"); /* scale-64x8's paths, 64x the ranks */
+    ddp__stacks_measure(0);
+    size_t deepest = ddp__stacks_deepest();
+    printf("\n  %d runs: the deepest task stack %zu bytes of %zu (%.2fx)\n", runs, deepest,
+           stack, deepest ? (double)stack / (double)deepest : 0.0);
+    CU_ASSERT_TRUE(runs >= 100);
+    CU_ASSERT_TRUE(deepest > 1024); /* it measured something */
+    CU_ASSERT_TRUE(deepest * 3 / 2 <= stack);
 }
 
 /* NODE_RANK=0 on both nodes: node 1's rank 0 is a second rank 0. Its
@@ -1527,6 +1563,8 @@ DDP_SUITE("scenario", NULL, NULL,
           {"writer: what it used to lose", test_writer_cases},
           {"generated scenarios round-trip", test_round_trip_generated},
           {"bundled scenarios x accelerators meet their expectations", test_bundled_library},
+          {"stack margin: the deepest task stack of the bundled library is at most 2/3 of "
+           "the default", test_stack_margin},
           {"wrong expectations are reported with their line", test_wrong_expectations_fail},
           {"error=A|B: any one of the classes holds", test_error_alternatives},
           {"train D: every rank trains D, then ends cleanly", test_train},
