@@ -764,6 +764,7 @@ static void healthy_outcomes(ddp_sim_outcome_t o[4])
     static const char *const names[] = {"rank0", "rank1", "rank2", "rank3"};
     memset(o, 0, 4 * sizeof *o);
     for (int i = 0; i < 4; i++) {
+        o[i].message = ""; /* none: never NULL */
         o[i].name = names[i];
         o[i].node = i / 2;
         o[i].rank = i;
@@ -810,9 +811,8 @@ static void test_judge_invariants(void)
             o[1].rc = 1;
             o[1].code = DDP_ETIMEOUT;
             o[1].connect_ns = -1;
-            snprintf(o[1].message, sizeof o[1].message, "%s",
-                     c == 4 ? "timed out"
-                            : "store connect to 10.0.0.1:29500: timed out after 30 s");
+            o[1].message = c == 4 ? "timed out"
+                                  : "store connect to 10.0.0.1:29500: timed out after 30 s";
             break;
         case 6: o[2].state = DDP_SIM_TASK_RUNNING; break;
         case 7: o[0].end_ns = late; break;
@@ -855,8 +855,8 @@ static void test_judge_two_jobs(void)
             o[i].connect_ns = -1;
             /* started 5 s late: a deadline 5 s later than job 1's */
             o[i].end_ns = s->timeout_ns + 5 * DDP_NS_PER_S;
-            snprintf(o[i].message, sizeof o[i].message, "worker_count 5 for world_size 4: "
-                                                        "another job's ranks joined this store");
+            o[i].message = "worker_count 5 for world_size 4: "
+                           "another job's ranks joined this store";
         }
         const char *want = NULL; /* NULL: passes */
         if (c == 1) { /* job 2 fine: its expect line fails */
@@ -915,6 +915,7 @@ static void test_root_cause_first(void)
         /* Each order of the outcomes, so the pick cannot lean on it. */
         for (int rot = 0; rot < 4; rot++) {
             ddp_sim_outcome_t in[4];
+            char msg[4][96];
             for (int i = 0; i < 4; i++) {
                 ddp_sim_outcome_t *x = &in[(i + rot) % 4];
                 *x = o[i];
@@ -923,9 +924,9 @@ static void test_root_cause_first(void)
                 x->rc = 1;
                 x->code = cases[c].code[i];
                 x->connect_ns = -1;
-                snprintf(x->message, sizeof x->message,
-                         "rank %d failed with %s, naming its cause", i,
+                snprintf(msg[i], sizeof msg[i], "rank %d failed with %s, naming its cause", i,
                          ddp_err_name(cases[c].code[i]));
+                x->message = msg[i];
             }
             ddp_scn_result_t r;
             memset(&r, 0, sizeof r);
@@ -990,7 +991,7 @@ static void fail_with(ddp_sim_outcome_t *x, int code, const char *msg)
     x->rc = 1;
     x->code = code;
     x->connect_ns = -1;
-    snprintf(x->message, sizeof x->message, "%s", msg);
+    x->message = msg;
 }
 
 /* Root cause first, issue 41: the rank a crash fault killed is named
@@ -1010,7 +1011,7 @@ static void test_root_cause_killed_and_launcher(void)
     fail_with(&o[0], DDP_ETIMEOUT, "rank 0 timed out waiting for rank 2");
     fail_with(&o[1], DDP_EPEER_LOST, "rank 1 lost its peer rank 2");
     o[2].state = DDP_SIM_TASK_CRASHED;
-    snprintf(o[2].message, sizeof o[2].message, "crashed by a fault");
+    o[2].message = "crashed by a fault";
     snprintf(o[2].phase, sizeof o[2].phase, "barrier");
     CU_ASSERT_TRUE(first_error_is(s, o, 4,
                                   "rank 2, barrier: killed on node 1 by the fault on line 2 "
@@ -1131,17 +1132,15 @@ static void test_judge_expectations(void)
                 o[i].rc = 1;
                 o[i].code = DDP_ETIMEOUT;
                 o[i].connect_ns = -1;
-                snprintf(o[i].message, sizeof o[i].message,
-                         "store connect to 10.0.0.1:29500: timed out after 30 s");
+                o[i].message = "store connect to 10.0.0.1:29500: timed out after 30 s";
             }
             if (i == cases[c].exits_zero)
                 o[i].connect_ns = -1;
             if (i == cases[c].hangs) {
                 o[i].rc = o[i].code = DDP_EHUNG;
                 o[i].connect_ns = -1;
-                snprintf(o[i].message, sizeof o[i].message, "hung: still running at the "
-                                                            "scenario's deadline plus 30 s of "
-                                                            "grace: killed");
+                o[i].message = "hung: still running at the scenario's deadline plus 30 s of "
+                               "grace: killed";
             }
         }
         ddp_scn_result_t r;
@@ -1410,7 +1409,7 @@ static void test_within_from_join(void)
             o[i].connect_ns = -1;
             o[i].join_ns = DDP_NS_PER_S;
             o[i].foreign = foreign;
-            snprintf(o[i].message, sizeof o[i].message, "RuntimeError: Socket Timeout");
+            o[i].message = "RuntimeError: Socket Timeout";
         }
         ddp_scn_result_t r;
         memset(&r, 0, sizeof r);
