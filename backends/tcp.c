@@ -316,16 +316,15 @@ static void tcp_key(const tcp_pg_t *pg, char *buf, size_t n, const char *what,
         ddp_fmt(buf, n, "%s/tcp/%s", pg->base.prefix, what);
 }
 
-/* GLOO_SOCKET_IFNAME (else TP_SOCKET_IFNAME) read as torch reads it
- * (ddp_gloo_ifnames): the number of interfaces named and the first in
- * name, 0 for none, or DDP_ECONFIG. */
-static int tcp_ifnames(ddp_sys_t *sys, char *name, size_t n)
+/* The interfaces ifname (ifvar's value) lists, read as torch reads them
+ * (ddp_gloo_ifnames). Not inlined: its table of interfaces (3.3 KiB) stays
+ * off the stack of tcp_listen's resolve, the deepest of a simulated rank's
+ * init, when no variable is set (as in most runs). */
+DDP_NOINLINE static int tcp_iflist(ddp_sys_t *sys, const char *ifvar, const char *ifname,
+                                   char *name, size_t n)
 {
-    const char *ifvar = "GLOO_SOCKET_IFNAME", *ifname = ddp_env_get(ddp_sys_env(sys), ifvar);
-    if (!ifname || !ifname[0])
-        ifvar = "TP_SOCKET_IFNAME", ifname = ddp_env_get(ddp_sys_env(sys), ifvar);
     ddp_ifaddr_t ifs[64];
-    int nifs = ifname && strlen(ifname) > 1 ? ddp_sys_ifaddrs(sys, ifs, 64) : 0;
+    int nifs = ddp_sys_ifaddrs(sys, ifs, 64);
     if (nifs < 0)
         return ddp_err_set(nifs, "tcp bootstrap: %s=\"%s\": this host's interfaces cannot "
                            "be listed here", ifvar, ifname);
@@ -335,6 +334,19 @@ static int tcp_ifnames(ddp_sys_t *sys, char *name, size_t n)
     return ddp_err_hint("\"%c...\" is NCCL's list syntax (NCCL_SOCKET_IFNAME); %s takes "
                         "interface names only: set it to the one that reaches the other "
                         "nodes, e.g. eth0", ifname[0], ifvar);
+}
+
+/* GLOO_SOCKET_IFNAME (else TP_SOCKET_IFNAME) read as torch reads it
+ * (ddp_gloo_ifnames): the number of interfaces named and the first in
+ * name, 0 for none, or DDP_ECONFIG. */
+static int tcp_ifnames(ddp_sys_t *sys, char *name, size_t n)
+{
+    const char *ifvar = "GLOO_SOCKET_IFNAME", *ifname = ddp_env_get(ddp_sys_env(sys), ifvar);
+    if (!ifname || !ifname[0])
+        ifvar = "TP_SOCKET_IFNAME", ifname = ddp_env_get(ddp_sys_env(sys), ifvar);
+    if (!ifname || strlen(ifname) <= 1) /* torch ignores it (ddp_gloo_ifnames) */
+        return 0;
+    return tcp_iflist(sys, ifvar, ifname, name, n);
 }
 
 /* Listens on the address this rank's host name resolves to; *pub is what
@@ -424,10 +436,10 @@ DDP_NOINLINE static void publish_error(tcp_pg_t *pg, const char *key)
 {
     char msg[768];
     error_text(pg, "", msg, sizeof msg);
-    ddp_errctx_t saved = *ddp_err_ctx(); /* keep this rank's own error */
+    ddp_errsave_t *saved = ddp_err_save(); /* keep this rank's own error */
     ddp_store_set_str(pg->base.store, key, msg,
                       ddp_sys_deadline_in(pg->base.sys, DDP_NS_PER_S));
-    *ddp_err_ctx() = saved;
+    ddp_err_restore(saved);
 }
 
 /* Names (up to 16 of) the ranks in [base, base+n) whose key is missing. */
@@ -659,9 +671,9 @@ DDP_NOINLINE static void publish_peers_error(tcp_pg_t *pg)
 {
     char msg[800];
     error_text(pg, TCP_PEERS_HEADER " ", msg, sizeof msg);
-    ddp_errctx_t saved = *ddp_err_ctx();
+    ddp_errsave_t *saved = ddp_err_save();
     publish_peers(pg, NULL, msg, ddp_sys_deadline_in(pg->base.sys, DDP_NS_PER_S));
-    *ddp_err_ctx() = saved;
+    ddp_err_restore(saved);
 }
 
 /* Reads this rank's entry: its neighbours' ranks and addresses. */
@@ -812,14 +824,13 @@ static int64_t backoff_next(tcp_pg_t *pg, int64_t deadline)
 
 /* A poll or accept that returned EINTR/EAGAIN: a short pause before the next
  * try, so that a fault point returning it on every call cannot spin a
- * simulated task (whose clock moves only while it waits). Not inlined: its
- * copy of the error context (nearly a kilobyte) would sit in the frame of
- * every caller, on every simulated rank's stack. */
+ * simulated task (whose clock moves only while it waits). The error
+ * context is kept (ddp_err_save: off the rank's stack). */
 DDP_NOINLINE static void transient_pause(tcp_pg_t *pg, int64_t deadline)
 {
-    ddp_errctx_t saved = *ddp_err_ctx();
+    ddp_errsave_t *saved = ddp_err_save();
     ddp_sys_sleep_until(pg->base.sys, min64(now(pg) + DDP_NS_PER_MS, deadline));
-    *ddp_err_ctx() = saved;
+    ddp_err_restore(saved);
 }
 
 /* The handshake in progress (see handshake()). */
@@ -1100,9 +1111,9 @@ static int break_group(tcp_pg_t *pg, int rc)
         /* A header still held back goes first (one try, no wait): the
          * successor then names a mismatch of calls itself, not only the
          * EOF behind it. */
-        ddp_errctx_t saved = *ddp_err_ctx();
+        ddp_errsave_t *saved = ddp_err_save();
         (void)ddp_sys_send(pg->base.sys, pg->next_fd, hdr_unsent(pg), pg->hdr_left, 0);
-        *ddp_err_ctx() = saved;
+        ddp_err_restore(saved);
     }
     pg->hdr_left = 0;
     close_ring(pg);

@@ -114,9 +114,9 @@ int ddp_cluster_manages_tasks(ddp_cluster_t *c, int devices, int num_nodes)
 {
     if (!c || !c->ops->manages_tasks || !c->ops->creates_processes_externally(c))
         return 0;
-    ddp_errctx_t saved = *ddp_err_ctx();
+    ddp_errsave_t *saved = ddp_err_save();
     int yes = c->ops->manages_tasks(c, devices, num_nodes) == 1;
-    *ddp_err_ctx() = saved;
+    ddp_err_restore(saved);
     return yes;
 }
 
@@ -240,65 +240,55 @@ static int own_addr(const ddp_addr_t *a, const ddp_addr_t *mine, int n)
     return 0;
 }
 
-int ddp_cluster_check_master(ddp_cluster_t *c, const char *addr,
-                             int global_rank, int num_nodes)
+/* The checks' verdict when they pass and what their calls failed with is
+ * not the caller's to see (the connect names an unresolvable address). */
+#define MASTER_NOT_OURS 1
+
+/* A world of several nodes whose master address only reaches the host it
+ * is used on (0, or DDP_ECONFIG). */
+static int check_spans_nodes(ddp_cluster_t *c, const char *addr, const ddp_addr_t *res,
+                             int nres, const char *as, const char *from, int num_nodes)
 {
-    if (!c || !addr)
-        return ddp_err_set(-EINVAL, "ddp_cluster_check_master: NULL argument");
-    if (global_rank != 0 && num_nodes <= 1)
-        return 0;
-    ddp_errctx_t saved = *ddp_err_ctx();
-    ddp_addr_t res[MAX_ADDRS], mine[MAX_ADDRS];
-    int nres = ddp_sys_resolve(c->sys, addr, 0, res, MAX_ADDRS);
-    if (nres <= 0) { /* the connect names it, after its retries */
-        *ddp_err_ctx() = saved;
-        return 0;
+    int local = 1;
+    for (int i = 0; i < nres && local; i++)
+        local = ddp_sys_node_local(c->sys, &res[i]) == 1;
+    /* A name that only this host resolves to loopback (Debian's 127.0.1.1
+     * for its own name) is fine on rank 0's node, whose store listens on
+     * every address; a loopback literal is wrong everywhere. */
+    ddp_addr_t lit;
+    int node = -1;
+    if (local && ddp_addr_try_parse(addr, 0, &lit) != 0 && strcmp(addr, "localhost") != 0) {
+        ddp_errsave_t *keep = ddp_err_save();
+        if (ddp_cluster_node_rank(c, &node) != 0)
+            node = -1;
+        ddp_err_restore(keep);
+        local = node != 0;
     }
-    char as[256];
-    format_addrs(res, nres, as, sizeof as);
-    const char *from = ddp_env_has(c->env, "MASTER_ADDR")
-                           ? "MASTER_ADDR"
-                           : "the main address (MASTER_ADDR is not set; the "
-                             "launcher's default)";
-    if (num_nodes > 1) {
-        int local = 1;
-        for (int i = 0; i < nres && local; i++)
-            local = ddp_sys_node_local(c->sys, &res[i]) == 1;
-        /* A name that only this host resolves to loopback (Debian's
-         * 127.0.1.1 for its own name) is fine on rank 0's node, whose store
-         * listens on every address; a loopback literal is wrong everywhere. */
-        ddp_addr_t lit;
-        int node = -1;
-        if (local && ddp_addr_try_parse(addr, 0, &lit) != 0 &&
-            strcmp(addr, "localhost") != 0) {
-            ddp_errctx_t keep = *ddp_err_ctx();
-            if (ddp_cluster_node_rank(c, &node) != 0)
-                node = -1;
-            *ddp_err_ctx() = keep;
-            local = node != 0;
-        }
-        if (local) {
-            ddp_err_set(DDP_ECONFIG,
-                        "%s \"%s\" resolves to %s, an address that only reaches "
-                        "the host it is used on, but the world spans %d nodes: "
-                        "the ranks of the other nodes would look for rank 0's "
-                        "store on their own host",
-                        from, addr, as, num_nodes);
-            return ddp_err_hint("export MASTER_ADDR=<host name or address of "
-                                "rank 0's node> on every node (torchrun "
-                                "--master-addr=HOST, or --rdzv-endpoint=HOST:PORT); "
-                                "if every node really is this one host (a test), "
-                                "say so with DDPSIM_HOSTS=node0=127.0.0.1,"
-                                "node1=127.0.0.1,...");
-        }
-    }
-    if (global_rank != 0)
+    if (!local)
         return 0;
+    ddp_err_set(DDP_ECONFIG,
+                "%s \"%s\" resolves to %s, an address that only reaches "
+                "the host it is used on, but the world spans %d nodes: "
+                "the ranks of the other nodes would look for rank 0's "
+                "store on their own host",
+                from, addr, as, num_nodes);
+    return ddp_err_hint("export MASTER_ADDR=<host name or address of "
+                        "rank 0's node> on every node (torchrun "
+                        "--master-addr=HOST, or --rdzv-endpoint=HOST:PORT); "
+                        "if every node really is this one host (a test), "
+                        "say so with DDPSIM_HOSTS=node0=127.0.0.1,"
+                        "node1=127.0.0.1,...");
+}
+
+/* Rank 0: the master address must be one of this host's (0,
+ * MASTER_NOT_OURS when the sys cannot tell, or DDP_ECONFIG). */
+static int check_rank0_host(ddp_cluster_t *c, const char *addr, const ddp_addr_t *res,
+                            int nres, const char *as, const char *from)
+{
+    ddp_addr_t mine[MAX_ADDRS];
     int nmine = ddp_sys_local_addrs(c->sys, mine, MAX_ADDRS);
-    if (nmine < 0) { /* a sys that cannot tell: nothing to compare */
-        *ddp_err_ctx() = saved;
-        return 0;
-    }
+    if (nmine < 0) /* a sys that cannot tell: nothing to compare */
+        return MASTER_NOT_OURS;
     for (int i = 0; i < nres; i++)
         if (own_addr(&res[i], mine, nmine))
             return 0;
@@ -306,7 +296,6 @@ int ddp_cluster_check_master(ddp_cluster_t *c, const char *addr,
     if (ddp_sys_hostname(c->sys, host, sizeof host) != 0)
         snprintf(host, sizeof host, "this host");
     format_addrs(mine, nmine, ms, sizeof ms);
-    *ddp_err_ctx() = saved;
     ddp_err_set(DDP_ECONFIG,
                 "%s \"%s\" resolves to %s, not an address of %s (%s), where "
                 "rank 0 runs and serves the rendezvous store: every rank would "
@@ -315,4 +304,39 @@ int ddp_cluster_check_master(ddp_cluster_t *c, const char *addr,
     return ddp_err_hint("set MASTER_ADDR to rank 0's host (%s), or start rank "
                         "0 on %s (NODE_RANK=0 on that node only: #5651)",
                         host, addr);
+}
+
+static int master_checks(ddp_cluster_t *c, const char *addr, int global_rank, int num_nodes)
+{
+    ddp_addr_t res[MAX_ADDRS];
+    int nres = ddp_sys_resolve(c->sys, addr, 0, res, MAX_ADDRS);
+    if (nres <= 0) /* the connect names it, after its retries */
+        return MASTER_NOT_OURS;
+    char as[256];
+    format_addrs(res, nres, as, sizeof as);
+    const char *from = ddp_env_has(c->env, "MASTER_ADDR")
+                           ? "MASTER_ADDR"
+                           : "the main address (MASTER_ADDR is not set; the "
+                             "launcher's default)";
+    int rc = num_nodes > 1 ? check_spans_nodes(c, addr, res, nres, as, from, num_nodes) : 0;
+    if (rc != 0 || global_rank != 0)
+        return rc;
+    return check_rank0_host(c, addr, res, nres, as, from);
+}
+
+int ddp_cluster_check_master(ddp_cluster_t *c, const char *addr,
+                             int global_rank, int num_nodes)
+{
+    if (!c || !addr)
+        return ddp_err_set(-EINVAL, "ddp_cluster_check_master: NULL argument");
+    if (global_rank != 0 && num_nodes <= 1)
+        return 0;
+    ddp_errsave_t *saved = ddp_err_save();
+    int rc = master_checks(c, addr, global_rank, num_nodes);
+    if (rc == MASTER_NOT_OURS) {
+        ddp_err_restore(saved);
+        return 0;
+    }
+    ddp_err_forget(saved);
+    return rc;
 }

@@ -170,9 +170,9 @@ static int py_ip_address(const char *host, ddp_addr_t *a, int *zoned)
 static int canon_matches(ddp_sys_t *sys, const char *me, const char *host)
 {
     char canon[256];
-    ddp_errctx_t keep = *ddp_err_ctx();
+    ddp_errsave_t *keep = ddp_err_save();
     int rc = ddp_sys_canon_name(sys, me, canon, sizeof canon);
-    *ddp_err_ctx() = keep;
+    ddp_err_restore(keep);
     return rc == 0 && !strcmp(canon, host);
 }
 
@@ -197,9 +197,9 @@ int ddp_sys_is_this_host(ddp_sys_t *sys, const char *host)
         return 1;
     if (!ip || zoned)
         return 0;
-    ddp_errctx_t keep = *ddp_err_ctx();
+    ddp_errsave_t *keep = ddp_err_save();
     int n = ddp_sys_resolve(sys, me, 0, mine, 16);
-    *ddp_err_ctx() = keep;
+    ddp_err_restore(keep);
     for (int i = 0; i < n; i++)
         if (ddp_addr_equal(&mine[i], &ep))
             return 1;

@@ -269,3 +269,63 @@ const char *ddp_err_message(void)
     ddp_ident_state_t *s = st();
     return ddp_err_format(&s->ctx, s->message, sizeof s->message);
 }
+
+/* ---- keeping the context across calls (ddp_err_save) ---- */
+struct ddp_errsave {
+    ddp_errctx_t ctx;
+};
+
+/* What a save returns when its copy could not be made. */
+static ddp_errsave_t lost_save;
+
+/* 1 when the context shows nothing: a fresh state's. */
+static int ctx_empty(const ddp_errctx_t *c)
+{
+    return c->code == 0 && c->rank == -1 && c->peer == -1 && c->waited_ns == -1 &&
+           !c->phase[0] && !c->addr[0] && !c->what[0] && !c->hint[0];
+}
+
+/* Back to a fresh state's context: a few cache lines, not 1.7 KiB. */
+static void ctx_clear(ddp_errctx_t *c)
+{
+    c->code = 0;
+    c->rank = -1;
+    c->peer = -1;
+    c->waited_ns = -1;
+    c->phase[0] = c->addr[0] = c->what[0] = c->hint[0] = '\0';
+}
+
+ddp_errsave_t *ddp_err_save(void)
+{
+    const ddp_errctx_t *c = &st()->ctx;
+    if (ctx_empty(c))
+        return NULL;
+    ddp_errsave_t *s = malloc(sizeof *s);
+    if (!s)
+        return &lost_save;
+    s->ctx = *c;
+    return s;
+}
+
+void ddp_err_restore(ddp_errsave_t *saved)
+{
+    if (saved == &lost_save) {
+        ddp_err_set(-ENOMEM, "the error context could not be kept across a call: "
+                             "no memory for its %zu-byte copy, so the error it held is lost",
+                    sizeof *saved);
+        ddp_err_hint("give the process more memory (ulimit -v, or fewer simulated ranks)");
+        return;
+    }
+    if (!saved) {
+        ctx_clear(&st()->ctx);
+        return;
+    }
+    st()->ctx = saved->ctx;
+    free(saved);
+}
+
+void ddp_err_forget(ddp_errsave_t *saved)
+{
+    if (saved != &lost_save)
+        free(saved);
+}

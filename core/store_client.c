@@ -1080,11 +1080,10 @@ enum { PROBE_NONE, PROBE_LEGACY_ONLY, PROBE_BOTH };
  * the PING: a legacy-only server. Both answered: a server of both
  * generations. Anything else: not a legacy server (a current PyTorch
  * server never answers the CHECK). The probe connection is closed. */
-/* Not inlined: its copy of the error context (nearly a kilobyte) would sit
- * in ddp_store_client_connect's frame, on every simulated rank's stack. */
+/* The caller's error context is kept (ddp_err_save: off the rank's stack). */
 DDP_NOINLINE static int probe_legacy(client_t *c, int64_t deadline)
 {
-    ddp_errctx_t saved = *ddp_err_ctx();
+    ddp_errsave_t *saved = ddp_err_save();
     int64_t dl = ddp_sys_deadline_in(c->st.sys, PROBE_GRACE_NS);
     if (dl > deadline)
         dl = deadline;
@@ -1105,7 +1104,7 @@ DDP_NOINLINE static int probe_legacy(client_t *c, int64_t deadline)
     }
     poison(c, "probe done");
     c->proto = CURRENT;
-    *ddp_err_ctx() = saved;
+    ddp_err_restore(saved);
     return res;
 }
 

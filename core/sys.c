@@ -323,6 +323,23 @@ static int zone_error(const char *host, const ddp_addr_t *a, const char *zone,
                         "link to the address");
 }
 
+/* out's zone as this host's interface index: 1, or DDP_ENOT_FOUND. Not
+ * inlined: its table of interfaces (3.3 KiB) stays off the stack of every
+ * resolve without a zone, which is every resolve of a simulated rank. */
+DDP_NOINLINE static int resolve_zone(ddp_sys_t *s, const char *host, ddp_addr_t *out,
+                                     const char *zone)
+{
+    ddp_ifaddr_t ifs[SYS_MAX_IFADDRS];
+    ddp_errsave_t *keep = ddp_err_save();
+    int n = ddp_sys_ifaddrs(s, ifs, SYS_MAX_IFADDRS);
+    ddp_err_restore(keep);
+    if (n < 0)
+        n = 0;
+    if (ddp_addr_zone(out, zone, ifs, n, &out->scope) != 0)
+        return zone_error(host, out, zone, ifs, n);
+    return 1;
+}
+
 int ddp_sys_resolve_numeric(ddp_sys_t *s, const char *host, uint16_t port, ddp_addr_t *out)
 {
     const char *zone;
@@ -337,17 +354,7 @@ int ddp_sys_resolve_numeric(ddp_sys_t *s, const char *host, uint16_t port, ddp_a
     }
     if (ddp_addr_numeric(host, port, out, &zone) != 0)
         return 0;
-    if (!zone)
-        return 1;
-    ddp_ifaddr_t ifs[SYS_MAX_IFADDRS];
-    ddp_errctx_t keep = *ddp_err_ctx();
-    int n = ddp_sys_ifaddrs(s, ifs, SYS_MAX_IFADDRS);
-    *ddp_err_ctx() = keep;
-    if (n < 0)
-        n = 0;
-    if (ddp_addr_zone(out, zone, ifs, n, &out->scope) != 0)
-        return zone_error(host, out, zone, ifs, n);
-    return 1;
+    return zone ? resolve_zone(s, host, out, zone) : 1;
 }
 
 int ddp_addr_in_net(const ddp_addr_t *a, const ddp_addr_t *net, int prefix)

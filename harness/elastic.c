@@ -86,11 +86,8 @@ static int secs(const char *text, int64_t *out)
  * other agent knows (docs/fidelity.md). */
 static int read_endpoint(agent_t *a, const char *v)
 {
-    if (ddp_endpoint_parse(v, 29400, a->ep_host, sizeof a->ep_host, &a->ep_port) != 0) {
-        ddp_errctx_t e = *ddp_err_ctx();
-        ddp_err_set(DDP_ECONFIG, "PET_RDZV_ENDPOINT (torchrun --rdzv_endpoint): %s", e.what);
-        return ddp_err_hint("%s", e.hint);
-    }
+    if (ddp_endpoint_parse(v, 29400, a->ep_host, sizeof a->ep_host, &a->ep_port) != 0)
+        return ddp_err_wrap("PET_RDZV_ENDPOINT (torchrun --rdzv_endpoint)"); /* DDP_ECONFIG */
     if (a->ep_port != 0)
         return 0;
     ddp_err_set(DDP_ECONFIG, "PET_RDZV_ENDPOINT=\"%s\": port 0, where torch's store would "
@@ -646,9 +643,9 @@ int ddp__elastic_agent(ddp_sys_t *sys, const ddp_elastic_worker_t *w, int *resta
             /* torch 1.13 waits at the exit barrier on failure too: the
              * rendezvous closes only after it (300 s when another agent
              * has restarts left and is back in a round) */
-            ddp_errctx_t saved = *ddp_err_ctx();
+            ddp_errsave_t *saved = ddp_err_save();
             exit_barrier(a);
-            *ddp_err_ctx() = saved;
+            ddp_err_restore(saved);
             ddp_err_set(DDP_EPEER_LOST, "agent %s: worker group failed: rank %d (local rank "
                                         "%d) exited with %s %d, %d of %d restart(s) used",
                         a->id, rank, who, status > 128 ? "signal" : "status",
@@ -674,9 +671,9 @@ int ddp__elastic_agent(ddp_sys_t *sys, const ddp_elastic_worker_t *w, int *resta
     /* Its run ended, failed or not: torch 1.13's launcher shuts the
      * rendezvous down (not after a signal: a crashed agent closes nothing). */
     if (a->st) {
-        ddp_errctx_t saved = *ddp_err_ctx();
+        ddp_errsave_t *saved = ddp_err_save();
         update(a, close_op, ddp_sys_deadline_in(sys, 30 * DDP_NS_PER_S));
-        *ddp_err_ctx() = saved;
+        ddp_err_restore(saved);
         ddp_store_free(a->st);
     }
     if (a->srv) { /* serve the others a little longer: they read the close */

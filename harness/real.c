@@ -569,7 +569,7 @@ static int read_results(const char *path, proc_t *ps, int np, const ddp_plan_t *
             o = no;
         }
         ddp_sim_outcome_t *x = &o[n];
-        memset(x, 0, sizeof *x);
+        ddp_sim_outcome_init(x);
         int task = nf > 1 ? atoi(field[1]) : -1;
         const char *tname = task >= 0 && task < plan->nprocs ? plan->procs[task].name : "?";
         x->job = task >= 0 && task < plan->nprocs ? plan->procs[task].job : 0;
@@ -588,7 +588,7 @@ static int read_results(const char *path, proc_t *ps, int np, const ddp_plan_t *
             x->state = DDP_SIM_TASK_EXITED;
             if (task >= 0 && task < np && ps[task].spawn_ns > plan->procs[task].start_ns)
                 x->held_ns = ps[task].spawn_ns - plan->procs[task].start_ns;
-            snprintf(x->message, sizeof x->message, "%s", strcmp(field[13], "-") ? field[13] : "");
+            ddp_sim_outcome_set_message(x, "%s", strcmp(field[13], "-") ? field[13] : "");
             /* A worker an accelerator launched reports under its parent's task. */
             int parent_is_rank = task >= 0 && task < np && ps[task].rank == x->rank;
             x->name = parent_is_rank || x->rank < 0 ? tname : "worker";
@@ -607,7 +607,7 @@ static int read_results(const char *path, proc_t *ps, int np, const ddp_plan_t *
             x->connect_ns = -1;
             x->state = DDP_SIM_TASK_CRASHED;
             x->name = tname;
-            snprintf(x->message, sizeof x->message, "crashed by a fault");
+            ddp_sim_outcome_set_message(x, "crashed by a fault");
             n++;
         }
     }
@@ -630,7 +630,7 @@ static int read_results(const char *path, proc_t *ps, int np, const ddp_plan_t *
         if (seen || n == cap)
             continue;
         ddp_sim_outcome_t *x = &o[n++];
-        memset(x, 0, sizeof *x);
+        ddp_sim_outcome_init(x);
         x->name = plan->procs[ps[i].task].name;
         x->job = plan->procs[ps[i].task].job;
         x->rank = ps[i].rank;
@@ -639,7 +639,7 @@ static int read_results(const char *path, proc_t *ps, int np, const ddp_plan_t *
         x->connect_ns = -1;
         x->state = DDP_SIM_TASK_CRASHED;
         x->end_ns = ps[i].end_ns; /* when it was reaped (0: killed before it started) */
-        snprintf(x->message, sizeof x->message, "killed by the runner (fault)");
+        ddp_sim_outcome_set_message(x, "killed by the runner (fault)");
     }
     *outs = o;
     return o ? n : -ENOMEM;
@@ -713,7 +713,7 @@ static void agent_env(ddp_env_t *env, const ddp_plan_t *plan, const ddp_plan_pro
 {
     char host[256];
     uint16_t port;
-    ddp_errctx_t keep = *ddp_err_ctx(); /* a bad endpoint is torch's to report */
+    ddp_errsave_t *keep = ddp_err_save(); /* a bad endpoint is torch's to report */
     if (ddp_endpoint_parse(ddp_env_get(env, "PET_RDZV_ENDPOINT"), 29400, host, sizeof host,
                            &port) == 0)
         for (int i = 0; i < plan->nnodes; i++)
@@ -722,7 +722,7 @@ static void agent_env(ddp_env_t *env, const ddp_plan_t *plan, const ddp_plan_pro
                              (unsigned)port);
                 break;
             }
-    *ddp_err_ctx() = keep;
+    ddp_err_restore(keep);
     const char *conf = ddp_env_get(env, "PET_RDZV_CONF");
     if (!conf || !*conf)
         ddp_env_set(env, "PET_RDZV_CONF", "is_host=0");
@@ -814,10 +814,10 @@ long ddp__real_job_port(const ddp_plan_t *plan, int job)
         if (plan->procs[i].job == job && !is_service(plan->procs[i].kind)) {
             const ddp_env_t *env = plan->procs[i].env;
             long port = 29500; /* unset: torch's default and ours */
-            ddp_errctx_t keep = *ddp_err_ctx();
+            ddp_errsave_t *keep = ddp_err_save();
             int rc = ddp_env_has(env, "MASTER_PORT")
                          ? ddp_env_get_long(env, "MASTER_PORT", 1, 65535, &port) : 0;
-            *ddp_err_ctx() = keep;
+            ddp_err_restore(keep);
             return rc ? -1 : port;
         }
     return 29500;
@@ -834,7 +834,7 @@ static void exec_outcome(const ddp_plan_t *plan, const proc_t *p, const char *ba
                          int64_t grace, int hosted, int sure, ddp_sim_outcome_t *x, char **err)
 {
     char path[320], ph[40], head[160];
-    memset(x, 0, sizeof *x);
+    ddp_sim_outcome_init(x);
     x->name = plan->procs[p->task].name;
     x->job = plan->procs[p->task].job;
     x->rank = p->rank;
@@ -860,19 +860,18 @@ static void exec_outcome(const ddp_plan_t *plan, const proc_t *p, const char *ba
     char *text = *err = ddp__real_slurp(path);
     if (p->at_limit) { /* its own timeouts never ended it: hung, not timed out */
         x->rc = x->code = DDP_EHUNG;
-        snprintf(x->message, sizeof x->message,
-                 "%shung: still running at its own deadline plus %.0f s of grace "
-                 "(%.1f s, counted from its %s at %.1f s), last phase %s: killed", head,
-                 (double)grace / 1e9, (double)p->deadline_ns / 1e9,
-                 p->contact_ns >= 0 && p->contact_ns == p->from_ns ? "first store contact"
-                                                                    : "start",
-                 (double)p->from_ns / 1e9, ph);
+        ddp_sim_outcome_set_message(
+            x, "%shung: still running at its own deadline plus %.0f s of grace "
+               "(%.1f s, counted from its %s at %.1f s), last phase %s: killed", head,
+            (double)grace / 1e9, (double)p->deadline_ns / 1e9,
+            p->contact_ns >= 0 && p->contact_ns == p->from_ns ? "first store contact" : "start",
+            (double)p->from_ns / 1e9, ph);
         return;
     }
     snprintf(head + n, sizeof head - (size_t)n, "exit %d after %.1f s, last phase %s",
              p->status, (double)(p->end_ns - p->start_ns) / 1e9, ph);
     x->rc = p->status;
-    char why[sizeof x->message];
+    char why[DDP_ERR_MSG_MAX];
     x->code = ddp__real_classify(p->status, text ? text : "", why, sizeof why);
     /* classify's "exit status S: LINE": the line, after our head */
     const char *line = strstr(why, ": ") ? strstr(why, ": ") + 2 : "";
@@ -883,21 +882,21 @@ static void exec_outcome(const ddp_plan_t *plan, const proc_t *p, const char *ba
         /* exit 0 proves nothing about the job: it never used its store */
         x->rc = 1;
         x->code = DDP_ENO_JOIN;
-        snprintf(x->message, sizeof x->message,
-                 "%s: exited 0 without ever joining the job's store (at %s:%ld): "
-                 "not a distributed run", head, plan->nodes[0].addr,
-                 job_port(plan, plan->procs[p->task].job));
+        ddp_sim_outcome_set_message(x, "%s: exited 0 without ever joining the job's store "
+                                       "(at %s:%ld): not a distributed run",
+                                    head, plan->nodes[0].addr,
+                                    job_port(plan, plan->procs[p->task].job));
     } else if (p->status == 0) {
         if (!p->agent) /* an agent connects nothing itself */
             x->connect_ns = p->end_ns; /* it got through init_process_group */
     } else if (p->status == 127) {
-        snprintf(x->message, sizeof x->message, "%s: %s", head,
-                 text && *text ? text : "the program could not be started");
+        ddp_sim_outcome_set_message(x, "%s: %s", head,
+                                    text && *text ? text : "the program could not be started");
     } else {
-        snprintf(x->message, sizeof x->message, "%s: %s", head,
-                 *line ? line : "nothing on stderr");
+        ddp_sim_outcome_set_message(x, "%s: %s", head, *line ? line : "nothing on stderr");
     }
-    x->message[strcspn(x->message, "\n")] = '\0';
+    if (strchr(x->message, '\n')) /* its first line */
+        ddp_sim_outcome_set_message(x, "%.*s", (int)strcspn(x->message, "\n"), x->message);
 }
 
 static void drop_outputs(ddp_sys_t *sys, const ddp_plan_t *plan, const proc_t *ps, int np,
@@ -1954,6 +1953,8 @@ static int run_finish(run_t *x)
         drop_outputs(x->sys, x->plan, x->ps, x->np, x->base, x->logs);
     else
         run_verdict(x, outs, n);
+    for (int i = 0; i < n; i++)
+        ddp_sim_outcome_clear(&outs[i]);
     if (n >= 0)
         free(outs);
     free(x->ws);

@@ -169,7 +169,7 @@ int ddp__real_worker_outcomes(const ddp_plan_t *plan, const ddp_real_workers_t *
             return -ENOMEM;
         *outs = no;
         ddp_sim_outcome_t *x = &no[n++];
-        memset(x, 0, sizeof *x);
+        ddp_sim_outcome_init(x);
         x->name = "worker";
         x->rank = w->rank;
         x->node = w->node;
@@ -183,9 +183,9 @@ int ddp__real_worker_outcomes(const ddp_plan_t *plan, const ddp_real_workers_t *
         if (w->killed) {
             x->state = DDP_SIM_TASK_CRASHED;
             x->rc = 137;
-            snprintf(x->message, sizeof x->message,
-                     "rank %d (node %d, attempt %d, pid %ld): killed by the runner (fault)",
-                     w->rank, w->node, w->attempt, w->pid);
+            ddp_sim_outcome_set_message(x, "rank %d (node %d, attempt %d, pid %ld): killed by "
+                                           "the runner (fault)",
+                                        w->rank, w->node, w->attempt, w->pid);
             continue;
         }
         x->state = DDP_SIM_TASK_EXITED;
@@ -195,14 +195,16 @@ int ddp__real_worker_outcomes(const ddp_plan_t *plan, const ddp_real_workers_t *
         }
         /* torch's exitcode: -S for a signal */
         x->rc = status < 0 ? 128 - status : status;
-        char *text = slurp(w->err), why[sizeof x->message];
+        char *text = slurp(w->err), why[DDP_ERR_MSG_MAX];
         x->code = ddp__real_classify(x->rc ? x->rc : 1, text ? text : "", why, sizeof why);
         const char *line = strstr(why, ": ") ? strstr(why, ": ") + 2 : "";
-        snprintf(x->message, sizeof x->message,
-                 "rank %d (node %d, attempt %d, pid %ld), exitcode %d in its agent's "
-                 "ChildFailedError: %s", w->rank, w->node, w->attempt, w->pid, status,
-                 *line ? line : "nothing on its stderr");
-        x->message[strcspn(x->message, "\n")] = '\0';
+        ddp_sim_outcome_set_message(x, "rank %d (node %d, attempt %d, pid %ld), exitcode %d in "
+                                       "its agent's ChildFailedError: %s",
+                                    w->rank, w->node, w->attempt, w->pid, status,
+                                    *line ? line : "nothing on its stderr");
+        if (strchr(x->message, '\n')) /* its first line */
+            ddp_sim_outcome_set_message(x, "%.*s", (int)strcspn(x->message, "\n"),
+                                        x->message);
         free(text);
     }
     return n;

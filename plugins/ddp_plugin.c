@@ -77,7 +77,7 @@ static int duplicated_ranks_hint(void);
  * that rank 0 to join. The error context is kept. */
 DDP_NOINLINE static int other_root_serves(ddp_ctx_t *ctx, const char *addr, uint16_t port)
 {
-    ddp_errctx_t saved = *ddp_err_ctx();
+    ddp_errsave_t *saved = ddp_err_save();
     int64_t dl = ddp_sys_deadline_in(ctx->sys, 3 * DDP_NS_PER_S / 2);
     /* the first rank 0 may still be starting its store (a spawning
      * launcher starts its workers first): refused connects are retried for
@@ -96,7 +96,7 @@ DDP_NOINLINE static int other_root_serves(ddp_ctx_t *ctx, const char *addr, uint
         dup = st && joined_as_root(st, dl);
         ddp_store_free(st);
     }
-    *ddp_err_ctx() = saved;
+    ddp_err_restore(saved);
     return dup;
 }
 
@@ -193,7 +193,7 @@ DDP_NOINLINE static int check_run_identity(ddp_ctx_t *ctx, ddp_store_t *st,
 DDP_NOINLINE static int publish_root_cause(ddp_ctx_t *ctx, const char *addr,
                                            uint16_t port, const char *msg)
 {
-    ddp_errctx_t saved = *ddp_err_ctx();
+    ddp_errsave_t *saved = ddp_err_save();
     int64_t dl = ddp_sys_deadline_in(ctx->sys, DDP_NS_PER_S);
     ddp_store_client_opts_t o = {.host = addr, .port = port,
                                  .connect_deadline = dl, .seed = 1};
@@ -202,6 +202,7 @@ DDP_NOINLINE static int publish_root_cause(ddp_ctx_t *ctx, const char *addr,
     ddp_store_t *st = ddp_store_client_connect(ctx->sys, &o, &err);
     if (st && check_run_identity(ctx, st, port, dl) == 1) {
         ddp_store_free(st);
+        ddp_err_forget(saved); /* its error says whose the store is */
         return 2; /* another run's store: nothing of ours goes there */
     }
     if (st) {
@@ -210,7 +211,7 @@ DDP_NOINLINE static int publish_root_cause(ddp_ctx_t *ctx, const char *addr,
             ddp_store_set_str(st, KEY_ROOT_CAUSE, msg, dl);
         ddp_store_free(st);
     }
-    *ddp_err_ctx() = saved;
+    ddp_err_restore(saved);
     return dup;
 }
 
@@ -343,7 +344,7 @@ static int joined_as_root(ddp_store_t *st, int64_t deadline)
 DDP_NOINLINE static int missing_ranks(ddp_ctx_t *ctx, const char *prefix, int world,
                                       char *out, size_t n)
 {
-    ddp_errctx_t saved = *ddp_err_ctx();
+    ddp_errsave_t *saved = ddp_err_save();
     ddp_env_t *e = ddp_sys_env(ctx->sys);
     long port = 0;
     ddp_env_get_long(e, "MASTER_PORT", 1, 65535, &port);
@@ -371,7 +372,7 @@ DDP_NOINLINE static int missing_ranks(ddp_ctx_t *ctx, const char *prefix, int wo
     if (off + 16 >= n)
         snprintf(out + off, n - off, ", ...");
     ddp_store_free(st);
-    *ddp_err_ctx() = saved;
+    ddp_err_restore(saved);
     return count;
 }
 
@@ -705,14 +706,15 @@ static void release_all(ddp_ctx_t *ctx)
 }
 
 /* The same, when the barrier failed: what follows must not overwrite its
- * error. A frame of its own: the context is nearly a kilobyte, and a copy
- * on every rank's stack in every teardown was fifteen cache lines written
- * and read again per rank (2.5 % of a 16,384-rank init's cache misses). */
+ * error (kept by ddp_err_save, on the heap and only when there is one: a
+ * copy on every rank's stack in every teardown was fifteen cache lines
+ * written and read again per rank, 2.5 % of a 16,384-rank init's cache
+ * misses). */
 DDP_NOINLINE static void release_all_keeping_error(ddp_ctx_t *ctx)
 {
-    ddp_errctx_t saved = *ddp_err_ctx();
+    ddp_errsave_t *saved = ddp_err_save();
     release_all(ctx);
-    *ddp_err_ctx() = saved;
+    ddp_err_restore(saved);
 }
 
 void ddp_plugin_default_teardown(const ddp_plugin_t *self, ddp_ctx_t *ctx)

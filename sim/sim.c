@@ -36,20 +36,28 @@ static _Thread_local ddp_sim_task_t *tls_task;
 
 ddp_sim_task_t *ddp__sim_current(void) { return tls_task; }
 
+/* An outcome's message when it has none: not on the heap (ddp_sim_outcome_clear). */
+static const char no_message[] = "";
+
 /* Sanitizers need far bigger stacks than the code itself. Without them a
- * rank's deepest stack was 12.5 KiB (every bundled scenario under every
- * accelerator, explore's fault schedules, the subgroups and rpc plugins);
- * since messages are whole (2 KiB) and error contexts 1.7 KiB, copied on
- * the stack where a probe keeps one, a rank touches ~16-19 KiB
- * (docs/benchmarks.md § 1), so 32 KiB leaves ~1.7x for error paths; the
- * slot (stack, guard page, ~4 KiB of identity state) is ~40 KiB of
- * address space, 72 KiB with the 64 KiB stacks it had. A plugin library's code is not
- * ours: the scenario runner gives its runs DDP_SIM_STACK_FOREIGN. */
+ * rank of the full init touches 7.9 KiB of its stack, and the deepest task
+ * of every bundled scenario under every accelerator (error paths, elastic
+ * agents, the subgroups and rpc plugins) 14.4 KiB, since error contexts are
+ * kept off the stack (ddp_err_save) and no frame of a rank's init holds a
+ * table of interfaces; it was 19 KiB before. 24 KiB leaves 1.7x, and
+ * tests/test_scenario.c's stack margin check fails below 1.5x. The slot
+ * (stack, guard page, ~4 KiB of identity state) is ~32 KiB of address
+ * space (40 KiB with 32 KiB stacks, 72 with 64). A thread (tasks as
+ * threads) gets THREAD_TLS_ROOM more: glibc cuts its static TLS (the
+ * identity state's 4 KiB among it) from its stack. A plugin library's
+ * code is not ours: the scenario runner gives its runs
+ * DDP_SIM_STACK_FOREIGN. */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define MIN_STACK (512 * 1024)
 #else
-#define MIN_STACK (32 * 1024)
+#define MIN_STACK (24 * 1024)
 #endif
+#define THREAD_TLS_ROOM (8 * 1024)
 
 static void *xrealloc(void *p, size_t n)
 {
@@ -486,7 +494,7 @@ static void transfer(ddp_sim_t *sim, ddp_sim_task_t *t, int keep)
         t->started = 1;
         pthread_attr_t at;
         pthread_attr_init(&at);
-        pthread_attr_setstacksize(&at, ddp__sim_stack_size(sim));
+        pthread_attr_setstacksize(&at, ddp__sim_stack_size(sim) + THREAD_TLS_ROOM);
         int rc = pthread_create(&t->th, &at, task_thread, t);
         pthread_attr_destroy(&at);
         if (rc != 0) {
@@ -614,8 +622,8 @@ static void halt(ddp_sim_t *sim, ddp_sim_result_t why, const char *what)
                                     "  task %s (node %s): %s\n", t->name,
                                     sim->nodes[t->out.node].host,
                                     t->parked ? t->wait_desc : "running");
-        snprintf(t->out.message, sizeof t->out.message, "harness: %s; the task was %s",
-                 what, t->parked ? t->wait_desc : "running");
+        ddp_sim_outcome_set_message(&t->out, "harness: %s; the task was %s", what,
+                                    t->parked ? t->wait_desc : "running");
         t->killed = 1;
         if (t->parked)
             make_runnable(sim, t);
@@ -714,7 +722,7 @@ static void kill_one(ddp_sim_t *sim, ddp_sim_task_t *t, int crashed)
     if (crashed) {
         t->out.state = DDP_SIM_TASK_CRASHED;
         t->out.end_ns = sim->vt - VT0;
-        snprintf(t->out.message, sizeof t->out.message, "crashed by a fault");
+        ddp_sim_outcome_set_message(&t->out, "crashed by a fault");
         snprintf(t->out.phase, sizeof t->out.phase, "%s", t->phase);
         /* A dead process's sockets close; a dead node says nothing. */
         ddp__sim_close_task_socks(sim, t->id, !sim->nodes[t->out.node].crashed);
@@ -762,7 +770,7 @@ static void task_run(ddp_sim_task_t *t)
                   : rc && ddp_err_ctx()->code ? ddp_err_ctx()->code
                                               : rc;
     if (rc != 0 && !t->out.message[0])
-        snprintf(t->out.message, sizeof t->out.message, "%s", ddp_err_message());
+        ddp_sim_outcome_set_message(&t->out, "%s", ddp_err_message());
     if (t->out.state == DDP_SIM_TASK_RUNNING) {
         t->out.state = t->killed ? DDP_SIM_TASK_CANCELED : DDP_SIM_TASK_EXITED;
         t->out.end_ns = sim->vt - VT0;
@@ -841,10 +849,10 @@ ddp_sim_t *ddp_sim_new(const ddp_sim_opts_t *opts)
     /* One eventfd per task (the baton): allow as many fds as we may (a
      * failure leaves the limit, and the caller's error context, as they were). */
     if (!sim->contexts) {
-        ddp_errctx_t keep = *ddp_err_ctx();
+        ddp_errsave_t *keep = ddp_err_save();
         long before, after;
         ddp_sys_host_fd_limit_raise(&before, &after);
-        *ddp_err_ctx() = keep;
+        ddp_err_restore(keep);
     }
     return sim;
 }
@@ -1095,6 +1103,7 @@ static ddp_sim_task_t *new_task(ddp_sim_t *sim, int node, const char *name,
     ddp_sim_task_t *t = calloc(1, sizeof *t);
     if (!t)
         abort();
+    t->out.message = no_message;
     t->id = sim->ntasks;
     t->sim = sim;
     t->fn = fn;
@@ -1217,8 +1226,9 @@ static void unwind_stuck(ddp_sim_t *sim, ddp_sim_result_t res)
         }
         if (t->started && t->out.state == DDP_SIM_TASK_RUNNING) {
             if (!sim->halted)
-                snprintf(t->out.message, sizeof t->out.message, "%s: still waiting (%s)",
-                         res == DDP_SIM_DEADLOCK ? "deadlock" : "time limit", t->wait_desc);
+                ddp_sim_outcome_set_message(&t->out, "%s: still waiting (%s)",
+                                            res == DDP_SIM_DEADLOCK ? "deadlock" : "time limit",
+                                            t->wait_desc);
             t->killed = 1;
             if (t->parked)
                 make_runnable(sim, t);
@@ -1312,6 +1322,7 @@ void ddp_sim_free(ddp_sim_t *sim)
         ddp_env_free(t->sys.env);
         ddp__waitq_free(&t->exitq);
         free(t->fds);
+        ddp_sim_outcome_clear(&t->out);
         free(t);
     }
     ddp__sim_net_free(sim);
@@ -1377,11 +1388,45 @@ int ddp_sim_task_of(ddp_sys_t *sys)
                : -1;
 }
 
+/* ---- outcomes' messages: stored only when set (no_message: none) ---- */
+void ddp_sim_outcome_init(ddp_sim_outcome_t *o)
+{
+    memset(o, 0, sizeof *o);
+    o->message = no_message;
+}
+
+void ddp_sim_outcome_clear(ddp_sim_outcome_t *o)
+{
+    if (o->message && o->message != no_message)
+        free((char *)o->message);
+    o->message = no_message;
+}
+
+void ddp_sim_outcome_set_message(ddp_sim_outcome_t *o, const char *fmt, ...)
+{
+    char *m = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vasprintf(&m, fmt, ap); /* first: an argument may be the old one */
+    va_end(ap);
+    if (n < 0) { /* no memory (m undefined): no message */
+        m = NULL;
+    } else if (n == 0) { /* empty: none stored */
+        free(m);
+        m = NULL;
+    } else if (n >= DDP_ERR_MSG_MAX) {
+        m[DDP_ERR_MSG_MAX - 1] = '\0';
+    }
+    ddp_sim_outcome_clear(o);
+    if (m)
+        o->message = m;
+}
+
 void ddp_sim_report(ddp_sys_t *sys, int code, const char *message)
 {
     if (ddp_sim_of(sys)) {
         ddp_sim_task_t *t = ddp__sim_current() ? ddp__sim_current() : sys->impl;
-        snprintf(t->out.message, sizeof t->out.message, "%s", message);
+        ddp_sim_outcome_set_message(&t->out, "%s", message);
         t->reported_code = code;
     }
 }

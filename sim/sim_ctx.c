@@ -232,6 +232,30 @@ static int next_slab(sim_stacks_t *p, size_t slot, size_t aux)
     return 0;
 }
 
+/* The stack margin check (ddp__stacks_measure, sim_priv.h). */
+static atomic_int measuring;
+static atomic_size_t deepest;
+
+void ddp__stacks_measure(int on)
+{
+    if (on)
+        atomic_store(&deepest, 0);
+    atomic_store(&measuring, on);
+}
+
+size_t ddp__stacks_deepest(void) { return atomic_load(&deepest); }
+
+/* The deepest byte written on s (handed out zeroed while measuring). */
+static void measure(const sim_stack_t *s)
+{
+    size_t off = 0;
+    while (off < s->size && s->base[off] == 0)
+        off++;
+    size_t d = s->size - off, was = atomic_load(&deepest);
+    while (d > was && !atomic_compare_exchange_weak(&deepest, &was, d))
+        ;
+}
+
 size_t ddp__stacks_slot_bytes(size_t size, size_t aux)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -243,6 +267,8 @@ int ddp__stacks_get(sim_stacks_t *p, size_t size, size_t aux, sim_stack_t *out)
     if (p->nfree) {
         *out = p->free[--p->nfree];
         out->fresh = 0;
+        if (atomic_load_explicit(&measuring, memory_order_relaxed))
+            memset(out->base, 0, out->size);
         return 0;
     }
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -271,6 +297,8 @@ int ddp__stacks_get(sim_stacks_t *p, size_t size, size_t aux, sim_stack_t *out)
     out->size = size;
     out->aux = aux ? p->next_aux : NULL;
     out->fresh = !primed; /* else a finished simulation's bytes */
+    if (primed && atomic_load_explicit(&measuring, memory_order_relaxed))
+        memset(out->base, 0, out->size);
 #ifdef CTX_VALGRIND
     out->vg_id = VALGRIND_STACK_REGISTER(out->base, out->base + out->size);
 #endif
@@ -283,6 +311,8 @@ int ddp__stacks_get(sim_stacks_t *p, size_t size, size_t aux, sim_stack_t *out)
 
 int ddp__stacks_put(sim_stacks_t *p, const sim_stack_t *s)
 {
+    if (atomic_load_explicit(&measuring, memory_order_relaxed))
+        measure(s);
     if (p->nfree == p->free_cap) {
         void *g = xgrow(p->free, &p->free_cap, sizeof *p->free);
         if (!g)
@@ -299,6 +329,8 @@ void ddp__stacks_free(sim_stacks_t *p)
     for (int i = 0; i < p->nall; i++)
         VALGRIND_STACK_DEREGISTER(p->all[i].vg_id);
 #endif
+    for (int i = 0; i < p->nall && atomic_load(&measuring); i++)
+        measure(&p->all[i]); /* the last task of each */
     slab_done(p);
     for (int i = 0; i < p->nslabs; i++) {
 #ifdef SIM_ASAN

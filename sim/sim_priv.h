@@ -322,6 +322,13 @@ size_t ddp__stacks_slot_bytes(size_t size, size_t aux);
 /* A task's stack size in this simulation (opts.stack_size, at least the
  * minimum). */
 size_t ddp__sim_stack_size(const ddp_sim_t *sim);
+/* The stack margin check (tests): while on (process-wide), a context's
+ * stack is handed out holding zeros and scanned, when given back or freed,
+ * for the deepest byte its tasks wrote. ddp__stacks_deepest: the deepest
+ * since the last ddp__stacks_measure(1), in bytes below the stack's top.
+ * Off, it costs nothing; on, a memset and a scan of every stack. */
+void ddp__stacks_measure(int on);
+size_t ddp__stacks_deepest(void);
 /* Out of memory (sim_oom.c): prints what failed (`what`, `bytes`), whether
  * the address space or memory ran out and, for the address space, the
  * `ulimit -v` the run needs; then aborts. The simulation is the running

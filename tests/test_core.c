@@ -129,6 +129,59 @@ static void test_ident_state_zeroed(void)
     free(b);
 }
 
+/* Fills every field of the context, so a message shows each. */
+static void full_error(int code, const char *what)
+{
+    ddp_err_set(code, "%s", what);
+    ddp_err_addr("10.0.0.%d:29500", -code % 250);
+    ddp_err_peer(3);
+    ddp_err_waited(2 * 1000000000LL);
+    ddp_err_hint("hint of %s", what);
+}
+
+/* ddp_err_save / ddp_err_restore: a rank's own error comes back whole
+ * across nested failures; an empty context is not copied and comes back
+ * empty; ddp_err_forget keeps what happened since. */
+static void test_err_save_nested(void)
+{
+    ddp_ident_state_t *st = calloc(1, ddp_ident_state_size());
+    CU_ASSERT_FATAL(st != NULL);
+    ddp_ident_state_init(st);
+    ddp_ident_state_t *was = ddp_ident_state_use(st);
+    char fresh[DDP_ERR_MSG_MAX], own[DDP_ERR_MSG_MAX], probe[DDP_ERR_MSG_MAX];
+    snprintf(fresh, sizeof fresh, "%s", ddp_err_message());
+    ddp_errsave_t *none = ddp_err_save();
+    CU_ASSERT_PTR_NULL(none); /* nothing to keep: nothing copied */
+    ddp_ident_set_rank(5);
+    ddp_ident_set_phase("store connect");
+    full_error(-ECONNREFUSED, "the rank's own error");
+    ddp_err_restore(none);
+    CU_ASSERT_STRING_EQUAL(ddp_err_message(), fresh);
+    CU_ASSERT_EQUAL(ddp_err_ctx()->code, 0);
+    full_error(-ECONNREFUSED, "the rank's own error");
+    snprintf(own, sizeof own, "%s", ddp_err_message());
+    ddp_errsave_t *outer = ddp_err_save();
+    CU_ASSERT_PTR_NOT_NULL(outer);
+    ddp_ident_set_phase("probe");
+    full_error(DDP_ETIMEOUT, "a probe's failure");
+    snprintf(probe, sizeof probe, "%s", ddp_err_message());
+    ddp_errsave_t *inner = ddp_err_save();
+    full_error(DDP_EPEER_LOST, "a nested probe's failure");
+    ddp_err_restore(inner);
+    CU_ASSERT_STRING_EQUAL(ddp_err_message(), probe);
+    ddp_err_restore(outer);
+    CU_ASSERT_STRING_EQUAL(ddp_err_message(), own);
+    CU_ASSERT_EQUAL(ddp_err_ctx()->code, -ECONNREFUSED);
+    CU_ASSERT_EQUAL(ddp_err_ctx()->rank, 5);
+    CU_ASSERT_STRING_EQUAL(ddp_err_ctx()->phase, "store connect");
+    ddp_errsave_t *dropped = ddp_err_save();
+    full_error(DDP_ECONFIG, "the error to report");
+    ddp_err_forget(dropped);
+    CU_ASSERT_EQUAL(ddp_err_ctx()->code, DDP_ECONFIG);
+    ddp_ident_state_use(was);
+    free(st);
+}
+
 static int collect_fn(void *arg, const char *k, const char *v)
 {
     char *buf = arg;
@@ -577,6 +630,8 @@ DDP_SUITE("core", NULL, NULL,
           {"error text that is not UTF-8 is escaped", test_err_not_utf8},
           {"test wall limits scale with the build and a knob", test_wall_limits_scale},
           {"identity state on zeroed memory", test_ident_state_zeroed},
+          {"error save/restore keeps a rank's own error across nested failures",
+           test_err_save_nested},
           {"environment map", test_env_map},
           {"environment clone: one pool, independent copies", test_env_clone_independent},
           {"environment typed reads", test_env_get_long},

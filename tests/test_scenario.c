@@ -23,6 +23,7 @@
 #include "ddp/sys.h"
 #include "test.h"
 #include "../harness/scenario_priv.h"
+#include "../sim/sim_priv.h"
 #include "../tools/cmds.h"
 
 #define BAD_DIR "tests/scenarios/bad"
@@ -452,10 +453,11 @@ static void test_round_trip_generated(void)
     printf("(%d of 3000 accepted) ", accepted);
 }
 
-/* The bundled library meets every expectation and invariant for every
- * accelerator it lists (what `make run` shows as a table). Sanitizer builds
+/* Runs every bundled scenario for every accelerator it lists, checking
+ * that each meets its expectations and invariants; the number of runs.
+ * Files whose name holds `skip` (NULL: none) are left out; sanitizer builds
  * skip the 512-rank scenario to stay within the test budget. */
-static void test_bundled_library(void)
+static int run_bundled_library(const char *skip)
 {
     char **files;
     int n = list_scn(GOOD_DIR, &files), runs = 0;
@@ -464,6 +466,8 @@ static void test_bundled_library(void)
         if (strstr(files[i], "scale-"))
             continue;
 #endif
+        if (skip && strstr(files[i], skip))
+            continue;
         char err[1024];
         ddp_scenario_t *s = NULL;
         CU_ASSERT_EQUAL_FATAL(ddp_scenario_load(files[i], &s, err, sizeof err), 0);
@@ -481,8 +485,40 @@ static void test_bundled_library(void)
         }
         ddp_scenario_free(s);
     }
-    CU_ASSERT_TRUE(runs >= 100);
     free_list(files, n);
+    return runs;
+}
+
+/* The bundled library meets every expectation and invariant for every
+ * accelerator it lists (what `make run` shows as a table). */
+static void test_bundled_library(void)
+{
+    CU_ASSERT_TRUE(run_bundled_library(NULL) >= 100);
+}
+
+/* The stack margin check: the deepest stack any task of the bundled
+ * library writes (error paths, elastic agents, plugins, every accelerator)
+ * leaves the simulator's default stack at least 1.5x (sim/sim.c,
+ * MIN_STACK). A frame that grows past it must shrink, or the default grow
+ * with it (docs/simulator.md § 1). */
+static void test_stack_margin(void)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    printf("\n  skipped: sanitizer builds give tasks 512 KiB stacks and frames of their own\n");
+    return;
+#endif
+    ddp_sim_t *sim = ddp_sim_new(NULL);
+    size_t stack = ddp__sim_stack_size(sim);
+    ddp_sim_free(sim);
+    ddp__stacks_measure(1);
+    int runs = run_bundled_library("scale-512x64"); /* scale-64x8's paths, 64x the ranks */
+    ddp__stacks_measure(0);
+    size_t deepest = ddp__stacks_deepest();
+    printf("\n  %d runs: the deepest task stack %zu bytes of %zu (%.2fx)\n", runs, deepest,
+           stack, deepest ? (double)stack / (double)deepest : 0.0);
+    CU_ASSERT_TRUE(runs >= 100);
+    CU_ASSERT_TRUE(deepest > 1024); /* it measured something */
+    CU_ASSERT_TRUE(deepest * 3 / 2 <= stack);
 }
 
 /* NODE_RANK=0 on both nodes: node 1's rank 0 is a second rank 0. Its
@@ -728,6 +764,7 @@ static void healthy_outcomes(ddp_sim_outcome_t o[4])
     static const char *const names[] = {"rank0", "rank1", "rank2", "rank3"};
     memset(o, 0, 4 * sizeof *o);
     for (int i = 0; i < 4; i++) {
+        o[i].message = ""; /* none: never NULL */
         o[i].name = names[i];
         o[i].node = i / 2;
         o[i].rank = i;
@@ -774,9 +811,8 @@ static void test_judge_invariants(void)
             o[1].rc = 1;
             o[1].code = DDP_ETIMEOUT;
             o[1].connect_ns = -1;
-            snprintf(o[1].message, sizeof o[1].message, "%s",
-                     c == 4 ? "timed out"
-                            : "store connect to 10.0.0.1:29500: timed out after 30 s");
+            o[1].message = c == 4 ? "timed out"
+                                  : "store connect to 10.0.0.1:29500: timed out after 30 s";
             break;
         case 6: o[2].state = DDP_SIM_TASK_RUNNING; break;
         case 7: o[0].end_ns = late; break;
@@ -819,8 +855,8 @@ static void test_judge_two_jobs(void)
             o[i].connect_ns = -1;
             /* started 5 s late: a deadline 5 s later than job 1's */
             o[i].end_ns = s->timeout_ns + 5 * DDP_NS_PER_S;
-            snprintf(o[i].message, sizeof o[i].message, "worker_count 5 for world_size 4: "
-                                                        "another job's ranks joined this store");
+            o[i].message = "worker_count 5 for world_size 4: "
+                           "another job's ranks joined this store";
         }
         const char *want = NULL; /* NULL: passes */
         if (c == 1) { /* job 2 fine: its expect line fails */
@@ -879,6 +915,7 @@ static void test_root_cause_first(void)
         /* Each order of the outcomes, so the pick cannot lean on it. */
         for (int rot = 0; rot < 4; rot++) {
             ddp_sim_outcome_t in[4];
+            char msg[4][96];
             for (int i = 0; i < 4; i++) {
                 ddp_sim_outcome_t *x = &in[(i + rot) % 4];
                 *x = o[i];
@@ -887,9 +924,9 @@ static void test_root_cause_first(void)
                 x->rc = 1;
                 x->code = cases[c].code[i];
                 x->connect_ns = -1;
-                snprintf(x->message, sizeof x->message,
-                         "rank %d failed with %s, naming its cause", i,
+                snprintf(msg[i], sizeof msg[i], "rank %d failed with %s, naming its cause", i,
                          ddp_err_name(cases[c].code[i]));
+                x->message = msg[i];
             }
             ddp_scn_result_t r;
             memset(&r, 0, sizeof r);
@@ -954,7 +991,7 @@ static void fail_with(ddp_sim_outcome_t *x, int code, const char *msg)
     x->rc = 1;
     x->code = code;
     x->connect_ns = -1;
-    snprintf(x->message, sizeof x->message, "%s", msg);
+    x->message = msg;
 }
 
 /* Root cause first, issue 41: the rank a crash fault killed is named
@@ -974,7 +1011,7 @@ static void test_root_cause_killed_and_launcher(void)
     fail_with(&o[0], DDP_ETIMEOUT, "rank 0 timed out waiting for rank 2");
     fail_with(&o[1], DDP_EPEER_LOST, "rank 1 lost its peer rank 2");
     o[2].state = DDP_SIM_TASK_CRASHED;
-    snprintf(o[2].message, sizeof o[2].message, "crashed by a fault");
+    o[2].message = "crashed by a fault";
     snprintf(o[2].phase, sizeof o[2].phase, "barrier");
     CU_ASSERT_TRUE(first_error_is(s, o, 4,
                                   "rank 2, barrier: killed on node 1 by the fault on line 2 "
@@ -1095,17 +1132,15 @@ static void test_judge_expectations(void)
                 o[i].rc = 1;
                 o[i].code = DDP_ETIMEOUT;
                 o[i].connect_ns = -1;
-                snprintf(o[i].message, sizeof o[i].message,
-                         "store connect to 10.0.0.1:29500: timed out after 30 s");
+                o[i].message = "store connect to 10.0.0.1:29500: timed out after 30 s";
             }
             if (i == cases[c].exits_zero)
                 o[i].connect_ns = -1;
             if (i == cases[c].hangs) {
                 o[i].rc = o[i].code = DDP_EHUNG;
                 o[i].connect_ns = -1;
-                snprintf(o[i].message, sizeof o[i].message, "hung: still running at the "
-                                                            "scenario's deadline plus 30 s of "
-                                                            "grace: killed");
+                o[i].message = "hung: still running at the scenario's deadline plus 30 s of "
+                               "grace: killed";
             }
         }
         ddp_scn_result_t r;
@@ -1374,7 +1409,7 @@ static void test_within_from_join(void)
             o[i].connect_ns = -1;
             o[i].join_ns = DDP_NS_PER_S;
             o[i].foreign = foreign;
-            snprintf(o[i].message, sizeof o[i].message, "RuntimeError: Socket Timeout");
+            o[i].message = "RuntimeError: Socket Timeout";
         }
         ddp_scn_result_t r;
         memset(&r, 0, sizeof r);
@@ -1527,6 +1562,8 @@ DDP_SUITE("scenario", NULL, NULL,
           {"writer: what it used to lose", test_writer_cases},
           {"generated scenarios round-trip", test_round_trip_generated},
           {"bundled scenarios x accelerators meet their expectations", test_bundled_library},
+          {"stack margin: the deepest task stack of the bundled library is at most 2/3 of "
+           "the default", test_stack_margin},
           {"wrong expectations are reported with their line", test_wrong_expectations_fail},
           {"error=A|B: any one of the classes holds", test_error_alternatives},
           {"train D: every rank trains D, then ends cleanly", test_train},

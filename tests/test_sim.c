@@ -1046,6 +1046,56 @@ static void test_point_faults(void)
     ddp_fault_thread_armed_only(0);
 }
 
+/* An outcome's message is stored only when there is one: an ok task's is
+ * "" (never NULL), a failing task's its error, whole up to
+ * DDP_ERR_MSG_MAX - 1 bytes as the array it replaced; set_message replaces
+ * (an argument may be the old message), clear frees. */
+static int fails_saying(ddp_sys_t *sys, void *arg)
+{
+    (void)sys;
+    return ddp_err_set(DDP_ECONFIG, "%s", (const char *)arg);
+}
+
+static int ends_well(ddp_sys_t *sys, void *arg)
+{
+    (void)sys;
+    (void)arg;
+    return 0;
+}
+
+static void test_outcome_message_only_when_set(void)
+{
+    ddp_sim_t *sim = ddp_sim_new(NULL);
+    ddp_sim_add_node(sim, "node0", "10.0.0.1", 0);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "ok", .rank = 0}, ends_well,
+                     NULL);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "bad", .rank = 1},
+                     fails_saying, "the reason");
+    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_sim_outcome(sim, 0)->message);
+    CU_ASSERT_STRING_EQUAL(ddp_sim_outcome(sim, 0)->message, "");
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_sim_outcome(sim, 1)->message, "rank 1: the reason"));
+    ddp_sim_free(sim);
+
+    ddp_sim_outcome_t o, p;
+    ddp_sim_outcome_init(&o);
+    ddp_sim_outcome_init(&p);
+    CU_ASSERT_STRING_EQUAL(o.message, "");
+    CU_ASSERT_PTR_EQUAL(o.message, p.message); /* one shared "", nothing stored */
+    static char longer[DDP_ERR_MSG_MAX + 100];
+    memset(longer, 'x', sizeof longer - 1);
+    ddp_sim_outcome_set_message(&o, "%s", longer);
+    CU_ASSERT_EQUAL(strlen(o.message), DDP_ERR_MSG_MAX - 1);
+    ddp_sim_outcome_set_message(&o, "first line\nsecond");
+    ddp_sim_outcome_set_message(&o, "%.*s", (int)strcspn(o.message, "\n"), o.message);
+    CU_ASSERT_STRING_EQUAL(o.message, "first line");
+    ddp_sim_outcome_set_message(&o, "%s", "");
+    CU_ASSERT_PTR_EQUAL(o.message, p.message);
+    ddp_sim_outcome_set_message(&o, "again");
+    ddp_sim_outcome_clear(&o);
+    CU_ASSERT_PTR_EQUAL(o.message, p.message);
+}
+
 /* ---- the two task implementations (docs/simulator.md § 1) ----
  * Contexts (the default) and threads make the same scheduling decisions, so
  * the same trace; each task keeps its own identity, error context, errno
@@ -1195,12 +1245,13 @@ static int deep_task(ddp_sys_t *sys, void *arg)
 
 static void test_tasks_deep_stacks(void)
 {
-    /* ~20 KiB of frames in the default 32 KiB; ~400 KiB in 4 MiB (a thread
-     * under TSan loses ~800 KiB of its stack to TSan's thread-local state). */
+    /* ~15 KiB of frames in the default 24 KiB (the deepest bundled
+     * scenario's task writes 14.4); ~400 KiB in 4 MiB (a thread under TSan
+     * loses ~800 KiB of its stack to TSan's thread-local state). */
     struct {
         int depth;
         size_t stack;
-    } cases[] = {{20, 0}, {400, 4 * 1024 * 1024}};
+    } cases[] = {{14, 0}, {400, 4 * 1024 * 1024}};
     for (int c = 0; c < 2; c++) {
         for (int mode = DDP_SIM_TASKS_CONTEXTS; mode <= DDP_SIM_TASKS_THREADS; mode++) {
             deep_t d = {.depth = cases[c].depth};
@@ -1665,7 +1716,7 @@ static long long vm_kib(void)
 }
 
 /* In a forked child, under an address-space limit 32 MiB above what it
- * maps, 8,192 parked tasks (70 KiB of stack slot each) cannot all start:
+ * maps, 8,192 parked tasks (~32 KiB of stack slot each: 256 MiB) cannot all start:
  * the run dies saying that the address space ran out, not memory, and
  * which `ulimit -v` it needs (more than the limit it had). */
 static void test_oom_names_address_space(void)
@@ -1707,7 +1758,6 @@ static void test_oom_names_address_space(void)
     CU_ASSERT_FALSE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "ddpsim sim: out of memory: "));
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "the address space ran out, not memory"));
-    /* a 32 KiB stack, its guard page and 2 KiB of identity state */
     /* the slot: the stack, a guard page and the identity state */
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "Each task reserves a "));
     CU_ASSERT_PTR_NOT_NULL(strstr(err, " KiB stack slot"));
@@ -1723,6 +1773,8 @@ DDP_SUITE("sim", NULL, NULL,
           {"out of memory: the address space, and the ulimit -v needed",
            test_oom_names_address_space},
           {"echo over the virtual network", test_echo},
+          {"an outcome's message is stored only when there is one",
+           test_outcome_message_only_when_set},
           {"refused connect, late-starting server", test_refused_and_late_start},
           {"deadlock report names task and wait", test_deadlock_report},
           {"30-minute timeout in virtual time", test_thirty_minutes_virtual},

@@ -90,6 +90,27 @@ DDP_API char *ddp_err_format(const ddp_errctx_t *ctx, char *buf, size_t n);
 /* Shortcut: format this thread's context into a thread-local buffer. */
 DDP_API const char *ddp_err_message(void);
 
+/* Keeps the context across calls whose failure is not the caller's to
+ * report (a probe, a best-effort publish, a pause between retries):
+ *
+ *     ddp_errsave_t *keep = ddp_err_save();
+ *     ... calls that may fail ...
+ *     ddp_err_restore(keep);   (the context is as it was, to the byte of
+ *                               every field a message shows)
+ *
+ * ddp_err_save copies the context to the heap, and only when it holds
+ * something (NULL: it was empty, as most are); nothing lands on the
+ * caller's stack, which in the simulator is a rank's 24 KiB (the context
+ * is 1.7 KiB). Saves nest; each ends in exactly one ddp_err_restore or
+ * ddp_err_forget, which frees it. Should the copy fail for want of
+ * memory, the restore leaves an -ENOMEM error that says so. */
+typedef struct ddp_errsave ddp_errsave_t;
+DDP_API ddp_errsave_t *ddp_err_save(void);
+DDP_API void ddp_err_restore(ddp_errsave_t *saved);
+/* Ends a save without restoring it: the context keeps what the calls since
+ * left in it (a path whose own error is the one to report). */
+DDP_API void ddp_err_forget(ddp_errsave_t *saved);
+
 /* A named libfiu fault point guarding one step: 0 when it is off; when it
  * fires, -failinfo (or -deferr when failinfo is not a positive errno), with
  * an error naming the point. ddpsim's own points are listed in

@@ -43,7 +43,7 @@ typedef struct ddp_sim_opts {
     int64_t latency_ns;   /* one-way link latency; 0 -> 100 us */
     int64_t jitter_ns;    /* uniform extra latency per message; default 0 */
     double bandwidth_Bps; /* bytes/s per stream; 0 -> 10 GB/s */
-    size_t stack_size;    /* per task; 0 (or less) -> 32 KiB, 512 KiB under
+    size_t stack_size;    /* per task; 0 (or less) -> 24 KiB, 512 KiB under
                              ASan/TSan; DDP_SIM_STACK_FOREIGN for code of
                              unknown depth (a user's plugin library) */
     int64_t time_limit_ns; /* stop the run at this virtual time; 0 -> 4 h */
@@ -172,7 +172,12 @@ typedef struct ddp_sim_outcome {
     int rc;                 /* fn's return value */
     int code;               /* the error code (rc, or the error context's
                                when rc is an exit status) */
-    char message[DDP_ERR_MSG_MAX]; /* the task's error message when rc != 0 */
+    const char *message;    /* the task's error message when rc != 0: ""
+                               for none, never NULL; at most
+                               DDP_ERR_MSG_MAX - 1 bytes. A simulation's
+                               are its own (ddp_sim_free frees them); an
+                               outcome filled elsewhere is set up and set
+                               with ddp_sim_outcome_init / _set_message */
     int64_t end_ns;         /* virtual time it ended */
     int64_t connect_ns;     /* set by ddp_sim_mark_connected (-1 never) */
     int retries;            /* failed connect attempts */
@@ -202,6 +207,17 @@ typedef struct ddp_sim_outcome {
     char phase[48];         /* the phase it was in when a fault crashed it
                                ("" unknown, e.g. a real run's) */
 } ddp_sim_outcome_t;
+
+/* An outcome a caller fills (the real runner, a test of the judge):
+ * ddp_sim_outcome_init zeroes it, with no message (""); set_message
+ * formats one (printf; cut at DDP_ERR_MSG_MAX - 1 bytes), replacing the
+ * last; clear frees it and leaves "". A message is stored only when set,
+ * on the heap: a task that ends well costs no 2 KiB. A copy of the struct
+ * shares the string: clear one of them only. */
+DDP_API void ddp_sim_outcome_init(ddp_sim_outcome_t *o);
+DDP_API void ddp_sim_outcome_set_message(ddp_sim_outcome_t *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+DDP_API void ddp_sim_outcome_clear(ddp_sim_outcome_t *o);
 
 DDP_API int ddp_sim_task_count(const ddp_sim_t *sim);
 DDP_API const ddp_sim_outcome_t *ddp_sim_outcome(const ddp_sim_t *sim, int task);
