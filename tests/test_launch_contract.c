@@ -82,7 +82,7 @@ static int no_worker(ddp_sys_t *sys, void *arg)
     return 0;
 }
 
-/* The elastic agent (c10d, one node of 2 workers, its store on port 42051
+/* The elastic agent (c10d, one node of 2 workers, its store on a free port
  * of loopback) gives its workers torch 1.13's NCCL_ASYNC_ERROR_HANDLING and
  * torchrun's OMP_NUM_THREADS, as ddpsim launch does; they inherit an
  * OMP_NUM_THREADS of the agent's. */
@@ -91,9 +91,15 @@ static void test_elastic_agent_worker_env(void)
     for (int inherit = 0; inherit < 2; inherit++) {
         ddp_env_t *env = ddp_env_new();
         CU_ASSERT_PTR_NOT_NULL_FATAL(env);
+        ddp_sys_t *probe = ddp_sys_posix_new(ddp_env_new()); /* frees its env */
+        uint16_t port = 0;
+        CU_ASSERT_EQUAL_FATAL(ddp_sys_free_port(probe, &port), 0);
+        ddp_sys_free(probe);
+        char endpoint[32];
+        snprintf(endpoint, sizeof endpoint, "127.0.0.1:%u", (unsigned)port);
         ddp_env_set(env, "PET_NNODES", "1");
         ddp_env_set(env, "PET_NPROC_PER_NODE", "2");
-        ddp_env_set(env, "PET_RDZV_ENDPOINT", "127.0.0.1:42051");
+        ddp_env_set(env, "PET_RDZV_ENDPOINT", endpoint);
         ddp_env_set(env, "PET_MONITOR_INTERVAL", "0.05");
         if (inherit)
             ddp_env_set(env, "OMP_NUM_THREADS", "3");
