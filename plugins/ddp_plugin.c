@@ -104,15 +104,16 @@ DDP_NOINLINE static int other_root_serves(ddp_ctx_t *ctx, const char *addr, uint
 DDP_NOINLINE static int write_master_env(ddp_ctx_t *ctx, ddp_cluster_t *env, int world,
                                          char *addr, size_t an, uint16_t *port)
 {
+    int nodes = ctx->cfg && ctx->cfg->num_nodes > 0 ? ctx->cfg->num_nodes : 1;
     int rc = ddp_cluster_main_address(env, addr, an);
     if (rc == 0)
         rc = ddp_cluster_main_port(env, port);
     /* Before MASTER_ADDR is written: the check says whether the user set
      * it or the environment fell back to its default. */
     if (rc == 0)
-        rc = ddp_cluster_check_master(env, addr, ctx->global_rank,
-                                      ctx->cfg && ctx->cfg->num_nodes > 0
-                                          ? ctx->cfg->num_nodes : 1);
+        rc = ddp_cluster_check_master(env, addr, ctx->global_rank, nodes);
+    if (rc == 0) /* MASTER_PORT unset: a port of this node's own */
+        rc = ddp_cluster_check_port(env, nodes);
     /* A second rank 0 (NODE_RANK=0 on every node, #5651) fails the address
      * check on its own node: the duplicate is the cause to name. */
     if (rc == DDP_ECONFIG && ctx->global_rank == 0 && other_root_serves(ctx, addr, *port)) {

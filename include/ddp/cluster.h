@@ -61,6 +61,10 @@ struct ddp_cluster {
     int port_cached;
     uint16_t port_val;
     void *impl;
+    /* Set when main_port picked a free port of this node's own because
+     * MASTER_PORT was unset (Lightning): wrong for a world of several
+     * nodes (ddp_cluster_check_port). */
+    int port_picked;
 };
 
 /* Registry, in detection priority order: torchelastic, slurm, lsf, mpi,
@@ -93,6 +97,10 @@ DDP_API int ddp_cluster_manages_tasks(ddp_cluster_t *c, int devices, int num_nod
  *  - global_rank is 0 and addr resolves to none of this host's addresses:
  *    rank 0 serves the store here, so nobody would find it at addr.
  * A name that does not resolve is left to the connect, which retries it. */
+/* 0, or DDP_ECONFIG naming MASTER_PORT when main_port picked a free port
+ * of this node's own (MASTER_PORT unset) and the world spans num_nodes > 1
+ * nodes: every node would pick another (Lightning #2578). */
+DDP_API int ddp_cluster_check_port(const ddp_cluster_t *c, int num_nodes);
 DDP_API int ddp_cluster_check_master(ddp_cluster_t *c, const char *addr,
                                      int global_rank, int num_nodes);
 /* Lightning: settable world size / global rank. */
