@@ -89,6 +89,10 @@ DDP_API int ddp_cluster_validate(ddp_cluster_t *c, int devices, int num_nodes);
 /* ops->manages_tasks (0 when the environment has none). Never fails: a
  * value it cannot read means "no" (validation reports it later). */
 DDP_API int ddp_cluster_manages_tasks(ddp_cluster_t *c, int devices, int num_nodes);
+/* 0, or DDP_ECONFIG naming MASTER_PORT when main_port picked a free port
+ * of this node's own (MASTER_PORT unset) and the world spans num_nodes > 1
+ * nodes: every node would pick another (Lightning #2578). */
+DDP_API int ddp_cluster_check_port(const ddp_cluster_t *c, int num_nodes);
 /* Master-address sanity, before anything connects. addr is the main
  * address the environment gave (ddp_cluster_main_address); num_nodes the
  * nodes the world spans. DDP_ECONFIG, naming the address, when
@@ -97,10 +101,6 @@ DDP_API int ddp_cluster_manages_tasks(ddp_cluster_t *c, int devices, int num_nod
  *  - global_rank is 0 and addr resolves to none of this host's addresses:
  *    rank 0 serves the store here, so nobody would find it at addr.
  * A name that does not resolve is left to the connect, which retries it. */
-/* 0, or DDP_ECONFIG naming MASTER_PORT when main_port picked a free port
- * of this node's own (MASTER_PORT unset) and the world spans num_nodes > 1
- * nodes: every node would pick another (Lightning #2578). */
-DDP_API int ddp_cluster_check_port(const ddp_cluster_t *c, int num_nodes);
 DDP_API int ddp_cluster_check_master(ddp_cluster_t *c, const char *addr,
                                      int global_rank, int num_nodes);
 /* Lightning: settable world size / global rank. */
