@@ -140,6 +140,25 @@ int ddp_accel_launch(ddp_ctx_t *ctx, const ddp_child_env_t *envs, int n,
     return 0;
 }
 
+/* A port this launcher picked for a world of several nodes is wrong
+ * (MASTER_PORT unset): its workers get it exported and could not tell. A
+ * wrong main address comes first, and each rank names that itself. */
+static int check_launch_port(ddp_ctx_t *ctx, const char *addr)
+{
+    int nodes = ctx->cfg && ctx->cfg->num_nodes > 0 ? ctx->cfg->num_nodes : 1;
+    ddp_errctx_t saved = *ddp_err_ctx();
+    if (ddp_cluster_check_port(ctx->cluster, nodes) == 0)
+        return 0;
+    ddp_errctx_t port_err = *ddp_err_ctx();
+    *ddp_err_ctx() = saved;
+    if (ddp_cluster_check_master(ctx->cluster, addr, 1, nodes) != 0) {
+        *ddp_err_ctx() = saved;
+        return 0;
+    }
+    *ddp_err_ctx() = port_err;
+    return port_err.code;
+}
+
 int ddp_accel_launch_local(ddp_ctx_t *ctx, int first, int count,
                            const char *index_var, ddp_run_result_t *res)
 {
@@ -147,7 +166,8 @@ int ddp_accel_launch_local(ddp_ctx_t *ctx, int first, int count,
     uint16_t port;
     int rc;
     if ((rc = ddp_cluster_main_address(ctx->cluster, addr, sizeof addr)) ||
-        (rc = ddp_cluster_main_port(ctx->cluster, &port)))
+        (rc = ddp_cluster_main_port(ctx->cluster, &port)) ||
+        (rc = check_launch_port(ctx, addr)))
         return rc;
     enum { MAX_LOCAL = (int)(sizeof ctx->children / sizeof ctx->children[0]) };
     if (count > MAX_LOCAL)

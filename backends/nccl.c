@@ -58,6 +58,7 @@
 #include <string.h>
 
 #include "backends_priv.h"
+#include "ddp/env.h"
 #include "ddp/err.h"
 #include "ddp/faults.h"
 #include "ddp/log.h"
@@ -451,6 +452,51 @@ static const char *const INIT_HINT =
     "died, hangs or never started keeps the others waiting (see its log; "
     "NCCL_DEBUG=INFO and NCCL_SOCKET_IFNAME help with network trouble)";
 
+/* One interface name against NCCL_SOCKET_IFNAME's list, as NCCL reads it:
+ * comma-separated prefixes, or exact names after a leading '='. */
+static int ifname_matches(const char *spec, const char *name)
+{
+    int exact = spec[0] == '=';
+    for (const char *p = spec + exact; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len && strncmp(p, name, len) == 0 && (!exact || name[len] == '\0'))
+            return 1;
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
+
+/* NCCL_SOCKET_IFNAME picks only loopback interfaces here ("lo"): NCCL's
+ * bootstrap then advertises 127.0.0.1, which the ranks of another node
+ * cannot reach (they connect to their own loopback, NVIDIA/nccl #286,
+ * pytorch #68893). The init timeout's hint then says so; else INIT_HINT. */
+static const char *init_hint(ddp_sys_t *sys, char *buf, size_t n)
+{
+    const char *spec = ddp_env_get(ddp_sys_env(sys), "NCCL_SOCKET_IFNAME");
+    if (!spec || strlen(spec) < 2 || spec[0] == '^')
+        return INIT_HINT;
+    ddp_ifaddr_t ifs[32];
+    ddp_errctx_t saved = *ddp_err_ctx();
+    int k = ddp_sys_ifaddrs(sys, ifs, 32), picked = 0;
+    *ddp_err_ctx() = saved;
+    for (int i = 0; i < k; i++) {
+        if (!ifname_matches(spec, ifs[i].name))
+            continue;
+        if (!ddp_addr_is_loopback(&ifs[i].addr))
+            return INIT_HINT;
+        picked = 1;
+    }
+    if (!picked)
+        return INIT_HINT;
+    snprintf(buf, n, "NCCL_SOCKET_IFNAME=%s picks only this host's loopback "
+                     "interface, so NCCL's bootstrap advertises a loopback address "
+                     "that the ranks of another node cannot reach (they connect "
+                     "to their own): when the job spans nodes, set it to an "
+                     "interface they share (NCCL_SOCKET_IFNAME=eth0) or ^lo",
+             spec);
+    return buf;
+}
+
 static int nccl_init(const ddp_pg_init_t *in, ddp_pg_t **out)
 {
     if (!out)
@@ -512,8 +558,9 @@ static int nccl_init(const ddp_pg_init_t *in, ddp_pg_t **out)
     }
     int w = wait_ready(p, NULL, "NCCL communicator init", stall, in->deadline);
     if (w != WAIT_DONE) {
+        char hint[512];
         rc = w < 0 ? w : fail_wait(p, w, "NCCL communicator init", start,
-                                   INIT_HINT);
+                                   init_hint(in->sys, hint, sizeof hint));
         if (w < 0)
             abort_comm(p);
         free_npg(p);

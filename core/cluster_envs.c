@@ -248,11 +248,31 @@ static int lightning_main_port(ddp_cluster_t *c, uint16_t *port)
             return ddp_err_wrap("MASTER_PORT is not set and no free port "
                                 "could be picked");
         }
+        c->port_picked = 1;
     }
     c->port_cached = 1;
     c->port_val = p;
     *port = p;
     return 0;
+}
+
+/* Without MASTER_PORT each node picks a free port of its own (Lightning
+ * #2578, pytorch #53395): the other nodes' ranks would look for rank 0's
+ * store on ports nobody serves and time out naming nothing. */
+int ddp_cluster_check_port(const ddp_cluster_t *c, int num_nodes)
+{
+    if (!c)
+        return ddp_err_set(-EINVAL, "ddp_cluster_check_port: NULL cluster");
+    if (num_nodes <= 1 || !c->port_picked)
+        return 0;
+    ddp_err_set(DDP_ECONFIG,
+                "MASTER_PORT is not set, so this node picked a free port of its "
+                "own (%u), but the world spans %d nodes: each node picks a "
+                "different one, and the ranks of the other nodes would look "
+                "for rank 0's store on a port nobody serves",
+                (unsigned)c->port_val, num_nodes);
+    return ddp_err_hint("export MASTER_PORT=<one free port> on every node, the "
+                        "same everywhere (torch's default is 29500)");
 }
 
 static int lightning_world_size(ddp_cluster_t *c, int *out)

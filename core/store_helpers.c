@@ -117,8 +117,10 @@ int ddp_store_wait_for_workers(ddp_store_t *st, int rank, int world,
                      (int64_t)world - joined, world, backlog);
     else
         ddp_err_hint("%" PRId64 " rank(s) never connected to the store: check "
-                     "that every rank was started and uses the same "
-                     "MASTER_ADDR/MASTER_PORT and WORLD_SIZE",
+                     "that every rank was started, uses the same "
+                     "MASTER_ADDR/MASTER_PORT and WORLD_SIZE, and that its host "
+                     "reaches this one on that port (no firewall or security "
+                     "group dropping it)",
                      (int64_t)world - joined);
     ddp_err_waited(now - start);
     const char *addr = ddp__store_client_addr(st);

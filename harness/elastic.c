@@ -567,6 +567,42 @@ static int serve_thread(ddp_sys_t *sys, void *arg)
     return ddp_store_server_run(arg, DDP_DEADLINE_NEVER);
 }
 
+/* The endpoint (an address, or a name resolving to one) is an address of
+ * one of this host's interfaces that torch's test does not take for this
+ * host: not one its host name resolves to (a second NIC: pytorch #69197;
+ * its own name, "gpu01i": #73656). No agent would serve the store, and
+ * every one would wait its join timeout for it. Said at once, with the fix. */
+static int endpoint_on_other_nic(agent_t *a)
+{
+    ddp_addr_t ep[8];
+    ddp_ifaddr_t ifs[32];
+    ddp_errctx_t saved = *ddp_err_ctx();
+    int nep = ddp_sys_resolve(a->sys, a->ep_host, 0, ep, 8);
+    int n = nep > 0 ? ddp_sys_ifaddrs(a->sys, ifs, 32) : 0;
+    *ddp_err_ctx() = saved;
+    for (int i = 0; i < n * nep; i++) {
+        const ddp_ifaddr_t *f = &ifs[i / nep];
+        if (!ddp_addr_equal(&f->addr, &ep[i % nep]) || ddp_addr_is_loopback(&f->addr))
+            continue;
+        char as[64];
+        ddp_addr_format_host(&f->addr, as, sizeof as);
+        ddp_err_set(DDP_ECONFIG,
+                    "agent %s: the rendezvous endpoint %s:%u is %s, an address of this "
+                    "host's interface %s, but not one its host name %s resolves to: "
+                    "torch's agent serves the c10d store only for localhost, a "
+                    "loopback address, its host name or an address that name "
+                    "resolves to, so no agent serves it and every agent would "
+                    "wait %.0f s for it",
+                    a->id, a->ep_host, (unsigned)a->ep_port, as, f->name, a->host,
+                    (double)a->join_ns / 1e9);
+        return ddp_err_hint("give the host's name: --rdzv-endpoint=%s:%u "
+                            "(PET_RDZV_ENDPOINT), with that name resolving to an "
+                            "address the other nodes reach",
+                            a->host, (unsigned)a->ep_port);
+    }
+    return 0;
+}
+
 /* The agent on the endpoint's host serves the c10d store (torch: is_host,
  * else _matches_machine_hostname, ddp_sys_is_this_host; a port already taken makes it a client, as torch
  * retries). */
@@ -583,6 +619,8 @@ static int connect_store(agent_t *a)
                 return rc;
             }
         }
+    } else if ((rc = endpoint_on_other_nic(a)) != 0) {
+        return rc;
     }
     ddp_store_client_opts_t o = {.host = a->ep_host, .port = a->ep_port,
                                  .connect_deadline = ddp_sys_deadline_in(a->sys, a->join_ns),

@@ -100,19 +100,45 @@ DDP_NOINLINE static int other_root_serves(ddp_ctx_t *ctx, const char *addr, uint
     return dup;
 }
 
+/* The hint of a store connect that never succeeded, by how it failed: a
+ * host that refused the connects is up with nothing on the port (rank 0
+ * not started, or MASTER_PORT differing between nodes: pytorch #76069); one
+ * that never answered drops the connects (a firewall or security group:
+ * pytorch #58431). */
+static int store_connect_hint(int rc, const char *addr, uint16_t port)
+{
+    if (rc == -ECONNREFUSED)
+        return ddp_err_hint("rank 0 serves the store on MASTER_ADDR:MASTER_PORT "
+                            "(%s:%u), and that host refused the connects: it is up "
+                            "but nothing listened on the port: rank 0 was not "
+                            "serving yet (late, or not started), or it serves "
+                            "another port: MASTER_PORT must be the same on every "
+                            "node (not a free port each picks)",
+                            addr, (unsigned)port);
+    if (rc == DDP_ETIMEOUT)
+        return ddp_err_hint("%s:%u never answered: a firewall, security group or "
+                            "partition drops the connects, or the host is down: "
+                            "check that this host reaches it (nc -zv %s %u)",
+                            addr, (unsigned)port, addr, (unsigned)port);
+    return ddp_err_hint("rank 0 serves the store on MASTER_ADDR:MASTER_PORT "
+                        "(%s:%u): is it running, reachable and did it bind "
+                        "that port?", addr, (unsigned)port);
+}
+
 /* Step 1: the environment contract every backend reads. */
 DDP_NOINLINE static int write_master_env(ddp_ctx_t *ctx, ddp_cluster_t *env, int world,
                                          char *addr, size_t an, uint16_t *port)
 {
+    int nodes = ctx->cfg && ctx->cfg->num_nodes > 0 ? ctx->cfg->num_nodes : 1;
     int rc = ddp_cluster_main_address(env, addr, an);
     if (rc == 0)
         rc = ddp_cluster_main_port(env, port);
     /* Before MASTER_ADDR is written: the check says whether the user set
      * it or the environment fell back to its default. */
     if (rc == 0)
-        rc = ddp_cluster_check_master(env, addr, ctx->global_rank,
-                                      ctx->cfg && ctx->cfg->num_nodes > 0
-                                          ? ctx->cfg->num_nodes : 1);
+        rc = ddp_cluster_check_master(env, addr, ctx->global_rank, nodes);
+    if (rc == 0) /* MASTER_PORT unset: a port of this node's own */
+        rc = ddp_cluster_check_port(env, nodes);
     /* A second rank 0 (NODE_RANK=0 on every node, #5651) fails the address
      * check on its own node: the duplicate is the cause to name. */
     if (rc == DDP_ECONFIG && ctx->global_rank == 0 && other_root_serves(ctx, addr, *port)) {
@@ -505,11 +531,8 @@ int ddp_plugin_default_init_ddp_connection(const ddp_plugin_t *self,
         .protocol = ctx->cfg ? ctx->cfg->store_protocol : DDP_STORE_PROTO_AUTO,
         .check_key = KEY_ROOT_CAUSE};
     ctx->store = ddp_store_client_connect(ctx->sys, &o, &rc);
-    if (!ctx->store) {
-        return ddp_err_hint("rank 0 serves the store on MASTER_ADDR:MASTER_PORT "
-                            "(%s:%u): is it running, reachable and did it bind "
-                            "that port?", addr, (unsigned)port);
-    }
+    if (!ctx->store)
+        return store_connect_hint(rc, addr, port);
     if ((rc = check_run_identity(ctx, ctx->store, port,
                                  ddp_plugin_store_deadline(ctx))) != 0)
         return rc == 1 ? -EADDRINUSE : rc;

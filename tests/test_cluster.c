@@ -674,6 +674,35 @@ static void test_master_check_own_address(void)
     ddp_sys_free(sys);
 }
 
+/* A port Lightning picked (MASTER_PORT unset) is this node's own: right
+ * for one node, a config error naming the variable for several (#2578);
+ * an exported MASTER_PORT is never questioned. */
+static void test_picked_port_check(void)
+{
+    static const char *const set[] = {"MASTER_PORT=29517", NULL};
+    for (int exported = 0; exported < 2; exported++) {
+        ddp_sys_t *sys = sys_with(exported ? set : NULL);
+        ddp_cluster_t *c = open_or_fail(sys, "lightning");
+        uint16_t port = 0;
+        CU_ASSERT_EQUAL_FATAL(ddp_cluster_main_port(c, &port), 0);
+        CU_ASSERT_EQUAL(ddp_cluster_check_port(c, 1), 0);
+        int rc = ddp_cluster_check_port(c, 3);
+        CU_ASSERT_EQUAL(rc, exported ? 0 : DDP_ECONFIG);
+        if (!exported) {
+            const char *m = ddp_err_message();
+            char picked[16];
+            snprintf(picked, sizeof picked, "(%u)", (unsigned)port);
+            CU_ASSERT_PTR_NOT_NULL(strstr(m, "MASTER_PORT is not set"));
+            CU_ASSERT_PTR_NOT_NULL(strstr(m, picked));
+            CU_ASSERT_PTR_NOT_NULL(strstr(m, "spans 3 nodes"));
+            CU_ASSERT_PTR_NOT_NULL(strstr(m, "export MASTER_PORT="));
+        }
+        ddp_cluster_close(c);
+        ddp_sys_free(sys);
+    }
+    CU_ASSERT_EQUAL(ddp_cluster_check_port(NULL, 2), -EINVAL);
+}
+
 /* Lightning picks a free port once and keeps it: every local rank it
  * launches must be handed the same one. */
 static void test_lightning_port_cache_and_setters(void)
@@ -1037,6 +1066,7 @@ DDP_SUITE("cluster", NULL, NULL,
            test_checks_give_the_fix},
           {"master address table", test_master_check_table},
           {"master address: rank 0 on its own address", test_master_check_own_address},
+          {"a picked port for several nodes names MASTER_PORT", test_picked_port_check},
           {"lightning port cache and setters",
            test_lightning_port_cache_and_setters},
           {"address buffer", test_address_buffer},

@@ -61,6 +61,10 @@ struct ddp_cluster {
     int port_cached;
     uint16_t port_val;
     void *impl;
+    /* Set when main_port picked a free port of this node's own because
+     * MASTER_PORT was unset (Lightning): wrong for a world of several
+     * nodes (ddp_cluster_check_port). */
+    int port_picked;
 };
 
 /* Registry, in detection priority order: torchelastic, slurm, lsf, mpi,
@@ -85,6 +89,10 @@ DDP_API int ddp_cluster_validate(ddp_cluster_t *c, int devices, int num_nodes);
 /* ops->manages_tasks (0 when the environment has none). Never fails: a
  * value it cannot read means "no" (validation reports it later). */
 DDP_API int ddp_cluster_manages_tasks(ddp_cluster_t *c, int devices, int num_nodes);
+/* 0, or DDP_ECONFIG naming MASTER_PORT when main_port picked a free port
+ * of this node's own (MASTER_PORT unset) and the world spans num_nodes > 1
+ * nodes: every node would pick another (Lightning #2578). */
+DDP_API int ddp_cluster_check_port(const ddp_cluster_t *c, int num_nodes);
 /* Master-address sanity, before anything connects. addr is the main
  * address the environment gave (ddp_cluster_main_address); num_nodes the
  * nodes the world spans. DDP_ECONFIG, naming the address, when
