@@ -306,6 +306,7 @@ netns-clean:
 	@for l in $$(ip -o link show type bridge 2>/dev/null | awk -F': ' '$$2 ~ /^ddps/ {print $$2}'); do \
 	    echo "ip link del $$l"; ip link del $$l; done
 	@for d in /etc/netns/ddps*; do [ -d "$$d" ] && echo "rm -r $$d" && rm -r "$$d"; done; true
+	@rm -f /run/ddpsim-netns/*
 real-test: $(DDPSIM)
 	@sh scripts/deps.sh --real
 	sh tests/real/run-all.sh

@@ -790,6 +790,12 @@ int ddp_sys_read_host_file(const char *path, char **data, size_t *len)
 
 int ddp_sys_sweep_stale(const char *dir, const char *prefix)
 {
+    return ddp_sys_sweep_stale_each(dir, prefix, NULL, NULL);
+}
+
+int ddp_sys_sweep_stale_each(const char *dir, const char *prefix,
+                             void (*fn)(void *arg, const char *path), void *arg)
+{
     DIR *d = opendir(dir);
     if (!d)
         return 0;
@@ -806,9 +812,11 @@ int ddp_sys_sweep_stale(const char *dir, const char *prefix)
             kill((pid_t)pid, 0) == 0 || errno != ESRCH)
             continue;
         char path[4096];
-        if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) <
-                (int)sizeof path &&
-            unlink(path) == 0)
+        if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path)
+            continue;
+        if (fn)
+            fn(arg, path);
+        if (unlink(path) == 0)
             n++;
     }
     closedir(d);

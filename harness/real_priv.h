@@ -29,6 +29,10 @@ void ddp__real_ns_name(const ddp_netns_t *ns, int i, char *buf, size_t n);
 /* Node i's address: 127.0.x.y on loopback, 10.213.x.y in namespaces. */
 void ddp__real_node_ip(int netns, int i, char *buf, size_t n);
 int ddp__real_netns_up(ddp_sys_t *sys, ddp_netns_t *ns, int nodes, int64_t latency_ns);
+/* Removes what runs killed by SIGKILL left (their namespaces, /etc/netns
+ * files and bridges, from their records); ddp__real_netns_up calls it
+ * first. Returns how many runs' were swept. */
+int ddp__real_netns_sweep(ddp_sys_t *sys);
 /* How many namespaces could not be deleted (the first one's name in left). */
 int ddp__real_netns_down(ddp_sys_t *sys, ddp_netns_t *ns, char *left, size_t left_len);
 /* The plan's `iface` lines in the node namespaces: an eth0 address is

@@ -1426,7 +1426,73 @@ static void test_warm_start_commands(void)
     }
 }
 
+/* `ip netns list` holds name (0/1). */
+static int netns_exists(const char *name)
+{
+    char cmd[128], line[128];
+    snprintf(cmd, sizeof cmd, "ip netns list 2>/dev/null");
+    FILE *p = popen(cmd, "r");
+    int found = 0;
+    while (p && fgets(line, sizeof line, p))
+        found |= strncmp(line, name, strlen(name)) == 0 &&
+                 (line[strlen(name)] == ' ' || line[strlen(name)] == '\n');
+    if (p)
+        pclose(p);
+    return found;
+}
+
+/* A run SIGKILLed in namespaces cannot delete them, and its bridge keeps
+ * the runner's 10.213 address: the next run's sweep removes them (its
+ * namespaces, bridge and record) by the dead runner's record, and leaves
+ * a live runner's alone. The killed run is a child that brings 2 nodes up
+ * and exits without taking them down. */
+static void test_netns_of_a_killed_run_swept(void)
+{
+    if (geteuid() != 0 || system("command -v ip >/dev/null 2>&1") != 0) {
+        ddp_test_skip("namespaces need root and iproute2");
+        return;
+    }
+    ddp_sys_t *sys = ddp_sys_posix_new(ddp_env_new());
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sys);
+    ddp_netns_t mine = {0};
+    CU_ASSERT_EQUAL_FATAL(ddp__real_netns_up(sys, &mine, 1, 0), 0); /* alive: stays */
+    int pipefd[2];
+    CU_ASSERT_EQUAL_FATAL(pipe(pipefd), 0);
+    fflush(NULL);
+    pid_t killed = fork();
+    CU_ASSERT_FATAL(killed >= 0);
+    if (killed == 0) {
+        ddp_netns_t ns = {0};
+        int rc = ddp__real_netns_up(sys, &ns, 2, 0);
+        if (write(pipefd[1], ns.tag, sizeof ns.tag) < 0 || rc)
+            _exit(1);
+        _exit(0); /* as SIGKILL would: nothing taken down */
+    }
+    char tag[16] = "", name[32], br[40];
+    CU_ASSERT_EQUAL(read(pipefd[0], tag, sizeof tag), (ssize_t)sizeof tag);
+    close(pipefd[0]);
+    close(pipefd[1]);
+    int st = -1;
+    waitpid(killed, &st, 0);
+    CU_ASSERT_EQUAL(st, 0);
+    snprintf(name, sizeof name, "%sn1", tag);
+    CU_ASSERT(netns_exists(name)); /* left behind */
+    CU_ASSERT(ddp__real_netns_sweep(sys) >= 1);
+    CU_ASSERT_FALSE(netns_exists(name));
+    snprintf(name, sizeof name, "%sn0", tag);
+    CU_ASSERT_FALSE(netns_exists(name));
+    snprintf(br, sizeof br, "ip link show %sbr >/dev/null 2>&1", tag);
+    CU_ASSERT_NOT_EQUAL(system(br), 0);
+    snprintf(name, sizeof name, "%sn0", mine.tag);
+    CU_ASSERT(netns_exists(name)); /* a live run's stay */
+    ddp__real_netns_down(sys, &mine, NULL, 0);
+    CU_ASSERT_FALSE(netns_exists(name));
+    ddp_sys_free(sys);
+}
+
 DDP_SUITE("real_exec", NULL, NULL,
+          {"the namespaces of a run killed by SIGKILL: swept by the next run",
+           test_netns_of_a_killed_run_swept},
           {"the kinds table decides real runs' executors", test_kinds_table_executors},
           {"kinds: the refinements by a fault's fields", test_kinds_refinements},
           {"a master port taken before the run starts", test_taken_master_port},

@@ -46,6 +46,10 @@ DDP_API void ddp_sys_wall_text(char *buf, size_t n);
  * longer exists: what a run killed by SIGKILL left behind, swept by the
  * next one. Returns how many were removed. */
 DDP_API int ddp_sys_sweep_stale(const char *dir, const char *prefix);
+/* The same, calling fn(arg, path) for each such file before it is removed
+ * (what it records goes with it: a dead run's network namespaces). */
+DDP_API int ddp_sys_sweep_stale_each(const char *dir, const char *prefix,
+                                     void (*fn)(void *arg, const char *path), void *arg);
 
 /* A guard for a real run's processes (core/sys_posix_guard.c): a process
  * of its own that SIGKILLs every process group it watches once the
