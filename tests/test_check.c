@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../harness/check_priv.h"
 #include "ddp/check.h"
 #include "ddp/err.h"
 #include "ddp/plugin.h"
@@ -90,6 +91,75 @@ static void test_discovery(void)
     CU_ASSERT(pg);
     CU_ASSERT_EQUAL(rep.aimed_runs, 0);
     ddp_check_report_free(&rep);
+}
+
+/* The discovery's rank classes, as `check --list` prints them: rank 0,
+ * another rank of node 0, a rank of another node (the classes faults are
+ * aimed at). */
+static void test_discovery_rank_classes(void)
+{
+    ddp_check_discovery_t d;
+    memset(&d, 0, sizeof d);
+    static const struct {
+        const char *phase;
+        int rank, node;
+    } seen[] = {{"p local", 1, 0}, {"p remote", 2, 1}, {"p zero", 0, 0}};
+    for (size_t i = 0; i < sizeof seen / sizeof seen[0]; i++) {
+        ddp_fault_event_t ev = {.kind = DDP_TRIG_ENTER, .rank = seen[i].rank,
+                                .name = seen[i].phase};
+        ddp__check_tap(&d, &ev, seen[i].node, 0);
+        ev.kind = DDP_TRIG_CONNECT;
+        ddp__check_tap(&d, &ev, seen[i].node, 0);
+    }
+    CU_ASSERT_EQUAL_FATAL(d.nphases, 3);
+    CU_ASSERT_EQUAL(d.phases[0].classes, DDP_CHECK_LOCAL);
+    CU_ASSERT_EQUAL(d.phases[1].classes, DDP_CHECK_REMOTE);
+    CU_ASSERT_EQUAL(d.phases[2].classes, DDP_CHECK_RANK0);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+    ddp_check_print_discovery(&d, out);
+    fclose(out);
+    char line[80];
+    snprintf(line, sizeof line, "%-28s%s\n", "p local", "another rank of node 0");
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, line));
+    snprintf(line, sizeof line, "%-28s%s\n", "p remote", "a rank of another node");
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, line));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "rank 0 1, other ranks of node 0 1, other nodes 1"));
+    free(buf);
+}
+
+/* 1 when a candidate's fault line contains text. */
+static int cands_have(const chk_cands_t *c, const char *text)
+{
+    for (int i = 0; i < c->n; i++)
+        for (int k = 0; k < c->v[i].nf; k++)
+            if (strstr(c->v[i].faults[k], text))
+                return 1;
+    return 0;
+}
+
+/* check --exec: partitions and refused connects only with --netns (on
+ * loopback there is no network between nodes to cut); crashes, pauses
+ * and late starts either way. */
+static void test_exec_aims_net_faults_with_netns_only(void)
+{
+    ddp_check_discovery_t d;
+    memset(&d, 0, sizeof d);
+    snprintf(d.keys[0].glob, sizeof d.keys[0].glob, "job/addr/*");
+    d.keys[0].ops = 3;
+    d.nkeys = 1;
+    for (int netns = 0; netns < 2; netns++) {
+        chk_cands_t c = {0};
+        CU_ASSERT_EQUAL_FATAL(ddp__check_aim_exec(&d, netns, &c), 0);
+        CU_ASSERT(cands_have(&c, "fault crash ranks=2 start=\"set:job/addr/*\""));
+        CU_ASSERT(cands_have(&c, "fault pause ranks=0 start=\"wait:job/addr/*\""));
+        CU_ASSERT(cands_have(&c, "late ranks=2"));
+        CU_ASSERT_EQUAL(cands_have(&c, "fault partition nodes=1"), netns);
+        CU_ASSERT_EQUAL(cands_have(&c, "fault refuse node=1"), netns);
+        ddp__check_cands_free(&c);
+    }
 }
 
 static const struct {
@@ -303,6 +373,9 @@ DDP_SUITE("check", NULL, NULL,
           {"--sanitize: a use-after-free is a finding, replayed", test_sanitize},
           {"a correct plugin: no finding", test_correct_plugin},
           {"discovery: the plugin's own phases and keys", test_discovery},
+          {"discovery: the rank classes, as --list prints them", test_discovery_rank_classes},
+          {"check --exec: partitions and refusals with --netns only",
+           test_exec_aims_net_faults_with_netns_only},
           {"each realistic bug class: found, shrunk, replayed", test_bug_classes},
           {"a finding's printed replay command fails as the finding did", test_replay_command},
           {"ddpsim check: exit 1, JUnit, exit 2 without --plugin", test_cmd_check},
