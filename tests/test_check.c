@@ -162,6 +162,40 @@ static void test_exec_aims_net_faults_with_netns_only(void)
     }
 }
 
+/* The aimed runs (docs/check.md): under ddp every fault at the plugin's
+ * events, crashes included; under every other accelerator the healing
+ * faults only (a crash fails every accelerator alike). */
+static void test_other_accelerators_get_healing_faults(void)
+{
+    static const char *const phases[] = {"p one", NULL};
+    static const ddp_plugin_t p = {.name = "aimed", .phases = phases};
+    ddp_check_discovery_t d;
+    memset(&d, 0, sizeof d);
+    snprintf(d.phases[0].name, sizeof d.phases[0].name, "p one");
+    d.phases[0].classes = 7;
+    d.phases[0].user = 1;
+    d.nphases = 1;
+    chk_cands_t c = {0};
+    CU_ASSERT_EQUAL_FATAL(ddp__check_aim(&d, &p, &c), 0);
+    int ddp_crash = 0, spawn_stall = 0, other_lasting = 0;
+    for (int i = 0; i < c.n; i++) {
+        const char *f = c.v[i].faults[0];
+        int lasting = strstr(f, "fault crash") || strstr(f, "fault reset") ||
+                      strstr(f, "fault point") || strstr(f, "end=60s") ||
+                      (strstr(f, "fault partition") && !strstr(f, "end="));
+        if (!strcmp(c.v[i].accel, "ddp"))
+            ddp_crash += strstr(f, "fault crash") != NULL;
+        else
+            other_lasting += lasting, spawn_stall += strstr(f, "fault stall") != NULL;
+        if (lasting && strcmp(c.v[i].accel, "ddp"))
+            printf("\n  %s: %s\n", c.v[i].accel, f);
+    }
+    CU_ASSERT(ddp_crash > 0);
+    CU_ASSERT(spawn_stall > 0);
+    CU_ASSERT_EQUAL(other_lasting, 0);
+    ddp__check_cands_free(&c);
+}
+
 static const struct {
     const char *lib, *oracle; /* the oracle that must be among the findings */
 } bugs[] = {
@@ -374,6 +408,8 @@ DDP_SUITE("check", NULL, NULL,
           {"a correct plugin: no finding", test_correct_plugin},
           {"discovery: the plugin's own phases and keys", test_discovery},
           {"discovery: the rank classes, as --list prints them", test_discovery_rank_classes},
+          {"aimed runs: other accelerators get the healing faults only",
+           test_other_accelerators_get_healing_faults},
           {"check --exec: partitions and refusals with --netns only",
            test_exec_aims_net_faults_with_netns_only},
           {"each realistic bug class: found, shrunk, replayed", test_bug_classes},
