@@ -198,14 +198,27 @@ static void test_other_accelerators_get_healing_faults(void)
 
 static const struct {
     const char *lib, *oracle; /* the oracle that must be among the findings */
+    int distinct;             /* at least this many distinct findings */
 } bugs[] = {
-    {"libkvx-nodeadline.so", "invariant"}, /* a wait without a deadline */
-    {"libkvx-timeout.so", "invariant"},    /* bounded by 1800 s, not the group's */
-    {"libkvx-ignore.so", "cause"},         /* the publish's store error ignored */
-    {"libkvx-nobarrier.so", "baseline"},   /* rank 0 cleans up under the others */
-    {"libkvx-rank.so", "baseline"},        /* the extra group's rank is local */
-    {"libkvx-race.so", "baseline"},        /* CHECK where it must WAIT */
+    {"libkvx-nodeadline.so", "invariant", 1}, /* a wait without a deadline */
+    {"libkvx-timeout.so", "invariant", 1},    /* bounded by 1800 s, not the group's */
+    {"libkvx-ignore.so", "cause", 1},         /* the publish's store error ignored */
+    {"libkvx-nobarrier.so", "baseline", 2},   /* rank 0 cleans up under the others */
+    {"libkvx-rank.so", "baseline", 2},        /* the extra group's rank is local */
+    {"libkvx-race.so", "baseline", 1},        /* CHECK where it must WAIT */
 };
+
+/* A cause finding's scenario expects the failure of the rank its store
+ * error was injected into ("fault point ranks=R", "expect fail ranks=R"). */
+static int expects_faulted_rank(const char *scn)
+{
+    const char *f = strstr(scn, "fault point ranks="), *e = strstr(scn, "expect fail ranks=");
+    if (!f || !e || atoi(f + 18) != atoi(e + 18)) {
+        printf("\n  the cause finding expects another rank's failure:\n%s\n", scn);
+        return 0;
+    }
+    return 1;
+}
 
 static void test_bug_classes(void)
 {
@@ -214,7 +227,14 @@ static void test_bug_classes(void)
         CU_ASSERT_EQUAL_FATAL(check_of(bugs[b].lib, NULL, &rep), 0);
         CU_ASSERT(rep.nfindings >= 1);
         CU_ASSERT(has_oracle(&rep, bugs[b].oracle));
+        /* every failed baseline counted (these fail several, or none) */
+        CU_ASSERT_EQUAL(rep.baseline_failed > 1, !strcmp(bugs[b].oracle, "baseline"));
+        /* up to 10 findings by default; the runs that show one bug, one */
+        CU_ASSERT(rep.nfindings >= bugs[b].distinct && rep.nfindings <= 3);
+        CU_ASSERT(rep.findings_total > rep.nfindings);
         for (int i = 0; i < rep.nfindings; i++) {
+            if (!strcmp(rep.findings[i].oracle, "cause"))
+                CU_ASSERT(expects_faulted_rank(rep.findings[i].scenario));
             CU_ASSERT_EQUAL(rep.findings[i].replayed, 1);
             CU_ASSERT_PTR_NOT_NULL(rep.findings[i].scenario);
         }
