@@ -26,8 +26,9 @@ static const ddp_plugin_t *load(const char *lib)
     return p;
 }
 
-/* A check of lib with a small random tail (the aimed runs are the point). */
-static int check_of(const char *lib, const char *out_dir, ddp_check_report_t *rep)
+/* A check of lib: at most runs runs after the baselines, a small random
+ * tail (the aimed runs are the point). */
+static int check_runs(const char *lib, const char *out_dir, int runs, ddp_check_report_t *rep)
 {
     const ddp_plugin_t *p = load(lib);
     if (!p)
@@ -35,12 +36,17 @@ static int check_of(const char *lib, const char *out_dir, ddp_check_report_t *re
     FILE *sink = fopen("/dev/null", "w");
     /* the first 800 aimed runs (the plugin's own events come first): each
      * bug shows there, and a sanitizer build stays within its time */
-    ddp_check_opts_t o = {.plugin = p->name, .seed = 1, .runs = 800, .random_runs = 50,
+    ddp_check_opts_t o = {.plugin = p->name, .seed = 1, .runs = runs, .random_runs = 50,
                           .out_dir = out_dir, .log = sink};
     int rc = ddp_check(&o, rep);
     if (sink)
         fclose(sink);
     return rc;
+}
+
+static int check_of(const char *lib, const char *out_dir, ddp_check_report_t *rep)
+{
+    return check_runs(lib, out_dir, 800, rep);
 }
 
 static int has_oracle(const ddp_check_report_t *rep, const char *oracle)
@@ -63,6 +69,20 @@ static void test_correct_plugin(void)
         printf("\n  unexpected finding [%s]: %s\n", rep.findings[i].oracle,
                rep.findings[i].sentence);
     ddp_check_report_free(&rep);
+}
+
+/* --runs N: N runs after the baselines, no more, and the report says the
+ * budget ended the sweep. */
+static void test_runs_budget(void)
+{
+    for (int runs = 1; runs <= 5; runs += 4) {
+        ddp_check_report_t rep;
+        CU_ASSERT_EQUAL_FATAL(check_runs("libkvx.so", NULL, runs, &rep), 0);
+        CU_ASSERT_EQUAL(rep.baseline_runs, 21);
+        CU_ASSERT_EQUAL(rep.aimed_runs + rep.random_runs, runs);
+        CU_ASSERT(rep.budget_hit);
+        ddp_check_report_free(&rep);
+    }
 }
 
 /* The discovery: the plugin's own phases and keys, told from the default's. */
@@ -426,6 +446,7 @@ DDP_SUITE("check", NULL, NULL,
           {"expect fail excludes=: the text must not be in the message", test_expect_excludes},
           {"--sanitize: a use-after-free is a finding, replayed", test_sanitize},
           {"a correct plugin: no finding", test_correct_plugin},
+          {"--runs N: N runs after the baselines", test_runs_budget},
           {"discovery: the plugin's own phases and keys", test_discovery},
           {"discovery: the rank classes, as --list prints them", test_discovery_rank_classes},
           {"aimed runs: other accelerators get the healing faults only",
