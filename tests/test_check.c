@@ -216,6 +216,50 @@ static void test_other_accelerators_get_healing_faults(void)
     ddp__check_cands_free(&c);
 }
 
+/* One 2 x 2 ddp run of plugin lib with one fault line, judged by check's
+ * oracles: 1 when the oracle is want (else printed). */
+static int judged_as(const char *lib, const char *fault, int want)
+{
+    const ddp_plugin_t *p = load(lib);
+    char text[512], err[256];
+    if (!p)
+        return 0;
+    snprintf(text, sizeof text, "scenario \"j\"\nnodes 2\ndevices 2\naccelerators ddp\n"
+                                "timeout 30s\nplugin %s\n%s\nexpect invariants\n",
+             p->name, fault);
+    ddp_scenario_t *s = NULL;
+    if (ddp_scenario_parse(text, "j.scn", NULL, &s, err, sizeof err)) {
+        printf("\n  %s\n", err);
+        return 0;
+    }
+    ddp_scn_result_t r;
+    chk_verdict_t v;
+    int o = ddp__check_judge(s, "ddp", 0, NULL, &r, &v);
+    if (o != want)
+        printf("\n  %s: [%s] %s; want [%s]\n", fault, ddp__check_oracle_name(o), v.sentence,
+               ddp__check_oracle_name(want));
+    ddp_scenario_free(s);
+    return o == want;
+}
+
+/* The oracles' rules (docs/check.md) on a plugin that fails every 2-node
+ * run (libkvx-rank.so): a fault that never acted leaves the run a
+ * fault-free one (no-fault); one refused connect heals (transient), three
+ * are neither transient nor a healing fault to compare with the default
+ * (no finding); a longer healing window is compared with the default's
+ * run, when it acted there too (agreement). */
+static void test_oracle_rules(void)
+{
+    CU_ASSERT(judged_as("libkvx-rank.so", "fault crash ranks=1 start=3600s", CHK_NOFAULT));
+    CU_ASSERT(judged_as("libkvx-rank.so", "fault refuse node=1 count=1", CHK_TRANSIENT));
+    CU_ASSERT(judged_as("libkvx-rank.so", "fault refuse node=1 count=3", CHK_NONE));
+    /* a 12 s pause heals within half the timeout, not a third: compared
+     * with the default's run, when it acted there too */
+    CU_ASSERT(judged_as("libkvx-rank.so", "fault pause ranks=0 start=0s end=12s", CHK_AGREE));
+    CU_ASSERT(judged_as("libkvx-rank.so",
+                        "fault pause ranks=0 start=\"enter:kvx group@0\" end=12s", CHK_NONE));
+}
+
 static const struct {
     const char *lib, *oracle; /* the oracle that must be among the findings */
     int distinct;             /* at least this many distinct findings */
@@ -447,6 +491,8 @@ DDP_SUITE("check", NULL, NULL,
           {"--sanitize: a use-after-free is a finding, replayed", test_sanitize},
           {"a correct plugin: no finding", test_correct_plugin},
           {"--runs N: N runs after the baselines", test_runs_budget},
+          {"the oracles' rules: no-fault, transient, agreement",
+           test_oracle_rules},
           {"discovery: the plugin's own phases and keys", test_discovery},
           {"discovery: the rank classes, as --list prints them", test_discovery_rank_classes},
           {"aimed runs: other accelerators get the healing faults only",
