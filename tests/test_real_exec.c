@@ -46,6 +46,10 @@ static void test_torch_messages(void)
          "timeout", "RuntimeError: [./gloo"},
         {1, "RuntimeError: Connection reset by peer\n", "peer_lost",
          "RuntimeError: Connection reset by peer"},
+        /* gloo's connect to a peer that is gone */
+        {1, "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:799] connect "
+            "[127.0.0.1]:41235: Connection refused\n",
+         "peer_lost", "RuntimeError: [../third_party/gloo"},
         /* torch 2.11, as its job said under torch-crash-joining on loopback */
         {1, "torch.distributed.DistStoreError: Timed out after 16 seconds waiting for "
             "clients. 3/4 clients joined.\n",
