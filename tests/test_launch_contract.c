@@ -122,6 +122,36 @@ static void test_elastic_agent_worker_env(void)
     }
 }
 
+/* The elastic agent's worker environment (c10d: harness/worker_env.c) as
+ * torch 1.13 writes it (local_elastic_agent.py _start_workers; run.py's
+ * OMP_NUM_THREADS): node 1 of 2, second round of 3 restarts, the user's
+ * own NCCL_ASYNC_ERROR_HANDLING kept (os.getenv with 1 as the default);
+ * then one worker a node, which torchrun gives no OMP_NUM_THREADS. */
+static void test_elastic_worker_env_as_torch(void)
+{
+#define T_RUN "\tMASTER_ADDR=node0\tMASTER_PORT=42010\tROLE_NAME=default" \
+              "\tTORCHELASTIC_RUN_ID=job\tTORCHELASTIC_USE_AGENT_STORE=False"
+    launch_diff_t d = diff_of(
+        "C\tc10d\t1\t2\t1\t--nproc_per_node=2\n"
+        "E\tNCCL_ASYNC_ERROR_HANDLING=0\n"
+        "W\tRANK=2\tLOCAL_RANK=0\tWORLD_SIZE=4\tLOCAL_WORLD_SIZE=2\tGROUP_RANK=1"
+        "\tGROUP_WORLD_SIZE=2\tROLE_RANK=2\tROLE_WORLD_SIZE=4\tOMP_NUM_THREADS=1"
+        "\tNCCL_ASYNC_ERROR_HANDLING=0\tTORCHELASTIC_RESTART_COUNT=1"
+        "\tTORCHELASTIC_MAX_RESTARTS=3" T_RUN "\n"
+        "W\tRANK=3\tLOCAL_RANK=1\tWORLD_SIZE=4\tLOCAL_WORLD_SIZE=2\tGROUP_RANK=1"
+        "\tGROUP_WORLD_SIZE=2\tROLE_RANK=3\tROLE_WORLD_SIZE=4\tOMP_NUM_THREADS=1"
+        "\tNCCL_ASYNC_ERROR_HANDLING=0\tTORCHELASTIC_RESTART_COUNT=1"
+        "\tTORCHELASTIC_MAX_RESTARTS=3" T_RUN "\n"
+        "C\tc10d\t1\t2\t0\t--nproc_per_node=1\n"
+        "W\tRANK=1\tLOCAL_RANK=0\tWORLD_SIZE=2\tLOCAL_WORLD_SIZE=1\tGROUP_RANK=1"
+        "\tGROUP_WORLD_SIZE=2\tROLE_RANK=1\tROLE_WORLD_SIZE=2\tNCCL_ASYNC_ERROR_HANDLING=1"
+        "\tTORCHELASTIC_RESTART_COUNT=0\tTORCHELASTIC_MAX_RESTARTS=3" T_RUN "\n");
+#undef T_RUN
+    CU_ASSERT_EQUAL(d.configs, 2);
+    CU_ASSERT_EQUAL(d.workers, 3);
+    CU_ASSERT_EQUAL(d.disagreed, 0);
+}
+
 /* A PET_ variable set but empty is torchrun's value, refused: not unset. */
 static void test_empty_pet_variable_is_a_value(void)
 {
@@ -193,5 +223,7 @@ DDP_SUITE("launch_contract", NULL, NULL,
           {"master_addr_as_torch_endpoint", test_master_addr_as_torch_endpoint},
           {"empty_pet_variable_is_a_value", test_empty_pet_variable_is_a_value},
           {"elastic_agent_worker_env", test_elastic_agent_worker_env},
+          {"elastic_worker_env_as_torch",
+           test_elastic_worker_env_as_torch},
           {"generated_sample", test_generated_sample},
           {"external_launchers_sample", test_external_launchers_sample})

@@ -46,6 +46,10 @@ static void test_torch_messages(void)
          "timeout", "RuntimeError: [./gloo"},
         {1, "RuntimeError: Connection reset by peer\n", "peer_lost",
          "RuntimeError: Connection reset by peer"},
+        /* gloo's connect to a peer that is gone */
+        {1, "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:799] connect "
+            "[127.0.0.1]:41235: Connection refused\n",
+         "peer_lost", "RuntimeError: [../third_party/gloo"},
         /* torch 2.11, as its job said under torch-crash-joining on loopback */
         {1, "torch.distributed.DistStoreError: Timed out after 16 seconds waiting for "
             "clients. 3/4 clients joined.\n",
@@ -60,6 +64,16 @@ static void test_torch_messages(void)
         /* a warning after the exception does not hide it */
         {1, "RuntimeError: Socket Timeout\nwarning: leaked semaphore\n", "timeout",
          "RuntimeError: Socket Timeout"},
+        /* nor does a log line whose words before a ':' end in Error */
+        {1, "RuntimeError: Socket Timeout\nrank 1 saw an Error: giving up\n", "timeout",
+         "RuntimeError: Socket Timeout"},
+        /* a chained traceback: the last exception is the one that ended it */
+        {1, "ConnectionResetError: [Errno 104] Connection reset by peer\n\nDuring handling "
+            "of the above exception, another exception occurred:\n\nTraceback (most recent "
+            "call last):\nRuntimeError: Socket Timeout\n",
+         "timeout", "RuntimeError: Socket Timeout"},
+        /* an exit 0 is a success, whatever was said on stderr */
+        {0, "UserWarning: TypedStorage is deprecated\n", "", ""},
         {2, "something odd\n", "internal", "something odd"},
         {137, "", "internal", "nothing on stderr"},
     };
@@ -120,6 +134,9 @@ static void test_check_exec(void)
     CU_ASSERT_EQUAL(ddp_real_check_exec(sys, "/etc/passwd"), -ENOENT);
     CU_ASSERT_PTR_NOT_NULL(strstr(ddp_err_message(), "not executable"));
     CU_ASSERT_EQUAL(ddp_real_check_exec(sys, "   "), -ENOENT);
+    /* no PATH: looked up as the shell would, in /usr/bin:/bin */
+    ddp_env_unset(ddp_sys_env(sys), "PATH");
+    CU_ASSERT_EQUAL(ddp_real_check_exec(sys, "sh -c true"), 0);
     ddp_sys_free(sys);
 }
 
