@@ -358,7 +358,7 @@ static ddp_scenario_t *random_draw(chk_t *c, int i, char *accel, size_t n)
 
 static void sweep(chk_t *c, const chk_cands_t *cands, int nrandom)
 {
-    ddp_progress_t pg;
+    ddp_progress_t pg = {0}; /* its clock and interval: the defaults */
     long long total = cands->n + nrandom, done = 0;
     ddp_progress_start(&pg, "check", "runs", ddp_shard_size(&c->o->shard, total),
                        c->o->progress == 1 ? DDP_PROGRESS_BAR

@@ -32,6 +32,8 @@ int ddp_progress_format(char *buf, size_t n, const char *what, const char *unit,
                         long long done, long long total, double elapsed_s,
                         const char *note);
 
+/* p must be zeroed first (`ddp_progress_t pg = {0};`): its clock and
+ * interval_s are kept, so a test can set them before the start. */
 void ddp_progress_start(ddp_progress_t *p, const char *what, const char *unit,
                         long long total, int mode, FILE *out);
 /* done so far; draws when due (always at done == total in BAR mode). */
