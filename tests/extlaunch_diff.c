@@ -6,6 +6,7 @@
 #include "ddp/cluster.h"
 #include "ddp/env.h"
 #include "ddp/err.h"
+#include "ddp/host.h"
 #include "ddp/plan.h"
 #include "ddp/sys.h"
 #include "extlaunch_diff.h"
@@ -151,16 +152,19 @@ static void md_words(const ext_kind_t *k, const md_cfg_t *c, char *buf, size_t n
 }
 
 /* The real launcher started on c: its output stream, NULL when popen
- * fails. Every rank prints "R" and its variables, one line. */
-static FILE *md_real_start(const ext_kind_t *k, const md_cfg_t *c)
+ * fails. Every rank prints "R" and its variables, one line. Launches at
+ * once each have a setting of their own (slot): two mpiruns that share
+ * /tmp/ompi.HOST.UID race to create it and one fails ("File exists"). */
+static FILE *md_real_start(const ext_kind_t *k, const md_cfg_t *c, const char *slot)
 {
-    char o[160], echo[600] = "echo \"R", cmd[1200];
+    char o[160], echo[600] = "echo \"R", cmd[1400];
     k->opts(c, o, sizeof o);
     for (int v = 0; v < MD_NVARS && k->vars[v]; v++) {
         size_t at = strlen(echo);
         snprintf(echo + at, sizeof echo - at, " ${%s-unset}", k->vars[v]);
     }
-    snprintf(cmd, sizeof cmd, "timeout 30 %s %s sh -c '%s\"' 2>/dev/null", k->run, o, echo);
+    snprintf(cmd, sizeof cmd, "%s timeout 30 %s %s sh -c '%s\"' 2>/dev/null", slot, k->run, o,
+             echo);
     return popen(cmd, "r");
 }
 
@@ -338,8 +342,14 @@ static void md_batch(const ext_kind_t *k, ddp_rng_t *rng, int n, const char *hos
     memset(c, 0, sizeof c);
     memset(real, 0, sizeof real);
     for (int j = 0; j < n; j++) {
+        char slot[128] = "";
+        if (n > 1 && k->launcher == DDP_LAUNCH_MPI)
+            snprintf(slot, sizeof slot,
+                     "mkdir -p /tmp/ddpsim-extlaunch-%ld/%d && "
+                     "OMPI_MCA_orte_tmpdir_base=/tmp/ddpsim-extlaunch-%ld/%d",
+                     ddp_sys_pid(), j, ddp_sys_pid(), j);
         k->gen(rng, &c[j]);
-        p[j] = md_real_start(k, &c[j]);
+        p[j] = md_real_start(k, &c[j], slot);
     }
     for (int j = 0; j < n; j++) {
         int nr = md_real_finish(k, p[j], real[j]);
@@ -360,6 +370,11 @@ void ext_diff_run(int kind, uint64_t seed, long count, int jobs, ext_diff_t *d)
     jobs = jobs < 1 ? 1 : jobs > EXT_MAX_JOBS ? EXT_MAX_JOBS : jobs;
     for (long i = 0; i < count; i += jobs)
         md_batch(k, &rng, count - i < jobs ? (int)(count - i) : jobs, host, d);
+    char rm[96];
+    snprintf(rm, sizeof rm, "rm -rf /tmp/ddpsim-extlaunch-%ld", ddp_sys_pid());
+    if (jobs > 1 && system(rm) != 0)
+        fprintf(stderr, "differential: could not remove /tmp/ddpsim-extlaunch-%ld\n",
+                ddp_sys_pid());
     if (sys)
         ddp_sys_free(sys);
 }

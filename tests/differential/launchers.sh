@@ -3,7 +3,9 @@
 # external-launcher families (tests/differential/extlaunch.c, BIN): COUNT
 # configurations through real OpenMPI mpirun and COUNT through real srun,
 # the two families side by side (mpirun costs CPU, srun mostly waits on
-# slurmctld).
+# slurmctld). mpirun runs 2 launches at a time, each with a session folder
+# of its own (OMPI_MCA_orte_tmpdir_base: two that share /tmp/ompi.HOST.UID
+# race to create it, and one fails with "File exists").
 #
 # srun needs a cluster. One that answers already (SLURM_CONF) is used one
 # launch at a time; otherwise, as root with SLURM installed, a private
@@ -22,7 +24,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-"$bin" mpirun "$count" "$seed" 1 >"$tmp/mpirun" 2>&1 &
+"$bin" mpirun "$count" "$seed" 2 >"$tmp/mpirun" 2>&1 &
 mpi=$!
 
 jobs=1
