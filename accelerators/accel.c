@@ -146,17 +146,21 @@ int ddp_accel_launch(ddp_ctx_t *ctx, const ddp_child_env_t *envs, int n,
 static int check_launch_port(ddp_ctx_t *ctx, const char *addr)
 {
     int nodes = ctx->cfg && ctx->cfg->num_nodes > 0 ? ctx->cfg->num_nodes : 1;
-    ddp_errctx_t saved = *ddp_err_ctx();
-    if (ddp_cluster_check_port(ctx->cluster, nodes) == 0)
-        return 0;
-    ddp_errctx_t port_err = *ddp_err_ctx();
-    *ddp_err_ctx() = saved;
-    if (ddp_cluster_check_master(ctx->cluster, addr, 1, nodes) != 0) {
-        *ddp_err_ctx() = saved;
+    ddp_errsave_t *before = ddp_err_save();
+    int rc = ddp_cluster_check_port(ctx->cluster, nodes);
+    if (rc == 0) {
+        ddp_err_restore(before);
         return 0;
     }
-    *ddp_err_ctx() = port_err;
-    return port_err.code;
+    ddp_errsave_t *port_err = ddp_err_save();
+    if (ddp_cluster_check_master(ctx->cluster, addr, 1, nodes) != 0) {
+        ddp_err_forget(port_err);
+        ddp_err_restore(before);
+        return 0;
+    }
+    ddp_err_forget(before);
+    ddp_err_restore(port_err);
+    return rc;
 }
 
 int ddp_accel_launch_local(ddp_ctx_t *ctx, int first, int count,

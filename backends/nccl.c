@@ -476,9 +476,9 @@ static const char *init_hint(ddp_sys_t *sys, char *buf, size_t n)
     if (!spec || strlen(spec) < 2 || spec[0] == '^')
         return INIT_HINT;
     ddp_ifaddr_t ifs[32];
-    ddp_errctx_t saved = *ddp_err_ctx();
+    ddp_errsave_t *saved = ddp_err_save();
     int k = ddp_sys_ifaddrs(sys, ifs, 32), picked = 0;
-    *ddp_err_ctx() = saved;
+    ddp_err_restore(saved);
     for (int i = 0; i < k; i++) {
         if (!ifname_matches(spec, ifs[i].name))
             continue;

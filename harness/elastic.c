@@ -576,10 +576,10 @@ static int endpoint_on_other_nic(agent_t *a)
 {
     ddp_addr_t ep[8];
     ddp_ifaddr_t ifs[32];
-    ddp_errctx_t saved = *ddp_err_ctx();
+    ddp_errsave_t *saved = ddp_err_save();
     int nep = ddp_sys_resolve(a->sys, a->ep_host, 0, ep, 8);
     int n = nep > 0 ? ddp_sys_ifaddrs(a->sys, ifs, 32) : 0;
-    *ddp_err_ctx() = saved;
+    ddp_err_restore(saved);
     for (int i = 0; i < n * nep; i++) {
         const ddp_ifaddr_t *f = &ifs[i / nep];
         if (!ddp_addr_equal(&f->addr, &ep[i % nep]) || ddp_addr_is_loopback(&f->addr))
