@@ -1058,6 +1058,11 @@ static void test_hosted_store_last_event(void)
     pid_t rank[4]; /* the rank: its command line names the stop file */
     for (int i = 0; i < ddp_test_wall_s(15) * 100 && procs_with(stop, rank, 4) > 0; i++)
         usleep(10000);
+    /* Held a second more: the runner (polling every 5 ms) has seen the rank
+     * exit and read the records while the store could not record the close;
+     * only a runner that waits for it sees "left" (a mutant that reads once
+     * survived when the store resumed first). */
+    usleep(1000000);
     if (ns == 1)
         kill(store[0], SIGCONT);
     int st = wait_bounded(runner, 40);
