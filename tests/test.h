@@ -108,11 +108,14 @@ const char *ddp_test_in(char *buf, size_t n, const char *dir, const char *name);
  * for it: 1 device, 0 FIFO, -1 neither. */
 int ddp_test_mkdev(const char *path);
 /* A wall-clock limit of base_s seconds for a test that spawns processes,
- * scaled for this build (ASan 3x, TSan 5x) and by $DDP_TEST_WALL_SCALE (a
- * positive factor, for a loaded host). Limits bound a hang; they never
- * measure. _for: with the knob's text given (NULL: unset). */
+ * scaled for this build (ASan 3x, TSan 5x), by the host's load (the
+ * 1-minute load average per CPU, from 1x to 20x: at load 30 on 2 CPUs a
+ * process gets a fifteenth of one, and fixed limits killed runs that were
+ * only starved) and by $DDP_TEST_WALL_SCALE (a positive factor). Limits
+ * bound a hang; they never measure. _for: with the knob's text (NULL:
+ * unset) and the load per CPU given. */
 int ddp_test_wall_s(int base_s);
-int ddp_test_wall_s_for(int base_s, const char *knob);
+int ddp_test_wall_s_for(int base_s, const char *knob, double load_per_cpu);
 /* The same within limit_s seconds (scaled by ddp_test_wall_s): for a command line that must be refused
  * at once (a bad option), so that one wrongly accepted fails in seconds
  * rather than running a whole sweep or a server. */

@@ -581,20 +581,25 @@ static void test_err_not_utf8(void)
 }
 
 /* Issue 34: fixed wall limits of process-spawning tests failed under the
- * sanitizers on a loaded host. They scale with the build and a knob. */
+ * sanitizers on a loaded host. They scale with the build, a knob and the
+ * load (issue 43: two quick real runs killed by a 20 s bound at load ~30). */
 static void test_wall_limits_scale(void)
 {
-    int base = ddp_test_wall_s_for(10, NULL);
+    int base = ddp_test_wall_s_for(10, NULL, 0);
     CU_ASSERT(base >= 10);
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
     CU_ASSERT(base >= 30); /* a sanitizer build allows more */
 #endif
-    CU_ASSERT_EQUAL(ddp_test_wall_s_for(10, "2"), 2 * base);
-    CU_ASSERT_EQUAL(ddp_test_wall_s_for(10, "2.5"), base * 5 / 2);
-    CU_ASSERT_EQUAL(ddp_test_wall_s_for(10, "abc"), base); /* not a factor */
-    CU_ASSERT_EQUAL(ddp_test_wall_s_for(10, "0"), base);
-    CU_ASSERT_EQUAL(ddp_test_wall_s_for(10, "-3"), base);
-    CU_ASSERT_EQUAL(ddp_test_wall_s_for(10, ""), base);
+    CU_ASSERT_EQUAL(ddp_test_wall_s_for(10, "2", 0), 2 * base);
+    CU_ASSERT_EQUAL(ddp_test_wall_s_for(10, "2.5", 0), base * 5 / 2);
+    CU_ASSERT_EQUAL(ddp_test_wall_s_for(10, "abc", 0), base); /* not a factor */
+    CU_ASSERT_EQUAL(ddp_test_wall_s_for(10, "0", 0), base);
+    CU_ASSERT_EQUAL(ddp_test_wall_s_for(10, "-3", 0), base);
+    CU_ASSERT_EQUAL(ddp_test_wall_s_for(10, "", 0), base);
+    CU_ASSERT_EQUAL(ddp_test_wall_s_for(10, NULL, 0.7), base); /* an idle host */
+    CU_ASSERT_EQUAL(ddp_test_wall_s_for(10, NULL, 15), 15 * base); /* load 30, 2 CPUs */
+    CU_ASSERT_EQUAL(ddp_test_wall_s_for(10, "2", 4), 8 * base);
+    CU_ASSERT_EQUAL(ddp_test_wall_s_for(10, NULL, 500), 20 * base); /* at most 20x */
 }
 
 static void test_addr(void)

@@ -143,7 +143,7 @@ static double build_slowdown(void)
 #endif
 }
 
-int ddp_test_wall_s_for(int base_s, const char *knob)
+int ddp_test_wall_s_for(int base_s, const char *knob, double load_per_cpu)
 {
     double k = 1;
     if (knob && *knob) {
@@ -152,15 +152,24 @@ int ddp_test_wall_s_for(int base_s, const char *knob)
         if (!*end && v > 0 && v <= 1000)
             k = v;
     }
-    double s = base_s * build_slowdown() * k;
+    double busy = load_per_cpu > 1 ? load_per_cpu : 1; /* 15 at load 30 on 2 CPUs */
+    double s = base_s * build_slowdown() * k * (busy < 20 ? busy : 20);
     return s < 1 ? 1 : s > 86400 ? 86400 : (int)(s + 0.999);
+}
+
+/* The 1-minute load average per online CPU (0 where unknown). */
+static double load_per_cpu(void)
+{
+    double avg[1];
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    return getloadavg(avg, 1) == 1 && cpus > 0 ? avg[0] / (double)cpus : 0;
 }
 
 int ddp_test_wall_s(int base_s)
 {
     struct ddp_sys *sys = ddp_sys_posix_new(NULL);
     const char *v = sys ? ddp_env_get(ddp_sys_env(sys), "DDP_TEST_WALL_SCALE") : NULL;
-    int s = ddp_test_wall_s_for(base_s, v);
+    int s = ddp_test_wall_s_for(base_s, v, load_per_cpu());
     ddp_sys_free(sys);
     return s;
 }
