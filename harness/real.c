@@ -1569,11 +1569,10 @@ static void fault_switch(run_t *x, int i, int want, int64_t now)
 static void run_events(run_t *x, int64_t now)
 {
     ddp_plan_t *plan = x->plan;
-    unsigned long long acks[64];
-    int nacks = 0;
+    ddp__real_acks_t acks = {.now = now};
     ddp_faultset_t *fsp = &x->rfs;
     if (x->rfs.events)
-        ddp__real_events_read(plan->results, &x->events_off, &fsp, 1, 0, acks, 64, &nacks);
+        ddp__real_events_read(plan->results, &x->events_off, &fsp, 1, 0, &acks);
     if (x->pg)
         progress_read(plan->results, x->pg, x->ps, x->np);
     for (int i = 0; i < plan->nfaults && i < DDP_SCN_MAX_FAULTS; i++) {
@@ -1585,8 +1584,8 @@ static void run_events(run_t *x, int64_t now)
         fault_switch(x, i, want, now);
     }
     /* the processes that saw those events go on now (ddp__real_ack_wait) */
-    for (int a = 0; a < nacks; a++)
-        ddp__real_ack_write(plan->results, acks[a]);
+    for (int a = 0; a < acks.n; a++)
+        ddp__real_ack_write(plan->results, acks.v[a]);
 }
 
 /* A pause open at its spawn: it starts at the pause's end, as a process

@@ -163,21 +163,24 @@ static void each_event(const char *results, long *off,
 
 typedef struct {
     ddp_faultset_t *const *fss;
-    int nfs, changed, max_acks, *nacks;
+    int nfs, changed;
     int64_t base;
-    unsigned long long *acks;
+    ddp__real_acks_t *acks;
 } feed_t;
 
 /* An event whose process waits for the runner's ack, when the acks are
  * full: left for the next read, never dropped (its process would wait
- * out its 10 s, and a hosted store's clients with it). */
+ * out its 10 s, and a hosted store's clients with it). Read late, it
+ * counts at the runner's time (ddp__real_acks_t). */
 static int feed(void *arg, const ddp_fault_event_t *ev, long long t, unsigned long long ack)
 {
     feed_t *fd = arg;
-    if (ack && fd->acks && fd->nacks) {
-        if (*fd->nacks >= fd->max_acks)
+    if (ack && fd->acks) {
+        if (fd->acks->n >= (int)(sizeof fd->acks->v / sizeof fd->acks->v[0]))
             return 1;
-        fd->acks[(*fd->nacks)++] = ack;
+        fd->acks->v[fd->acks->n++] = ack;
+        if (t < fd->acks->now)
+            t = fd->acks->now;
     }
     for (int i = 0; i < fd->nfs; i++)
         fd->changed += ddp_faultset_event(fd->fss[i], ev, fd->base + t);
@@ -185,10 +188,9 @@ static int feed(void *arg, const ddp_fault_event_t *ev, long long t, unsigned lo
 }
 
 int ddp__real_events_read(const char *results, long *off, ddp_faultset_t *const *fss, int nfs,
-                          int64_t base, unsigned long long *acks, int max_acks, int *nacks)
+                          int64_t base, ddp__real_acks_t *acks)
 {
-    feed_t fd = {.fss = fss, .nfs = nfs, .base = base, .acks = acks, .max_acks = max_acks,
-                 .nacks = nacks};
+    feed_t fd = {.fss = fss, .nfs = nfs, .base = base, .acks = acks};
     each_event(results, off, feed, &fd);
     return fd.changed;
 }
@@ -259,8 +261,7 @@ static void sync_events(void)
 {
     ddp_faultset_t *fss[3] = {&self.all, &self.fs, &self.runner};
     if (self.all.events)
-        ddp__real_events_read(self.p->results, &self.events_off, fss, 3, self.p->t0, NULL, 0,
-                              NULL);
+        ddp__real_events_read(self.p->results, &self.events_off, fss, 3, self.p->t0, NULL);
 }
 
 /* The sys seam's connects and resolves, with their details: the faultset

@@ -105,13 +105,25 @@ long long ddp__real_nft_hits(ddp_sys_t *sys, const ddp_netns_t *ns, const ddp_pl
  * takes it a few spawned commands to put in force, and the process that
  * saw the event would be past the phase by then. So such an event carries
  * an ack number (nonzero): the process waits (ddp__real_ack_wait) until
- * the runner has applied the windows and appended "A <ack>"; acks[] of
+ * the runner has applied the windows and appended "A <ack>"; acks of
  * ddp__real_events_read collects the numbers for the runner (NULL: a
  * process, which does not ack). */
 void ddp__real_event_write(const char *results, const ddp_fault_event_t *ev, int64_t t,
                            unsigned long long ack);
+typedef struct {
+    unsigned long long v[64]; /* the ack numbers to write */
+    int n;
+    /* The runner's time (from the run's start) as it reads: an event whose
+     * process waits for the ack counts at this time when it was written
+     * earlier. The process, and at a hosted store every client with it,
+     * went no further meanwhile; a window of the event's own time would
+     * open and close unseen by a runner that read it late (a pause on
+     * set:*rank_3*, end=5s, read 6 s late at load 30: "0 processes
+     * stopped"). */
+    int64_t now;
+} ddp__real_acks_t;
 int ddp__real_events_read(const char *results, long *off, ddp_faultset_t *const *fss, int nfs,
-                          int64_t base, unsigned long long *acks, int max_acks, int *nacks);
+                          int64_t base, ddp__real_acks_t *acks);
 /* Calls tap for every E record of the results file, from its start (the
  * events a run with plan->discover recorded: `ddpsim check --exec`). */
 void ddp__real_events_tap(const char *results,

@@ -104,19 +104,57 @@ static void test_event_acks_never_dropped(void)
         ddp_fault_event_t ev = {.kind = DDP_TRIG_SET, .rank = 0, .name = "k", .value = -1};
         ddp__real_event_write(path, &ev, i, (unsigned long long)i);
     }
-    unsigned long long acks[64];
+    ddp__real_acks_t acks;
     long off = 0;
-    int n = 0, seen = 0, rounds = 0;
+    int seen = 0, rounds = 0;
     unsigned long long next = 1;
     for (; rounds < 5 && seen < 100; rounds++) {
-        n = 0;
-        ddp__real_events_read(path, &off, NULL, 0, 0, acks, 64, &n);
-        for (int i = 0; i < n; i++)
-            CU_ASSERT_EQUAL(acks[i], next++);
-        seen += n;
+        acks = (ddp__real_acks_t){0};
+        ddp__real_events_read(path, &off, NULL, 0, 0, &acks);
+        for (int i = 0; i < acks.n; i++)
+            CU_ASSERT_EQUAL(acks.v[i], next++);
+        seen += acks.n;
     }
     CU_ASSERT_EQUAL(seen, 100);
     CU_ASSERT_EQUAL(rounds, 2);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* Issue 42: `pause ranks=3 start=set:*rank_3* end=5s` under load reported
+ * "0 processes stopped": the runner read rank 3's SET 6 s after it was
+ * written, when a window counted from the record's time had closed. The
+ * process that saw the event waits for the runner's ack, so an acked
+ * event read late opens its window when read; one nobody waits for keeps
+ * its own time. */
+static void test_event_read_late_opens_when_read(void)
+{
+    char dir[64], path[128];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_test_tmpdir(dir, sizeof dir, "late"));
+    snprintf(path, sizeof path, "%s/results", dir);
+    ddp_fault_t fl[2];
+    for (int i = 0; i < 2; i++) {
+        fl[i] = (ddp_fault_t){.kind = DDP_FAULT_PAUSE, .node = -1, .task = -1,
+                              .peer_node = -1, .end_ns = 5 * DDP_NS_PER_S};
+        CU_ASSERT_EQUAL(ddp_trigger_parse(i ? "set:other*" : "set:*rank_3*", &fl[i].start_on), 0);
+    }
+    ddp_faultset_t fs;
+    CU_ASSERT_EQUAL_FATAL(ddp_faultset_init(&fs, fl, 2, 0, NULL, 4), 0);
+    ddp_fault_event_t ev = {.kind = DDP_TRIG_SET, .rank = 3, .name = "/pg/rank_3", .value = -1};
+    ddp__real_event_write(path, &ev, 1 * DDP_NS_PER_S, 77); /* waits for ack 77 */
+    ev.name = "other";
+    ddp__real_event_write(path, &ev, 1 * DDP_NS_PER_S, 0); /* waits for nothing */
+    ddp_faultset_t *fss[1] = {&fs};
+    ddp__real_acks_t acks = {.now = 7 * DDP_NS_PER_S}; /* read 6 s late */
+    long off = 0;
+    ddp__real_events_read(path, &off, fss, 1, 0, &acks);
+    CU_ASSERT_EQUAL(acks.n, 1);
+    CU_ASSERT_TRUE(ddp_faultset_active(&fs, 0, 7 * DDP_NS_PER_S));
+    CU_ASSERT_TRUE(ddp_faultset_active(&fs, 0, 11 * DDP_NS_PER_S + DDP_NS_PER_S / 2));
+    CU_ASSERT_FALSE(ddp_faultset_active(&fs, 0, 12 * DDP_NS_PER_S + 1));
+    CU_ASSERT_FALSE(ddp_faultset_active(&fs, 1, 7 * DDP_NS_PER_S)); /* 1 s to 6 s */
+    CU_ASSERT_TRUE(ddp_faultset_active(&fs, 1, 5 * DDP_NS_PER_S));
+    ddp_faultset_free(&fs);
     unlink(path);
     rmdir(dir);
 }
@@ -1523,6 +1561,8 @@ DDP_SUITE("real_exec", NULL, NULL,
           {"an exec program that is not there", test_check_exec},
           {"the runner's event acks: none dropped past its 64 a round",
            test_event_acks_never_dropped},
+          {"an event its process waits on, read late, opens its window when read",
+           test_event_read_late_opens_when_read},
           {"torch's agent: its command, failure table and last words", test_torch_agent_parts},
           {"a second job on its own port: a hosted store of its own, its own ranks",
            test_hosted_store_two_jobs},
