@@ -46,10 +46,10 @@ static const char no_message[] = "";
  * kept off the stack (ddp_err_save) and no frame of a rank's init holds a
  * table of interfaces; it was 19 KiB before. 24 KiB leaves 1.7x, and
  * tests/test_scenario.c's stack margin check fails below 1.5x. The slot
- * (stack, guard page, ~4 KiB of identity state) is ~32 KiB of address
- * space (40 KiB with 32 KiB stacks, 72 with 64). A thread (tasks as
- * threads) gets THREAD_TLS_ROOM more: glibc cuts its static TLS (the
- * identity state's 4 KiB among it) from its stack. A plugin library's
+ * (stack, guard page, 1.8 KiB of identity state: its error message buffer
+ * is allocated only when formatted) is ~30 KiB of address space. A thread
+ * (tasks as threads) gets THREAD_TLS_ROOM more: glibc cuts its static TLS
+ * (the identity state and a message buffer, 4 KiB) from its stack. A plugin library's
  * code is not ours: the scenario runner gives its runs
  * DDP_SIM_STACK_FOREIGN. */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -427,6 +427,8 @@ static void reap(ddp_sim_t *sim)
         return;
     sim->zombie = NULL;
     ddp__ctx_retire(&z->ctx);
+    if (z->ident)
+        ddp_ident_state_fini(z->ident); /* its error message, if it had one */
     z->ident = NULL;
     if (z->abandoned)
         return; /* its frames may still be pointed at: unmapped at the end */
@@ -455,8 +457,8 @@ static void switch_to(ddp_sim_t *sim, ddp_sim_task_t *to, int keep)
 
 /* A task's first turn in contexts mode: a stack (a finished task's, or a
  * new slot), a fresh identity state in the slot's aux block, and a context
- * that starts in task_entry. The identity state (2 KiB, mostly error text
- * written only on a failure) is not on the stack: there it pushed a
+ * that starts in task_entry. The identity state (1.8 KiB, mostly the error
+ * context, written only on a failure) is not on the stack: there it pushed a
  * simulated rank's deepest frames onto a second page, a page per rank. */
 static void start_context(ddp_sim_t *sim, ddp_sim_task_t *t)
 {
@@ -471,7 +473,7 @@ static void start_context(ddp_sim_t *sim, ddp_sim_task_t *t)
     ddp__ctx_start(&t->ctx, task_entry);
     t->ident = (ddp_ident_state_t *)t->ctx.stack.aux;
     /* A new slot's bytes are the mapping's zeros: only the fields that are
-     * not zero are written (2 KiB, 32 cache lines per rank, otherwise). */
+     * not zero are written (1.8 KiB, 29 cache lines per rank, otherwise). */
     if (t->ctx.stack.fresh)
         ddp_ident_state_init_zeroed(t->ident);
     else
@@ -816,6 +818,8 @@ static void end_contexts(ddp_sim_t *sim)
     for (int i = 0; i < sim->ntasks; i++) {
         ddp_sim_task_t *t = sim->tasks[i];
         ddp__ctx_retire(&t->ctx);
+        if (t->ident)
+            ddp_ident_state_fini(t->ident);
         t->ident = NULL;
     }
     ddp__ctx_free(&sim->main_ctx);

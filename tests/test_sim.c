@@ -1333,6 +1333,68 @@ static void test_tasks_identity(void)
     }
 }
 
+/* ddp_err_message's buffer is allocated on a task's first call (core/err.c):
+ * an error set late, on one task of many, after a short one, reads back
+ * whole, and stays whole while every other task formats its own. Each
+ * task formats a short message, parks, then (task LATE_TASK) a full
+ * context of ~1.9 KiB, parks again and compares; its outcome carries it
+ * whole too. A buffer shared by the tasks of a thread, or sized by the
+ * first message, fails it. */
+#define LATE_TASKS 200
+#define LATE_TASK 137
+typedef struct {
+    int ok[LATE_TASKS];
+    char expected[DDP_ERR_MSG_MAX];
+} late_err_t;
+
+static int late_err_task(ddp_sys_t *sys, void *arg)
+{
+    late_err_t *l = arg;
+    int me = ddp_sim_task_of(sys);
+    char exp[DDP_ERR_MSG_MAX], what[1024], hint[512];
+    ddp_err_set(-ECONNREFUSED, "short error of task %d", me);
+    snprintf(exp, sizeof exp, "%s", ddp_err_message());
+    int ok = strstr(exp, "short error of task") != NULL;
+    ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 1000 + me));
+    if (me == LATE_TASK) {
+        memset(what, 'w', sizeof what - 1);
+        what[sizeof what - 1] = '\0';
+        memset(hint, 'h', sizeof hint - 1);
+        hint[sizeof hint - 1] = '\0';
+        ddp_ident_set_phase("late");
+        ddp_err_set(DDP_ETIMEOUT, "%s", what);
+        ddp_err_addr("10.0.0.2:29500");
+        ddp_err_hint("%s", hint);
+        ddp_err_format(ddp_err_ctx(), exp, sizeof exp);
+        snprintf(l->expected, sizeof l->expected, "%s", exp);
+        ok = ok && strlen(exp) > 1500;
+    }
+    const char *msg = ddp_err_message();
+    ok = ok && strcmp(msg, exp) == 0;
+    for (int i = 0; i < 3; i++)
+        ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 500 + (me * 7 + i) % 300));
+    l->ok[me] = ok && strcmp(msg, exp) == 0 && strcmp(ddp_err_message(), exp) == 0;
+    return me == LATE_TASK ? DDP_ETIMEOUT : 0;
+}
+
+static void test_late_error_message_whole(void)
+{
+    static late_err_t l;
+    memset(&l, 0, sizeof l);
+    ddp_sim_t *sim = sim_with_tasks(5, DDP_SIM_TASKS_CONTEXTS, 0);
+    for (int i = 0; i < LATE_TASKS; i++)
+        ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = i % 2, .name = "t", .rank = i},
+                         late_err_task, &l);
+    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+    int bad = 0;
+    for (int i = 0; i < LATE_TASKS; i++)
+        bad += l.ok[i] != 1;
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_TRUE(strlen(l.expected) > 1500);
+    CU_ASSERT_STRING_EQUAL(ddp_sim_outcome(sim, LATE_TASK)->message, l.expected);
+    ddp_sim_free(sim);
+}
+
 /* Children spawned one after another reuse the stacks of those that
  * exited; each starts with a fresh identity and error context whatever its
  * predecessor left. */
@@ -1797,6 +1859,7 @@ DDP_SUITE("sim", NULL, NULL,
           {"deep stacks survive switches (both task kinds)", test_tasks_deep_stacks},
           {"identity, error context and errno per task", test_tasks_identity},
           {"contexts: exited tasks' stacks reused, fresh state", test_contexts_stack_reuse},
+          {"an error set late on one task of many reads back whole", test_late_error_message_whole},
           {"contexts: later simulations' tasks start clean on cached slabs", test_contexts_slab_cache},
           {"trace lines: printf's bytes, cut at 1 KiB", test_trace_line_bytes},
           {"a task ignoring cancellation is stopped (both kinds)", test_tasks_ignoring_cancel},

@@ -137,11 +137,16 @@ DDP_API const char *ddp_ident_phase(void);
  * one that was current (NULL: the thread's own). Cost: one store.
  * ddp_ident_state_init_zeroed does the same for memory known to hold only
  * zero bytes (a fresh anonymous mapping), writing only the fields that are
- * not zero: a few cache lines instead of the whole state. */
+ * not zero: a few cache lines instead of the whole state.
+ * ddp_err_message's buffer (DDP_ERR_MSG_MAX) is allocated on a state's
+ * first call, so a state that never formats its error stays small;
+ * ddp_ident_state_fini frees it, and must be called before the state's
+ * memory is freed or set up again (a no-op for one that never had it). */
 typedef struct ddp_ident_state ddp_ident_state_t;
 DDP_API size_t ddp_ident_state_size(void);
 DDP_API void ddp_ident_state_init(ddp_ident_state_t *s);
 DDP_API void ddp_ident_state_init_zeroed(ddp_ident_state_t *s);
+DDP_API void ddp_ident_state_fini(ddp_ident_state_t *s);
 DDP_API ddp_ident_state_t *ddp_ident_state_use(ddp_ident_state_t *s);
 
 #ifdef __cplusplus
