@@ -26,6 +26,7 @@
 #include "ddp/env.h"
 #include "ddp/err.h"
 #include "ddp/faults.h"
+#include "ddp/fmt.h"
 #include "ddp/host.h"
 #include "ddp/log.h"
 #include "sim_priv.h"
@@ -547,19 +548,49 @@ static void run_tasks(ddp_sim_t *sim)
         sem_wait(&sim->main_sem);
 }
 
-/* What a parked task waits on, for the reports (a park is frequent: a copy,
- * not a printf). */
-static void set_wait_desc(ddp_sim_task_t *t, const char *what)
+/* Each kind's words, cut where the buffer they were formatted into when
+ * every park formatted them cut them (the reports' bytes are the same). */
+const char *ddp__sim_wait_words(const sim_wait_t *w, char *buf, size_t n)
 {
-    size_t n = strnlen(what, sizeof t->wait_desc - 1);
-    memcpy(t->wait_desc, what, n);
-    t->wait_desc[n] = '\0';
+    char a[DDP_ADDR_STRLEN];
+    size_t cap = w->kind == SIM_WAIT_POLL || w->kind == SIM_WAIT_EPOLL ? 64
+                 : w->kind == SIM_WAIT_CHILD                          ? 80
+                                                                      : 96;
+    n = n < cap ? n : cap;
+    if (w->kind == SIM_WAIT_CONNECT || w->kind == SIM_WAIT_SEND || w->kind == SIM_WAIT_RECV)
+        ddp_addr_format(&w->addr, a, sizeof a);
+    switch (w->kind) {
+    case SIM_WAIT_ACCEPT:
+        ddp_fmt(buf, n, "accept on port %u", (unsigned)w->num);
+        break;
+    case SIM_WAIT_CONNECT:
+        ddp_fmt(buf, n, "connect to %s", a);
+        break;
+    case SIM_WAIT_SEND:
+        ddp_fmt(buf, n, "send to %s (receive window full)", a);
+        break;
+    case SIM_WAIT_RECV:
+        ddp_fmt(buf, n, "recv from %s", a);
+        break;
+    case SIM_WAIT_POLL:
+        ddp_fmt(buf, n, "poll on %d socket(s)", w->num);
+        break;
+    case SIM_WAIT_CHILD:
+        ddp_fmt(buf, n, "wait for child %s", w->text);
+        break;
+    case SIM_WAIT_EPOLL:
+        ddp_fmt(buf, n, "epoll_wait on set %d", w->num);
+        break;
+    default:
+        ddp_fmt(buf, n, "%s", w->text ? w->text : "");
+    }
+    return buf;
 }
 
 static void tick(ddp_sim_t *sim);
 
 int ddp__sim_park(ddp_sim_task_t *t, int64_t deadline, waitq_t **qs, int nq,
-                  const char *what)
+                  const sim_wait_t *w)
 {
     ddp_sim_t *sim = t->sim;
     /* A park counts as a sim call: a loop that parks again and again at
@@ -577,19 +608,19 @@ int ddp__sim_park(ddp_sim_task_t *t, int64_t deadline, waitq_t **qs, int nq,
         timer_clear(t); /* the last one can never fire now */
     t->parked = 1;
     t->parked_since = sim->vt;
-    set_wait_desc(t, what);
+    t->wait = *w;
     dispatch(sim, t, 1);
     t->parked = 0;
     return t->killed ? DDP_ECANCELED : 0;
 }
 
-void ddp__sim_park_unwinding(ddp_sim_task_t *t, waitq_t *q, const char *what)
+void ddp__sim_park_unwinding(ddp_sim_task_t *t, waitq_t *q, const sim_wait_t *w)
 {
     ddp_sim_t *sim = t->sim;
     ddp__waitq_add(q, t->id);
     t->parked = 1;
     t->parked_since = sim->vt;
-    set_wait_desc(t, what);
+    t->wait = *w;
     dispatch(sim, t, 1);
     t->parked = 0;
 }
@@ -619,13 +650,14 @@ static void halt(ddp_sim_t *sim, ddp_sim_result_t why, const char *what)
         }
         if (!t->started || t->finished)
             continue;
+        char words[96];
+        const char *was = t->parked ? ddp__sim_wait_words(&t->wait, words, sizeof words)
+                                    : "running";
         if (len < cap)
             len += (size_t)snprintf(sim->deadlock + len, cap - len,
                                     "  task %s (node %s): %s\n", t->name,
-                                    sim->nodes[t->out.node].host,
-                                    t->parked ? t->wait_desc : "running");
-        ddp_sim_outcome_set_message(&t->out, "harness: %s; the task was %s", what,
-                                    t->parked ? t->wait_desc : "running");
+                                    sim->nodes[t->out.node].host, was);
+        ddp_sim_outcome_set_message(&t->out, "harness: %s; the task was %s", what, was);
         t->killed = 1;
         if (t->parked)
             make_runnable(sim, t);
@@ -1207,9 +1239,11 @@ static void report_stuck(ddp_sim_t *sim, ddp_sim_result_t res, int stuck)
         ddp_sim_task_t *t = sim->tasks[i];
         if (!t->started || t->out.state != DDP_SIM_TASK_RUNNING)
             continue;
+        char words[96];
         len += (size_t)snprintf(sim->deadlock + len, cap - len,
                                 "  task %s (node %s): %s, since %.6f s\n", t->name,
-                                sim->nodes[t->out.node].host, t->wait_desc,
+                                sim->nodes[t->out.node].host,
+                                ddp__sim_wait_words(&t->wait, words, sizeof words),
                                 (double)(t->parked_since - VT0) / 1e9);
     }
     ddp__sim_trace(sim, -1, res == DDP_SIM_DEADLOCK ? "deadlock" : "time_limit",
@@ -1229,10 +1263,11 @@ static void unwind_stuck(ddp_sim_t *sim, ddp_sim_result_t res)
             continue;
         }
         if (t->started && t->out.state == DDP_SIM_TASK_RUNNING) {
+            char words[96];
             if (!sim->halted)
                 ddp_sim_outcome_set_message(&t->out, "%s: still waiting (%s)",
                                             res == DDP_SIM_DEADLOCK ? "deadlock" : "time limit",
-                                            t->wait_desc);
+                                            ddp__sim_wait_words(&t->wait, words, sizeof words));
             t->killed = 1;
             if (t->parked)
                 make_runnable(sim, t);
@@ -1326,6 +1361,7 @@ void ddp_sim_free(ddp_sim_t *sim)
         ddp_env_free(t->sys.env);
         ddp__waitq_free(&t->exitq);
         free(t->fds);
+        free(t->nccl_err);
         ddp_sim_outcome_clear(&t->out);
         free(t);
     }

@@ -189,6 +189,87 @@ static void test_deadlock_report(void)
     ddp_sim_free(sim);
 }
 
+/* A task for each kind of wait a report words (sim/sim.c,
+ * ddp__sim_wait_words): kept as parts at each park, worded at the report. */
+static int wait_sleepy(ddp_sys_t *sys, void *arg)
+{
+    (void)arg;
+    return ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 3600 * DDP_NS_PER_S));
+}
+
+static int wait_listener(ddp_sys_t *sys, void *arg)
+{
+    int port = (int)(intptr_t)arg, conns = port == 7778 ? 3 : 1;
+    ddp_addr_t any;
+    ddp_addr_parse("0.0.0.0", (uint16_t)port, &any);
+    int l = ddp_sys_listen(sys, &any, 8);
+    for (int i = 0; l >= 0 && i < conns; i++)
+        if (ddp_sys_accept(sys, l, NULL, DDP_DEADLINE_NEVER) < 0)
+            return 1;
+    ddp_spawn_t sp = {.entry = wait_sleepy, .name = "sleepy"};
+    ddp_pid_t pid;
+    int st;
+    return ddp_sys_spawn(sys, &sp, &pid) || ddp_sys_wait(sys, pid, &st, DDP_DEADLINE_NEVER);
+}
+
+static int wait_client(ddp_sys_t *sys, void *arg)
+{
+    const char *how = arg;
+    static char big[1 << 20];
+    ddp_addr_t a;
+    ddp_addr_parse(how[0] == 'c' ? "10.0.9.9" : "10.0.0.1", how[0] == 'c' ? 7000 : 7778, &a);
+    if (how[0] == 'e') {
+        ddp_epoll_event_t ev;
+        int ep = ddp_sys_epoll_create(sys);
+        return ep < 0 || ddp_sys_epoll_wait(sys, ep, &ev, 1, DDP_DEADLINE_NEVER) < 0;
+    }
+    int c = ddp_sys_connect(sys, &a, DDP_DEADLINE_NEVER);
+    if (c < 0)
+        return 1;
+    ddp_pollfd_t pf = {.fd = c, .events = DDP_POLLIN};
+    char x;
+    return how[0] == 'r'   ? ddp_sys_recv(sys, c, &x, 1, DDP_DEADLINE_NEVER) < 0
+           : how[0] == 'p' ? ddp_sys_poll(sys, &pf, 1, DDP_DEADLINE_NEVER) < 0
+                           : ddp_sys_send_all(sys, c, big, sizeof big, DDP_DEADLINE_NEVER);
+}
+
+/* The time limit's report and each task's message say what it waited on,
+ * for every kind of wait, with its address, port, count or name. */
+static void test_wait_words_every_kind(void)
+{
+    static const struct {
+        const char *name, *how, *words;
+    } w[] = {{"reader", "r", "recv from 10.0.0.1:7778"},
+             {"poller", "p", "poll on 1 socket(s)"},
+             {"sender", "s", "send to 10.0.0.1:7778 (receive window full)"},
+             {"connector", "c", "connect to 10.0.9.9:7000"},
+             {"epoller", "e", "epoll_wait on set "}};
+    ddp_sim_opts_t o = {.seed = 3, .time_limit_ns = 10 * DDP_NS_PER_S};
+    ddp_sim_t *sim = ddp_sim_new(&o);
+    ddp_sim_add_node(sim, "node0", "10.0.0.1", 0);
+    ddp_sim_add_node(sim, "node1", "10.0.0.2", 0);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "waiter", .rank = -1},
+                     wait_listener, (void *)(intptr_t)7778);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "acceptor", .rank = -1},
+                     wait_listener, (void *)(intptr_t)7777);
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
+        ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = w[i].name, .rank = -1},
+                         wait_client, (void *)w[i].how);
+    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_TIME_LIMIT);
+    const char *r = ddp_sim_deadlock_report(sim);
+    char line[160];
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+        snprintf(line, sizeof line, "task %s (node node1): %s", w[i].name, w[i].words);
+        CU_ASSERT_PTR_NOT_NULL(strstr(r, line));
+        snprintf(line, sizeof line, "time limit: still waiting (%s", w[i].words);
+        CU_ASSERT_PTR_NOT_NULL(strstr(ddp_sim_outcome(sim, (int)i + 2)->message, line));
+    }
+    CU_ASSERT_PTR_NOT_NULL(strstr(r, "task waiter (node node0): wait for child sleepy, since"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r, "task acceptor (node node0): accept on port 7777, since"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r, "task sleepy (node node0): sleep, since"));
+    ddp_sim_free(sim);
+}
+
 static int long_sleep(ddp_sys_t *sys, void *arg)
 {
     (void)arg;
@@ -1839,6 +1920,7 @@ DDP_SUITE("sim", NULL, NULL,
            test_outcome_message_only_when_set},
           {"refused connect, late-starting server", test_refused_and_late_start},
           {"deadlock report names task and wait", test_deadlock_report},
+          {"time limit report words every kind of wait", test_wait_words_every_kind},
           {"30-minute timeout in virtual time", test_thirty_minutes_virtual},
           {"same seed same trace, 20 runs", test_determinism},
           {"partition healing before/after deadline", test_partition},
