@@ -12,10 +12,13 @@
 
 static void emit(ddp_sim_t *sim, const char *line, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        sim->trace_hash ^= (uint8_t)line[i];
-        sim->trace_hash *= 0x100000001b3ull;
-    }
+    /* The hash in a local: through sim (which the line's bytes may alias,
+     * for the compiler) it was stored back after every byte. */
+    uint64_t h = sim->trace_hash;
+#pragma GCC unroll 4
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (uint8_t)line[i]) * 0x100000001b3ull;
+    sim->trace_hash = h;
     sim->trace_lines++;
     if (sim->o.trace)
         fwrite(line, 1, n, sim->o.trace);
