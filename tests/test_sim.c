@@ -1331,8 +1331,8 @@ static int deep_task(ddp_sys_t *sys, void *arg)
 
 static void test_tasks_deep_stacks(void)
 {
-    /* ~15 KiB of frames in the default 24 KiB (the deepest bundled
-     * scenario's task writes 14.4); ~400 KiB in 4 MiB (a thread under TSan
+    /* ~15 KiB of frames in the default 20 KiB (the deepest bundled
+     * scenario's task writes 13.0); ~400 KiB in 4 MiB (a thread under TSan
      * loses ~800 KiB of its stack to TSan's thread-local state). */
     struct {
         int depth;
