@@ -1191,8 +1191,13 @@ int ddp__sim_spawn_child(ddp_sim_task_t *parent, const ddp_spawn_t *w,
                            w->argv && w->argv[0] ? w->argv[0] : "");
     int rank = -1;
     const ddp_env_t *env = w->env ? w->env : parent->sys.env;
+    /* The child's rank, when its RANK says one; read without
+     * ddp_env_get_long, whose error for a missing RANK (most children of a
+     * launcher have none) overwrote the caller's error context on a spawn
+     * that succeeded, and cost a formatted sentence per child. */
+    const char *rv = ddp_env_get(env, "RANK");
     long r;
-    if (ddp_env_get_long(env, "RANK", 0, 1 << 30, &r) == 0)
+    if (rv && ddp_env_parse_long(rv, &r) == 0 && r >= 0 && r <= 1 << 30)
         rank = (int)r;
     char name[48];
     snprintf(name, sizeof name, "%s", w->name ? w->name : "child");

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ddp/env.h"
 #include "ddp/err.h"
 #include "ddp/faults.h"
 #include "ddp/sim.h"
@@ -1511,6 +1512,42 @@ static int serial_parent(ddp_sys_t *sys, void *arg)
     return 0;
 }
 
+/* A spawn that succeeds leaves the caller's error context as it was, with
+ * RANK in the child's environment or not (the sim's spawn read RANK with
+ * ddp_env_get_long, whose "RANK is not set" replaced the caller's error). */
+static int spawn_keeps_error(ddp_sys_t *sys, void *arg)
+{
+    int *kept = arg;
+    ddp_err_set(-ECONNREFUSED, "the caller's own error");
+    ddp_env_t *bad = ddp_env_clone(ddp_sys_env(sys));
+    ddp_env_set(bad, "RANK", "not-a-number");
+    const ddp_env_t *envs[] = {NULL, bad};
+    for (int i = 0; i < 2; i++) {
+        ddp_spawn_t sp = {.entry = dirty_child, .name = "child", .env = envs[i]};
+        ddp_pid_t pid;
+        int st = -1;
+        int rc = ddp_sys_spawn(sys, &sp, &pid);
+        *kept += rc == 0 && ddp_err_ctx()->code == -ECONNREFUSED &&
+                 !strcmp(ddp_err_ctx()->what, "the caller's own error");
+        if (rc == 0)
+            ddp_sys_wait(sys, pid, &st, ddp_sys_deadline_in(sys, DDP_NS_PER_S));
+        ddp_err_set(-ECONNREFUSED, "the caller's own error");
+    }
+    ddp_env_free(bad);
+    return 0;
+}
+
+static void test_spawn_keeps_error_context(void)
+{
+    int kept = 0;
+    ddp_sim_t *sim = sim_with_tasks(6, DDP_SIM_TASKS_CONTEXTS, 0);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "parent", .rank = 0},
+                     spawn_keeps_error, &kept);
+    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+    CU_ASSERT_EQUAL(kept, 2);
+    ddp_sim_free(sim);
+}
+
 static void test_contexts_stack_reuse(void)
 {
     int fresh = 0;
@@ -1934,6 +1971,7 @@ DDP_SUITE("sim", NULL, NULL,
           {"crash at phase and node crash at time", test_crash_faults},
           {"refuse (count) and resolve faults", test_refuse_fault_and_resolve},
           {"spawn and wait for child tasks", test_spawn_in_sim},
+          {"a spawn that succeeds keeps the caller's error context", test_spawn_keeps_error_context},
           {"node clock skew", test_clock_skew},
           {"receive window: a slow reader holds its writer", test_receive_window},
           {"interfaces, routes, per-node names, bind families", test_interfaces_routes_names},
