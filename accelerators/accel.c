@@ -96,7 +96,8 @@ void ddp_child_env_set(ddp_child_env_t *e, const char *key, const char *fmt,
     e->keys[e->n] = key;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(e->values[e->n], sizeof e->values[e->n], fmt, ap);
+    /* ddp_vfmt: five values a child, no printf for %s, %d, %u */
+    ddp_vfmt(e->values[e->n], sizeof e->values[e->n], fmt, ap);
     va_end(ap);
     e->n++;
 }
