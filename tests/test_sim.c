@@ -1605,6 +1605,11 @@ static int trace_writer(ddp_sys_t *sys, void *arg)
     ddp_sim_trace_event(sys, "k3", "\"z\":%zu,\"l\":%ld,\"s\":\"%s\"", (size_t)12, -5L,
                         long_text);
     ddp_sim_trace_event(sys, "k4", "%s", "");
+    /* the head written by hand (sim/sim_trace.c, put_head): a time of 12
+     * digits; a kind too long for it (ddp_fmt writes that head, cut) */
+    ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 123456789012LL));
+    ddp_sim_trace_event(sys, "k5", "%s", "");
+    ddp_sim_trace_event(sys, long_text + sizeof long_text - 1 - 990, "%s", "");
     return 0;
 }
 
@@ -1631,6 +1636,13 @@ static void test_trace_line_bytes(void)
     memcpy(want + 1021, "}\n", 3);
     CU_ASSERT_PTR_NOT_NULL(strstr(tr, want));
     CU_ASSERT_PTR_NOT_NULL(strstr(tr, "{\"t\":0,\"task\":\"w\",\"id\":0,\"kind\":\"k4\",}\n"));
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(tr, "{\"t\":123456789012,\"task\":\"w\",\"id\":0,\"kind\":\"k5\",}\n"));
+    n = snprintf(want, sizeof want, "{\"t\":123456789012,\"task\":\"w\",\"id\":0,\"kind\":\"%s\"",
+                 long_text + sizeof long_text - 1 - 990);
+    CU_ASSERT(n > 1021);
+    memcpy(want + 1021, "}\n", 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tr, want));
     ddp_sim_free(sim);
 }
 
