@@ -41,7 +41,9 @@ ddp_sim_task_t *ddp__sim_current(void) { return tls_task; }
 static const char no_message[] = "";
 
 /* Sanitizers need far bigger stacks than the code itself. Without them a
- * rank of the full init touches 7.9 KiB of its stack, and the deepest task
+ * rank of the full init touches 4 KiB of its stack, one page (its result is
+ * on the heap, and no frame of its connects holds a table of interfaces;
+ * 7.9 KiB, two pages, before), and the deepest task
  * of every bundled scenario under every accelerator (error paths, elastic
  * agents, the subgroups and rpc plugins) 13.0 KiB, since error contexts are
  * kept off the stack (ddp_err_save) and no frame holds a table of

@@ -195,8 +195,12 @@ static sock_t *sock_new(ddp_sim_t *sim, int type, int owner, int node)
     return s;
 }
 
+/* The helpers that copy a node's interface table (32 entries, 1.7 KiB) are
+ * never inlined: inlined, the table was in the frame of every connect and
+ * resolve of a simulated rank, used or not (docs/simulator.md § 1). */
+
 /* 1 when node `from` has an interface (not lo) whose network holds a. */
-static int shares_net(const ddp_sim_t *sim, int from, const ddp_addr_t *a)
+DDP_NOINLINE static int shares_net(const ddp_sim_t *sim, int from, const ddp_addr_t *a)
 {
     ddp_ifaddr_t ifs[32];
     int n = ddp__sim_node_ifs(sim, from, ifs, 32);
@@ -206,7 +210,7 @@ static int shares_net(const ddp_sim_t *sim, int from, const ddp_addr_t *a)
     return 0;
 }
 
-static int has_addr(const ddp_sim_t *sim, int node, const ddp_addr_t *a)
+DDP_NOINLINE static int has_addr(const ddp_sim_t *sim, int node, const ddp_addr_t *a)
 {
     ddp_ifaddr_t ifs[32];
     int n = ddp__sim_node_ifs(sim, node, ifs, 32);
@@ -237,7 +241,7 @@ int ddp__sim_route(const ddp_sim_t *sim, int from, const ddp_addr_t *a)
 }
 
 /* 1 when the node has an address of that family besides loopback. */
-static int family_routed(const ddp_sim_t *sim, int node, int family)
+DDP_NOINLINE static int family_routed(const ddp_sim_t *sim, int node, int family)
 {
     ddp_ifaddr_t ifs[32];
     int n = ddp__sim_node_ifs(sim, node, ifs, 32);
@@ -764,6 +768,21 @@ static int lookup_host(ddp_sim_t *sim, const char *host)
     return -1;
 }
 
+/* Node n's explicit eth0: its addresses, as DNS would answer (A, AAAA). */
+DDP_NOINLINE static int eth0_addrs(const ddp_sim_t *sim, int n, const char *host,
+                                   uint16_t port, ddp_addr_t *out, int max)
+{
+    ddp_ifaddr_t ifs[32];
+    int ni = ddp__sim_node_ifs(sim, n, ifs, 32), k = 0;
+    for (int i = 0; i < ni && k < max; i++)
+        if (!strcmp(ifs[i].name, "eth0")) {
+            out[k] = ifs[i].addr;
+            out[k++].port = port;
+        }
+    return k ? k : ddp_err_set(DDP_ENOT_FOUND, "cannot resolve host \"%s\": it has no "
+                                               "eth0 address", host);
+}
+
 static int sm_resolve(ddp_sys_t *s, const char *host, uint16_t port,
                       ddp_addr_t *out, int max)
 {
@@ -804,16 +823,7 @@ static int sm_resolve(ddp_sys_t *s, const char *host, uint16_t port,
         out[0].port = port;
         return 1;
     }
-    /* an explicit eth0: its addresses, as DNS would answer (A, AAAA) */
-    ddp_ifaddr_t ifs[32];
-    int ni = ddp__sim_node_ifs(t->sim, n, ifs, 32);
-    for (int i = 0; i < ni && k < max; i++)
-        if (!strcmp(ifs[i].name, "eth0")) {
-            out[k] = ifs[i].addr;
-            out[k++].port = port;
-        }
-    return k ? k : ddp_err_set(DDP_ENOT_FOUND, "cannot resolve host \"%s\": it has no "
-                                               "eth0 address", host);
+    return eth0_addrs(t->sim, n, host, port, out, max);
 }
 
 /* A virtual node's interfaces: lo, eth0 and a scenario's `iface` lines. */
@@ -946,6 +956,19 @@ static int sm_accept(ddp_sys_t *sy, int fd, ddp_addr_t *peer, int64_t deadline)
     }
 }
 
+/* A connect to a's local address: the node's first IPv6 address on a
+ * network that reaches a (loopback for loopback). */
+DDP_NOINLINE static void v6_local(const ddp_sim_t *sim, int node, const ddp_addr_t *a,
+                                  ddp_addr_t *local)
+{
+    ddp_ifaddr_t ifs[32];
+    int n = ddp__sim_node_ifs(sim, node, ifs, 32);
+    for (int i = n - 1; i >= 0; i--)
+        if (ifs[i].addr.family == 6 &&
+            (ddp_addr_is_loopback(a) == ddp_addr_is_loopback(&ifs[i].addr)))
+            *local = ifs[i].addr;
+}
+
 static int sm_connect(ddp_sys_t *sy, const ddp_addr_t *a, int64_t deadline)
 {
     ddp_sim_task_t *t = me(sy);
@@ -982,14 +1005,8 @@ static int sm_connect(ddp_sys_t *sy, const ddp_addr_t *a, int64_t deadline)
     c->state = ST_CONNECTING;
     c->remote = *a;
     c->local = sim->nodes[t->out.node].addr;
-    if (a->family == 6) { /* its first IPv6 address on a network that reaches a */
-        ddp_ifaddr_t ifs[32];
-        int n = ddp__sim_node_ifs(sim, t->out.node, ifs, 32);
-        for (int i = n - 1; i >= 0; i--)
-            if (ifs[i].addr.family == 6 &&
-                (ddp_addr_is_loopback(a) == ddp_addr_is_loopback(&ifs[i].addr)))
-                c->local = ifs[i].addr;
-    }
+    if (a->family == 6)
+        v6_local(sim, t->out.node, a, &c->local);
     c->local.port = (uint16_t)(40000 + c->fd % 20000);
     if (fe != ETIMEDOUT)
         send_syn(sim, c);
