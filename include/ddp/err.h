@@ -100,7 +100,7 @@ DDP_API const char *ddp_err_message(void);
  *
  * ddp_err_save copies the context to the heap, and only when it holds
  * something (NULL: it was empty, as most are); nothing lands on the
- * caller's stack, which in the simulator is a rank's 20 KiB (the context
+ * caller's stack, which in the simulator is a rank's 16 KiB (the context
  * is 1.7 KiB). Saves nest; each ends in exactly one ddp_err_restore or
  * ddp_err_forget, which frees it. Should the copy fail for want of
  * memory, the restore leaves an -ENOMEM error that says so. */
