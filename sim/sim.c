@@ -50,11 +50,12 @@ static const char no_message[] = "";
  * interfaces, an agent's rendezvous state, a node list's pieces or rank
  * 0's batch of addresses (14.4 KiB with them, 19 before that). 16 KiB
  * leaves 1.61x, and tests/test_scenario.c's stack margin check fails below
- * 1.5x. The slot
- * (stack, guard page, 1.8 KiB of identity state: its error message buffer
- * is allocated only when formatted) is ~22 KiB of address space. A thread
- * (tasks as threads) gets THREAD_TLS_ROOM more: glibc cuts its static TLS
- * (the identity state and a message buffer, 4 KiB) from its stack. A plugin library's
+ * 1.5x. The slot (stack, guard page, ~100 bytes of identity state: its
+ * error context and message buffer are allocated when first written) is
+ * ~20 KiB of address space. A thread (tasks as threads) gets
+ * THREAD_TLS_ROOM more: glibc cuts its static TLS (the identity state, an
+ * error context or two and a message buffer, 6 KiB) from its stack. A
+ * plugin library's
  * code is not ours: the scenario runner gives its runs
  * DDP_SIM_STACK_FOREIGN. */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -462,8 +463,8 @@ static void switch_to(ddp_sim_t *sim, ddp_sim_task_t *to, int keep)
 
 /* A task's first turn in contexts mode: a stack (a finished task's, or a
  * new slot), a fresh identity state in the slot's aux block, and a context
- * that starts in task_entry. The identity state (1.8 KiB, mostly the error
- * context, written only on a failure) is not on the stack: there it pushed a
+ * that starts in task_entry. The identity state (~100 bytes; its error
+ * context is allocated on a failure) is not on the stack: there it pushed a
  * simulated rank's deepest frames onto a second page, a page per rank. */
 static void start_context(ddp_sim_t *sim, ddp_sim_task_t *t)
 {
@@ -478,7 +479,7 @@ static void start_context(ddp_sim_t *sim, ddp_sim_task_t *t)
     ddp__ctx_start(&t->ctx, task_entry);
     t->ident = (ddp_ident_state_t *)t->ctx.stack.aux;
     /* A new slot's bytes are the mapping's zeros: only the fields that are
-     * not zero are written (1.8 KiB, 29 cache lines per rank, otherwise). */
+     * not zero are written. */
     if (t->ctx.stack.fresh)
         ddp_ident_state_init_zeroed(t->ident);
     else

@@ -1420,12 +1420,15 @@ static void test_tasks_identity(void)
     }
 }
 
-/* ddp_err_message's buffer is allocated on a task's first call (core/err.c):
- * an error set late, on one task of many, after a short one, reads back
- * whole, and stays whole while every other task formats its own. Each
- * task formats a short message, parks, then (task LATE_TASK) a full
- * context of ~1.9 KiB, parks again and compares; its outcome carries it
- * whole too. A buffer shared by the tasks of a thread, or sized by the
+/* A task's error context and ddp_err_message's buffer are allocated when
+ * first written (core/err.c): an error set late, on one task of many,
+ * after a short one, reads back whole, and stays whole while every other
+ * task formats its own. Each task formats a short message, parks, then
+ * (task LATE_TASK) a full context of ~1.9 KiB, parks again and compares;
+ * its outcome carries it whole too. Every third task never writes its
+ * context and reads a fresh one throughout; every third from 1 writes a
+ * field through ddp_err_ctx()'s pointer and finds it after its parks. A
+ * buffer or context shared by the tasks of a thread, or sized by the
  * first message, fails it. */
 #define LATE_TASKS 200
 #define LATE_TASK 137
@@ -1439,7 +1442,19 @@ static int late_err_task(ddp_sys_t *sys, void *arg)
     late_err_t *l = arg;
     int me = ddp_sim_task_of(sys);
     char exp[DDP_ERR_MSG_MAX], what[1024], hint[512];
+    if (me % 3 == 0 && me != LATE_TASK) { /* never written: fresh throughout */
+        int fresh = 1;
+        for (int i = 0; i < 4; i++) {
+            ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 700 + (me * 5 + i) % 300));
+            fresh = fresh && strcmp(ddp_err_message(), "success") == 0;
+        }
+        l->ok[me] = fresh && ddp_err_ctx()->code == 0 && ddp_err_ctx()->rank == -1 &&
+                    ddp_err_ctx()->peer == -1 && ddp_err_ctx()->waited_ns == -1;
+        return 0;
+    }
     ddp_err_set(-ECONNREFUSED, "short error of task %d", me);
+    if (me % 3 == 1)
+        ddp_err_ctx()->peer = 1000 + me; /* through the pointer */
     snprintf(exp, sizeof exp, "%s", ddp_err_message());
     int ok = strstr(exp, "short error of task") != NULL;
     ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 1000 + me));
@@ -1460,7 +1475,8 @@ static int late_err_task(ddp_sys_t *sys, void *arg)
     ok = ok && strcmp(msg, exp) == 0;
     for (int i = 0; i < 3; i++)
         ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 500 + (me * 7 + i) % 300));
-    l->ok[me] = ok && strcmp(msg, exp) == 0 && strcmp(ddp_err_message(), exp) == 0;
+    l->ok[me] = ok && strcmp(msg, exp) == 0 && strcmp(ddp_err_message(), exp) == 0 &&
+                (me % 3 != 1 || me == LATE_TASK || ddp_err_ctx()->peer == 1000 + me);
     return me == LATE_TASK ? DDP_ETIMEOUT : 0;
 }
 

@@ -138,10 +138,11 @@ DDP_API const char *ddp_ident_phase(void);
  * ddp_ident_state_init_zeroed does the same for memory known to hold only
  * zero bytes (a fresh anonymous mapping), writing only the fields that are
  * not zero: a few cache lines instead of the whole state.
- * ddp_err_message's buffer (DDP_ERR_MSG_MAX) is allocated on a state's
- * first call, so a state that never formats its error stays small;
- * ddp_ident_state_fini frees it, and must be called before the state's
- * memory is freed or set up again (a no-op for one that never had it). */
+ * A state's error context (ddp_err_ctx, 1.7 KiB) is allocated when first
+ * written and ddp_err_message's buffer (DDP_ERR_MSG_MAX) on the first
+ * call, so a state that never fails stays small (~110 bytes);
+ * ddp_ident_state_fini frees them, and must be called before the state's
+ * memory is freed or set up again (a no-op for one that never had them). */
 typedef struct ddp_ident_state ddp_ident_state_t;
 DDP_API size_t ddp_ident_state_size(void);
 DDP_API void ddp_ident_state_init(ddp_ident_state_t *s);
