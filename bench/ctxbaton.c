@@ -1,6 +1,6 @@
 /* bench/ctxbaton.c — the context-switch floor the simulator is measured
  * against: N user-space contexts, each on its own stack from the
- * simulator's stack slabs (24 KiB, its default, and a guard page), pass a
+ * simulator's stack slabs (16 KiB, its default, and a guard page), pass a
  * baton through one scheduler context with the simulator's own switch (sim_ctx.c), H
  * hand-offs per context, the next context picked by a seeded PRNG among
  * those not finished, as the scheduler picks among runnable tasks. Each
@@ -63,7 +63,7 @@ int main(int argc, char **argv)
         return 1;
     ddp__ctx_main(&sched);
     for (int i = 0; i < n; i++) {
-        if (ddp__stacks_get(&stacks, 24 << 10, 0, &b[i].ctx.stack) != 0) {
+        if (ddp__stacks_get(&stacks, 16 << 10, 0, &b[i].ctx.stack) != 0) {
             fprintf(stderr, "ctxbaton: out of stack memory at %d contexts\n", i);
             return 1;
         }

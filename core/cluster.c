@@ -245,9 +245,10 @@ static int own_addr(const ddp_addr_t *a, const ddp_addr_t *mine, int n)
 #define MASTER_NOT_OURS 1
 
 /* A world of several nodes whose master address only reaches the host it
- * is used on (0, or DDP_ECONFIG). */
+ * is used on (0, or DDP_ECONFIG). The resolved addresses are worded only
+ * for the error: every rank runs the checks. */
 static int check_spans_nodes(ddp_cluster_t *c, const char *addr, const ddp_addr_t *res,
-                             int nres, const char *as, const char *from, int num_nodes)
+                             int nres, const char *from, int num_nodes)
 {
     int local = 1;
     for (int i = 0; i < nres && local; i++)
@@ -266,6 +267,8 @@ static int check_spans_nodes(ddp_cluster_t *c, const char *addr, const ddp_addr_
     }
     if (!local)
         return 0;
+    char as[256];
+    format_addrs(res, nres, as, sizeof as);
     ddp_err_set(DDP_ECONFIG,
                 "%s \"%s\" resolves to %s, an address that only reaches "
                 "the host it is used on, but the world spans %d nodes: "
@@ -283,7 +286,7 @@ static int check_spans_nodes(ddp_cluster_t *c, const char *addr, const ddp_addr_
 /* Rank 0: the master address must be one of this host's (0,
  * MASTER_NOT_OURS when the sys cannot tell, or DDP_ECONFIG). */
 static int check_rank0_host(ddp_cluster_t *c, const char *addr, const ddp_addr_t *res,
-                            int nres, const char *as, const char *from)
+                            int nres, const char *from)
 {
     ddp_addr_t mine[MAX_ADDRS];
     int nmine = ddp_sys_local_addrs(c->sys, mine, MAX_ADDRS);
@@ -292,10 +295,11 @@ static int check_rank0_host(ddp_cluster_t *c, const char *addr, const ddp_addr_t
     for (int i = 0; i < nres; i++)
         if (own_addr(&res[i], mine, nmine))
             return 0;
-    char host[256] = "this host", ms[256];
+    char host[256] = "this host", ms[256], as[256];
     if (ddp_sys_hostname(c->sys, host, sizeof host) != 0)
         snprintf(host, sizeof host, "this host");
     format_addrs(mine, nmine, ms, sizeof ms);
+    format_addrs(res, nres, as, sizeof as);
     ddp_err_set(DDP_ECONFIG,
                 "%s \"%s\" resolves to %s, not an address of %s (%s), where "
                 "rank 0 runs and serves the rendezvous store: every rank would "
@@ -312,16 +316,14 @@ static int master_checks(ddp_cluster_t *c, const char *addr, int global_rank, in
     int nres = ddp_sys_resolve(c->sys, addr, 0, res, MAX_ADDRS);
     if (nres <= 0) /* the connect names it, after its retries */
         return MASTER_NOT_OURS;
-    char as[256];
-    format_addrs(res, nres, as, sizeof as);
     const char *from = ddp_env_has(c->env, "MASTER_ADDR")
                            ? "MASTER_ADDR"
                            : "the main address (MASTER_ADDR is not set; the "
                              "launcher's default)";
-    int rc = num_nodes > 1 ? check_spans_nodes(c, addr, res, nres, as, from, num_nodes) : 0;
+    int rc = num_nodes > 1 ? check_spans_nodes(c, addr, res, nres, from, num_nodes) : 0;
     if (rc != 0 || global_rank != 0)
         return rc;
-    return check_rank0_host(c, addr, res, nres, as, from);
+    return check_rank0_host(c, addr, res, nres, from);
 }
 
 int ddp_cluster_check_master(ddp_cluster_t *c, const char *addr,

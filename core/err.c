@@ -34,19 +34,28 @@ const char *ddp_strerror(int code)
     return "unknown error";
 }
 
+/* The error context (1.7 KiB) and ddp_err_message's buffer (2 KiB) are
+ * allocated when first written, not kept in the state: a simulated rank
+ * that never fails (most of them) has a state of ~110 bytes instead of 3.8
+ * KiB (docs/benchmarks.md § 1). Until then the context reads as a fresh
+ * one. */
 struct ddp_ident_state {
-    ddp_errctx_t ctx;
     int rank, world;
     char phase[48];
-    char message[DDP_ERR_MSG_MAX]; /* ddp_err_message */
     char unknown[32];   /* ddp_err_name of an unknown code */
+    ddp_errctx_t *ctx;  /* NULL until written (reads: fresh_ctx) */
+    char *message;      /* ddp_err_message, DDP_ERR_MSG_MAX; NULL until then */
 };
 
-#define IDENT_FRESH                                                            \
-    {.ctx = {.rank = -1, .peer = -1, .waited_ns = -1}, .rank = -1, .world = -1}
+#define CTX_FRESH {.rank = -1, .peer = -1, .waited_ns = -1}
+static const ddp_errctx_t fresh_ctx = CTX_FRESH;
 
-static _Thread_local ddp_ident_state_t own_state = IDENT_FRESH;
+static _Thread_local ddp_ident_state_t own_state = {.rank = -1, .world = -1};
 static _Thread_local ddp_ident_state_t *cur_state; /* NULL: own_state */
+/* own_state's context and message; a state's when its own could not be
+ * allocated (shared then by this thread's states that ran out). */
+static _Thread_local ddp_errctx_t own_ctx = CTX_FRESH, spill_ctx = CTX_FRESH;
+static _Thread_local char own_message[DDP_ERR_MSG_MAX];
 
 static ddp_ident_state_t *st(void)
 {
@@ -54,14 +63,29 @@ static ddp_ident_state_t *st(void)
     return s ? s : &own_state;
 }
 
+/* s's context to read: a fresh one until something wrote it. */
+static const ddp_errctx_t *ctx_r(const ddp_ident_state_t *s)
+{
+    return s->ctx ? s->ctx : &fresh_ctx;
+}
+
+/* s's context to write, allocated (fresh) on the first write. */
+static ddp_errctx_t *ctx_w(ddp_ident_state_t *s)
+{
+    if (!s->ctx) {
+        ddp_errctx_t *c = s == &own_state ? &own_ctx : malloc(sizeof *c);
+        if (c && c != &own_ctx)
+            *c = fresh_ctx;
+        s->ctx = c ? c : &spill_ctx;
+    }
+    return s->ctx;
+}
+
 size_t ddp_ident_state_size(void) { return sizeof(ddp_ident_state_t); }
 
-/* IDENT_FRESH's fields that are not zero, and no other byte. */
+/* A fresh state's fields that are not zero, and no other byte. */
 void ddp_ident_state_init_zeroed(ddp_ident_state_t *s)
 {
-    s->ctx.rank = -1;
-    s->ctx.peer = -1;
-    s->ctx.waited_ns = -1;
     s->rank = -1;
     s->world = -1;
 }
@@ -70,6 +94,15 @@ void ddp_ident_state_init(ddp_ident_state_t *s)
 {
     memset(s, 0, sizeof *s);
     ddp_ident_state_init_zeroed(s);
+}
+
+void ddp_ident_state_fini(ddp_ident_state_t *s)
+{
+    if (s->ctx != &own_ctx && s->ctx != &spill_ctx)
+        free(s->ctx);
+    s->ctx = NULL;
+    free(s->message);
+    s->message = NULL;
 }
 
 ddp_ident_state_t *ddp_ident_state_use(ddp_ident_state_t *s)
@@ -102,7 +135,7 @@ const char *ddp_err_name(int code)
     return unknown;
 }
 
-ddp_errctx_t *ddp_err_ctx(void) { return &st()->ctx; }
+ddp_errctx_t *ddp_err_ctx(void) { return ctx_w(st()); }
 
 void ddp_ident_set_rank(int rank) { st()->rank = rank; }
 int ddp_ident_rank(void) { return st()->rank; }
@@ -144,13 +177,13 @@ static void mark_cut(char *buf, size_t size, int n)
 int ddp_err_set(int code, const char *fmt, ...)
 {
     ddp_ident_state_t *s = st();
-    ddp_errctx_t *c = &s->ctx;
     /* Format first: an argument may point into the old context. */
-    char what[sizeof c->what];
+    char what[sizeof fresh_ctx.what];
     va_list ap;
     va_start(ap, fmt);
     mark_cut(what, sizeof what, vsnprintf(what, sizeof what, fmt, ap));
     va_end(ap);
+    ddp_errctx_t *c = ctx_w(s);
     memset(c, 0, sizeof *c);
     c->code = code;
     c->rank = s->rank;
@@ -164,7 +197,7 @@ int ddp_err_set(int code, const char *fmt, ...)
 
 int ddp_err_wrap(const char *fmt, ...)
 {
-    ddp_errctx_t *c = &st()->ctx;
+    ddp_errctx_t *c = ctx_w(st());
     char pre[256], old[sizeof c->what];
     va_list ap;
     va_start(ap, fmt);
@@ -180,7 +213,7 @@ int ddp_err_addr(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    ddp_errctx_t *c = &st()->ctx;
+    ddp_errctx_t *c = ctx_w(st());
     vsnprintf(c->addr, sizeof c->addr, fmt, ap);
     va_end(ap);
     return c->code;
@@ -190,7 +223,7 @@ int ddp_err_hint(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    ddp_errctx_t *c = &st()->ctx;
+    ddp_errctx_t *c = ctx_w(st());
     mark_cut(c->hint, sizeof c->hint, vsnprintf(c->hint, sizeof c->hint, fmt, ap));
     va_end(ap);
     return c->code;
@@ -198,14 +231,14 @@ int ddp_err_hint(const char *fmt, ...)
 
 int ddp_err_waited(int64_t waited_ns)
 {
-    ddp_errctx_t *c = &st()->ctx;
+    ddp_errctx_t *c = ctx_w(st());
     c->waited_ns = waited_ns;
     return c->code;
 }
 
 int ddp_err_peer(int peer)
 {
-    ddp_errctx_t *c = &st()->ctx;
+    ddp_errctx_t *c = ctx_w(st());
     c->peer = peer;
     return c->code;
 }
@@ -267,7 +300,12 @@ char *ddp_err_format(const ddp_errctx_t *c, char *buf, size_t n)
 const char *ddp_err_message(void)
 {
     ddp_ident_state_t *s = st();
-    return ddp_err_format(&s->ctx, s->message, sizeof s->message);
+    if (s != &own_state && !s->message)
+        s->message = malloc(DDP_ERR_MSG_MAX);
+    /* Without memory for its own, the thread's buffer: valid until the
+     * next call on this thread rather than on this state. */
+    char *buf = s->message ? s->message : own_message;
+    return ddp_err_format(ctx_r(s), buf, DDP_ERR_MSG_MAX);
 }
 
 /* ---- keeping the context across calls (ddp_err_save) ---- */
@@ -297,7 +335,7 @@ static void ctx_clear(ddp_errctx_t *c)
 
 ddp_errsave_t *ddp_err_save(void)
 {
-    const ddp_errctx_t *c = &st()->ctx;
+    const ddp_errctx_t *c = ctx_r(st());
     if (ctx_empty(c))
         return NULL;
     ddp_errsave_t *s = malloc(sizeof *s);
@@ -317,10 +355,11 @@ void ddp_err_restore(ddp_errsave_t *saved)
         return;
     }
     if (!saved) {
-        ctx_clear(&st()->ctx);
+        if (st()->ctx) /* none yet: it reads as fresh already */
+            ctx_clear(st()->ctx);
         return;
     }
-    st()->ctx = saved->ctx;
+    *ctx_w(st()) = saved->ctx;
     free(saved);
 }
 

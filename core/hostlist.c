@@ -286,22 +286,28 @@ static int expand_element(const hl_seg_t *segs, size_t nseg, uint64_t total,
 }
 
 /* Parses one element starting at *p (not at a separator) and appends its
- * hosts. *p is left at the separator or the end. */
+ * hosts. *p is left at the separator or the end. Its pieces are on the
+ * heap: on the stack (5 KiB, zeroed) they were the deepest frame of every
+ * SLURM rank's init in the simulator (docs/simulator.md § 1). */
+#define HL_MAX_SEGS 64
 static int parse_element(const char *expr, const char **p, uint64_t max,
                          hl_vec_t *out)
 {
-    hl_seg_t segs[64];
+    hl_seg_t *segs = calloc(HL_MAX_SEGS, sizeof *segs);
+    if (!segs)
+        return ddp_err_set(-ENOMEM, "hostlist \"%.200s\": out of memory for the "
+                                    "pieces of a host name (%zu bytes)",
+                           expr, HL_MAX_SEGS * sizeof *segs);
     size_t nseg = 0;
     const char *s = *p;
     uint64_t total = 1;
     int rc = 0;
-    memset(segs, 0, sizeof segs);
     while (*s && !is_sep(*s)) {
-        if (nseg == sizeof segs / sizeof segs[0]) {
-            rc = hl_error(expr, "more than %zu pieces (bracket groups and "
+        if (nseg == HL_MAX_SEGS) {
+            rc = hl_error(expr, "more than %d pieces (bracket groups and "
                                 "the text between them) in one host name at "
                                 "position %zu",
-                          sizeof segs / sizeof segs[0], POS(s));
+                          HL_MAX_SEGS, POS(s));
             goto done;
         }
         hl_seg_t *seg = &segs[nseg];
@@ -343,6 +349,7 @@ static int parse_element(const char *expr, const char **p, uint64_t max,
 done:
     for (size_t k = 0; k < nseg; k++)
         free(segs[k].ranges);
+    free(segs);
     return rc;
 }
 

@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ddp/err.h"
@@ -323,21 +324,27 @@ static int zone_error(const char *host, const ddp_addr_t *a, const char *zone,
                         "link to the address");
 }
 
-/* out's zone as this host's interface index: 1, or DDP_ENOT_FOUND. Not
- * inlined: its table of interfaces (3.3 KiB) stays off the stack of every
- * resolve without a zone, which is every resolve of a simulated rank. */
-DDP_NOINLINE static int resolve_zone(ddp_sys_t *s, const char *host, ddp_addr_t *out,
-                                     const char *zone)
+/* out's zone as this host's interface index: 1, or DDP_ENOT_FOUND. Its
+ * table of interfaces (3.3 KiB) is on the heap: on the stack, under the
+ * error's printf, it was the deepest frame of a simulated rank
+ * (docs/simulator.md § 1, the stack margin check). */
+static int resolve_zone(ddp_sys_t *s, const char *host, ddp_addr_t *out, const char *zone)
 {
-    ddp_ifaddr_t ifs[SYS_MAX_IFADDRS];
+    ddp_ifaddr_t *ifs = malloc(SYS_MAX_IFADDRS * sizeof *ifs);
+    if (!ifs)
+        return ddp_err_set(-ENOMEM, "cannot resolve host \"%s\": out of memory for the "
+                                    "table of interfaces its zone %%%s is looked up in",
+                           host, zone);
     ddp_errsave_t *keep = ddp_err_save();
     int n = ddp_sys_ifaddrs(s, ifs, SYS_MAX_IFADDRS);
     ddp_err_restore(keep);
     if (n < 0)
         n = 0;
-    if (ddp_addr_zone(out, zone, ifs, n, &out->scope) != 0)
-        return zone_error(host, out, zone, ifs, n);
-    return 1;
+    int rc = ddp_addr_zone(out, zone, ifs, n, &out->scope) != 0
+                 ? zone_error(host, out, zone, ifs, n)
+                 : 1;
+    free(ifs);
+    return rc;
 }
 
 int ddp_sys_resolve_numeric(ddp_sys_t *s, const char *host, uint16_t port, ddp_addr_t *out)

@@ -245,13 +245,20 @@ static int load(agent_t *a, held_t *h, int64_t deadline)
 /* Writes h->s if the store still holds h->raw: 1 won, 0 lost a race. */
 static int swap(agent_t *a, const held_t *h, int64_t deadline)
 {
-    char next[8192];
-    format_state(&h->s, next, sizeof next);
+    /* On the heap: 8 KiB here was the deepest frame of an agent's stack
+     * (docs/simulator.md § 1, the stack margin check). */
+    enum { NEXT_MAX = sizeof h->raw };
+    char *next = malloc(NEXT_MAX);
+    if (!next)
+        return ddp_err_set(-ENOMEM, "elastic agent: out of memory for the next "
+                                    "rendezvous state (%d bytes)", (int)NEXT_MAX);
+    format_state(&h->s, next, NEXT_MAX);
     ddp_buf_t out = {0};
     int rc = ddp_store_compare_set(a->st, a->key, h->raw, strlen(h->raw), next, strlen(next),
                                    &out, deadline);
     int won = rc == 0 && out.len == strlen(next) && !memcmp(out.data, next, out.len);
     ddp_buf_free(&out);
+    free(next);
     return rc ? rc : won;
 }
 

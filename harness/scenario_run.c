@@ -10,6 +10,7 @@
 
 #include "ddp/accel.h"
 #include "ddp/err.h"
+#include "ddp/fmt.h"
 #include "ddp/plugin.h"
 #include "ddp/plan.h"
 #include "scenario_priv.h"
@@ -585,33 +586,70 @@ static void failure_classes(const ddp_scenario_t *s, const ddp_sim_outcome_t *ou
         }
 }
 
+/* printf's "%.6f" of ns / 1e9 s, without printf: a row per process.
+ * Away from an exact half microsecond the double's rounding is the
+ * integer's (its error is under 1e-12 s below 10^6 s); there, and for
+ * what is negative or that large, printf decides. */
+static void secs6(char *buf, size_t n, int64_t ns)
+{
+    if (ns < 0 || ns >= 1000000 * DDP_NS_PER_S || ns % 1000 == 500) {
+        snprintf(buf, n, "%.6f", (double)ns / 1e9);
+        return;
+    }
+    int64_t us = ns / 1000 + (ns % 1000 > 500), f = us % 1000000;
+    char frac[8];
+    for (int i = 5; i >= 0; i--, f /= 10)
+        frac[i] = (char)('0' + f % 10);
+    frac[6] = '\0';
+    ddp_fmt(buf, n, "%lld.%s", (long long)(us / 1000000), frac);
+}
+
+/* printf's "%-Ns": s, then spaces up to width w. */
+static const char *pad(char *buf, size_t n, const char *s, size_t w)
+{
+    size_t l = strlen(s);
+    ddp_fmt(buf, n, "%s", s);
+    for (; l < w && l + 1 < n; l++)
+        buf[l] = ' ';
+    buf[l < n ? l : n - 1] = '\0';
+    return buf;
+}
+
 /* One process's line of the per-process report at roff; the offset
- * after it (inside the report's len bytes). */
+ * after it (inside the report's len bytes). Every row is formatted, so
+ * without printf (its %.6f and widths were 4 % of a large run's
+ * instructions): the bytes of "  %-12s %-9s node %-4d %-8s connected
+ * %-12s ended %.6f s  %s%s\n". */
 static size_t report_row(const ddp_sim_outcome_t *x, int stopped, char *report, size_t len,
                          size_t roff)
 {
     char cn[32] = "-";
-    if (x->connect_ns >= 0)
-        snprintf(cn, sizeof cn, "%.6f s", (double)x->connect_ns / 1e9);
+    if (x->connect_ns >= 0) {
+        secs6(cn, sizeof cn - 2, x->connect_ns);
+        strcat(cn, " s");
+    }
     /* A launcher (ddp_spawn's, ddp_cpu's) is no rank and never connects:
      * its status is its exit, its workers' verdicts are their own rows. */
     int launcher = is_launcher(x) || (!is_rank(x) && x->agent);
-    char who[24], st[16];
-    snprintf(who, sizeof who, launcher ? "%slauncher" : "%srank %d",
-             x->job ? "job 2 " : "", x->rank);
-    snprintf(st, sizeof st, "%s",
-             x->state == DDP_SIM_TASK_CRASHED ? "CRASHED"
-             : stopped ? "stopped"
-             : launcher ? (x->rc == 0 ? "ok" : "exited")
-             : is_ok(x)  ? "ok" : "FAIL");
+    char who[24], node[16], end[32], f[5][64];
+    ddp_fmt(who, sizeof who, launcher ? "%slauncher" : "%srank %d", x->job ? "job 2 " : "",
+            x->rank);
+    const char *st = x->state == DDP_SIM_TASK_CRASHED ? "CRASHED"
+                     : stopped                          ? "stopped"
+                     : launcher                         ? (x->rc == 0 ? "ok" : "exited")
+                     : is_ok(x)                         ? "ok"
+                                                        : "FAIL";
     char prog[48] = "";
     if (x->progress[0]) /* how far a foreign program got at its store */
-        snprintf(prog, sizeof prog, "[store: %s]  ", x->progress);
-    int k = snprintf(report + roff, len - roff,
-                     "  %-12s %-9s node %-4d %-8s connected %-12s ended "
-                     "%.6f s  %s%s\n",
-                     x->name, who, x->node, st, cn, (double)x->end_ns / 1e9, prog,
-                     is_ok(x) || stopped || (launcher && x->rc == 0) ? "" : x->message);
+        ddp_fmt(prog, sizeof prog, "[store: %s]  ", x->progress);
+    ddp_fmt(node, sizeof node, "%d", x->node);
+    secs6(end, sizeof end, x->end_ns);
+    int k = ddp_fmt(report + roff, len - roff,
+                    "  %s %s node %s %s connected %s ended %s s  %s%s\n",
+                    pad(f[0], sizeof f[0], x->name, 12), pad(f[1], sizeof f[1], who, 9),
+                    pad(f[2], sizeof f[2], node, 4), pad(f[3], sizeof f[3], st, 8),
+                    pad(f[4], sizeof f[4], cn, 12), end, prog,
+                    is_ok(x) || stopped || (launcher && x->rc == 0) ? "" : x->message);
     roff += k > 0 ? (size_t)k : 0;
     return roff >= len ? len - 1 : roff;
 }

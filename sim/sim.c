@@ -26,6 +26,7 @@
 #include "ddp/env.h"
 #include "ddp/err.h"
 #include "ddp/faults.h"
+#include "ddp/fmt.h"
 #include "ddp/host.h"
 #include "ddp/log.h"
 #include "sim_priv.h"
@@ -40,22 +41,27 @@ ddp_sim_task_t *ddp__sim_current(void) { return tls_task; }
 static const char no_message[] = "";
 
 /* Sanitizers need far bigger stacks than the code itself. Without them a
- * rank of the full init touches 7.9 KiB of its stack, and the deepest task
+ * rank of the full init touches 4 KiB of its stack, one page (its result is
+ * on the heap, and no frame of its connects holds a table of interfaces;
+ * 7.9 KiB, two pages, before), and the deepest task
  * of every bundled scenario under every accelerator (error paths, elastic
- * agents, the subgroups and rpc plugins) 14.4 KiB, since error contexts are
- * kept off the stack (ddp_err_save) and no frame of a rank's init holds a
- * table of interfaces; it was 19 KiB before. 24 KiB leaves 1.7x, and
- * tests/test_scenario.c's stack margin check fails below 1.5x. The slot
- * (stack, guard page, ~4 KiB of identity state) is ~32 KiB of address
- * space (40 KiB with 32 KiB stacks, 72 with 64). A thread (tasks as
- * threads) gets THREAD_TLS_ROOM more: glibc cuts its static TLS (the
- * identity state's 4 KiB among it) from its stack. A plugin library's
+ * agents, the subgroups and rpc plugins) 9.9 KiB, since error contexts are
+ * kept off the stack (ddp_err_save) and no frame holds a table of
+ * interfaces, an agent's rendezvous state, a node list's pieces or rank
+ * 0's batch of addresses (14.4 KiB with them, 19 before that). 16 KiB
+ * leaves 1.61x, and tests/test_scenario.c's stack margin check fails below
+ * 1.5x. The slot (stack, guard page, ~100 bytes of identity state: its
+ * error context and message buffer are allocated when first written) is
+ * ~20 KiB of address space. A thread (tasks as threads) gets
+ * THREAD_TLS_ROOM more: glibc cuts its static TLS (the identity state, an
+ * error context or two and a message buffer, 6 KiB) from its stack. A
+ * plugin library's
  * code is not ours: the scenario runner gives its runs
  * DDP_SIM_STACK_FOREIGN. */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define MIN_STACK (512 * 1024)
 #else
-#define MIN_STACK (24 * 1024)
+#define MIN_STACK (16 * 1024)
 #endif
 #define THREAD_TLS_ROOM (8 * 1024)
 
@@ -427,6 +433,8 @@ static void reap(ddp_sim_t *sim)
         return;
     sim->zombie = NULL;
     ddp__ctx_retire(&z->ctx);
+    if (z->ident)
+        ddp_ident_state_fini(z->ident); /* its error message, if it had one */
     z->ident = NULL;
     if (z->abandoned)
         return; /* its frames may still be pointed at: unmapped at the end */
@@ -455,8 +463,8 @@ static void switch_to(ddp_sim_t *sim, ddp_sim_task_t *to, int keep)
 
 /* A task's first turn in contexts mode: a stack (a finished task's, or a
  * new slot), a fresh identity state in the slot's aux block, and a context
- * that starts in task_entry. The identity state (2 KiB, mostly error text
- * written only on a failure) is not on the stack: there it pushed a
+ * that starts in task_entry. The identity state (~100 bytes; its error
+ * context is allocated on a failure) is not on the stack: there it pushed a
  * simulated rank's deepest frames onto a second page, a page per rank. */
 static void start_context(ddp_sim_t *sim, ddp_sim_task_t *t)
 {
@@ -471,7 +479,7 @@ static void start_context(ddp_sim_t *sim, ddp_sim_task_t *t)
     ddp__ctx_start(&t->ctx, task_entry);
     t->ident = (ddp_ident_state_t *)t->ctx.stack.aux;
     /* A new slot's bytes are the mapping's zeros: only the fields that are
-     * not zero are written (2 KiB, 32 cache lines per rank, otherwise). */
+     * not zero are written. */
     if (t->ctx.stack.fresh)
         ddp_ident_state_init_zeroed(t->ident);
     else
@@ -545,19 +553,49 @@ static void run_tasks(ddp_sim_t *sim)
         sem_wait(&sim->main_sem);
 }
 
-/* What a parked task waits on, for the reports (a park is frequent: a copy,
- * not a printf). */
-static void set_wait_desc(ddp_sim_task_t *t, const char *what)
+/* Each kind's words, cut where the buffer they were formatted into when
+ * every park formatted them cut them (the reports' bytes are the same). */
+const char *ddp__sim_wait_words(const sim_wait_t *w, char *buf, size_t n)
 {
-    size_t n = strnlen(what, sizeof t->wait_desc - 1);
-    memcpy(t->wait_desc, what, n);
-    t->wait_desc[n] = '\0';
+    char a[DDP_ADDR_STRLEN];
+    size_t cap = w->kind == SIM_WAIT_POLL || w->kind == SIM_WAIT_EPOLL ? 64
+                 : w->kind == SIM_WAIT_CHILD                          ? 80
+                                                                      : 96;
+    n = n < cap ? n : cap;
+    if (w->kind == SIM_WAIT_CONNECT || w->kind == SIM_WAIT_SEND || w->kind == SIM_WAIT_RECV)
+        ddp_addr_format(&w->addr, a, sizeof a);
+    switch (w->kind) {
+    case SIM_WAIT_ACCEPT:
+        ddp_fmt(buf, n, "accept on port %u", (unsigned)w->num);
+        break;
+    case SIM_WAIT_CONNECT:
+        ddp_fmt(buf, n, "connect to %s", a);
+        break;
+    case SIM_WAIT_SEND:
+        ddp_fmt(buf, n, "send to %s (receive window full)", a);
+        break;
+    case SIM_WAIT_RECV:
+        ddp_fmt(buf, n, "recv from %s", a);
+        break;
+    case SIM_WAIT_POLL:
+        ddp_fmt(buf, n, "poll on %d socket(s)", w->num);
+        break;
+    case SIM_WAIT_CHILD:
+        ddp_fmt(buf, n, "wait for child %s", w->text);
+        break;
+    case SIM_WAIT_EPOLL:
+        ddp_fmt(buf, n, "epoll_wait on set %d", w->num);
+        break;
+    default:
+        ddp_fmt(buf, n, "%s", w->text ? w->text : "");
+    }
+    return buf;
 }
 
 static void tick(ddp_sim_t *sim);
 
 int ddp__sim_park(ddp_sim_task_t *t, int64_t deadline, waitq_t **qs, int nq,
-                  const char *what)
+                  const sim_wait_t *w)
 {
     ddp_sim_t *sim = t->sim;
     /* A park counts as a sim call: a loop that parks again and again at
@@ -575,19 +613,19 @@ int ddp__sim_park(ddp_sim_task_t *t, int64_t deadline, waitq_t **qs, int nq,
         timer_clear(t); /* the last one can never fire now */
     t->parked = 1;
     t->parked_since = sim->vt;
-    set_wait_desc(t, what);
+    t->wait = *w;
     dispatch(sim, t, 1);
     t->parked = 0;
     return t->killed ? DDP_ECANCELED : 0;
 }
 
-void ddp__sim_park_unwinding(ddp_sim_task_t *t, waitq_t *q, const char *what)
+void ddp__sim_park_unwinding(ddp_sim_task_t *t, waitq_t *q, const sim_wait_t *w)
 {
     ddp_sim_t *sim = t->sim;
     ddp__waitq_add(q, t->id);
     t->parked = 1;
     t->parked_since = sim->vt;
-    set_wait_desc(t, what);
+    t->wait = *w;
     dispatch(sim, t, 1);
     t->parked = 0;
 }
@@ -617,13 +655,14 @@ static void halt(ddp_sim_t *sim, ddp_sim_result_t why, const char *what)
         }
         if (!t->started || t->finished)
             continue;
+        char words[96];
+        const char *was = t->parked ? ddp__sim_wait_words(&t->wait, words, sizeof words)
+                                    : "running";
         if (len < cap)
             len += (size_t)snprintf(sim->deadlock + len, cap - len,
                                     "  task %s (node %s): %s\n", t->name,
-                                    sim->nodes[t->out.node].host,
-                                    t->parked ? t->wait_desc : "running");
-        ddp_sim_outcome_set_message(&t->out, "harness: %s; the task was %s", what,
-                                    t->parked ? t->wait_desc : "running");
+                                    sim->nodes[t->out.node].host, was);
+        ddp_sim_outcome_set_message(&t->out, "harness: %s; the task was %s", what, was);
         t->killed = 1;
         if (t->parked)
             make_runnable(sim, t);
@@ -816,6 +855,8 @@ static void end_contexts(ddp_sim_t *sim)
     for (int i = 0; i < sim->ntasks; i++) {
         ddp_sim_task_t *t = sim->tasks[i];
         ddp__ctx_retire(&t->ctx);
+        if (t->ident)
+            ddp_ident_state_fini(t->ident);
         t->ident = NULL;
     }
     ddp__ctx_free(&sim->main_ctx);
@@ -1154,8 +1195,13 @@ int ddp__sim_spawn_child(ddp_sim_task_t *parent, const ddp_spawn_t *w,
                            w->argv && w->argv[0] ? w->argv[0] : "");
     int rank = -1;
     const ddp_env_t *env = w->env ? w->env : parent->sys.env;
+    /* The child's rank, when its RANK says one; read without
+     * ddp_env_get_long, whose error for a missing RANK (most children of a
+     * launcher have none) overwrote the caller's error context on a spawn
+     * that succeeded, and cost a formatted sentence per child. */
+    const char *rv = ddp_env_get(env, "RANK");
     long r;
-    if (ddp_env_get_long(env, "RANK", 0, 1 << 30, &r) == 0)
+    if (rv && ddp_env_parse_long(rv, &r) == 0 && r >= 0 && r <= 1 << 30)
         rank = (int)r;
     char name[48];
     snprintf(name, sizeof name, "%s", w->name ? w->name : "child");
@@ -1203,9 +1249,11 @@ static void report_stuck(ddp_sim_t *sim, ddp_sim_result_t res, int stuck)
         ddp_sim_task_t *t = sim->tasks[i];
         if (!t->started || t->out.state != DDP_SIM_TASK_RUNNING)
             continue;
+        char words[96];
         len += (size_t)snprintf(sim->deadlock + len, cap - len,
                                 "  task %s (node %s): %s, since %.6f s\n", t->name,
-                                sim->nodes[t->out.node].host, t->wait_desc,
+                                sim->nodes[t->out.node].host,
+                                ddp__sim_wait_words(&t->wait, words, sizeof words),
                                 (double)(t->parked_since - VT0) / 1e9);
     }
     ddp__sim_trace(sim, -1, res == DDP_SIM_DEADLOCK ? "deadlock" : "time_limit",
@@ -1225,10 +1273,11 @@ static void unwind_stuck(ddp_sim_t *sim, ddp_sim_result_t res)
             continue;
         }
         if (t->started && t->out.state == DDP_SIM_TASK_RUNNING) {
+            char words[96];
             if (!sim->halted)
                 ddp_sim_outcome_set_message(&t->out, "%s: still waiting (%s)",
                                             res == DDP_SIM_DEADLOCK ? "deadlock" : "time limit",
-                                            t->wait_desc);
+                                            ddp__sim_wait_words(&t->wait, words, sizeof words));
             t->killed = 1;
             if (t->parked)
                 make_runnable(sim, t);
@@ -1322,6 +1371,7 @@ void ddp_sim_free(ddp_sim_t *sim)
         ddp_env_free(t->sys.env);
         ddp__waitq_free(&t->exitq);
         free(t->fds);
+        free(t->nccl_err);
         ddp_sim_outcome_clear(&t->out);
         free(t);
     }

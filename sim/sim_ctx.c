@@ -125,7 +125,7 @@ static _Thread_local sim_ctx_t *leaving;
  * afresh, and every first touch of a stack or aux page was a page fault:
  * 37 per run of 16 ranks, 2,100 per run of 1,024 (docs/benchmarks.md
  * § 15). A cached slab keeps resident what its tasks touched (a stack page
- * or two and a 2 KiB aux block each); 64 slabs hold 4,096 tasks' stacks. */
+ * or two and a ~100-byte aux block each); 64 slabs hold 4,096 tasks' stacks. */
 #define STACKS_PER_SLAB 64
 #define SLAB_MAX_BYTES (64u << 20)
 #define CACHE_SLABS 64

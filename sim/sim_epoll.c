@@ -280,10 +280,9 @@ int ddp__sim_epoll_wait(ddp_sys_t *sys, int ep, ddp_epoll_event_t *out,
         if (deadline != DDP_DEADLINE_NEVER &&
             ddp__sim_task_now(t) >= deadline)
             return 0;
-        char what[64];
-        ddp_fmt(what, sizeof what, "epoll_wait on set %d", ep);
+        sim_wait_t what = {.kind = SIM_WAIT_EPOLL, .num = ep};
         waitq_t *q = &s->waiters;
-        int rc = ddp__sim_park(t, deadline, &q, 1, what);
+        int rc = ddp__sim_park(t, deadline, &q, 1, &what);
         if (rc)
             return rc;
     }

@@ -258,7 +258,9 @@ static void phase_hook(ddp_sim_task_t *t)
         ev.name = phase;
         sim_event(sim, &ev);
     }
-    snprintf(t->phase, sizeof t->phase, "%s", phase);
+    size_t n = strnlen(phase, sizeof t->phase - 1); /* a copy: no printf per phase */
+    memcpy(t->phase, phase, n);
+    t->phase[n] = '\0';
     ddp_fault_call_t c = {.point = DDP_FP_DDP_PHASE_ENTER, .peer_node = -1, .phase = phase};
     int i = call_match(t, &c, NULL);
     if (i >= 0 && sim->faults[i].kind == DDP_FAULT_STALL) {
@@ -384,7 +386,7 @@ static int hold(ddp_sim_task_t *t, int i, const char *why)
         int64_t until = sim->fs.st[i].close_at;
         int64_t wake = until == DDP_FAULT_NEVER ? ddp__sim_task_now(t) + DDP_NS_PER_S / 10
                                                 : until + sim->nodes[t->out.node].skew;
-        if (ddp__sim_park(t, wake, NULL, 0, why))
+        if (ddp__sim_park(t, wake, NULL, 0, &(sim_wait_t){.text = why}))
             return 1;
     }
     return 0;

@@ -68,15 +68,20 @@ static void *own_calloc(size_t n)
     return p;
 }
 
-/* NCCL keeps its last error per process. */
+/* NCCL keeps its last error per process: 512 bytes, allocated at the
+ * process's first error (most never have one). Without the memory the
+ * error is not kept: ncclGetLastError gives "", as before any error. */
+#define NCCL_ERR_MAX 512
 static void last_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void last_err(const char *fmt, ...)
 {
     ddp_sim_task_t *t = cur();
     ddp_sim_task_t *p = t->sim->tasks[t->proc];
+    if (!p->nccl_err && !(p->nccl_err = malloc(NCCL_ERR_MAX)))
+        return;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(p->nccl_err, sizeof p->nccl_err, fmt, ap);
+    vsnprintf(p->nccl_err, NCCL_ERR_MAX, fmt, ap);
     va_end(ap);
 }
 
@@ -792,7 +797,8 @@ static const char *sn_last_error(ncclComm_t comm)
 {
     (void)comm;
     ddp_sim_task_t *t = cur();
-    return t->sim->tasks[t->proc]->nccl_err;
+    const char *e = t->sim->tasks[t->proc]->nccl_err;
+    return e ? e : "";
 }
 
 static ncclResult_t sn_get_version(int *v)

@@ -195,8 +195,12 @@ static sock_t *sock_new(ddp_sim_t *sim, int type, int owner, int node)
     return s;
 }
 
+/* The helpers that copy a node's interface table (32 entries, 1.7 KiB) are
+ * never inlined: inlined, the table was in the frame of every connect and
+ * resolve of a simulated rank, used or not (docs/simulator.md § 1). */
+
 /* 1 when node `from` has an interface (not lo) whose network holds a. */
-static int shares_net(const ddp_sim_t *sim, int from, const ddp_addr_t *a)
+DDP_NOINLINE static int shares_net(const ddp_sim_t *sim, int from, const ddp_addr_t *a)
 {
     ddp_ifaddr_t ifs[32];
     int n = ddp__sim_node_ifs(sim, from, ifs, 32);
@@ -206,7 +210,7 @@ static int shares_net(const ddp_sim_t *sim, int from, const ddp_addr_t *a)
     return 0;
 }
 
-static int has_addr(const ddp_sim_t *sim, int node, const ddp_addr_t *a)
+DDP_NOINLINE static int has_addr(const ddp_sim_t *sim, int node, const ddp_addr_t *a)
 {
     ddp_ifaddr_t ifs[32];
     int n = ddp__sim_node_ifs(sim, node, ifs, 32);
@@ -237,7 +241,7 @@ int ddp__sim_route(const ddp_sim_t *sim, int from, const ddp_addr_t *a)
 }
 
 /* 1 when the node has an address of that family besides loopback. */
-static int family_routed(const ddp_sim_t *sim, int node, int family)
+DDP_NOINLINE static int family_routed(const ddp_sim_t *sim, int node, int family)
 {
     ddp_ifaddr_t ifs[32];
     int n = ddp__sim_node_ifs(sim, node, ifs, 32);
@@ -746,7 +750,7 @@ static int sm_sleep_until(ddp_sys_t *s, int64_t deadline)
     if (deadline == DDP_DEADLINE_NEVER)
         return ddp_err_set(-EINVAL, "sleep without a deadline");
     while (ddp__sim_task_now(t) < deadline) {
-        int rc = ddp__sim_park(t, deadline, NULL, 0, "sleep");
+        int rc = ddp__sim_park(t, deadline, NULL, 0, &(sim_wait_t){.text = "sleep"});
         if (rc)
             return rc;
     }
@@ -762,6 +766,21 @@ static int lookup_host(ddp_sim_t *sim, const char *host)
         if (!strcmp(sim->aliases[i].name, host))
             return sim->aliases[i].node;
     return -1;
+}
+
+/* Node n's explicit eth0: its addresses, as DNS would answer (A, AAAA). */
+DDP_NOINLINE static int eth0_addrs(const ddp_sim_t *sim, int n, const char *host,
+                                   uint16_t port, ddp_addr_t *out, int max)
+{
+    ddp_ifaddr_t ifs[32];
+    int ni = ddp__sim_node_ifs(sim, n, ifs, 32), k = 0;
+    for (int i = 0; i < ni && k < max; i++)
+        if (!strcmp(ifs[i].name, "eth0")) {
+            out[k] = ifs[i].addr;
+            out[k++].port = port;
+        }
+    return k ? k : ddp_err_set(DDP_ENOT_FOUND, "cannot resolve host \"%s\": it has no "
+                                               "eth0 address", host);
 }
 
 static int sm_resolve(ddp_sys_t *s, const char *host, uint16_t port,
@@ -804,16 +823,7 @@ static int sm_resolve(ddp_sys_t *s, const char *host, uint16_t port,
         out[0].port = port;
         return 1;
     }
-    /* an explicit eth0: its addresses, as DNS would answer (A, AAAA) */
-    ddp_ifaddr_t ifs[32];
-    int ni = ddp__sim_node_ifs(t->sim, n, ifs, 32);
-    for (int i = 0; i < ni && k < max; i++)
-        if (!strcmp(ifs[i].name, "eth0")) {
-            out[k] = ifs[i].addr;
-            out[k++].port = port;
-        }
-    return k ? k : ddp_err_set(DDP_ENOT_FOUND, "cannot resolve host \"%s\": it has no "
-                                               "eth0 address", host);
+    return eth0_addrs(t->sim, n, host, port, out, max);
 }
 
 /* A virtual node's interfaces: lo, eth0 and a scenario's `iface` lines. */
@@ -898,7 +908,7 @@ static sock_t *own_sock(ddp_sim_task_t *t, int fd, int type)
  * the socket. 0: woken (re-check); -EAGAIN: a try-once call found nothing;
  * DDP_ETIMEOUT; DDP_ECANCELED. */
 static int block_on(ddp_sim_task_t *t, sock_t *s, int64_t deadline,
-                    int64_t start, const char *timeout_msg, const char *what)
+                    int64_t start, const char *timeout_msg, const sim_wait_t *what)
 {
     if (timed_out(t, deadline, start)) {
         if (deadline <= start)
@@ -909,6 +919,8 @@ static int block_on(ddp_sim_task_t *t, sock_t *s, int64_t deadline,
     waitq_t *q = &s->waiters;
     return ddp__sim_park(t, deadline, &q, 1, what);
 }
+
+static const sim_wait_t unwinding = {.text = "a killed thread unwinding"};
 
 static int sm_accept(ddp_sys_t *sy, int fd, ddp_addr_t *peer, int64_t deadline)
 {
@@ -936,13 +948,25 @@ static int sm_accept(ddp_sys_t *sy, int fd, ddp_addr_t *peer, int64_t deadline)
                 *peer = s->remote;
             return c;
         }
-        char what[96];
-        ddp_fmt(what, sizeof what, "accept on port %u", (unsigned)l->local.port);
+        sim_wait_t what = {.kind = SIM_WAIT_ACCEPT, .num = l->local.port};
         int rc = block_on(t, l, deadline, start, "no connection arrived in time",
-                          what);
+                          &what);
         if (rc)
             return rc;
     }
+}
+
+/* A connect to a's local address: the node's first IPv6 address on a
+ * network that reaches a (loopback for loopback). */
+DDP_NOINLINE static void v6_local(const ddp_sim_t *sim, int node, const ddp_addr_t *a,
+                                  ddp_addr_t *local)
+{
+    ddp_ifaddr_t ifs[32];
+    int n = ddp__sim_node_ifs(sim, node, ifs, 32);
+    for (int i = n - 1; i >= 0; i--)
+        if (ifs[i].addr.family == 6 &&
+            (ddp_addr_is_loopback(a) == ddp_addr_is_loopback(&ifs[i].addr)))
+            *local = ifs[i].addr;
 }
 
 static int sm_connect(ddp_sys_t *sy, const ddp_addr_t *a, int64_t deadline)
@@ -981,14 +1005,8 @@ static int sm_connect(ddp_sys_t *sy, const ddp_addr_t *a, int64_t deadline)
     c->state = ST_CONNECTING;
     c->remote = *a;
     c->local = sim->nodes[t->out.node].addr;
-    if (a->family == 6) { /* its first IPv6 address on a network that reaches a */
-        ddp_ifaddr_t ifs[32];
-        int n = ddp__sim_node_ifs(sim, t->out.node, ifs, 32);
-        for (int i = n - 1; i >= 0; i--)
-            if (ifs[i].addr.family == 6 &&
-                (ddp_addr_is_loopback(a) == ddp_addr_is_loopback(&ifs[i].addr)))
-                c->local = ifs[i].addr;
-    }
+    if (a->family == 6)
+        v6_local(sim, t->out.node, a, &c->local);
     c->local.port = (uint16_t)(40000 + c->fd % 20000);
     if (fe != ETIMEDOUT)
         send_syn(sim, c);
@@ -1016,10 +1034,9 @@ static int sm_connect(ddp_sys_t *sy, const ddp_addr_t *a, int64_t deadline)
             ddp_err_addr("%s", as);
             return ddp_err_waited(ddp__sim_task_now(t) - start);
         }
-        char what[96];
-        ddp_fmt(what, sizeof what, "connect to %s", as);
+        sim_wait_t what = {.kind = SIM_WAIT_CONNECT, .addr = *a};
         waitq_t *q = &c->waiters;
-        int rc = ddp__sim_park(t, deadline, &q, 1, what);
+        int rc = ddp__sim_park(t, deadline, &q, 1, &what);
         if (rc) {
             c->closed = 1;
             return rc;
@@ -1056,13 +1073,11 @@ static ssize_t sm_sendv(ddp_sys_t *sy, int fd, const ddp_iov_t *iov, int niov,
             return ddp_err_set(-EPIPE, "send: connection is not open");
         if (n == 0 || window_room(t->sim, s) > 0)
             break;
-        char what[96], peer[DDP_ADDR_STRLEN];
-        ddp_fmt(what, sizeof what, "send to %s (receive window full)",
-                ddp_addr_format(&s->remote, peer, sizeof peer));
+        sim_wait_t what = {.kind = SIM_WAIT_SEND, .addr = s->remote};
         int rc = block_on(t, s, deadline, start,
                           "the peer's receive window stayed full until the "
                           "deadline (it stopped reading)",
-                          what);
+                          &what);
         if (rc)
             return rc;
     }
@@ -1138,11 +1153,9 @@ static ssize_t sm_recv(ddp_sys_t *sy, int fd, void *buf, size_t n,
             return ddp_err_set(-ECONNRESET, "recv: connection reset by peer");
         if (s->rx_eof || n == 0)
             return 0;
-        char what[96], peer[DDP_ADDR_STRLEN];
-        ddp_fmt(what, sizeof what, "recv from %s",
-                ddp_addr_format(&s->remote, peer, sizeof peer));
+        sim_wait_t what = {.kind = SIM_WAIT_RECV, .addr = s->remote};
         int rc = block_on(t, s, deadline, start,
-                          "nothing received before the deadline", what);
+                          "nothing received before the deadline", &what);
         if (rc)
             return rc;
     }
@@ -1208,9 +1221,8 @@ static int sm_poll(ddp_sys_t *sy, ddp_pollfd_t *fds, int nfds, int64_t deadline)
             rc = ready;
             break;
         }
-        char what[64];
-        ddp_fmt(what, sizeof what, "poll on %d socket(s)", nfds);
-        rc = ddp__sim_park(t, deadline, qs, nq, what);
+        sim_wait_t what = {.kind = SIM_WAIT_POLL, .num = nfds};
+        rc = ddp__sim_park(t, deadline, qs, nq, &what);
         if (rc)
             break;
     }
@@ -1292,10 +1304,9 @@ static int sm_wait(ddp_sys_t *sy, ddp_pid_t pid, int *status, int64_t deadline)
                         (long)pid);
             return ddp_err_waited(ddp__sim_task_now(t) - start);
         }
-        char what[80];
-        snprintf(what, sizeof what, "wait for child %s", c->name);
+        sim_wait_t what = {.kind = SIM_WAIT_CHILD, .text = c->name};
         waitq_t *q = &c->exitq;
-        int rc = ddp__sim_park(t, deadline, &q, 1, what);
+        int rc = ddp__sim_park(t, deadline, &q, 1, &what);
         if (rc)
             return rc;
     }
@@ -1336,7 +1347,7 @@ static int sm_thread_join(ddp_sys_t *sy, ddp_thread_t th, int *rc,
         /* The process crashed: its threads die with it, and none may
          * outlive the memory this one frees next (the store server's). */
         while (!c->finished)
-            ddp__sim_park_unwinding(t, &c->exitq, "a killed thread unwinding");
+            ddp__sim_park_unwinding(t, &c->exitq, &unwinding);
         return DDP_ECANCELED;
     }
     int r = sm_wait(sy, (ddp_pid_t)th, &st, deadline);
@@ -1344,7 +1355,7 @@ static int sm_thread_join(ddp_sys_t *sy, ddp_thread_t th, int *rc,
         /* Killed while it waited: as above, its thread goes first, so
          * nothing the joiner frees next is still in use. */
         while (!c->finished)
-            ddp__sim_park_unwinding(t, &c->exitq, "a killed thread unwinding");
+            ddp__sim_park_unwinding(t, &c->exitq, &unwinding);
         return DDP_ECANCELED;
     }
     if (r == 0 && rc)

@@ -115,6 +115,30 @@ typedef struct sim_ctx {
     void *fiber; /* TSan */
 } sim_ctx_t;
 
+/* What a parked task waits on, kept as its parts and worded only when a
+ * report asks (ddp__sim_wait_words): a task parks many times, and a report
+ * is rare. */
+typedef enum sim_wait_kind {
+    SIM_WAIT_TEXT,    /* text: a string that outlives the run ("sleep") */
+    SIM_WAIT_ACCEPT,  /* num: the port */
+    SIM_WAIT_CONNECT, /* addr */
+    SIM_WAIT_SEND,    /* addr: the peer (its receive window is full) */
+    SIM_WAIT_RECV,    /* addr: the peer */
+    SIM_WAIT_POLL,    /* num: the sockets */
+    SIM_WAIT_CHILD,   /* text: the child task's name */
+    SIM_WAIT_EPOLL,   /* num: the set */
+} sim_wait_kind_t;
+
+typedef struct sim_wait {
+    sim_wait_kind_t kind;
+    int num;
+    const char *text;
+    ddp_addr_t addr;
+} sim_wait_t;
+
+/* The words of w ("recv from 10.0.0.1:29500") into buf; returns buf. */
+const char *ddp__sim_wait_words(const sim_wait_t *w, char *buf, size_t n);
+
 struct ddp_sim_task {
     /* What a hand-off touches comes first, in a few cache lines: at
      * thousands of tasks none of them is still cached when its turn comes
@@ -158,10 +182,11 @@ struct ddp_sim_task {
     int reported_code; /* ddp_sim_report: the code of the outcome (0: none) */
     waitq_t exitq;   /* tasks waiting for this one to exit */
     int64_t start_ns; /* virtual start asked for (ddp_sim_task_start) */
-    char wait_desc[160];
+    sim_wait_t wait;  /* what it waits on while parked */
     char name[48];
     int cuda_device;    /* simulated NCCL: cudaSetDevice of this task */
-    char nccl_err[512]; /* simulated NCCL: the process's ncclGetLastError */
+    char *nccl_err;     /* simulated NCCL: the process's ncclGetLastError,
+                           allocated at its first error (NULL: none yet) */
 };
 
 typedef struct sim_event {
@@ -290,10 +315,11 @@ void ddp__sim_push_event(ddp_sim_t *sim, sim_event_t ev);
  * Returns 0 when woken or timed out (caller rechecks), DDP_ECANCELED when the
  * task is killed. */
 /* A killed task waiting for a killed sibling thread of its process to
- * finish unwinding: parks on q whatever its own state. */
-void ddp__sim_park_unwinding(ddp_sim_task_t *t, waitq_t *q, const char *what);
+ * finish unwinding: parks on q whatever its own state. w: what a task
+ * waits on, for the reports (copied; a text it names must outlive the run). */
+void ddp__sim_park_unwinding(ddp_sim_task_t *t, waitq_t *q, const sim_wait_t *w);
 int ddp__sim_park(ddp_sim_task_t *t, int64_t deadline, waitq_t **qs, int nq,
-                  const char *what);
+                  const sim_wait_t *w);
 void ddp__sim_wake(ddp_sim_t *sim, int task_id);
 void ddp__waitq_add(waitq_t *q, int id);
 void ddp__waitq_wake_all(ddp_sim_t *sim, waitq_t *q);

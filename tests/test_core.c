@@ -125,6 +125,7 @@ static void test_ident_state_zeroed(void)
     CU_ASSERT_EQUAL(ddp_err_ctx()->rank, 7);
     ddp_ident_state_use(was);
     CU_ASSERT_NOT_EQUAL(ddp_err_ctx()->rank, 7);
+    ddp_ident_state_fini((ddp_ident_state_t *)b);
     free(a);
     free(b);
 }
@@ -179,6 +180,7 @@ static void test_err_save_nested(void)
     ddp_err_forget(dropped);
     CU_ASSERT_EQUAL(ddp_err_ctx()->code, DDP_ECONFIG);
     ddp_ident_state_use(was);
+    ddp_ident_state_fini(st); /* its message buffer */
     free(st);
 }
 

@@ -775,6 +775,49 @@ static void healthy_outcomes(ddp_sim_outcome_t o[4])
     }
 }
 
+/* The report's rows are formatted without printf (harness/scenario_run.c,
+ * report_row): the bytes are printf's, times at and around a half
+ * microsecond (where printf's rounding decides), across a second and past
+ * 10^6 s included, with names and fields longer than their columns. */
+static void test_report_rows_printf_bytes(void)
+{
+    static const int64_t times[] = {0, 1, 499, 500, 501, 1500, 2500, 999999499, 999999500,
+                                    999999501, 1000000000, 12345678901, 4000000000500LL,
+                                    999999999999999LL, 1000000000000000LL, 1000000000000500LL};
+    ddp_scenario_t *s = parse("scenario \"rows\"\nexpect invariants\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    static char report[8192];
+    int bad = 0, n = (int)(sizeof times / sizeof times[0]);
+    for (int t = 0; t < n; t++) {
+        ddp_sim_outcome_t o[4];
+        healthy_outcomes(o);
+        o[1].name = "a-task-name-longer-than-twelve";
+        o[2].node = 123456;
+        for (int i = 0; i < 4; i++) { /* rank3 never connected: FAIL */
+            o[i].end_ns = times[t] + i;
+            o[i].connect_ns = i == 3 ? -1 : times[(t + i) % n];
+        }
+        ddp_scn_result_t r;
+        memset(&r, 0, sizeof r);
+        ddp__scenario_judge(s, o, 4, 4, DDP_SIM_DONE, NULL, report, sizeof report, &r);
+        for (int i = 0; i < 4; i++) {
+            char cn[32] = "-", who[24], row[512];
+            if (o[i].connect_ns >= 0)
+                snprintf(cn, sizeof cn, "%.6f s", (double)o[i].connect_ns / 1e9);
+            snprintf(who, sizeof who, "rank %d", o[i].rank);
+            snprintf(row, sizeof row, "  %-12s %-9s node %-4d %-8s connected %-12s ended "
+                     "%.6f s  %s%s\n", o[i].name, who, o[i].node, i == 3 ? "FAIL" : "ok", cn,
+                     (double)o[i].end_ns / 1e9, "", "");
+            if (!strstr(report, row)) {
+                if (!bad++)
+                    printf("\n  no row \"%s\" in:\n%s", row, report);
+            }
+        }
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    ddp_scenario_free(s);
+}
+
 /* The judge's invariants (DESIGN §5), judged as both runners judge
  * (ddp__scenario_judge: the simulated and the real one): four healthy
  * outcomes pass, and each invariant broken alone is named. */
@@ -1551,6 +1594,7 @@ static void test_cli(void)
 }
 
 DDP_SUITE("scenario", NULL, NULL,
+          {"report rows: printf's bytes without printf", test_report_rows_printf_bytes},
           {"malformed files: file:line:col errors (library)", test_bad_inputs_library},
           {"malformed files: ddpsim run exits 2 with the error", test_bad_inputs_cli},
           {"scenario files: bounded reads of regular files only", test_bounded_loads},

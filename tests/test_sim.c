@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ddp/env.h"
 #include "ddp/err.h"
 #include "ddp/faults.h"
 #include "ddp/sim.h"
@@ -189,6 +190,87 @@ static void test_deadlock_report(void)
     ddp_sim_free(sim);
 }
 
+/* A task for each kind of wait a report words (sim/sim.c,
+ * ddp__sim_wait_words): kept as parts at each park, worded at the report. */
+static int wait_sleepy(ddp_sys_t *sys, void *arg)
+{
+    (void)arg;
+    return ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 3600 * DDP_NS_PER_S));
+}
+
+static int wait_listener(ddp_sys_t *sys, void *arg)
+{
+    int port = (int)(intptr_t)arg, conns = port == 7778 ? 3 : 1;
+    ddp_addr_t any;
+    ddp_addr_parse("0.0.0.0", (uint16_t)port, &any);
+    int l = ddp_sys_listen(sys, &any, 8);
+    for (int i = 0; l >= 0 && i < conns; i++)
+        if (ddp_sys_accept(sys, l, NULL, DDP_DEADLINE_NEVER) < 0)
+            return 1;
+    ddp_spawn_t sp = {.entry = wait_sleepy, .name = "sleepy"};
+    ddp_pid_t pid;
+    int st;
+    return ddp_sys_spawn(sys, &sp, &pid) || ddp_sys_wait(sys, pid, &st, DDP_DEADLINE_NEVER);
+}
+
+static int wait_client(ddp_sys_t *sys, void *arg)
+{
+    const char *how = arg;
+    static char big[1 << 20];
+    ddp_addr_t a;
+    ddp_addr_parse(how[0] == 'c' ? "10.0.9.9" : "10.0.0.1", how[0] == 'c' ? 7000 : 7778, &a);
+    if (how[0] == 'e') {
+        ddp_epoll_event_t ev;
+        int ep = ddp_sys_epoll_create(sys);
+        return ep < 0 || ddp_sys_epoll_wait(sys, ep, &ev, 1, DDP_DEADLINE_NEVER) < 0;
+    }
+    int c = ddp_sys_connect(sys, &a, DDP_DEADLINE_NEVER);
+    if (c < 0)
+        return 1;
+    ddp_pollfd_t pf = {.fd = c, .events = DDP_POLLIN};
+    char x;
+    return how[0] == 'r'   ? ddp_sys_recv(sys, c, &x, 1, DDP_DEADLINE_NEVER) < 0
+           : how[0] == 'p' ? ddp_sys_poll(sys, &pf, 1, DDP_DEADLINE_NEVER) < 0
+                           : ddp_sys_send_all(sys, c, big, sizeof big, DDP_DEADLINE_NEVER);
+}
+
+/* The time limit's report and each task's message say what it waited on,
+ * for every kind of wait, with its address, port, count or name. */
+static void test_wait_words_every_kind(void)
+{
+    static const struct {
+        const char *name, *how, *words;
+    } w[] = {{"reader", "r", "recv from 10.0.0.1:7778"},
+             {"poller", "p", "poll on 1 socket(s)"},
+             {"sender", "s", "send to 10.0.0.1:7778 (receive window full)"},
+             {"connector", "c", "connect to 10.0.9.9:7000"},
+             {"epoller", "e", "epoll_wait on set "}};
+    ddp_sim_opts_t o = {.seed = 3, .time_limit_ns = 10 * DDP_NS_PER_S};
+    ddp_sim_t *sim = ddp_sim_new(&o);
+    ddp_sim_add_node(sim, "node0", "10.0.0.1", 0);
+    ddp_sim_add_node(sim, "node1", "10.0.0.2", 0);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "waiter", .rank = -1},
+                     wait_listener, (void *)(intptr_t)7778);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "acceptor", .rank = -1},
+                     wait_listener, (void *)(intptr_t)7777);
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
+        ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 1, .name = w[i].name, .rank = -1},
+                         wait_client, (void *)w[i].how);
+    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_TIME_LIMIT);
+    const char *r = ddp_sim_deadlock_report(sim);
+    char line[160];
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+        snprintf(line, sizeof line, "task %s (node node1): %s", w[i].name, w[i].words);
+        CU_ASSERT_PTR_NOT_NULL(strstr(r, line));
+        snprintf(line, sizeof line, "time limit: still waiting (%s", w[i].words);
+        CU_ASSERT_PTR_NOT_NULL(strstr(ddp_sim_outcome(sim, (int)i + 2)->message, line));
+    }
+    CU_ASSERT_PTR_NOT_NULL(strstr(r, "task waiter (node node0): wait for child sleepy, since"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r, "task acceptor (node node0): accept on port 7777, since"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r, "task sleepy (node node0): sleep, since"));
+    ddp_sim_free(sim);
+}
+
 static int long_sleep(ddp_sys_t *sys, void *arg)
 {
     (void)arg;
@@ -232,8 +314,13 @@ static uint64_t echo_run_hash(uint64_t seed, int clients)
     ddp_sim_stats_t st;
     ddp_sim_stats(sim, &st);
     size_t len;
-    ddp_sim_trace(sim, &len);
+    const char *tr = ddp_sim_trace(sim, &len);
     CU_ASSERT(len > 0);
+    /* the hash is FNV-1a 64 of the trace's bytes, every one of them */
+    uint64_t fnv = UINT64_C(0xcbf29ce484222325);
+    for (size_t i = 0; i < len; i++)
+        fnv = (fnv ^ (uint8_t)tr[i]) * UINT64_C(0x100000001b3);
+    CU_ASSERT_EQUAL(fnv, st.trace_hash);
     ddp_sim_free(sim);
     return st.trace_hash;
 }
@@ -1245,13 +1332,13 @@ static int deep_task(ddp_sys_t *sys, void *arg)
 
 static void test_tasks_deep_stacks(void)
 {
-    /* ~15 KiB of frames in the default 24 KiB (the deepest bundled
-     * scenario's task writes 14.4); ~400 KiB in 4 MiB (a thread under TSan
+    /* ~12 KiB of frames in the default 16 KiB (the deepest bundled
+     * scenario's task writes 9.9); ~400 KiB in 4 MiB (a thread under TSan
      * loses ~800 KiB of its stack to TSan's thread-local state). */
     struct {
         int depth;
         size_t stack;
-    } cases[] = {{14, 0}, {400, 4 * 1024 * 1024}};
+    } cases[] = {{11, 0}, {400, 4 * 1024 * 1024}};
     for (int c = 0; c < 2; c++) {
         for (int mode = DDP_SIM_TASKS_CONTEXTS; mode <= DDP_SIM_TASKS_THREADS; mode++) {
             deep_t d = {.depth = cases[c].depth};
@@ -1333,6 +1420,84 @@ static void test_tasks_identity(void)
     }
 }
 
+/* A task's error context and ddp_err_message's buffer are allocated when
+ * first written (core/err.c): an error set late, on one task of many,
+ * after a short one, reads back whole, and stays whole while every other
+ * task formats its own. Each task formats a short message, parks, then
+ * (task LATE_TASK) a full context of ~1.9 KiB, parks again and compares;
+ * its outcome carries it whole too. Every third task never writes its
+ * context and reads a fresh one throughout; every third from 1 writes a
+ * field through ddp_err_ctx()'s pointer and finds it after its parks. A
+ * buffer or context shared by the tasks of a thread, or sized by the
+ * first message, fails it. */
+#define LATE_TASKS 200
+#define LATE_TASK 137
+typedef struct {
+    int ok[LATE_TASKS];
+    char expected[DDP_ERR_MSG_MAX];
+} late_err_t;
+
+static int late_err_task(ddp_sys_t *sys, void *arg)
+{
+    late_err_t *l = arg;
+    int me = ddp_sim_task_of(sys);
+    char exp[DDP_ERR_MSG_MAX], what[1024], hint[512];
+    if (me % 3 == 0 && me != LATE_TASK) { /* never written: fresh throughout */
+        int fresh = 1;
+        for (int i = 0; i < 4; i++) {
+            ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 700 + (me * 5 + i) % 300));
+            fresh = fresh && strcmp(ddp_err_message(), "success") == 0;
+        }
+        l->ok[me] = fresh && ddp_err_ctx()->code == 0 && ddp_err_ctx()->rank == -1 &&
+                    ddp_err_ctx()->peer == -1 && ddp_err_ctx()->waited_ns == -1;
+        return 0;
+    }
+    ddp_err_set(-ECONNREFUSED, "short error of task %d", me);
+    if (me % 3 == 1)
+        ddp_err_ctx()->peer = 1000 + me; /* through the pointer */
+    snprintf(exp, sizeof exp, "%s", ddp_err_message());
+    int ok = strstr(exp, "short error of task") != NULL;
+    ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 1000 + me));
+    if (me == LATE_TASK) {
+        memset(what, 'w', sizeof what - 1);
+        what[sizeof what - 1] = '\0';
+        memset(hint, 'h', sizeof hint - 1);
+        hint[sizeof hint - 1] = '\0';
+        ddp_ident_set_phase("late");
+        ddp_err_set(DDP_ETIMEOUT, "%s", what);
+        ddp_err_addr("10.0.0.2:29500");
+        ddp_err_hint("%s", hint);
+        ddp_err_format(ddp_err_ctx(), exp, sizeof exp);
+        snprintf(l->expected, sizeof l->expected, "%s", exp);
+        ok = ok && strlen(exp) > 1500;
+    }
+    const char *msg = ddp_err_message();
+    ok = ok && strcmp(msg, exp) == 0;
+    for (int i = 0; i < 3; i++)
+        ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 500 + (me * 7 + i) % 300));
+    l->ok[me] = ok && strcmp(msg, exp) == 0 && strcmp(ddp_err_message(), exp) == 0 &&
+                (me % 3 != 1 || me == LATE_TASK || ddp_err_ctx()->peer == 1000 + me);
+    return me == LATE_TASK ? DDP_ETIMEOUT : 0;
+}
+
+static void test_late_error_message_whole(void)
+{
+    static late_err_t l;
+    memset(&l, 0, sizeof l);
+    ddp_sim_t *sim = sim_with_tasks(5, DDP_SIM_TASKS_CONTEXTS, 0);
+    for (int i = 0; i < LATE_TASKS; i++)
+        ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = i % 2, .name = "t", .rank = i},
+                         late_err_task, &l);
+    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+    int bad = 0;
+    for (int i = 0; i < LATE_TASKS; i++)
+        bad += l.ok[i] != 1;
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_TRUE(strlen(l.expected) > 1500);
+    CU_ASSERT_STRING_EQUAL(ddp_sim_outcome(sim, LATE_TASK)->message, l.expected);
+    ddp_sim_free(sim);
+}
+
 /* Children spawned one after another reuse the stacks of those that
  * exited; each starts with a fresh identity and error context whatever its
  * predecessor left. */
@@ -1361,6 +1526,42 @@ static int serial_parent(ddp_sys_t *sys, void *arg)
         *fresh += st == 0;
     }
     return 0;
+}
+
+/* A spawn that succeeds leaves the caller's error context as it was, with
+ * RANK in the child's environment or not (the sim's spawn read RANK with
+ * ddp_env_get_long, whose "RANK is not set" replaced the caller's error). */
+static int spawn_keeps_error(ddp_sys_t *sys, void *arg)
+{
+    int *kept = arg;
+    ddp_err_set(-ECONNREFUSED, "the caller's own error");
+    ddp_env_t *bad = ddp_env_clone(ddp_sys_env(sys));
+    ddp_env_set(bad, "RANK", "not-a-number");
+    const ddp_env_t *envs[] = {NULL, bad};
+    for (int i = 0; i < 2; i++) {
+        ddp_spawn_t sp = {.entry = dirty_child, .name = "child", .env = envs[i]};
+        ddp_pid_t pid;
+        int st = -1;
+        int rc = ddp_sys_spawn(sys, &sp, &pid);
+        *kept += rc == 0 && ddp_err_ctx()->code == -ECONNREFUSED &&
+                 !strcmp(ddp_err_ctx()->what, "the caller's own error");
+        if (rc == 0)
+            ddp_sys_wait(sys, pid, &st, ddp_sys_deadline_in(sys, DDP_NS_PER_S));
+        ddp_err_set(-ECONNREFUSED, "the caller's own error");
+    }
+    ddp_env_free(bad);
+    return 0;
+}
+
+static void test_spawn_keeps_error_context(void)
+{
+    int kept = 0;
+    ddp_sim_t *sim = sim_with_tasks(6, DDP_SIM_TASKS_CONTEXTS, 0);
+    ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = 0, .name = "parent", .rank = 0},
+                     spawn_keeps_error, &kept);
+    CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
+    CU_ASSERT_EQUAL(kept, 2);
+    ddp_sim_free(sim);
 }
 
 static void test_contexts_stack_reuse(void)
@@ -1420,6 +1621,11 @@ static int trace_writer(ddp_sys_t *sys, void *arg)
     ddp_sim_trace_event(sys, "k3", "\"z\":%zu,\"l\":%ld,\"s\":\"%s\"", (size_t)12, -5L,
                         long_text);
     ddp_sim_trace_event(sys, "k4", "%s", "");
+    /* the head written by hand (sim/sim_trace.c, put_head): a time of 12
+     * digits; a kind too long for it (ddp_fmt writes that head, cut) */
+    ddp_sys_sleep_until(sys, ddp_sys_deadline_in(sys, 123456789012LL));
+    ddp_sim_trace_event(sys, "k5", "%s", "");
+    ddp_sim_trace_event(sys, long_text + sizeof long_text - 1 - 990, "%s", "");
     return 0;
 }
 
@@ -1446,6 +1652,13 @@ static void test_trace_line_bytes(void)
     memcpy(want + 1021, "}\n", 3);
     CU_ASSERT_PTR_NOT_NULL(strstr(tr, want));
     CU_ASSERT_PTR_NOT_NULL(strstr(tr, "{\"t\":0,\"task\":\"w\",\"id\":0,\"kind\":\"k4\",}\n"));
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(tr, "{\"t\":123456789012,\"task\":\"w\",\"id\":0,\"kind\":\"k5\",}\n"));
+    n = snprintf(want, sizeof want, "{\"t\":123456789012,\"task\":\"w\",\"id\":0,\"kind\":\"%s\"",
+                 long_text + sizeof long_text - 1 - 990);
+    CU_ASSERT(n > 1021);
+    memcpy(want + 1021, "}\n", 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tr, want));
     ddp_sim_free(sim);
 }
 
@@ -1777,6 +1990,7 @@ DDP_SUITE("sim", NULL, NULL,
            test_outcome_message_only_when_set},
           {"refused connect, late-starting server", test_refused_and_late_start},
           {"deadlock report names task and wait", test_deadlock_report},
+          {"time limit report words every kind of wait", test_wait_words_every_kind},
           {"30-minute timeout in virtual time", test_thirty_minutes_virtual},
           {"same seed same trace, 20 runs", test_determinism},
           {"partition healing before/after deadline", test_partition},
@@ -1785,6 +1999,7 @@ DDP_SUITE("sim", NULL, NULL,
           {"crash at phase and node crash at time", test_crash_faults},
           {"refuse (count) and resolve faults", test_refuse_fault_and_resolve},
           {"spawn and wait for child tasks", test_spawn_in_sim},
+          {"a spawn that succeeds keeps the caller's error context", test_spawn_keeps_error_context},
           {"node clock skew", test_clock_skew},
           {"receive window: a slow reader holds its writer", test_receive_window},
           {"interfaces, routes, per-node names, bind families", test_interfaces_routes_names},
@@ -1797,6 +2012,7 @@ DDP_SUITE("sim", NULL, NULL,
           {"deep stacks survive switches (both task kinds)", test_tasks_deep_stacks},
           {"identity, error context and errno per task", test_tasks_identity},
           {"contexts: exited tasks' stacks reused, fresh state", test_contexts_stack_reuse},
+          {"an error set late on one task of many reads back whole", test_late_error_message_whole},
           {"contexts: later simulations' tasks start clean on cached slabs", test_contexts_slab_cache},
           {"trace lines: printf's bytes, cut at 1 KiB", test_trace_line_bytes},
           {"a task ignoring cancellation is stopped (both kinds)", test_tasks_ignoring_cancel},

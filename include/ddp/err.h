@@ -100,7 +100,7 @@ DDP_API const char *ddp_err_message(void);
  *
  * ddp_err_save copies the context to the heap, and only when it holds
  * something (NULL: it was empty, as most are); nothing lands on the
- * caller's stack, which in the simulator is a rank's 24 KiB (the context
+ * caller's stack, which in the simulator is a rank's 16 KiB (the context
  * is 1.7 KiB). Saves nest; each ends in exactly one ddp_err_restore or
  * ddp_err_forget, which frees it. Should the copy fail for want of
  * memory, the restore leaves an -ENOMEM error that says so. */
@@ -137,11 +137,17 @@ DDP_API const char *ddp_ident_phase(void);
  * one that was current (NULL: the thread's own). Cost: one store.
  * ddp_ident_state_init_zeroed does the same for memory known to hold only
  * zero bytes (a fresh anonymous mapping), writing only the fields that are
- * not zero: a few cache lines instead of the whole state. */
+ * not zero: a few cache lines instead of the whole state.
+ * A state's error context (ddp_err_ctx, 1.7 KiB) is allocated when first
+ * written and ddp_err_message's buffer (DDP_ERR_MSG_MAX) on the first
+ * call, so a state that never fails stays small (~110 bytes);
+ * ddp_ident_state_fini frees them, and must be called before the state's
+ * memory is freed or set up again (a no-op for one that never had them). */
 typedef struct ddp_ident_state ddp_ident_state_t;
 DDP_API size_t ddp_ident_state_size(void);
 DDP_API void ddp_ident_state_init(ddp_ident_state_t *s);
 DDP_API void ddp_ident_state_init_zeroed(ddp_ident_state_t *s);
+DDP_API void ddp_ident_state_fini(ddp_ident_state_t *s);
 DDP_API ddp_ident_state_t *ddp_ident_state_use(ddp_ident_state_t *s);
 
 #ifdef __cplusplus

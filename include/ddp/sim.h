@@ -43,7 +43,7 @@ typedef struct ddp_sim_opts {
     int64_t latency_ns;   /* one-way link latency; 0 -> 100 us */
     int64_t jitter_ns;    /* uniform extra latency per message; default 0 */
     double bandwidth_Bps; /* bytes/s per stream; 0 -> 10 GB/s */
-    size_t stack_size;    /* per task; 0 (or less) -> 24 KiB, 512 KiB under
+    size_t stack_size;    /* per task; 0 (or less) -> 16 KiB, 512 KiB under
                              ASan/TSan; DDP_SIM_STACK_FOREIGN for code of
                              unknown depth (a user's plugin library) */
     int64_t time_limit_ns; /* stop the run at this virtual time; 0 -> 4 h */
