@@ -2,7 +2,8 @@
 # bench/sim_128k.sh — the full plugin init (`ddpsim sim`: ddp, the default
 # plugin, the tcp backend, the store barrier) at 16,384, 32,768 and
 # 131,072 simulated ranks, 64 per node, the master's somaxconn raised to
-# 65535 (--somaxconn) as large jobs raise it.
+# 65535 (--somaxconn) as large jobs raise it; SOMAXCONN=K sets another
+# (1,048,576 ranks need more than 65535: NODES=16384 SOMAXCONN=1048576).
 #
 #   [DDPSIM=./ddpsim] [NODES="256 512 2048"] [CALLGRIND=0] sh bench/sim_128k.sh
 #
@@ -19,16 +20,17 @@ set -u
 DDPSIM=${DDPSIM:-./ddpsim}
 NODES=${NODES:-"256 512 2048"}
 CALLGRIND=${CALLGRIND:-0}
+SOMAXCONN=${SOMAXCONN:-65535}
 [ -x "$DDPSIM" ] || { echo "no $DDPSIM: run make first" >&2; exit 1; }
 [ -x /usr/bin/time ] || { echo "needs /usr/bin/time (Debian: time)" >&2; exit 1; }
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
-echo "ddpsim sim --accelerator ddp --procs 64 --somaxconn 65535, $(nproc) CPU(s), load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "ddpsim sim --accelerator ddp --procs 64 --somaxconn $SOMAXCONN, $(nproc) CPU(s), load: $(cut -d' ' -f1-3 /proc/loadavg)"
 first_n= first_c= last_n= last_c=
 for nodes in $NODES; do
     n=$((nodes * 64))
     /usr/bin/time -f "%U %S %M %e" -o "$tmp/time" "$DDPSIM" sim --accelerator ddp \
-        --nodes "$nodes" --procs 64 --somaxconn 65535 >"$tmp/out" 2>&1 &
+        --nodes "$nodes" --procs 64 --somaxconn $SOMAXCONN >"$tmp/out" 2>&1 &
     tpid=$!
     vm=0 pid=
     # the address space: the run's VmPeak, read until it exits
@@ -59,7 +61,7 @@ if [ "$CALLGRIND" = 1 ]; then
     set -- $NODES
     ins() {
         valgrind --tool=callgrind --callgrind-out-file="$tmp/cg" "$DDPSIM" sim \
-            --accelerator ddp --nodes "$1" --procs 64 --somaxconn 65535 >/dev/null 2>"$tmp/vg"
+            --accelerator ddp --nodes "$1" --procs 64 --somaxconn $SOMAXCONN >/dev/null 2>"$tmp/vg"
         sed -n 's/.*Collected : *\([0-9]*\).*/\1/p' "$tmp/vg"
     }
     i1=$(ins "$1") i2=$(ins "$2")

@@ -3,6 +3,7 @@
  * arguments. Every error is "file:line:col: expected ..., got ..."; unknown
  * keywords, keys and fault kinds are errors, never ignored. */
 #include "ddp/scenario.h"
+#include "ddp/sim.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -216,14 +217,15 @@ static int st_somaxconn(pctx_t *p, token_t *tok, int ntok)
     if (node_key(p, tok, ntok, &i, &node, &node_at))
         return DDP_ECONFIG;
     if (i >= ntok)
-        return perr(p, END_OF(tok[ntok - 1]), "expected a backlog cap (1..65535), got end "
-                                              "of line");
+        return perr(p, END_OF(tok[ntok - 1]), "expected a backlog cap (1..%d), got end "
+                                              "of line", DDP_SIM_SOMAXCONN_MAX);
     if (i + 1 < ntok)
         return perr(p, tok[i + 1].col, "expected end of line after the backlog cap, got "
                                        "\"%.60s\"", tok[i + 1].text);
-    if (tok[i].eq || ddp__ln_int(&p->l, tok[i].text, tok[i].col, 1, 65535, "a backlog cap", &k))
-        return tok[i].eq ? perr(p, tok[i].col, "expected a backlog cap (1..65535), got "
-                                               "\"%.60s=\"", tok[i].text)
+    if (tok[i].eq || ddp__ln_int(&p->l, tok[i].text, tok[i].col, 1, DDP_SIM_SOMAXCONN_MAX,
+                                  "a backlog cap", &k))
+        return tok[i].eq ? perr(p, tok[i].col, "expected a backlog cap (1..%d), got "
+                                               "\"%.60s=\"", DDP_SIM_SOMAXCONN_MAX, tok[i].text)
                          : DDP_ECONFIG;
     if (s->nnet >= DDP_SCN_MAX_NET)
         return perr(p, tok[0].col, "expected at most %d iface, resolve and somaxconn lines",
@@ -576,7 +578,7 @@ static int st_shape(pctx_t *p, token_t *tok, int ntok)
             return perr(p, tok[0].col, "expected `nodes` before `hosts` (hosts already "
                                        "set the node count to %d)", s->nhosts);
         p->nodes_line = p->l.line;
-        return ddp__ln_int(&p->l, tok[1].text, tok[1].col, 1, 4096, "a node count", &s->nodes);
+        return ddp__ln_int(&p->l, tok[1].text, tok[1].col, 1, 16384, "a node count", &s->nodes);
     }
     if (!strcmp(kw, "devices")) {
         ONE("devices per node");

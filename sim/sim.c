@@ -1104,9 +1104,10 @@ int ddp_sim_add_hostent(ddp_sim_t *sim, int node, const char *name, const char *
 
 int ddp_sim_set_somaxconn(ddp_sim_t *sim, int node, int somaxconn)
 {
-    if (node >= sim->nnodes || somaxconn < 1 || somaxconn > 65535)
-        return ddp_err_set(DDP_ECONFIG, "somaxconn %d on node %d: expected 1..65535 on a "
-                                        "node of the cluster", somaxconn, node);
+    if (node >= sim->nnodes || somaxconn < 1 || somaxconn > DDP_SIM_SOMAXCONN_MAX)
+        return ddp_err_set(DDP_ECONFIG, "somaxconn %d on node %d: expected 1..%d on a "
+                                        "node of the cluster", somaxconn, node,
+                           DDP_SIM_SOMAXCONN_MAX);
     for (int i = node < 0 ? 0 : node; i < (node < 0 ? sim->nnodes : node + 1); i++)
         sim->nodes[i].somaxconn = somaxconn;
     return 0;

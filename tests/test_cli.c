@@ -212,7 +212,7 @@ static void test_bad_sim(void)
         {"sim --bogus", "unknown option \"--bogus\""},
         {"sim --nodes 0", "--nodes \"0\""},
         {"sim --somaxconn 0", "--somaxconn \"0\""},
-        {"sim --somaxconn 65536", "--somaxconn \"65536\""},
+        {"sim --somaxconn 2147483648", "--somaxconn \"2147483648\""},
         {"sim --nodes", "--nodes needs a value"},
         {"sim --fault", "--fault"},
         {"sim --fault meteor", "--fault \"meteor\""},

@@ -1340,6 +1340,21 @@ static void expect_parse_errors(const char *const bad[][2], size_t n)
     }
 }
 
+/* Issue 44: a million simulated ranks are 16,384 nodes of 64; the node
+ * count was capped at 4,096 (262,144 ranks). */
+static void test_nodes_up_to_16384(void)
+{
+    ddp_scenario_t *s = parse("scenario \"x\"\nnodes 16384\ndevices 64\nexpect ok\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_EQUAL(s->nodes, 16384);
+    ddp_scenario_free(s);
+    static const char *const bad[][2] = {
+        {"scenario \"x\"\nnodes 16385\nexpect ok\n", "inline.scn:2:7"},
+        {"scenario \"x\"\nnodes 16385\nexpect ok\n", "a node count"},
+    };
+    expect_parse_errors(bad, sizeof bad / sizeof bad[0]);
+}
+
 /* The parser accepts a plugin's declared phases (before or after its plugin
  * line) and only for the plugin the scenario runs; a crash aimed at one
  * fires when the plugin enters it, under every accelerator. */
@@ -1631,5 +1646,6 @@ DDP_SUITE("scenario", NULL, NULL,
           {"JUnit: messages escaped, control bytes dropped (in-process)",
            test_junit_escapes_messages},
           {"plugin-declared phases: parsed, validated, faulted", test_plugin_phases},
+          {"nodes: up to 16,384 (a million ranks at 64 a node)", test_nodes_up_to_16384},
           {"same seed same trace, other seed other trace", test_determinism},
           {"ddpsim run / replay / list", test_cli})

@@ -127,13 +127,14 @@ static int read_somaxconn(ddp_sys_t *sys, void *arg)
 static void test_somaxconn_per_node(void)
 {
     ddp_sim_t *sim = two_nodes(1, 0);
-    CU_ASSERT_EQUAL(ddp_sim_set_somaxconn(sim, 0, 65535), 0);
+    CU_ASSERT_EQUAL(ddp_sim_set_somaxconn(sim, 0, 1 << 20), 0); /* past 16 bits, as the sysctl */
+    CU_ASSERT_NOT_EQUAL(ddp_sim_set_somaxconn(sim, 1, 0), 0);
     int got[2] = {0, 0};
     for (int i = 0; i < 2; i++)
         ddp_sim_add_task(sim, &(ddp_sim_task_opts_t){.node = i, .name = "r", .rank = i},
                          read_somaxconn, &got[i]);
     CU_ASSERT_EQUAL(ddp_sim_run(sim), DDP_SIM_DONE);
-    CU_ASSERT_EQUAL(got[0], 65535);
+    CU_ASSERT_EQUAL(got[0], 1 << 20);
     CU_ASSERT_EQUAL(got[1], 4096);
     ddp_sim_free(sim);
 }

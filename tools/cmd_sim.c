@@ -31,14 +31,14 @@ static void sim_usage(FILE *f)
             "                  [--trace FILE] [--trace-chrome FILE] [--timeline]\n"
             "                  [--print-scenario]\n\n"
             "Runs the accelerator (default ddp; all: each in turn) on N simulated nodes\n"
-            "(1..4096, default 2) with P processes each (1..64, default 4; ddp2 runs 1):\n"
+            "(1..16384, default 2) with P processes each (1..64, default 4; ddp2 runs 1):\n"
             "every rank connects through the shared DDP plugin (store, backend, store\n"
             "barrier, configure_ddp) on the virtual network. Prints one line per process,\n"
             "then the counts, the virtual time and the trace hash (same options, same\n"
             "hash). --seed S (default 1), --timeout SEC (the group deadline, > 0, default\n"
             "60), --master-late SEC (node 0 starts late), --port-taken (another process\n"
             "holds port 29500 on node 0), --somaxconn K (every node's listen backlog\n"
-            "cap, 1..65535, default 4096: the store admits K connects of a burst, drops\n"
+            "cap, 1..2147483647, default 4096: the store admits K connects of a burst, drops\n"
             "the SYNs of the rest, which retransmit at 1, 3, 7, ... s: 32,768 ranks need\n"
             "8 such rounds at the default, past a 60 s deadline), --wall-limit SEC (stop\n"
             "the run after SEC of real time; default: none while virtual time moves, 600\n"
@@ -296,7 +296,7 @@ int ddp_cmd_sim(ddp_sys_t *sys, int argc, char **argv)
     const char *file = "a file to write";
     const ddp_opt_t opts[] = {
         OPT_FN("accelerator", &c.accel, ddp_opt_accel_or_all, ddp_opt_accel_form(1)),
-        OPT_INT("nodes", &c.nodes, 1, 4096),
+        OPT_INT("nodes", &c.nodes, 1, 16384),
         OPT_INT("procs", &c.procs, 1, 64),
         OPT_U64("seed", &c.seed, 0),
         OPT_NS_POS("timeout", &c.timeout_ns, 1e7),
@@ -305,7 +305,7 @@ int ddp_cmd_sim(ddp_sys_t *sys, int argc, char **argv)
         OPT_FN("fault", &c, add_fault,
                "KIND[,key=value...] (see ddpsim sim --help), at most 32 of them"),
         OPT_NS("master-late", &c.master_late_ns, 0, 1e7),
-        OPT_INT("somaxconn", &c.somaxconn, 1, 65535),
+        OPT_INT("somaxconn", &c.somaxconn, 1, DDP_SIM_SOMAXCONN_MAX),
         OPT_NS_POS("wall-limit", &c.wall_limit_ns, 86400),
         OPT_FLAG("port-taken", 0, &c.port_taken, 1),
         OPT_STR("trace", &c.trace_path, file),

@@ -115,7 +115,10 @@ DDP_API int ddp_sim_add_iface(ddp_sim_t *sim, int node, const char *name, const 
  * host table; several calls for one name give several answers, in order. */
 DDP_API int ddp_sim_add_hostent(ddp_sim_t *sim, int node, const char *name, const char *addr);
 /* A node's (-1: every node's) net.core.somaxconn: every listen backlog
- * there is capped at it (1..65535). */
+ * there is capped at it (1..DDP_SIM_SOMAXCONN_MAX, the sysctl's own range
+ * on this kernel: 65535 was the limit while the backlog was 16 bits, and a
+ * million ranks connecting at once need more). */
+#define DDP_SIM_SOMAXCONN_MAX 2147483647
 DDP_API int ddp_sim_set_somaxconn(ddp_sim_t *sim, int node, int somaxconn);
 /* A virtual file readable with ddp_sys_read_file on every node. */
 DDP_API int ddp_sim_add_file(ddp_sim_t *sim, const char *path, const char *content);
