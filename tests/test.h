@@ -50,7 +50,8 @@ int ddp_test_suite_sys_init(struct ddp_sys **sys, int quiet);
 int ddp_test_suite_sys_cleanup(struct ddp_sys **sys);
 
 /* A store server on its own thread (o NULL: the defaults), asserted to
- * start; ddp_test_server_end joins and frees it. */
+ * start; ddp_test_server_end joins and frees it, and
+ * ddp_test_suite_sys_cleanup ends any a failed test left running. */
 struct ddp_store_server;
 struct ddp_store_server_opts;
 struct ddp_store_server *

@@ -1743,7 +1743,32 @@ static void test_large_write_fits_over_tcp(void)
 }
 
 
+/* Issue 43: a test that a FATAL assert ends never reaches
+ * ddp_test_server_end; its server's thread ran on into the suite's
+ * cleanup, which freed the sys under it (an ASan abort of the whole
+ * `make test` at load). The cleanup ends such a server first: its port
+ * stops answering. */
+static void test_cleanup_ends_left_servers(void)
+{
+    ddp_sys_t *own = NULL;
+    CU_ASSERT_EQUAL_FATAL(ddp_test_suite_sys_init(&own, 0), 0);
+    ddp_store_server_t *srv = ddp_test_server_start_loopback(own, 0);
+    ddp_addr_t at = ddp_store_server_addr(srv);
+    int fd = ddp_sys_connect(g_sys, &at, ddp_test_deadline_ms(g_sys, 5000));
+    CU_ASSERT(fd >= 0); /* it serves */
+    if (fd >= 0)
+        ddp_sys_close(g_sys, fd);
+    /* ... and the test "fails" here, leaving it running */
+    CU_ASSERT_EQUAL(ddp_test_suite_sys_cleanup(&own), 0);
+    fd = ddp_sys_connect(g_sys, &at, ddp_test_deadline_ms(g_sys, 2000));
+    CU_ASSERT(fd < 0); /* ended with the suite's sys, not after it */
+    if (fd >= 0)
+        ddp_sys_close(g_sys, fd);
+}
+
 DDP_SUITE("store_server", suite_init, suite_cleanup,
+          {"a server a failed test left running: ended by the suite's cleanup",
+           test_cleanup_ends_left_servers},
           {"sys_hook", test_sys_hook},
           {"validate_ping", test_validate_ping},
           {"set_get", test_set_get},

@@ -41,8 +41,33 @@ int ddp_test_suite_sys_init(struct ddp_sys **sys, int quiet)
     return *sys ? 0 : -1;
 }
 
+/* Servers started by ddp_test_server_start and not ended yet: a test that
+ * a FATAL assert ended left its server's thread running on the suite's
+ * sys, which the suite's cleanup then freed under it (a heap-use-after-free
+ * that aborted a whole ASan `make test` at load). The cleanup ends them. */
+static ddp_store_server_t *g_running[16];
+
+static void running_track(ddp_store_server_t *srv, int on)
+{
+    for (size_t i = 0; i < sizeof g_running / sizeof g_running[0]; i++)
+        if (on ? !g_running[i] : g_running[i] == srv) {
+            g_running[i] = on ? srv : NULL;
+            return;
+        }
+}
+
+static void running_end_all(void)
+{
+    for (size_t i = 0; i < sizeof g_running / sizeof g_running[0]; i++)
+        if (g_running[i]) {
+            fprintf(stderr, "  (a store server left running by a failed test: ended)\n");
+            ddp_test_server_end(g_running[i]);
+        }
+}
+
 int ddp_test_suite_sys_cleanup(struct ddp_sys **sys)
 {
+    running_end_all();
     ddp_sys_free(*sys);
     *sys = NULL;
     if (g_quieted) {
@@ -59,6 +84,7 @@ ddp_store_server_t *ddp_test_server_start(ddp_sys_t *sys,
     CU_ASSERT_EQUAL_FATAL(ddp_store_server_new(sys, o, &srv), 0);
     CU_ASSERT_PTR_NOT_NULL_FATAL(srv);
     CU_ASSERT_EQUAL_FATAL(ddp_store_server_start_thread(srv), 0);
+    running_track(srv, 1);
     return srv;
 }
 
@@ -71,6 +97,7 @@ ddp_store_server_t *ddp_test_server_start_loopback(ddp_sys_t *sys,
 
 void ddp_test_server_end(ddp_store_server_t *srv)
 {
+    running_track(srv, 0);
     ddp_store_server_join_thread(srv);
     ddp_store_server_free(srv);
 }
