@@ -1,6 +1,6 @@
 #!/bin/sh
 # bench/warm_start.sh — torch scenarios run for real, warm (the default: a
-# fork server per node imports torch once) against --cold (a fresh
+# fork server per ddpsim run imports torch once) against --cold (a fresh
 # interpreter per rank): the CPU of the run and all its processes
 # (/usr/bin/time: user + sys of the waited-for children) and the wall.
 #

@@ -1178,71 +1178,47 @@ static int exec_argv(char **argv, int k, const char *cmd, char *words, size_t n)
     return k;
 }
 
-/* Node node's ranks start cold: why. */
-static void warm_cold(ddp_real_warm_t **w, int node, const char *why)
-{
-    fprintf(stderr, "ddpsim: warm start of node %d: %s: its ranks start cold\n", node, why);
-    ddp__real_warm_stop(w[node]);
-    w[node] = NULL;
-}
-
-/* The warm start's fork servers, one per node running foreign Python
- * ranks (harness/real_warm.c), or NULL: every rank starts cold. A node
- * whose server cannot start says why and starts its ranks cold. */
-static ddp_real_warm_t **warm_up(ddp_sys_t *sys, const ddp_plan_t *plan,
-                                 const ddp_real_opts_t *o, const ddp_netns_t *ns,
-                                 const char *run_id, const char *logs, const char *base)
+/* The warm start's fork server (harness/real_warm.c: one per process,
+ * kept from run to run), or NULL: every rank starts cold, and where the
+ * server cannot start a line says why. */
+static ddp_real_warm_t *warm_up(ddp_sys_t *sys, const ddp_plan_t *plan,
+                                const ddp_real_opts_t *o, const char *run_id,
+                                const char *logs, const char *tmpdir)
 {
     char buf[sizeof plan->entry.exec], *words[EXEC_WORDS + 1];
     int nw = ddp__real_exec_words(plan->entry.exec, buf, sizeof buf, words, EXEC_WORDS);
     if (o->cold || torch_agents(plan) || !ddp__real_warm_command(words, nw))
         return NULL;
+    const ddp_plan_proc_t *x = NULL; /* the first foreign process: its environment */
+    for (int i = 0; !x && i < plan->nprocs; i++)
+        if (foreign(plan, &plan->procs[i]))
+            x = &plan->procs[i];
+    if (!x)
+        return NULL;
     const char *mods = ddp_env_get(ddp_sys_env(sys), "DDPSIM_WARM_IMPORT");
-    ddp_real_warm_t **w = calloc((size_t)plan->nnodes, sizeof *w);
-    for (int node = 0; w && node < plan->nnodes; node++) {
-        const ddp_plan_proc_t *x = NULL; /* the node's first foreign process */
-        for (int i = 0; !x && i < plan->nprocs; i++)
-            if (plan->procs[i].node == node && foreign(plan, &plan->procs[i]))
-                x = &plan->procs[i];
-        if (!x)
-            continue;
-        char errp[320];
-        snprintf(errp, sizeof errp, "%s.warm%d.err", base, x->node);
-        ddp_env_t *env = proc_env(sys, plan, x, o->netns, o->env_clear, run_id, logs);
-        char nsname[32];
-        ddp__real_ns_name(ns, x->node, nsname, sizeof nsname);
-        char *const in_ns[] = {"ip", "netns", "exec", nsname, NULL}, *none[] = {NULL};
-        ddp_real_warm_where_t at = {.prefix = o->netns ? in_ns : none,
-                                    .host = o->netns ? DDP_REAL_BRIDGE_ADDR : "127.0.0.1",
-                                    .ddpsim = o->ddpsim, .errpath = errp};
-        if (!env || ddp__real_warm_start(sys, &at, words[0], mods ? mods : "torch", env,
-                                         &w[x->node]))
-            warm_cold(w, node, env ? ddp_err_message() : "out of memory");
-        ddp_env_free(env);
-    }
-    for (int node = 0; w && node < plan->nnodes; node++) /* importing all at once */
-        if (w[node] && ddp__real_warm_ready(w[node]))
-            warm_cold(w, node, ddp_err_message());
+    char errp[320];
+    snprintf(errp, sizeof errp, "%s/ddpsim-real-%ld-zygote.err", tmpdir, ddp_sys_pid());
+    ddp_real_warm_where_t at = {.ddpsim = o->ddpsim, .errpath = errp};
+    ddp_env_t *env = proc_env(sys, plan, x, o->netns, o->env_clear, run_id, logs);
+    ddp_real_warm_t *w = NULL;
+    if (!env || ddp__real_warm_get(sys, &at, words[0], mods ? mods : "torch", env, &w))
+        fprintf(stderr, "ddpsim: warm start: %s: the ranks start cold\n",
+                env ? ddp_err_message() : "out of memory");
+    ddp_env_free(env);
     return w;
 }
 
-static void warm_down(ddp_real_warm_t **w, int nnodes)
-{
-    for (int i = 0; w && i < nnodes; i++)
-        ddp__real_warm_stop(w[i]);
-    free(w);
-}
-
-/* Rank p started by its node's fork server, or, where it has none or
- * cannot, as a process of its own (sp). */
-static int spawn_rank(ddp_sys_t *sys, ddp_real_warm_t *w, const ddp_spawn_t *sp,
-                      ddp_pid_t *pid)
+/* Rank p started by the fork server, in its node's namespace nsname (""
+ * for none), or, where there is none or it cannot, as a process of its
+ * own (sp). */
+static int spawn_rank(ddp_sys_t *sys, ddp_real_warm_t *w, const char *nsname,
+                      const ddp_spawn_t *sp, ddp_pid_t *pid)
 {
     int k = 0;
     while (w && sp->argv[k] && strcmp(sp->argv[k], "setsid"))
-        k++; /* after `ip netns exec NS`: the fork server is in NS already */
+        k++; /* after `ip netns exec NS`: the rank joins NS itself */
     if (w && sp->argv[k]) {
-        if (ddp__real_warm_spawn(w, sp->argv + k + 1, sp->env, sp->stdout_path,
+        if (ddp__real_warm_spawn(w, nsname, sp->argv + k + 1, sp->env, sp->stdout_path,
                                  sp->stderr_path, pid) == 0)
             return 0;
         fprintf(stderr, "ddpsim: %s: this rank starts cold\n", ddp_err_message());
@@ -1251,9 +1227,8 @@ static int spawn_rank(ddp_sys_t *sys, ddp_real_warm_t *w, const ddp_spawn_t *sp,
 }
 
 static void abandon(ddp_sys_t *sys, ddp_real_proxy_t *proxy, ddp_netns_t *ns,
-                    ddp_plan_t *plan, const char *plan_path, ddp_real_warm_t **warm)
+                    ddp_plan_t *plan, const char *plan_path)
 {
-    warm_down(warm, plan->nnodes);
     ddp__real_proxy_stop(proxy, NULL, 0);
     ddp__real_netns_down(sys, ns, NULL, 0);
     remove(plan->results);
@@ -1279,7 +1254,7 @@ typedef struct run {
     int np;
     ddp_netns_t ns;
     ddp_real_proxy_t *proxy;
-    ddp_real_warm_t **warm;
+    ddp_real_warm_t *warm; /* the process's fork server, not the run's */
     const char *tmpdir;
     char plan_path[300], base[280], run_id[80];
     char logs[300]; /* torch's agents' --log_dir: logs/agentN */
@@ -1438,8 +1413,9 @@ static int run_world(run_t *x)
     if (o->netns &&
         (rc = ddp__real_netns_up(x->sys, &x->ns, plan->nnodes, x->exec ? 0 : plan->latency_ns)))
         return run_why(x, rc);
-    /* the fork servers' imports (seconds) before the run's clock starts */
-    x->warm = x->exec ? warm_up(x->sys, plan, o, &x->ns, x->run_id, x->logs, x->base) : NULL;
+    /* the fork server's imports (seconds, the first run only) before the
+     * run's clock starts */
+    x->warm = x->exec ? warm_up(x->sys, plan, o, x->run_id, x->logs, x->tmpdir) : NULL;
     x->t0 = plan->t0 = ddp_sys_now(x->sys);
     if ((rc = write_run_files(x)) != 0 ||
         (o->netns && x->exec && (rc = start_proxy(x->sys, plan, &x->ns, x->t0, &x->proxy))))
@@ -1502,7 +1478,7 @@ static int run_setup(run_t *x)
     if (!rc)
         rc = run_faults(x);
     if (rc) {
-        abandon(x->sys, x->proxy, &x->ns, x->plan, x->plan_path, x->warm);
+        abandon(x->sys, x->proxy, &x->ns, x->plan, x->plan_path);
         return rc;
     }
     ddp_plan_t *plan = x->plan;
@@ -1706,8 +1682,8 @@ static void start_proc(run_t *x, proc_t *p, int64_t now)
     argv_buf_t b;
     ddp_spawn_t sp = {.env = env, .name = pp->name, .die_with_parent = 1, .guard = x->guard};
     proc_argv(x, p, &sp, &b);
-    ddp_real_warm_t *wm = x->warm && foreign(plan, pp) && !p->agent ? x->warm[p->node] : NULL;
-    int src = env ? spawn_rank(x->sys, wm, &sp, &p->pid) : -ENOMEM;
+    ddp_real_warm_t *wm = foreign(plan, pp) && !p->agent ? x->warm : NULL;
+    int src = env ? spawn_rank(x->sys, wm, x->o->netns ? b.nsname : "", &sp, &p->pid) : -ENOMEM;
     ddp_env_free(env);
     if (!src && wm) /* its group: setsid makes it one, named by its pid (a cold
                        start's is watched before it execs: ddp_spawn_t.guard) */
@@ -1843,7 +1819,6 @@ static void run_stop(run_t *x)
         progress_read(plan->results, x->pg, x->ps, x->np);
     end_procs(x);
     ddp_sys_guard_end(x->guard);
-    warm_down(x->warm, plan->nnodes);
     ddp__real_proxy_stop(x->proxy, x->hits, plan->nfaults);
     for (int i = 0; i < plan->nfaults && i < DDP_SCN_MAX_FAULTS; i++) {
         /* still in force: its counters go with the namespaces */
