@@ -426,8 +426,11 @@ static void progress_apply(proc_t *p, const store_conn_t *c)
  * the kernel here while the connection is open. */
 /* The connections the store could not attribute, asked of the kernel
  * while they are open, a few times at most: one that belongs to no rank
- * (a shell's `ddpsim store`) stays unknown. One index of the running
- * ranks' sockets serves them all (ddp_sys_tcp_owner). */
+ * (a shell's `ddpsim store`) stays unknown, and one that no rank's
+ * namespace has (closed, or the delay proxy's: each read of the TCP tables
+ * walks the kernel's whole hash) is not asked about again. One index of
+ * the running ranks' sockets serves them all (ddp_sys_tcp_owner). */
+#define ASK_TRIES 20
 static void progress_ask(progress_t *pg, proc_t *ps, int np)
 {
     long sids[MAX_PROCS + 2];
@@ -437,18 +440,22 @@ static void progress_ask(progress_t *pg, proc_t *ps, int np)
             sids[n] = (long)ps[i].pid, idx[n++] = i;
     for (int k = 0; k < pg->n; k++) {
         store_conn_t *c = &pg->c[k];
-        if (c->proc >= 0 || c->left || c->tries >= 20 || !n)
+        if (c->proc >= 0 || c->left || c->tries >= ASK_TRIES || !n)
             continue;
         c->tries++;
         if (!pg->owners && !(pg->owners = ddp_sys_tcp_owners_new()))
             return;
+        int gone = 1;
         for (int j = 0; j < 2 && c->proc < 0 && pg->store_port[j]; j++) {
             int w = ddp_sys_tcp_owner(pg->owners, sids, n, (uint16_t)c->port, pg->store_port[j]);
+            gone &= w == -ENOENT;
             if (w >= 0) {
                 c->proc = idx[w];
                 progress_apply(&ps[c->proc], c);
             }
         }
+        if (c->proc < 0 && gone)
+            c->tries = ASK_TRIES;
     }
 }
 
