@@ -1770,8 +1770,41 @@ static int run_over(run_t *x, int64_t now)
     return x->o->interrupted && *x->o->interrupted;
 }
 
+#define LOOP_MIN_NS (5 * DDP_NS_PER_MS)
+#define LOOP_MAX_NS (20 * DDP_NS_PER_MS)
+int64_t ddp__real_loop_sleep(int64_t prev, int changed, int64_t due_in)
+{
+    int64_t d = changed || prev < LOOP_MIN_NS ? LOOP_MIN_NS
+                : prev >= LOOP_MAX_NS / 2 ? LOOP_MAX_NS : 2 * prev;
+    return due_in > 0 && due_in < d ? due_in : d; /* overdue: held by a pause */
+}
+
+/* What the loop has seen: the records read, the processes started and
+ * ended, the faults on. Another value: something happened. */
+static uint64_t loop_seen(const run_t *x)
+{
+    uint64_t h = (uint64_t)x->events_off * 31 + (uint64_t)(x->pg ? x->pg->off : 0);
+    for (int i = 0; i < x->np; i++)
+        h = h * 31 + (uint64_t)(x->ps[i].started + 2 * x->ps[i].done);
+    for (int i = 0; i < x->plan->nfaults && i < DDP_SCN_MAX_FAULTS; i++)
+        h = h * 31 + x->on[i];
+    return h;
+}
+
+/* The time until the next process is due to start (INT64_MAX: none). */
+static int64_t next_start_in(const run_t *x, int64_t now)
+{
+    int64_t in = INT64_MAX;
+    for (int i = 0; i < x->np; i++)
+        if (!x->ps[i].started && x->ps[i].start_ns - now < in)
+            in = x->ps[i].start_ns - now;
+    return in;
+}
+
 static void run_loop(run_t *x)
 {
+    int64_t nap = 0;
+    uint64_t seen = loop_seen(x);
     for (;;) {
         int64_t now = ddp_sys_now(x->sys) - x->t0;
         run_events(x, now);
@@ -1784,7 +1817,10 @@ static void run_loop(run_t *x)
             kill_hung(x->sys, x->s, x->plan, x->ps, x->np, now, x->grace, x->guard);
         if (run_over(x, now))
             break;
-        ddp_sys_sleep_until(x->sys, ddp_sys_deadline_in(x->sys, 5 * DDP_NS_PER_MS));
+        uint64_t was = seen;
+        seen = loop_seen(x);
+        nap = ddp__real_loop_sleep(nap, seen != was, next_start_in(x, now));
+        ddp_sys_sleep_until(x->sys, ddp_sys_deadline_in(x->sys, nap));
     }
 }
 

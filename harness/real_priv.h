@@ -212,6 +212,13 @@ long ddp__real_job_port(const ddp_plan_t *plan, int job);
 /* Up to 64 KiB of a file, NUL-terminated; free() it. */
 char *ddp__real_slurp(const char *path);
 
+/* The run loop's sleep after one that slept prev: 5 ms where the last
+ * round saw something happen (changed: a record, a start, an exit, a
+ * fault switched), else twice prev up to 20 ms (a quiet run wakes 50
+ * times a second, not 200), and never past due_in (the next start; one
+ * overdue, held by a pause, waits for the pause's end: a change). */
+int64_t ddp__real_loop_sleep(int64_t prev, int changed, int64_t due_in);
+
 /* The warm start (harness/real_warm.c): one fork server per ddpsim
  * process (a zygote) imports the heavy Python modules once and forks each
  * rank, of any node and any run, into its script. command: 1 when words (n

@@ -1479,6 +1479,23 @@ static void test_warm_start_commands(void)
     }
 }
 
+/* Issue 42: the runner woke every 5 ms for the whole run (4 s of CPU in
+ * the torch scenarios, most of it waiting for a timeout or a late master).
+ * Its sleep grows while nothing happens, back to 5 ms at once when
+ * something does, and never past the next due start. */
+static void test_run_loop_sleeps_longer_when_quiet(void)
+{
+    const int64_t ms = DDP_NS_PER_MS, none = INT64_MAX;
+    CU_ASSERT_EQUAL(ddp__real_loop_sleep(0, 0, none), 5 * ms);
+    CU_ASSERT_EQUAL(ddp__real_loop_sleep(5 * ms, 0, none), 10 * ms);
+    CU_ASSERT_EQUAL(ddp__real_loop_sleep(10 * ms, 0, none), 20 * ms);
+    CU_ASSERT_EQUAL(ddp__real_loop_sleep(20 * ms, 0, none), 20 * ms); /* at most */
+    CU_ASSERT_EQUAL(ddp__real_loop_sleep(20 * ms, 1, none), 5 * ms); /* something happened */
+    CU_ASSERT_EQUAL(ddp__real_loop_sleep(20 * ms, 0, 7 * ms), 7 * ms); /* a start due */
+    CU_ASSERT_EQUAL(ddp__real_loop_sleep(20 * ms, 1, 2 * ms), 2 * ms);
+    CU_ASSERT_EQUAL(ddp__real_loop_sleep(10 * ms, 0, -3 * ms), 20 * ms); /* overdue: held */
+}
+
 /* `ip netns list` holds name (0/1). */
 static int netns_exists(const char *name)
 {
@@ -1591,5 +1608,7 @@ DDP_SUITE("real_exec", NULL, NULL,
           {"no warm start once CUDA is initialised: each rank starts cold, saying why",
            test_warm_start_refused_after_cuda},
           {"which exec lines start warm", test_warm_start_commands},
+          {"the run loop sleeps longer while nothing happens, never past a start",
+           test_run_loop_sleeps_longer_when_quiet},
           {"SIGKILL of a warm run: no fork server or rank outlives it",
            test_sigkill_warm_leaves_no_rank})
