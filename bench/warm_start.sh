@@ -50,6 +50,7 @@ for rep in $(seq "${REPS:-1}"); do
         # each run's verdict, to compare warm with cold
         awk 'NF >= 5 && ($5 == "ok" || $5 == "FAIL" || $5 == "skip") { print $1, $5 }' \
             "$tmp/out" > "$tmp/verdicts.$start"
+        grep -B1 '^    why: ' "$tmp/out" | sed "s/^/  $start: /"
     done
     echo "ratio (warm cpu / cold cpu): $(awk -v w="$(cat "$tmp/cpu.warm")" \
         -v c="$(cat "$tmp/cpu.cold")" 'BEGIN { printf "%.2f", (c > 0 ? w / c : 0) }')"
