@@ -1033,7 +1033,7 @@ int ddp_sys_tcp_owner(ddp_sys_tcp_owners_t *t, const long *sids, int n, uint16_t
     if (rc < 0)
         return rc;
     if (!(nino = conn_inodes(t, local_port, ino, 8)))
-        return -1;
+        return -ENOENT; /* in none of their namespaces: asking again won't find it */
     if ((who = owner_of(t, sids, n, ino, nino)) >= 0)
         return who;
     rc = rescan_owners(t, sids, n);

@@ -426,8 +426,11 @@ static void progress_apply(proc_t *p, const store_conn_t *c)
  * the kernel here while the connection is open. */
 /* The connections the store could not attribute, asked of the kernel
  * while they are open, a few times at most: one that belongs to no rank
- * (a shell's `ddpsim store`) stays unknown. One index of the running
- * ranks' sockets serves them all (ddp_sys_tcp_owner). */
+ * (a shell's `ddpsim store`) stays unknown, and one that no rank's
+ * namespace has (closed, or the delay proxy's: each read of the TCP tables
+ * walks the kernel's whole hash) is not asked about again. One index of
+ * the running ranks' sockets serves them all (ddp_sys_tcp_owner). */
+#define ASK_TRIES 20
 static void progress_ask(progress_t *pg, proc_t *ps, int np)
 {
     long sids[MAX_PROCS + 2];
@@ -437,18 +440,22 @@ static void progress_ask(progress_t *pg, proc_t *ps, int np)
             sids[n] = (long)ps[i].pid, idx[n++] = i;
     for (int k = 0; k < pg->n; k++) {
         store_conn_t *c = &pg->c[k];
-        if (c->proc >= 0 || c->left || c->tries >= 20 || !n)
+        if (c->proc >= 0 || c->left || c->tries >= ASK_TRIES || !n)
             continue;
         c->tries++;
         if (!pg->owners && !(pg->owners = ddp_sys_tcp_owners_new()))
             return;
+        int gone = 1;
         for (int j = 0; j < 2 && c->proc < 0 && pg->store_port[j]; j++) {
             int w = ddp_sys_tcp_owner(pg->owners, sids, n, (uint16_t)c->port, pg->store_port[j]);
+            gone &= w == -ENOENT;
             if (w >= 0) {
                 c->proc = idx[w];
                 progress_apply(&ps[c->proc], c);
             }
         }
+        if (c->proc < 0 && gone)
+            c->tries = ASK_TRIES;
     }
 }
 
@@ -1178,71 +1185,47 @@ static int exec_argv(char **argv, int k, const char *cmd, char *words, size_t n)
     return k;
 }
 
-/* Node node's ranks start cold: why. */
-static void warm_cold(ddp_real_warm_t **w, int node, const char *why)
-{
-    fprintf(stderr, "ddpsim: warm start of node %d: %s: its ranks start cold\n", node, why);
-    ddp__real_warm_stop(w[node]);
-    w[node] = NULL;
-}
-
-/* The warm start's fork servers, one per node running foreign Python
- * ranks (harness/real_warm.c), or NULL: every rank starts cold. A node
- * whose server cannot start says why and starts its ranks cold. */
-static ddp_real_warm_t **warm_up(ddp_sys_t *sys, const ddp_plan_t *plan,
-                                 const ddp_real_opts_t *o, const ddp_netns_t *ns,
-                                 const char *run_id, const char *logs, const char *base)
+/* The warm start's fork server (harness/real_warm.c: one per process,
+ * kept from run to run), or NULL: every rank starts cold, and where the
+ * server cannot start a line says why. */
+static ddp_real_warm_t *warm_up(ddp_sys_t *sys, const ddp_plan_t *plan,
+                                const ddp_real_opts_t *o, const char *run_id,
+                                const char *logs, const char *tmpdir)
 {
     char buf[sizeof plan->entry.exec], *words[EXEC_WORDS + 1];
     int nw = ddp__real_exec_words(plan->entry.exec, buf, sizeof buf, words, EXEC_WORDS);
     if (o->cold || torch_agents(plan) || !ddp__real_warm_command(words, nw))
         return NULL;
+    const ddp_plan_proc_t *x = NULL; /* the first foreign process: its environment */
+    for (int i = 0; !x && i < plan->nprocs; i++)
+        if (foreign(plan, &plan->procs[i]))
+            x = &plan->procs[i];
+    if (!x)
+        return NULL;
     const char *mods = ddp_env_get(ddp_sys_env(sys), "DDPSIM_WARM_IMPORT");
-    ddp_real_warm_t **w = calloc((size_t)plan->nnodes, sizeof *w);
-    for (int node = 0; w && node < plan->nnodes; node++) {
-        const ddp_plan_proc_t *x = NULL; /* the node's first foreign process */
-        for (int i = 0; !x && i < plan->nprocs; i++)
-            if (plan->procs[i].node == node && foreign(plan, &plan->procs[i]))
-                x = &plan->procs[i];
-        if (!x)
-            continue;
-        char errp[320];
-        snprintf(errp, sizeof errp, "%s.warm%d.err", base, x->node);
-        ddp_env_t *env = proc_env(sys, plan, x, o->netns, o->env_clear, run_id, logs);
-        char nsname[32];
-        ddp__real_ns_name(ns, x->node, nsname, sizeof nsname);
-        char *const in_ns[] = {"ip", "netns", "exec", nsname, NULL}, *none[] = {NULL};
-        ddp_real_warm_where_t at = {.prefix = o->netns ? in_ns : none,
-                                    .host = o->netns ? DDP_REAL_BRIDGE_ADDR : "127.0.0.1",
-                                    .ddpsim = o->ddpsim, .errpath = errp};
-        if (!env || ddp__real_warm_start(sys, &at, words[0], mods ? mods : "torch", env,
-                                         &w[x->node]))
-            warm_cold(w, node, env ? ddp_err_message() : "out of memory");
-        ddp_env_free(env);
-    }
-    for (int node = 0; w && node < plan->nnodes; node++) /* importing all at once */
-        if (w[node] && ddp__real_warm_ready(w[node]))
-            warm_cold(w, node, ddp_err_message());
+    char errp[320];
+    snprintf(errp, sizeof errp, "%s/ddpsim-real-%ld-zygote.err", tmpdir, ddp_sys_pid());
+    ddp_real_warm_where_t at = {.ddpsim = o->ddpsim, .errpath = errp};
+    ddp_env_t *env = proc_env(sys, plan, x, o->netns, o->env_clear, run_id, logs);
+    ddp_real_warm_t *w = NULL;
+    if (!env || ddp__real_warm_get(sys, &at, words[0], mods ? mods : "torch", env, &w))
+        fprintf(stderr, "ddpsim: warm start: %s: the ranks start cold\n",
+                env ? ddp_err_message() : "out of memory");
+    ddp_env_free(env);
     return w;
 }
 
-static void warm_down(ddp_real_warm_t **w, int nnodes)
-{
-    for (int i = 0; w && i < nnodes; i++)
-        ddp__real_warm_stop(w[i]);
-    free(w);
-}
-
-/* Rank p started by its node's fork server, or, where it has none or
- * cannot, as a process of its own (sp). */
-static int spawn_rank(ddp_sys_t *sys, ddp_real_warm_t *w, const ddp_spawn_t *sp,
-                      ddp_pid_t *pid)
+/* Rank p started by the fork server, in its node's namespace nsname (""
+ * for none), or, where there is none or it cannot, as a process of its
+ * own (sp). */
+static int spawn_rank(ddp_sys_t *sys, ddp_real_warm_t *w, const char *nsname,
+                      const ddp_spawn_t *sp, ddp_pid_t *pid)
 {
     int k = 0;
     while (w && sp->argv[k] && strcmp(sp->argv[k], "setsid"))
-        k++; /* after `ip netns exec NS`: the fork server is in NS already */
+        k++; /* after `ip netns exec NS`: the rank joins NS itself */
     if (w && sp->argv[k]) {
-        if (ddp__real_warm_spawn(w, sp->argv + k + 1, sp->env, sp->stdout_path,
+        if (ddp__real_warm_spawn(w, nsname, sp->argv + k + 1, sp->env, sp->stdout_path,
                                  sp->stderr_path, pid) == 0)
             return 0;
         fprintf(stderr, "ddpsim: %s: this rank starts cold\n", ddp_err_message());
@@ -1251,9 +1234,8 @@ static int spawn_rank(ddp_sys_t *sys, ddp_real_warm_t *w, const ddp_spawn_t *sp,
 }
 
 static void abandon(ddp_sys_t *sys, ddp_real_proxy_t *proxy, ddp_netns_t *ns,
-                    ddp_plan_t *plan, const char *plan_path, ddp_real_warm_t **warm)
+                    ddp_plan_t *plan, const char *plan_path)
 {
-    warm_down(warm, plan->nnodes);
     ddp__real_proxy_stop(proxy, NULL, 0);
     ddp__real_netns_down(sys, ns, NULL, 0);
     remove(plan->results);
@@ -1279,7 +1261,7 @@ typedef struct run {
     int np;
     ddp_netns_t ns;
     ddp_real_proxy_t *proxy;
-    ddp_real_warm_t **warm;
+    ddp_real_warm_t *warm; /* the process's fork server, not the run's */
     const char *tmpdir;
     char plan_path[300], base[280], run_id[80];
     char logs[300]; /* torch's agents' --log_dir: logs/agentN */
@@ -1438,8 +1420,9 @@ static int run_world(run_t *x)
     if (o->netns &&
         (rc = ddp__real_netns_up(x->sys, &x->ns, plan->nnodes, x->exec ? 0 : plan->latency_ns)))
         return run_why(x, rc);
-    /* the fork servers' imports (seconds) before the run's clock starts */
-    x->warm = x->exec ? warm_up(x->sys, plan, o, &x->ns, x->run_id, x->logs, x->base) : NULL;
+    /* the fork server's imports (seconds, the first run only) before the
+     * run's clock starts */
+    x->warm = x->exec ? warm_up(x->sys, plan, o, x->run_id, x->logs, x->tmpdir) : NULL;
     x->t0 = plan->t0 = ddp_sys_now(x->sys);
     if ((rc = write_run_files(x)) != 0 ||
         (o->netns && x->exec && (rc = start_proxy(x->sys, plan, &x->ns, x->t0, &x->proxy))))
@@ -1502,7 +1485,7 @@ static int run_setup(run_t *x)
     if (!rc)
         rc = run_faults(x);
     if (rc) {
-        abandon(x->sys, x->proxy, &x->ns, x->plan, x->plan_path, x->warm);
+        abandon(x->sys, x->proxy, &x->ns, x->plan, x->plan_path);
         return rc;
     }
     ddp_plan_t *plan = x->plan;
@@ -1705,8 +1688,8 @@ static void start_proc(run_t *x, proc_t *p, int64_t now)
     argv_buf_t b;
     ddp_spawn_t sp = {.env = env, .name = pp->name, .die_with_parent = 1, .guard = x->guard};
     proc_argv(x, p, &sp, &b);
-    ddp_real_warm_t *wm = x->warm && foreign(plan, pp) && !p->agent ? x->warm[p->node] : NULL;
-    int src = env ? spawn_rank(x->sys, wm, &sp, &p->pid) : -ENOMEM;
+    ddp_real_warm_t *wm = foreign(plan, pp) && !p->agent ? x->warm : NULL;
+    int src = env ? spawn_rank(x->sys, wm, x->o->netns ? b.nsname : "", &sp, &p->pid) : -ENOMEM;
     ddp_env_free(env);
     if (!src && wm) /* its group: setsid makes it one, named by its pid (a cold
                        start's is watched before it execs: ddp_spawn_t.guard) */
@@ -1786,8 +1769,41 @@ static int run_over(run_t *x, int64_t now)
     return x->o->interrupted && *x->o->interrupted;
 }
 
+#define LOOP_MIN_NS (5 * DDP_NS_PER_MS)
+#define LOOP_MAX_NS (20 * DDP_NS_PER_MS)
+int64_t ddp__real_loop_sleep(int64_t prev, int changed, int64_t due_in)
+{
+    int64_t d = changed || prev < LOOP_MIN_NS ? LOOP_MIN_NS
+                : prev >= LOOP_MAX_NS / 2 ? LOOP_MAX_NS : 2 * prev;
+    return due_in > 0 && due_in < d ? due_in : d; /* overdue: held by a pause */
+}
+
+/* What the loop has seen: the records read, the processes started and
+ * ended, the faults on. Another value: something happened. */
+static uint64_t loop_seen(const run_t *x)
+{
+    uint64_t h = (uint64_t)x->events_off * 31 + (uint64_t)(x->pg ? x->pg->off : 0);
+    for (int i = 0; i < x->np; i++)
+        h = h * 31 + (uint64_t)(x->ps[i].started + 2 * x->ps[i].done);
+    for (int i = 0; i < x->plan->nfaults && i < DDP_SCN_MAX_FAULTS; i++)
+        h = h * 31 + x->on[i];
+    return h;
+}
+
+/* The time until the next process is due to start (INT64_MAX: none). */
+static int64_t next_start_in(const run_t *x, int64_t now)
+{
+    int64_t in = INT64_MAX;
+    for (int i = 0; i < x->np; i++)
+        if (!x->ps[i].started && x->ps[i].start_ns - now < in)
+            in = x->ps[i].start_ns - now;
+    return in;
+}
+
 static void run_loop(run_t *x)
 {
+    int64_t nap = 0;
+    uint64_t seen = loop_seen(x);
     for (;;) {
         int64_t now = ddp_sys_now(x->sys) - x->t0;
         run_events(x, now);
@@ -1800,7 +1816,10 @@ static void run_loop(run_t *x)
             kill_hung(x->sys, x->s, x->plan, x->ps, x->np, now, x->grace, x->guard);
         if (run_over(x, now))
             break;
-        ddp_sys_sleep_until(x->sys, ddp_sys_deadline_in(x->sys, 5 * DDP_NS_PER_MS));
+        uint64_t was = seen;
+        seen = loop_seen(x);
+        nap = ddp__real_loop_sleep(nap, seen != was, next_start_in(x, now));
+        ddp_sys_sleep_until(x->sys, ddp_sys_deadline_in(x->sys, nap));
     }
 }
 
@@ -1842,7 +1861,6 @@ static void run_stop(run_t *x)
         progress_read(plan->results, x->pg, x->ps, x->np);
     end_procs(x);
     ddp_sys_guard_end(x->guard);
-    warm_down(x->warm, plan->nnodes);
     ddp__real_proxy_stop(x->proxy, x->hits, plan->nfaults);
     for (int i = 0; i < plan->nfaults && i < DDP_SCN_MAX_FAULTS; i++) {
         /* still in force: its counters go with the namespaces */

@@ -224,31 +224,35 @@ long ddp__real_job_port(const ddp_plan_t *plan, int job);
 /* Up to 64 KiB of a file, NUL-terminated; free() it. */
 char *ddp__real_slurp(const char *path);
 
-/* The warm start (harness/real_warm.c): a fork server per node imports
- * the heavy Python modules once and forks each rank into its script.
- * command: 1 when words (n of them, an --exec's own words) are a Python
- * or scripts/torch-python running a *.py script. start: the server for
- * program (words[0]) importing modules ("torch,numpy"), with env, where
- * at says: it imports them meanwhile; 0 and *out, or a negative code with
- * the error set (the caller starts its ranks cold). ready: waits until it
- * has (2 min at most): 0, or a negative code with the error set (stop it,
- * start the ranks cold). spawn: one rank (argv: the --exec's
- * words) with its own environment and output files, the pid of a child of
- * the caller's process. stop: the server ends (NULL: nothing). */
+/* The run loop's sleep after one that slept prev: 5 ms where the last
+ * round saw something happen (changed: a record, a start, an exit, a
+ * fault switched), else twice prev up to 20 ms (a quiet run wakes 50
+ * times a second, not 200), and never past due_in (the next start; one
+ * overdue, held by a pause, waits for the pause's end: a change). */
+int64_t ddp__real_loop_sleep(int64_t prev, int changed, int64_t due_in);
+
+/* The warm start (harness/real_warm.c): one fork server per ddpsim
+ * process (a zygote) imports the heavy Python modules once and forks each
+ * rank, of any node and any run, into its script. command: 1 when words (n
+ * of them, an --exec's own words) are a Python or scripts/torch-python
+ * running a *.py script. get: the zygote for program (words[0]) importing
+ * modules ("torch,numpy") with env (its PYTHONPATH decides what it finds),
+ * started and ready (2 min at most) where there is none for them: 0 and
+ * *out (this process's until ddp_real_warm_release), or a negative code
+ * with the error set (the caller starts its ranks cold). spawn: one rank
+ * (argv: the --exec's words) in network namespace netns (its name; NULL or
+ * "": the runner's), with its own environment and output files: the pid of
+ * a child of the caller's process. */
 typedef struct ddp_real_warm ddp_real_warm_t;
 int ddp__real_warm_command(char *const *words, int n);
 typedef struct ddp_real_warm_where {
-    char *const *prefix; /* words before its command (ip netns exec NS), NULL-ended */
-    const char *host;    /* the runner's address it connects to */
     const char *ddpsim;  /* the ddpsim binary (scripts/ is found beside its build) */
     const char *errpath; /* its stdout and stderr */
 } ddp_real_warm_where_t;
-int ddp__real_warm_start(ddp_sys_t *sys, const ddp_real_warm_where_t *at, const char *program,
-                         const char *modules, const struct ddp_env *env,
-                         ddp_real_warm_t **out);
-int ddp__real_warm_ready(ddp_real_warm_t *w);
-int ddp__real_warm_spawn(ddp_real_warm_t *w, char *const *argv, const struct ddp_env *env,
-                         const char *out, const char *err, ddp_pid_t *pid);
-void ddp__real_warm_stop(ddp_real_warm_t *w);
+int ddp__real_warm_get(ddp_sys_t *sys, const ddp_real_warm_where_t *at, const char *program,
+                       const char *modules, const struct ddp_env *env, ddp_real_warm_t **out);
+int ddp__real_warm_spawn(ddp_real_warm_t *w, const char *netns, char *const *argv,
+                         const struct ddp_env *env, const char *out, const char *err,
+                         ddp_pid_t *pid);
 
 #endif

@@ -1,14 +1,17 @@
 /* harness/real_warm.c — the warm start of a real run's Python ranks
- * (docs/real-runs.md, "Warm start"): one fork server per node
- * (scripts/ddpsim-forkserver.py) imports the heavy modules once and forks
- * each rank into the user's script, instead of a fresh interpreter per
- * rank paying torch's import (seconds of CPU) again.
+ * (docs/real-runs.md, "Warm start"): one fork server per ddpsim process (a
+ * zygote, scripts/ddpsim-forkserver.py) imports the heavy modules once and
+ * forks each rank of every node of every run into the user's script,
+ * instead of a fresh interpreter per rank paying torch's import (seconds
+ * of CPU) again. Under --netns a rank joins its node's namespace (setns)
+ * after the fork.
  *
- * The runner is a child subreaper while a fork server is up: a rank the
- * server forked (and left) becomes the runner's child, so the runner waits
- * for it, signals its group and the guard kills it like any other rank.
- * The protocol (a loopback TCP connection through the sys seam) is in the
- * script's header. */
+ * The runner is a child subreaper while the zygote is up: a rank it forked
+ * (and left) becomes the runner's child, so the runner waits for it,
+ * signals its group and the guard kills it like any other rank. The
+ * protocol (a loopback TCP connection through the sys seam) is in the
+ * script's header. The zygote ends at ddp_real_warm_release or with the
+ * process (EOF on its connection; its parent-death signal). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +21,7 @@
 #include "ddp/env.h"
 #include "ddp/err.h"
 #include "ddp/host.h"
+#include "ddp/real.h"
 #include "real_priv.h"
 
 #define WARM_READY_NS (120 * DDP_NS_PER_S) /* the modules' import */
@@ -25,6 +29,9 @@
 
 struct ddp_real_warm {
     ddp_sys_t *sys;
+    long owner; /* the process it serves (a forked worker starts its own) */
+    int dead;   /* it stopped answering: the next run starts another */
+    char key[1600]; /* what it was started for: warm_key */
     int lfd;  /* where it connects, until it has */
     int fd;   /* the connection to the server */
     ddp_pid_t pid;
@@ -116,7 +123,9 @@ static int server_accept(ddp_real_warm_t *w)
     }
 }
 
-int ddp__real_warm_ready(ddp_real_warm_t *w)
+/* Waits until the server has imported its modules and said ready (2 min
+ * at most): 0, or a negative code with the error set. */
+static int warm_ready(ddp_real_warm_t *w)
 {
     char line[200] = "";
     int rc = 0;
@@ -135,20 +144,24 @@ int ddp__real_warm_ready(ddp_real_warm_t *w)
     return w->fd >= 0 ? rc : w->fd;
 }
 
-/* Spawns the server: argv[k..] is setsid PROGRAM SCRIPT HOST PORT RUNNER
- * MODULES (after `ip netns exec NS` in a namespace). */
-static int server_spawn(ddp_real_warm_t *w, char **argv, int k, const ddp_env_t *env)
+/* Spawns the server: argv is setsid PROGRAM SCRIPT HOST PORT RUNNER
+ * MODULES. */
+static int server_spawn(ddp_real_warm_t *w, char **argv, const ddp_env_t *env)
 {
     ddp_spawn_t sp = {.argv = argv, .env = env, .name = "forkserver",
                       .stdout_path = w->errpath, .stderr_path = w->errpath,
                       .die_with_parent = 1};
-    snprintf(w->what, sizeof w->what, "%s %s", argv[k + 1], argv[k + 2]);
+    snprintf(w->what, sizeof w->what, "%s %s", argv[1], argv[2]);
     w->until = ddp_sys_deadline_in(w->sys, WARM_READY_NS);
     return ddp_sys_spawn(w->sys, &sp, &w->pid);
 }
 
-int ddp__real_warm_start(ddp_sys_t *sys, const ddp_real_warm_where_t *at, const char *program,
-                         const char *modules, const ddp_env_t *env, ddp_real_warm_t **out)
+static void warm_stop(ddp_real_warm_t *w);
+
+/* Starts a server for program importing modules with env: 0 and *out (it
+ * imports meanwhile), or a negative code with the error set. */
+static int warm_start(ddp_sys_t *sys, const ddp_real_warm_where_t *at, const char *program,
+                      const char *modules, const ddp_env_t *env, ddp_real_warm_t **out)
 {
     char script[1024], port[16], runner[24];
     if (server_script(sys, at->ddpsim, script, sizeof script))
@@ -157,34 +170,30 @@ int ddp__real_warm_start(ddp_sys_t *sys, const ddp_real_warm_where_t *at, const 
     ddp_real_warm_t *w = calloc(1, sizeof *w);
     if (!w)
         return -ENOMEM;
-    *w = (ddp_real_warm_t){.sys = sys, .fd = -1, .pid = -1};
+    *w = (ddp_real_warm_t){.sys = sys, .fd = -1, .pid = -1, .owner = ddp_sys_pid()};
     snprintf(w->errpath, sizeof w->errpath, "%s", at->errpath);
     ddp_addr_t a, got;
-    ddp_addr_parse(at->host, 0, &a);
+    ddp_addr_parse("127.0.0.1", 0, &a);
     int rc = w->lfd = ddp_sys_listen(sys, &a, 1);
     if (rc >= 0 && (rc = ddp_sys_local_addr(sys, w->lfd, &got)) == 0 &&
         (rc = ddp_sys_child_subreaper(1)) == 0) {
         w->subreaper = 1;
         snprintf(port, sizeof port, "%u", (unsigned)got.port);
         snprintf(runner, sizeof runner, "%ld", ddp_sys_pid());
-        char *argv[16] = {NULL};
-        int k = 0;
-        for (int i = 0; at->prefix[i] && k < 8; i++)
-            argv[k++] = at->prefix[i];
-        char *tail[] = {"setsid", (char *)program, script, (char *)at->host, port, runner,
-                        (char *)modules};
-        memcpy(argv + k, tail, sizeof tail);
-        rc = server_spawn(w, argv, k, env);
+        char *argv[] = {"setsid", (char *)program, script, "127.0.0.1", port, runner,
+                        (char *)modules, NULL};
+        rc = server_spawn(w, argv, env);
     }
     if (rc < 0) {
-        ddp__real_warm_stop(w);
+        warm_stop(w);
         return rc;
     }
     *out = w;
     return 0;
 }
 
-/* The request's bytes: spawn, out, err, argc, argv..., NAME=VALUE..., "". */
+/* The request's bytes: spawn, netns, out, err, argc, argv..., NAME=VALUE...,
+ * "". */
 typedef struct req {
     char *p;
     size_t len, cap;
@@ -218,16 +227,16 @@ static int env_field(void *arg, const char *key, const char *value)
     return rc;
 }
 
-static int request(req_t *r, char *const *argv, const ddp_env_t *env, const char *out,
-                   const char *err)
+static int request(req_t *r, const char *netns, char *const *argv, const ddp_env_t *env,
+                   const char *out, const char *err)
 {
     int argc = 0, rc;
     while (argv[argc])
         argc++;
     char n[16];
     snprintf(n, sizeof n, "%d", argc);
-    if ((rc = field(r, "spawn")) || (rc = field(r, out)) || (rc = field(r, err)) ||
-        (rc = field(r, n)))
+    if ((rc = field(r, "spawn")) || (rc = field(r, netns)) || (rc = field(r, out)) ||
+        (rc = field(r, err)) || (rc = field(r, n)))
         return rc;
     for (int i = 0; i < argc; i++)
         if ((rc = field(r, argv[i])))
@@ -238,11 +247,14 @@ static int request(req_t *r, char *const *argv, const ddp_env_t *env, const char
     return 0;
 }
 
-int ddp__real_warm_spawn(ddp_real_warm_t *w, char *const *argv, const ddp_env_t *env,
-                         const char *out, const char *err, ddp_pid_t *pid)
+int ddp__real_warm_spawn(ddp_real_warm_t *w, const char *ns, char *const *argv,
+                         const ddp_env_t *env, const char *out, const char *err, ddp_pid_t *pid)
 {
     req_t r = {0};
-    int rc = request(&r, argv, env, out, err);
+    char netns[300] = "-";
+    if (ns && *ns)
+        snprintf(netns, sizeof netns, "/var/run/netns/%s", ns);
+    int rc = request(&r, netns, argv, env, out, err);
     int64_t until = ddp_sys_deadline_in(w->sys, WARM_REPLY_NS);
     char line[300] = "";
     if (!rc)
@@ -253,6 +265,7 @@ int ddp__real_warm_spawn(ddp_real_warm_t *w, char *const *argv, const ddp_env_t 
     if (rc) {
         char why[200];
         snprintf(why, sizeof why, "%s", ddp_err_message());
+        w->dead = 1;
         return ddp_err_set(rc, "the fork server (pid %ld) did not answer a spawn of %s: %s",
                            (long)w->pid, argv[1], why);
     }
@@ -264,7 +277,7 @@ int ddp__real_warm_spawn(ddp_real_warm_t *w, char *const *argv, const ddp_env_t 
     return 0;
 }
 
-void ddp__real_warm_stop(ddp_real_warm_t *w)
+static void warm_stop(ddp_real_warm_t *w)
 {
     if (!w)
         return;
@@ -284,4 +297,49 @@ void ddp__real_warm_stop(ddp_real_warm_t *w)
     if (w->errpath[0])
         remove(w->errpath);
     free(w);
+}
+
+/* The one zygote of this process (NULL: none). */
+static ddp_real_warm_t *g_zygote;
+
+/* What a zygote is started for, and reused while it stays the same: the
+ * program, the modules, and what decides which Python and which modules
+ * it finds (the rest of env is each rank's own). */
+static void warm_key(const char *program, const char *modules, const ddp_env_t *env,
+                     char *buf, size_t n)
+{
+    const char *pp = ddp_env_get(env, "PYTHONPATH"), *tp = ddp_env_get(env,
+                                                                       "DDPSIM_TORCH_PYTHON");
+    snprintf(buf, n, "%s\n%s\n%s\n%s", program, modules, pp ? pp : "", tp ? tp : "");
+}
+
+int ddp__real_warm_get(ddp_sys_t *sys, const ddp_real_warm_where_t *at, const char *program,
+                       const char *modules, const ddp_env_t *env, ddp_real_warm_t **out)
+{
+    char key[sizeof g_zygote->key];
+    warm_key(program, modules, env, key, sizeof key);
+    if (g_zygote && g_zygote->owner != ddp_sys_pid())
+        g_zygote = NULL; /* the parent's, before a fork: not ours to use or stop */
+    if (g_zygote && (g_zygote->dead || strcmp(g_zygote->key, key)))
+        ddp_real_warm_release();
+    if (!g_zygote) {
+        ddp_real_warm_t *w = NULL;
+        int rc = warm_start(sys, at, program, modules, env, &w);
+        if (rc == 0 && (rc = warm_ready(w)) != 0)
+            warm_stop(w);
+        if (rc)
+            return rc;
+        snprintf(w->key, sizeof w->key, "%s", key);
+        g_zygote = w;
+    }
+    g_zygote->sys = sys;
+    *out = g_zygote;
+    return 0;
+}
+
+void ddp_real_warm_release(void)
+{
+    if (g_zygote && g_zygote->owner == ddp_sys_pid())
+        warm_stop(g_zygote);
+    g_zygote = NULL;
 }

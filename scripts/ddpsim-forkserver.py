@@ -1,16 +1,19 @@
 """scripts/ddpsim-forkserver.py HOST PORT RUNNER_PID MODULES — the warm start of
 a real run's Python ranks (docs/real-runs.md, "Warm start").
 
-Imports MODULES (comma-separated, e.g. "torch"; one that is missing is
-skipped with a line on stderr) once, connects to the runner at HOST:PORT
-(127.0.0.1, or the bridge from a node's namespace), says "ready" and then
-forks one rank per request. A request is NUL-terminated fields ended by an empty one:
-    spawn, STDOUT, STDERR, ARGC, ARGV[0..ARGC), then NAME=VALUE... ;
-the reply is "ok PID\\n" or "error WHY\\n". The rank is a grandchild: the
-child forks it and exits at once, so it is reparented to the runner (a
-child subreaper), which waits for it, signals its group and kills it as
-any other rank. Before it runs the script the rank waits for that, sets
-its parent-death signal (SIGKILL) and starts a session of its own."""
+One per `ddpsim run` (a zygote): imports MODULES (comma-separated, e.g.
+"torch"; one that is missing is skipped with a line on stderr) once,
+connects to the runner at HOST:PORT (127.0.0.1), says "ready" and then
+forks one rank per request, of every node of every run, until EOF. A
+request is NUL-terminated fields ended by an empty one:
+    spawn, NETNS, STDOUT, STDERR, ARGC, ARGV[0..ARGC), then NAME=VALUE... ;
+NETNS is a network namespace's file (/var/run/netns/NAME) the rank joins
+(setns), or "-" (no field may be empty). The reply is "ok PID\\n" or
+"error WHY\\n". The rank is a grandchild: the child forks it and exits at
+once, so it is reparented to the runner (a child subreaper), which waits
+for it, signals its group and kills it as any other rank. Before it runs
+the script the rank waits for that, sets its parent-death signal
+(SIGKILL), joins NETNS and starts a session of its own."""
 import ctypes
 import os
 import socket
@@ -18,6 +21,7 @@ import sys
 import time
 
 PR_SET_PDEATHSIG = 1
+CLONE_NEWNET = 0x40000000
 
 
 def load(modules):
@@ -54,7 +58,18 @@ def redirect(path, fd):
     os.close(f)
 
 
-def become_rank(child, runner, argv, env, out, err):
+def join_netns(libc, netns):
+    """Into the node's network namespace (as `ip netns exec` would put a
+    cold rank); exits 127 where it cannot."""
+    fd = os.open(netns, os.O_RDONLY)
+    if libc.setns(fd, CLONE_NEWNET) != 0:
+        os.write(2, b"ddpsim-forkserver: setns %s: errno %d\n"
+                 % (netns.encode(), ctypes.get_errno()))
+        os._exit(127)
+    os.close(fd)
+
+
+def become_rank(child, runner, netns, argv, env, out, err):
     """In the grandchild: the rank's own process, then its script as
     __main__; never returns."""
     while os.getppid() == child:  # the child exits at once: reparented
@@ -62,6 +77,8 @@ def become_rank(child, runner, argv, env, out, err):
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_PDEATHSIG, 9) != 0 or os.getppid() != runner:
         os._exit(127)  # the runner is gone (or is not our parent)
+    if netns != "-":
+        join_netns(libc, netns)
     os.setsid()
     redirect(out, 1)
     redirect(err, 2)
@@ -97,9 +114,9 @@ def run_script(argv):
 
 
 def spawn(conn, runner, fields):
-    out, err, argc = fields[1], fields[2], int(fields[3])
-    argv = fields[4:4 + argc]
-    env = dict(f.split("=", 1) for f in fields[4 + argc:] if "=" in f)
+    netns, out, err, argc = fields[1], fields[2], fields[3], int(fields[4])
+    argv = fields[5:5 + argc]
+    env = dict(f.split("=", 1) for f in fields[5 + argc:] if "=" in f)
     if cuda_started():
         return "error CUDA is initialised in the fork server: a fork would share it"
     sys.stdout.flush()
@@ -115,7 +132,7 @@ def spawn(conn, runner, fields):
                 try:
                     os.close(w)
                     conn.close()
-                    become_rank(me, runner, argv, env, out, err)
+                    become_rank(me, runner, netns, argv, env, out, err)
                 finally:
                     os._exit(127)  # could not become the rank
             os.write(w, b"%d" % grandchild)

@@ -1350,8 +1350,10 @@ static int have_python3(void)
 /* A folder with a fake "torch" package whose import appends a line to
  * DIR/imports (extra: more of its __init__.py), a python3 job DIR/job.py
  * that imports it and checks that it runs as __main__ with its argv
- * (--x 1), its environment (RANK) and a session of its own, and
- * DIR/job.scn (2 nodes x 2 ranks) running it on port; DIR exists. */
+ * (--x 1), its environment (RANK) and a session of its own (and, under
+ * --netns, in a network namespace other than the runner's: DDPSIM_NS_OF,
+ * the runner's /proc/PID/ns/net), and DIR/job.scn and DIR/job2.scn (2
+ * nodes x 2 ranks each) running it on port and port + 1; DIR exists. */
 static void python_job(const char *dir, uint16_t port, const char *extra)
 {
     char path[160], scn[96];
@@ -1362,39 +1364,43 @@ static void python_job(const char *dir, uint16_t port, const char *extra)
                "    f.write('%%d\\n' %% os.getpid())\ntime.sleep(0.2)\n%s", dir, extra);
     write_file(path, sizeof path, dir, "job.py",
                "import os, sys\nimport torch\n"
+               "ns = os.environ.get('DDPSIM_NS_OF')\n"
                "ok = __name__ == '__main__' and sys.argv[1:] == ['--x', '1'] and "
-               "os.getsid(0) == os.getpid()\n"
+               "os.getsid(0) == os.getpid() and "
+               "(not ns or os.readlink('/proc/self/ns/net') != os.readlink(ns))\n"
                "print('rank', os.environ['RANK'], 'main' if ok else 'WRONG')\n"
                "sys.exit(0 if ok else 5)\n");
-    write_file(scn, sizeof scn, dir, "job.scn",
-               "scenario \"a python job\"\nnodes 2\ndevices 2\naccelerators ddp\n"
-               "launcher torchrun\nport %u\ntimeout 20s\nexec \"python3 %s --x 1\"\n"
-               "expect ok\n", (unsigned)port, path);
+    for (int i = 0; i < 2; i++)
+        write_file(scn, sizeof scn, dir, i ? "job2.scn" : "job.scn",
+                   "scenario \"a python job%s\"\nnodes 2\ndevices 2\naccelerators ddp\n"
+                   "launcher torchrun\nport %u\ntimeout 20s\nexec \"python3 %s --x 1\"\n"
+                   "expect ok\n", i ? ", again" : "", (unsigned)(port + i), path);
 }
 
-/* Runs dir/job.scn (python_job) with opts; its exit status, and how many
- * times torch was imported in *imports. out: its stdout, or its stderr
- * with want_stderr. */
-static int run_python_job(const char *dir, const char *opts, int *imports, int want_stderr,
-                          char *out, size_t n)
+/* Runs dir/job.scn (python_job; with both, job2.scn too, in one ddpsim
+ * run) with opts; its exit status, and how many times torch was imported
+ * in *imports. out: its stdout, or its stderr with want_stderr. */
+static int run_python_job(const char *dir, const char *opts, int both, int *imports,
+                          int want_stderr, char *out, size_t n)
 {
     char path[160], env[200], args[400];
     remove(ddp_test_in(path, sizeof path, dir, "imports"));
-    snprintf(env, sizeof env, "PYTHONPATH=%s", dir);
-    snprintf(args, sizeof args, "run --real --no-progress --no-host-store %s %s/job.scn", opts,
-             dir);
+    int n0 = snprintf(env, sizeof env, "PYTHONPATH=%s", dir);
+    if (strstr(opts, "--netns"))
+        snprintf(env + n0, sizeof env - (size_t)n0, " DDPSIM_NS_OF=/proc/%ld/ns/net",
+                 (long)getpid());
+    snprintf(args, sizeof args, "run --no-progress --no-host-store %s %s/job.scn%s%s%s", opts,
+             dir, both ? " " : "", both ? dir : "", both ? "/job2.scn" : "");
     int st = ddp_test_ddpsim_io(env, args, want_stderr, out, n);
     *imports = lines_of(path);
     return st;
 }
 
-/* Issue 42: every Python rank paid torch's import (2-4 s of CPU) in a
- * fresh interpreter. A fake "torch" on PYTHONPATH whose import leaves a
- * line in a marker file: a python3 job of 2 nodes x 2 ranks imports it once
- * per node (2 lines: the fork servers), and with --cold once per rank (4).
- * Each rank still runs its script as __main__ with its own argv,
- * environment (RANK) and stdout, in a session of its own. */
-static void test_warm_start_imports_once_per_node(void)
+/* Runs both python_job scenarios in one ddpsim run with mode (--real,
+ * --netns) warm and --cold; torch must be imported once (the run's fork
+ * server) warm and once per rank (8) cold, each rank running as __main__
+ * etc. (python_job). */
+static void warm_imports(const char *mode)
 {
     real_setup_t rs;
     if (!have_python3() || !real_setup(&rs, "warm"))
@@ -1402,19 +1408,44 @@ static void test_warm_start_imports_once_per_node(void)
     static char out[1 << 14];
     python_job(rs.dir, rs.port, "");
     for (int cold = 0; cold < 2; cold++) {
-        int n = 0, st = run_python_job(rs.dir, cold ? "--cold" : "", &n, 0, out, sizeof out);
+        char opts[40];
+        snprintf(opts, sizeof opts, "%s%s", mode, cold ? " --cold" : "");
+        int n = 0, st = run_python_job(rs.dir, opts, 1, &n, 0, out, sizeof out);
         CU_ASSERT_EQUAL(st, 0);
-        CU_ASSERT_EQUAL(n, cold ? 4 : 2);
-        if (st != 0 || n != (cold ? 4 : 2))
-            printf("\n  %s: exit %d, torch imported %d times (expected %d):\n%s",
-                   cold ? "--cold" : "warm", st, n, cold ? 4 : 2, out);
+        CU_ASSERT_EQUAL(n, cold ? 8 : 1);
+        if (st != 0 || n != (cold ? 8 : 1))
+            printf("\n  %s: exit %d, torch imported %d times (expected %d):\n%s", opts, st, n,
+                   cold ? 8 : 1, out);
     }
     remove_tree(rs.dir);
 }
 
+/* Issue 42: every Python rank paid torch's import (2-4 s of CPU) in a
+ * fresh interpreter, and then every node of every run (a fork server per
+ * node per run). A fake "torch" on PYTHONPATH whose import leaves a line in
+ * a marker file: two python3 jobs of 2 nodes x 2 ranks in one `ddpsim run`
+ * import it once (the one fork server), and with --cold once per rank
+ * (8). */
+static void test_warm_start_imports_once_per_invocation(void)
+{
+    warm_imports("--real");
+}
+
+/* The same in network namespaces (root): one fork server, outside them,
+ * and each warm rank joins its node's namespace (the job checks it is not
+ * in the runner's). */
+static void test_warm_start_netns_imports_once(void)
+{
+    if (geteuid() != 0 || system("command -v ip >/dev/null 2>&1") != 0) {
+        ddp_test_skip("--netns needs root and ip(8)");
+        return;
+    }
+    warm_imports("--netns");
+}
+
 /* Issue 42: a fork must not share an initialised CUDA. A fake torch whose
- * torch.cuda.is_initialized() is True: every rank starts cold (the servers'
- * imports and each rank's: 6), the runner saying why, and the job passes. */
+ * torch.cuda.is_initialized() is True: every rank starts cold (the server's
+ * import and each rank's: 5), the runner saying why, and the job passes. */
 static void test_warm_start_refused_after_cuda(void)
 {
     real_setup_t rs;
@@ -1423,12 +1454,12 @@ static void test_warm_start_refused_after_cuda(void)
     static char out[1 << 15];
     python_job(rs.dir, rs.port,
                "class cuda:\n    is_initialized = staticmethod(lambda: True)\n");
-    int n = 0, st = run_python_job(rs.dir, "", &n, 1, out, sizeof out);
+    int n = 0, st = run_python_job(rs.dir, "--real", 0, &n, 1, out, sizeof out);
     CU_ASSERT_EQUAL(st, 0);
-    CU_ASSERT_EQUAL(n, 6);
+    CU_ASSERT_EQUAL(n, 5);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "CUDA is initialised in the fork server"));
-    if (st != 0 || n != 6)
-        printf("\n  exit %d, torch imported %d times (expected 6):\n%s", st, n, out);
+    if (st != 0 || n != 5)
+        printf("\n  exit %d, torch imported %d times (expected 5):\n%s", st, n, out);
     remove_tree(rs.dir);
 }
 
@@ -1484,6 +1515,23 @@ static void test_warm_start_commands(void)
         if (ddp__real_warm_command(w, n) != cases[i].warm)
             printf("\n  \"%s\": expected %s\n", cases[i].cmd, cases[i].warm ? "warm" : "cold");
     }
+}
+
+/* Issue 42: the runner woke every 5 ms for the whole run (4 s of CPU in
+ * the torch scenarios, most of it waiting for a timeout or a late master).
+ * Its sleep grows while nothing happens, back to 5 ms at once when
+ * something does, and never past the next due start. */
+static void test_run_loop_sleeps_longer_when_quiet(void)
+{
+    const int64_t ms = DDP_NS_PER_MS, none = INT64_MAX;
+    CU_ASSERT_EQUAL(ddp__real_loop_sleep(0, 0, none), 5 * ms);
+    CU_ASSERT_EQUAL(ddp__real_loop_sleep(5 * ms, 0, none), 10 * ms);
+    CU_ASSERT_EQUAL(ddp__real_loop_sleep(10 * ms, 0, none), 20 * ms);
+    CU_ASSERT_EQUAL(ddp__real_loop_sleep(20 * ms, 0, none), 20 * ms); /* at most */
+    CU_ASSERT_EQUAL(ddp__real_loop_sleep(20 * ms, 1, none), 5 * ms); /* something happened */
+    CU_ASSERT_EQUAL(ddp__real_loop_sleep(20 * ms, 0, 7 * ms), 7 * ms); /* a start due */
+    CU_ASSERT_EQUAL(ddp__real_loop_sleep(20 * ms, 1, 2 * ms), 2 * ms);
+    CU_ASSERT_EQUAL(ddp__real_loop_sleep(10 * ms, 0, -3 * ms), 20 * ms); /* overdue: held */
 }
 
 /* `ip netns list` holds name (0/1). */
@@ -1593,10 +1641,14 @@ DDP_SUITE("real_exec", NULL, NULL,
            test_slow_start_own_clock},
           {"SIGKILL of a real run with exec: no process of the user's program is left",
            test_sigkill_leaves_no_orphan},
-          {"a Python job starts warm: torch imported once per node, --cold once per rank",
-           test_warm_start_imports_once_per_node},
+          {"Python jobs start warm: torch imported once per ddpsim run, --cold once per rank",
+           test_warm_start_imports_once_per_invocation},
+          {"the same under --netns: each warm rank in its node's namespace",
+           test_warm_start_netns_imports_once},
           {"no warm start once CUDA is initialised: each rank starts cold, saying why",
            test_warm_start_refused_after_cuda},
           {"which exec lines start warm", test_warm_start_commands},
+          {"the run loop sleeps longer while nothing happens, never past a start",
+           test_run_loop_sleeps_longer_when_quiet},
           {"SIGKILL of a warm run: no fork server or rank outlives it",
            test_sigkill_warm_leaves_no_rank})

@@ -64,9 +64,9 @@ static void run_usage_real(FILE *f)
             "                      (joined:N, set:, wait:, barrier, mark:) aim its faults\n"
             "  --cold              every foreign rank starts a fresh interpreter; by default\n"
             "                      a Python job (python3 or scripts/torch-python SCRIPT.py)\n"
-            "                      starts warm: a fork server per node imports\n"
-            "                      $DDPSIM_WARM_IMPORT (default torch) once and forks each\n"
-            "                      rank into the script (docs/real-runs.md)\n"
+            "                      starts warm: one fork server for the whole command\n"
+            "                      imports $DDPSIM_WARM_IMPORT (default torch) once and\n"
+            "                      forks each rank into the script (docs/real-runs.md)\n"
             "  --env-clear         a foreign program's environment starts empty, not from\n"
             "                      this one's; the scenario's and the harness's variables\n"
             "                      are set either way\n"
@@ -1336,6 +1336,7 @@ static int run_or_replay(ddp_sys_t *sys, int argc, char **argv, int replay)
     if (c.results && write_results(&c, jobs, njobs, total, list_hash, wall) != 0)
         rc = 2;
 out:
+    ddp_real_warm_release(); /* the real runs' fork server, if one started */
     ddp_shard_file_free(&lf);
     if (trace_out && ddp_out_commit(trace_out) != 0) {
         fprintf(stderr, "ddpsim %s: %s\n", cmd, ddp_err_message());

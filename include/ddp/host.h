@@ -87,8 +87,10 @@ DDP_API int ddp_sys_session_holds_tcp(long sid, uint16_t local_port, uint16_t re
  * session holds which socket, renewed by one pass over /proc when a socket
  * is not in it yet. ddp_sys_tcp_owner: the index in sids[0..n) of the
  * session holding a TCP socket with this local and remote port (as each
- * session's network namespace sees it), -1 when none does, or a negative
- * code below -1 (-ENOMEM, ...). */
+ * session's network namespace sees it), -1 when the connection is there
+ * but none of them holds it (yet), -ENOENT when no namespace of theirs has
+ * the connection (it closed, or it is another's: a proxy's), or another
+ * negative code (-ENOMEM, ...). */
 typedef struct ddp_sys_tcp_owners ddp_sys_tcp_owners_t;
 DDP_API ddp_sys_tcp_owners_t *ddp_sys_tcp_owners_new(void);
 DDP_API void ddp_sys_tcp_owners_free(ddp_sys_tcp_owners_t *t);

@@ -64,9 +64,10 @@ typedef struct ddp_real_opts {
     void *tap_arg;
     /* Every foreign rank starts as a fresh process (`--cold`). Else a
      * Python job (python3 or scripts/torch-python running a *.py script,
-     * not under netns or torch's agents) starts warm: a fork server per
-     * node imports $DDPSIM_WARM_IMPORT (default "torch") once and forks
-     * each rank into the script (docs/real-runs.md, "Warm start"). */
+     * not under torch's agents) starts warm: one fork server per process
+     * (a zygote, kept from run to run) imports $DDPSIM_WARM_IMPORT (default
+     * "torch") once and forks each rank into the script (docs/real-runs.md,
+     * "Warm start"). */
     int cold;
 } ddp_real_opts_t;
 
@@ -79,6 +80,11 @@ DDP_API const char *ddp_real_unsupported(const ddp_scenario_t *s, const char *ac
  * be set up (the error names what failed: e.g. netns without root). */
 DDP_API int ddp_real_run(ddp_sys_t *sys, const ddp_scenario_t *s, const char *accel,
                  const ddp_real_opts_t *o, ddp_scn_result_t *r);
+
+/* Ends the warm start's fork server (the zygote ddp_real_run keeps for
+ * the next run, a child of this process) and removes its output file;
+ * the next warm run starts another. Call it after the last run. */
+DDP_API void ddp_real_warm_release(void);
 
 /* 0 if the program of an `exec` command line (its first word after any
  * VAR=value words) exists and is executable, as PATH finds it; else
