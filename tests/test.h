@@ -117,6 +117,8 @@ int ddp_test_mkdev(const char *path);
  * unset) and the load per CPU given. */
 int ddp_test_wall_s(int base_s);
 int ddp_test_wall_s_for(int base_s, const char *knob, double load_per_cpu);
+/* The deadline on sys ddp_test_wall_s(base_s) seconds from now. */
+long long ddp_test_bound(struct ddp_sys *sys, int base_s);
 /* The same within limit_s seconds (scaled by ddp_test_wall_s): for a command line that must be refused
  * at once (a bad option), so that one wrongly accepted fails in seconds
  * rather than running a whole sweep or a server. */

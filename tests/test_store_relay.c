@@ -166,8 +166,8 @@ static void test_stalled_reader_dropped(void)
     uint8_t *v = calloc(1, n);
     /* 8 MiB through a relay: 10 s bounds it on a quiet host, more at load
      * or under a sanitizer; a failure here fails this test alone */
-    int ok = v && ddp_store_set(a, "big", v, n, dl(ddp_test_wall_s(10) * 1000)) == 0 &&
-             ddp_store_ping(a, dl(ddp_test_wall_s(10) * 1000)) == 0;
+    int ok = v && ddp_store_set(a, "big", v, n, ddp_test_bound(g_sys, 10)) == 0 &&
+             ddp_store_ping(a, ddp_test_bound(g_sys, 10)) == 0;
     CU_ASSERT_TRUE(ok);
     free(v);
     if (ok)

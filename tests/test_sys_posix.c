@@ -213,13 +213,13 @@ static void test_spawn_wait_kill(void)
     ddp_pid_t pid;
     int status = -1;
     CU_ASSERT_EQUAL_FATAL(ddp_sys_spawn(S, &sp, &pid), 0);
-    CU_ASSERT_EQUAL(ddp_sys_wait(S, pid, &status, ddp_test_deadline_ms(S, ddp_test_wall_s(5) * 1000LL)), 0);
+    CU_ASSERT_EQUAL(ddp_sys_wait(S, pid, &status, ddp_test_bound(S, 5)), 0);
     CU_ASSERT_EQUAL(status, 7);
     /* argv form: the child's environment is exactly the map. */
     char *argv[] = {"/bin/sh", "-c", "test \"$DDP_TEST_CHILD\" = seven && exit 3", NULL};
     ddp_spawn_t sp2 = {.argv = argv, .env = env};
     CU_ASSERT_EQUAL_FATAL(ddp_sys_spawn(S, &sp2, &pid), 0);
-    CU_ASSERT_EQUAL(ddp_sys_wait(S, pid, &status, ddp_test_deadline_ms(S, ddp_test_wall_s(5) * 1000LL)), 0);
+    CU_ASSERT_EQUAL(ddp_sys_wait(S, pid, &status, ddp_test_bound(S, 5)), 0);
     CU_ASSERT_EQUAL(status, 3);
     char *argv3[] = {"sleep", "10", NULL};
     ddp_spawn_t sp3 = {.argv = argv3, .env = env};
@@ -227,13 +227,13 @@ static void test_spawn_wait_kill(void)
     CU_ASSERT_EQUAL(ddp_sys_wait(S, pid, &status, ddp_test_deadline_ms(S, 30)),
                     DDP_ETIMEOUT);
     CU_ASSERT_EQUAL(ddp_sys_kill(S, pid, SIGKILL), 0);
-    CU_ASSERT_EQUAL(ddp_sys_wait(S, pid, &status, ddp_test_deadline_ms(S, ddp_test_wall_s(5) * 1000LL)), 0);
+    CU_ASSERT_EQUAL(ddp_sys_wait(S, pid, &status, ddp_test_bound(S, 5)), 0);
     CU_ASSERT_EQUAL(status, 128 + SIGKILL);
     char *bad[] = {"/nonexistent/prog", NULL};
     ddp_spawn_t sp4 = {.argv = bad, .env = env};
     int rc = ddp_sys_spawn(S, &sp4, &pid);
     if (rc == 0) { /* glibc may report exec failure as exit 127 */
-        ddp_sys_wait(S, pid, &status, ddp_test_deadline_ms(S, ddp_test_wall_s(5) * 1000LL));
+        ddp_sys_wait(S, pid, &status, ddp_test_bound(S, 5));
         CU_ASSERT_EQUAL(status, 127);
     } else {
         CU_ASSERT_EQUAL(rc, -ENOENT);
@@ -533,7 +533,7 @@ static void test_failed_connects_counted(void)
     ddp_pid_t pid;
     int status = -1;
     CU_ASSERT_EQUAL_FATAL(ddp_sys_spawn(sys, &sp, &pid), 0);
-    CU_ASSERT_EQUAL(ddp_sys_wait(sys, pid, &status, ddp_test_deadline_ms(sys, ddp_test_wall_s(5) * 1000LL)), 0);
+    CU_ASSERT_EQUAL(ddp_sys_wait(sys, pid, &status, ddp_test_bound(sys, 5)), 0);
     CU_ASSERT_EQUAL(status, 1);
     CU_ASSERT_EQUAL(ddp_sys_posix_failed_connects(NULL), 0);
     if (c >= 0)
@@ -583,7 +583,7 @@ static void test_wait_fake_clock(void)
     CU_ASSERT_EQUAL(ddp_sys_wait(&fc.sys, pid, NULL, FAKE_T0), DDP_ETIMEOUT);
     CU_ASSERT_EQUAL(fc.sleeps, 0);
     ddp_sys_kill(S, pid, SIGKILL);
-    CU_ASSERT_EQUAL(ddp_sys_wait(S, pid, NULL, ddp_test_deadline_ms(S, ddp_test_wall_s(5) * 1000LL)), 0);
+    CU_ASSERT_EQUAL(ddp_sys_wait(S, pid, NULL, ddp_test_bound(S, 5)), 0);
 }
 
 static int until_released(ddp_sys_t *sys, void *arg)
@@ -982,7 +982,7 @@ static void test_tcp_owner_index(void)
     close(gate[1]);
     for (int i = 0; i < 3; i++) {
         int st = -1;
-        CU_ASSERT_EQUAL(ddp_sys_wait(S, sids[i], &st, ddp_test_deadline_ms(S, ddp_test_wall_s(5) * 1000LL)), 0);
+        CU_ASSERT_EQUAL(ddp_sys_wait(S, sids[i], &st, ddp_test_bound(S, 5)), 0);
         CU_ASSERT_EQUAL(st, 0);
     }
     ddp_sys_close(S, lfd);

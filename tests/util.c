@@ -201,6 +201,11 @@ int ddp_test_wall_s(int base_s)
     return s;
 }
 
+long long ddp_test_bound(struct ddp_sys *sys, int base_s)
+{
+    return ddp_test_deadline_ms(sys, ddp_test_wall_s(base_s) * 1000LL);
+}
+
 int ddp_test_ddpsim_io_within(int limit_s, const char *env, const char *args,
                               int want_stderr, char *out, size_t n)
 {
